@@ -1,0 +1,20 @@
+#!/usr/bin/env -S npx tsx
+// CDK entry point: `npx cdk synth` / `npx cdk deploy` (cdk.json runs this file with tsx).
+// Settings come from context (cdk.json or `-c outbox:<name>=<value>`), see ../README.md.
+import * as cdk from 'aws-cdk-lib';
+import { AwsSolutionsChecks } from 'cdk-nag';
+import { settingsFromContext } from '../lib/config.ts';
+import { OutboxStack } from '../lib/outbox-stack.ts';
+
+const app = new cdk.App();
+const settings = settingsFromContext((k) => app.node.tryGetContext(k));
+const stackName = (app.node.tryGetContext('outbox:stackName') as string | undefined) ?? 'DynamoDbOutbox';
+new OutboxStack(app, 'DynamoDbOutbox', {
+  stackName,
+  description: 'dynamodb-outbox: transactional outbox for DynamoDB (publisher, sweeper, reference consumer)',
+  env: { account: process.env.CDK_DEFAULT_ACCOUNT, region: process.env.CDK_DEFAULT_REGION },
+  settings,
+});
+// Every synth is checked against the AwsSolutions rules; unacknowledged findings fail the synth.
+cdk.Validations.of(app).addPlugins(new AwsSolutionsChecks(app, { verbose: true }));
+app.synth();

@@ -1,0 +1,288 @@
+// Configuration of the outbox deployment: defaults, validation, and the names
+// shared with the Rust functions (infra/CONTRACT.md). Pure code, no constructs,
+// so it is tested without synthesizing anything.
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+const here = __dirname;
+
+/** infra/ — the directory that holds CONTRACT.md and stream-filter.json. */
+export const INFRA_DIR = path.resolve(here, '..', '..');
+/** The repository root (where `cargo lambda build` writes target/lambda/<bin>/bootstrap). */
+export const REPO_ROOT = path.resolve(INFRA_DIR, '..');
+/** The one source of truth for the stream FilterCriteria. */
+export const STREAM_FILTER_FILE = path.join(INFRA_DIR, 'stream-filter.json');
+
+/** Names fixed by infra/CONTRACT.md. Change them there first. */
+export const CONTRACT = {
+  partitionKey: 'PK',
+  sortKey: 'SK',
+  ttlAttribute: 'ExpiresAt',
+  streamViewType: 'NEW_IMAGE',
+  sweepIndexName: 'OutboxSweepIndex',
+  sweepIndexPartitionKey: 'SweepShard',
+  sweepIndexSortKey: 'SweepDueAt',
+  ordersPartitionKey: 'id',
+  metricsNamespace: 'DynamoDbOutbox',
+  metricsDimension: { Service: 'outbox' },
+  binaries: {
+    publisher: 'outbox-publisher',
+    sweeper: 'outbox-sweeper',
+    consumer: 'orders-consumer',
+  },
+} as const;
+
+/** Topics routed to the example queues this app creates. */
+export const EXAMPLE_TOPICS = { standard: 'orders', fifo: 'orders-events' } as const;
+
+export type Architecture = 'arm64' | 'x86_64';
+
+/** An existing outbox table to attach to instead of creating one. */
+export interface ExistingTable {
+  readonly tableName: string;
+  /** The table's stream ARN; the stream must be enabled with view type NEW_IMAGE (or NEW_AND_OLD_IMAGES). */
+  readonly streamArn: string;
+}
+
+/** Everything a user can set. All optional; see DEFAULTS. */
+export interface OutboxSettings {
+  /** Prefix of every physical name (table, functions, queues, alarms). */
+  readonly prefix: string;
+  /** Extra routes: topic → SQS queue URL, SNS topic ARN or EventBridge bus ARN. Merged with the example routes. */
+  readonly routes: Readonly<Record<string, string>>;
+  /** Optional destination for topics without a route (OUTBOX_DEFAULT_DESTINATION). */
+  readonly defaultDestination?: string;
+  /** OUTBOX_MAX_ATTEMPTS: sweeper attempts before a message becomes FAILED. */
+  readonly maxAttempts: number;
+  /** Sweeper schedule, in minutes. */
+  readonly sweepRateMinutes: number;
+  /** OUTBOX_SWEEP_GRACE_SECONDS. */
+  readonly sweepGraceSeconds: number;
+  /** OUTBOX_SWEEP_SCAN_MODE; when true the sweeper role may also Scan the table. */
+  readonly sweepScanMode: boolean;
+  /** OUTBOX_TTL_DAYS: how long SENT items stay before TTL deletes them. */
+  readonly ttlDays: number;
+  /** Stream event source mapping batch size. */
+  readonly batchSize: number;
+  /** Stream event source mapping: retries of a failed batch before it goes to the on-failure destination. */
+  readonly streamRetryAttempts: number;
+  /** Stream event source mapping: oldest record age (seconds) still delivered. */
+  readonly streamMaxRecordAgeSeconds: number;
+  /** SQS event source mapping batch size of the reference consumer. */
+  readonly consumerBatchSize: number;
+  /** maxReceiveCount of the destination queues before their DLQ. */
+  readonly maxReceiveCount: number;
+  /** CloudWatch Logs retention, in days. */
+  readonly logRetentionDays: number;
+  readonly architecture: Architecture;
+  /** Customer-managed KMS key for the tables and queues; AWS-managed / SQS-managed SSE when absent. */
+  readonly kmsKeyArn?: string;
+  readonly existingTable?: ExistingTable;
+  /** SNS topic that alarms notify; alarms have no action when absent. */
+  readonly alarmTopicArn?: string;
+  /** Publisher IteratorAge alarm threshold, milliseconds. */
+  readonly iteratorAgeThresholdMs: number;
+  /** OldestPendingAgeSeconds alarm threshold, seconds. */
+  readonly oldestPendingThresholdSeconds: number;
+  /** Directory holding <bin>/bootstrap (cargo lambda build output). */
+  readonly lambdaAssetDir: string;
+}
+
+export const DEFAULTS: OutboxSettings = {
+  prefix: 'outbox',
+  routes: {},
+  maxAttempts: 8,
+  sweepRateMinutes: 1,
+  sweepGraceSeconds: 60,
+  sweepScanMode: false,
+  ttlDays: 7,
+  batchSize: 100,
+  streamRetryAttempts: 5,
+  streamMaxRecordAgeSeconds: 3600,
+  consumerBatchSize: 10,
+  maxReceiveCount: 5,
+  logRetentionDays: 30,
+  architecture: 'arm64',
+  iteratorAgeThresholdMs: 60_000,
+  oldestPendingThresholdSeconds: 600,
+  lambdaAssetDir: path.join(REPO_ROOT, 'target', 'lambda'),
+};
+
+/** Retention values CloudWatch Logs accepts. */
+export const LOG_RETENTION_DAYS = [
+  1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653,
+];
+
+export interface StreamFilterCriteria {
+  readonly Filters: ReadonlyArray<{ readonly Pattern: string }>;
+}
+
+/** Reads and validates infra/stream-filter.json. The patterns are passed on verbatim. */
+export function loadStreamFilter(file: string = STREAM_FILTER_FILE): StreamFilterCriteria {
+  const raw: unknown = JSON.parse(fs.readFileSync(file, 'utf8'));
+  const filters = (raw as { Filters?: unknown }).Filters;
+  if (!Array.isArray(filters) || filters.length === 0 || filters.length > 5) {
+    throw new Error(`${file}: "Filters" must be a list of 1 to 5 filters`);
+  }
+  for (const f of filters) {
+    const pattern = (f as { Pattern?: unknown }).Pattern;
+    if (typeof pattern !== 'string') throw new Error(`${file}: every filter needs a string "Pattern"`);
+    JSON.parse(pattern); // a pattern is JSON text; fail here rather than at deploy time
+    if (pattern.length > 4096) throw new Error(`${file}: a Pattern is limited to 4096 characters`);
+  }
+  return raw as StreamFilterCriteria;
+}
+
+/** What a route destination is, and the IAM action/resource that sending to it needs. */
+export interface RouteTarget {
+  readonly kind: 'sqs' | 'sns' | 'events';
+  readonly arn: string;
+  readonly action: string;
+}
+
+const SQS_URL = /^https:\/\/sqs\.([a-z0-9-]+)\.amazonaws\.com(?:\.cn)?\/(\d{12})\/([A-Za-z0-9_-]{1,75}(?:\.fifo)?)$/;
+const SNS_ARN = /^arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]{1,256}(?:\.fifo)?$/;
+const BUS_ARN = /^arn:aws[a-z-]*:events:[a-z0-9-]+:\d{12}:event-bus\/[A-Za-z0-9._\-/]{1,256}$/;
+
+/** Parses a destination (CONTRACT.md): SQS queue URL, SNS topic ARN or EventBridge bus ARN. */
+export function routeTarget(destination: string, partition = 'aws'): RouteTarget {
+  const sqs = SQS_URL.exec(destination);
+  if (sqs) {
+    const part = destination.includes('.amazonaws.com.cn/') ? 'aws-cn' : partition;
+    return { kind: 'sqs', arn: `arn:${part}:sqs:${sqs[1]}:${sqs[2]}:${sqs[3]}`, action: 'sqs:SendMessage' };
+  }
+  if (SNS_ARN.test(destination)) return { kind: 'sns', arn: destination, action: 'sns:Publish' };
+  if (BUS_ARN.test(destination)) return { kind: 'events', arn: destination, action: 'events:PutEvents' };
+  throw new Error(
+    `route destination "${destination}" is neither an SQS queue URL (https://sqs.<region>.amazonaws.com/<account>/<name>), ` +
+      'an SNS topic ARN nor an EventBridge bus ARN',
+  );
+}
+
+function intIn(name: string, value: number, min: number, max: number): void {
+  if (!Number.isInteger(value) || value < min || value > max) {
+    throw new Error(`${name} must be an integer from ${min} to ${max}, got ${value}`);
+  }
+}
+
+/** Applies defaults and validates; throws an Error naming the bad setting. */
+export function resolveSettings(overrides: Partial<OutboxSettings> = {}): OutboxSettings {
+  const defined = Object.fromEntries(Object.entries(overrides).filter(([, v]) => v !== undefined));
+  const s: OutboxSettings = { ...DEFAULTS, ...defined };
+  if (!/^[a-z][a-z0-9-]{0,30}[a-z0-9]$/.test(s.prefix)) {
+    throw new Error(`prefix must be 2-32 characters of a-z, 0-9 and "-", starting with a letter, got "${s.prefix}"`);
+  }
+  intIn('maxAttempts', s.maxAttempts, 1, 100);
+  intIn('sweepRateMinutes', s.sweepRateMinutes, 1, 1440);
+  intIn('sweepGraceSeconds', s.sweepGraceSeconds, 0, 86_400);
+  intIn('ttlDays', s.ttlDays, 1, 365);
+  intIn('batchSize', s.batchSize, 1, 10_000);
+  intIn('streamRetryAttempts', s.streamRetryAttempts, 0, 10_000);
+  // Stream records live 24 h; -1 (infinite) is refused on purpose: the age must be bounded.
+  intIn('streamMaxRecordAgeSeconds', s.streamMaxRecordAgeSeconds, 60, 86_400);
+  intIn('consumerBatchSize', s.consumerBatchSize, 1, 10);
+  intIn('maxReceiveCount', s.maxReceiveCount, 1, 1000);
+  intIn('iteratorAgeThresholdMs', s.iteratorAgeThresholdMs, 1000, 86_400_000);
+  intIn('oldestPendingThresholdSeconds', s.oldestPendingThresholdSeconds, 60, 86_400 * 14);
+  if (!LOG_RETENTION_DAYS.includes(s.logRetentionDays)) {
+    throw new Error(`logRetentionDays must be one of ${LOG_RETENTION_DAYS.join(', ')}, got ${s.logRetentionDays}`);
+  }
+  if (s.architecture !== 'arm64' && s.architecture !== 'x86_64') {
+    throw new Error(`architecture must be arm64 or x86_64, got ${String(s.architecture)}`);
+  }
+  if (typeof s.sweepScanMode !== 'boolean') throw new Error('sweepScanMode must be true or false');
+  for (const [topic, destination] of Object.entries(s.routes)) {
+    if (!/^[A-Za-z0-9._:-]{1,256}$/.test(topic)) throw new Error(`route topic "${topic}" has characters other than A-Z a-z 0-9 . _ : -`);
+    if (topic === EXAMPLE_TOPICS.standard || topic === EXAMPLE_TOPICS.fifo) {
+      throw new Error(`route topic "${topic}" is taken by the example queues this app creates`);
+    }
+    routeTarget(destination);
+  }
+  if (s.defaultDestination !== undefined) routeTarget(s.defaultDestination);
+  if (s.kmsKeyArn !== undefined && !/^arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key\/[A-Za-z0-9-]+$/.test(s.kmsKeyArn)) {
+    throw new Error(`kmsKeyArn must be a KMS key ARN (arn:aws:kms:<region>:<account>:key/<id>), got "${s.kmsKeyArn}"`);
+  }
+  if (s.alarmTopicArn !== undefined && !SNS_ARN.test(s.alarmTopicArn)) {
+    throw new Error(`alarmTopicArn must be an SNS topic ARN, got "${s.alarmTopicArn}"`);
+  }
+  if (s.existingTable !== undefined) {
+    const { tableName, streamArn } = s.existingTable;
+    if (!/^[A-Za-z0-9_.-]{3,255}$/.test(tableName ?? '')) throw new Error(`existingTable.tableName is not a table name: "${tableName}"`);
+    const m = /^arn:aws[a-z-]*:dynamodb:[a-z0-9-]+:\d{12}:table\/([A-Za-z0-9_.-]+)\/stream\/[0-9A-Za-z:.T-]+$/.exec(streamArn ?? '');
+    if (!m) throw new Error(`existingTable.streamArn must be the table's stream ARN, got "${streamArn}"`);
+    if (m[1] !== tableName) throw new Error(`existingTable.streamArn belongs to table "${m[1]}", not "${tableName}"`);
+  }
+  return s;
+}
+
+/** Physical names, one place (the Terraform module computes the same ones). */
+export function names(prefix: string) {
+  return {
+    outboxTable: `${prefix}-table`,
+    ordersTable: `${prefix}-orders`,
+    publisher: `${prefix}-publisher`,
+    sweeper: `${prefix}-sweeper`,
+    consumer: `${prefix}-orders-consumer`,
+    outboxDlq: `${prefix}-dlq`,
+    streamFailures: `${prefix}-stream-failures`,
+    ordersQueue: `${prefix}-orders-queue`,
+    ordersDlq: `${prefix}-orders-queue-dlq`,
+    fifoQueue: `${prefix}-orders-events.fifo`,
+    fifoDlq: `${prefix}-orders-events-dlq.fifo`,
+    sweepRule: `${prefix}-sweep-schedule`,
+  };
+}
+
+/** Parses the CDK context (strings from `-c key=value`, or JSON values from cdk.json) into overrides. */
+export function settingsFromContext(get: (key: string) => unknown, env: NodeJS.ProcessEnv = process.env): Partial<OutboxSettings> {
+  const str = (k: string): string | undefined => {
+    const v = get(`outbox:${k}`);
+    return v === undefined || v === null || v === '' ? undefined : String(v);
+  };
+  const num = (k: string): number | undefined => {
+    const v = str(k);
+    if (v === undefined) return undefined;
+    const n = Number(v);
+    if (Number.isNaN(n)) throw new Error(`context outbox:${k} must be a number, got "${v}"`);
+    return n;
+  };
+  const bool = (k: string): boolean | undefined => {
+    const v = get(`outbox:${k}`);
+    if (v === undefined || v === null || v === '') return undefined;
+    if (v === true || v === 'true' || v === 'on') return true;
+    if (v === false || v === 'false' || v === 'off') return false;
+    throw new Error(`context outbox:${k} must be true/false (or on/off), got "${String(v)}"`);
+  };
+  const json = <T>(k: string): T | undefined => {
+    const v = get(`outbox:${k}`);
+    if (v === undefined || v === null || v === '') return undefined;
+    if (typeof v !== 'string') return v as T;
+    try {
+      return JSON.parse(v) as T;
+    } catch (e) {
+      throw new Error(`context outbox:${k} must be JSON: ${(e as Error).message}`);
+    }
+  };
+  return {
+    prefix: str('prefix'),
+    routes: json<Record<string, string>>('routes'),
+    defaultDestination: str('defaultDestination'),
+    maxAttempts: num('maxAttempts'),
+    sweepRateMinutes: num('sweepRateMinutes'),
+    sweepGraceSeconds: num('sweepGraceSeconds'),
+    sweepScanMode: bool('sweepScanMode'),
+    ttlDays: num('ttlDays'),
+    batchSize: num('batchSize'),
+    streamRetryAttempts: num('streamRetryAttempts'),
+    streamMaxRecordAgeSeconds: num('streamMaxRecordAgeSeconds'),
+    consumerBatchSize: num('consumerBatchSize'),
+    maxReceiveCount: num('maxReceiveCount'),
+    logRetentionDays: num('logRetentionDays'),
+    architecture: str('architecture') as Architecture | undefined,
+    kmsKeyArn: str('kmsKeyArn'),
+    existingTable: json<ExistingTable>('existingTable'),
+    alarmTopicArn: str('alarmTopicArn'),
+    iteratorAgeThresholdMs: num('iteratorAgeThresholdMs'),
+    oldestPendingThresholdSeconds: num('oldestPendingThresholdSeconds'),
+    lambdaAssetDir: str('lambdaAssetDir') ?? (env.OUTBOX_LAMBDA_ASSET_DIR || undefined),
+  };
+}

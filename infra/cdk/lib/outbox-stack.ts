@@ -1,0 +1,395 @@
+// The whole outbox system in one stack: outbox table, publisher (stream),
+// sweeper (schedule), destination queues, reference consumer and its table,
+// least-privilege roles, alarms. Names shared with the functions come from
+// config.ts (infra/CONTRACT.md); the stream filter from infra/stream-filter.json.
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import * as cdk from 'aws-cdk-lib';
+import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
+import * as cwActions from 'aws-cdk-lib/aws-cloudwatch-actions';
+import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import * as events from 'aws-cdk-lib/aws-events';
+import * as targets from 'aws-cdk-lib/aws-events-targets';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import * as kms from 'aws-cdk-lib/aws-kms';
+import * as lambda from 'aws-cdk-lib/aws-lambda';
+import * as logs from 'aws-cdk-lib/aws-logs';
+import * as sns from 'aws-cdk-lib/aws-sns';
+import * as sqs from 'aws-cdk-lib/aws-sqs';
+import { Construct } from 'constructs';
+import {
+  CONTRACT,
+  EXAMPLE_TOPICS,
+  type OutboxSettings,
+  loadStreamFilter,
+  names,
+  resolveSettings,
+  routeTarget,
+} from './config.ts';
+
+export interface OutboxStackProps extends cdk.StackProps {
+  readonly settings?: Partial<OutboxSettings>;
+}
+
+/** Lambda code from the cargo lambda output directory: <assetDir>/<bin>/bootstrap. */
+export function functionCode(assetDir: string, bin: string): lambda.Code {
+  const dir = path.join(assetDir, bin);
+  if (!fs.existsSync(path.join(dir, 'bootstrap'))) {
+    throw new Error(
+      `${path.join(dir, 'bootstrap')} not found. Build the functions first: ` +
+        '`cargo lambda build --release --arm64` at the repository root (or --x86-64 with architecture=x86_64), ' +
+        'or point context outbox:lambdaAssetDir / env OUTBOX_LAMBDA_ASSET_DIR at a directory holding <bin>/bootstrap.',
+    );
+  }
+  return lambda.Code.fromAsset(dir);
+}
+
+export class OutboxStack extends cdk.Stack {
+  readonly settings: OutboxSettings;
+  readonly publisher: lambda.Function;
+  readonly sweeper: lambda.Function;
+  readonly consumer: lambda.Function;
+  readonly outboxDlq: sqs.Queue;
+  readonly alarms: Record<string, cloudwatch.Alarm> = {};
+
+  constructor(scope: Construct, id: string, props: OutboxStackProps = {}) {
+    super(scope, id, props);
+    const s = resolveSettings(props.settings);
+    this.settings = s;
+    const n = names(s.prefix);
+    const filter = loadStreamFilter();
+    const key = s.kmsKeyArn ? kms.Key.fromKeyArn(this, 'Key', s.kmsKeyArn) : undefined;
+    const architecture = s.architecture === 'arm64' ? lambda.Architecture.ARM_64 : lambda.Architecture.X86_64;
+
+    // ---------------------------------------------------------------- outbox table
+    let tableName: string;
+    let tableArn: string;
+    let streamArn: string;
+    if (s.existingTable) {
+      const t = dynamodb.Table.fromTableAttributes(this, 'OutboxTable', {
+        tableName: s.existingTable.tableName,
+        tableStreamArn: s.existingTable.streamArn,
+        encryptionKey: key,
+      });
+      tableName = t.tableName;
+      tableArn = t.tableArn;
+      streamArn = s.existingTable.streamArn;
+    } else {
+      const t = new dynamodb.Table(this, 'OutboxTable', {
+        tableName: n.outboxTable,
+        partitionKey: { name: CONTRACT.partitionKey, type: dynamodb.AttributeType.STRING },
+        sortKey: { name: CONTRACT.sortKey, type: dynamodb.AttributeType.STRING },
+        billingMode: dynamodb.BillingMode.PAY_PER_REQUEST,
+        stream: dynamodb.StreamViewType.NEW_IMAGE,
+        timeToLiveAttribute: CONTRACT.ttlAttribute,
+        pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
+        encryption: key ? dynamodb.TableEncryption.CUSTOMER_MANAGED : dynamodb.TableEncryption.AWS_MANAGED,
+        encryptionKey: key,
+        deletionProtection: true,
+        removalPolicy: cdk.RemovalPolicy.RETAIN,
+      });
+      t.addGlobalSecondaryIndex({
+        indexName: CONTRACT.sweepIndexName,
+        partitionKey: { name: CONTRACT.sweepIndexPartitionKey, type: dynamodb.AttributeType.STRING },
+        sortKey: { name: CONTRACT.sweepIndexSortKey, type: dynamodb.AttributeType.NUMBER },
+        projectionType: dynamodb.ProjectionType.KEYS_ONLY,
+      });
+      tableName = t.tableName;
+      tableArn = t.tableArn;
+      streamArn = t.tableStreamArn!;
+    }
+    const sweepIndexArn = `${tableArn}/index/${CONTRACT.sweepIndexName}`;
+
+    // ---------------------------------------------------------------- queues
+    const queueEncryption = key
+      ? { encryption: sqs.QueueEncryption.KMS, encryptionMasterKey: key, dataKeyReuse: cdk.Duration.minutes(5) }
+      : { encryption: sqs.QueueEncryption.SQS_MANAGED };
+    const queue = (id: string, queueName: string, extra: Partial<sqs.QueueProps> = {}) =>
+      new sqs.Queue(this, id, {
+        queueName,
+        ...queueEncryption,
+        enforceSSL: true,
+        retentionPeriod: cdk.Duration.days(14),
+        ...extra,
+      });
+
+    // Copies of FAILED messages (written by the publisher and the sweeper).
+    this.outboxDlq = queue('OutboxDlq', n.outboxDlq);
+    // On-failure destination of the stream mapping: metadata of discarded batches only.
+    const streamFailures = queue('StreamFailures', n.streamFailures);
+
+    const consumerTimeout = cdk.Duration.seconds(30);
+    const ordersDlq = queue('OrdersDlq', n.ordersDlq);
+    const ordersQueue = queue('OrdersQueue', n.ordersQueue, {
+      visibilityTimeout: cdk.Duration.seconds(consumerTimeout.toSeconds() * 6),
+      deadLetterQueue: { queue: ordersDlq, maxReceiveCount: s.maxReceiveCount },
+    });
+    const fifoDlq = queue('OrdersEventsDlq', n.fifoDlq, { fifo: true });
+    const fifoQueue = queue('OrdersEventsQueue', n.fifoQueue, {
+      fifo: true,
+      contentBasedDeduplication: false, // the outbox sets MessageDeduplicationId = MessageId
+      deadLetterQueue: { queue: fifoDlq, maxReceiveCount: s.maxReceiveCount },
+    });
+
+    // ---------------------------------------------------------------- routes
+    const routes: Record<string, string> = {
+      [EXAMPLE_TOPICS.standard]: ordersQueue.queueUrl,
+      [EXAMPLE_TOPICS.fifo]: fifoQueue.queueUrl,
+      ...s.routes,
+    };
+    const external = [...Object.values(s.routes), ...(s.defaultDestination ? [s.defaultDestination] : [])].map((d) =>
+      routeTarget(d, this.partition),
+    );
+    const sendTo = (role: iam.Role) => {
+      // Only the routed destinations and the outbox DLQ: no wildcard resources.
+      role.addToPolicy(
+        new iam.PolicyStatement({
+          sid: 'SendToRoutedQueues',
+          actions: ['sqs:SendMessage'],
+          resources: [
+            ordersQueue.queueArn,
+            fifoQueue.queueArn,
+            this.outboxDlq.queueArn,
+            ...external.filter((t) => t.kind === 'sqs').map((t) => t.arn),
+          ],
+        }),
+      );
+      const sns = external.filter((t) => t.kind === 'sns').map((t) => t.arn);
+      if (sns.length) role.addToPolicy(new iam.PolicyStatement({ sid: 'PublishToRoutedTopics', actions: ['sns:Publish'], resources: sns }));
+      const buses = external.filter((t) => t.kind === 'events').map((t) => t.arn);
+      if (buses.length) role.addToPolicy(new iam.PolicyStatement({ sid: 'PutToRoutedBuses', actions: ['events:PutEvents'], resources: buses }));
+      key?.grant(role, 'kms:GenerateDataKey', 'kms:Decrypt');
+    };
+
+    const commonEnv: Record<string, string> = {
+      OUTBOX_TABLE_NAME: tableName,
+      OUTBOX_ROUTES: cdk.Stack.of(this).toJsonString(routes),
+      OUTBOX_DLQ_URL: this.outboxDlq.queueUrl,
+      OUTBOX_TTL_DAYS: String(s.ttlDays),
+      ...(s.defaultDestination ? { OUTBOX_DEFAULT_DESTINATION: s.defaultDestination } : {}),
+    };
+
+    // ---------------------------------------------------------------- functions
+    const fn = (id: string, functionName: string, bin: string, role: iam.Role, extra: Partial<lambda.FunctionProps>) => {
+      const logGroup = new logs.LogGroup(this, `${id}Logs`, {
+        logGroupName: `/aws/lambda/${functionName}`,
+        retention: s.logRetentionDays as logs.RetentionDays,
+        removalPolicy: cdk.RemovalPolicy.DESTROY,
+      });
+      // Write to its own log group only (no AWSLambdaBasicExecutionRole: that one allows logs:* on "*").
+      role.addToPolicy(
+        new iam.PolicyStatement({
+          sid: 'WriteOwnLogs',
+          actions: ['logs:CreateLogStream', 'logs:PutLogEvents'],
+          resources: [logGroup.logGroupArn],
+        }),
+      );
+      return new lambda.Function(this, id, {
+        functionName,
+        runtime: lambda.Runtime.PROVIDED_AL2023,
+        architecture,
+        handler: 'bootstrap',
+        code: functionCode(s.lambdaAssetDir, bin),
+        memorySize: 256,
+        role,
+        logGroup,
+        loggingFormat: lambda.LoggingFormat.JSON,
+        ...extra,
+      });
+    };
+    const roleFor = (id: string, what: string) =>
+      new iam.Role(this, id, {
+        assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'),
+        description: `${s.prefix}: execution role of the ${what} (least privilege)`,
+      });
+
+    // Publisher: stream → publish → mark SENT.
+    const publisherRole = roleFor('PublisherRole', 'outbox publisher');
+    publisherRole.addToPolicy(
+      new iam.PolicyStatement({ sid: 'MarkSentOrFailed', actions: ['dynamodb:UpdateItem'], resources: [tableArn] }),
+    );
+    publisherRole.addToPolicy(
+      new iam.PolicyStatement({
+        sid: 'ReadOutboxStream',
+        actions: ['dynamodb:DescribeStream', 'dynamodb:GetRecords', 'dynamodb:GetShardIterator', 'dynamodb:ListStreams'],
+        resources: [streamArn],
+      }),
+    );
+    publisherRole.addToPolicy(
+      new iam.PolicyStatement({ sid: 'ReportDiscardedBatches', actions: ['sqs:SendMessage'], resources: [streamFailures.queueArn] }),
+    );
+    sendTo(publisherRole);
+    this.publisher = fn('Publisher', n.publisher, CONTRACT.binaries.publisher, publisherRole, {
+      description: 'Publishes new PENDING outbox messages from the table stream and marks them SENT',
+      timeout: cdk.Duration.seconds(60),
+      environment: commonEnv,
+    });
+    const mapping = new lambda.EventSourceMapping(this, 'PublisherStreamMapping', {
+      target: this.publisher,
+      eventSourceArn: streamArn,
+      startingPosition: lambda.StartingPosition.TRIM_HORIZON,
+      batchSize: s.batchSize,
+      bisectBatchOnError: true,
+      retryAttempts: s.streamRetryAttempts,
+      maxRecordAge: cdk.Duration.seconds(s.streamMaxRecordAgeSeconds),
+      parallelizationFactor: 1, // keep per-item order within a shard
+      reportBatchItemFailures: true,
+      enabled: true,
+    });
+    const cfnMapping = mapping.node.defaultChild as lambda.CfnEventSourceMapping;
+    // Verbatim from infra/stream-filter.json: the one source of truth.
+    cfnMapping.addPropertyOverride('FilterCriteria', filter);
+    cfnMapping.addPropertyOverride('DestinationConfig', { OnFailure: { Destination: streamFailures.queueArn } });
+    mapping.node.addDependency(publisherRole);
+
+    // Sweeper: schedule → recover stuck PENDING via the sparse index.
+    const sweeperRole = roleFor('SweeperRole', 'outbox sweeper');
+    sweeperRole.addToPolicy(
+      new iam.PolicyStatement({ sid: 'QuerySweepIndex', actions: ['dynamodb:Query'], resources: [sweepIndexArn] }),
+    );
+    sweeperRole.addToPolicy(
+      new iam.PolicyStatement({
+        sid: 'UpdateOutboxItems',
+        actions: s.sweepScanMode ? ['dynamodb:UpdateItem', 'dynamodb:Scan'] : ['dynamodb:UpdateItem'],
+        resources: [tableArn],
+      }),
+    );
+    sendTo(sweeperRole);
+    if (key) key.grant(sweeperRole, 'kms:Decrypt');
+    if (key) key.grant(publisherRole, 'kms:Decrypt');
+    this.sweeper = fn('Sweeper', n.sweeper, CONTRACT.binaries.sweeper, sweeperRole, {
+      description: 'Recovers outbox messages still PENDING after the grace period; FAILED + DLQ after max attempts',
+      timeout: cdk.Duration.seconds(Math.min(300, s.sweepRateMinutes * 60)),
+      reservedConcurrentExecutions: 1, // one sweep at a time
+      environment: {
+        ...commonEnv,
+        OUTBOX_MAX_ATTEMPTS: String(s.maxAttempts),
+        OUTBOX_SWEEP_GRACE_SECONDS: String(s.sweepGraceSeconds),
+        OUTBOX_SWEEP_SCAN_MODE: s.sweepScanMode ? 'on' : 'off',
+      },
+    });
+    new events.Rule(this, 'SweepSchedule', {
+      ruleName: n.sweepRule,
+      description: 'Runs the outbox sweeper',
+      schedule: events.Schedule.rate(cdk.Duration.minutes(s.sweepRateMinutes)),
+      targets: [new targets.LambdaFunction(this.sweeper, { retryAttempts: 0 })], // the next tick is the retry
+    });
+
+    // Reference consumer and its orders table.
+    const orders = new dynamodb.Table(this, 'OrdersTable', {
+      tableName: n.ordersTable,
+      partitionKey: { name: CONTRACT.ordersPartitionKey, type: dynamodb.AttributeType.STRING },
+      billingMode: dynamodb.BillingMode.PAY_PER_REQUEST,
+      timeToLiveAttribute: CONTRACT.ttlAttribute,
+      pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
+      encryption: key ? dynamodb.TableEncryption.CUSTOMER_MANAGED : dynamodb.TableEncryption.AWS_MANAGED,
+      encryptionKey: key,
+      deletionProtection: true,
+      removalPolicy: cdk.RemovalPolicy.RETAIN,
+    });
+    const consumerRole = roleFor('ConsumerRole', 'reference orders consumer');
+    consumerRole.addToPolicy(
+      new iam.PolicyStatement({
+        sid: 'ApplyOrdersOnce',
+        // TransactWriteItems is authorized per action inside it: Put/Update/Delete/ConditionCheck.
+        actions: ['dynamodb:PutItem', 'dynamodb:GetItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem', 'dynamodb:ConditionCheckItem'],
+        resources: [orders.tableArn],
+      }),
+    );
+    consumerRole.addToPolicy(
+      new iam.PolicyStatement({
+        sid: 'ConsumeOrdersQueue',
+        actions: ['sqs:ReceiveMessage', 'sqs:DeleteMessage', 'sqs:ChangeMessageVisibility', 'sqs:GetQueueAttributes'],
+        resources: [ordersQueue.queueArn],
+      }),
+    );
+    if (key) key.grant(consumerRole, 'kms:Decrypt', 'kms:GenerateDataKey');
+    this.consumer = fn('Consumer', n.consumer, CONTRACT.binaries.consumer, consumerRole, {
+      description: 'Reference consumer: applies each order exactly once (idempotent conditional writes)',
+      timeout: consumerTimeout,
+      environment: { ORDERS_TABLE_NAME: orders.tableName },
+    });
+    const consumerMapping = new lambda.EventSourceMapping(this, 'ConsumerQueueMapping', {
+      target: this.consumer,
+      eventSourceArn: ordersQueue.queueArn,
+      batchSize: s.consumerBatchSize,
+      reportBatchItemFailures: true,
+      enabled: true,
+    });
+    consumerMapping.node.addDependency(consumerRole);
+
+    // ---------------------------------------------------------------- alarms
+    const action = s.alarmTopicArn ? new cwActions.SnsAction(sns.Topic.fromTopicArn(this, 'AlarmTopic', s.alarmTopicArn)) : undefined;
+    const alarm = (id: string, props: cloudwatch.AlarmProps) => {
+      const a = new cloudwatch.Alarm(this, id, props);
+      if (action) a.addAlarmAction(action);
+      this.alarms[id] = a;
+      return a;
+    };
+    const notEmpty = (id: string, q: sqs.Queue, description: string) =>
+      alarm(id, {
+        alarmName: `${s.prefix}-${id}`,
+        alarmDescription: description,
+        metric: q.metricApproximateNumberOfMessagesVisible({ period: cdk.Duration.minutes(5), statistic: 'Maximum' }),
+        threshold: 0,
+        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+        evaluationPeriods: 1,
+        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+      });
+    notEmpty('OutboxDlqNotEmpty', this.outboxDlq, 'Outbox messages became FAILED (see LastError on the item); inspect, fix, redrive.');
+    notEmpty('ConsumerDlqNotEmpty', ordersDlq, 'The orders consumer gave up on messages (conflicts or bugs); inspect and redrive.');
+    notEmpty('StreamFailuresNotEmpty', streamFailures, 'The stream mapping discarded batches after retries; the sweeper will recover the items.');
+    alarm('PublisherIteratorAge', {
+      alarmName: `${s.prefix}-PublisherIteratorAge`,
+      alarmDescription: 'The publisher falls behind the table stream (records older than the threshold).',
+      metric: this.publisher.metric('IteratorAge', { period: cdk.Duration.minutes(1), statistic: 'Maximum' }),
+      threshold: s.iteratorAgeThresholdMs,
+      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+      evaluationPeriods: 5,
+      datapointsToAlarm: 3,
+      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+    });
+    const outboxMetric = (metricName: string, statistic: string) =>
+      new cloudwatch.Metric({
+        namespace: CONTRACT.metricsNamespace,
+        metricName,
+        dimensionsMap: { ...CONTRACT.metricsDimension },
+        period: cdk.Duration.minutes(5),
+        statistic,
+      });
+    alarm('SweeperRecovering', {
+      alarmName: `${s.prefix}-SweeperRecovering`,
+      alarmDescription: 'The sweeper had to publish messages the stream path missed: the stream path is unhealthy.',
+      metric: outboxMetric('RecoveredBySweeper', 'Sum'),
+      threshold: 0,
+      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+      evaluationPeriods: 1,
+      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+    });
+    alarm('OldestPendingTooOld', {
+      alarmName: `${s.prefix}-OldestPendingTooOld`,
+      alarmDescription: 'A PENDING outbox message is older than the threshold: delivery is stuck.',
+      metric: outboxMetric('OldestPendingAgeSeconds', 'Maximum'),
+      threshold: s.oldestPendingThresholdSeconds,
+      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+      evaluationPeriods: 1,
+      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+    });
+
+    // ---------------------------------------------------------------- outputs
+    new cdk.CfnOutput(this, 'OutboxTableName', { value: tableName });
+    new cdk.CfnOutput(this, 'OutboxDlqUrl', { value: this.outboxDlq.queueUrl });
+    new cdk.CfnOutput(this, 'OrdersQueueUrl', { value: ordersQueue.queueUrl });
+    new cdk.CfnOutput(this, 'OrdersEventsQueueUrl', { value: fifoQueue.queueUrl });
+    new cdk.CfnOutput(this, 'OrdersTableName', { value: orders.tableName });
+
+    // ---------------------------------------------------------------- cdk-nag acknowledgements
+    // The outbox DLQ and the stream-failure queue are terminal queues that operators read; nothing consumes them
+    // automatically, so a DLQ behind them would only hold the same messages again. Both are alarmed on instead.
+    const deadLetter =
+      'Terminal failure queue read by operators (alarmed when not empty); nothing consumes it automatically, so a DLQ of it would only move the same messages again.';
+    for (const q of [this.outboxDlq, streamFailures]) {
+      cdk.Validations.of(q).acknowledge({ id: 'AwsSolutions-SQS3', reason: deadLetter });
+    }
+  }
+}
