@@ -1,0 +1,187 @@
+//! Turning an outbox message into what a destination receives: body, attributes,
+//! FIFO group and deduplication ids, and its size as SQS counts it.
+
+use crate::route::Destination;
+use crate::schema::{OutboxMessage, stable_hash};
+
+/// Message attribute carrying the outbox `MessageId` (the consumer's dedup key).
+pub const ATTR_MESSAGE_ID: &str = "outbox-message-id";
+/// Message attribute carrying the topic.
+pub const ATTR_TOPIC: &str = "outbox-topic";
+/// Message attribute carrying the aggregate (`PK`).
+pub const ATTR_AGGREGATE: &str = "outbox-aggregate";
+/// Message attribute carrying the producer's write time (epoch ms).
+pub const ATTR_CREATED_AT: &str = "outbox-created-at";
+/// Message attribute carrying the per-aggregate sequence, when the producer set one.
+pub const ATTR_SEQUENCE: &str = "outbox-sequence";
+/// Dead-letter attribute: why the outbox gave up.
+pub const ATTR_ERROR: &str = "outbox-error";
+/// Dead-letter attribute: the item's sort key, to find it again.
+pub const ATTR_SK: &str = "outbox-sk";
+
+/// One message attribute value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AttrValue {
+    /// `String` data type.
+    String(String),
+    /// `Number` data type (decimal text).
+    Number(String),
+}
+
+impl AttrValue {
+    /// SQS data type name.
+    pub fn data_type(&self) -> &'static str {
+        match self {
+            AttrValue::String(_) => "String",
+            AttrValue::Number(_) => "Number",
+        }
+    }
+
+    /// The value text.
+    pub fn text(&self) -> &str {
+        match self {
+            AttrValue::String(s) | AttrValue::Number(s) => s,
+        }
+    }
+}
+
+/// A message ready for a destination.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct OutboundMessage {
+    /// Body: the outbox payload.
+    pub body: String,
+    /// Message attributes, in a stable order.
+    pub attributes: Vec<(&'static str, AttrValue)>,
+    /// FIFO `MessageGroupId` (the aggregate), `None` for standard destinations.
+    pub group_id: Option<String>,
+    /// FIFO `MessageDeduplicationId` (the message id), `None` for standard destinations.
+    pub dedup_id: Option<String>,
+}
+
+impl OutboundMessage {
+    /// Builds the message for `dest`.
+    pub fn for_destination(msg: &OutboxMessage, dest: &Destination) -> Self {
+        let mut attributes = vec![
+            (ATTR_MESSAGE_ID, AttrValue::String(msg.message_id.clone())),
+            (ATTR_TOPIC, AttrValue::String(msg.topic.clone())),
+            (ATTR_AGGREGATE, AttrValue::String(msg.key.pk.clone())),
+        ];
+        if msg.created_at > 0 {
+            attributes.push((
+                ATTR_CREATED_AT,
+                AttrValue::Number(msg.created_at.to_string()),
+            ));
+        }
+        if let Some(seq) = msg.sequence {
+            attributes.push((ATTR_SEQUENCE, AttrValue::Number(seq.to_string())));
+        }
+        let fifo = dest.is_fifo();
+        OutboundMessage {
+            body: msg.payload.clone(),
+            attributes,
+            group_id: fifo.then(|| fifo_id(&msg.key.pk)),
+            dedup_id: fifo.then(|| fifo_id(&msg.message_id)),
+        }
+    }
+
+    /// Adds an attribute (dead-letter copies carry the reason).
+    pub fn with_attribute(mut self, name: &'static str, value: AttrValue) -> Self {
+        self.attributes.push((name, value));
+        self
+    }
+
+    /// Size as SQS counts it against its limits: body plus each attribute's name,
+    /// data type and value.
+    pub fn size(&self) -> usize {
+        self.body.len()
+            + self
+                .attributes
+                .iter()
+                .map(|(n, v)| n.len() + v.data_type().len() + v.text().len())
+                .sum::<usize>()
+    }
+}
+
+/// Characters SQS allows in a FIFO group or deduplication id.
+fn fifo_char_ok(c: char) -> bool {
+    c.is_ascii_alphanumeric() || c.is_ascii_punctuation()
+}
+
+/// A FIFO group or deduplication id: the value itself when SQS accepts it (1–128
+/// alphanumeric or punctuation characters), else a stable hash of it, so that one
+/// aggregate still maps to one group and one message to one dedup id.
+pub fn fifo_id(value: &str) -> String {
+    if !value.is_empty() && value.len() <= 128 && value.chars().all(fifo_char_ok) {
+        value.to_owned()
+    } else {
+        format!("h-{:016x}-{}", stable_hash(value.as_bytes()), value.len())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::schema::ItemKey;
+
+    fn msg(pk: &str) -> OutboxMessage {
+        OutboxMessage {
+            key: ItemKey {
+                pk: pk.into(),
+                sk: "MESSAGE#X#1".into(),
+            },
+            message_id: "0190-abc".into(),
+            topic: "orders".into(),
+            payload: "{\"a\":1}".into(),
+            created_at: 1_700_000_000_000,
+            retry_count: 0,
+            sequence: Some(3),
+        }
+    }
+
+    #[test]
+    fn fifo_messages_group_by_aggregate_and_dedup_by_message_id() {
+        let out =
+            OutboundMessage::for_destination(&msg("USER#1"), &Destination::sqs("https://q/x.fifo"));
+        assert_eq!(out.group_id.as_deref(), Some("USER#1"));
+        assert_eq!(out.dedup_id.as_deref(), Some("0190-abc"));
+        let std =
+            OutboundMessage::for_destination(&msg("USER#1"), &Destination::sqs("https://q/x"));
+        assert_eq!(std.group_id, None);
+        assert_eq!(std.dedup_id, None);
+    }
+
+    #[test]
+    fn every_message_carries_id_topic_aggregate_created_at_and_sequence() {
+        let out =
+            OutboundMessage::for_destination(&msg("USER#1"), &Destination::sqs("https://q/x"));
+        let names: Vec<&str> = out.attributes.iter().map(|(n, _)| *n).collect();
+        assert_eq!(
+            names,
+            [
+                ATTR_MESSAGE_ID,
+                ATTR_TOPIC,
+                ATTR_AGGREGATE,
+                ATTR_CREATED_AT,
+                ATTR_SEQUENCE
+            ]
+        );
+        let expected = out.body.len()
+            + out
+                .attributes
+                .iter()
+                .map(|(n, v)| n.len() + v.data_type().len() + v.text().len())
+                .sum::<usize>();
+        assert_eq!(out.size(), expected);
+    }
+
+    #[test]
+    fn ids_sqs_would_refuse_are_hashed_stably() {
+        assert_eq!(fifo_id("USER#1"), "USER#1");
+        let spaced = fifo_id("user 1 with spaces");
+        assert!(spaced.starts_with("h-"));
+        assert_eq!(spaced, fifo_id("user 1 with spaces"));
+        assert_ne!(spaced, fifo_id("user 2 with spaces"));
+        assert!(fifo_id(&"x".repeat(200)).len() <= 128);
+        assert!(fifo_id("Ünïcode").starts_with("h-"));
+    }
+}

@@ -1,0 +1,535 @@
+//! The publish path shared by the stream publisher and the sweeper: route, build
+//! entries, batch within the destination's limits while keeping each aggregate's
+//! order, send, then mark `SENT` — or isolate poison as `FAILED` with a copy on the
+//! dead-letter queue.
+
+use crate::config::PublisherConfig;
+use crate::message::{ATTR_ERROR, ATTR_SK, AttrValue, OutboundMessage};
+use crate::ports::{EntryResult, MarkOutcome, MessageSink, OutboxStore};
+use crate::route::{Destination, SQS_MAX_BATCH_BYTES, SQS_MAX_BATCH_ENTRIES};
+use crate::schema::{ItemKey, OutboxMessage};
+use futures::StreamExt;
+use std::collections::{HashMap, HashSet};
+
+/// How many conditional updates run at once after a publish.
+const MARK_CONCURRENCY: usize = 32;
+
+/// One unit of work for the publish path.
+#[derive(Debug, Clone)]
+pub struct WorkItem {
+    /// Opaque id the caller uses to match outcomes (a stream sequence number).
+    pub id: String,
+    /// What to do.
+    pub work: Work,
+}
+
+/// What the publish path should do with an item.
+#[derive(Debug, Clone)]
+pub enum Work {
+    /// A well-formed message: route and publish it.
+    Publish(OutboxMessage),
+    /// A permanent problem found before publishing: dead-letter it and mark it
+    /// `FAILED`.
+    Poison(Poison),
+}
+
+/// An item that can never be published as it is.
+#[derive(Debug, Clone)]
+pub struct Poison {
+    /// Its key, when known (needed to mark it `FAILED`).
+    pub key: Option<ItemKey>,
+    /// The outbox message id, when it could be read or derived.
+    pub message_id: Option<String>,
+    /// The topic, when it could be read.
+    pub topic: Option<String>,
+    /// What the dead-letter queue receives: the payload, or the raw item as JSON
+    /// when there is no usable payload, so nothing is lost.
+    pub body: String,
+    /// Why, in words an operator understands.
+    pub reason: String,
+}
+
+/// What happened to one work item.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// Published. `marked` is false when the `SENT` update could not be made (the
+    /// sweeper will find the item; consumers see a duplicate at worst) or someone
+    /// else had already finished the item.
+    Sent {
+        /// Whether this call changed the item to `SENT`.
+        marked: bool,
+    },
+    /// Poison: copied to the dead-letter queue and marked `FAILED`.
+    DeadLettered {
+        /// The reason recorded in `LastError`.
+        reason: String,
+    },
+    /// A transient failure: report for retry.
+    Retry {
+        /// What failed.
+        reason: String,
+    },
+    /// Not attempted: an earlier message of the same aggregate failed in this batch,
+    /// and publishing this one first would break the aggregate's order.
+    Blocked,
+}
+
+impl Outcome {
+    /// Whether the caller must deliver this item again.
+    pub fn needs_retry(&self) -> bool {
+        matches!(self, Outcome::Retry { .. } | Outcome::Blocked)
+    }
+}
+
+/// Counts for logs and metrics.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Summary {
+    /// Published.
+    pub sent: usize,
+    /// Published but not marked by this call.
+    pub unmarked: usize,
+    /// Poison isolated.
+    pub dead_lettered: usize,
+    /// Reported for retry (failed or blocked).
+    pub retried: usize,
+}
+
+impl Summary {
+    /// Tallies outcomes.
+    pub fn of<'a>(outcomes: impl IntoIterator<Item = &'a Outcome>) -> Self {
+        let mut s = Summary::default();
+        for o in outcomes {
+            match o {
+                Outcome::Sent { marked } => {
+                    s.sent += 1;
+                    if !marked {
+                        s.unmarked += 1;
+                    }
+                }
+                Outcome::DeadLettered { .. } => s.dead_lettered += 1,
+                Outcome::Retry { .. } | Outcome::Blocked => s.retried += 1,
+            }
+        }
+        s
+    }
+}
+
+/// A message placed in a call.
+#[derive(Debug)]
+struct Entry {
+    index: usize,
+    aggregate: String,
+    message: OutboundMessage,
+}
+
+/// The calls of one round, by destination index. Rounds run one after another;
+/// the calls in a round run concurrently.
+type Round = HashMap<usize, Call>;
+
+#[derive(Debug, Default)]
+struct Call {
+    entries: Vec<Entry>,
+    bytes: usize,
+}
+
+/// The plan for a batch: destinations, rounds of calls, and the poison found while
+/// routing.
+#[derive(Debug, Default)]
+struct Plan {
+    destinations: Vec<Destination>,
+    rounds: Vec<Round>,
+    poison: Vec<(usize, Poison)>,
+}
+
+/// Routes every item, builds its entry, and places it in the earliest call that
+/// keeps its aggregate's order: never before an earlier message of the same
+/// aggregate; in a later round when the earlier one went to another destination or
+/// to a FIFO queue (where one call may partly fail and let a later message overtake).
+fn plan(config: &PublisherConfig, items: &[WorkItem]) -> Plan {
+    let mut plan = Plan::default();
+    let mut dest_index: HashMap<Destination, usize> = HashMap::new();
+    let mut last_round: HashMap<&str, (usize, usize)> = HashMap::new();
+    for (index, item) in items.iter().enumerate() {
+        let msg = match &item.work {
+            Work::Poison(p) => {
+                plan.poison.push((index, p.clone()));
+                continue;
+            }
+            Work::Publish(msg) => msg,
+        };
+        let Some(dest) = config.routes.resolve(&msg.topic) else {
+            plan.poison.push((
+                index,
+                poison_of(
+                    msg,
+                    format!(
+                        "no route for topic `{}`: add it to OUTBOX_ROUTES or set OUTBOX_DEFAULT_DESTINATION, then redrive the message",
+                        msg.topic
+                    ),
+                ),
+            ));
+            continue;
+        };
+        let outbound = OutboundMessage::for_destination(msg, dest);
+        let size = outbound.size();
+        if size > dest.max_message_bytes() {
+            plan.poison.push((
+                index,
+                poison_of(
+                    msg,
+                    format!(
+                        "message is {size} bytes (payload plus attributes) but {dest} accepts at most {}: shrink the payload or store it elsewhere and send a reference",
+                        dest.max_message_bytes()
+                    ),
+                ),
+            ));
+            continue;
+        }
+        let d = *dest_index.entry(dest.clone()).or_insert_with(|| {
+            plan.destinations.push(dest.clone());
+            plan.destinations.len() - 1
+        });
+        let earliest = match last_round.get(msg.aggregate()) {
+            None => 0,
+            Some(&(round, prev_d)) if prev_d == d && !dest.is_fifo() => round,
+            Some(&(round, _)) => round + 1,
+        };
+        let mut r = earliest;
+        loop {
+            if r == plan.rounds.len() {
+                plan.rounds.push(Round::new());
+            }
+            let call = plan.rounds[r].entry(d).or_default();
+            if call.entries.len() < SQS_MAX_BATCH_ENTRIES
+                && call.bytes + size <= SQS_MAX_BATCH_BYTES
+            {
+                call.bytes += size;
+                call.entries.push(Entry {
+                    index,
+                    aggregate: msg.key.pk.clone(),
+                    message: outbound,
+                });
+                break;
+            }
+            r += 1;
+        }
+        last_round.insert(msg.aggregate(), (r, d));
+    }
+    plan
+}
+
+/// Poison built from a decoded message that cannot be delivered.
+pub fn poison_of(msg: &OutboxMessage, reason: String) -> Poison {
+    Poison {
+        key: Some(msg.key.clone()),
+        message_id: Some(msg.message_id.clone()),
+        topic: Some(msg.topic.clone()),
+        body: msg.payload.clone(),
+        reason,
+    }
+}
+
+/// The publish path with its dependencies.
+#[derive(Debug)]
+pub struct Publisher<K, S> {
+    /// Sends to destinations (and the dead-letter queue).
+    pub sink: K,
+    /// Changes item states.
+    pub store: S,
+    /// Routing, dead-letter queue, TTL.
+    pub config: PublisherConfig,
+}
+
+impl<K: MessageSink, S: OutboxStore> Publisher<K, S> {
+    /// Publishes `items`, returning one outcome per item, in the same order.
+    pub async fn process(&self, items: &[WorkItem]) -> Vec<Outcome> {
+        let mut outcomes: Vec<Option<Outcome>> = vec![None; items.len()];
+        let plan = plan(&self.config, items);
+        let mut failed_aggregates: HashSet<String> = HashSet::new();
+        let mut sent: Vec<usize> = Vec::new();
+        let mut poison = plan.poison;
+
+        for round in &plan.rounds {
+            let mut calls = Vec::with_capacity(round.len());
+            for (&d, call) in round {
+                let (blocked, live): (Vec<&Entry>, Vec<&Entry>) = call
+                    .entries
+                    .iter()
+                    .partition(|e| failed_aggregates.contains(&e.aggregate));
+                for e in blocked {
+                    outcomes[e.index] = Some(Outcome::Blocked);
+                }
+                if !live.is_empty() {
+                    calls.push(self.send_call(&plan.destinations[d], live));
+                }
+            }
+            for results in futures::future::join_all(calls).await {
+                for (entry, result) in results {
+                    match result {
+                        EntryResult::Sent => sent.push(entry.index),
+                        EntryResult::Failed {
+                            permanent: true,
+                            reason,
+                        } => {
+                            let reason = format!("the destination refused the message: {reason}");
+                            match &items[entry.index].work {
+                                Work::Publish(msg) => {
+                                    poison.push((entry.index, poison_of(msg, reason)))
+                                }
+                                Work::Poison(_) => {
+                                    outcomes[entry.index] = Some(Outcome::Retry { reason })
+                                }
+                            }
+                        }
+                        EntryResult::Failed {
+                            permanent: false,
+                            reason,
+                        } => {
+                            failed_aggregates.insert(entry.aggregate.clone());
+                            outcomes[entry.index] = Some(Outcome::Retry { reason });
+                        }
+                    }
+                }
+            }
+        }
+
+        for (index, outcome) in self.dead_letter(poison).await {
+            outcomes[index] = Some(outcome);
+        }
+        for (index, marked) in self.mark_all_sent(items, &sent).await {
+            outcomes[index] = Some(Outcome::Sent { marked });
+        }
+        outcomes
+            .into_iter()
+            .map(|o| {
+                o.unwrap_or(Outcome::Retry {
+                    reason: "internal: item was not planned".to_owned(),
+                })
+            })
+            .collect()
+    }
+
+    /// Sends one call and pairs each entry with its result.
+    async fn send_call<'e>(
+        &self,
+        dest: &Destination,
+        entries: Vec<&'e Entry>,
+    ) -> Vec<(&'e Entry, EntryResult)> {
+        let messages: Vec<&OutboundMessage> = entries.iter().map(|e| &e.message).collect();
+        match self.sink.send_batch(dest, &messages).await {
+            Ok(results) if results.len() == entries.len() => {
+                entries.into_iter().zip(results).collect()
+            }
+            Ok(results) => {
+                let reason = format!(
+                    "{dest} answered {} results for {} messages",
+                    results.len(),
+                    entries.len()
+                );
+                entries
+                    .into_iter()
+                    .map(|e| {
+                        (
+                            e,
+                            EntryResult::Failed {
+                                permanent: false,
+                                reason: reason.clone(),
+                            },
+                        )
+                    })
+                    .collect()
+            }
+            Err(err) => {
+                tracing::warn!(destination = %dest, error = %err, entries = entries.len(), "send failed; reporting for retry");
+                let reason = format!("sending to {dest} failed: {err}");
+                entries
+                    .into_iter()
+                    .map(|e| {
+                        (
+                            e,
+                            EntryResult::Failed {
+                                permanent: false,
+                                reason: reason.clone(),
+                            },
+                        )
+                    })
+                    .collect()
+            }
+        }
+    }
+
+    /// Copies poison to the dead-letter queue, then marks it `FAILED`. The copy comes
+    /// first: a crash between the two leaves the item `PENDING` (found again), never
+    /// `FAILED` without its copy.
+    async fn dead_letter(&self, poison: Vec<(usize, Poison)>) -> Vec<(usize, Outcome)> {
+        if poison.is_empty() {
+            return Vec::new();
+        }
+        let dlq = &self.config.dead_letter;
+        let mut out = Vec::with_capacity(poison.len());
+        let mut copied: Vec<&(usize, Poison)> = Vec::new();
+        for chunk in chunk_by_limits(&poison, |(_, p)| dead_letter_message(p, dlq)) {
+            let (members, messages): (Vec<&(usize, Poison)>, Vec<OutboundMessage>) =
+                chunk.into_iter().unzip();
+            let refs: Vec<&OutboundMessage> = messages.iter().collect();
+            match self.sink.send_batch(dlq, &refs).await {
+                Ok(results) if results.len() == members.len() => {
+                    for (member, result) in members.into_iter().zip(results) {
+                        match result {
+                            EntryResult::Sent => copied.push(member),
+                            EntryResult::Failed { reason, .. } => out.push((
+                                member.0,
+                                Outcome::Retry {
+                                    reason: format!("dead-letter queue refused the copy: {reason}"),
+                                },
+                            )),
+                        }
+                    }
+                }
+                other => {
+                    let reason = match other {
+                        Err(e) => format!("dead-letter queue unavailable: {e}"),
+                        Ok(_) => {
+                            "dead-letter queue answered the wrong number of results".to_owned()
+                        }
+                    };
+                    tracing::error!(%reason, count = members.len(), "could not dead-letter poison; will retry");
+                    out.extend(members.into_iter().map(|m| {
+                        (
+                            m.0,
+                            Outcome::Retry {
+                                reason: reason.clone(),
+                            },
+                        )
+                    }));
+                }
+            }
+        }
+        let now = now_ms();
+        let marks = futures::stream::iter(copied.into_iter().map(|(index, p)| async move {
+            tracing::warn!(
+                message_id = p.message_id.as_deref().unwrap_or("-"),
+                topic = p.topic.as_deref().unwrap_or("-"),
+                aggregate = p.key.as_ref().map(|k| k.pk.as_str()).unwrap_or("-"),
+                reason = %p.reason,
+                "message is poison: copied to the dead-letter queue, marking FAILED"
+            );
+            if let Some(key) = &p.key
+                && let Err(e) = self.store.mark_failed(key, &p.reason, now).await
+            {
+                // The copy is safe on the dead-letter queue; the item stays PENDING
+                // and the sweeper will fail it again. Not worth a stream retry.
+                tracing::error!(error = %e, sk = %key.sk, "could not mark FAILED; the sweeper will");
+            }
+            (*index, Outcome::DeadLettered { reason: p.reason.clone() })
+        }))
+        .buffer_unordered(MARK_CONCURRENCY)
+        .collect::<Vec<_>>()
+        .await;
+        out.extend(marks);
+        out
+    }
+
+    /// Marks every published item `SENT`, concurrently. A refused condition means
+    /// someone else finished the item; an error leaves it for the sweeper.
+    async fn mark_all_sent(&self, items: &[WorkItem], sent: &[usize]) -> Vec<(usize, bool)> {
+        let now = now_ms();
+        let expires = now / 1000 + i64::from(self.config.ttl_days) * 86_400;
+        futures::stream::iter(sent.iter().filter_map(|&index| match &items[index].work {
+            Work::Publish(msg) => Some((index, msg)),
+            Work::Poison(_) => None,
+        }))
+        .map(|(index, msg)| async move {
+            let marked = match self.store.mark_sent(&msg.key, now, expires).await {
+                Ok(MarkOutcome::Marked) => true,
+                Ok(MarkOutcome::AlreadyFinished) => {
+                    tracing::debug!(message_id = %msg.message_id, "already finished by another worker");
+                    false
+                }
+                Err(e) => {
+                    tracing::warn!(message_id = %msg.message_id, topic = %msg.topic, error = %e,
+                        "published but could not mark SENT; the sweeper will republish it (a duplicate for consumers)");
+                    false
+                }
+            };
+            (index, marked)
+        })
+        .buffer_unordered(MARK_CONCURRENCY)
+        .collect()
+        .await
+    }
+}
+
+/// The dead-letter copy of a poison item: its body, the reason and where it came from.
+pub fn dead_letter_message(p: &Poison, dlq: &Destination) -> OutboundMessage {
+    let mut attributes = Vec::new();
+    if let Some(id) = &p.message_id {
+        attributes.push((
+            crate::message::ATTR_MESSAGE_ID,
+            AttrValue::String(id.clone()),
+        ));
+    }
+    if let Some(topic) = &p.topic {
+        attributes.push((crate::message::ATTR_TOPIC, AttrValue::String(topic.clone())));
+    }
+    if let Some(key) = &p.key {
+        attributes.push((
+            crate::message::ATTR_AGGREGATE,
+            AttrValue::String(key.pk.clone()),
+        ));
+        attributes.push((ATTR_SK, AttrValue::String(key.sk.clone())));
+    }
+    // Attribute values are limited only by the message size; keep the reason short.
+    let reason: String = p.reason.chars().take(1000).collect();
+    attributes.push((ATTR_ERROR, AttrValue::String(reason)));
+    let fifo = dlq.is_fifo();
+    let group = p
+        .key
+        .as_ref()
+        .map(|k| k.pk.as_str())
+        .unwrap_or("outbox-poison");
+    let dedup = p.message_id.as_deref().unwrap_or(&p.body);
+    OutboundMessage {
+        body: if p.body.is_empty() {
+            "(empty payload)".to_owned()
+        } else {
+            p.body.clone()
+        },
+        attributes,
+        group_id: fifo.then(|| crate::message::fifo_id(group)),
+        dedup_id: fifo.then(|| crate::message::fifo_id(dedup)),
+    }
+}
+
+/// Groups items into chunks of at most 10 entries and 1 MiB.
+fn chunk_by_limits<T>(
+    items: &[T],
+    build: impl Fn(&T) -> OutboundMessage,
+) -> Vec<Vec<(&T, OutboundMessage)>> {
+    let mut chunks: Vec<Vec<(&T, OutboundMessage)>> = Vec::new();
+    let mut bytes = 0;
+    for item in items {
+        let m = build(item);
+        let size = m.size();
+        let full = chunks
+            .last()
+            .is_none_or(|c| c.len() >= SQS_MAX_BATCH_ENTRIES || bytes + size > SQS_MAX_BATCH_BYTES);
+        if full {
+            chunks.push(Vec::new());
+            bytes = 0;
+        }
+        bytes += size;
+        if let Some(c) = chunks.last_mut() {
+            c.push((item, m));
+        }
+    }
+    chunks
+}
+
+/// Wall-clock epoch milliseconds.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
