@@ -16,5 +16,5 @@ new OutboxStack(app, 'DynamoDbOutbox', {
   settings,
 });
 // Every synth is checked against the AwsSolutions rules; unacknowledged findings fail the synth.
-cdk.Validations.of(app).addPlugins(new AwsSolutionsChecks(app, { verbose: true }));
+cdk.Validations.of(app).addPlugins(new AwsSolutionsChecks(app, { verbose: true, writeSuppressionsToCloudFormation: true }));
 app.synth();

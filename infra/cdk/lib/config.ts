@@ -144,10 +144,11 @@ const SNS_ARN = /^arn:aws[a-z-]*:sns:[a-z0-9-]+:\d{12}:[A-Za-z0-9_-]{1,256}(?:\.
 const BUS_ARN = /^arn:aws[a-z-]*:events:[a-z0-9-]+:\d{12}:event-bus\/[A-Za-z0-9._\-/]{1,256}$/;
 
 /** Parses a destination (CONTRACT.md): SQS queue URL, SNS topic ARN or EventBridge bus ARN. */
-export function routeTarget(destination: string, partition = 'aws'): RouteTarget {
+export function routeTarget(destination: string): RouteTarget {
   const sqs = SQS_URL.exec(destination);
   if (sqs) {
-    const part = destination.includes('.amazonaws.com.cn/') ? 'aws-cn' : partition;
+    // The queue URL names the partition: *.amazonaws.com.cn is aws-cn, us-gov-* regions are aws-us-gov.
+    const part = destination.includes('.amazonaws.com.cn/') ? 'aws-cn' : sqs[1].startsWith('us-gov-') ? 'aws-us-gov' : 'aws';
     return { kind: 'sqs', arn: `arn:${part}:sqs:${sqs[1]}:${sqs[2]}:${sqs[3]}`, action: 'sqs:SendMessage' };
   }
   if (SNS_ARN.test(destination)) return { kind: 'sns', arn: destination, action: 'sns:Publish' };

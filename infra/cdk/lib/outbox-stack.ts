@@ -137,9 +137,7 @@ export class OutboxStack extends cdk.Stack {
       [EXAMPLE_TOPICS.fifo]: fifoQueue.queueUrl,
       ...s.routes,
     };
-    const external = [...Object.values(s.routes), ...(s.defaultDestination ? [s.defaultDestination] : [])].map((d) =>
-      routeTarget(d, this.partition),
-    );
+    const external = [...Object.values(s.routes), ...(s.defaultDestination ? [s.defaultDestination] : [])].map((d) => routeTarget(d));
     const sendTo = (role: iam.Role) => {
       // Only the routed destinations and the outbox DLQ: no wildcard resources.
       role.addToPolicy(
@@ -389,7 +387,7 @@ export class OutboxStack extends cdk.Stack {
     const deadLetter =
       'Terminal failure queue read by operators (alarmed when not empty); nothing consumes it automatically, so a DLQ of it would only move the same messages again.';
     for (const q of [this.outboxDlq, streamFailures]) {
-      cdk.Validations.of(q).acknowledge({ id: 'AwsSolutions-SQS3', reason: deadLetter });
+      cdk.Validations.of(q.node.defaultChild!).acknowledge({ id: 'AwsSolutions-SQS3', reason: deadLetter });
     }
   }
 }

@@ -1,0 +1,92 @@
+// cdk-nag AwsSolutions checks. Each case synthesizes a *fresh* App: Template.fromStack
+// caches the synthesis of an app, and validation plugins only run on app.synth().
+import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import { describe, it } from 'node:test';
+import * as cdk from 'aws-cdk-lib';
+import * as sqs from 'aws-cdk-lib/aws-sqs';
+import { AwsSolutionsChecks } from 'cdk-nag';
+import type { OutboxSettings } from '../lib/config.ts';
+import { newStack } from './helpers.ts';
+
+interface Violation {
+  ruleName: string;
+  violatingConstructs: Array<{ constructPath: string }>;
+}
+
+/** Synthesizes with the AwsSolutions pack; returns the findings and the acknowledgements written to the template. */
+function nag(build: (app: cdk.App) => cdk.Stack) {
+  const outdir = fs.mkdtempSync(path.join(os.tmpdir(), 'outbox-nag-'));
+  try {
+    const app = new cdk.App({ outdir });
+    const stack = build(app);
+    cdk.Validations.of(app).addPlugins(new AwsSolutionsChecks(app, { writeSuppressionsToCloudFormation: true }));
+    try {
+      app.synth();
+    } catch (e) {
+      if (!/Validation failed/.test((e as Error).message)) throw e;
+    }
+    const report = JSON.parse(fs.readFileSync(path.join(outdir, 'validation-report.json'), 'utf8'));
+    const violations: Violation[] = report.pluginReports.flatMap((r: { violations: Violation[] }) => r.violations);
+    const template = JSON.parse(fs.readFileSync(path.join(outdir, `${stack.artifactId}.template.json`), 'utf8'));
+    const acks = Object.entries(template.Resources as Record<string, { Metadata?: any; Properties?: any }>).flatMap(([id, r]) =>
+      (r.Metadata?.cdk_nag?.rules_to_suppress ?? []).map((a: { id: string; reason: string }) => ({
+        resource: r.Properties?.QueueName ?? id,
+        id: a.id,
+        reason: a.reason,
+      })),
+    );
+    return { violations, acks };
+  } finally {
+    fs.rmSync(outdir, { recursive: true, force: true });
+  }
+}
+
+const describeViolations = (v: Violation[]) =>
+  v.map((x) => `${x.ruleName}: ${x.violatingConstructs.map((c) => c.constructPath).join(', ')}`).join('\n');
+
+const variants: Record<string, Partial<OutboxSettings>> = {
+  'default settings': {},
+  'KMS key, scan mode, extra routes, alarm topic': {
+    kmsKeyArn: 'arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab',
+    sweepScanMode: true,
+    routes: {
+      billing: 'https://sqs.eu-west-1.amazonaws.com/123456789012/billing',
+      audit: 'arn:aws:sns:eu-west-1:123456789012:audit',
+    },
+    alarmTopicArn: 'arn:aws:sns:eu-west-1:123456789012:ops',
+  },
+  'existing table': {
+    existingTable: { tableName: 'app', streamArn: 'arn:aws:dynamodb:eu-west-1:123456789012:table/app/stream/2024-01-01T00:00:00.000' },
+  },
+};
+
+describe('cdk-nag AwsSolutions', () => {
+  for (const [name, settings] of Object.entries(variants)) {
+    it(`finds nothing unacknowledged (${name})`, () => {
+      const { violations } = nag((app) => newStack(settings, app));
+      assert.equal(violations.length, 0, describeViolations(violations));
+    });
+  }
+
+  it('acknowledges only SQS3 on the two terminal failure queues, each with a reason', () => {
+    const { acks } = nag((app) => newStack({}, app));
+    assert.deepEqual(
+      acks.map((a) => `${a.resource} ${a.id}`).sort(),
+      ['outbox-dlq AwsSolutions-SQS3', 'outbox-stream-failures AwsSolutions-SQS3'],
+    );
+    for (const a of acks) assert.ok(a.reason.length > 60, `reason for ${a.id} on ${a.resource} is too short: ${a.reason}`);
+  });
+
+  it('does report a finding when there is one (the check is live)', () => {
+    const { violations } = nag((app) => {
+      const stack = new cdk.Stack(app, 'Bad');
+      new sqs.Queue(stack, 'Plain', { encryption: sqs.QueueEncryption.UNENCRYPTED });
+      return stack;
+    });
+    assert.ok(violations.some((v) => v.ruleName === 'AwsSolutions-SQS2'), describeViolations(violations));
+    assert.ok(violations.some((v) => v.ruleName === 'AwsSolutions-SQS4'), describeViolations(violations));
+  });
+});

@@ -1,0 +1,453 @@
+import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import { before, describe, it } from 'node:test';
+import { Match, type Template } from 'aws-cdk-lib/assertions';
+import { STREAM_FILTER_FILE } from '../lib/config.ts';
+import { actionsOf, asList, fakeAssetDir, logicalId, newStack, statementsOf, synth } from './helpers.ts';
+
+const getAtt = (id: string, attr = 'Arn') => ({ 'Fn::GetAtt': [id, attr] });
+
+describe('default deployment', () => {
+  let t: Template;
+  before(() => {
+    t = synth();
+  });
+
+  describe('outbox table', () => {
+    it('has PK/SK string keys, on-demand billing and deletion protection', () => {
+      t.hasResourceProperties('AWS::DynamoDB::Table', {
+        TableName: 'outbox-table',
+        KeySchema: [
+          { AttributeName: 'PK', KeyType: 'HASH' },
+          { AttributeName: 'SK', KeyType: 'RANGE' },
+        ],
+        AttributeDefinitions: Match.arrayWith([
+          { AttributeName: 'PK', AttributeType: 'S' },
+          { AttributeName: 'SK', AttributeType: 'S' },
+        ]),
+        BillingMode: 'PAY_PER_REQUEST',
+        DeletionProtectionEnabled: true,
+      });
+    });
+    it('streams NEW_IMAGE, expires on ExpiresAt, has PITR and SSE', () => {
+      t.hasResourceProperties('AWS::DynamoDB::Table', {
+        TableName: 'outbox-table',
+        StreamSpecification: { StreamViewType: 'NEW_IMAGE' },
+        TimeToLiveSpecification: { AttributeName: 'ExpiresAt', Enabled: true },
+        PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
+        SSESpecification: { SSEEnabled: true },
+      });
+    });
+    it('has the sparse KEYS_ONLY sweeper index SweepShard (S) / SweepDueAt (N)', () => {
+      t.hasResourceProperties('AWS::DynamoDB::Table', {
+        TableName: 'outbox-table',
+        AttributeDefinitions: Match.arrayWith([
+          { AttributeName: 'SweepShard', AttributeType: 'S' },
+          { AttributeName: 'SweepDueAt', AttributeType: 'N' },
+        ]),
+        GlobalSecondaryIndexes: [
+          {
+            IndexName: 'OutboxSweepIndex',
+            KeySchema: [
+              { AttributeName: 'SweepShard', KeyType: 'HASH' },
+              { AttributeName: 'SweepDueAt', KeyType: 'RANGE' },
+            ],
+            Projection: { ProjectionType: 'KEYS_ONLY' },
+          },
+        ],
+      });
+    });
+    it('is retained when the stack is deleted', () => {
+      t.hasResource('AWS::DynamoDB::Table', { Properties: { TableName: 'outbox-table' }, DeletionPolicy: 'Retain' });
+    });
+  });
+
+  describe('publisher', () => {
+    it('runs the cargo lambda bootstrap on provided.al2023 arm64', () => {
+      t.hasResourceProperties('AWS::Lambda::Function', {
+        FunctionName: 'outbox-publisher',
+        Runtime: 'provided.al2023',
+        Architectures: ['arm64'],
+        Handler: 'bootstrap',
+        LoggingConfig: Match.objectLike({ LogFormat: 'JSON' }),
+      });
+    });
+    it('gets the table, routes, DLQ and TTL from the environment (CONTRACT.md)', () => {
+      const fn = Object.values(t.findResources('AWS::Lambda::Function', { Properties: { FunctionName: 'outbox-publisher' } }))[0];
+      const env = fn.Properties.Environment.Variables;
+      assert.deepEqual(Object.keys(env).sort(), ['OUTBOX_DLQ_URL', 'OUTBOX_ROUTES', 'OUTBOX_TABLE_NAME', 'OUTBOX_TTL_DAYS']);
+      assert.deepEqual(env.OUTBOX_TABLE_NAME, { Ref: logicalId(t, 'AWS::DynamoDB::Table', { TableName: 'outbox-table' }) });
+      assert.deepEqual(env.OUTBOX_DLQ_URL, { Ref: logicalId(t, 'AWS::SQS::Queue', { QueueName: 'outbox-dlq' }) });
+      assert.equal(env.OUTBOX_TTL_DAYS, '7');
+      // OUTBOX_ROUTES is a JSON object: {"orders": <orders queue URL>, "orders-events": <FIFO queue URL>}
+      const joined = JSON.stringify(env.OUTBOX_ROUTES);
+      assert.match(joined, /\\"orders\\":\\"/);
+      assert.match(joined, /\\"orders-events\\":\\"/);
+      assert.ok(joined.includes(logicalId(t, 'AWS::SQS::Queue', { QueueName: 'outbox-orders-queue' })));
+      assert.ok(joined.includes(logicalId(t, 'AWS::SQS::Queue', { QueueName: 'outbox-orders-events.fifo' })));
+    });
+    it('reads the stream with the FilterCriteria of infra/stream-filter.json, verbatim', () => {
+      const file = JSON.parse(fs.readFileSync(STREAM_FILTER_FILE, 'utf8'));
+      const mapping = Object.values(t.findResources('AWS::Lambda::EventSourceMapping', { Properties: { StartingPosition: 'TRIM_HORIZON' } }));
+      assert.equal(mapping.length, 1);
+      assert.deepEqual(mapping[0].Properties.FilterCriteria, file);
+    });
+    it('maps the stream from TRIM_HORIZON with partial batch responses, bisect, bounded retries and age', () => {
+      t.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+        EventSourceArn: getAtt(logicalId(t, 'AWS::DynamoDB::Table', { TableName: 'outbox-table' }), 'StreamArn'),
+        FunctionName: { Ref: logicalId(t, 'AWS::Lambda::Function', { FunctionName: 'outbox-publisher' }) },
+        StartingPosition: 'TRIM_HORIZON',
+        FunctionResponseTypes: ['ReportBatchItemFailures'],
+        BisectBatchOnFunctionError: true,
+        MaximumRetryAttempts: 5,
+        MaximumRecordAgeInSeconds: 3600,
+        BatchSize: 100,
+        ParallelizationFactor: 1,
+        DestinationConfig: { OnFailure: { Destination: getAtt(logicalId(t, 'AWS::SQS::Queue', { QueueName: 'outbox-stream-failures' })) } },
+      });
+    });
+  });
+
+  describe('sweeper', () => {
+    it('runs on provided.al2023 arm64, one at a time, with the sweep settings', () => {
+      t.hasResourceProperties('AWS::Lambda::Function', {
+        FunctionName: 'outbox-sweeper',
+        Runtime: 'provided.al2023',
+        Architectures: ['arm64'],
+        Handler: 'bootstrap',
+        ReservedConcurrentExecutions: 1,
+        Environment: {
+          Variables: Match.objectLike({
+            OUTBOX_MAX_ATTEMPTS: '8',
+            OUTBOX_SWEEP_GRACE_SECONDS: '60',
+            OUTBOX_SWEEP_SCAN_MODE: 'off',
+            OUTBOX_TTL_DAYS: '7',
+            OUTBOX_ROUTES: Match.anyValue(),
+            OUTBOX_DLQ_URL: Match.anyValue(),
+            OUTBOX_TABLE_NAME: Match.anyValue(),
+          }),
+        },
+      });
+    });
+    it('is invoked by an EventBridge schedule every minute', () => {
+      t.hasResourceProperties('AWS::Events::Rule', {
+        ScheduleExpression: 'rate(1 minute)',
+        State: 'ENABLED',
+        Targets: [Match.objectLike({ Arn: getAtt(logicalId(t, 'AWS::Lambda::Function', { FunctionName: 'outbox-sweeper' })) })],
+      });
+      t.hasResourceProperties('AWS::Lambda::Permission', {
+        Principal: 'events.amazonaws.com',
+        FunctionName: getAtt(logicalId(t, 'AWS::Lambda::Function', { FunctionName: 'outbox-sweeper' })),
+      });
+    });
+  });
+
+  describe('queues', () => {
+    it('encrypts every queue (SQS-managed SSE by default)', () => {
+      const queues = Object.values(t.findResources('AWS::SQS::Queue'));
+      assert.equal(queues.length, 6);
+      for (const q of queues) assert.equal(q.Properties.SqsManagedSseEnabled, true, q.Properties.QueueName);
+    });
+    it('denies every request without TLS on every queue', () => {
+      const queueIds = Object.keys(t.findResources('AWS::SQS::Queue')).sort();
+      const policies = Object.values(t.findResources('AWS::SQS::QueuePolicy'));
+      const covered = policies.flatMap((p) => {
+        const deny = p.Properties.PolicyDocument.Statement.find(
+          (s: any) => s.Effect === 'Deny' && s.Condition?.Bool?.['aws:SecureTransport'] === 'false',
+        );
+        assert.ok(deny, 'TLS deny statement');
+        return p.Properties.Queues.map((q: { Ref: string }) => q.Ref);
+      });
+      assert.deepEqual(covered.sort(), queueIds);
+    });
+    it('redrives the standard destination to its DLQ after 5 receives', () => {
+      t.hasResourceProperties('AWS::SQS::Queue', {
+        QueueName: 'outbox-orders-queue',
+        VisibilityTimeout: 180,
+        RedrivePolicy: { deadLetterTargetArn: getAtt(logicalId(t, 'AWS::SQS::Queue', { QueueName: 'outbox-orders-queue-dlq' })), maxReceiveCount: 5 },
+      });
+    });
+    it('redrives the FIFO destination to a FIFO DLQ', () => {
+      t.hasResourceProperties('AWS::SQS::Queue', {
+        QueueName: 'outbox-orders-events.fifo',
+        FifoQueue: true,
+        RedrivePolicy: { deadLetterTargetArn: getAtt(logicalId(t, 'AWS::SQS::Queue', { QueueName: 'outbox-orders-events-dlq.fifo' })), maxReceiveCount: 5 },
+      });
+      t.hasResourceProperties('AWS::SQS::Queue', { QueueName: 'outbox-orders-events-dlq.fifo', FifoQueue: true });
+    });
+    it('keeps failed messages 14 days', () => {
+      for (const name of ['outbox-dlq', 'outbox-stream-failures', 'outbox-orders-queue-dlq', 'outbox-orders-events-dlq.fifo']) {
+        t.hasResourceProperties('AWS::SQS::Queue', { QueueName: name, MessageRetentionPeriod: 1_209_600 });
+      }
+    });
+  });
+
+  describe('reference consumer', () => {
+    it('consumes the orders queue with partial batch responses', () => {
+      t.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+        EventSourceArn: getAtt(logicalId(t, 'AWS::SQS::Queue', { QueueName: 'outbox-orders-queue' })),
+        FunctionName: { Ref: logicalId(t, 'AWS::Lambda::Function', { FunctionName: 'outbox-orders-consumer' }) },
+        FunctionResponseTypes: ['ReportBatchItemFailures'],
+        BatchSize: 10,
+      });
+    });
+    it('runs on provided.al2023 arm64 and knows its table', () => {
+      t.hasResourceProperties('AWS::Lambda::Function', {
+        FunctionName: 'outbox-orders-consumer',
+        Runtime: 'provided.al2023',
+        Architectures: ['arm64'],
+        Handler: 'bootstrap',
+        Environment: { Variables: { ORDERS_TABLE_NAME: { Ref: logicalId(t, 'AWS::DynamoDB::Table', { TableName: 'outbox-orders' }) } } },
+      });
+    });
+    it('has an orders table keyed by id with TTL, PITR and SSE', () => {
+      t.hasResourceProperties('AWS::DynamoDB::Table', {
+        TableName: 'outbox-orders',
+        KeySchema: [{ AttributeName: 'id', KeyType: 'HASH' }],
+        AttributeDefinitions: [{ AttributeName: 'id', AttributeType: 'S' }],
+        TimeToLiveSpecification: { AttributeName: 'ExpiresAt', Enabled: true },
+        PointInTimeRecoverySpecification: { PointInTimeRecoveryEnabled: true },
+        SSESpecification: { SSEEnabled: true },
+      });
+    });
+  });
+
+  describe('IAM', () => {
+    it('gives each function its own role', () => {
+      const roles = Object.values(t.findResources('AWS::Lambda::Function')).map((f) => JSON.stringify(f.Properties.Role));
+      assert.equal(new Set(roles).size, 3);
+      t.resourceCountIs('AWS::IAM::Role', 3);
+    });
+    it('allows no wildcard action and no wildcard resource anywhere', () => {
+      for (const p of Object.values(t.findResources('AWS::IAM::Policy'))) {
+        for (const s of p.Properties.PolicyDocument.Statement) {
+          for (const a of asList(s.Action as string | string[])) assert.ok(!a.includes('*'), `action ${a}`);
+          for (const r of asList(s.Resource)) assert.notEqual(r, '*');
+          assert.equal(s.Effect, 'Allow');
+        }
+      }
+      assert.equal(Object.keys(t.findResources('AWS::IAM::ManagedPolicy')).length, 0);
+      for (const r of Object.values(t.findResources('AWS::IAM::Role'))) assert.equal(r.Properties.ManagedPolicyArns, undefined);
+    });
+    it('lets the publisher only update the outbox table, read its stream and send to routes + DLQ', () => {
+      const table = logicalId(t, 'AWS::DynamoDB::Table', { TableName: 'outbox-table' });
+      const queue = (name: string) => getAtt(logicalId(t, 'AWS::SQS::Queue', { QueueName: name }));
+      const st = statementsOf(t, 'outbox-publisher');
+      const bySid = Object.fromEntries(st.map((s) => [s.Sid, s]));
+      assert.deepEqual(bySid.MarkSentOrFailed, { Sid: 'MarkSentOrFailed', Effect: 'Allow', Action: 'dynamodb:UpdateItem', Resource: getAtt(table) });
+      assert.deepEqual(bySid.ReadOutboxStream.Resource, getAtt(table, 'StreamArn'));
+      assert.deepEqual(
+        [...bySid.ReadOutboxStream.Action].sort(),
+        ['dynamodb:DescribeStream', 'dynamodb:GetRecords', 'dynamodb:GetShardIterator', 'dynamodb:ListStreams'],
+      );
+      assert.deepEqual(bySid.SendToRoutedQueues.Resource, [queue('outbox-orders-queue'), queue('outbox-orders-events.fifo'), queue('outbox-dlq')]);
+      assert.deepEqual(bySid.ReportDiscardedBatches.Resource, queue('outbox-stream-failures'));
+      assert.deepEqual(actionsOf(t, 'outbox-publisher').filter((a) => a.startsWith('dynamodb:') && !bySid.ReadOutboxStream.Action.includes(a)), [
+        'dynamodb:UpdateItem',
+      ]);
+    });
+    it('lets the sweeper query only the sweep index, update items, and never scan by default', () => {
+      const table = logicalId(t, 'AWS::DynamoDB::Table', { TableName: 'outbox-table' });
+      const bySid = Object.fromEntries(statementsOf(t, 'outbox-sweeper').map((s) => [s.Sid, s]));
+      assert.deepEqual(bySid.QuerySweepIndex.Action, 'dynamodb:Query');
+      assert.deepEqual(bySid.QuerySweepIndex.Resource, { 'Fn::Join': ['', [getAtt(table), '/index/OutboxSweepIndex']] });
+      assert.deepEqual(bySid.UpdateOutboxItems, { Sid: 'UpdateOutboxItems', Effect: 'Allow', Action: 'dynamodb:UpdateItem', Resource: getAtt(table) });
+      const actions = actionsOf(t, 'outbox-sweeper');
+      assert.ok(!actions.includes('dynamodb:Scan'));
+      assert.deepEqual(actions, ['dynamodb:Query', 'dynamodb:UpdateItem', 'logs:CreateLogStream', 'logs:PutLogEvents', 'sqs:SendMessage']);
+    });
+    it('lets the consumer write only its orders table and receive/delete only its queue', () => {
+      const orders = getAtt(logicalId(t, 'AWS::DynamoDB::Table', { TableName: 'outbox-orders' }));
+      const queue = getAtt(logicalId(t, 'AWS::SQS::Queue', { QueueName: 'outbox-orders-queue' }));
+      const bySid = Object.fromEntries(statementsOf(t, 'outbox-orders-consumer').map((s) => [s.Sid, s]));
+      assert.deepEqual(bySid.ApplyOrdersOnce.Resource, orders);
+      assert.deepEqual(
+        [...bySid.ApplyOrdersOnce.Action].sort(),
+        ['dynamodb:ConditionCheckItem', 'dynamodb:DeleteItem', 'dynamodb:GetItem', 'dynamodb:PutItem', 'dynamodb:UpdateItem'],
+      );
+      assert.deepEqual(bySid.ConsumeOrdersQueue.Resource, queue);
+      assert.ok(bySid.ConsumeOrdersQueue.Action.includes('sqs:ReceiveMessage') && bySid.ConsumeOrdersQueue.Action.includes('sqs:DeleteMessage'));
+      assert.ok(!actionsOf(t, 'outbox-orders-consumer').some((a) => a.startsWith('sqs:Send')));
+    });
+    it('lets each function write only to its own log group', () => {
+      for (const name of ['outbox-publisher', 'outbox-sweeper', 'outbox-orders-consumer']) {
+        const logs = statementsOf(t, name).find((s) => s.Sid === 'WriteOwnLogs')!;
+        const group = logicalId(t, 'AWS::Logs::LogGroup', { LogGroupName: `/aws/lambda/${name}` });
+        assert.deepEqual(logs.Resource, getAtt(group));
+      }
+    });
+  });
+
+  describe('observability', () => {
+    it('keeps each function log group 30 days and wires it to the function', () => {
+      for (const name of ['outbox-publisher', 'outbox-sweeper', 'outbox-orders-consumer']) {
+        t.hasResourceProperties('AWS::Logs::LogGroup', { LogGroupName: `/aws/lambda/${name}`, RetentionInDays: 30 });
+        t.hasResourceProperties('AWS::Lambda::Function', {
+          FunctionName: name,
+          LoggingConfig: { LogFormat: 'JSON', LogGroup: { Ref: logicalId(t, 'AWS::Logs::LogGroup', { LogGroupName: `/aws/lambda/${name}` }) } },
+        });
+      }
+    });
+    const queueAlarm = (alarm: string, queue: string) =>
+      it(`alarms (${alarm}) as soon as ${queue} holds a message`, () => {
+        t.hasResourceProperties('AWS::CloudWatch::Alarm', {
+          AlarmName: `outbox-${alarm}`,
+          Namespace: 'AWS/SQS',
+          MetricName: 'ApproximateNumberOfMessagesVisible',
+          Dimensions: [{ Name: 'QueueName', Value: getAtt(logicalId(t, 'AWS::SQS::Queue', { QueueName: queue }), 'QueueName') }],
+          Statistic: 'Maximum',
+          ComparisonOperator: 'GreaterThanThreshold',
+          Threshold: 0,
+          TreatMissingData: 'notBreaching',
+        });
+      });
+    queueAlarm('OutboxDlqNotEmpty', 'outbox-dlq');
+    queueAlarm('ConsumerDlqNotEmpty', 'outbox-orders-queue-dlq');
+    queueAlarm('StreamFailuresNotEmpty', 'outbox-stream-failures');
+    it('alarms when the publisher iterator age exceeds one minute', () => {
+      t.hasResourceProperties('AWS::CloudWatch::Alarm', {
+        AlarmName: 'outbox-PublisherIteratorAge',
+        Namespace: 'AWS/Lambda',
+        MetricName: 'IteratorAge',
+        Dimensions: [{ Name: 'FunctionName', Value: { Ref: logicalId(t, 'AWS::Lambda::Function', { FunctionName: 'outbox-publisher' }) } }],
+        Statistic: 'Maximum',
+        Threshold: 60_000,
+        ComparisonOperator: 'GreaterThanThreshold',
+      });
+    });
+    it('alarms when the sweeper recovers anything (EMF metric RecoveredBySweeper, Service=outbox)', () => {
+      t.hasResourceProperties('AWS::CloudWatch::Alarm', {
+        AlarmName: 'outbox-SweeperRecovering',
+        Namespace: 'DynamoDbOutbox',
+        MetricName: 'RecoveredBySweeper',
+        Dimensions: [{ Name: 'Service', Value: 'outbox' }],
+        Statistic: 'Sum',
+        Threshold: 0,
+        ComparisonOperator: 'GreaterThanThreshold',
+      });
+    });
+    it('alarms when the oldest PENDING message is older than 10 minutes', () => {
+      t.hasResourceProperties('AWS::CloudWatch::Alarm', {
+        AlarmName: 'outbox-OldestPendingTooOld',
+        Namespace: 'DynamoDbOutbox',
+        MetricName: 'OldestPendingAgeSeconds',
+        Dimensions: [{ Name: 'Service', Value: 'outbox' }],
+        Statistic: 'Maximum',
+        Threshold: 600,
+        ComparisonOperator: 'GreaterThanThreshold',
+      });
+    });
+    it('has no alarm actions unless an alarm topic is given', () => {
+      for (const a of Object.values(t.findResources('AWS::CloudWatch::Alarm'))) assert.equal(a.Properties.AlarmActions, undefined);
+      t.resourceCountIs('AWS::CloudWatch::Alarm', 6);
+    });
+  });
+});
+
+describe('parameters', () => {
+  it('applies prefix, batch size, retries, record age, TTL, attempts and sweep rate', () => {
+    const t = synth({
+      prefix: 'shop',
+      batchSize: 25,
+      streamRetryAttempts: 2,
+      streamMaxRecordAgeSeconds: 600,
+      ttlDays: 3,
+      maxAttempts: 4,
+      sweepRateMinutes: 5,
+      logRetentionDays: 90,
+    });
+    t.hasResourceProperties('AWS::DynamoDB::Table', { TableName: 'shop-table' });
+    t.hasResourceProperties('AWS::Lambda::EventSourceMapping', { BatchSize: 25, MaximumRetryAttempts: 2, MaximumRecordAgeInSeconds: 600 });
+    t.hasResourceProperties('AWS::Lambda::Function', {
+      FunctionName: 'shop-sweeper',
+      Environment: { Variables: Match.objectLike({ OUTBOX_MAX_ATTEMPTS: '4', OUTBOX_TTL_DAYS: '3' }) },
+    });
+    t.hasResourceProperties('AWS::Lambda::Function', { FunctionName: 'shop-publisher', Environment: { Variables: Match.objectLike({ OUTBOX_TTL_DAYS: '3' }) } });
+    t.hasResourceProperties('AWS::Events::Rule', { ScheduleExpression: 'rate(5 minutes)' });
+    t.hasResourceProperties('AWS::Logs::LogGroup', { LogGroupName: '/aws/lambda/shop-publisher', RetentionInDays: 90 });
+  });
+  it('grants exactly the actions extra routes need, on exactly their resources', () => {
+    const t = synth({
+      routes: {
+        billing: 'https://sqs.eu-west-1.amazonaws.com/123456789012/billing',
+        audit: 'arn:aws:sns:eu-west-1:123456789012:audit',
+        analytics: 'arn:aws:events:eu-west-1:123456789012:event-bus/analytics',
+      },
+    });
+    for (const fn of ['outbox-publisher', 'outbox-sweeper']) {
+      const bySid = Object.fromEntries(statementsOf(t, fn).map((s) => [s.Sid, s]));
+      assert.ok(asList(bySid.SendToRoutedQueues.Resource).includes('arn:aws:sqs:eu-west-1:123456789012:billing'));
+      assert.deepEqual(bySid.PublishToRoutedTopics, {
+        Sid: 'PublishToRoutedTopics',
+        Effect: 'Allow',
+        Action: 'sns:Publish',
+        Resource: 'arn:aws:sns:eu-west-1:123456789012:audit',
+      });
+      assert.deepEqual(bySid.PutToRoutedBuses.Resource, 'arn:aws:events:eu-west-1:123456789012:event-bus/analytics');
+    }
+    const fn = Object.values(t.findResources('AWS::Lambda::Function', { Properties: { FunctionName: 'outbox-publisher' } }))[0];
+    const routes = JSON.stringify(fn.Properties.Environment.Variables.OUTBOX_ROUTES);
+    assert.ok(routes.includes('https://sqs.eu-west-1.amazonaws.com/123456789012/billing'));
+    assert.ok(routes.includes('arn:aws:events:eu-west-1:123456789012:event-bus/analytics'));
+  });
+  it('passes the default destination on and lets the functions send to it', () => {
+    const t = synth({ defaultDestination: 'https://sqs.eu-west-1.amazonaws.com/123456789012/catch-all' });
+    t.hasResourceProperties('AWS::Lambda::Function', {
+      FunctionName: 'outbox-publisher',
+      Environment: { Variables: Match.objectLike({ OUTBOX_DEFAULT_DESTINATION: 'https://sqs.eu-west-1.amazonaws.com/123456789012/catch-all' }) },
+    });
+    const send = statementsOf(t, 'outbox-sweeper').find((s) => s.Sid === 'SendToRoutedQueues')!;
+    assert.ok(asList(send.Resource).includes('arn:aws:sqs:eu-west-1:123456789012:catch-all'));
+  });
+  it('grants Scan to the sweeper only in scan mode', () => {
+    const t = synth({ sweepScanMode: true });
+    const update = statementsOf(t, 'outbox-sweeper').find((s) => s.Sid === 'UpdateOutboxItems')!;
+    assert.deepEqual(update.Action, ['dynamodb:UpdateItem', 'dynamodb:Scan']);
+    t.hasResourceProperties('AWS::Lambda::Function', {
+      FunctionName: 'outbox-sweeper',
+      Environment: { Variables: Match.objectLike({ OUTBOX_SWEEP_SCAN_MODE: 'on' }) },
+    });
+    assert.ok(!actionsOf(t, 'outbox-publisher').includes('dynamodb:Scan'));
+  });
+  it('builds for x86_64 when asked', () => {
+    const t = synth({ architecture: 'x86_64' });
+    for (const f of Object.values(t.findResources('AWS::Lambda::Function'))) assert.deepEqual(f.Properties.Architectures, ['x86_64']);
+  });
+  it('encrypts tables and queues with a customer-managed key when one is given', () => {
+    const key = 'arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab';
+    const t = synth({ kmsKeyArn: key });
+    for (const name of ['outbox-table', 'outbox-orders']) {
+      t.hasResourceProperties('AWS::DynamoDB::Table', { TableName: name, SSESpecification: { SSEEnabled: true, SSEType: 'KMS', KMSMasterKeyId: key } });
+    }
+    for (const q of Object.values(t.findResources('AWS::SQS::Queue'))) {
+      assert.equal(q.Properties.KmsMasterKeyId, key, q.Properties.QueueName);
+      assert.equal(q.Properties.SqsManagedSseEnabled, undefined);
+    }
+    for (const fn of ['outbox-publisher', 'outbox-sweeper', 'outbox-orders-consumer']) {
+      const kms = statementsOf(t, fn).filter((s) => asList(s.Action as string | string[]).some((a) => a.startsWith('kms:')));
+      assert.ok(kms.length > 0, fn);
+      for (const s of kms) assert.deepEqual(s.Resource, key);
+    }
+  });
+  it('sends alarms to the given SNS topic', () => {
+    const topic = 'arn:aws:sns:eu-west-1:123456789012:ops';
+    const t = synth({ alarmTopicArn: topic });
+    for (const a of Object.values(t.findResources('AWS::CloudWatch::Alarm'))) assert.deepEqual(a.Properties.AlarmActions, [topic]);
+  });
+  it('attaches to an existing table instead of creating one', () => {
+    const streamArn = 'arn:aws:dynamodb:eu-west-1:123456789012:table/app/stream/2024-01-01T00:00:00.000';
+    const t = synth({ existingTable: { tableName: 'app', streamArn } });
+    t.resourceCountIs('AWS::DynamoDB::Table', 1); // only the orders table
+    t.hasResourceProperties('AWS::DynamoDB::Table', { TableName: 'outbox-orders' });
+    t.hasResourceProperties('AWS::Lambda::EventSourceMapping', { EventSourceArn: streamArn, StartingPosition: 'TRIM_HORIZON' });
+    const pub = Object.fromEntries(statementsOf(t, 'outbox-publisher').map((s) => [s.Sid, s]));
+    assert.deepEqual(pub.ReadOutboxStream.Resource, streamArn);
+    assert.deepEqual(pub.MarkSentOrFailed.Resource, {
+      'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':dynamodb:eu-west-1:123456789012:table/app']],
+    });
+    t.hasResourceProperties('AWS::Lambda::Function', { FunctionName: 'outbox-publisher', Environment: { Variables: Match.objectLike({ OUTBOX_TABLE_NAME: 'app' }) } });
+  });
+  it('refuses to synthesize without the cargo lambda build output, saying how to build it', () => {
+    assert.throws(() => newStack({ lambdaAssetDir: `${fakeAssetDir()}/missing` }), /cargo lambda build --release --arm64/);
+  });
+});
