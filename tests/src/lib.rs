@@ -1,1 +1,253 @@
+//! Shared harness for the integration tests: the emulator's endpoint, clients,
+//! unique resource names, and a provisioned outbox (table, stream, queues).
+//!
+//! The emulator is started by `tests/run`, which sets `OUTBOX_ENDPOINT`.
+#![allow(clippy::expect_used, clippy::unwrap_used, missing_docs)]
 
+use aws_lambda_events::event::dynamodb::Event;
+use aws_sdk_dynamodb::types::AttributeValue;
+use aws_sdk_sqs::types::{Message, MessageSystemAttributeName};
+use outbox::{AwsPublisher, Destination, PublisherConfig, Routes};
+use outbox_local::aws::{Clients, sdk_config};
+use outbox_local::filter::FilterCriteria;
+use outbox_local::provision::{self, QueuePair};
+use outbox_local::stream::{StreamReader, event_of};
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+pub type Item = HashMap<String, AttributeValue>;
+
+/// The emulator's endpoint. Tests fail with instructions when it is not set.
+pub fn endpoint() -> String {
+    std::env::var("OUTBOX_ENDPOINT").expect(
+        "OUTBOX_ENDPOINT is not set: run the suite with `tests/run`, which installs and starts the emulator",
+    )
+}
+
+/// Clients pointed at the emulator.
+pub async fn clients() -> Clients {
+    Clients::new(&sdk_config(Some(&endpoint())).await)
+}
+
+/// A name no other test (or earlier run) uses.
+pub fn unique(prefix: &str) -> String {
+    static N: AtomicU32 = AtomicU32::new(0);
+    let n = N.fetch_add(1, Ordering::Relaxed);
+    let id = uuid::Uuid::now_v7().simple().to_string();
+    format!("{prefix}-{}-{n}", &id[20..])
+}
+
+/// A provisioned outbox: table with stream and index, a standard and a FIFO
+/// destination queue, and the outbox dead-letter queue.
+#[derive(Debug)]
+pub struct Outbox {
+    pub clients: Clients,
+    pub table: String,
+    pub reader: StreamReader,
+    pub queue: QueuePair,
+    pub fifo: QueuePair,
+    pub dlq_url: String,
+}
+
+impl Outbox {
+    pub async fn new() -> Self {
+        let clients = clients().await;
+        let table = unique("outbox");
+        let stream_arn = provision::create_outbox_table(&clients.dynamodb, &table)
+            .await
+            .expect("create table");
+        let queue = provision::create_queue_with_dlq(&clients.sqs, &unique("orders"), 30, 3)
+            .await
+            .expect("create queue");
+        let fifo = provision::create_queue_with_dlq(
+            &clients.sqs,
+            &format!("{}.fifo", unique("ledger")),
+            30,
+            3,
+        )
+        .await
+        .expect("create fifo queue");
+        let dlq_url = provision::create_queue(&clients.sqs, &unique("outbox-dlq"), 30)
+            .await
+            .expect("create dlq");
+        let reader = StreamReader::new(clients.streams.clone(), stream_arn, clients.region.clone());
+        Outbox {
+            clients,
+            table,
+            reader,
+            queue,
+            fifo,
+            dlq_url,
+        }
+    }
+
+    /// Routes: `orders` → standard queue, `ledger` → FIFO queue.
+    pub fn config(&self) -> PublisherConfig {
+        PublisherConfig {
+            table_name: self.table.clone(),
+            routes: Routes::new(
+                [
+                    ("orders".to_owned(), Destination::sqs(&self.queue.url)),
+                    ("ledger".to_owned(), Destination::sqs(&self.fifo.url)),
+                ],
+                None,
+            ),
+            dead_letter: Destination::sqs(&self.dlq_url),
+            ttl_days: 7,
+        }
+    }
+
+    pub fn publisher(&self) -> AwsPublisher {
+        self.publisher_with(self.config())
+    }
+
+    pub fn publisher_with(&self, config: PublisherConfig) -> AwsPublisher {
+        AwsPublisher::from_clients(
+            config,
+            self.clients.dynamodb.clone(),
+            self.clients.sqs.clone(),
+        )
+    }
+
+    pub fn writer(&self) -> outbox::OutboxWriter {
+        outbox::OutboxWriter::new(self.clients.dynamodb.clone(), &self.table)
+    }
+
+    /// Every record written to the stream since the last call, unfiltered, as
+    /// Lambda would deliver it without FilterCriteria.
+    pub async fn stream_event(&mut self) -> Event {
+        self.reader.next_event(1000).await.expect("read stream")
+    }
+
+    /// The same, through the deployed FilterCriteria, as Lambda delivers it.
+    pub async fn filtered_event(&mut self) -> Event {
+        let event = self.stream_event().await;
+        let filter = FilterCriteria::outbox();
+        event_of(
+            event
+                .records
+                .into_iter()
+                .filter(|r| filter.matches(&serde_json::to_value(r).expect("record json")))
+                .collect(),
+        )
+    }
+
+    pub async fn item(&self, pk: &str, sk: &str) -> Option<Item> {
+        self.clients
+            .dynamodb
+            .get_item()
+            .table_name(&self.table)
+            .key("PK", AttributeValue::S(pk.into()))
+            .key("SK", AttributeValue::S(sk.into()))
+            .consistent_read(true)
+            .send()
+            .await
+            .expect("get item")
+            .item
+    }
+
+    /// Every outbox item in the table.
+    pub async fn all_items(&self) -> Vec<Item> {
+        let mut items = Vec::new();
+        let mut start = None;
+        loop {
+            let out = self
+                .clients
+                .dynamodb
+                .scan()
+                .table_name(&self.table)
+                .set_exclusive_start_key(start)
+                .consistent_read(true)
+                .send()
+                .await
+                .expect("scan");
+            items.extend(out.items().iter().cloned());
+            start = out.last_evaluated_key;
+            if start.is_none() {
+                return items;
+            }
+        }
+    }
+
+    /// Writes an item exactly as given (a hand-written producer).
+    pub async fn put_raw(&self, item: Item) {
+        self.clients
+            .dynamodb
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(item))
+            .send()
+            .await
+            .expect("put item");
+    }
+}
+
+/// Receives everything on a queue (deleting it), with attributes.
+pub async fn drain(sqs: &aws_sdk_sqs::Client, url: &str) -> Vec<Message> {
+    let mut all = Vec::new();
+    let mut empty_polls = 0;
+    while empty_polls < 2 {
+        let out = sqs
+            .receive_message()
+            .queue_url(url)
+            .max_number_of_messages(10)
+            .message_attribute_names("All")
+            .message_system_attribute_names(MessageSystemAttributeName::All)
+            .wait_time_seconds(0)
+            .send()
+            .await
+            .expect("receive");
+        let msgs = out.messages.unwrap_or_default();
+        if msgs.is_empty() {
+            empty_polls += 1;
+            continue;
+        }
+        for m in &msgs {
+            if let Some(h) = m.receipt_handle() {
+                sqs.delete_message()
+                    .queue_url(url)
+                    .receipt_handle(h)
+                    .send()
+                    .await
+                    .expect("delete");
+            }
+        }
+        all.extend(msgs);
+    }
+    all
+}
+
+/// A string message attribute.
+pub fn attr(m: &Message, name: &str) -> Option<String> {
+    m.message_attributes()
+        .and_then(|a| a.get(name))
+        .and_then(|v| v.string_value())
+        .map(str::to_owned)
+}
+
+/// A system attribute (MessageGroupId, MessageDeduplicationId, ...).
+pub fn system_attr(m: &Message, name: MessageSystemAttributeName) -> Option<String> {
+    m.attributes().and_then(|a| a.get(&name)).cloned()
+}
+
+pub fn s(item: &Item, name: &str) -> Option<String> {
+    match item.get(name) {
+        Some(AttributeValue::S(v)) => Some(v.clone()),
+        _ => None,
+    }
+}
+
+pub fn n(item: &Item, name: &str) -> Option<i64> {
+    match item.get(name) {
+        Some(AttributeValue::N(v)) => v.parse().ok(),
+        _ => None,
+    }
+}
+
+pub fn sv(v: &str) -> AttributeValue {
+    AttributeValue::S(v.to_owned())
+}
+
+pub fn nv(v: i64) -> AttributeValue {
+    AttributeValue::N(v.to_string())
+}

@@ -1,1 +1,10 @@
+//! Local development runner: what Lambda's event source mappings and EventBridge
+//! schedules do, on the emulator (or a real account). A development tool;
+//! production uses Lambda.
+#![warn(missing_docs)]
 
+pub mod aws;
+pub mod counter;
+pub mod filter;
+pub mod provision;
+pub mod stream;

@@ -1,1 +1,42 @@
-fn main() {}
+//! `outbox-publisher`: the DynamoDB stream of the outbox table in, messages out.
+//!
+//! Configuration is read and clients are built once, at start-up; a missing or
+//! malformed variable stops the function with a message naming it.
+
+use aws_lambda_events::event::dynamodb::Event;
+use aws_lambda_events::event::streams::DynamoDbEventResponse;
+use lambda_runtime::{Error, LambdaEvent, service_fn};
+use outbox::{AwsPublisher, PublisherConfig};
+
+#[tokio::main]
+async fn main() -> Result<(), Error> {
+    init_tracing();
+    let config = PublisherConfig::from_env()
+        .inspect_err(|e| tracing::error!(error = %e, "bad configuration"))?;
+    let aws = aws_config::load_from_env().await;
+    let publisher = AwsPublisher::from_clients(
+        config,
+        aws_sdk_dynamodb::Client::new(&aws),
+        aws_sdk_sqs::Client::new(&aws),
+    );
+    let publisher = &publisher;
+    lambda_runtime::run(service_fn(move |event: LambdaEvent<Event>| async move {
+        let (response, _summary) =
+            outbox::stream::handle_stream_event(publisher, &event.payload).await;
+        Ok::<DynamoDbEventResponse, Error>(response)
+    }))
+    .await
+}
+
+/// JSON logs, one line per event, level from `RUST_LOG` (default `info`).
+fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    tracing_subscriber::fmt()
+        .json()
+        .with_env_filter(filter)
+        .with_current_span(false)
+        .with_target(false)
+        .without_time()
+        .init();
+}

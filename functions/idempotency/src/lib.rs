@@ -1,0 +1,1 @@
+//! Idempotent consumers (work in progress).

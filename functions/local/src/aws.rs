@@ -1,0 +1,68 @@
+//! AWS configuration and clients for local runs: the emulator when an endpoint is
+//! given, the standard AWS configuration chain otherwise.
+
+use crate::counter::RequestCounter;
+use aws_config::{BehaviorVersion, Region, SdkConfig};
+
+/// The clients the runner and the tests use, all counting their requests.
+#[derive(Debug, Clone)]
+pub struct Clients {
+    /// DynamoDB.
+    pub dynamodb: aws_sdk_dynamodb::Client,
+    /// DynamoDB Streams.
+    pub streams: aws_sdk_dynamodbstreams::Client,
+    /// SQS.
+    pub sqs: aws_sdk_sqs::Client,
+    /// Requests sent by all of them.
+    pub counter: RequestCounter,
+    /// The region in use.
+    pub region: String,
+}
+
+/// Loads AWS configuration. With `endpoint`, everything goes to that address with
+/// dummy credentials (the emulator accepts any); without, the standard chain
+/// (environment, profile, SSO, instance role) picks the account.
+pub async fn sdk_config(endpoint: Option<&str>) -> SdkConfig {
+    let mut loader = aws_config::defaults(BehaviorVersion::latest());
+    if let Some(endpoint) = endpoint {
+        loader = loader
+            .endpoint_url(endpoint)
+            .region(Region::new("us-east-1"))
+            .credentials_provider(aws_sdk_dynamodb::config::Credentials::new(
+                "testing", "testing", None, None, "emulator",
+            ));
+    }
+    loader.load().await
+}
+
+impl Clients {
+    /// Builds every client once from `config`.
+    pub fn new(config: &SdkConfig) -> Self {
+        let counter = RequestCounter::new();
+        let dynamodb = aws_sdk_dynamodb::Client::from_conf(
+            aws_sdk_dynamodb::config::Builder::from(config)
+                .interceptor(counter.clone())
+                .build(),
+        );
+        let streams = aws_sdk_dynamodbstreams::Client::from_conf(
+            aws_sdk_dynamodbstreams::config::Builder::from(config)
+                .interceptor(counter.clone())
+                .build(),
+        );
+        let sqs = aws_sdk_sqs::Client::from_conf(
+            aws_sdk_sqs::config::Builder::from(config)
+                .interceptor(counter.clone())
+                .build(),
+        );
+        Clients {
+            dynamodb,
+            streams,
+            sqs,
+            counter,
+            region: config
+                .region()
+                .map(|r| r.to_string())
+                .unwrap_or_else(|| "us-east-1".to_owned()),
+        }
+    }
+}

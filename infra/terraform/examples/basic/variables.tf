@@ -1,0 +1,41 @@
+variable "region" {
+  description = "AWS region to deploy to."
+  type        = string
+  default     = "eu-west-1"
+}
+
+variable "prefix" {
+  description = "Prefix of every physical name."
+  type        = string
+  default     = "outbox"
+}
+
+variable "lambda_asset_dir" {
+  description = "cargo lambda output directory holding <bin>/bootstrap.zip."
+  type        = string
+  default     = "../../../../target/lambda"
+}
+
+variable "routes" {
+  description = "Extra routes, topic => SQS queue URL, SNS topic ARN or EventBridge bus ARN."
+  type        = map(string)
+  default     = {}
+}
+
+variable "max_attempts" {
+  description = "Sweeper attempts before a message becomes FAILED."
+  type        = number
+  default     = 8
+}
+
+variable "ttl_days" {
+  description = "Days a SENT outbox item is kept."
+  type        = number
+  default     = 7
+}
+
+variable "alarm_topic_arn" {
+  description = "SNS topic for alarm notifications (optional)."
+  type        = string
+  default     = null
+}

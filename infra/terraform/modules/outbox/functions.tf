@@ -1,0 +1,159 @@
+# Three functions, one role each, each with its own log group.
+# Code: `cargo lambda build --release --arm64 --output-format zip` writes
+# target/lambda/<bin>/bootstrap.zip; var.lambda_asset_dir points at target/lambda.
+
+locals {
+  fn = module.config.functions
+  functions = {
+    publisher = {
+      name        = local.names.publisher
+      binary      = module.config.binaries.publisher
+      description = "Publishes new PENDING outbox messages from the table stream and marks them SENT"
+      timeout     = local.fn.timeouts.publisher
+      environment = merge(local.common_environment, module.config.publisher_environment)
+      reserved    = -1
+    }
+    sweeper = {
+      name        = local.names.sweeper
+      binary      = module.config.binaries.sweeper
+      description = "Recovers outbox messages still PENDING after the grace period; FAILED + DLQ after max attempts"
+      timeout     = local.fn.timeouts.sweeper
+      environment = merge(local.common_environment, module.config.sweeper_environment)
+      reserved    = 1 # one sweep at a time
+    }
+    consumer = {
+      name        = local.names.consumer
+      binary      = module.config.binaries.consumer
+      description = "Reference consumer: applies each order exactly once (idempotent conditional writes)"
+      timeout     = local.fn.timeouts.consumer
+      environment = { ORDERS_TABLE_NAME = aws_dynamodb_table.orders.name }
+      reserved    = -1
+    }
+  }
+}
+
+resource "aws_cloudwatch_log_group" "function" {
+  #checkov:skip=CKV_AWS_158:Log groups use CloudWatch Logs' default encryption at rest; a customer-managed key needs a key policy for the logs service that this module does not own (var.kms_key_arn covers tables and queues).
+  for_each = local.functions
+
+  name              = "/aws/lambda/${each.value.name}"
+  retention_in_days = module.config.log_retention_days
+  tags              = var.tags
+}
+
+resource "aws_iam_role" "function" {
+  for_each = local.functions
+
+  name               = "${each.value.name}-role"
+  description        = "${var.prefix}: execution role of ${each.value.name} (least privilege)"
+  assume_role_policy = module.config.assume_role_policy_json
+  tags               = var.tags
+}
+
+resource "aws_iam_role_policy" "function" {
+  for_each = local.functions
+
+  name   = "least-privilege"
+  role   = aws_iam_role.function[each.key].id
+  policy = module.config.policy_json[each.key]
+}
+
+resource "aws_lambda_function" "this" {
+  #checkov:skip=CKV_AWS_50:X-Ray tracing would need xray:PutTraceSegments on "*"; the functions emit EMF metrics and structured JSON logs instead.
+  #checkov:skip=CKV_AWS_116:No asynchronous invocations to dead-letter: the stream mapping has its own on-failure queue, the SQS trigger redrives to its DLQ, and a failed sweep is simply retried by the next schedule tick.
+  #checkov:skip=CKV_AWS_117:The functions call only DynamoDB, SQS, SNS and EventBridge public endpoints over TLS; a VPC would add NAT or endpoints and no protection for these calls.
+  #checkov:skip=CKV_AWS_173:Environment variables hold only names, URLs and settings (no secrets); Lambda encrypts them at rest with its service key.
+  #checkov:skip=CKV_AWS_272:Code signing needs an AWS Signer profile; the artifact comes from the team's own cargo lambda build, which is the trust boundary here.
+  for_each = local.functions
+
+  function_name                  = each.value.name
+  description                    = each.value.description
+  role                           = aws_iam_role.function[each.key].arn
+  runtime                        = local.fn.runtime
+  handler                        = local.fn.handler
+  architectures                  = local.fn.architectures
+  memory_size                    = local.fn.memory_size
+  timeout                        = each.value.timeout
+  reserved_concurrent_executions = each.value.reserved
+  filename                       = "${var.lambda_asset_dir}/${each.value.binary}/bootstrap.zip"
+  source_code_hash               = filebase64sha256("${var.lambda_asset_dir}/${each.value.binary}/bootstrap.zip")
+
+  environment {
+    variables = each.value.environment
+  }
+
+  logging_config {
+    log_format = "JSON"
+    log_group  = aws_cloudwatch_log_group.function[each.key].name
+  }
+
+  tags = var.tags
+
+  depends_on = [aws_iam_role_policy.function]
+}
+
+# Publisher: the outbox table stream, filtered by infra/stream-filter.json (verbatim).
+resource "aws_lambda_event_source_mapping" "publisher" {
+  function_name                  = aws_lambda_function.this["publisher"].arn
+  event_source_arn               = local.outbox_stream_arn
+  starting_position              = module.config.stream_mapping.starting_position
+  batch_size                     = module.config.stream_mapping.batch_size
+  maximum_retry_attempts         = module.config.stream_mapping.maximum_retry_attempts
+  maximum_record_age_in_seconds  = module.config.stream_mapping.maximum_record_age_in_seconds
+  bisect_batch_on_function_error = module.config.stream_mapping.bisect_batch_on_function_error
+  function_response_types        = module.config.stream_mapping.function_response_types
+  parallelization_factor         = module.config.stream_mapping.parallelization_factor
+
+  filter_criteria {
+    dynamic "filter" {
+      for_each = module.config.stream_filter.Filters
+      content {
+        pattern = filter.value.Pattern
+      }
+    }
+  }
+
+  destination_config {
+    on_failure {
+      destination_arn = local.all_queues["stream_failures"].arn
+    }
+  }
+
+  depends_on = [aws_iam_role_policy.function]
+}
+
+# Sweeper: EventBridge schedule.
+resource "aws_cloudwatch_event_rule" "sweep" {
+  name                = local.names.sweep_rule
+  description         = "Runs the outbox sweeper"
+  schedule_expression = module.config.sweep_schedule
+  tags                = var.tags
+}
+
+resource "aws_cloudwatch_event_target" "sweep" {
+  rule = aws_cloudwatch_event_rule.sweep.name
+  arn  = aws_lambda_function.this["sweeper"].arn
+
+  retry_policy {
+    maximum_retry_attempts       = 0 # the next tick is the retry
+    maximum_event_age_in_seconds = 60
+  }
+}
+
+resource "aws_lambda_permission" "sweep" {
+  statement_id  = "AllowEventBridgeSchedule"
+  action        = "lambda:InvokeFunction"
+  function_name = aws_lambda_function.this["sweeper"].function_name
+  principal     = "events.amazonaws.com"
+  source_arn    = aws_cloudwatch_event_rule.sweep.arn
+}
+
+# Reference consumer: the orders queue.
+resource "aws_lambda_event_source_mapping" "consumer" {
+  function_name           = aws_lambda_function.this["consumer"].arn
+  event_source_arn        = local.all_queues["orders_queue"].arn
+  batch_size              = module.config.consumer_mapping.batch_size
+  function_response_types = module.config.consumer_mapping.function_response_types
+
+  depends_on = [aws_iam_role_policy.function]
+}

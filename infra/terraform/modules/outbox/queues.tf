@@ -1,0 +1,66 @@
+# Every queue: SSE (SQS-managed, or the customer-managed key), 14 days retention,
+# a queue policy that refuses requests without TLS.
+
+locals {
+  queue_settings = module.config.queue_settings
+  # Order matters only for readability; DLQs are plain queues, destinations redrive to them.
+  queues = {
+    outbox_dlq      = { name = local.names.outbox_dlq, fifo = false, dlq = null, visibility = 30 }
+    stream_failures = { name = local.names.stream_failures, fifo = false, dlq = null, visibility = 30 }
+    orders_dlq      = { name = local.names.orders_dlq, fifo = false, dlq = null, visibility = 30 }
+    fifo_dlq        = { name = local.names.fifo_dlq, fifo = true, dlq = null, visibility = 30 }
+    orders_queue    = { name = local.names.orders_queue, fifo = false, dlq = "orders_dlq", visibility = local.queue_settings.consumer_visibility }
+    fifo_queue      = { name = local.names.fifo_queue, fifo = true, dlq = "fifo_dlq", visibility = 30 }
+  }
+}
+
+resource "aws_sqs_queue" "dead_letter" {
+  for_each = { for k, q in local.queues : k => q if q.dlq == null }
+
+  name                       = each.value.name
+  fifo_queue                 = each.value.fifo
+  message_retention_seconds  = local.queue_settings.message_retention_seconds
+  visibility_timeout_seconds = each.value.visibility
+  sqs_managed_sse_enabled    = var.kms_key_arn == null ? true : null
+  kms_master_key_id          = var.kms_key_arn
+  tags                       = var.tags
+}
+
+resource "aws_sqs_queue" "destination" {
+  for_each = { for k, q in local.queues : k => q if q.dlq != null }
+
+  name                        = each.value.name
+  fifo_queue                  = each.value.fifo
+  content_based_deduplication = each.value.fifo ? false : null # the outbox sets MessageDeduplicationId = MessageId
+  message_retention_seconds   = local.queue_settings.message_retention_seconds
+  visibility_timeout_seconds  = each.value.visibility
+  sqs_managed_sse_enabled     = var.kms_key_arn == null ? true : null
+  kms_master_key_id           = var.kms_key_arn
+  redrive_policy = jsonencode({
+    deadLetterTargetArn = aws_sqs_queue.dead_letter[each.value.dlq].arn
+    maxReceiveCount     = local.queue_settings.max_receive_count
+  })
+  tags = var.tags
+}
+
+locals {
+  # One map of every queue, whatever its role.
+  all_queues = merge(aws_sqs_queue.dead_letter, aws_sqs_queue.destination)
+}
+
+resource "aws_sqs_queue_policy" "tls_only" {
+  for_each = local.queues
+
+  queue_url = local.all_queues[each.key].url
+  policy = jsonencode({
+    Version = "2012-10-17"
+    Statement = [{
+      Sid       = "DenyWithoutTls"
+      Effect    = "Deny"
+      Principal = { AWS = "*" }
+      Action    = "sqs:*"
+      Resource  = local.all_queues[each.key].arn
+      Condition = { Bool = { "aws:SecureTransport" = "false" } }
+    }]
+  })
+}

@@ -1,0 +1,80 @@
+# The outbox table (unless attaching to an existing one) and the orders table of the reference consumer.
+
+resource "aws_dynamodb_table" "outbox" {
+  count = var.existing_table == null ? 1 : 0
+
+  name                        = local.names.outbox_table
+  billing_mode                = "PAY_PER_REQUEST"
+  hash_key                    = local.table.hash_key
+  range_key                   = local.table.range_key
+  stream_enabled              = true
+  stream_view_type            = local.table.stream_view_type
+  deletion_protection_enabled = true
+
+  dynamic "attribute" {
+    for_each = local.table.attributes
+    content {
+      name = attribute.value.name
+      type = attribute.value.type
+    }
+  }
+
+  global_secondary_index {
+    name            = local.table.sweep_index.name
+    hash_key        = local.table.sweep_index.hash_key
+    range_key       = local.table.sweep_index.range_key
+    projection_type = local.table.sweep_index.projection_type
+  }
+
+  ttl {
+    attribute_name = local.table.ttl_attribute
+    enabled        = true
+  }
+
+  point_in_time_recovery {
+    enabled = true
+  }
+
+  # AWS-managed key (aws/dynamodb) unless a customer-managed key is given.
+  server_side_encryption {
+    enabled     = true
+    kms_key_arn = var.kms_key_arn
+  }
+
+  tags = var.tags
+
+  lifecycle {
+    prevent_destroy = true
+  }
+}
+
+resource "aws_dynamodb_table" "orders" {
+  name                        = local.names.orders_table
+  billing_mode                = "PAY_PER_REQUEST"
+  hash_key                    = module.config.orders_table.hash_key
+  deletion_protection_enabled = true
+
+  dynamic "attribute" {
+    for_each = module.config.orders_table.attributes
+    content {
+      name = attribute.value.name
+      type = attribute.value.type
+    }
+  }
+
+  ttl {
+    attribute_name = module.config.orders_table.ttl_attribute
+    enabled        = true
+  }
+
+  point_in_time_recovery {
+    enabled = true
+  }
+
+  server_side_encryption {
+    enabled     = true
+    kms_key_arn = var.kms_key_arn
+  }
+
+  tags = var.tags
+}

@@ -1,0 +1,232 @@
+# User settings; validated again in ../outbox-config, which computes everything shared.
+variable "prefix" {
+  description = "Prefix of every physical name (table, functions, queues, alarms)."
+  type        = string
+  default     = "outbox"
+  validation {
+    condition     = can(regex("^[a-z][a-z0-9-]{0,30}[a-z0-9]$", var.prefix))
+    error_message = "prefix must be 2-32 characters of a-z, 0-9 and \"-\", starting with a letter."
+  }
+}
+
+variable "routes" {
+  description = "Extra routes, topic => destination (SQS queue URL, SNS topic ARN or EventBridge bus ARN). Merged with the example routes \"orders\" and \"orders-events\"."
+  type        = map(string)
+  default     = {}
+  validation {
+    condition = alltrue([for d in values(var.routes) : anytrue([
+      can(regex("^https://sqs\\.[a-z0-9-]+\\.amazonaws\\.com(\\.cn)?/[0-9]{12}/[A-Za-z0-9_-]{1,75}(\\.fifo)?$", d)),
+      can(regex("^arn:aws[a-z-]*:sns:[a-z0-9-]+:[0-9]{12}:[A-Za-z0-9_-]{1,256}(\\.fifo)?$", d)),
+      can(regex("^arn:aws[a-z-]*:events:[a-z0-9-]+:[0-9]{12}:event-bus/[A-Za-z0-9._/-]{1,256}$", d)),
+    ])])
+    error_message = "Every route destination must be an SQS queue URL (https://sqs.<region>.amazonaws.com/<account>/<name>), an SNS topic ARN or an EventBridge bus ARN."
+  }
+  validation {
+    condition     = alltrue([for t in keys(var.routes) : can(regex("^[A-Za-z0-9._:-]{1,256}$", t))])
+    error_message = "Route topics may only use A-Z a-z 0-9 . _ : - (1-256 characters)."
+  }
+  validation {
+    condition     = !contains(keys(var.routes), "orders") && !contains(keys(var.routes), "orders-events")
+    error_message = "The topics \"orders\" and \"orders-events\" are routed to the example queues this module creates."
+  }
+}
+
+variable "default_destination" {
+  description = "Optional destination for topics without a route (OUTBOX_DEFAULT_DESTINATION)."
+  type        = string
+  default     = null
+  validation {
+    condition = var.default_destination == null || anytrue([
+      can(regex("^https://sqs\\.[a-z0-9-]+\\.amazonaws\\.com(\\.cn)?/[0-9]{12}/[A-Za-z0-9_-]{1,75}(\\.fifo)?$", coalesce(var.default_destination, "-"))),
+      can(regex("^arn:aws[a-z-]*:sns:[a-z0-9-]+:[0-9]{12}:[A-Za-z0-9_-]{1,256}(\\.fifo)?$", coalesce(var.default_destination, "-"))),
+      can(regex("^arn:aws[a-z-]*:events:[a-z0-9-]+:[0-9]{12}:event-bus/[A-Za-z0-9._/-]{1,256}$", coalesce(var.default_destination, "-"))),
+    ])
+    error_message = "default_destination must be an SQS queue URL, an SNS topic ARN or an EventBridge bus ARN."
+  }
+}
+
+variable "max_attempts" {
+  description = "OUTBOX_MAX_ATTEMPTS: sweeper attempts before a message becomes FAILED and goes to the DLQ."
+  type        = number
+  default     = 8
+  validation {
+    condition     = var.max_attempts >= 1 && var.max_attempts <= 100 && floor(var.max_attempts) == var.max_attempts
+    error_message = "max_attempts must be an integer from 1 to 100."
+  }
+}
+
+variable "sweep_rate_minutes" {
+  description = "How often the sweeper runs, in minutes."
+  type        = number
+  default     = 1
+  validation {
+    condition     = var.sweep_rate_minutes >= 1 && var.sweep_rate_minutes <= 1440 && floor(var.sweep_rate_minutes) == var.sweep_rate_minutes
+    error_message = "sweep_rate_minutes must be an integer from 1 to 1440."
+  }
+}
+
+variable "sweep_grace_seconds" {
+  description = "OUTBOX_SWEEP_GRACE_SECONDS: how long a message may stay PENDING before the sweeper takes it."
+  type        = number
+  default     = 60
+  validation {
+    condition     = var.sweep_grace_seconds >= 0 && var.sweep_grace_seconds <= 86400 && floor(var.sweep_grace_seconds) == var.sweep_grace_seconds
+    error_message = "sweep_grace_seconds must be an integer from 0 to 86400."
+  }
+}
+
+variable "sweep_scan_mode" {
+  description = "OUTBOX_SWEEP_SCAN_MODE: when true the sweeper also scans the table (and its role may Scan)."
+  type        = bool
+  default     = false
+}
+
+variable "ttl_days" {
+  description = "OUTBOX_TTL_DAYS: days a SENT item stays before TTL deletes it."
+  type        = number
+  default     = 7
+  validation {
+    condition     = var.ttl_days >= 1 && var.ttl_days <= 365 && floor(var.ttl_days) == var.ttl_days
+    error_message = "ttl_days must be an integer from 1 to 365."
+  }
+}
+
+variable "batch_size" {
+  description = "Batch size of the stream event source mapping."
+  type        = number
+  default     = 100
+  validation {
+    condition     = var.batch_size >= 1 && var.batch_size <= 10000 && floor(var.batch_size) == var.batch_size
+    error_message = "batch_size must be an integer from 1 to 10000."
+  }
+}
+
+variable "stream_retry_attempts" {
+  description = "Retries of a failed stream batch before it goes to the on-failure destination (the sweeper then recovers the items)."
+  type        = number
+  default     = 5
+  validation {
+    condition     = var.stream_retry_attempts >= 0 && var.stream_retry_attempts <= 10000 && floor(var.stream_retry_attempts) == var.stream_retry_attempts
+    error_message = "stream_retry_attempts must be an integer from 0 to 10000."
+  }
+}
+
+variable "stream_max_record_age_seconds" {
+  description = "Oldest stream record (seconds) still delivered to the publisher. Bounded: -1 (infinite) is refused."
+  type        = number
+  default     = 3600
+  validation {
+    condition     = var.stream_max_record_age_seconds >= 60 && var.stream_max_record_age_seconds <= 86400 && floor(var.stream_max_record_age_seconds) == var.stream_max_record_age_seconds
+    error_message = "stream_max_record_age_seconds must be an integer from 60 to 86400 (stream records live 24 h)."
+  }
+}
+
+variable "consumer_batch_size" {
+  description = "Batch size of the reference consumer's SQS event source mapping."
+  type        = number
+  default     = 10
+  validation {
+    condition     = var.consumer_batch_size >= 1 && var.consumer_batch_size <= 10 && floor(var.consumer_batch_size) == var.consumer_batch_size
+    error_message = "consumer_batch_size must be an integer from 1 to 10."
+  }
+}
+
+variable "max_receive_count" {
+  description = "Receives of a destination-queue message before it moves to that queue's DLQ."
+  type        = number
+  default     = 5
+  validation {
+    condition     = var.max_receive_count >= 1 && var.max_receive_count <= 1000 && floor(var.max_receive_count) == var.max_receive_count
+    error_message = "max_receive_count must be an integer from 1 to 1000."
+  }
+}
+
+variable "log_retention_days" {
+  description = "CloudWatch Logs retention of the function log groups, in days."
+  type        = number
+  default     = 30
+  validation {
+    condition     = contains([1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653], var.log_retention_days)
+    error_message = "log_retention_days must be a value CloudWatch Logs accepts (1, 3, 5, 7, 14, 30, 60, 90, ..., 3653)."
+  }
+}
+
+variable "architecture" {
+  description = "Lambda architecture: arm64 (default, cargo lambda build --arm64) or x86_64."
+  type        = string
+  default     = "arm64"
+  validation {
+    condition     = contains(["arm64", "x86_64"], var.architecture)
+    error_message = "architecture must be arm64 or x86_64."
+  }
+}
+
+variable "kms_key_arn" {
+  description = "Customer-managed KMS key for the tables and queues. When null: AWS-managed SSE on the tables, SQS-managed SSE on the queues."
+  type        = string
+  default     = null
+  validation {
+    condition     = var.kms_key_arn == null || can(regex("^arn:aws[a-z-]*:kms:[a-z0-9-]+:[0-9]{12}:key/[A-Za-z0-9-]+$", coalesce(var.kms_key_arn, "-")))
+    error_message = "kms_key_arn must be a KMS key ARN (arn:aws:kms:<region>:<account>:key/<id>)."
+  }
+}
+
+variable "existing_table" {
+  description = "Attach to this existing outbox table instead of creating one. Its stream must be enabled (NEW_IMAGE) and it must have the OutboxSweepIndex GSI."
+  type = object({
+    table_name = string
+    stream_arn = string
+  })
+  default = null
+  validation {
+    condition     = var.existing_table == null || can(regex("^arn:aws[a-z-]*:dynamodb:[a-z0-9-]+:[0-9]{12}:table/${try(var.existing_table.table_name, "")}/stream/[0-9A-Za-z:.T-]+$", try(var.existing_table.stream_arn, "")))
+    error_message = "existing_table.stream_arn must be the stream ARN of existing_table.table_name."
+  }
+}
+
+variable "alarm_topic_arn" {
+  description = "SNS topic the alarms notify. When null the alarms have no action."
+  type        = string
+  default     = null
+  validation {
+    condition     = var.alarm_topic_arn == null || can(regex("^arn:aws[a-z-]*:sns:[a-z0-9-]+:[0-9]{12}:[A-Za-z0-9_-]{1,256}$", coalesce(var.alarm_topic_arn, "-")))
+    error_message = "alarm_topic_arn must be an SNS topic ARN."
+  }
+}
+
+variable "iterator_age_threshold_ms" {
+  description = "Publisher IteratorAge alarm threshold, milliseconds."
+  type        = number
+  default     = 60000
+  validation {
+    condition     = var.iterator_age_threshold_ms >= 1000
+    error_message = "iterator_age_threshold_ms must be at least 1000."
+  }
+}
+
+variable "oldest_pending_threshold_seconds" {
+  description = "OldestPendingAgeSeconds alarm threshold, seconds."
+  type        = number
+  default     = 600
+  validation {
+    condition     = var.oldest_pending_threshold_seconds >= 60
+    error_message = "oldest_pending_threshold_seconds must be at least 60."
+  }
+}
+
+variable "stream_filter_file" {
+  description = "The stream FilterCriteria JSON. Defaults to infra/stream-filter.json, the one source of truth shared with CDK and the local runner."
+  type        = string
+  default     = null
+}
+
+variable "lambda_asset_dir" {
+  description = "Directory holding <bin>/bootstrap.zip, as written by `cargo lambda build --release --arm64 --output-format zip` (target/lambda at the repository root)."
+  type        = string
+}
+
+variable "tags" {
+  description = "Tags for every resource."
+  type        = map(string)
+  default     = {}
+}

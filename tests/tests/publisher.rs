@@ -1,0 +1,467 @@
+//! The stream publisher against the emulator: real stream records, read back from the
+//! emulator's stream and shaped as Lambda delivers them, through the same handler the
+//! Lambda binary calls.
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
+use aws_sdk_dynamodb::types::{ConditionCheck, Put, TransactWriteItem};
+use aws_sdk_sqs::types::MessageSystemAttributeName;
+use harness::{Outbox, attr, drain, n, nv, s, sv, system_attr};
+use outbox::message::{ATTR_AGGREGATE, ATTR_CREATED_AT, ATTR_ERROR, ATTR_MESSAGE_ID, ATTR_TOPIC};
+use outbox::stream::handle_stream_event;
+use outbox::{Destination, NewMessage, ProducerError, Routes};
+use std::collections::HashMap;
+
+fn business_put(table: &str, pk: &str, name: &str) -> TransactWriteItem {
+    let put = Put::builder()
+        .table_name(table)
+        .item("PK", sv(pk))
+        .item("SK", sv("PROFILE"))
+        .item("ItemType", sv("USER_PROFILE"))
+        .item("Name", sv(name))
+        .build()
+        .expect("put");
+    TransactWriteItem::builder().put(put).build()
+}
+
+#[tokio::test]
+async fn a_committed_message_is_published_with_its_attributes_and_marked_sent() {
+    // Given a business write and its message committed together
+    let mut ob = Outbox::new().await;
+    let committed = ob
+        .writer()
+        .commit(
+            vec![business_put(&ob.table, "USER#1", "Zhang San")],
+            &[NewMessage::new("USER#1", "orders", r#"{"order":1}"#).event_type("ORDER_PLACED")],
+        )
+        .await
+        .expect("commit");
+    // When the publisher handles the stream records, filtered as deployed
+    let event = ob.filtered_event().await;
+    assert_eq!(
+        event.records.len(),
+        1,
+        "the filter keeps only the outbox insert"
+    );
+    let (response, summary) = handle_stream_event(&ob.publisher(), &event).await;
+    // Then the message is on the queue with its attributes
+    assert!(response.batch_item_failures.is_empty());
+    assert_eq!(summary.sent, 1);
+    let msgs = drain(&ob.clients.sqs, &ob.queue.url).await;
+    assert_eq!(msgs.len(), 1);
+    let m = &msgs[0];
+    assert_eq!(m.body(), Some(r#"{"order":1}"#));
+    assert_eq!(
+        attr(m, ATTR_MESSAGE_ID).as_deref(),
+        Some(committed.message_ids[0].as_str())
+    );
+    assert_eq!(attr(m, ATTR_TOPIC).as_deref(), Some("orders"));
+    assert_eq!(attr(m, ATTR_AGGREGATE).as_deref(), Some("USER#1"));
+    assert!(attr(m, ATTR_CREATED_AT).is_some_and(|v| v.parse::<i64>().is_ok()));
+    // And the item is SENT, with SentAt and a TTL, out of the sweeper index
+    let item = ob
+        .item("USER#1", &committed.sort_keys[0])
+        .await
+        .expect("item");
+    assert_eq!(s(&item, "Status").as_deref(), Some("SENT"));
+    let sent_at = n(&item, "SentAt").expect("SentAt");
+    let expires = n(&item, "ExpiresAt").expect("ExpiresAt");
+    assert_eq!(expires, sent_at / 1000 + 7 * 86_400);
+    assert!(!item.contains_key("SweepShard") && !item.contains_key("SweepDueAt"));
+    // And the business item landed too
+    assert!(ob.item("USER#1", "PROFILE").await.is_some());
+}
+
+#[tokio::test]
+async fn an_item_written_like_the_boto3_producer_is_published_with_a_derived_id() {
+    // Given the minimal item of the hand-written boto3 producer (no MessageId, no index keys)
+    let mut ob = Outbox::new().await;
+    let sk = "MESSAGE#PROFILE_UPDATED#1698765432";
+    ob.put_raw(HashMap::from([
+        ("PK".to_owned(), sv("USER#123")),
+        ("SK".to_owned(), sv(sk)),
+        ("ItemType".to_owned(), sv("PENDING_MESSAGE")),
+        ("Topic".to_owned(), sv("orders")),
+        ("Payload".to_owned(), sv(r#"{"user_id":"123"}"#)),
+        ("Status".to_owned(), sv("PENDING")),
+        ("RetryCount".to_owned(), nv(0)),
+    ]))
+    .await;
+    // When it is published
+    let event = ob.filtered_event().await;
+    let (response, _) = handle_stream_event(&ob.publisher(), &event).await;
+    // Then it arrives with the id derived from PK+SK, and is SENT
+    assert!(response.batch_item_failures.is_empty());
+    let msgs = drain(&ob.clients.sqs, &ob.queue.url).await;
+    assert_eq!(msgs.len(), 1);
+    let expected = outbox::schema::derive_message_id(&outbox::schema::ItemKey {
+        pk: "USER#123".into(),
+        sk: sk.into(),
+    });
+    assert_eq!(attr(&msgs[0], ATTR_MESSAGE_ID), Some(expected));
+    let item = ob.item("USER#123", sk).await.expect("item");
+    assert_eq!(s(&item, "Status").as_deref(), Some("SENT"));
+}
+
+#[tokio::test]
+async fn a_rolled_back_transaction_publishes_nothing_and_names_the_failed_action() {
+    // Given a transaction whose business condition fails
+    let mut ob = Outbox::new().await;
+    let check = ConditionCheck::builder()
+        .table_name(&ob.table)
+        .key("PK", sv("USER#9"))
+        .key("SK", sv("PROFILE"))
+        .condition_expression("attribute_exists(PK)")
+        .build()
+        .expect("check");
+    let err = ob
+        .writer()
+        .commit(
+            vec![TransactWriteItem::builder().condition_check(check).build()],
+            &[NewMessage::new("USER#9", "orders", "{}")],
+        )
+        .await
+        .expect_err("condition fails");
+    // Then the error names the action and the reason
+    match &err {
+        ProducerError::Cancelled { failures } => {
+            assert_eq!(failures.len(), 1, "{err}");
+            assert_eq!(failures[0].index, 0);
+            assert_eq!(failures[0].code, "ConditionalCheckFailed");
+            assert!(failures[0].action.contains("ConditionCheck"), "{err}");
+        }
+        other => panic!("expected a cancellation, got {other}"),
+    }
+    // And nothing reaches the stream, the table or the queue
+    let event = ob.stream_event().await;
+    assert!(
+        event.records.is_empty(),
+        "no stream record for a rolled-back transaction"
+    );
+    let (response, summary) = handle_stream_event(&ob.publisher(), &event).await;
+    assert!(response.batch_item_failures.is_empty());
+    assert_eq!(summary.sent, 0);
+    assert!(ob.all_items().await.is_empty());
+    assert!(drain(&ob.clients.sqs, &ob.queue.url).await.is_empty());
+}
+
+#[tokio::test]
+async fn the_same_event_delivered_twice_is_not_an_error_and_keeps_one_message_id() {
+    // Given one committed message for each queue kind
+    let mut ob = Outbox::new().await;
+    ob.writer()
+        .commit(
+            vec![],
+            &[
+                NewMessage::new("A#1", "orders", "{}"),
+                NewMessage::new("A#1", "ledger", "{}"),
+            ],
+        )
+        .await
+        .expect("commit");
+    let event = ob.filtered_event().await;
+    let publisher = ob.publisher();
+    // When the same event is handled twice (Lambda retries, or a second instance)
+    let (first, s1) = handle_stream_event(&publisher, &event).await;
+    let (second, s2) = handle_stream_event(&publisher, &event).await;
+    // Then neither reports a failure; only the first marks the items
+    assert!(first.batch_item_failures.is_empty() && second.batch_item_failures.is_empty());
+    assert_eq!((s1.sent, s1.unmarked), (2, 0));
+    assert_eq!(
+        (s2.sent, s2.unmarked),
+        (2, 2),
+        "the second run finds the items already SENT"
+    );
+    // And the standard queue holds two copies with the same MessageId (consumers dedup on it)
+    let std = drain(&ob.clients.sqs, &ob.queue.url).await;
+    assert_eq!(std.len(), 2);
+    assert_eq!(
+        attr(&std[0], ATTR_MESSAGE_ID),
+        attr(&std[1], ATTR_MESSAGE_ID)
+    );
+    // And the FIFO queue deduplicated the copy by MessageId
+    let fifo = drain(&ob.clients.sqs, &ob.fifo.url).await;
+    assert_eq!(fifo.len(), 1);
+}
+
+#[tokio::test]
+async fn a_failed_send_is_reported_with_later_messages_of_its_aggregate_only() {
+    // Given messages of two aggregates, where A's first message goes to a queue that
+    // does not exist (the send fails)
+    let mut ob = Outbox::new().await;
+    let missing = ob.queue.url.replace("orders-", "missing-");
+    let mut config = ob.config();
+    config.routes = Routes::new(
+        [
+            ("orders".to_owned(), Destination::sqs(&ob.queue.url)),
+            ("broken".to_owned(), Destination::sqs(&missing)),
+        ],
+        None,
+    );
+    let w = ob.writer();
+    w.commit(vec![], &[NewMessage::new("A", "broken", "a1")])
+        .await
+        .expect("a1");
+    w.commit(vec![], &[NewMessage::new("B", "orders", "b1")])
+        .await
+        .expect("b1");
+    w.commit(vec![], &[NewMessage::new("A", "orders", "a2")])
+        .await
+        .expect("a2");
+    w.commit(vec![], &[NewMessage::new("B", "orders", "b2")])
+        .await
+        .expect("b2");
+    let event = ob.filtered_event().await;
+    let seq: Vec<String> = event
+        .records
+        .iter()
+        .map(|r| r.change.sequence_number.clone().expect("sequence"))
+        .collect();
+    // When the batch is handled
+    let (response, summary) = handle_stream_event(&ob.publisher_with(config), &event).await;
+    // Then exactly A1 (failed) and A2 (held back behind it) are reported
+    let mut failed: Vec<String> = response
+        .batch_item_failures
+        .iter()
+        .filter_map(|f| f.item_identifier.clone())
+        .collect();
+    failed.sort();
+    let mut expected = vec![seq[0].clone(), seq[2].clone()];
+    expected.sort();
+    assert_eq!(failed, expected);
+    assert_eq!(summary.sent, 2);
+    // And B's messages went out, A2 did not overtake A1
+    let bodies: Vec<String> = drain(&ob.clients.sqs, &ob.queue.url)
+        .await
+        .iter()
+        .filter_map(|m| m.body().map(str::to_owned))
+        .collect();
+    let mut sorted = bodies.clone();
+    sorted.sort();
+    assert_eq!(sorted, ["b1", "b2"]);
+    // And the failed messages are still PENDING, for the retry or the sweeper
+    let pending = ob
+        .all_items()
+        .await
+        .into_iter()
+        .filter(|i| s(i, "Status").as_deref() == Some("PENDING"))
+        .count();
+    assert_eq!(pending, 2);
+}
+
+#[tokio::test]
+async fn poison_items_become_failed_with_a_reason_and_a_dead_letter_copy() {
+    // Given an undecodable item, an unrouted topic, a payload over the destination's
+    // limit, and one good message in between
+    let mut ob = Outbox::new().await;
+    let base = |pk: &str, sk: &str, topic: &str| {
+        HashMap::from([
+            ("PK".to_owned(), sv(pk)),
+            ("SK".to_owned(), sv(sk)),
+            ("ItemType".to_owned(), sv("PENDING_MESSAGE")),
+            ("Status".to_owned(), sv("PENDING")),
+            ("Topic".to_owned(), sv(topic)),
+        ])
+    };
+    let mut malformed = base("P#1", "MESSAGE#X#1", "orders");
+    malformed.insert(
+        "Payload".into(),
+        aws_sdk_dynamodb::types::AttributeValue::Bool(true),
+    );
+    ob.put_raw(malformed).await;
+    let mut unrouted = base("P#2", "MESSAGE#X#2", "nowhere");
+    unrouted.insert("Payload".into(), sv("{\"n\":2}"));
+    ob.put_raw(unrouted).await;
+    let mut good = base("P#3", "MESSAGE#X#3", "orders");
+    good.insert("Payload".into(), sv("{\"n\":3}"));
+    ob.put_raw(good).await;
+    let mut big = base("P#4", "MESSAGE#X#4", "small");
+    big.insert("Payload".into(), sv(&"x".repeat(5000)));
+    ob.put_raw(big).await;
+    let mut config = ob.config();
+    config.routes = Routes::parse(
+        &format!(
+            r#"{{"orders":"{}","small":{{"destination":"{}","max_message_bytes":4096}}}}"#,
+            ob.queue.url, ob.queue.url
+        ),
+        None,
+    )
+    .expect("routes");
+    // When the batch is handled
+    let event = ob.filtered_event().await;
+    assert_eq!(event.records.len(), 4);
+    let (response, summary) = handle_stream_event(&ob.publisher_with(config), &event).await;
+    // Then nothing is reported for retry: poison never blocks the shard
+    assert!(response.batch_item_failures.is_empty());
+    assert_eq!((summary.sent, summary.dead_lettered), (1, 3));
+    // And each poison item is FAILED with a reason an operator understands
+    let reason = |pk: &str, sk: &str| {
+        let ob = &ob;
+        let (pk, sk) = (pk.to_owned(), sk.to_owned());
+        async move {
+            let item = ob.item(&pk, &sk).await.expect("item");
+            assert_eq!(s(&item, "Status").as_deref(), Some("FAILED"), "{pk}");
+            assert!(!item.contains_key("SweepShard"));
+            s(&item, "LastError").expect("LastError")
+        }
+    };
+    assert!(reason("P#1", "MESSAGE#X#1").await.contains("Payload"));
+    assert!(
+        reason("P#2", "MESSAGE#X#2")
+            .await
+            .contains("no route for topic `nowhere`")
+    );
+    assert!(reason("P#4", "MESSAGE#X#4").await.contains("at most 4096"));
+    assert_eq!(
+        s(
+            &ob.item("P#3", "MESSAGE#X#3").await.expect("good"),
+            "Status"
+        )
+        .as_deref(),
+        Some("SENT")
+    );
+    // And the dead-letter queue holds a copy of each, payload intact, reason attached
+    let dead = drain(&ob.clients.sqs, &ob.dlq_url).await;
+    assert_eq!(dead.len(), 3);
+    let by_pk: HashMap<String, &aws_sdk_sqs::types::Message> = dead
+        .iter()
+        .map(|m| (attr(m, ATTR_AGGREGATE).expect("aggregate"), m))
+        .collect();
+    assert_eq!(by_pk["P#2"].body(), Some("{\"n\":2}"));
+    assert_eq!(by_pk["P#4"].body().map(str::len), Some(5000));
+    assert!(
+        by_pk["P#1"].body().is_some_and(|b| b.contains("BOOL")),
+        "raw item kept"
+    );
+    assert!(dead.iter().all(|m| attr(m, ATTR_ERROR).is_some()));
+}
+
+#[tokio::test]
+async fn fifo_messages_carry_the_aggregate_as_group_and_message_id_as_dedup_id_in_order() {
+    let mut ob = Outbox::new().await;
+    let w = ob.writer();
+    let mut ids = Vec::new();
+    for i in 0..5 {
+        let c = w
+            .commit(
+                vec![],
+                &[NewMessage::new("ACCOUNT#7", "ledger", format!("{{\"n\":{i}}}")).sequence(i)],
+            )
+            .await
+            .expect("commit");
+        ids.push(c.message_ids[0].clone());
+    }
+    let event = ob.filtered_event().await;
+    let (response, _) = handle_stream_event(&ob.publisher(), &event).await;
+    assert!(response.batch_item_failures.is_empty());
+    let msgs = drain(&ob.clients.sqs, &ob.fifo.url).await;
+    assert_eq!(msgs.len(), 5);
+    for (i, m) in msgs.iter().enumerate() {
+        assert_eq!(
+            system_attr(m, MessageSystemAttributeName::MessageGroupId).as_deref(),
+            Some("ACCOUNT#7")
+        );
+        assert_eq!(
+            system_attr(m, MessageSystemAttributeName::MessageDeduplicationId).as_deref(),
+            Some(ids[i].as_str())
+        );
+        assert_eq!(
+            m.body(),
+            Some(format!("{{\"n\":{i}}}").as_str()),
+            "order kept"
+        );
+    }
+}
+
+#[tokio::test]
+async fn batches_split_at_ten_entries() {
+    let mut ob = Outbox::new().await;
+    let msgs: Vec<NewMessage> = (0..25)
+        .map(|i| NewMessage::new(format!("A#{i}"), "orders", "{}"))
+        .collect();
+    for chunk in msgs.chunks(25) {
+        ob.writer().commit(vec![], chunk).await.expect("commit");
+    }
+    let event = ob.filtered_event().await;
+    assert_eq!(event.records.len(), 25);
+    ob.clients.counter.reset();
+    let (response, summary) = handle_stream_event(&ob.publisher(), &event).await;
+    assert!(response.batch_item_failures.is_empty());
+    assert_eq!(summary.sent, 25);
+    assert_eq!(
+        ob.clients.counter.of(&["SendMessageBatch"]),
+        3,
+        "{:?}",
+        ob.clients.counter.by_operation()
+    );
+    assert_eq!(ob.clients.counter.of(&["UpdateItem"]), 25);
+    assert_eq!(drain(&ob.clients.sqs, &ob.queue.url).await.len(), 25);
+}
+
+#[tokio::test]
+async fn batches_split_by_size_under_one_mebibyte() {
+    let mut ob = Outbox::new().await;
+    // 12 messages of 200 KiB: five fit in 1 MiB, so 3 calls (the count limit alone would give 2)
+    let payload = "p".repeat(200 * 1024);
+    for i in 0..12 {
+        ob.writer()
+            .commit(
+                vec![],
+                &[NewMessage::new(
+                    format!("BIG#{i}"),
+                    "orders",
+                    payload.clone(),
+                )],
+            )
+            .await
+            .expect("commit");
+    }
+    let event = ob.filtered_event().await;
+    ob.clients.counter.reset();
+    let (response, summary) = handle_stream_event(&ob.publisher(), &event).await;
+    assert!(response.batch_item_failures.is_empty(), "{response:?}");
+    assert_eq!(summary.sent, 12);
+    assert_eq!(ob.clients.counter.of(&["SendMessageBatch"]), 3);
+    let got = drain(&ob.clients.sqs, &ob.queue.url).await;
+    assert_eq!(got.len(), 12);
+    assert!(
+        got.iter()
+            .all(|m| m.body().map(str::len) == Some(200 * 1024))
+    );
+}
+
+#[tokio::test]
+async fn modify_and_remove_records_are_ignored_even_without_the_filter() {
+    // Given a message published once (its SENT update is a MODIFY record)
+    let mut ob = Outbox::new().await;
+    let c = ob
+        .writer()
+        .commit(vec![], &[NewMessage::new("A", "orders", "{}")])
+        .await
+        .expect("commit");
+    let first = ob.stream_event().await;
+    handle_stream_event(&ob.publisher(), &first).await;
+    drain(&ob.clients.sqs, &ob.queue.url).await;
+    // and then deleted (as TTL would)
+    ob.clients
+        .dynamodb
+        .delete_item()
+        .table_name(&ob.table)
+        .key("PK", sv("A"))
+        .key("SK", sv(&c.sort_keys[0]))
+        .send()
+        .await
+        .expect("delete");
+    // When the unfiltered MODIFY and REMOVE records reach the handler
+    let later = ob.stream_event().await;
+    let names: Vec<&str> = later
+        .records
+        .iter()
+        .map(|r| r.event_name.as_str())
+        .collect();
+    assert_eq!(names, ["MODIFY", "REMOVE"]);
+    let (response, summary) = handle_stream_event(&ob.publisher(), &later).await;
+    // Then nothing is published and nothing reported
+    assert!(response.batch_item_failures.is_empty());
+    assert_eq!(summary, outbox::publish::Summary::default());
+    assert!(drain(&ob.clients.sqs, &ob.queue.url).await.is_empty());
+}
