@@ -31,17 +31,19 @@ export interface OutboxStackProps extends cdk.StackProps {
   readonly settings?: Partial<OutboxSettings>;
 }
 
-/** Lambda code from the cargo lambda output directory: <assetDir>/<bin>/bootstrap. */
+/**
+ * Lambda code from the cargo lambda output directory: <assetDir>/<bin>/bootstrap
+ * (`cargo lambda build`), or <assetDir>/<bin>/bootstrap.zip (`--output-format zip`).
+ */
 export function functionCode(assetDir: string, bin: string): lambda.Code {
   const dir = path.join(assetDir, bin);
-  if (!fs.existsSync(path.join(dir, 'bootstrap'))) {
-    throw new Error(
-      `${path.join(dir, 'bootstrap')} not found. Build the functions first: ` +
-        '`cargo lambda build --release --arm64` at the repository root (or --x86-64 with architecture=x86_64), ' +
-        'or point context outbox:lambdaAssetDir / env OUTBOX_LAMBDA_ASSET_DIR at a directory holding <bin>/bootstrap.',
-    );
-  }
-  return lambda.Code.fromAsset(dir);
+  if (fs.existsSync(path.join(dir, 'bootstrap'))) return lambda.Code.fromAsset(dir, { exclude: ['bootstrap.zip'] });
+  if (fs.existsSync(path.join(dir, 'bootstrap.zip'))) return lambda.Code.fromAsset(path.join(dir, 'bootstrap.zip'));
+  throw new Error(
+    `${path.join(dir, 'bootstrap')} not found. Build the functions first: ` +
+      '`cargo lambda build --release --arm64` at the repository root (or --x86-64 with architecture=x86_64), ' +
+      'or point context outbox:lambdaAssetDir / env OUTBOX_LAMBDA_ASSET_DIR at a directory holding <bin>/bootstrap.',
+  );
 }
 
 export class OutboxStack extends cdk.Stack {

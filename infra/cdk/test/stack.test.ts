@@ -451,3 +451,16 @@ describe('parameters', () => {
     assert.throws(() => newStack({ lambdaAssetDir: `${fakeAssetDir()}/missing` }), /cargo lambda build --release --arm64/);
   });
 });
+
+describe('function code', () => {
+  it('also takes the zip that `cargo lambda build --output-format zip` writes', (t) => {
+    const dir = fs.mkdtempSync('/tmp/outbox-zip-');
+    t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
+    for (const bin of ['outbox-publisher', 'outbox-sweeper', 'orders-consumer']) {
+      fs.mkdirSync(`${dir}/${bin}`);
+      fs.copyFileSync(`${fakeAssetDir()}/${bin}/bootstrap`, `${dir}/${bin}/bootstrap.zip`);
+    }
+    const tpl = synth({ lambdaAssetDir: dir });
+    tpl.resourceCountIs('AWS::Lambda::Function', 3);
+  });
+});
