@@ -133,9 +133,9 @@ struct Call {
 }
 
 /// The plan for a batch: destinations, rounds of calls, and the poison found while
-/// routing.
+/// routing. Pure: no I/O.
 #[derive(Debug, Default)]
-struct Plan {
+pub struct Plan {
     destinations: Vec<Destination>,
     rounds: Vec<Round>,
     poison: Vec<(usize, Poison)>,
@@ -145,7 +145,7 @@ struct Plan {
 /// keeps its aggregate's order: never before an earlier message of the same
 /// aggregate; in a later round when the earlier one went to another destination or
 /// to a FIFO queue (where one call may partly fail and let a later message overtake).
-fn plan(config: &PublisherConfig, items: &[WorkItem]) -> Plan {
+pub fn plan(config: &PublisherConfig, items: &[WorkItem]) -> Plan {
     let mut plan = Plan::default();
     let mut dest_index: HashMap<Destination, usize> = HashMap::new();
     let mut last_round: HashMap<&str, (usize, usize)> = HashMap::new();
@@ -216,6 +216,26 @@ fn plan(config: &PublisherConfig, items: &[WorkItem]) -> Plan {
         last_round.insert(msg.aggregate(), (r, d));
     }
     plan
+}
+
+impl Plan {
+    /// Number of destination calls the plan makes.
+    pub fn call_count(&self) -> usize {
+        self.rounds.iter().map(HashMap::len).sum()
+    }
+
+    /// Number of items found to be poison while routing.
+    pub fn poison_count(&self) -> usize {
+        self.poison.len()
+    }
+
+    /// Every entry of every call, as the SQS adapter would send it.
+    pub fn messages(&self) -> impl Iterator<Item = &OutboundMessage> {
+        self.rounds
+            .iter()
+            .flat_map(|r| r.values())
+            .flat_map(|c| c.entries.iter().map(|e| &e.message))
+    }
 }
 
 /// Poison built from a decoded message that cannot be delivered.
@@ -367,7 +387,7 @@ impl<K: MessageSink, S: OutboxStore> Publisher<K, S> {
         }
         let dlq = &self.config.dead_letter;
         let mut out = Vec::with_capacity(poison.len());
-        let mut copied: Vec<&(usize, Poison)> = Vec::new();
+        let mut copied: Vec<(usize, Poison)> = Vec::new();
         for chunk in chunk_by_limits(&poison, |(_, p)| dead_letter_message(p, dlq)) {
             let (members, messages): (Vec<&(usize, Poison)>, Vec<OutboundMessage>) =
                 chunk.into_iter().unzip();
@@ -376,8 +396,25 @@ impl<K: MessageSink, S: OutboxStore> Publisher<K, S> {
                 Ok(results) if results.len() == members.len() => {
                     for (member, result) in members.into_iter().zip(results) {
                         match result {
-                            EntryResult::Sent => copied.push(member),
-                            EntryResult::Failed { reason, .. } => out.push((
+                            EntryResult::Sent => copied.push((member.0, member.1.clone())),
+                            // SQS refuses this content everywhere (e.g. characters it does
+                            // not allow): retrying cannot help. The payload stays on the
+                            // FAILED item in the table, so nothing is lost.
+                            EntryResult::Failed {
+                                permanent: true,
+                                reason,
+                            } => {
+                                let mut p = member.1.clone();
+                                p.reason = format!(
+                                    "{}; the dead-letter queue also refused a copy ({reason}), so the payload is only on this item",
+                                    p.reason
+                                );
+                                copied.push((member.0, p));
+                            }
+                            EntryResult::Failed {
+                                permanent: false,
+                                reason,
+                            } => out.push((
                                 member.0,
                                 Outcome::Retry {
                                     reason: format!("dead-letter queue refused the copy: {reason}"),
@@ -421,7 +458,7 @@ impl<K: MessageSink, S: OutboxStore> Publisher<K, S> {
                 // and the sweeper will fail it again. Not worth a stream retry.
                 tracing::error!(error = %e, sk = %key.sk, "could not mark FAILED; the sweeper will");
             }
-            (*index, Outcome::DeadLettered { reason: p.reason.clone() })
+            (index, Outcome::DeadLettered { reason: p.reason })
         }))
         .buffer_unordered(MARK_CONCURRENCY)
         .collect::<Vec<_>>()
@@ -532,4 +569,246 @@ pub fn now_ms() -> i64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
         .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ports::{SendError, StoreError};
+    use crate::route::Routes;
+    use std::sync::Mutex;
+
+    /// Records every call; fails entries whose body is in `fail_bodies`.
+    #[derive(Default)]
+    struct FakeSink {
+        calls: Mutex<Vec<(String, Vec<String>)>>,
+        transient: Vec<&'static str>,
+        permanent: Vec<&'static str>,
+    }
+
+    impl MessageSink for FakeSink {
+        async fn send_batch(
+            &self,
+            destination: &Destination,
+            messages: &[&OutboundMessage],
+        ) -> Result<Vec<EntryResult>, SendError> {
+            self.calls.lock().expect("lock").push((
+                destination.to_string(),
+                messages.iter().map(|m| m.body.clone()).collect(),
+            ));
+            Ok(messages
+                .iter()
+                .map(|m| {
+                    let dlq = destination.to_string().contains("dlq");
+                    if !dlq && self.transient.contains(&m.body.as_str()) {
+                        EntryResult::Failed {
+                            permanent: false,
+                            reason: "Throttled".into(),
+                        }
+                    } else if self.permanent.contains(&m.body.as_str())
+                        && (!dlq || m.body.contains("everywhere"))
+                    {
+                        EntryResult::Failed {
+                            permanent: true,
+                            reason: "InvalidMessageContents".into(),
+                        }
+                    } else {
+                        EntryResult::Sent
+                    }
+                })
+                .collect())
+        }
+    }
+
+    #[derive(Default)]
+    struct FakeStore {
+        sent: Mutex<Vec<ItemKey>>,
+        failed: Mutex<Vec<(ItemKey, String)>>,
+    }
+
+    impl OutboxStore for FakeStore {
+        async fn mark_sent(
+            &self,
+            key: &ItemKey,
+            _: i64,
+            _: i64,
+        ) -> Result<MarkOutcome, StoreError> {
+            self.sent.lock().expect("lock").push(key.clone());
+            Ok(MarkOutcome::Marked)
+        }
+        async fn mark_failed(
+            &self,
+            key: &ItemKey,
+            reason: &str,
+            _: i64,
+        ) -> Result<MarkOutcome, StoreError> {
+            self.failed
+                .lock()
+                .expect("lock")
+                .push((key.clone(), reason.to_owned()));
+            Ok(MarkOutcome::Marked)
+        }
+    }
+
+    fn config() -> PublisherConfig {
+        PublisherConfig {
+            table_name: "t".into(),
+            routes: Routes::new(
+                [
+                    ("std".to_owned(), Destination::sqs("https://q/std")),
+                    ("fifo".to_owned(), Destination::sqs("https://q/f.fifo")),
+                    ("other".to_owned(), Destination::sqs("https://q/other")),
+                ],
+                None,
+            ),
+            dead_letter: Destination::sqs("https://q/dlq"),
+            ttl_days: 7,
+        }
+    }
+
+    fn work(pk: &str, topic: &str, body: &str) -> WorkItem {
+        WorkItem {
+            id: body.to_owned(),
+            work: Work::Publish(OutboxMessage {
+                key: ItemKey {
+                    pk: pk.into(),
+                    sk: format!("MESSAGE#{body}"),
+                },
+                message_id: format!("id-{body}"),
+                topic: topic.into(),
+                payload: body.into(),
+                created_at: 1,
+                retry_count: 0,
+                sequence: None,
+            }),
+        }
+    }
+
+    fn publisher(sink: FakeSink) -> Publisher<FakeSink, FakeStore> {
+        Publisher {
+            sink,
+            store: FakeStore::default(),
+            config: config(),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_transient_entry_failure_holds_back_only_later_messages_of_its_aggregate() {
+        // Given A1 fails transiently in the first call, and A2, A3 follow in later calls
+        let items: Vec<WorkItem> = vec![
+            work("A", "fifo", "a1"),
+            work("B", "fifo", "b1"),
+            work("A", "fifo", "a2"),
+            work("B", "fifo", "b2"),
+            work("A", "other", "a3"),
+        ];
+        let p = publisher(FakeSink {
+            transient: vec!["a1"],
+            ..Default::default()
+        });
+        let outcomes = p.process(&items).await;
+        assert_eq!(
+            outcomes[0],
+            Outcome::Retry {
+                reason: "Throttled".into()
+            }
+        );
+        assert_eq!(outcomes[1], Outcome::Sent { marked: true });
+        assert_eq!(outcomes[2], Outcome::Blocked);
+        assert_eq!(outcomes[3], Outcome::Sent { marked: true });
+        assert_eq!(
+            outcomes[4],
+            Outcome::Blocked,
+            "another destination, same aggregate: held back too"
+        );
+        // And A2 / A3 were never sent
+        let sent: Vec<String> = p
+            .sink
+            .calls
+            .lock()
+            .expect("lock")
+            .iter()
+            .flat_map(|(_, b)| b.clone())
+            .collect();
+        assert!(
+            !sent.contains(&"a2".to_owned()) && !sent.contains(&"a3".to_owned()),
+            "{sent:?}"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_fifo_call_never_holds_two_messages_of_one_group() {
+        let items: Vec<WorkItem> = (0..4)
+            .map(|i| work("A", "fifo", &format!("a{i}")))
+            .chain([work("B", "fifo", "b0")])
+            .collect();
+        let p = publisher(FakeSink::default());
+        p.process(&items).await;
+        let calls = p.sink.calls.lock().expect("lock").clone();
+        assert_eq!(
+            calls.iter().map(|(_, b)| b.clone()).collect::<Vec<_>>(),
+            vec![vec!["a0", "b0"], vec!["a1"], vec!["a2"], vec!["a3"]],
+            "one call per round, in order, B packed with A's first"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_standard_queue_packs_one_aggregate_into_full_calls_in_order() {
+        let items: Vec<WorkItem> = (0..23)
+            .map(|i| work("A", "std", &format!("m{i:02}")))
+            .collect();
+        let p = publisher(FakeSink::default());
+        let outcomes = p.process(&items).await;
+        assert!(
+            outcomes
+                .iter()
+                .all(|o| *o == Outcome::Sent { marked: true })
+        );
+        let calls = p.sink.calls.lock().expect("lock").clone();
+        assert_eq!(
+            calls.iter().map(|(_, b)| b.len()).collect::<Vec<_>>(),
+            vec![10, 10, 3]
+        );
+        let flat: Vec<String> = calls.into_iter().flat_map(|(_, b)| b).collect();
+        let mut sorted = flat.clone();
+        sorted.sort();
+        assert_eq!(flat, sorted);
+    }
+
+    #[tokio::test]
+    async fn an_entry_the_destination_refuses_for_good_becomes_poison_without_blocking() {
+        let items = vec![work("A", "std", "bad"), work("A", "std", "good")];
+        let p = publisher(FakeSink {
+            permanent: vec!["bad"],
+            ..Default::default()
+        });
+        let outcomes = p.process(&items).await;
+        assert!(
+            matches!(&outcomes[0], Outcome::DeadLettered { reason } if reason.contains("InvalidMessageContents"))
+        );
+        assert_eq!(outcomes[1], Outcome::Sent { marked: true });
+        let failed = p.store.failed.lock().expect("lock").clone();
+        assert_eq!(failed.len(), 1);
+        let calls = p.sink.calls.lock().expect("lock").clone();
+        assert!(
+            calls
+                .iter()
+                .any(|(d, b)| d.contains("dlq") && b == &vec!["bad".to_owned()])
+        );
+    }
+
+    #[tokio::test]
+    async fn content_the_dead_letter_queue_refuses_too_still_ends_failed_not_retried_forever() {
+        let items = vec![work("A", "std", "bad everywhere")];
+        let p = publisher(FakeSink {
+            permanent: vec!["bad everywhere"],
+            ..Default::default()
+        });
+        let outcomes = p.process(&items).await;
+        assert!(
+            matches!(&outcomes[0], Outcome::DeadLettered { reason } if reason.contains("only on this item")),
+            "{outcomes:?}"
+        );
+        assert_eq!(p.store.failed.lock().expect("lock").len(), 1);
+    }
 }

@@ -1,0 +1,119 @@
+//! Real Lambda event JSON: parsed, round-tripped, and classified as the publisher
+//! would. No emulator needed.
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
+use aws_lambda_events::event::dynamodb::Event;
+use aws_lambda_events::event::streams::{DynamoDbBatchItemFailure, DynamoDbEventResponse};
+use outbox::publish::Work;
+use outbox::stream::{Skip, classify};
+use outbox_local::filter::FilterCriteria;
+use serde_json::Value;
+
+fn fixture(name: &str) -> String {
+    let path = format!("{}/fixtures/events/{name}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+#[test]
+fn a_lambda_dynamodb_stream_event_round_trips_through_the_event_types() {
+    let text = fixture("dynamodb-stream-outbox.json");
+    let event: Event = serde_json::from_str(&text).expect("parses");
+    assert_eq!(event.records.len(), 4);
+    let again: Event = serde_json::from_value(serde_json::to_value(&event).expect("serialises"))
+        .expect("re-parses");
+    assert_eq!(again, event);
+    // Every attribute of the original survives; an absent image comes back empty.
+    let norm = |v: &Value| {
+        if v.is_null() {
+            serde_json::json!({})
+        } else {
+            v.clone()
+        }
+    };
+    let original: Value = serde_json::from_str(&text).expect("json");
+    let round: Value = serde_json::to_value(&again).expect("json");
+    for (i, rec) in original["Records"]
+        .as_array()
+        .expect("records")
+        .iter()
+        .enumerate()
+    {
+        for field in ["Keys", "NewImage", "SequenceNumber", "StreamViewType"] {
+            assert_eq!(
+                norm(&rec["dynamodb"][field]),
+                norm(&round["Records"][i]["dynamodb"][field]),
+                "record {i} {field}"
+            );
+        }
+        assert_eq!(rec["eventName"], round["Records"][i]["eventName"]);
+    }
+}
+
+#[test]
+fn only_the_pending_insert_in_the_fixture_is_work_for_the_publisher() {
+    let event: Event =
+        serde_json::from_str(&fixture("dynamodb-stream-outbox.json")).expect("parses");
+    let verdicts: Vec<_> = event.records.iter().map(classify).collect();
+    match &verdicts[0] {
+        Ok(item) => {
+            assert_eq!(item.id, "111100000000012345678901");
+            match &item.work {
+                Work::Publish(m) => {
+                    assert_eq!(m.message_id, "01937a2b-4c5d-7e6f-8a9b-0c1d2e3f4a5b");
+                    assert_eq!(m.topic, "user-profile-updated");
+                    assert_eq!(m.created_at, 1_732_870_800_123);
+                }
+                other => panic!("expected a message, got {other:?}"),
+            }
+        }
+        other => panic!("expected work, got {other:?}"),
+    }
+    assert_eq!(
+        verdicts[1].as_ref().err(),
+        Some(&Skip::NotAnInsert),
+        "the SENT update"
+    );
+    assert_eq!(
+        verdicts[2].as_ref().err(),
+        Some(&Skip::NotAnInsert),
+        "the TTL delete"
+    );
+    assert_eq!(
+        verdicts[3].as_ref().err(),
+        Some(&Skip::NotAnOutboxItem),
+        "the business item"
+    );
+}
+
+#[test]
+fn the_deployed_filter_agrees_with_the_handler_on_the_fixture() {
+    let text = fixture("dynamodb-stream-outbox.json");
+    let raw: Value = serde_json::from_str(&text).expect("json");
+    let event: Event = serde_json::from_str(&text).expect("parses");
+    let filter = FilterCriteria::outbox();
+    for (json, record) in raw["Records"]
+        .as_array()
+        .expect("records")
+        .iter()
+        .zip(&event.records)
+    {
+        assert_eq!(
+            filter.matches(json),
+            classify(record).is_ok(),
+            "{}",
+            json["eventID"]
+        );
+    }
+}
+
+#[test]
+fn the_partial_batch_response_has_lambdas_wire_shape() {
+    let mut response = DynamoDbEventResponse::default();
+    let mut failure = DynamoDbBatchItemFailure::default();
+    failure.item_identifier = Some("111100000000012345678901".into());
+    response.batch_item_failures.push(failure);
+    assert_eq!(
+        serde_json::to_value(&response).expect("json"),
+        serde_json::json!({"batchItemFailures": [{"itemIdentifier": "111100000000012345678901"}]})
+    );
+}
