@@ -1,1 +1,79 @@
-//! Idempotent consumers (work in progress).
+//! Idempotent SQS consumers on DynamoDB.
+//!
+//! Delivery is at-least-once: the outbox may publish a message twice, SQS may deliver
+//! it twice, a producer may send the same request twice. This crate makes the
+//! *effect* happen once, with one of three strategies, and runs a consumer over SQS
+//! batches with partial batch responses:
+//!
+//! - [`BusinessKeyGuard`]: the effect is one item keyed by a business id (an order).
+//!   One conditional `PutItem`; an existing item with the same details is a
+//!   duplicate, with other details a conflict that is never acknowledged.
+//! - [`MessageMarker`]: the effect is several writes, or writes that are not naturally
+//!   idempotent (counters). They and a marker keyed by the message id commit in one
+//!   `TransactWriteItems`.
+//! - [`IdempotentEffects`]: the effect is outside DynamoDB (an API call, an email). A
+//!   guard record `IN_PROGRESS` → `COMPLETED` per idempotency key, with the stored
+//!   result answering duplicates.
+//! - [`BatchProcessor`]: runs the per-message function over an `SqsEvent` and returns
+//!   the `SqsBatchResponse` naming exactly the failed messages.
+//!
+//! See the crate's README for a consumer in a dozen lines.
+#![warn(missing_docs)]
+
+pub mod batch;
+pub mod effect;
+pub mod error;
+pub mod guard;
+pub mod item;
+pub mod marker;
+
+pub use batch::{
+    BatchProcessor, BatchReport, MessageFailure, MessageOutcome, message_key, parse_body,
+};
+pub use effect::{Deadline, Effect, IdempotentEffects, PayloadHash};
+pub use error::IdempotencyError;
+pub use guard::BusinessKeyGuard;
+pub use marker::MessageMarker;
+
+use aws_sdk_dynamodb::types::AttributeValue;
+use std::collections::HashMap;
+use std::time::SystemTime;
+
+/// A DynamoDB item.
+pub type Item = HashMap<String, AttributeValue>;
+
+/// What a guarded write did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// Written now: this delivery applied the effect.
+    Applied,
+    /// Already applied by an earlier delivery; nothing written. Acknowledge it.
+    Duplicate,
+}
+
+impl Outcome {
+    /// Whether this delivery was a duplicate.
+    pub fn is_duplicate(self) -> bool {
+        self == Outcome::Duplicate
+    }
+}
+
+/// `name=value` for keys in messages (strings and numbers as they are).
+pub(crate) fn render_key(name: &str, value: &AttributeValue) -> String {
+    match value {
+        AttributeValue::S(s) | AttributeValue::N(s) => format!("{name}={s}"),
+        _ => format!("{name}=<non-scalar>"),
+    }
+}
+
+pub(crate) fn epoch_seconds(t: SystemTime) -> u64 {
+    t.duration_since(SystemTime::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+pub(crate) fn epoch_millis(t: SystemTime) -> i64 {
+    t.duration_since(SystemTime::UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}

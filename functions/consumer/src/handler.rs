@@ -1,0 +1,92 @@
+//! The handler the Lambda binary calls, and the per-message work.
+
+use crate::config::Config;
+use crate::order::{Order, OrderJob};
+use aws_lambda_events::event::sqs::{SqsEvent, SqsMessage};
+use outbox_idempotency::{
+    BatchProcessor, BatchReport, BusinessKeyGuard, IdempotencyError, Outcome, parse_body,
+};
+use serde::Serialize;
+
+/// Built once at start-up, shared by every invocation.
+#[derive(Debug, Clone)]
+pub struct Deps {
+    /// Writes an order once per id.
+    pub guard: BusinessKeyGuard,
+    /// Runs the batch.
+    pub batch: BatchProcessor,
+}
+
+impl Deps {
+    /// The orders table of `config`, through `client`.
+    pub fn new(client: aws_sdk_dynamodb::Client, config: &Config) -> Self {
+        Deps {
+            guard: BusinessKeyGuard::new(client, &config.table_name, "id"),
+            batch: BatchProcessor::new(),
+        }
+    }
+}
+
+/// What one message did: the lab's `RESULT` line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct OrderResult {
+    /// The order id.
+    pub id: String,
+    /// Its quantity.
+    pub quantity: u8,
+    /// This delivery wrote the order.
+    pub processed: bool,
+    /// The order was already stored with the same details.
+    pub duplicate: bool,
+}
+
+/// Validates one message and stores its order once.
+pub async fn process_message(
+    msg: &SqsMessage,
+    deps: &Deps,
+) -> Result<OrderResult, IdempotencyError> {
+    let order = Order::from(parse_body::<OrderJob>(msg)?);
+    let item = serde_dynamo::to_item(&order)
+        .map_err(|e| IdempotencyError::Invalid(format!("order item: {e}")))?;
+    let outcome = deps.guard.put(item).await?;
+    Ok(OrderResult {
+        id: order.id,
+        quantity: order.quantity,
+        processed: outcome == Outcome::Applied,
+        duplicate: outcome.is_duplicate(),
+    })
+}
+
+/// Processes a batch, logs one line per message, and reports every outcome;
+/// `report.response()` is the partial batch response for Lambda.
+pub async fn handle(event: &SqsEvent, deps: &Deps) -> BatchReport<OrderResult, IdempotencyError> {
+    let report = deps.batch.run(event, |m| process_message(m, deps)).await;
+    for o in &report.outcomes {
+        match &o.result {
+            Ok(r) => tracing::info!(
+                message_id = %o.message_id,
+                id = %r.id,
+                quantity = r.quantity,
+                processed = r.processed,
+                duplicate = r.duplicate,
+                "RESULT"
+            ),
+            Err(e) => {
+                let (retryable, conflict) = match e {
+                    outbox_idempotency::MessageFailure::Failed(e) => {
+                        (e.is_retryable(), e.is_conflict())
+                    }
+                    _ => (true, false),
+                };
+                tracing::error!(
+                    message_id = %o.message_id,
+                    retryable,
+                    conflict,
+                    error = %e,
+                    "FAILED"
+                );
+            }
+        }
+    }
+    report
+}
