@@ -5,6 +5,8 @@
 
 pub mod aws;
 pub mod counter;
+pub mod demo;
 pub mod filter;
 pub mod provision;
+pub mod runner;
 pub mod stream;
