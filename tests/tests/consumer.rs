@@ -1,0 +1,737 @@
+//! Idempotent consumers against the emulator: messages really sent to and received
+//! from emulator queues, shaped as Lambda's SQS event, handled by the same function
+//! the `orders-consumer` binary calls; the successful ones are deleted as the event
+//! source mapping does, the failed ones are left for the visibility timeout and the
+//! redrive policy.
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
+use aws_lambda_events::event::sqs::{SqsEvent, SqsMessage, SqsMessageAttribute};
+use aws_sdk_dynamodb::types::{AttributeValue, ConditionCheck, TransactWriteItem, Update};
+use aws_sdk_sqs::types::{MessageAttributeValue, MessageSystemAttributeName, QueueAttributeName};
+use harness::{Item, clients, drain, n, s, sv, unique};
+use orders_consumer::{Config, Deps, OrderResult, handle};
+use outbox::message::ATTR_MESSAGE_ID;
+use outbox_idempotency::{
+    BatchReport, Deadline, Effect, IdempotencyError, IdempotentEffects, MessageFailure,
+    MessageMarker, Outcome, PayloadHash, message_key,
+};
+use outbox_local::aws::Clients;
+use outbox_local::provision::{self, QueuePair};
+use serde_json::json;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
+
+type Report = BatchReport<OrderResult, IdempotencyError>;
+
+/// An orders table, a job queue with its dead-letter queue, and the consumer's deps.
+struct Orders {
+    clients: Clients,
+    table: String,
+    queue: QueuePair,
+    queue_arn: String,
+    deps: Deps,
+}
+
+impl Orders {
+    /// A standard queue: 30 s visibility, to the DLQ after 3 receives.
+    async fn new() -> Self {
+        Self::with_queue(&unique("jobs"), 30, 3).await
+    }
+
+    async fn with_queue(name: &str, visibility_s: u32, max_receives: u32) -> Self {
+        let clients = clients().await;
+        let table = unique("orders");
+        provision::create_keyed_table(&clients.dynamodb, &table, "id")
+            .await
+            .expect("create orders table");
+        let queue =
+            provision::create_queue_with_dlq(&clients.sqs, name, visibility_s, max_receives)
+                .await
+                .expect("create queue");
+        let queue_arn = provision::queue_arn(&clients.sqs, &queue.url)
+            .await
+            .expect("queue arn");
+        let config = Config::from_lookup(|_| Some(table.clone())).expect("config");
+        let deps = Deps::new(clients.dynamodb.clone(), &config);
+        Orders {
+            clients,
+            table,
+            queue,
+            queue_arn,
+            deps,
+        }
+    }
+
+    async fn send(&self, body: &str) -> String {
+        self.send_with(body, None, None).await
+    }
+
+    /// Sends `body`, in FIFO group `group`, carrying an outbox message id if given.
+    async fn send_with(&self, body: &str, group: Option<&str>, outbox_id: Option<&str>) -> String {
+        let mut req = self
+            .clients
+            .sqs
+            .send_message()
+            .queue_url(&self.queue.url)
+            .message_body(body);
+        if let Some(g) = group {
+            req = req
+                .message_group_id(g)
+                .message_deduplication_id(unique("dedup"));
+        }
+        if let Some(id) = outbox_id {
+            req = req.message_attributes(
+                ATTR_MESSAGE_ID,
+                MessageAttributeValue::builder()
+                    .data_type("String")
+                    .string_value(id)
+                    .build()
+                    .unwrap(),
+            );
+        }
+        req.send()
+            .await
+            .expect("send")
+            .message_id
+            .expect("message id")
+    }
+
+    /// What the event source mapping does: one receive (up to 10 messages), shaped as
+    /// Lambda's SQS event.
+    async fn receive(&self) -> SqsEvent {
+        let out = self
+            .clients
+            .sqs
+            .receive_message()
+            .queue_url(&self.queue.url)
+            .max_number_of_messages(10)
+            .message_attribute_names("All")
+            .message_system_attribute_names(MessageSystemAttributeName::All)
+            .wait_time_seconds(0)
+            .send()
+            .await
+            .expect("receive");
+        let mut event = SqsEvent::default();
+        event.records = out
+            .messages
+            .unwrap_or_default()
+            .iter()
+            .map(|m| lambda_message(m, &self.queue_arn))
+            .collect();
+        event
+    }
+
+    /// Deletes the messages the report does not name as failed, as Lambda does with a
+    /// partial batch response.
+    async fn acknowledge(&self, event: &SqsEvent, report: &Report) {
+        let response = report.response();
+        let failed: Vec<&str> = response
+            .batch_item_failures
+            .iter()
+            .map(|f| f.item_identifier.as_str())
+            .collect();
+        for m in &event.records {
+            if !failed.contains(&m.message_id.as_deref().unwrap()) {
+                self.clients
+                    .sqs
+                    .delete_message()
+                    .queue_url(&self.queue.url)
+                    .receipt_handle(m.receipt_handle.as_deref().unwrap())
+                    .send()
+                    .await
+                    .expect("delete");
+            }
+        }
+    }
+
+    /// Receive → handler → acknowledge the successes.
+    async fn deliver(&self) -> (SqsEvent, Report) {
+        let event = self.receive().await;
+        let report = handle(&event, &self.deps).await;
+        self.acknowledge(&event, &report).await;
+        (event, report)
+    }
+
+    /// Delivers until a receive comes back empty; every outcome, in order.
+    async fn deliver_all(&self) -> Vec<Report> {
+        let mut reports = Vec::new();
+        loop {
+            let (event, report) = self.deliver().await;
+            if event.records.is_empty() {
+                return reports;
+            }
+            reports.push(report);
+        }
+    }
+
+    async fn order(&self, id: &str) -> Option<Item> {
+        self.clients
+            .dynamodb
+            .get_item()
+            .table_name(&self.table)
+            .key("id", sv(id))
+            .consistent_read(true)
+            .send()
+            .await
+            .expect("get item")
+            .item
+    }
+
+    async fn items(&self) -> Vec<Item> {
+        self.clients
+            .dynamodb
+            .scan()
+            .table_name(&self.table)
+            .consistent_read(true)
+            .send()
+            .await
+            .expect("scan")
+            .items
+            .unwrap_or_default()
+    }
+
+    /// (visible, in flight) messages on the job queue.
+    async fn queue_counts(&self) -> (u64, u64) {
+        let out = self
+            .clients
+            .sqs
+            .get_queue_attributes()
+            .queue_url(&self.queue.url)
+            .attribute_names(QueueAttributeName::ApproximateNumberOfMessages)
+            .attribute_names(QueueAttributeName::ApproximateNumberOfMessagesNotVisible)
+            .send()
+            .await
+            .expect("queue attributes");
+        let attrs = out.attributes.unwrap_or_default();
+        let count = |name| {
+            attrs
+                .get(&name)
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(u64::MAX)
+        };
+        (
+            count(QueueAttributeName::ApproximateNumberOfMessages),
+            count(QueueAttributeName::ApproximateNumberOfMessagesNotVisible),
+        )
+    }
+}
+
+/// An SQS message as Lambda's SQS event carries it.
+fn lambda_message(m: &aws_sdk_sqs::types::Message, queue_arn: &str) -> SqsMessage {
+    let mut out = SqsMessage::default();
+    out.message_id = m.message_id.clone();
+    out.receipt_handle = m.receipt_handle.clone();
+    out.body = m.body.clone();
+    out.md5_of_body = m.md5_of_body.clone();
+    out.md5_of_message_attributes = m.md5_of_message_attributes.clone();
+    out.attributes = m
+        .attributes()
+        .map(|a| {
+            a.iter()
+                .map(|(k, v)| (k.as_str().to_owned(), v.clone()))
+                .collect()
+        })
+        .unwrap_or_default();
+    out.message_attributes = m
+        .message_attributes()
+        .map(|a| {
+            a.iter()
+                .map(|(k, v)| {
+                    let mut attr = SqsMessageAttribute::default();
+                    attr.string_value = v.string_value.clone();
+                    attr.data_type = Some(v.data_type.clone());
+                    (k.clone(), attr)
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    out.event_source = Some("aws:sqs".to_owned());
+    out.event_source_arn = Some(queue_arn.to_owned());
+    out.aws_region = Some("us-east-1".to_owned());
+    out
+}
+
+fn results(reports: &[Report]) -> Vec<&OrderResult> {
+    reports
+        .iter()
+        .flat_map(|r| r.outcomes.iter())
+        .map(|o| o.result.as_ref().expect("every message succeeded"))
+        .collect()
+}
+
+fn order_of(item: &Item) -> (String, i64, i64) {
+    (
+        s(item, "id").unwrap(),
+        n(item, "quantity").unwrap(),
+        n(item, "total_cents").unwrap(),
+    )
+}
+
+// --- the lab's scenario and the business-key guard ---------------------------------
+
+#[tokio::test]
+async fn copies_of_an_order_are_acknowledged_as_duplicates_and_stored_once() {
+    // Given the first order processed
+    let orders = Orders::new().await;
+    orders.send(r#"{"id":"dedup-order","quantity":4}"#).await;
+    let mut reports = orders.deliver_all().await;
+    // When two more copies of it and an independent order arrive
+    orders.send(r#"{"id":"dedup-order","quantity":4}"#).await;
+    orders.send(r#"{"id":"dedup-order","quantity":4}"#).await;
+    orders.send(r#"{"id":"other-order","quantity":1}"#).await;
+    reports.extend(orders.deliver_all().await);
+    // Then four successful results, two of them duplicates
+    let results = results(&reports);
+    assert_eq!(results.len(), 4);
+    assert!(results[0].processed && !results[0].duplicate);
+    let duplicates: Vec<_> = results.iter().filter(|r| r.duplicate).collect();
+    assert_eq!(duplicates.len(), 2);
+    assert!(
+        duplicates
+            .iter()
+            .all(|r| r.id == "dedup-order" && !r.processed)
+    );
+    assert_eq!(results.iter().filter(|r| r.processed).count(), 2);
+    // And exactly two orders with the right totals
+    let mut stored: Vec<_> = orders.items().await.iter().map(order_of).collect();
+    stored.sort();
+    assert_eq!(
+        stored,
+        [
+            ("dedup-order".to_owned(), 4, 1100),
+            ("other-order".to_owned(), 1, 350)
+        ]
+    );
+    // And the queue is empty: every copy was acknowledged
+    assert_eq!(orders.queue_counts().await, (0, 0));
+}
+
+#[tokio::test]
+async fn a_conflicting_copy_is_never_acknowledged_and_ends_on_the_dead_letter_queue() {
+    // Given an order stored, on a queue with a 1 s visibility timeout and 2 receives
+    let orders = Orders::with_queue(&unique("jobs"), 1, 2).await;
+    orders.send(r#"{"id":"conflict-order","quantity":4}"#).await;
+    orders.deliver_all().await;
+    // When a message with the same id and another quantity arrives
+    let conflicting = orders.send(r#"{"id":"conflict-order","quantity":5}"#).await;
+    for _ in 0..2 {
+        let (event, report) = orders.deliver().await;
+        // Then each delivery reports it failed, as a conflict
+        assert_eq!(event.records.len(), 1);
+        assert_eq!(report.failed_ids(), [conflicting.as_str()]);
+        match &report.outcomes[0].result {
+            Err(MessageFailure::Failed(e)) => assert!(e.is_conflict(), "{e}"),
+            other => panic!("expected a conflict, got {other:?}"),
+        }
+        tokio::time::sleep(Duration::from_millis(1300)).await;
+    }
+    // And after the receive limit it is on the dead-letter queue, not the queue
+    assert!(orders.receive().await.records.is_empty());
+    let dead = drain(&orders.clients.sqs, &orders.queue.dlq_url).await;
+    assert_eq!(dead.len(), 1);
+    assert_eq!(dead[0].message_id(), Some(conflicting.as_str()));
+    // And the stored order is unchanged
+    let stored = orders.order("conflict-order").await.expect("order");
+    assert_eq!(order_of(&stored), ("conflict-order".to_owned(), 4, 1100));
+}
+
+#[tokio::test]
+async fn a_batch_of_good_duplicate_malformed_and_conflicting_messages_reports_exactly_the_bad_ones()
+{
+    // Given an order already stored
+    let orders = Orders::new().await;
+    orders.send(r#"{"id":"kept","quantity":2}"#).await;
+    orders.deliver_all().await;
+    // When one batch brings a new order, a copy, a malformed job and a conflict
+    let good = orders.send(r#"{"id":"new","quantity":3}"#).await;
+    let copy = orders.send(r#"{"id":"kept","quantity":2}"#).await;
+    let malformed = orders.send(r#"{"id":"bad","quantity":true}"#).await;
+    let conflict = orders.send(r#"{"id":"kept","quantity":9}"#).await;
+    let (event, report) = orders.deliver().await;
+    assert_eq!(event.records.len(), 4, "one batch");
+    // Then exactly the malformed and the conflicting messages are reported
+    let mut failed: Vec<&str> = report.failed_ids();
+    failed.sort_unstable();
+    let mut expected = vec![malformed.as_str(), conflict.as_str()];
+    expected.sort_unstable();
+    assert_eq!(failed, expected);
+    for o in &report.outcomes {
+        match &o.result {
+            Ok(r) if o.message_id == good => assert!(r.processed),
+            Ok(r) if o.message_id == copy => assert!(r.duplicate),
+            Err(MessageFailure::Failed(IdempotencyError::MalformedBody { reason }))
+                if o.message_id == malformed =>
+            {
+                assert!(reason.contains("quantity"), "{reason}")
+            }
+            Err(MessageFailure::Failed(e)) if o.message_id == conflict => {
+                assert!(e.is_conflict())
+            }
+            other => panic!("unexpected outcome for {}: {other:?}", o.message_id),
+        }
+    }
+    // And the two failures stay on the queue for retry and redrive
+    assert_eq!(orders.queue_counts().await, (0, 2));
+    assert!(orders.order("bad").await.is_none());
+    assert_eq!(n(&orders.order("kept").await.unwrap(), "quantity"), Some(2));
+}
+
+#[tokio::test]
+async fn a_real_sqs_event_is_handled_with_one_write_per_order() {
+    // Given the SQS event Lambda delivers: an order, a copy of it, a malformed job
+    let orders = Orders::new().await;
+    let path = format!(
+        "{}/fixtures/events/sqs-orders.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let text = std::fs::read_to_string(path).expect("fixture");
+    let event: SqsEvent = serde_json::from_str(&text).expect("parse fixture");
+    let round_trip: SqsEvent =
+        serde_json::from_value(serde_json::to_value(&event).unwrap()).unwrap();
+    assert_eq!(round_trip, event);
+    // When the handler runs on it (the copies concurrently)
+    let report = handle(&event, &orders.deps).await;
+    // Then only the malformed job is reported, and the order was written once
+    let response = serde_json::to_value(report.response()).unwrap();
+    assert_eq!(
+        response,
+        json!({"batchItemFailures": [{"itemIdentifier": "c3d4e5f6-a7b8-4c9d-8e0f-1a2b3c4d5e03"}]})
+    );
+    let ok: Vec<&OrderResult> = report
+        .outcomes
+        .iter()
+        .filter_map(|o| o.result.as_ref().ok())
+        .collect();
+    assert_eq!(ok.iter().filter(|r| r.processed).count(), 1);
+    assert_eq!(ok.iter().filter(|r| r.duplicate).count(), 1);
+    assert_eq!(orders.items().await.len(), 1);
+}
+
+// --- FIFO ----------------------------------------------------------------------------
+
+#[tokio::test]
+async fn a_fifo_group_stops_at_its_first_failure_and_other_groups_go_on() {
+    // Given a FIFO queue with group A (good, malformed, good) and group B (good, good)
+    let orders = Orders::with_queue(&format!("{}.fifo", unique("jobs")), 30, 3).await;
+    let a1 = orders
+        .send_with(r#"{"id":"a1","quantity":1}"#, Some("A"), None)
+        .await;
+    let a2 = orders
+        .send_with(r#"{"id":"a2","quantity":0}"#, Some("A"), None)
+        .await;
+    let a3 = orders
+        .send_with(r#"{"id":"a3","quantity":3}"#, Some("A"), None)
+        .await;
+    orders
+        .send_with(r#"{"id":"b1","quantity":1}"#, Some("B"), None)
+        .await;
+    orders
+        .send_with(r#"{"id":"b2","quantity":2}"#, Some("B"), None)
+        .await;
+    // When the batch is handled
+    let (event, report) = orders.deliver().await;
+    assert_eq!(event.records.len(), 5, "one batch");
+    // Then the failed message and the rest of its group are reported, nothing else
+    assert_eq!(report.failed_ids(), [a2.as_str(), a3.as_str()]);
+    let skipped = report.outcomes.iter().find(|o| o.message_id == a3).unwrap();
+    assert!(matches!(&skipped.result, Err(MessageFailure::Skipped { after }) if *after == a2));
+    // And a3 was not written (order holds), while group B was
+    assert!(orders.order("a1").await.is_some());
+    assert!(orders.order("a3").await.is_none());
+    assert!(orders.order("b1").await.is_some() && orders.order("b2").await.is_some());
+    assert!(!report.failed_ids().contains(&a1.as_str()));
+}
+
+// --- processed-message marker ------------------------------------------------------
+
+/// A non-idempotent effect (a counter) applied once per message through a marker.
+async fn count_once(
+    msg: &SqsMessage,
+    marker: &MessageMarker,
+    table: &str,
+) -> Result<Outcome, IdempotencyError> {
+    let add = Update::builder()
+        .table_name(table)
+        .key("id", sv("counter"))
+        .update_expression("ADD #n :one")
+        .expression_attribute_names("#n", "count")
+        .expression_attribute_values(":one", AttributeValue::N("1".into()))
+        .build()
+        .unwrap();
+    let id = message_key(msg).ok_or_else(|| IdempotencyError::Invalid("no id".into()))?;
+    marker
+        .commit(id, vec![TransactWriteItem::builder().update(add).build()])
+        .await
+}
+
+async fn counter(orders: &Orders) -> Option<i64> {
+    orders.order("counter").await.and_then(|i| n(&i, "count"))
+}
+
+#[tokio::test]
+async fn a_redelivered_message_is_applied_once_through_its_marker() {
+    // Given a message processed once whose acknowledgement was lost
+    let orders = Orders::with_queue(&unique("jobs"), 1, 5).await;
+    let marker = MessageMarker::new(orders.clients.dynamodb.clone(), &orders.table);
+    let sent = orders.send(r#"{"any":"payload"}"#).await;
+    let first = orders.receive().await;
+    let outcome = count_once(&first.records[0], &marker, &orders.table).await;
+    assert_eq!(outcome.unwrap(), Outcome::Applied);
+    // When SQS delivers it again after the visibility timeout
+    tokio::time::sleep(Duration::from_millis(1300)).await;
+    let again = orders.receive().await;
+    assert_eq!(again.records[0].message_id.as_deref(), Some(sent.as_str()));
+    let outcome = count_once(&again.records[0], &marker, &orders.table).await;
+    // Then it is a duplicate and the counter moved once
+    assert_eq!(outcome.unwrap(), Outcome::Duplicate);
+    assert_eq!(counter(&orders).await, Some(1));
+    // And the marker is stored under MSG#<MessageId> with a TTL
+    let mark = orders
+        .order(&format!("MSG#{sent}"))
+        .await
+        .expect("marker item");
+    assert!(n(&mark, "ExpiresAt").unwrap() > 1_700_000_000);
+}
+
+#[tokio::test]
+async fn a_message_republished_under_a_new_sqs_id_is_recognised_by_its_outbox_id() {
+    // Given the same outbox message sent twice (the sweeper republished it)
+    let orders = Orders::new().await;
+    let marker = MessageMarker::new(orders.clients.dynamodb.clone(), &orders.table);
+    let a = orders
+        .send_with(r#"{"order":1}"#, None, Some("outbox-msg-1"))
+        .await;
+    let b = orders
+        .send_with(r#"{"order":1}"#, None, Some("outbox-msg-1"))
+        .await;
+    assert_ne!(a, b, "two SQS messages");
+    // When both are handled
+    let event = orders.receive().await;
+    assert_eq!(event.records.len(), 2);
+    let mut outcomes = Vec::new();
+    for m in &event.records {
+        outcomes.push(count_once(m, &marker, &orders.table).await.unwrap());
+    }
+    // Then one applied and one duplicate, and the counter moved once
+    outcomes.sort_by_key(|o| o.is_duplicate());
+    assert_eq!(outcomes, [Outcome::Applied, Outcome::Duplicate]);
+    assert_eq!(counter(&orders).await, Some(1));
+    assert!(orders.order("MSG#outbox-msg-1").await.is_some());
+}
+
+#[tokio::test]
+async fn a_cancellation_not_caused_by_the_marker_is_an_error_naming_the_action() {
+    // Given a consumer transaction whose own condition fails
+    let orders = Orders::new().await;
+    let marker = MessageMarker::new(orders.clients.dynamodb.clone(), &orders.table);
+    let check = ConditionCheck::builder()
+        .table_name(&orders.table)
+        .key("id", sv("customer-7"))
+        .condition_expression("attribute_exists(id)")
+        .build()
+        .unwrap();
+    // When it commits with its marker
+    let err = marker
+        .commit(
+            "msg-1",
+            vec![TransactWriteItem::builder().condition_check(check).build()],
+        )
+        .await
+        .expect_err("the condition check fails");
+    // Then the error names that action, not the marker, and nothing was written
+    match &err {
+        IdempotencyError::Cancelled { failures } => {
+            assert_eq!(failures.len(), 1, "{err}");
+            assert_eq!(failures[0].index, 1);
+            assert_eq!(failures[0].code, "ConditionalCheckFailed");
+            assert!(
+                failures[0].action.contains("ConditionCheck")
+                    && failures[0].action.contains("id=customer-7"),
+                "{err}"
+            );
+        }
+        other => panic!("expected a cancellation, got {other}"),
+    }
+    assert!(!err.is_retryable());
+    assert!(orders.order("MSG#msg-1").await.is_none(), "no marker");
+}
+
+// --- idempotent side effects -------------------------------------------------------
+
+fn charge_hash(quantity: i64) -> PayloadHash {
+    PayloadHash::of_fields(
+        &json!({"id": "o-1", "quantity": quantity, "sent_at": 123}),
+        &["/id", "/quantity"],
+    )
+}
+
+#[tokio::test]
+async fn a_crashed_attempt_locks_its_key_only_until_its_deadline() {
+    // Given an invocation that took the key and died mid-effect (deadline in 2 s)
+    let orders = Orders::new().await;
+    let effects = IdempotentEffects::new(orders.clients.dynamodb.clone(), &orders.table);
+    let hash = charge_hash(4);
+    let crashed = tokio::time::timeout(
+        Duration::from_millis(300),
+        effects.run(
+            "charge-o-1",
+            &hash,
+            Deadline::after(Duration::from_secs(2)),
+            std::future::pending::<Result<u32, std::io::Error>>,
+        ),
+    )
+    .await;
+    assert!(crashed.is_err(), "the attempt never finished");
+    let calls = AtomicU32::new(0);
+    let effect = || async {
+        calls.fetch_add(1, Ordering::SeqCst);
+        Ok::<u32, std::io::Error>(1100)
+    };
+    // When a duplicate arrives before that deadline
+    let early = effects
+        .run(
+            "charge-o-1",
+            &hash,
+            Deadline::after(Duration::from_secs(30)),
+            effect,
+        )
+        .await;
+    // Then it is refused as in progress, retryable, without running the effect
+    match &early {
+        Err(e @ IdempotencyError::InProgress { .. }) => assert!(e.is_retryable()),
+        other => panic!("expected in progress, got {other:?}"),
+    }
+    assert_eq!(calls.load(Ordering::SeqCst), 0);
+    // And once the deadline has passed, a retry runs it
+    tokio::time::sleep(Duration::from_millis(2200)).await;
+    let late = effects
+        .run(
+            "charge-o-1",
+            &hash,
+            Deadline::after(Duration::from_secs(30)),
+            effect,
+        )
+        .await;
+    assert_eq!(late.unwrap(), Effect::Ran(1100));
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+}
+
+#[tokio::test]
+async fn a_completed_effect_answers_duplicates_with_its_stored_result() {
+    // Given an effect that completed
+    let orders = Orders::new().await;
+    let effects = IdempotentEffects::new(orders.clients.dynamodb.clone(), &orders.table);
+    let calls = AtomicU32::new(0);
+    let effect = || async {
+        let n = calls.fetch_add(1, Ordering::SeqCst);
+        Ok::<_, std::io::Error>(json!({"receipt": format!("r-{n}")}))
+    };
+    let deadline = Deadline::after(Duration::from_secs(30));
+    let first = effects
+        .run("charge-o-1", &charge_hash(4), deadline, effect)
+        .await;
+    assert_eq!(first.unwrap(), Effect::Ran(json!({"receipt": "r-0"})));
+    // When a duplicate arrives (a field outside the hash differs)
+    let hash = PayloadHash::of_fields(
+        &json!({"id": "o-1", "quantity": 4, "sent_at": 999}),
+        &["/id", "/quantity"],
+    );
+    let second = effects.run("charge-o-1", &hash, deadline, effect).await;
+    // Then it gets the stored result and the effect did not run again
+    assert_eq!(second.unwrap(), Effect::Replayed(json!({"receipt": "r-0"})));
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    let record = orders.order("IDEM#charge-o-1").await.expect("record");
+    assert_eq!(s(&record, "Status").as_deref(), Some("COMPLETED"));
+}
+
+#[tokio::test]
+async fn a_key_reused_with_different_content_is_refused() {
+    // Given a completed effect for a quantity of 4
+    let orders = Orders::new().await;
+    let effects = IdempotentEffects::new(orders.clients.dynamodb.clone(), &orders.table);
+    let deadline = Deadline::after(Duration::from_secs(30));
+    let ok = || async { Ok::<_, std::io::Error>(1) };
+    effects
+        .run("charge-o-1", &charge_hash(4), deadline, ok)
+        .await
+        .unwrap();
+    // When the same key comes with a quantity of 5
+    let calls = AtomicU32::new(0);
+    let reused = effects
+        .run("charge-o-1", &charge_hash(5), deadline, || async {
+            calls.fetch_add(1, Ordering::SeqCst);
+            Ok::<_, std::io::Error>(2)
+        })
+        .await;
+    // Then it is refused, permanently, and nothing ran
+    match &reused {
+        Err(e @ IdempotencyError::KeyReused { .. }) => assert!(!e.is_retryable()),
+        other => panic!("expected key reuse, got {other:?}"),
+    }
+    assert_eq!(calls.load(Ordering::SeqCst), 0);
+}
+
+#[tokio::test]
+async fn a_failed_effect_releases_its_key_so_a_retry_runs_it() {
+    // Given an effect that failed
+    let orders = Orders::new().await;
+    let effects = IdempotentEffects::new(orders.clients.dynamodb.clone(), &orders.table);
+    let deadline = Deadline::after(Duration::from_secs(30));
+    let failed = effects
+        .run("charge-o-1", &charge_hash(4), deadline, || async {
+            Err::<u32, _>(std::io::Error::other("payment API down"))
+        })
+        .await;
+    assert!(matches!(failed, Err(IdempotencyError::Effect { .. })));
+    // When the message is retried before the deadline
+    let retried = effects
+        .run("charge-o-1", &charge_hash(4), deadline, || async {
+            Ok::<u32, std::io::Error>(7)
+        })
+        .await;
+    // Then the effect runs
+    assert_eq!(retried.unwrap(), Effect::Ran(7));
+}
+
+#[tokio::test]
+async fn a_batch_reports_only_the_message_whose_effect_is_in_progress_elsewhere() {
+    // Given the effect helpers used from a batch, with one key already in progress
+    let orders = Orders::new().await;
+    let effects = IdempotentEffects::new(orders.clients.dynamodb.clone(), &orders.table);
+    let hash = charge_hash(4);
+    let _ = tokio::time::timeout(
+        Duration::from_millis(200),
+        effects.run(
+            "busy",
+            &hash,
+            Deadline::after(Duration::from_secs(60)),
+            std::future::pending::<Result<u32, std::io::Error>>,
+        ),
+    )
+    .await;
+    let busy = orders.send(r#"{"key":"busy"}"#).await;
+    orders.send(r#"{"key":"free"}"#).await;
+    let event = orders.receive().await;
+    // When the batch runs
+    let report = outbox_idempotency::BatchProcessor::new()
+        .run(&event, |m| {
+            let effects = &effects;
+            let hash = &hash;
+            async move {
+                let body: HashMap<String, String> = outbox_idempotency::parse_body(m)?;
+                let key = body.get("key").cloned().unwrap_or_default();
+                effects
+                    .run(
+                        &key,
+                        hash,
+                        Deadline::after(Duration::from_secs(60)),
+                        || async { Ok::<_, std::io::Error>(()) },
+                    )
+                    .await
+            }
+        })
+        .await;
+    // Then only the message whose key is in progress is reported
+    assert_eq!(report.failed_ids(), [busy.as_str()]);
+}
