@@ -46,9 +46,7 @@ pub async fn process_message(
     deps: &Deps,
 ) -> Result<OrderResult, IdempotencyError> {
     let order = Order::from(parse_body::<OrderJob>(msg)?);
-    let item = serde_dynamo::to_item(&order)
-        .map_err(|e| IdempotencyError::Invalid(format!("order item: {e}")))?;
-    let outcome = deps.guard.put(item).await?;
+    let outcome = deps.guard.put(&order).await?;
     Ok(OrderResult {
         id: order.id,
         quantity: order.quantity,

@@ -12,6 +12,7 @@ use crate::item::differing_attributes;
 use crate::{IdempotencyError, Item, Outcome, render_key};
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::types::ReturnValuesOnConditionCheckFailure;
+use serde::Serialize;
 
 /// Writes an item once per business key.
 #[derive(Debug, Clone)]
@@ -53,10 +54,19 @@ impl BusinessKeyGuard {
         &self.table
     }
 
+    /// Writes `value` (serialised with `serde_dynamo`) unless its key exists; see
+    /// [`put_item`](Self::put_item).
+    pub async fn put<T: Serialize>(&self, value: &T) -> Result<Outcome, IdempotencyError> {
+        let item = serde_dynamo::to_item(value).map_err(|e| {
+            IdempotencyError::Invalid(format!("the value is not a DynamoDB item: {e}"))
+        })?;
+        self.put_item(item).await
+    }
+
     /// Writes `item` unless its key exists. A stored item with the same details is a
     /// duplicate; with other details, a conflict carrying both versions. Every error
     /// other than `ConditionalCheckFailedException` propagates as it is.
-    pub async fn put(&self, item: Item) -> Result<Outcome, IdempotencyError> {
+    pub async fn put_item(&self, item: Item) -> Result<Outcome, IdempotencyError> {
         let key = match item.get(&self.key_attribute) {
             Some(v) => render_key(&self.key_attribute, v),
             None => {
