@@ -20,6 +20,9 @@
 //! What this cannot do: make the effect and the record atomic. If the function dies
 //! after the effect and before `COMPLETED` is written, the effect runs again after the
 //! lock expires; pass the idempotency key to the downstream API when it accepts one.
+//! The `COMPLETED` write is unconditional: with the lock set to the Lambda deadline, the
+//! holder cannot still be running when another invocation takes an expired key (Lambda
+//! stops it at that deadline), so there is no lease to lose.
 
 use crate::{IdempotencyError, Item, epoch_millis, epoch_seconds, render_key};
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
