@@ -100,13 +100,11 @@ impl Dice {
     }
 }
 
-/// A store that can "crash" before marking: it refuses the update and raises a flag
-/// the handler turns into a failed invocation.
+/// A store that "crashes" before marking when the invocation was chosen to crash:
+/// everything is published, nothing is marked, and the invocation fails.
 #[derive(Debug)]
 struct CrashingStore<S> {
     inner: S,
-    dice: Arc<Dice>,
-    p: f64,
     crashed: Arc<AtomicBool>,
 }
 
@@ -117,8 +115,7 @@ impl<S: OutboxStore> OutboxStore for CrashingStore<S> {
         sent_at_ms: i64,
         expires_at_s: i64,
     ) -> Result<MarkOutcome, StoreError> {
-        if self.crashed.load(Ordering::SeqCst) || self.dice.roll(self.p) {
-            self.crashed.store(true, Ordering::SeqCst);
+        if self.crashed.load(Ordering::SeqCst) {
             return Err(StoreError("injected crash between publish and mark".into()));
         }
         self.inner.mark_sent(key, sent_at_ms, expires_at_s).await
@@ -182,8 +179,6 @@ pub async fn run(
         sink: outbox::sqs::SqsSink::new(pipeline.sqs.clone()),
         store: CrashingStore {
             inner: outbox::dynamo::DynamoStore::new(pipeline.dynamodb.clone(), &table),
-            dice: dice.clone(),
-            p: opts.publisher_crash,
             crashed: crashed.clone(),
         },
         config,
@@ -272,6 +267,8 @@ pub async fn run(
             let publisher = &publisher;
             let crashed = crashed.clone();
             let crashes = crashes.clone();
+            // Each invocation crashes between publish and mark with this probability.
+            crashed.store(dice.roll(opts.publisher_crash), Ordering::SeqCst);
             async move {
                 let (response, _) = outbox::stream::handle_stream_event(publisher, &event).await;
                 if crashed.swap(false, Ordering::SeqCst) {
@@ -294,10 +291,17 @@ pub async fn run(
             last_print = Instant::now();
         }
         if done_producing.load(Ordering::SeqCst) && applied >= expected {
-            // One more round so late duplicates show up in the counts.
-            tokio::time::sleep(Duration::from_millis(300)).await;
-            mapping.poll(&handler).await.map_err(|e| e.to_string())?;
-            consumer.poll().await?;
+            // Drain what is still in flight (redelivered duplicates, messages hidden by
+            // a consumer crash) so the counts are complete and the queue ends empty.
+            let drain_until = Instant::now() + Duration::from_secs(15);
+            while Instant::now() < drain_until {
+                mapping.poll(&handler).await.map_err(|e| e.to_string())?;
+                consumer.poll().await?;
+                if consumer.queue_is_empty().await {
+                    break;
+                }
+                tokio::time::sleep(Duration::from_millis(250)).await;
+            }
             break;
         }
         if Instant::now() > deadline {
@@ -471,6 +475,30 @@ struct Consumer {
 }
 
 impl Consumer {
+    /// No message visible or in flight.
+    async fn queue_is_empty(&self) -> bool {
+        use aws_sdk_sqs::types::QueueAttributeName as A;
+        let Ok(out) = self
+            .sqs
+            .get_queue_attributes()
+            .queue_url(&self.queue)
+            .attribute_names(A::ApproximateNumberOfMessages)
+            .attribute_names(A::ApproximateNumberOfMessagesNotVisible)
+            .send()
+            .await
+        else {
+            return false;
+        };
+        let count = |a: A| {
+            out.attributes()
+                .and_then(|m| m.get(&a))
+                .and_then(|v| v.parse::<u64>().ok())
+                .unwrap_or(1)
+        };
+        count(A::ApproximateNumberOfMessages) == 0
+            && count(A::ApproximateNumberOfMessagesNotVisible) == 0
+    }
+
     async fn poll(&self) -> Result<(), String> {
         for _ in 0..20 {
             let out = self
@@ -526,7 +554,14 @@ impl Consumer {
                         {
                             self.duplicates.fetch_add(1, Ordering::SeqCst);
                         }
-                        _ => return Err(format!("put order {id}: {}", aws_smithy_types::error::display::DisplayErrorContext(&e))),
+                        Some(aws_sdk_dynamodb::operation::put_item::PutItemError::ConditionalCheckFailedException(_)) => {
+                            return Err(format!("order {id} already stored with different details: a conflict, never acknowledged"));
+                        }
+                        _ => {
+                            // Transient: leave the message for SQS to deliver again.
+                            tracing::warn!(order = id, error = %aws_smithy_types::error::display::DisplayErrorContext(&e), "storing the order failed; it will be redelivered");
+                            continue;
+                        }
                     },
                 }
                 if self.dice.roll(self.crash) {
@@ -534,14 +569,18 @@ impl Consumer {
                     self.crashes.fetch_add(1, Ordering::SeqCst);
                     continue;
                 }
-                if let Some(h) = m.receipt_handle() {
-                    self.sqs
+                if let Some(h) = m.receipt_handle()
+                    && let Err(e) = self
+                        .sqs
                         .delete_message()
                         .queue_url(&self.queue)
                         .receipt_handle(h)
                         .send()
                         .await
-                        .map_err(|e| format!("delete: {e}"))?;
+                {
+                    // Not fatal: the message comes back after its visibility timeout
+                    // and is recognised as a duplicate.
+                    tracing::warn!(error = %aws_smithy_types::error::display::DisplayErrorContext(&e), "delete failed");
                 }
             }
         }

@@ -7,6 +7,7 @@ pub mod aws;
 pub mod counter;
 pub mod demo;
 pub mod filter;
+pub mod ops;
 pub mod provision;
 pub mod runner;
 pub mod stream;
