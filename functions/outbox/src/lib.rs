@@ -14,6 +14,7 @@ pub mod config;
 pub mod dynamo;
 pub mod error;
 pub mod message;
+pub mod metrics;
 pub mod ports;
 pub mod producer;
 pub mod publish;
@@ -21,6 +22,7 @@ pub mod route;
 pub mod schema;
 pub mod sqs;
 pub mod stream;
+pub mod sweep;
 
 pub use config::PublisherConfig;
 pub use producer::{NewMessage, OutboxWriter, ProducerError};

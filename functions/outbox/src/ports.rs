@@ -71,3 +71,110 @@ pub trait OutboxStore: Send + Sync {
         failed_at_ms: i64,
     ) -> impl Future<Output = Result<MarkOutcome, StoreError>> + Send;
 }
+
+/// Where a paginated read stopped (DynamoDB's `LastEvaluatedKey`), opaque to the
+/// logic: hand it back to continue.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PageToken(pub serde_dynamo::Item);
+
+/// An item in the sweeper index whose due time has passed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DueKey {
+    /// Its primary key.
+    pub key: ItemKey,
+    /// Its `SweepDueAt` as read: the claim is conditional on it being unchanged.
+    pub due_at_ms: i64,
+}
+
+/// One page of a sweeper index query.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DuePage {
+    /// Due items, earliest first.
+    pub keys: Vec<DueKey>,
+    /// Where to continue, when there is more.
+    pub next: Option<PageToken>,
+    /// Index items the query read (its `ScannedCount`): what the query is billed for.
+    pub scanned: u64,
+}
+
+/// An outbox item written without the sweeper index attributes (a minimal producer).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnindexedItem {
+    /// Its primary key.
+    pub key: ItemKey,
+    /// Its `CreatedAt`, when the producer wrote one.
+    pub created_at_ms: Option<i64>,
+}
+
+/// One page of a scan for pending items outside the sweeper index.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScanPage {
+    /// Pending items without index attributes.
+    pub items: Vec<UnindexedItem>,
+    /// Where to continue, when there is more.
+    pub next: Option<PageToken>,
+    /// Table items the scan read (its `ScannedCount`), matching or not.
+    pub scanned: u64,
+}
+
+/// The result of a sweeper claim.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Claim {
+    /// The item was still `PENDING` and unchanged: it is ours until the new due time.
+    /// The full item as it is after the claim (`RetryCount` already incremented).
+    Claimed(serde_dynamo::Item),
+    /// Someone else finished or claimed it since the index was read. Not an error.
+    Lost,
+}
+
+/// What the sweeper needs from the table, beyond the publish path's state changes.
+pub trait SweepStore: Send + Sync {
+    /// Keys in index shard `shard` due at or before `due_by_ms`, earliest first, at
+    /// most `limit` of them.
+    fn due_page(
+        &self,
+        shard: &str,
+        due_by_ms: i64,
+        limit: i32,
+        start: Option<PageToken>,
+    ) -> impl Future<Output = Result<DuePage, StoreError>> + Send;
+
+    /// Claims an item for one attempt: only if it is still `PENDING` with `SweepDueAt`
+    /// = `seen_due_ms`, increments `RetryCount` and sets `SweepDueAt` to
+    /// `lease_until_ms`, returning the whole new item.
+    fn claim(
+        &self,
+        key: &ItemKey,
+        seen_due_ms: i64,
+        lease_until_ms: i64,
+    ) -> impl Future<Output = Result<Claim, StoreError>> + Send;
+
+    /// After a failed attempt: records `LastError` and the next due time, only if the
+    /// item is still `PENDING` under our claim (`SweepDueAt` = `claimed_due_ms`).
+    fn reschedule(
+        &self,
+        key: &ItemKey,
+        claimed_due_ms: i64,
+        next_due_ms: i64,
+        reason: &str,
+    ) -> impl Future<Output = Result<MarkOutcome, StoreError>> + Send;
+
+    /// One page of segment `segment` of `segments` of a parallel scan for `PENDING`
+    /// outbox items without index attributes; `limit` bounds the items read.
+    fn unindexed_page(
+        &self,
+        segment: u32,
+        segments: u32,
+        limit: i32,
+        start: Option<PageToken>,
+    ) -> impl Future<Output = Result<ScanPage, StoreError>> + Send;
+
+    /// Puts an unindexed item into the sweeper index, only if it is still `PENDING`
+    /// and still without index attributes.
+    fn adopt(
+        &self,
+        key: &ItemKey,
+        shard: &str,
+        due_ms: i64,
+    ) -> impl Future<Output = Result<MarkOutcome, StoreError>> + Send;
+}

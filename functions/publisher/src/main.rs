@@ -21,8 +21,12 @@ async fn main() -> Result<(), Error> {
     );
     let publisher = &publisher;
     lambda_runtime::run(service_fn(move |event: LambdaEvent<Event>| async move {
-        let (response, _summary) =
+        let (response, summary) =
             outbox::stream::handle_stream_event(publisher, &event.payload).await;
+        outbox::metrics::emit(
+            outbox::publish::now_ms(),
+            &outbox::metrics::publisher_metrics(&summary),
+        );
         Ok::<DynamoDbEventResponse, Error>(response)
     }))
     .await

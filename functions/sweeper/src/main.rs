@@ -1,0 +1,49 @@
+//! `outbox-sweeper`: on an EventBridge schedule, recovers the outbox messages the
+//! stream publisher did not finish (see `outbox::sweep`).
+//!
+//! Configuration is read and clients are built once, at start-up; a missing or
+//! malformed variable stops the function with a message naming it. The event itself
+//! carries nothing the sweep needs (any JSON is accepted, so a manual test invoke
+//! works too); the invocation's deadline sets the time budget.
+
+use lambda_runtime::{Error, LambdaEvent, service_fn};
+use outbox::metrics;
+use outbox::sweep::{AwsSweeper, SweepSummary, SweeperConfig, handle_scheduled_event};
+
+#[tokio::main]
+async fn main() -> Result<(), Error> {
+    init_tracing();
+    let config = SweeperConfig::from_env()
+        .inspect_err(|e| tracing::error!(error = %e, "bad configuration"))?;
+    let aws = aws_config::load_from_env().await;
+    let sweeper = AwsSweeper::from_clients(
+        config,
+        aws_sdk_dynamodb::Client::new(&aws),
+        aws_sdk_sqs::Client::new(&aws),
+    );
+    let sweeper = &sweeper;
+    lambda_runtime::run(service_fn(
+        move |event: LambdaEvent<serde_json::Value>| async move {
+            let summary = handle_scheduled_event(sweeper, event.context.deadline).await;
+            metrics::emit(
+                outbox::publish::now_ms(),
+                &metrics::sweeper_metrics(&summary),
+            );
+            Ok::<SweepSummary, Error>(summary)
+        },
+    ))
+    .await
+}
+
+/// JSON logs, one line per event, level from `RUST_LOG` (default `info`).
+fn init_tracing() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    tracing_subscriber::fmt()
+        .json()
+        .with_env_filter(filter)
+        .with_current_span(false)
+        .with_target(false)
+        .without_time()
+        .init();
+}

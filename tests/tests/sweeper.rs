@@ -1,0 +1,533 @@
+//! The sweeper against the emulator: stuck messages recovered through the same publish
+//! path, retries with growing delays, FAILED + dead-letter queue at the limit, races
+//! with the stream publisher, minimal producers in scan mode, redrive, and the cost of
+//! a sweep when nothing is stuck.
+//!
+//! Time is the sweep's own notion of now ([`Budget::for_window`]), so retries that
+//! would be minutes apart run back to back.
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
+use aws_sdk_dynamodb::types::{PutRequest, WriteRequest};
+use harness::{Item, Outbox, attr, clients, drain, endpoint, n, nv, s, sv, unique};
+use outbox::message::{ATTR_ERROR, ATTR_MESSAGE_ID, OutboundMessage};
+use outbox::ports::MessageSink;
+use outbox::publish::now_ms;
+use outbox::schema::{ItemKey, decode_message, derive_message_id, sweep_shard};
+use outbox::stream::handle_stream_event;
+use outbox::sweep::{AwsSweeper, Budget, ScanMode, SweepSummary, SweeperConfig};
+use outbox::{Destination, NewMessage, PublisherConfig, Routes};
+use outbox_local::aws::Clients;
+use outbox_local::ops::{self, Selection};
+use std::collections::{HashMap, HashSet};
+use std::time::Duration;
+
+/// Retry policy short enough to follow in a test.
+fn config(publisher: PublisherConfig) -> SweeperConfig {
+    let mut c = SweeperConfig::new(publisher);
+    c.max_attempts = 3;
+    c.grace = Duration::ZERO;
+    c.base_backoff = Duration::from_secs(2);
+    c.max_backoff = Duration::from_secs(60);
+    c
+}
+
+fn sweeper(clients: &Clients, config: SweeperConfig) -> AwsSweeper {
+    AwsSweeper::from_clients(config, clients.dynamodb.clone(), clients.sqs.clone())
+}
+
+/// A sweep at (virtual) time `now_ms` with 30 s of budget.
+async fn sweep_at(sweeper: &AwsSweeper, now_ms: i64) -> SweepSummary {
+    sweeper
+        .sweep(Budget::for_window(now_ms, Duration::from_secs(30)))
+        .await
+}
+
+/// An outbox item as the minimal boto3 producer writes it: no MessageId, no
+/// CreatedAt, no index attributes.
+fn boto3_item(pk: &str, sk: &str, topic: &str, payload: &str, status: &str) -> Item {
+    HashMap::from([
+        ("PK".to_owned(), sv(pk)),
+        ("SK".to_owned(), sv(sk)),
+        ("ItemType".to_owned(), sv("PENDING_MESSAGE")),
+        ("Topic".to_owned(), sv(topic)),
+        ("Payload".to_owned(), sv(payload)),
+        ("Status".to_owned(), sv(status)),
+        ("RetryCount".to_owned(), nv(0)),
+    ])
+}
+
+/// Writes items with BatchWriteItem, 25 per call, 8 calls at a time.
+async fn bulk_put(client: &aws_sdk_dynamodb::Client, table: &str, items: Vec<Item>) {
+    let mut tasks = tokio::task::JoinSet::new();
+    let chunks: Vec<Vec<Item>> = items.chunks(25).map(<[Item]>::to_vec).collect();
+    for group in chunks.chunks(chunks.len().div_ceil(8).max(1)) {
+        let client = client.clone();
+        let table = table.to_owned();
+        let group = group.to_vec();
+        tasks.spawn(async move {
+            for chunk in group {
+                let mut requests: Vec<WriteRequest> = chunk
+                    .into_iter()
+                    .map(|item| {
+                        WriteRequest::builder()
+                            .put_request(
+                                PutRequest::builder().set_item(Some(item)).build().unwrap(),
+                            )
+                            .build()
+                    })
+                    .collect();
+                while !requests.is_empty() {
+                    let out = client
+                        .batch_write_item()
+                        .request_items(&table, requests)
+                        .send()
+                        .await
+                        .expect("batch write");
+                    requests = out
+                        .unprocessed_items
+                        .and_then(|mut u| u.remove(&table))
+                        .unwrap_or_default();
+                }
+            }
+        });
+    }
+    while let Some(r) = tasks.join_next().await {
+        r.expect("writer task");
+    }
+}
+
+#[tokio::test]
+async fn a_message_published_before_a_crash_but_never_marked_is_swept_and_marked_sent() {
+    // Given a committed message, due for the sweeper, that the publisher sent to the
+    // queue and then crashed before marking it
+    let ob = Outbox::new().await;
+    let committed = ob
+        .writer()
+        .sweep_grace(Duration::ZERO)
+        .commit(
+            vec![],
+            &[NewMessage::new("USER#1", "orders", r#"{"order":1}"#)],
+        )
+        .await
+        .expect("commit");
+    let sk = &committed.sort_keys[0];
+    let stored = ob.item("USER#1", sk).await.expect("item");
+    let msg = decode_message(stored.into(), None).expect("decodes");
+    let dest = Destination::sqs(&ob.queue.url);
+    let out = OutboundMessage::for_destination(&msg, &dest);
+    outbox::sqs::SqsSink::new(ob.clients.sqs.clone())
+        .send_batch(&dest, &[&out])
+        .await
+        .expect("publish before the crash");
+    // And another message, written with the default one-minute grace: not stuck yet
+    let fresh = ob
+        .writer()
+        .commit(vec![], &[NewMessage::new("USER#2", "orders", "{}")])
+        .await
+        .expect("commit");
+
+    // When the sweeper runs
+    let summary = sweep_at(&sweeper(&ob.clients, config(ob.config())), now_ms()).await;
+
+    // Then it found and republished only the stuck one, and marked it SENT
+    assert_eq!(
+        (
+            summary.found,
+            summary.claimed,
+            summary.published,
+            summary.marked
+        ),
+        (1, 1, 1, 1),
+        "{summary:?}"
+    );
+    assert_eq!(
+        summary.index_items_read, 1,
+        "the query reads only the due key"
+    );
+    let item = ob.item("USER#1", sk).await.expect("item");
+    assert_eq!(s(&item, "Status").as_deref(), Some("SENT"));
+    assert_eq!(n(&item, "RetryCount"), Some(1));
+    assert!(n(&item, "SentAt").is_some() && n(&item, "ExpiresAt").is_some());
+    assert!(!item.contains_key("SweepShard") && !item.contains_key("SweepDueAt"));
+    // And consumers see the same message id twice (at-least-once; they deduplicate)
+    let msgs = drain(&ob.clients.sqs, &ob.queue.url).await;
+    let ids: Vec<Option<String>> = msgs.iter().map(|m| attr(m, ATTR_MESSAGE_ID)).collect();
+    assert_eq!(ids, vec![Some(msg.message_id.clone()); 2]);
+    // And the message still in its grace period was not touched
+    let untouched = ob.item("USER#2", &fresh.sort_keys[0]).await.expect("item");
+    assert_eq!(s(&untouched, "Status").as_deref(), Some("PENDING"));
+    assert_eq!(n(&untouched, "RetryCount"), Some(0));
+}
+
+#[tokio::test]
+async fn a_failing_destination_is_retried_with_growing_delays_then_failed_and_dead_lettered() {
+    // Given `orders` routed to a queue that does not exist
+    let ob = Outbox::new().await;
+    let missing = format!("{}/123456789012/{}", endpoint(), unique("no-such-queue"));
+    let mut publisher = ob.config();
+    publisher.routes = Routes::new([("orders".to_owned(), Destination::sqs(&missing))], None);
+    let sweeper = sweeper(&ob.clients, config(publisher));
+    let payload = r#"{"order":42,"note":"intact"}"#;
+    let committed = ob
+        .writer()
+        .sweep_grace(Duration::ZERO)
+        .commit(vec![], &[NewMessage::new("ORDER#42", "orders", payload)])
+        .await
+        .expect("commit");
+    let sk = committed.sort_keys[0].clone();
+
+    // When the sweeper runs each time the message comes due, three times (the limit)
+    let mut now = now_ms();
+    let mut delays = Vec::new();
+    for attempt in 1..=3 {
+        let summary = sweep_at(&sweeper, now).await;
+        assert_eq!(
+            (summary.claimed, summary.retried, summary.published),
+            (1, 1, 0),
+            "attempt {attempt}: {summary:?}"
+        );
+        let item = ob.item("ORDER#42", &sk).await.expect("item");
+        // Then each attempt is counted, its reason recorded, the next one scheduled
+        assert_eq!(s(&item, "Status").as_deref(), Some("PENDING"));
+        assert_eq!(n(&item, "RetryCount"), Some(attempt));
+        let reason = s(&item, "LastError").expect("LastError");
+        assert!(reason.contains("sending to sqs:"), "{reason}");
+        let due = n(&item, "SweepDueAt").expect("still in the index");
+        let delay = due - now;
+        let full = 2_000 * (1 << (attempt - 1));
+        assert!(
+            (full / 2..=full).contains(&delay),
+            "attempt {attempt}: delay {delay} ms outside [{}, {full}]",
+            full / 2
+        );
+        // And nothing happens before it is due
+        let early = sweep_at(&sweeper, due - 1).await;
+        assert_eq!(early.found, 0, "{early:?}");
+        delays.push(delay);
+        now = due;
+    }
+    assert!(delays.windows(2).all(|w| w[0] < w[1]), "{delays:?}");
+
+    // When it comes due once more, past the limit
+    let summary = sweep_at(&sweeper, now).await;
+    // Then it is FAILED with the reason, out of the index, and its payload is on the
+    // dead-letter queue with the reason attached
+    assert_eq!((summary.claimed, summary.failed), (1, 1), "{summary:?}");
+    let item = ob.item("ORDER#42", &sk).await.expect("item");
+    assert_eq!(s(&item, "Status").as_deref(), Some("FAILED"));
+    let reason = s(&item, "LastError").expect("LastError");
+    assert!(
+        reason.starts_with("gave up after 3 attempts: sending to sqs:"),
+        "{reason}"
+    );
+    assert!(!item.contains_key("SweepShard") && !item.contains_key("SweepDueAt"));
+    let dead = drain(&ob.clients.sqs, &ob.dlq_url).await;
+    assert_eq!(dead.len(), 1);
+    assert_eq!(dead[0].body(), Some(payload));
+    assert_eq!(
+        attr(&dead[0], ATTR_ERROR).as_deref(),
+        Some(reason.chars().take(1000).collect::<String>().as_str())
+    );
+    assert_eq!(
+        attr(&dead[0], ATTR_MESSAGE_ID).as_deref(),
+        Some(committed.message_ids[0].as_str())
+    );
+    // And later sweeps leave it alone
+    assert_eq!(sweep_at(&sweeper, now + 3_600_000).await.found, 0);
+}
+
+#[tokio::test]
+async fn the_sweeper_and_the_publisher_racing_on_the_same_items_finish_each_exactly_once() {
+    // Given 30 messages over 6 aggregates and both destinations, already due
+    let mut ob = Outbox::new().await;
+    let messages: Vec<NewMessage> = (0..30)
+        .map(|i| {
+            NewMessage::new(
+                format!("ACCOUNT#{}", i % 6),
+                if i % 2 == 0 { "orders" } else { "ledger" },
+                format!(r#"{{"n":{i}}}"#),
+            )
+        })
+        .collect();
+    let mut keys = Vec::new();
+    for chunk in messages.chunks(10) {
+        let c = ob
+            .writer()
+            .sweep_grace(Duration::ZERO)
+            .commit(vec![], chunk)
+            .await
+            .expect("commit");
+        keys.extend(
+            chunk
+                .iter()
+                .zip(c.sort_keys)
+                .map(|(m, sk)| (m.aggregate.clone(), sk)),
+        );
+    }
+    let event = ob.filtered_event().await;
+    assert_eq!(event.records.len(), 30);
+
+    // When the stream publisher and the sweeper work on them at the same time
+    let publisher = ob.publisher();
+    let sweeper = sweeper(&ob.clients, config(ob.config()));
+    let ((response, published), swept) = tokio::join!(
+        handle_stream_event(&publisher, &event),
+        sweep_at(&sweeper, now_ms())
+    );
+
+    // Then every item is SENT, out of the index, and exactly one of them marked it
+    assert!(response.batch_item_failures.is_empty());
+    for (pk, sk) in &keys {
+        let item = ob.item(pk, sk).await.expect("item");
+        assert_eq!(s(&item, "Status").as_deref(), Some("SENT"), "{pk} {sk}");
+        assert!(!item.contains_key("SweepShard") && !item.contains_key("SweepDueAt"));
+        assert!(!item.contains_key("LastError"), "{item:?}");
+    }
+    let marked_by_publisher = published.sent - published.unmarked;
+    assert_eq!(
+        marked_by_publisher + swept.marked,
+        30,
+        "publisher {published:?}, sweeper {swept:?}"
+    );
+    assert_eq!(swept.failed + published.dead_lettered, 0);
+    // And every message reached its queue (duplicates allowed, nothing lost, nothing
+    // dead-lettered)
+    let mut ids = HashSet::new();
+    for url in [&ob.queue.url, &ob.fifo.url] {
+        for m in drain(&ob.clients.sqs, url).await {
+            ids.insert(attr(&m, ATTR_MESSAGE_ID).expect("id"));
+        }
+    }
+    assert_eq!(ids.len(), 30);
+    assert!(drain(&ob.clients.sqs, &ob.dlq_url).await.is_empty());
+}
+
+#[tokio::test]
+async fn items_of_a_minimal_producer_are_recovered_only_in_scan_mode() {
+    // Given two pending items written like the boto3 producer (no index attributes)
+    // and one it wrote already SENT
+    let ob = Outbox::new().await;
+    let pending = [
+        ("USER#123", "MESSAGE#PROFILE_UPDATED#1698765432"),
+        ("USER#456", "MESSAGE#PROFILE_UPDATED#1698765433"),
+    ];
+    for (pk, sk) in pending {
+        ob.put_raw(boto3_item(pk, sk, "orders", r#"{"user":1}"#, "PENDING"))
+            .await;
+    }
+    ob.put_raw(boto3_item(
+        "USER#789",
+        "MESSAGE#PROFILE_UPDATED#1",
+        "orders",
+        "{}",
+        "SENT",
+    ))
+    .await;
+
+    // When the sweeper runs with scan mode off
+    let off = sweep_at(&sweeper(&ob.clients, config(ob.config())), now_ms()).await;
+    // Then it does not see them: they are not in the sparse index
+    assert_eq!((off.found, off.adopted, off.scan_items_read), (0, 0, 0));
+    for (pk, sk) in pending {
+        let item = ob.item(pk, sk).await.expect("item");
+        assert_eq!(s(&item, "Status").as_deref(), Some("PENDING"));
+    }
+
+    // When it runs with scan mode on
+    let mut cfg = config(ob.config());
+    cfg.scan_mode = ScanMode::On;
+    let on_sweeper = sweeper(&ob.clients, cfg);
+    let on = sweep_at(&on_sweeper, now_ms()).await;
+    // Then it adopts both into the index and publishes them in the same run
+    assert_eq!(on.adopted, 2, "{on:?}");
+    assert_eq!((on.found, on.published, on.marked), (2, 2, 2), "{on:?}");
+    assert!(on.scan_items_read >= 3, "{on:?}");
+    for (pk, sk) in pending {
+        let item = ob.item(pk, sk).await.expect("item");
+        assert_eq!(s(&item, "Status").as_deref(), Some("SENT"));
+        assert!(!item.contains_key("SweepShard"));
+    }
+    let msgs = drain(&ob.clients.sqs, &ob.queue.url).await;
+    let ids: HashSet<String> = msgs
+        .iter()
+        .filter_map(|m| attr(m, ATTR_MESSAGE_ID))
+        .collect();
+    let expected: HashSet<String> = pending
+        .iter()
+        .map(|(pk, sk)| {
+            derive_message_id(&ItemKey {
+                pk: (*pk).into(),
+                sk: (*sk).into(),
+            })
+        })
+        .collect();
+    assert_eq!(ids, expected);
+    // And the already-SENT item was left as it was
+    let sent = ob
+        .item("USER#789", "MESSAGE#PROFILE_UPDATED#1")
+        .await
+        .expect("item");
+    assert!(!sent.contains_key("SweepShard"));
+    // And the next run has nothing left to adopt
+    let again = sweep_at(&on_sweeper, now_ms()).await;
+    assert_eq!((again.adopted, again.found), (0, 0), "{again:?}");
+}
+
+#[tokio::test]
+async fn redriven_failed_messages_are_republished_once_and_end_sent() {
+    // Given two messages on a topic with no route: the sweeper gives up on them
+    let ob = Outbox::new().await;
+    let committed = ob
+        .writer()
+        .sweep_grace(Duration::ZERO)
+        .commit(
+            vec![],
+            &[
+                NewMessage::new("REFUND#1", "refunds", r#"{"refund":1}"#),
+                NewMessage::new("REFUND#2", "refunds", r#"{"refund":2}"#),
+            ],
+        )
+        .await
+        .expect("commit");
+    let first = sweep_at(&sweeper(&ob.clients, config(ob.config())), now_ms()).await;
+    assert_eq!(first.failed, 2, "{first:?}");
+    drain(&ob.clients.sqs, &ob.dlq_url).await;
+    let db = &ob.clients.dynamodb;
+
+    // Then the operator sees them with their reason
+    let failed = ops::failed(db, &ob.table, Some("refunds"))
+        .await
+        .expect("failed");
+    assert_eq!(failed.len(), 2);
+    assert!(
+        failed.iter().all(|f| f
+            .last_error
+            .as_deref()
+            .is_some_and(|e| e.contains("no route for topic `refunds`"))),
+        "{failed:?}"
+    );
+    let status = ops::status(db, &ob.table, now_ms()).await.expect("status");
+    assert_eq!(status.counts.get("FAILED"), Some(&2));
+
+    // When the route is fixed and one message is redriven by key, the other by topic
+    let mut fixed = ob.config();
+    fixed.routes = Routes::new(
+        [("refunds".to_owned(), Destination::sqs(&ob.queue.url))],
+        None,
+    );
+    let fixed_sweeper = sweeper(&ob.clients, config(fixed));
+    let by_key = ops::redrive(
+        db,
+        &ob.table,
+        Selection::Keys(vec![ItemKey {
+            pk: "REFUND#1".into(),
+            sk: committed.sort_keys[0].clone(),
+        }]),
+        now_ms(),
+    )
+    .await
+    .expect("redrive");
+    assert_eq!(by_key.redriven.len(), 1);
+    let by_topic = ops::redrive(db, &ob.table, Selection::Topic("refunds".into()), now_ms())
+        .await
+        .expect("redrive");
+    assert_eq!(by_topic.redriven.len(), 1, "only the one still FAILED");
+    // Then they are PENDING with a fresh budget, back in the index, without the old reason
+    for (pk, sk) in [("REFUND#1", 0), ("REFUND#2", 1)] {
+        let item = ob.item(pk, &committed.sort_keys[sk]).await.expect("item");
+        assert_eq!(s(&item, "Status").as_deref(), Some("PENDING"));
+        assert_eq!(n(&item, "RetryCount"), Some(0));
+        assert_eq!(s(&item, "SweepShard"), Some(sweep_shard(pk)));
+        assert!(!item.contains_key("LastError") && !item.contains_key("FailedAt"));
+    }
+    // And a second redrive of the same key changes nothing
+    let again = ops::redrive(db, &ob.table, Selection::All, now_ms())
+        .await
+        .expect("redrive");
+    assert!(again.redriven.is_empty());
+
+    // When the sweeper runs
+    let summary = sweep_at(&fixed_sweeper, now_ms()).await;
+    // Then both are published once and SENT
+    assert_eq!((summary.published, summary.marked), (2, 2), "{summary:?}");
+    let msgs = drain(&ob.clients.sqs, &ob.queue.url).await;
+    let mut ids: Vec<String> = msgs
+        .iter()
+        .filter_map(|m| attr(m, ATTR_MESSAGE_ID))
+        .collect();
+    ids.sort();
+    let mut expected = committed.message_ids.clone();
+    expected.sort();
+    assert_eq!(ids, expected, "each consumed once");
+    for (pk, sk) in [("REFUND#1", 0), ("REFUND#2", 1)] {
+        let item = ob.item(pk, &committed.sort_keys[sk]).await.expect("item");
+        assert_eq!(s(&item, "Status").as_deref(), Some("SENT"));
+    }
+    let status = ops::status(db, &ob.table, now_ms()).await.expect("status");
+    assert_eq!(status.counts.get("SENT"), Some(&2));
+    assert_eq!(status.counts.get("FAILED"), None);
+}
+
+#[tokio::test]
+async fn a_sweep_over_ten_thousand_sent_items_with_nothing_stuck_reads_no_table_item() {
+    // Given 10,000 SENT items (as the publisher leaves them: no index attributes) and
+    // 40 pending ones not due for an hour (in the index, not stuck)
+    let ob = Outbox::new().await;
+    let now = now_ms();
+    let mut items: Vec<Item> = (0..10_000)
+        .map(|i| {
+            let mut item = boto3_item(
+                &format!("ORDER#{i}"),
+                &format!("MESSAGE#ORDER_PLACED#{i:05}"),
+                "orders",
+                r#"{"order":"placed"}"#,
+                "SENT",
+            );
+            item.insert("SentAt".into(), nv(now));
+            item
+        })
+        .collect();
+    for i in 0..40 {
+        let pk = format!("LATER#{i}");
+        let mut item = boto3_item(&pk, "MESSAGE#LATER#1", "orders", "{}", "PENDING");
+        item.insert("SweepShard".into(), sv(&sweep_shard(&pk)));
+        item.insert("SweepDueAt".into(), nv(now + 3_600_000));
+        items.push(item);
+    }
+    bulk_put(&ob.clients.dynamodb, &ob.table, items).await;
+
+    // And the emulator keeps the index sparse: only the 40 items with its keys are in it
+    let mut in_index = 0;
+    for shard in outbox::schema::all_sweep_shards() {
+        let out = ob
+            .clients
+            .dynamodb
+            .query()
+            .table_name(&ob.table)
+            .index_name(outbox::schema::SWEEP_INDEX)
+            .key_condition_expression("SweepShard = :s")
+            .expression_attribute_values(":s", sv(&shard))
+            .send()
+            .await
+            .expect("query");
+        in_index += out.count();
+    }
+    assert_eq!(in_index, 40);
+
+    // When the sweeper runs on its own clients, counting every request
+    let own = clients().await;
+    let summary = sweep_at(&sweeper(&own, config(ob.config())), now_ms()).await;
+
+    // Then it made 16 index queries that read nothing, and no other request
+    assert_eq!(summary.index_queries, 16, "{summary:?}");
+    assert_eq!(summary.index_items_read, 0, "{summary:?}");
+    assert_eq!(summary.scan_items_read, 0);
+    assert_eq!(summary.found, 0);
+    assert_eq!(
+        own.counter.of(&["Query"]),
+        16,
+        "{:?}",
+        own.counter.by_operation()
+    );
+    assert_eq!(own.counter.total(), 16, "{:?}", own.counter.by_operation());
+}
