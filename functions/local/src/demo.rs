@@ -6,6 +6,7 @@
 use crate::aws::Clients;
 use crate::provision;
 use crate::runner::{MappingSettings, StreamMapping};
+use crate::sqs_runner::SqsMapping;
 use crate::stream::StreamReader;
 use aws_lambda_events::event::streams::DynamoDbEventResponse;
 use aws_sdk_dynamodb::types::{AttributeValue, ConditionCheck, Put, TransactWriteItem};
@@ -17,6 +18,10 @@ use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+/// How long after its commit a message becomes the sweeper's to recover, in the demo
+/// (production default: one minute).
+const SWEEP_GRACE: Duration = Duration::from_secs(3);
 
 /// Demo settings.
 #[derive(Debug, Clone)]
@@ -67,6 +72,8 @@ pub struct DemoReport {
     pub failed: usize,
     /// Injected crashes.
     pub crashes: usize,
+    /// Messages the sweeper recovered (published after the stream path missed them).
+    pub recovered: usize,
     /// Commit → publish latency percentiles (p50, p95, p99), milliseconds.
     pub latency_ms: (i64, i64, i64),
     /// AWS requests by the publisher per published message.
@@ -173,6 +180,26 @@ pub async fn run(
         dead_letter: Destination::sqs(&outbox_dlq),
         ttl_days: 7,
     };
+    let mut sweeper_config = outbox::sweep::SweeperConfig::new(config.clone());
+    sweeper_config.grace = SWEEP_GRACE;
+    sweeper_config.base_backoff = Duration::from_secs(2);
+    sweeper_config.max_backoff = Duration::from_secs(10);
+    let sweeper = outbox::sweep::AwsSweeper::from_clients(
+        sweeper_config,
+        pipeline.dynamodb.clone(),
+        pipeline.sqs.clone(),
+    );
+    let recovered = AtomicU64::new(0);
+    let sweep = || async {
+        let summary = sweeper
+            .sweep(outbox::sweep::Budget::for_window(
+                outbox::publish::now_ms(),
+                Duration::from_secs(2),
+            ))
+            .await;
+        recovered.fetch_add(summary.published as u64, Ordering::SeqCst);
+    };
+    let mut last_sweep = Instant::now();
     let dice = Arc::new(Dice::new(0x5eed_0b0c));
     let crashed = Arc::new(AtomicBool::new(false));
     let publisher = Publisher {
@@ -183,6 +210,7 @@ pub async fn run(
         },
         config,
     };
+    let fence = crate::runner::Fence::default();
     let mut mapping = StreamMapping::new(
         StreamReader::new(
             producer.streams.clone(),
@@ -190,7 +218,8 @@ pub async fn run(
             producer.region.clone(),
         ),
         MappingSettings::default(),
-    );
+    )
+    .with_fence(fence.clone());
     let crashes = Arc::new(AtomicU64::new(0));
     let committed = Arc::new(Mutex::new(HashMap::<String, i64>::new()));
     let rolled_back = Arc::new(Mutex::new(HashSet::<String>::new()));
@@ -198,12 +227,15 @@ pub async fn run(
 
     // Producer
     let producer_task = {
-        let writer = outbox::OutboxWriter::new(producer.dynamodb.clone(), &table);
+        // A short grace so the sweeper's recoveries show within the demo.
+        let writer =
+            outbox::OutboxWriter::new(producer.dynamodb.clone(), &table).sweep_grace(SWEEP_GRACE);
         let (committed, rolled_back, done) = (
             committed.clone(),
             rolled_back.clone(),
             done_producing.clone(),
         );
+        let fence = fence.clone();
         let (orders, rate, every, table) =
             (opts.orders, opts.rate, opts.rollback_every, table.clone());
         tokio::spawn(async move {
@@ -222,13 +254,17 @@ pub async fn run(
                     business.push(never(&table));
                 }
                 let payload = serde_json::json!({"id": id, "quantity": quantity}).to_string();
-                match writer
-                    .commit(
-                        business,
-                        &[NewMessage::new(format!("ORDER#{id}"), "orders", payload)],
-                    )
-                    .await
-                {
+                let result = {
+                    // See `runner::Fence`: no stream read while a transaction is open.
+                    let _fence = fence.lock().await;
+                    writer
+                        .commit(
+                            business,
+                            &[NewMessage::new(format!("ORDER#{id}"), "orders", payload)],
+                        )
+                        .await
+                };
+                match result {
                     Ok(_) => {
                         if let Ok(mut c) = committed.lock() {
                             c.insert(id, quantity);
@@ -247,17 +283,51 @@ pub async fn run(
         })
     };
 
-    // Consumer
-    let consumer = Consumer {
-        sqs: pipeline.sqs.clone(),
-        dynamodb: pipeline.dynamodb.clone(),
-        queue: queue.url.clone(),
-        table: orders_table.clone(),
-        dice: dice.clone(),
-        crash: opts.consumer_crash,
-        applied: AtomicU64::new(0),
-        duplicates: AtomicU64::new(0),
-        crashes: crashes.clone(),
+    // Consumer: the reference orders-consumer handler behind a local SQS mapping.
+    let queue_arn = provision::queue_arn(&producer.sqs, &queue.url)
+        .await
+        .map_err(|e| e.to_string())?;
+    let sqs_mapping = SqsMapping::new(
+        pipeline.sqs.clone(),
+        &queue.url,
+        queue_arn,
+        pipeline.region.clone(),
+        10,
+    );
+    let consumer_deps = orders_consumer::Deps::new(
+        pipeline.dynamodb.clone(),
+        &orders_consumer::Config {
+            table_name: orders_table.clone(),
+        },
+    );
+    let applied = AtomicU64::new(0);
+    let duplicates = AtomicU64::new(0);
+    let consumer = |event: aws_lambda_events::event::sqs::SqsEvent| {
+        let (deps, applied, duplicates, crashes, dice) =
+            (&consumer_deps, &applied, &duplicates, &crashes, &dice);
+        let crash = dice.roll(opts.consumer_crash);
+        async move {
+            let report = orders_consumer::handle(&event, deps).await;
+            for r in report
+                .outcomes
+                .iter()
+                .filter_map(|o| o.result.as_ref().ok())
+            {
+                if r.processed {
+                    applied.fetch_add(1, Ordering::SeqCst);
+                }
+                if r.duplicate {
+                    duplicates.fetch_add(1, Ordering::SeqCst);
+                }
+            }
+            if crash {
+                // Effects applied, then the invocation dies before Lambda deletes the
+                // messages: SQS delivers them again.
+                crashes.fetch_add(1, Ordering::SeqCst);
+                return Err("injected consumer crash".to_owned());
+            }
+            Ok(report.response())
+        }
     };
 
     let mut last_print = Instant::now();
@@ -279,25 +349,32 @@ pub async fn run(
             }
         };
         mapping.poll(&handler).await.map_err(|e| e.to_string())?;
-        consumer.poll().await?;
+        sqs_mapping.drain(&consumer, 20).await?;
+        if last_sweep.elapsed() >= Duration::from_secs(1) {
+            sweep().await;
+            last_sweep = Instant::now();
+        }
         let expected = committed.lock().map(|c| c.len()).unwrap_or(0);
-        let applied = consumer.applied.load(Ordering::SeqCst) as usize;
+        let applied_now = applied.load(Ordering::SeqCst) as usize;
         if opts.progress && last_print.elapsed() > Duration::from_millis(500) {
             eprint!(
-                "\rcommitted {expected:>5}  consumed {applied:>5}  duplicates suppressed {:>4}  crashes {:>3}   ",
-                consumer.duplicates.load(Ordering::SeqCst),
+                "\rcommitted {expected:>5}  consumed {applied_now:>5}  duplicates suppressed {:>4}  crashes {:>3}   ",
+                duplicates.load(Ordering::SeqCst),
                 crashes.load(Ordering::SeqCst)
             );
             last_print = Instant::now();
         }
-        if done_producing.load(Ordering::SeqCst) && applied >= expected {
+        if done_producing.load(Ordering::SeqCst) && applied_now >= expected {
             // Drain what is still in flight (redelivered duplicates, messages hidden by
             // a consumer crash) so the counts are complete and the queue ends empty.
-            let drain_until = Instant::now() + Duration::from_secs(15);
+            let drain_until = Instant::now() + Duration::from_secs(30);
             while Instant::now() < drain_until {
                 mapping.poll(&handler).await.map_err(|e| e.to_string())?;
-                consumer.poll().await?;
-                if consumer.queue_is_empty().await {
+                sqs_mapping.drain(&consumer, 20).await?;
+                sweep().await;
+                if queue_is_empty(&pipeline.sqs, &queue.url).await
+                    && pending_count(&producer.dynamodb, &table).await == Some(0)
+                {
                     break;
                 }
                 tokio::time::sleep(Duration::from_millis(250)).await;
@@ -323,9 +400,10 @@ pub async fn run(
     let mut report = DemoReport {
         committed: committed.len(),
         rolled_back: rolled_back.len(),
-        consumed: consumer.applied.load(Ordering::SeqCst) as usize,
-        duplicates: consumer.duplicates.load(Ordering::SeqCst) as usize,
+        consumed: applied.load(Ordering::SeqCst) as usize,
+        duplicates: duplicates.load(Ordering::SeqCst) as usize,
         crashes: crashes.load(Ordering::SeqCst) as usize,
+        recovered: recovered.load(Ordering::SeqCst) as usize,
         ..DemoReport::default()
     };
     let mut latencies = Vec::new();
@@ -432,6 +510,7 @@ impl DemoReport {
             self.duplicates
         ));
         out.push_str(&format!("injected crashes            {}\n", self.crashes));
+        out.push_str(&format!("recovered by the sweeper    {}\n", self.recovered));
         out.push_str(&format!(
             "commit -> publish latency   p50 {} ms, p95 {} ms, p99 {} ms\n",
             self.latency_ms.0, self.latency_ms.1, self.latency_ms.2
@@ -455,136 +534,6 @@ impl DemoReport {
             }
         }
         out
-    }
-}
-
-/// A minimal idempotent order consumer (the business-key guard of the lab): a
-/// conditional put on the order id; a refused condition with the same details is a
-/// duplicate, acknowledged without effect.
-#[derive(Debug)]
-struct Consumer {
-    sqs: aws_sdk_sqs::Client,
-    dynamodb: aws_sdk_dynamodb::Client,
-    queue: String,
-    table: String,
-    dice: Arc<Dice>,
-    crash: f64,
-    applied: AtomicU64,
-    duplicates: AtomicU64,
-    crashes: Arc<AtomicU64>,
-}
-
-impl Consumer {
-    /// No message visible or in flight.
-    async fn queue_is_empty(&self) -> bool {
-        use aws_sdk_sqs::types::QueueAttributeName as A;
-        let Ok(out) = self
-            .sqs
-            .get_queue_attributes()
-            .queue_url(&self.queue)
-            .attribute_names(A::ApproximateNumberOfMessages)
-            .attribute_names(A::ApproximateNumberOfMessagesNotVisible)
-            .send()
-            .await
-        else {
-            return false;
-        };
-        let count = |a: A| {
-            out.attributes()
-                .and_then(|m| m.get(&a))
-                .and_then(|v| v.parse::<u64>().ok())
-                .unwrap_or(1)
-        };
-        count(A::ApproximateNumberOfMessages) == 0
-            && count(A::ApproximateNumberOfMessagesNotVisible) == 0
-    }
-
-    async fn poll(&self) -> Result<(), String> {
-        for _ in 0..20 {
-            let out = self
-                .sqs
-                .receive_message()
-                .queue_url(&self.queue)
-                .max_number_of_messages(10)
-                .send()
-                .await
-                .map_err(|e| {
-                    format!(
-                        "receive: {}",
-                        aws_smithy_types::error::display::DisplayErrorContext(&e)
-                    )
-                })?;
-            let messages = out.messages.unwrap_or_default();
-            if messages.is_empty() {
-                return Ok(());
-            }
-            for m in messages {
-                let Some(body) = m.body() else { continue };
-                let order: serde_json::Value =
-                    serde_json::from_str(body).map_err(|e| format!("bad order body: {e}"))?;
-                let (Some(id), Some(q)) = (order["id"].as_str(), order["quantity"].as_i64()) else {
-                    return Err(format!("bad order body: {body}"));
-                };
-                let item = HashMap::from([
-                    ("id".to_owned(), AttributeValue::S(id.to_owned())),
-                    ("quantity".to_owned(), AttributeValue::N(q.to_string())),
-                    (
-                        "total_cents".to_owned(),
-                        AttributeValue::N((q * 250 + 100).to_string()),
-                    ),
-                ]);
-                let result = self
-                    .dynamodb
-                    .put_item()
-                    .table_name(&self.table)
-                    .set_item(Some(item.clone()))
-                    .condition_expression("attribute_not_exists(id)")
-                    .return_values_on_condition_check_failure(
-                        aws_sdk_dynamodb::types::ReturnValuesOnConditionCheckFailure::AllOld,
-                    )
-                    .send()
-                    .await;
-                match result {
-                    Ok(_) => {
-                        self.applied.fetch_add(1, Ordering::SeqCst);
-                    }
-                    Err(e) => match e.as_service_error() {
-                        Some(aws_sdk_dynamodb::operation::put_item::PutItemError::ConditionalCheckFailedException(c))
-                            if c.item() == Some(&item) =>
-                        {
-                            self.duplicates.fetch_add(1, Ordering::SeqCst);
-                        }
-                        Some(aws_sdk_dynamodb::operation::put_item::PutItemError::ConditionalCheckFailedException(_)) => {
-                            return Err(format!("order {id} already stored with different details: a conflict, never acknowledged"));
-                        }
-                        _ => {
-                            // Transient: leave the message for SQS to deliver again.
-                            tracing::warn!(order = id, error = %aws_smithy_types::error::display::DisplayErrorContext(&e), "storing the order failed; it will be redelivered");
-                            continue;
-                        }
-                    },
-                }
-                if self.dice.roll(self.crash) {
-                    // Crash before the delete: SQS delivers the message again.
-                    self.crashes.fetch_add(1, Ordering::SeqCst);
-                    continue;
-                }
-                if let Some(h) = m.receipt_handle()
-                    && let Err(e) = self
-                        .sqs
-                        .delete_message()
-                        .queue_url(&self.queue)
-                        .receipt_handle(h)
-                        .send()
-                        .await
-                {
-                    // Not fatal: the message comes back after its visibility timeout
-                    // and is recognised as a duplicate.
-                    tracing::warn!(error = %aws_smithy_types::error::display::DisplayErrorContext(&e), "delete failed");
-                }
-            }
-        }
-        Ok(())
     }
 }
 
@@ -658,4 +607,41 @@ fn uuid_suffix() -> String {
         .map(|d| d.as_nanos())
         .unwrap_or(0);
     format!("{:x}", nanos & 0xffff_ffff_ffff)
+}
+
+/// No message visible or in flight.
+async fn queue_is_empty(sqs: &aws_sdk_sqs::Client, url: &str) -> bool {
+    use aws_sdk_sqs::types::QueueAttributeName as A;
+    let Ok(out) = sqs
+        .get_queue_attributes()
+        .queue_url(url)
+        .attribute_names(A::ApproximateNumberOfMessages)
+        .attribute_names(A::ApproximateNumberOfMessagesNotVisible)
+        .send()
+        .await
+    else {
+        return false;
+    };
+    let count = |a: A| {
+        out.attributes()
+            .and_then(|m| m.get(&a))
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(1)
+    };
+    count(A::ApproximateNumberOfMessages) == 0
+        && count(A::ApproximateNumberOfMessagesNotVisible) == 0
+}
+
+/// Outbox items still `PENDING` (a scan: the demo's tables are small).
+async fn pending_count(client: &aws_sdk_dynamodb::Client, table: &str) -> Option<usize> {
+    let items = scan_all(client, table).await.ok()?;
+    Some(
+        items
+            .iter()
+            .filter(|i| {
+                s(i, "ItemType").as_deref() == Some("PENDING_MESSAGE")
+                    && s(i, "Status").as_deref() == Some("PENDING")
+            })
+            .count(),
+    )
 }

@@ -10,4 +10,5 @@ pub mod filter;
 pub mod ops;
 pub mod provision;
 pub mod runner;
+pub mod sqs_runner;
 pub mod stream;

@@ -51,7 +51,16 @@ pub struct StreamMapping {
     filter: FilterCriteria,
     settings: MappingSettings,
     attempts: HashMap<String, u32>,
+    fence: Option<Fence>,
 }
+
+/// Serialises stream reads with writers' transactions, against an emulator quirk:
+/// moto applies a transaction's writes (and appends their stream records) before it
+/// checks the remaining conditions, then restores the whole table — stream included —
+/// when one fails. A read in that window sees records of a transaction that never
+/// committed, and later records reuse their sequence numbers. Real DynamoDB has no
+/// such window. Writers in the same process hold the fence while they commit.
+pub type Fence = std::sync::Arc<tokio::sync::Mutex<()>>;
 
 impl StreamMapping {
     /// A mapping over `reader` with the outbox's deployed filter.
@@ -61,7 +70,14 @@ impl StreamMapping {
             filter: FilterCriteria::outbox(),
             settings,
             attempts: HashMap::new(),
+            fence: None,
         }
+    }
+
+    /// Holds `fence` while reading the stream (see [`Fence`]).
+    pub fn with_fence(mut self, fence: Fence) -> Self {
+        self.fence = Some(fence);
+        self
     }
 
     /// Starts from the end of the stream (Lambda's `LATEST`).
@@ -79,7 +95,14 @@ impl StreamMapping {
     {
         let mut stats = PollStats::default();
         let limit = i32::try_from(self.settings.batch_size.max(1) * 10).unwrap_or(1000);
-        for (shard, records) in self.reader.read(limit).await? {
+        let shards = {
+            let _guard = match &self.fence {
+                Some(f) => Some(f.lock().await),
+                None => None,
+            };
+            self.reader.read(limit).await?
+        };
+        for (shard, records) in shards {
             stats.read += records.len();
             let mut rest: &[EventRecord] = &records;
             while !rest.is_empty() {
