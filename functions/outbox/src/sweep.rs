@@ -832,4 +832,393 @@ mod tests {
         let err = SweeperConfig::from_lookup(lookup(&GOOD[1..])).expect_err("no table");
         assert!(err.to_string().contains("OUTBOX_TABLE_NAME"), "{err}");
     }
+
+    /// The publish path and the sweep against in-memory fakes: the logic only (the
+    /// conditional writes themselves are tested against the emulator).
+    mod logic {
+        use super::*;
+        use crate::message::{ATTR_ERROR, OutboundMessage};
+        use crate::ports::{DuePage, EntryResult, ScanPage, SendError};
+        use crate::route::{Destination, Routes};
+        use serde_dynamo::AttributeValue as Av;
+        use std::collections::BTreeMap;
+
+        #[derive(Debug, Clone)]
+        struct Stored {
+            status: &'static str,
+            retry: u32,
+            due: Option<i64>,
+            last_error: Option<String>,
+            topic: Option<String>,
+            payload: String,
+            created: i64,
+        }
+
+        #[derive(Default)]
+        struct Store {
+            items: Mutex<BTreeMap<ItemKey, Stored>>,
+        }
+
+        impl Store {
+            fn put(&self, pk: &str, sk: &str, stored: Stored) {
+                self.items.lock().expect("lock").insert(
+                    ItemKey {
+                        pk: pk.into(),
+                        sk: sk.into(),
+                    },
+                    stored,
+                );
+            }
+            fn get(&self, pk: &str, sk: &str) -> Stored {
+                self.items.lock().expect("lock")[&ItemKey {
+                    pk: pk.into(),
+                    sk: sk.into(),
+                }]
+                    .clone()
+            }
+            fn set(&self, key: &ItemKey, f: impl FnOnce(&mut Stored) -> bool) -> MarkOutcome {
+                let mut items = self.items.lock().expect("lock");
+                match items.get_mut(key) {
+                    Some(item) if item.status == "PENDING" => {
+                        if f(item) {
+                            MarkOutcome::Marked
+                        } else {
+                            MarkOutcome::AlreadyFinished
+                        }
+                    }
+                    _ => MarkOutcome::AlreadyFinished,
+                }
+            }
+        }
+
+        impl OutboxStore for Store {
+            async fn mark_sent(
+                &self,
+                key: &ItemKey,
+                _: i64,
+                _: i64,
+            ) -> Result<MarkOutcome, StoreError> {
+                Ok(self.set(key, |i| {
+                    i.status = "SENT";
+                    i.due = None;
+                    true
+                }))
+            }
+            async fn mark_failed(
+                &self,
+                key: &ItemKey,
+                reason: &str,
+                _: i64,
+            ) -> Result<MarkOutcome, StoreError> {
+                Ok(self.set(key, |i| {
+                    i.status = "FAILED";
+                    i.due = None;
+                    i.last_error = Some(reason.to_owned());
+                    true
+                }))
+            }
+        }
+
+        impl SweepStore for Store {
+            async fn due_page(
+                &self,
+                shard: &str,
+                due_by_ms: i64,
+                _: i32,
+                _: Option<PageToken>,
+            ) -> Result<DuePage, StoreError> {
+                let items = self.items.lock().expect("lock");
+                let keys: Vec<DueKey> = items
+                    .iter()
+                    .filter(|(k, _)| sweep_shard(&k.pk) == shard)
+                    .filter_map(|(k, i)| {
+                        i.due.filter(|d| *d <= due_by_ms).map(|d| DueKey {
+                            key: k.clone(),
+                            due_at_ms: d,
+                        })
+                    })
+                    .collect();
+                Ok(DuePage {
+                    scanned: keys.len() as u64,
+                    keys,
+                    next: None,
+                })
+            }
+            async fn claim(
+                &self,
+                key: &ItemKey,
+                seen: i64,
+                lease: i64,
+            ) -> Result<Claim, StoreError> {
+                let mut items = self.items.lock().expect("lock");
+                let Some(i) = items.get_mut(key) else {
+                    return Ok(Claim::Lost);
+                };
+                if i.status != "PENDING" || i.due != Some(seen) {
+                    return Ok(Claim::Lost);
+                }
+                i.retry += 1;
+                i.due = Some(lease);
+                let mut map = HashMap::from([
+                    ("PK".to_owned(), Av::S(key.pk.clone())),
+                    ("SK".to_owned(), Av::S(key.sk.clone())),
+                    ("Payload".to_owned(), Av::S(i.payload.clone())),
+                    ("RetryCount".to_owned(), Av::N(i.retry.to_string())),
+                    ("CreatedAt".to_owned(), Av::N(i.created.to_string())),
+                ]);
+                if let Some(t) = &i.topic {
+                    map.insert("Topic".to_owned(), Av::S(t.clone()));
+                }
+                if let Some(e) = &i.last_error {
+                    map.insert("LastError".to_owned(), Av::S(e.clone()));
+                }
+                Ok(Claim::Claimed(map.into()))
+            }
+            async fn reschedule(
+                &self,
+                key: &ItemKey,
+                claimed: i64,
+                next: i64,
+                reason: &str,
+            ) -> Result<MarkOutcome, StoreError> {
+                Ok(self.set(key, |i| {
+                    if i.due != Some(claimed) {
+                        return false;
+                    }
+                    i.due = Some(next);
+                    i.last_error = Some(reason.to_owned());
+                    true
+                }))
+            }
+            async fn unindexed_page(
+                &self,
+                _: u32,
+                _: u32,
+                _: i32,
+                _: Option<PageToken>,
+            ) -> Result<ScanPage, StoreError> {
+                Ok(ScanPage {
+                    items: Vec::new(),
+                    next: None,
+                    scanned: 0,
+                })
+            }
+            async fn adopt(&self, _: &ItemKey, _: &str, _: i64) -> Result<MarkOutcome, StoreError> {
+                Ok(MarkOutcome::AlreadyFinished)
+            }
+        }
+
+        /// Records what is sent; every entry to `https://q/down` fails transiently.
+        #[derive(Default)]
+        struct Sink {
+            sent: Mutex<Vec<(String, OutboundMessage)>>,
+        }
+
+        impl MessageSink for Sink {
+            async fn send_batch(
+                &self,
+                destination: &Destination,
+                messages: &[&OutboundMessage],
+            ) -> Result<Vec<EntryResult>, SendError> {
+                let dest = destination.to_string();
+                if dest.contains("down") {
+                    return Err(SendError("Throttled".into()));
+                }
+                let mut sent = self.sent.lock().expect("lock");
+                sent.extend(messages.iter().map(|m| (dest.clone(), (*m).clone())));
+                Ok(vec![EntryResult::Sent; messages.len()])
+            }
+        }
+
+        fn sweeper() -> Sweeper<Sink, Store> {
+            let publisher_config = PublisherConfig {
+                table_name: "t".into(),
+                routes: Routes::new(
+                    [
+                        ("up".to_owned(), Destination::sqs("https://q/up")),
+                        ("down".to_owned(), Destination::sqs("https://q/down")),
+                    ],
+                    None,
+                ),
+                dead_letter: Destination::sqs("https://q/dlq"),
+                ttl_days: 7,
+            };
+            let mut config = SweeperConfig::new(publisher_config.clone());
+            config.max_attempts = 3;
+            Sweeper::new(
+                Publisher {
+                    sink: Sink::default(),
+                    store: Store::default(),
+                    config: publisher_config,
+                },
+                config,
+            )
+        }
+
+        fn pending(topic: &str, retry: u32, due: i64, created: i64) -> Stored {
+            Stored {
+                status: "PENDING",
+                retry,
+                due: Some(due),
+                last_error: None,
+                topic: Some(topic.to_owned()),
+                payload: format!("payload-{created}"),
+                created,
+            }
+        }
+
+        const NOW: i64 = 1_000_000;
+
+        async fn run(sw: &Sweeper<Sink, Store>, window: Duration) -> SweepSummary {
+            sw.sweep(Budget::for_window(NOW, window)).await
+        }
+
+        fn sent_to(sw: &Sweeper<Sink, Store>, dest: &str) -> Vec<OutboundMessage> {
+            sw.publisher
+                .sink
+                .sent
+                .lock()
+                .expect("lock")
+                .iter()
+                .filter(|(d, _)| d.contains(dest))
+                .map(|(_, m)| m.clone())
+                .collect()
+        }
+
+        #[tokio::test]
+        async fn only_due_items_are_taken_and_a_sent_one_is_marked() {
+            let sw = sweeper();
+            sw.publisher
+                .store
+                .put("A", "1", pending("up", 0, NOW - 1, 1));
+            sw.publisher
+                .store
+                .put("B", "1", pending("up", 0, NOW + 1, 2));
+            let summary = run(&sw, Duration::from_secs(5)).await;
+            assert_eq!(
+                (summary.found, summary.published, summary.marked),
+                (1, 1, 1)
+            );
+            assert_eq!(sw.publisher.store.get("A", "1").status, "SENT");
+            assert_eq!(sw.publisher.store.get("A", "1").retry, 1);
+            assert_eq!(sw.publisher.store.get("B", "1").retry, 0);
+            assert_eq!(summary.oldest_pending_age_ms, Some(NOW - 1));
+        }
+
+        #[tokio::test]
+        async fn a_transient_failure_records_the_reason_and_backs_off() {
+            let sw = sweeper();
+            sw.publisher.store.put("A", "1", pending("down", 1, NOW, 1));
+            let summary = run(&sw, Duration::from_secs(5)).await;
+            assert_eq!((summary.claimed, summary.retried), (1, 1), "{summary:?}");
+            let item = sw.publisher.store.get("A", "1");
+            assert_eq!((item.status, item.retry), ("PENDING", 2));
+            assert!(
+                item.last_error
+                    .as_deref()
+                    .is_some_and(|e| e.contains("Throttled"))
+            );
+            let key = ItemKey {
+                pk: "A".into(),
+                sk: "1".into(),
+            };
+            let expected = backoff(
+                2,
+                sw.config.base_backoff,
+                sw.config.max_backoff,
+                jitter_of(&key, 2),
+            );
+            assert_eq!(item.due, Some(NOW + millis(expected)));
+        }
+
+        #[tokio::test]
+        async fn past_the_limit_the_item_is_dead_lettered_with_its_last_error_not_sent() {
+            let sw = sweeper();
+            let mut item = pending("up", 3, NOW, 1);
+            item.last_error = Some("sending to sqs:x failed: Throttled".into());
+            sw.publisher.store.put("A", "1", item);
+            let summary = run(&sw, Duration::from_secs(5)).await;
+            assert_eq!((summary.failed, summary.published), (1, 0), "{summary:?}");
+            assert!(sent_to(&sw, "up").is_empty());
+            let dead = sent_to(&sw, "dlq");
+            assert_eq!(dead.len(), 1);
+            assert_eq!(dead[0].body, "payload-1");
+            let reason = "gave up after 3 attempts: sending to sqs:x failed: Throttled";
+            assert!(
+                dead[0]
+                    .attributes
+                    .iter()
+                    .any(|(n, v)| *n == ATTR_ERROR && v.text() == reason)
+            );
+            let stored = sw.publisher.store.get("A", "1");
+            assert_eq!(stored.status, "FAILED");
+            assert_eq!(stored.last_error.as_deref(), Some(reason));
+            assert_eq!(stored.due, None);
+        }
+
+        #[tokio::test]
+        async fn an_item_that_does_not_decode_is_dead_lettered_with_its_content() {
+            let sw = sweeper();
+            let mut item = pending("up", 0, NOW, 1);
+            item.topic = None;
+            sw.publisher.store.put("A", "1", item);
+            let summary = run(&sw, Duration::from_secs(5)).await;
+            assert_eq!(summary.failed, 1, "{summary:?}");
+            let dead = sent_to(&sw, "dlq");
+            assert!(dead[0].body.contains("payload-1"), "{:?}", dead[0].body);
+            let stored = sw.publisher.store.get("A", "1");
+            assert!(stored.last_error.is_some_and(|e| e.contains("Topic")));
+        }
+
+        #[tokio::test]
+        async fn a_later_message_waits_behind_a_failed_earlier_one_of_its_aggregate() {
+            let sw = sweeper();
+            sw.publisher
+                .store
+                .put("A", "1", pending("down", 0, NOW - 5, 1));
+            sw.publisher
+                .store
+                .put("A", "2", pending("up", 0, NOW - 9, 2));
+            let summary = run(&sw, Duration::from_secs(5)).await;
+            assert_eq!((summary.retried, summary.published), (2, 0), "{summary:?}");
+            assert!(
+                sent_to(&sw, "up").is_empty(),
+                "order kept: A/2 not sent before A/1"
+            );
+            let later = sw.publisher.store.get("A", "2");
+            assert!(
+                later
+                    .last_error
+                    .is_some_and(|e| e.contains("earlier message"))
+            );
+        }
+
+        #[tokio::test]
+        async fn an_item_changed_since_the_query_is_skipped() {
+            // A claim with a stale due time is refused, as the conditional update would.
+            let sw = sweeper();
+            sw.publisher.store.put("A", "1", pending("up", 0, NOW, 1));
+            let stale = DueKey {
+                key: ItemKey {
+                    pk: "A".into(),
+                    sk: "1".into(),
+                },
+                due_at_ms: NOW - 1,
+            };
+            let mut summary = SweepSummary::default();
+            let budget = Budget::for_window(NOW, Duration::from_secs(5));
+            sw.attempt(&[stale], &budget, &mut summary).await;
+            assert_eq!((summary.claimed, summary.skipped), (0, 1));
+            assert_eq!(sw.publisher.store.get("A", "1").retry, 0);
+        }
+
+        #[tokio::test]
+        async fn an_exhausted_budget_leaves_due_items_for_the_next_sweep() {
+            let sw = sweeper();
+            sw.publisher.store.put("A", "1", pending("up", 0, NOW, 1));
+            let summary = run(&sw, Duration::ZERO).await;
+            assert_eq!((summary.found, summary.claimed, summary.skipped), (1, 0, 1));
+            assert_eq!(sw.publisher.store.get("A", "1").status, "PENDING");
+        }
+    }
 }
