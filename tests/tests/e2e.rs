@@ -29,15 +29,24 @@ async fn hundreds_of_orders_keep_every_guarantee_through_publisher_and_consumer_
         progress: false,
     };
     // When 300 transactions run (30 of them rolled back on purpose)
-    let report = demo::run(&producer, &pipeline, &opts).await.expect("demo runs");
+    let report = demo::run(&producer, &pipeline, &opts)
+        .await
+        .expect("demo runs");
     // Then every guarantee held
     assert!(report.broken.is_empty(), "{}", report.render());
     assert_eq!(report.committed, 270);
     assert_eq!(report.rolled_back, 30);
     assert_eq!(report.published, 270, "every committed message ends SENT");
     assert_eq!(report.consumed, 270, "every effect applied exactly once");
-    assert!(report.crashes > 0, "crashes were injected: {}", report.render());
-    assert!(report.duplicates > 0, "crashes cause redeliveries the consumer suppresses");
+    assert!(
+        report.crashes > 0,
+        "crashes were injected: {}",
+        report.render()
+    );
+    assert!(
+        report.duplicates > 0,
+        "crashes cause redeliveries the consumer suppresses"
+    );
 }
 
 #[tokio::test]
@@ -50,11 +59,23 @@ async fn fifo_order_per_aggregate_holds_and_poison_stays_isolated_across_redeliv
     for n in 0..20u64 {
         for a in 0..5 {
             writer
-                .commit(vec![], &[NewMessage::new(format!("ACCOUNT#{a}"), "ledger", format!("{{\"n\":{n}}}")).sequence(n)])
+                .commit(
+                    vec![],
+                    &[
+                        NewMessage::new(format!("ACCOUNT#{a}"), "ledger", format!("{{\"n\":{n}}}"))
+                            .sequence(n),
+                    ],
+                )
                 .await
                 .expect("commit");
             if (n * 5 + a) % 15 == 14 {
-                writer.commit(vec![], &[NewMessage::new(format!("ACCOUNT#{a}"), "unrouted", "{}")]).await.expect("commit");
+                writer
+                    .commit(
+                        vec![],
+                        &[NewMessage::new(format!("ACCOUNT#{a}"), "unrouted", "{}")],
+                    )
+                    .await
+                    .expect("commit");
                 poison += 1;
             }
         }
@@ -63,8 +84,15 @@ async fn fifo_order_per_aggregate_holds_and_poison_stays_isolated_across_redeliv
     // invocations crash after publishing (Lambda delivers those batches again)
     let publisher = ob.publisher();
     let mut mapping = StreamMapping::new(
-        StreamReader::new(ob.clients.streams.clone(), ob.reader.stream_arn(), ob.clients.region.clone()),
-        MappingSettings { batch_size: 25, max_retry_attempts: 10 },
+        StreamReader::new(
+            ob.clients.streams.clone(),
+            ob.reader.stream_arn(),
+            ob.clients.region.clone(),
+        ),
+        MappingSettings {
+            batch_size: 25,
+            max_retry_attempts: 10,
+        },
     );
     let invocations = AtomicUsize::new(0);
     let handler = |event| {
@@ -89,7 +117,10 @@ async fn fifo_order_per_aggregate_holds_and_poison_stays_isolated_across_redeliv
     let mut by_group: BTreeMap<String, Vec<u64>> = BTreeMap::new();
     for m in &msgs {
         let group = system_attr(m, MessageSystemAttributeName::MessageGroupId).expect("group");
-        let seq: u64 = attr(m, ATTR_SEQUENCE).expect("sequence").parse().expect("number");
+        let seq: u64 = attr(m, ATTR_SEQUENCE)
+            .expect("sequence")
+            .parse()
+            .expect("number");
         by_group.entry(group).or_default().push(seq);
     }
     assert_eq!(by_group.len(), 5);
@@ -99,10 +130,23 @@ async fn fifo_order_per_aggregate_holds_and_poison_stays_isolated_across_redeliv
     // And every poison message is FAILED with a reason and on the dead-letter queue,
     // without holding back its aggregate
     let dead = drain(&ob.clients.sqs, &ob.dlq_url).await;
-    assert!(dead.len() >= poison, "{} dead letters for {poison} poison", dead.len());
-    assert!(dead.iter().all(|m| attr(m, ATTR_ERROR).is_some_and(|e| e.contains("no route"))));
+    assert!(
+        dead.len() >= poison,
+        "{} dead letters for {poison} poison",
+        dead.len()
+    );
+    assert!(
+        dead.iter()
+            .all(|m| attr(m, ATTR_ERROR).is_some_and(|e| e.contains("no route")))
+    );
     let items = ob.all_items().await;
-    let failed = items.iter().filter(|i| s(i, "Status").as_deref() == Some("FAILED")).count();
-    let sent = items.iter().filter(|i| s(i, "Status").as_deref() == Some("SENT")).count();
+    let failed = items
+        .iter()
+        .filter(|i| s(i, "Status").as_deref() == Some("FAILED"))
+        .count();
+    let sent = items
+        .iter()
+        .filter(|i| s(i, "Status").as_deref() == Some("SENT"))
+        .count();
     assert_eq!((sent, failed), (100, poison));
 }
