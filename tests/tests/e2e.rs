@@ -150,3 +150,44 @@ async fn fifo_order_per_aggregate_holds_and_poison_stays_isolated_across_redeliv
         .count();
     assert_eq!((sent, failed), (100, poison));
 }
+
+#[tokio::test]
+async fn the_runner_publishes_what_an_existing_table_holds_and_stops_when_told() {
+    // Given an existing outbox with committed messages
+    let ob = Outbox::new().await;
+    let c = ob
+        .writer()
+        .commit(
+            vec![],
+            &[
+                NewMessage::new("A", "orders", "{}"),
+                NewMessage::new("B", "orders", "{}"),
+            ],
+        )
+        .await
+        .expect("commit");
+    // When `outbox-local run` runs over it from the start of the stream for a moment
+    let config = ob.config();
+    let sweeper = outbox::sweep::SweeperConfig::new(config.clone());
+    let opts = outbox_local::run::RunOptions {
+        sweep_every: std::time::Duration::from_secs(1),
+        poll_every: std::time::Duration::from_millis(100),
+        from_start: true,
+        stop_after: Some(std::time::Duration::from_secs(2)),
+    };
+    outbox_local::run::run(
+        &ob.clients,
+        config,
+        sweeper,
+        MappingSettings::default(),
+        &opts,
+    )
+    .await
+    .expect("runs and stops");
+    // Then both messages are published and SENT
+    assert_eq!(drain(&ob.clients.sqs, &ob.queue.url).await.len(), 2);
+    for (pk, sk) in [("A", &c.sort_keys[0]), ("B", &c.sort_keys[1])] {
+        let item = ob.item(pk, sk).await.expect("item");
+        assert_eq!(s(&item, "Status").as_deref(), Some("SENT"));
+    }
+}

@@ -9,6 +9,7 @@ pub mod demo;
 pub mod filter;
 pub mod ops;
 pub mod provision;
+pub mod run;
 pub mod runner;
 pub mod sqs_runner;
 pub mod stream;

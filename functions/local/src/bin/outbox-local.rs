@@ -1,6 +1,8 @@
 //! `outbox-local`: run the outbox pipeline on this machine.
 //!
 //! `outbox-local demo` — the whole pipeline on the emulator, with a summary.
+//! `outbox-local run`  — the publisher and sweeper for an existing table (emulator or
+//! a real account), configured with the same environment variables as the Lambdas.
 
 use clap::{Parser, Subcommand};
 use outbox_local::aws::{Clients, sdk_config};
@@ -44,6 +46,26 @@ enum Command {
         #[arg(long)]
         quiet: bool,
     },
+    /// Run the publisher (behind a local stream event source mapping) and the sweeper
+    /// (on a timer) for an existing outbox table. Reads OUTBOX_TABLE_NAME,
+    /// OUTBOX_ROUTES, OUTBOX_DLQ_URL, ... exactly as the Lambda functions do.
+    Run {
+        /// Seconds between sweeps (0: no sweeper).
+        #[arg(long, default_value_t = 60)]
+        sweep_every: u64,
+        /// Milliseconds between stream polls.
+        #[arg(long, default_value_t = 250)]
+        poll_ms: u64,
+        /// Records per handler invocation (the mapping's BatchSize).
+        #[arg(long, default_value_t = 100)]
+        batch_size: usize,
+        /// Start at the oldest stream record instead of the newest.
+        #[arg(long)]
+        from_start: bool,
+        /// Stop after this many seconds (0: run until interrupted).
+        #[arg(long, default_value_t = 0)]
+        seconds: u64,
+    },
 }
 
 #[tokio::main]
@@ -58,6 +80,49 @@ async fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     let config = sdk_config(cli.endpoint.as_deref()).await;
     match cli.command {
+        Command::Run {
+            sweep_every,
+            poll_ms,
+            batch_size,
+            from_start,
+            seconds,
+        } => {
+            let clients = Clients::new(&config);
+            let settings = outbox_local::runner::MappingSettings {
+                batch_size,
+                ..Default::default()
+            };
+            let opts = outbox_local::run::RunOptions {
+                sweep_every: std::time::Duration::from_secs(sweep_every),
+                poll_every: std::time::Duration::from_millis(poll_ms),
+                from_start,
+                stop_after: (seconds > 0).then(|| std::time::Duration::from_secs(seconds)),
+            };
+            let configs = outbox::PublisherConfig::from_env()
+                .and_then(|p| outbox::sweep::SweeperConfig::from_env().map(|s| (p, s)));
+            let (publisher_config, sweeper_config) = match configs {
+                Ok(c) => c,
+                Err(e) => {
+                    eprintln!("outbox-local run: {e}");
+                    return std::process::ExitCode::FAILURE;
+                }
+            };
+            match outbox_local::run::run(
+                &clients,
+                publisher_config,
+                sweeper_config,
+                settings,
+                &opts,
+            )
+            .await
+            {
+                Ok(()) => std::process::ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("outbox-local run: {e}");
+                    std::process::ExitCode::FAILURE
+                }
+            }
+        }
         Command::Demo {
             orders,
             rate,
