@@ -102,11 +102,7 @@ impl Outbox {
     }
 
     pub fn publisher_with(&self, config: PublisherConfig) -> AwsPublisher {
-        AwsPublisher::from_clients(
-            config,
-            self.clients.dynamodb.clone(),
-            self.clients.sqs.clone(),
-        )
+        AwsPublisher::with_sink(config, self.clients.dynamodb.clone(), self.clients.sink())
     }
 
     pub fn writer(&self) -> outbox::OutboxWriter {

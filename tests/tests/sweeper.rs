@@ -115,7 +115,7 @@ async fn a_message_published_before_a_crash_but_never_marked_is_swept_and_marked
     let msg = decode_message(stored.into(), None).expect("decodes");
     let dest = Destination::sqs(&ob.queue.url);
     let out = OutboundMessage::for_destination(&msg, &dest);
-    outbox::sqs::SqsSink::new(ob.clients.sqs.clone())
+    outbox::sink::AwsSink::new(ob.clients.sqs.clone())
         .send_batch(&dest, &[&out])
         .await
         .expect("publish before the crash");

@@ -13,6 +13,10 @@ pub struct Clients {
     pub streams: aws_sdk_dynamodbstreams::Client,
     /// SQS.
     pub sqs: aws_sdk_sqs::Client,
+    /// SNS.
+    pub sns: aws_sdk_sns::Client,
+    /// EventBridge.
+    pub eventbridge: aws_sdk_eventbridge::Client,
     /// Requests sent by all of them.
     pub counter: RequestCounter,
     /// The region in use.
@@ -36,6 +40,13 @@ pub async fn sdk_config(endpoint: Option<&str>) -> SdkConfig {
 }
 
 impl Clients {
+    /// A sink reaching every kind of destination through these clients.
+    pub fn sink(&self) -> outbox::sink::AwsSink {
+        outbox::sink::AwsSink::new(self.sqs.clone())
+            .with_sns(self.sns.clone())
+            .with_eventbridge(self.eventbridge.clone())
+    }
+
     /// Builds every client once from `config`.
     pub fn new(config: &SdkConfig) -> Self {
         let counter = RequestCounter::new();
@@ -54,10 +65,22 @@ impl Clients {
                 .interceptor(counter.clone())
                 .build(),
         );
+        let sns = aws_sdk_sns::Client::from_conf(
+            aws_sdk_sns::config::Builder::from(config)
+                .interceptor(counter.clone())
+                .build(),
+        );
+        let eventbridge = aws_sdk_eventbridge::Client::from_conf(
+            aws_sdk_eventbridge::config::Builder::from(config)
+                .interceptor(counter.clone())
+                .build(),
+        );
         Clients {
             dynamodb,
             streams,
             sqs,
+            sns,
+            eventbridge,
             counter,
             region: config
                 .region()

@@ -203,7 +203,7 @@ pub async fn run(
     let dice = Arc::new(Dice::new(0x5eed_0b0c));
     let crashed = Arc::new(AtomicBool::new(false));
     let publisher = Publisher {
-        sink: outbox::sqs::SqsSink::new(pipeline.sqs.clone()),
+        sink: outbox::sink::AwsSink::new(pipeline.sqs.clone()),
         store: CrashingStore {
             inner: outbox::dynamo::DynamoStore::new(pipeline.dynamodb.clone(), &table),
             crashed: crashed.clone(),

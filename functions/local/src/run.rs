@@ -31,16 +31,9 @@ pub async fn run(
     opts: &RunOptions,
 ) -> Result<(), String> {
     let table = publisher_config.table_name.clone();
-    let publisher = AwsPublisher::from_clients(
-        publisher_config,
-        clients.dynamodb.clone(),
-        clients.sqs.clone(),
-    );
-    let sweeper = AwsSweeper::from_clients(
-        sweeper_config,
-        clients.dynamodb.clone(),
-        clients.sqs.clone(),
-    );
+    let publisher =
+        AwsPublisher::with_sink(publisher_config, clients.dynamodb.clone(), clients.sink());
+    let sweeper = AwsSweeper::with_sink(sweeper_config, clients.dynamodb.clone(), clients.sink());
     let stream_arn = StreamReader::stream_arn_of(&clients.dynamodb, &table)
         .await
         .map_err(|e| e.to_string())?;

@@ -13,6 +13,7 @@
 pub mod config;
 pub mod dynamo;
 pub mod error;
+pub mod eventbridge;
 pub mod message;
 pub mod metrics;
 pub mod ports;
@@ -20,6 +21,8 @@ pub mod producer;
 pub mod publish;
 pub mod route;
 pub mod schema;
+pub mod sink;
+pub mod sns;
 pub mod sqs;
 pub mod stream;
 pub mod sweep;
@@ -34,7 +37,7 @@ pub use route::{Destination, Routes};
 pub const STREAM_FILTER_JSON: &str = include_str!("../../../infra/stream-filter.json");
 
 /// The publisher as the Lambda binary and the local runner build it.
-pub type AwsPublisher = Publisher<sqs::SqsSink, dynamo::DynamoStore>;
+pub type AwsPublisher = Publisher<sink::AwsSink, dynamo::DynamoStore>;
 
 impl AwsPublisher {
     /// Builds the publisher from configuration and clients created once at start-up.
@@ -43,9 +46,18 @@ impl AwsPublisher {
         dynamodb: aws_sdk_dynamodb::Client,
         sqs_client: aws_sdk_sqs::Client,
     ) -> Self {
+        Self::with_sink(config, dynamodb, sink::AwsSink::new(sqs_client))
+    }
+
+    /// Builds the publisher with a sink that may also reach SNS and EventBridge.
+    pub fn with_sink(
+        config: PublisherConfig,
+        dynamodb: aws_sdk_dynamodb::Client,
+        sink: sink::AwsSink,
+    ) -> Self {
         Publisher {
             store: dynamo::DynamoStore::new(dynamodb, config.table_name.clone()),
-            sink: sqs::SqsSink::new(sqs_client),
+            sink,
             config,
         }
     }

@@ -102,6 +102,36 @@ impl OutboundMessage {
     }
 }
 
+/// The `Detail` of the EventBridge event for `m`: the outbox metadata (message id,
+/// topic, aggregate, created-at, sequence) under `outbox`, and the payload under
+/// `payload` — as JSON when it is JSON, else as a string, so nothing is refused.
+pub fn event_detail(m: &OutboundMessage) -> String {
+    let mut meta = serde_json::Map::new();
+    for (name, value) in &m.attributes {
+        let key = match *name {
+            ATTR_MESSAGE_ID => "messageId",
+            ATTR_TOPIC => "topic",
+            ATTR_AGGREGATE => "aggregate",
+            ATTR_CREATED_AT => "createdAt",
+            ATTR_SEQUENCE => "sequence",
+            ATTR_ERROR => "error",
+            ATTR_SK => "sk",
+            other => other,
+        };
+        let v = match value {
+            AttrValue::Number(n) => n
+                .parse::<i64>()
+                .map(serde_json::Value::from)
+                .unwrap_or_else(|_| serde_json::Value::String(n.clone())),
+            AttrValue::String(s) => serde_json::Value::String(s.clone()),
+        };
+        meta.insert(key.to_owned(), v);
+    }
+    let payload = serde_json::from_str::<serde_json::Value>(&m.body)
+        .unwrap_or_else(|_| serde_json::Value::String(m.body.clone()));
+    serde_json::json!({ "outbox": meta, "payload": payload }).to_string()
+}
+
 /// Characters SQS allows in a FIFO group or deduplication id.
 fn fifo_char_ok(c: char) -> bool {
     c.is_ascii_alphanumeric() || c.is_ascii_punctuation()
@@ -172,6 +202,24 @@ mod tests {
                 .map(|(n, v)| n.len() + v.data_type().len() + v.text().len())
                 .sum::<usize>();
         assert_eq!(out.size(), expected);
+    }
+
+    #[test]
+    fn event_details_carry_metadata_and_the_payload_as_json_or_text() {
+        let out =
+            OutboundMessage::for_destination(&msg("USER#1"), &Destination::sqs("https://q/x"));
+        let detail: serde_json::Value = serde_json::from_str(&event_detail(&out)).expect("json");
+        assert_eq!(detail["outbox"]["messageId"], "0190-abc");
+        assert_eq!(detail["outbox"]["aggregate"], "USER#1");
+        assert_eq!(detail["outbox"]["createdAt"], 1_700_000_000_000i64);
+        assert_eq!(detail["outbox"]["sequence"], 3);
+        assert_eq!(detail["payload"], serde_json::json!({"a": 1}));
+        let text = OutboundMessage {
+            body: "not json".into(),
+            ..out
+        };
+        let detail: serde_json::Value = serde_json::from_str(&event_detail(&text)).expect("json");
+        assert_eq!(detail["payload"], "not json");
     }
 
     #[test]

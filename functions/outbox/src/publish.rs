@@ -6,7 +6,7 @@
 use crate::config::PublisherConfig;
 use crate::message::{ATTR_ERROR, ATTR_SK, AttrValue, OutboundMessage};
 use crate::ports::{EntryResult, MarkOutcome, MessageSink, OutboxStore};
-use crate::route::{Destination, SQS_MAX_BATCH_BYTES, SQS_MAX_BATCH_ENTRIES};
+use crate::route::{Destination, SQS_MAX_BATCH_ENTRIES};
 use crate::schema::{ItemKey, OutboxMessage};
 use futures::StreamExt;
 use std::collections::{HashMap, HashSet};
@@ -171,7 +171,7 @@ pub fn plan(config: &PublisherConfig, items: &[WorkItem]) -> Plan {
             continue;
         };
         let outbound = OutboundMessage::for_destination(msg, dest);
-        let size = outbound.size();
+        let size = dest.message_size(&outbound);
         if size > dest.max_message_bytes() {
             plan.poison.push((
                 index,
@@ -201,7 +201,7 @@ pub fn plan(config: &PublisherConfig, items: &[WorkItem]) -> Plan {
             }
             let call = plan.rounds[r].entry(d).or_default();
             if call.entries.len() < SQS_MAX_BATCH_ENTRIES
-                && call.bytes + size <= SQS_MAX_BATCH_BYTES
+                && call.bytes + size <= dest.max_batch_bytes()
             {
                 call.bytes += size;
                 call.entries.push(Entry {
@@ -388,7 +388,7 @@ impl<K: MessageSink, S: OutboxStore> Publisher<K, S> {
         let dlq = &self.config.dead_letter;
         let mut out = Vec::with_capacity(poison.len());
         let mut copied: Vec<(usize, Poison)> = Vec::new();
-        for chunk in chunk_by_limits(&poison, |(_, p)| dead_letter_message(p, dlq)) {
+        for chunk in chunk_by_limits(dlq, &poison, |(_, p)| dead_letter_message(p, dlq)) {
             let (members, messages): (Vec<&(usize, Poison)>, Vec<OutboundMessage>) =
                 chunk.into_iter().unzip();
             let refs: Vec<&OutboundMessage> = messages.iter().collect();
@@ -538,19 +538,20 @@ pub fn dead_letter_message(p: &Poison, dlq: &Destination) -> OutboundMessage {
     }
 }
 
-/// Groups items into chunks of at most 10 entries and 1 MiB.
-fn chunk_by_limits<T>(
-    items: &[T],
+/// Groups items into chunks within `dest`'s batch limits (10 entries, its byte limit).
+fn chunk_by_limits<'a, T>(
+    dest: &Destination,
+    items: &'a [T],
     build: impl Fn(&T) -> OutboundMessage,
-) -> Vec<Vec<(&T, OutboundMessage)>> {
+) -> Vec<Vec<(&'a T, OutboundMessage)>> {
     let mut chunks: Vec<Vec<(&T, OutboundMessage)>> = Vec::new();
     let mut bytes = 0;
     for item in items {
         let m = build(item);
-        let size = m.size();
-        let full = chunks
-            .last()
-            .is_none_or(|c| c.len() >= SQS_MAX_BATCH_ENTRIES || bytes + size > SQS_MAX_BATCH_BYTES);
+        let size = dest.message_size(&m);
+        let full = chunks.last().is_none_or(|c| {
+            c.len() >= SQS_MAX_BATCH_ENTRIES || bytes + size > dest.max_batch_bytes()
+        });
         if full {
             chunks.push(Vec::new());
             bytes = 0;

@@ -7,10 +7,16 @@ use std::fmt;
 /// SQS's largest message (body plus attributes): 1 MiB. A queue may set a lower
 /// `MaximumMessageSize`; say so in the route.
 pub const SQS_MAX_MESSAGE_BYTES: usize = 1_048_576;
-/// Most entries in one `SendMessageBatch`.
+/// Most entries in one `SendMessageBatch`, `PublishBatch` or `PutEvents`.
 pub const SQS_MAX_BATCH_ENTRIES: usize = 10;
 /// Largest `SendMessageBatch` request payload (sum of its messages): 1 MiB.
 pub const SQS_MAX_BATCH_BYTES: usize = 1_048_576;
+/// SNS's largest message, and largest `PublishBatch` (sum of its messages): 256 KiB.
+pub const SNS_MAX_BYTES: usize = 262_144;
+/// EventBridge's largest `PutEvents` request (sum of its entries): 256 KiB.
+pub const EVENTBRIDGE_MAX_BYTES: usize = 262_144;
+/// `Source` of the events the outbox puts on an EventBridge bus, unless the route says.
+pub const DEFAULT_EVENT_SOURCE: &str = "dynamodb-outbox";
 
 /// Where messages of a topic are published.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -21,6 +27,20 @@ pub enum Destination {
         url: String,
         /// Largest message the queue accepts, in bytes.
         max_message_bytes: usize,
+    },
+    /// An SNS topic, by ARN. FIFO when the ARN ends in `.fifo`.
+    Sns {
+        /// Topic ARN.
+        arn: String,
+    },
+    /// An EventBridge event bus, by ARN. Each message becomes an event whose
+    /// `DetailType` is the topic and whose `Detail` carries the outbox metadata and
+    /// the payload.
+    EventBridge {
+        /// Event bus ARN.
+        bus: String,
+        /// The events' `Source`.
+        source: String,
     },
 }
 
@@ -37,20 +57,58 @@ impl Destination {
     pub fn is_fifo(&self) -> bool {
         match self {
             Destination::Sqs { url, .. } => url.ends_with(".fifo"),
+            Destination::Sns { arn } => arn.ends_with(".fifo"),
+            Destination::EventBridge { .. } => false,
         }
     }
 
-    /// Largest message the destination accepts.
+    /// Largest message the destination accepts, as [`Destination::message_size`] counts.
     pub fn max_message_bytes(&self) -> usize {
         match self {
             Destination::Sqs {
                 max_message_bytes, ..
             } => *max_message_bytes,
+            Destination::Sns { .. } => SNS_MAX_BYTES,
+            Destination::EventBridge { .. } => EVENTBRIDGE_MAX_BYTES,
         }
     }
 
-    /// Parses a destination string: an SQS queue URL.
+    /// Largest sum of message sizes in one batch call.
+    pub fn max_batch_bytes(&self) -> usize {
+        match self {
+            Destination::Sqs { .. } => SQS_MAX_BATCH_BYTES,
+            Destination::Sns { .. } => SNS_MAX_BYTES,
+            Destination::EventBridge { .. } => EVENTBRIDGE_MAX_BYTES,
+        }
+    }
+
+    /// The size of `m` as this destination counts it against its limits.
+    pub fn message_size(&self, m: &crate::message::OutboundMessage) -> usize {
+        match self {
+            Destination::Sqs { .. } | Destination::Sns { .. } => m.size(),
+            Destination::EventBridge { source, .. } => {
+                let topic = m
+                    .attributes
+                    .iter()
+                    .find(|(n, _)| *n == crate::message::ATTR_TOPIC)
+                    .map(|(_, v)| v.text().len())
+                    .unwrap_or(0);
+                source.len() + topic + crate::message::event_detail(m).len()
+            }
+        }
+    }
+
+    /// Parses a destination: an SQS queue URL, an SNS topic ARN or an EventBridge
+    /// event bus ARN.
     pub fn parse(text: &str, max_message_bytes: Option<usize>) -> Result<Self, RouteError> {
+        Self::parse_with(text, max_message_bytes, None)
+    }
+
+    fn parse_with(
+        text: &str,
+        max_message_bytes: Option<usize>,
+        source: Option<String>,
+    ) -> Result<Self, RouteError> {
         let text = text.trim();
         if text.starts_with("https://") || text.starts_with("http://") {
             let max = max_message_bytes.unwrap_or(SQS_MAX_MESSAGE_BYTES);
@@ -65,8 +123,26 @@ impl Destination {
                 max_message_bytes: max,
             });
         }
-        if text.starts_with("arn:aws:sns:") || text.starts_with("arn:aws:events:") {
-            return Err(RouteError::Unsupported(text.to_owned()));
+        let parts: Vec<&str> = text.split(':').collect();
+        if parts.len() >= 6 && parts[0] == "arn" {
+            let limited = |d: Destination| match max_message_bytes {
+                Some(_) => Err(RouteError::LimitNotSupported(text.to_owned())),
+                None => Ok(d),
+            };
+            match parts[2] {
+                "sns" if !parts[5].is_empty() => {
+                    return limited(Destination::Sns {
+                        arn: text.to_owned(),
+                    });
+                }
+                "events" if parts[5].starts_with("event-bus/") && parts[5].len() > 10 => {
+                    return limited(Destination::EventBridge {
+                        bus: text.to_owned(),
+                        source: source.unwrap_or_else(|| DEFAULT_EVENT_SOURCE.to_owned()),
+                    });
+                }
+                _ => {}
+            }
         }
         Err(RouteError::Unrecognised(text.to_owned()))
     }
@@ -76,6 +152,8 @@ impl fmt::Display for Destination {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Destination::Sqs { url, .. } => write!(f, "sqs:{url}"),
+            Destination::Sns { arn } => write!(f, "{arn}"),
+            Destination::EventBridge { bus, .. } => write!(f, "{bus}"),
         }
     }
 }
@@ -85,19 +163,19 @@ impl fmt::Display for Destination {
 pub enum RouteError {
     /// The routes text is not the expected JSON.
     #[error(
-        "routes must be a JSON object mapping a topic to a queue URL, or to {{\"destination\": URL, \"max_message_bytes\": N}}: {0}"
+        "routes must be a JSON object mapping a topic to a destination (SQS queue URL, SNS topic ARN, EventBridge bus ARN), or to {{\"destination\": ..., \"max_message_bytes\": N, \"source\": S}}: {0}"
     )]
     Json(String),
-    /// The destination is not a queue URL.
+    /// The destination is not a queue URL, topic ARN or event bus ARN.
     #[error(
-        "`{0}` is not a destination: use an SQS queue URL such as https://sqs.eu-west-1.amazonaws.com/123456789012/orders"
+        "`{0}` is not a destination: use an SQS queue URL (https://sqs.eu-west-1.amazonaws.com/123456789012/orders), an SNS topic ARN (arn:aws:sns:eu-west-1:123456789012:orders) or an EventBridge bus ARN (arn:aws:events:eu-west-1:123456789012:event-bus/orders)"
     )]
     Unrecognised(String),
-    /// SNS / EventBridge destinations are recognised but not built yet.
+    /// `max_message_bytes` on a destination whose limit is fixed.
     #[error(
-        "`{0}`: SNS and EventBridge destinations are not supported yet; route this topic to an SQS queue"
+        "`{0}`: max_message_bytes applies to SQS queues only (SNS and EventBridge limits are fixed at 256 KiB)"
     )]
-    Unsupported(String),
+    LimitNotSupported(String),
     /// A size limit outside what SQS allows.
     #[error(
         "max_message_bytes {max} for `{destination}` must be between 1 and {SQS_MAX_MESSAGE_BYTES}"
@@ -121,6 +199,8 @@ enum RouteSpec {
         destination: String,
         #[serde(default)]
         max_message_bytes: Option<usize>,
+        #[serde(default)]
+        source: Option<String>,
     },
 }
 
@@ -157,7 +237,8 @@ impl Routes {
                 RouteSpec::Detailed {
                     destination,
                     max_message_bytes,
-                } => Destination::parse(&destination, max_message_bytes)?,
+                    source,
+                } => Destination::parse_with(&destination, max_message_bytes, source)?,
             };
             by_topic.insert(topic, dest);
         }
@@ -203,6 +284,31 @@ mod tests {
     }
 
     #[test]
+    fn parses_sns_topics_and_eventbridge_buses() {
+        let routes = Routes::parse(
+            r#"{"a":"arn:aws:sns:eu-west-1:123456789012:orders","b":"arn:aws:sns:eu-west-1:123456789012:ledger.fifo","c":{"destination":"arn:aws:events:eu-west-1:123456789012:event-bus/shop","source":"shop.orders"}}"#,
+            None,
+        )
+        .expect("valid");
+        assert!(matches!(routes.resolve("a"), Some(Destination::Sns { .. })));
+        assert!(!routes.resolve("a").expect("a").is_fifo());
+        assert!(routes.resolve("b").expect("b").is_fifo());
+        assert_eq!(
+            routes.resolve("c"),
+            Some(&Destination::EventBridge {
+                bus: "arn:aws:events:eu-west-1:123456789012:event-bus/shop".into(),
+                source: "shop.orders".into()
+            })
+        );
+        let err = Routes::parse(
+            r#"{"a":{"destination":"arn:aws:sns:eu-west-1:1:t","max_message_bytes":100}}"#,
+            None,
+        )
+        .expect_err("fixed limit");
+        assert!(matches!(err, RouteError::LimitNotSupported(_)));
+    }
+
+    #[test]
     fn unknown_topic_without_default_has_no_route() {
         let routes = Routes::parse(r#"{"orders":"https://sqs.x/1/orders"}"#, None).expect("valid");
         assert!(routes.resolve("nope").is_none());
@@ -212,6 +318,9 @@ mod tests {
     fn rejects_what_is_not_a_destination_with_a_hint() {
         let err = Routes::parse(r#"{"orders":"orders-queue"}"#, None).expect_err("not a URL");
         assert!(err.to_string().contains("SQS queue URL"), "{err}");
+        let err =
+            Routes::parse(r#"{"o":"arn:aws:s3:::bucket"}"#, None).expect_err("not a destination");
+        assert!(matches!(err, RouteError::Unrecognised(_)));
         let err = Routes::parse("[1,2]", None).expect_err("not an object");
         assert!(matches!(err, RouteError::Json(_)));
         let err = Routes::parse(

@@ -331,7 +331,7 @@ pub struct Sweeper<K, S> {
 }
 
 /// The sweeper as the Lambda binary builds it.
-pub type AwsSweeper = Sweeper<crate::sqs::SqsSink, crate::dynamo::DynamoStore>;
+pub type AwsSweeper = Sweeper<crate::sink::AwsSink, crate::dynamo::DynamoStore>;
 
 impl AwsSweeper {
     /// Builds the sweeper from configuration and clients created once at start-up.
@@ -340,8 +340,16 @@ impl AwsSweeper {
         dynamodb: aws_sdk_dynamodb::Client,
         sqs_client: aws_sdk_sqs::Client,
     ) -> Self {
-        let publisher =
-            crate::AwsPublisher::from_clients(config.publisher.clone(), dynamodb, sqs_client);
+        Self::with_sink(config, dynamodb, crate::sink::AwsSink::new(sqs_client))
+    }
+
+    /// Builds the sweeper with a sink that may also reach SNS and EventBridge.
+    pub fn with_sink(
+        config: SweeperConfig,
+        dynamodb: aws_sdk_dynamodb::Client,
+        sink: crate::sink::AwsSink,
+    ) -> Self {
+        let publisher = crate::AwsPublisher::with_sink(config.publisher.clone(), dynamodb, sink);
         Sweeper::new(publisher, config)
     }
 }

@@ -14,10 +14,12 @@ async fn main() -> Result<(), Error> {
     let config = PublisherConfig::from_env()
         .inspect_err(|e| tracing::error!(error = %e, "bad configuration"))?;
     let aws = aws_config::load_from_env().await;
-    let publisher = AwsPublisher::from_clients(
+    let publisher = AwsPublisher::with_sink(
         config,
         aws_sdk_dynamodb::Client::new(&aws),
-        aws_sdk_sqs::Client::new(&aws),
+        outbox::sink::AwsSink::new(aws_sdk_sqs::Client::new(&aws))
+            .with_sns(aws_sdk_sns::Client::new(&aws))
+            .with_eventbridge(aws_sdk_eventbridge::Client::new(&aws)),
     );
     let publisher = &publisher;
     lambda_runtime::run(service_fn(move |event: LambdaEvent<Event>| async move {

@@ -1,0 +1,80 @@
+//! SNS adapter: `PublishBatch` with per-entry results.
+
+use crate::message::OutboundMessage;
+use crate::ports::{EntryResult, SendError};
+use aws_sdk_sns::types::{MessageAttributeValue, PublishBatchRequestEntry};
+use aws_smithy_types::error::display::DisplayErrorContext;
+use std::collections::HashMap;
+
+/// Builds the request entry for one message; `id` is unique within the call.
+pub fn batch_entry(id: usize, m: &OutboundMessage) -> Result<PublishBatchRequestEntry, String> {
+    let mut attributes = HashMap::with_capacity(m.attributes.len());
+    for (name, value) in &m.attributes {
+        let v = MessageAttributeValue::builder()
+            .data_type(value.data_type())
+            .string_value(value.text())
+            .build()
+            .map_err(|e| format!("attribute {name}: {e}"))?;
+        attributes.insert((*name).to_owned(), v);
+    }
+    PublishBatchRequestEntry::builder()
+        .id(format!("m{id}"))
+        .message(&m.body)
+        .set_message_attributes(Some(attributes))
+        .set_message_group_id(m.group_id.clone())
+        .set_message_deduplication_id(m.dedup_id.clone())
+        .build()
+        .map_err(|e| e.to_string())
+}
+
+/// Publishes to an SNS topic.
+pub async fn send(
+    client: &aws_sdk_sns::Client,
+    topic_arn: &str,
+    messages: &[&OutboundMessage],
+) -> Result<Vec<EntryResult>, SendError> {
+    let entries = messages
+        .iter()
+        .enumerate()
+        .map(|(i, m)| batch_entry(i, m))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(SendError)?;
+    let out = client
+        .publish_batch()
+        .topic_arn(topic_arn)
+        .set_publish_batch_request_entries(Some(entries))
+        .send()
+        .await
+        .map_err(|e| SendError(DisplayErrorContext(&e).to_string()))?;
+    let mut results: Vec<Option<EntryResult>> = vec![None; messages.len()];
+    for ok in out.successful() {
+        if let Some(i) = ok.id().and_then(|id| entry_index(id, messages.len())) {
+            results[i] = Some(EntryResult::Sent);
+        }
+    }
+    for failed in out.failed() {
+        if let Some(i) = entry_index(failed.id(), messages.len()) {
+            results[i] = Some(EntryResult::Failed {
+                permanent: failed.sender_fault(),
+                reason: format!(
+                    "{}: {}",
+                    failed.code(),
+                    failed.message().unwrap_or("no message")
+                ),
+            });
+        }
+    }
+    Ok(results
+        .into_iter()
+        .map(|r| {
+            r.unwrap_or(EntryResult::Failed {
+                permanent: false,
+                reason: "SNS returned no result for this entry".to_owned(),
+            })
+        })
+        .collect())
+}
+
+fn entry_index(id: &str, len: usize) -> Option<usize> {
+    id.strip_prefix('m')?.parse().ok().filter(|i| *i < len)
+}
