@@ -5,7 +5,7 @@
 //! redrive policy.
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
-use aws_lambda_events::event::sqs::{SqsEvent, SqsMessage, SqsMessageAttribute};
+use aws_lambda_events::event::sqs::{SqsEvent, SqsMessage};
 use aws_sdk_dynamodb::types::{AttributeValue, ConditionCheck, TransactWriteItem, Update};
 use aws_sdk_sqs::types::{MessageAttributeValue, MessageSystemAttributeName, QueueAttributeName};
 use harness::{Item, clients, drain, n, s, sv, unique};
@@ -17,6 +17,7 @@ use outbox_idempotency::{
 };
 use outbox_local::aws::Clients;
 use outbox_local::provision::{self, QueuePair};
+use outbox_local::sqs_runner::lambda_message;
 use serde_json::json;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -117,7 +118,7 @@ impl Orders {
             .messages
             .unwrap_or_default()
             .iter()
-            .map(|m| lambda_message(m, &self.queue_arn))
+            .map(|m| lambda_message(m, &self.queue_arn, "us-east-1"))
             .collect();
         event
     }
@@ -215,41 +216,6 @@ impl Orders {
             count(QueueAttributeName::ApproximateNumberOfMessagesNotVisible),
         )
     }
-}
-
-/// An SQS message as Lambda's SQS event carries it.
-fn lambda_message(m: &aws_sdk_sqs::types::Message, queue_arn: &str) -> SqsMessage {
-    let mut out = SqsMessage::default();
-    out.message_id = m.message_id.clone();
-    out.receipt_handle = m.receipt_handle.clone();
-    out.body = m.body.clone();
-    out.md5_of_body = m.md5_of_body.clone();
-    out.md5_of_message_attributes = m.md5_of_message_attributes.clone();
-    out.attributes = m
-        .attributes()
-        .map(|a| {
-            a.iter()
-                .map(|(k, v)| (k.as_str().to_owned(), v.clone()))
-                .collect()
-        })
-        .unwrap_or_default();
-    out.message_attributes = m
-        .message_attributes()
-        .map(|a| {
-            a.iter()
-                .map(|(k, v)| {
-                    let mut attr = SqsMessageAttribute::default();
-                    attr.string_value = v.string_value.clone();
-                    attr.data_type = Some(v.data_type.clone());
-                    (k.clone(), attr)
-                })
-                .collect()
-        })
-        .unwrap_or_default();
-    out.event_source = Some("aws:sqs".to_owned());
-    out.event_source_arn = Some(queue_arn.to_owned());
-    out.aws_region = Some("us-east-1".to_owned());
-    out
 }
 
 fn results(reports: &[Report]) -> Vec<&OrderResult> {

@@ -26,6 +26,7 @@ pub mod sns;
 pub mod sqs;
 pub mod stream;
 pub mod sweep;
+pub mod telemetry;
 
 pub use config::PublisherConfig;
 pub use producer::{NewMessage, OutboxWriter, ProducerError};

@@ -21,6 +21,47 @@ pub enum EntryResult {
     },
 }
 
+/// Turns a batch API's answer (ids of the entries that succeeded, and of those that
+/// failed with their sender-fault flag and reason) into one result per entry, for
+/// entries whose ids are `m0`, `m1`, ... An entry the service said nothing about is
+/// not known to be sent: it is a transient failure.
+pub fn entry_results<'a>(
+    len: usize,
+    service: &str,
+    successful: impl IntoIterator<Item = &'a str>,
+    failed: impl IntoIterator<Item = (&'a str, bool, String)>,
+) -> Vec<EntryResult> {
+    let index = |id: &str| {
+        id.strip_prefix('m')?
+            .parse::<usize>()
+            .ok()
+            .filter(|i| *i < len)
+    };
+    let mut results: Vec<Option<EntryResult>> = vec![None; len];
+    for id in successful {
+        if let Some(i) = index(id) {
+            results[i] = Some(EntryResult::Sent);
+        }
+    }
+    for (id, sender_fault, reason) in failed {
+        if let Some(i) = index(id) {
+            results[i] = Some(EntryResult::Failed {
+                permanent: sender_fault,
+                reason,
+            });
+        }
+    }
+    results
+        .into_iter()
+        .map(|r| {
+            r.unwrap_or_else(|| EntryResult::Failed {
+                permanent: false,
+                reason: format!("{service} returned no result for this entry"),
+            })
+        })
+        .collect()
+}
+
 /// A whole batch call failed (network, throttling, missing queue, no permission):
 /// every entry in it is to be retried.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -177,4 +218,31 @@ pub trait SweepStore: Send + Sync {
         shard: &str,
         due_ms: i64,
     ) -> impl Future<Output = Result<MarkOutcome, StoreError>> + Send;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn batch_answers_become_one_result_per_entry_and_silence_is_a_transient_failure() {
+        let results = entry_results(
+            4,
+            "SQS",
+            ["m0", "m3", "m9", "bogus"],
+            [("m1", true, "InvalidMessageContents: bad".to_owned())],
+        );
+        assert_eq!(results[0], EntryResult::Sent);
+        assert_eq!(
+            results[1],
+            EntryResult::Failed {
+                permanent: true,
+                reason: "InvalidMessageContents: bad".into()
+            }
+        );
+        assert!(
+            matches!(&results[2], EntryResult::Failed { permanent: false, reason } if reason.contains("no result"))
+        );
+        assert_eq!(results[3], EntryResult::Sent);
+    }
 }

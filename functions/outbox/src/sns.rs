@@ -1,7 +1,7 @@
 //! SNS adapter: `PublishBatch` with per-entry results.
 
 use crate::message::OutboundMessage;
-use crate::ports::{EntryResult, SendError};
+use crate::ports::{EntryResult, SendError, entry_results};
 use aws_sdk_sns::types::{MessageAttributeValue, PublishBatchRequestEntry};
 use aws_smithy_types::error::display::DisplayErrorContext;
 use std::collections::HashMap;
@@ -46,35 +46,13 @@ pub async fn send(
         .send()
         .await
         .map_err(|e| SendError(DisplayErrorContext(&e).to_string()))?;
-    let mut results: Vec<Option<EntryResult>> = vec![None; messages.len()];
-    for ok in out.successful() {
-        if let Some(i) = ok.id().and_then(|id| entry_index(id, messages.len())) {
-            results[i] = Some(EntryResult::Sent);
-        }
-    }
-    for failed in out.failed() {
-        if let Some(i) = entry_index(failed.id(), messages.len()) {
-            results[i] = Some(EntryResult::Failed {
-                permanent: failed.sender_fault(),
-                reason: format!(
-                    "{}: {}",
-                    failed.code(),
-                    failed.message().unwrap_or("no message")
-                ),
-            });
-        }
-    }
-    Ok(results
-        .into_iter()
-        .map(|r| {
-            r.unwrap_or(EntryResult::Failed {
-                permanent: false,
-                reason: "SNS returned no result for this entry".to_owned(),
-            })
-        })
-        .collect())
-}
-
-fn entry_index(id: &str, len: usize) -> Option<usize> {
-    id.strip_prefix('m')?.parse().ok().filter(|i| *i < len)
+    Ok(entry_results(
+        messages.len(),
+        "SNS",
+        out.successful().iter().filter_map(|e| e.id()),
+        out.failed().iter().map(|f| {
+            let reason = format!("{}: {}", f.code(), f.message().unwrap_or("no message"));
+            (f.id(), f.sender_fault(), reason)
+        }),
+    ))
 }

@@ -1,7 +1,7 @@
 //! SQS adapter: `SendMessageBatch` with per-entry results.
 
 use crate::message::OutboundMessage;
-use crate::ports::{EntryResult, SendError};
+use crate::ports::{EntryResult, SendError, entry_results};
 use aws_sdk_sqs::types::{MessageAttributeValue, SendMessageBatchRequestEntry};
 use aws_smithy_types::error::display::DisplayErrorContext;
 use std::collections::HashMap;
@@ -46,38 +46,13 @@ pub async fn send(
         .send()
         .await
         .map_err(|e| SendError(DisplayErrorContext(&e).to_string()))?;
-    let mut results = vec![EntryResult::Sent; messages.len()];
-    let mut answered = vec![false; messages.len()];
-    for ok in out.successful() {
-        if let Some(i) = entry_index(ok.id(), messages.len()) {
-            answered[i] = true;
-        }
-    }
-    for failed in out.failed() {
-        if let Some(i) = entry_index(failed.id(), messages.len()) {
-            answered[i] = true;
-            results[i] = EntryResult::Failed {
-                permanent: failed.sender_fault(),
-                reason: format!(
-                    "{}: {}",
-                    failed.code(),
-                    failed.message().unwrap_or("no message")
-                ),
-            };
-        }
-    }
-    // An entry SQS said nothing about is not known to be sent.
-    for (i, seen) in answered.iter().enumerate() {
-        if !seen {
-            results[i] = EntryResult::Failed {
-                permanent: false,
-                reason: "SQS returned no result for this entry".to_owned(),
-            };
-        }
-    }
-    Ok(results)
-}
-
-fn entry_index(id: &str, len: usize) -> Option<usize> {
-    id.strip_prefix('m')?.parse().ok().filter(|i| *i < len)
+    Ok(entry_results(
+        messages.len(),
+        "SQS",
+        out.successful().iter().map(|e| e.id()),
+        out.failed().iter().map(|f| {
+            let reason = format!("{}: {}", f.code(), f.message().unwrap_or("no message"));
+            (f.id(), f.sender_fault(), reason)
+        }),
+    ))
 }

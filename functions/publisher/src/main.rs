@@ -10,7 +10,7 @@ use outbox::{AwsPublisher, PublisherConfig};
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    init_tracing();
+    outbox::telemetry::init_lambda_logs();
     let config = PublisherConfig::from_env()
         .inspect_err(|e| tracing::error!(error = %e, "bad configuration"))?;
     let aws = aws_config::load_from_env().await;
@@ -32,17 +32,4 @@ async fn main() -> Result<(), Error> {
         Ok::<DynamoDbEventResponse, Error>(response)
     }))
     .await
-}
-
-/// JSON logs, one line per event, level from `RUST_LOG` (default `info`).
-fn init_tracing() {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    tracing_subscriber::fmt()
-        .json()
-        .with_env_filter(filter)
-        .with_current_span(false)
-        .with_target(false)
-        .without_time()
-        .init();
 }

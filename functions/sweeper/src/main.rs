@@ -12,7 +12,7 @@ use outbox::sweep::{AwsSweeper, SweepSummary, SweeperConfig, handle_scheduled_ev
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
-    init_tracing();
+    outbox::telemetry::init_lambda_logs();
     let config = SweeperConfig::from_env()
         .inspect_err(|e| tracing::error!(error = %e, "bad configuration"))?;
     let aws = aws_config::load_from_env().await;
@@ -35,17 +35,4 @@ async fn main() -> Result<(), Error> {
         },
     ))
     .await
-}
-
-/// JSON logs, one line per event, level from `RUST_LOG` (default `info`).
-fn init_tracing() {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    tracing_subscriber::fmt()
-        .json()
-        .with_env_filter(filter)
-        .with_current_span(false)
-        .with_target(false)
-        .without_time()
-        .init();
 }
