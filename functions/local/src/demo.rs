@@ -367,7 +367,9 @@ pub async fn run(
         if done_producing.load(Ordering::SeqCst) && applied_now >= expected {
             // Drain what is still in flight (redelivered duplicates, messages hidden by
             // a consumer crash) so the counts are complete and the queue ends empty.
-            let drain_until = Instant::now() + Duration::from_secs(30);
+            // Long enough for a sweeper claim's lease (its window + 60 s) to run out,
+            // should a recovery itself fail to mark its item.
+            let drain_until = Instant::now() + Duration::from_secs(90);
             while Instant::now() < drain_until {
                 mapping.poll(&handler).await.map_err(|e| e.to_string())?;
                 sqs_mapping.drain(&consumer, 20).await?;
@@ -484,8 +486,22 @@ pub async fn run(
         .len()
         .saturating_sub(report.published + report.failed);
     if unfinished > 0 {
+        let stuck: Vec<String> = items
+            .iter()
+            .filter(|i| s(i, "Status").as_deref() == Some("PENDING"))
+            .take(3)
+            .map(|i| {
+                format!(
+                    "{} (retries {}, last error: {})",
+                    s(i, "PK").unwrap_or_default(),
+                    n(i, "RetryCount").unwrap_or(0),
+                    s(i, "LastError").unwrap_or_else(|| "none".into())
+                )
+            })
+            .collect();
         report.broken.push(format!(
-            "no loss: {unfinished} outbox items neither SENT nor FAILED"
+            "no loss: {unfinished} outbox items neither SENT nor FAILED, e.g. {}",
+            stuck.join("; ")
         ));
     }
     report.elapsed = started.elapsed();
