@@ -1,4 +1,4 @@
-//! The compiled `outbox-publisher` binary behind a local Lambda Runtime API
+//! The compiled `outbox-publisher` and `outbox-sweeper` binaries behind a local Lambda Runtime API
 //! (`cargo lambda watch`), invoked with a real stream event: proves the `main`
 //! wiring — configuration from the environment, clients, response shape.
 #![allow(clippy::expect_used, clippy::unwrap_used)]
@@ -37,10 +37,15 @@ fn free_port() -> u16 {
 struct Watch {
     child: Child,
     port: u16,
+    bin: &'static str,
 }
 
 impl Watch {
     fn start(env: &[(&str, String)]) -> Self {
+        Self::start_bin("outbox-publisher", env)
+    }
+
+    fn start_bin(bin: &'static str, env: &[(&str, String)]) -> Self {
         let port = free_port();
         let mut cmd = Command::new(cargo_lambda());
         cmd.current_dir(root())
@@ -73,7 +78,7 @@ impl Watch {
             );
             std::thread::sleep(Duration::from_millis(200));
         }
-        Watch { child, port }
+        Watch { child, port, bin }
     }
 
     /// Invokes the function; `Ok(response JSON)` or `Err(what cargo lambda said)`.
@@ -82,7 +87,7 @@ impl Watch {
         std::fs::write(&file, event).unwrap();
         let out = Command::new(cargo_lambda())
             .current_dir(root())
-            .args(["lambda", "invoke", "outbox-publisher"])
+            .args(["lambda", "invoke", self.bin])
             .args([
                 "--invoke-address",
                 "127.0.0.1",
@@ -194,4 +199,41 @@ fn a_publisher_started_without_its_table_variable_exits_at_once_naming_it() {
         stderr.contains("OUTBOX_TABLE_NAME") || stdout.contains("OUTBOX_TABLE_NAME"),
         "stdout: {stdout}\nstderr: {stderr}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_sweeper_binary_recovers_a_due_message_from_a_scheduled_event() {
+    // Given a pending message already due (its producer wrote a zero grace) that the
+    // stream path never published
+    let ob = Outbox::new().await;
+    let writer = ob.writer().sweep_grace(std::time::Duration::ZERO);
+    let committed = writer
+        .commit(vec![], &[NewMessage::new("USER#2", "orders", r#"{"y":2}"#)])
+        .await
+        .expect("commit");
+    let event = serde_json::json!({
+        "version": "0", "id": "53dc4d37-cffa-4f76-80c9-8b7d4a4d2eaa",
+        "detail-type": "Scheduled Event", "source": "aws.events", "account": "123456789012",
+        "time": "2026-11-29T10:00:00Z", "region": "us-east-1",
+        "resources": ["arn:aws:events:us-east-1:123456789012:rule/outbox-sweep"], "detail": {}
+    })
+    .to_string();
+    // When the compiled sweeper is invoked with EventBridge's scheduled event
+    let watch = Watch::start_bin("outbox-sweeper", &env_for(&ob));
+    let summary = tokio::task::spawn_blocking(move || {
+        let r = watch.invoke(&event);
+        drop(watch);
+        r
+    })
+    .await
+    .unwrap()
+    .expect("invocation succeeds");
+    // Then its summary says it published one, and the message is out and SENT
+    assert_eq!(summary["published"], 1, "{summary}");
+    assert_eq!(drain(&ob.clients.sqs, &ob.queue.url).await.len(), 1);
+    let item = ob
+        .item("USER#2", &committed.sort_keys[0])
+        .await
+        .expect("item");
+    assert_eq!(s(&item, "Status").as_deref(), Some("SENT"));
 }

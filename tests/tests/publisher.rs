@@ -465,3 +465,40 @@ async fn modify_and_remove_records_are_ignored_even_without_the_filter() {
     assert_eq!(summary, outbox::publish::Summary::default());
     assert!(drain(&ob.clients.sqs, &ob.queue.url).await.is_empty());
 }
+
+#[tokio::test]
+async fn a_minimal_item_the_stream_path_cannot_finish_is_put_in_the_sweeper_index() {
+    // Given a boto3-style item (no index keys) whose destination is failing
+    let mut ob = Outbox::new().await;
+    let sk = "MESSAGE#PROFILE_UPDATED#1698765432";
+    ob.put_raw(HashMap::from([
+        ("PK".to_owned(), sv("USER#77")),
+        ("SK".to_owned(), sv(sk)),
+        ("ItemType".to_owned(), sv("PENDING_MESSAGE")),
+        ("Topic".to_owned(), sv("orders")),
+        ("Payload".to_owned(), sv("{}")),
+        ("Status".to_owned(), sv("PENDING")),
+        ("RetryCount".to_owned(), nv(0)),
+    ]))
+    .await;
+    let mut config = ob.config();
+    config.routes = Routes::new(
+        [(
+            "orders".to_owned(),
+            Destination::sqs(ob.queue.url.replace("orders-", "missing-")),
+        )],
+        None,
+    );
+    // When the publisher cannot send it
+    let event = ob.filtered_event().await;
+    let (response, _) = handle_stream_event(&ob.publisher_with(config), &event).await;
+    assert_eq!(response.batch_item_failures.len(), 1, "reported for retry");
+    // Then it is in the sweeper index, so it is not lost when the stream gives up
+    let item = ob.item("USER#77", sk).await.expect("item");
+    assert_eq!(s(&item, "Status").as_deref(), Some("PENDING"));
+    assert_eq!(
+        s(&item, "SweepShard"),
+        Some(outbox::schema::sweep_shard("USER#77"))
+    );
+    assert!(n(&item, "SweepDueAt").is_some());
+}

@@ -92,6 +92,15 @@ impl OutboxStore for DynamoStore {
         )
     }
 
+    async fn adopt_unindexed(
+        &self,
+        key: &ItemKey,
+        shard: &str,
+        due_ms: i64,
+    ) -> Result<MarkOutcome, StoreError> {
+        SweepStore::adopt(self, key, shard, due_ms).await
+    }
+
     async fn mark_failed(
         &self,
         key: &ItemKey,

@@ -38,3 +38,29 @@ where
         _ => false,
     }
 }
+
+/// Error codes with which SQS, SNS and EventBridge refuse a request for what it
+/// carries (matched as substrings: SQS prefixes some with `AWS.SimpleQueueService.`).
+const CONTENT_CODES: &[&str] = &[
+    "BatchRequestTooLong",
+    "InvalidMessageContents",
+    "MessageTooLong",
+    "InvalidParameterValue",
+    "InvalidParameterException",
+    "InvalidParameter",
+    "ValidationException",
+];
+
+/// Whether the service refused a batch call because of the messages in it.
+pub fn refuses_content<E, R>(err: &SdkError<E, R>) -> bool
+where
+    E: ProvideErrorMetadata,
+{
+    match err {
+        SdkError::ServiceError(s) => s
+            .err()
+            .code()
+            .is_some_and(|c| CONTENT_CODES.iter().any(|k| c.contains(k))),
+        _ => false,
+    }
+}

@@ -3,7 +3,6 @@
 use crate::message::{ATTR_TOPIC, OutboundMessage, event_detail};
 use crate::ports::{EntryResult, SendError};
 use aws_sdk_eventbridge::types::PutEventsRequestEntry;
-use aws_smithy_types::error::display::DisplayErrorContext;
 
 /// Error codes of a `PutEvents` entry that retrying can fix.
 const TRANSIENT: &[&str] = &[
@@ -42,7 +41,7 @@ pub async fn send(
         .set_entries(Some(entries))
         .send()
         .await
-        .map_err(|e| SendError(DisplayErrorContext(&e).to_string()))?;
+        .map_err(|e| SendError::from_sdk(&e))?;
     let answered = out.entries();
     Ok((0..messages.len())
         .map(|i| match answered.get(i) {

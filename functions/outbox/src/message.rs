@@ -165,6 +165,7 @@ mod tests {
             created_at: 1_700_000_000_000,
             retry_count: 0,
             sequence: Some(3),
+            indexed: true,
         }
     }
 

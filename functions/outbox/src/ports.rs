@@ -62,11 +62,49 @@ pub fn entry_results<'a>(
         .collect()
 }
 
-/// A whole batch call failed (network, throttling, missing queue, no permission):
-/// every entry in it is to be retried.
+/// A whole batch call failed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct SendError(pub String);
+#[error("{message}")]
+pub struct SendError {
+    /// What the service or the network said.
+    pub message: String,
+    /// The service refused the request for its *content* (a message too long, invalid
+    /// characters, a batch over the size limit): one entry may be to blame, so the
+    /// entries are worth sending one by one. Otherwise (network, throttling, missing
+    /// queue, no permission) every entry is to be retried as it is.
+    pub content_refused: bool,
+}
+
+impl SendError {
+    /// A failure that retrying the same call may fix.
+    pub fn transient(message: impl Into<String>) -> Self {
+        SendError {
+            message: message.into(),
+            content_refused: false,
+        }
+    }
+
+    /// The request's content was refused.
+    pub fn content(message: impl Into<String>) -> Self {
+        SendError {
+            message: message.into(),
+            content_refused: true,
+        }
+    }
+
+    /// Classifies an SDK error of a batch call.
+    pub fn from_sdk<E, R>(err: &aws_sdk_dynamodb::error::SdkError<E, R>) -> Self
+    where
+        E: aws_sdk_dynamodb::error::ProvideErrorMetadata + std::error::Error + 'static,
+        R: std::fmt::Debug,
+    {
+        let message = aws_smithy_types::error::display::DisplayErrorContext(err).to_string();
+        SendError {
+            content_refused: crate::error::refuses_content(err),
+            message,
+        }
+    }
+}
 
 /// Publishes batches of messages to destinations.
 pub trait MessageSink: Send + Sync {
@@ -103,6 +141,19 @@ pub trait OutboxStore: Send + Sync {
         sent_at_ms: i64,
         expires_at_s: i64,
     ) -> impl Future<Output = Result<MarkOutcome, StoreError>> + Send;
+
+    /// Puts a `PENDING` item that lacks the sweeper index keys (a minimal producer's)
+    /// into the index, due at `due_ms`, so the sweeper finishes it when the stream
+    /// path cannot. Conditional: an indexed or finished item is left as it is.
+    fn adopt_unindexed(
+        &self,
+        key: &ItemKey,
+        shard: &str,
+        due_ms: i64,
+    ) -> impl Future<Output = Result<MarkOutcome, StoreError>> + Send {
+        let _ = (key, shard, due_ms);
+        std::future::ready(Ok(MarkOutcome::AlreadyFinished))
+    }
 
     /// `PENDING` → `FAILED`: sets `LastError`, removes the sweeper index keys.
     fn mark_failed(

@@ -14,6 +14,9 @@ use std::collections::{HashMap, HashSet};
 /// How many conditional updates run at once after a publish.
 const MARK_CONCURRENCY: usize = 32;
 
+/// When an unindexed item the stream path could not finish becomes the sweeper's.
+const ADOPT_GRACE_MS: i64 = 60_000;
+
 /// One unit of work for the publish path.
 #[derive(Debug, Clone)]
 pub struct WorkItem {
@@ -319,14 +322,42 @@ impl<K: MessageSink, S: OutboxStore> Publisher<K, S> {
         for (index, marked) in self.mark_all_sent(items, &sent).await {
             outcomes[index] = Some(Outcome::Sent { marked });
         }
-        outcomes
+        let outcomes: Vec<Outcome> = outcomes
             .into_iter()
             .map(|o| {
                 o.unwrap_or(Outcome::Retry {
                     reason: "internal: item was not planned".to_owned(),
                 })
             })
-            .collect()
+            .collect();
+        self.adopt_unfinished(items, &outcomes).await;
+        outcomes
+    }
+
+    /// Items from minimal producers carry no sweeper index keys, so if the stream path
+    /// cannot finish them (a retry that may run out, a SENT mark that failed) nothing
+    /// would ever look at them again. Put them in the index, due after the grace.
+    async fn adopt_unfinished(&self, items: &[WorkItem], outcomes: &[Outcome]) {
+        let due = now_ms() + ADOPT_GRACE_MS;
+        let unfinished =
+            items
+                .iter()
+                .zip(outcomes)
+                .filter_map(|(item, outcome)| match (&item.work, outcome) {
+                    (
+                        Work::Publish(msg),
+                        Outcome::Retry { .. } | Outcome::Blocked | Outcome::Sent { marked: false },
+                    ) if !msg.indexed => Some(msg),
+                    _ => None,
+                });
+        futures::stream::iter(unfinished)
+            .for_each_concurrent(MARK_CONCURRENCY, |msg| async move {
+                let shard = crate::schema::sweep_shard(&msg.key.pk);
+                if let Err(e) = self.store.adopt_unindexed(&msg.key, &shard, due).await {
+                    tracing::warn!(message_id = %msg.message_id, error = %e, "could not put the item in the sweeper index; scan mode will find it");
+                }
+            })
+            .await;
     }
 
     /// Sends one call and pairs each entry with its result.
@@ -336,44 +367,55 @@ impl<K: MessageSink, S: OutboxStore> Publisher<K, S> {
         entries: Vec<&'e Entry>,
     ) -> Vec<(&'e Entry, EntryResult)> {
         let messages: Vec<&OutboundMessage> = entries.iter().map(|e| &e.message).collect();
-        match self.sink.send_batch(dest, &messages).await {
-            Ok(results) if results.len() == entries.len() => {
-                entries.into_iter().zip(results).collect()
-            }
-            Ok(results) => {
-                let reason = format!(
+        let results = self.send_resilient(dest, &messages).await;
+        entries.into_iter().zip(results).collect()
+    }
+
+    /// Sends one call and returns one result per message. When the service refuses
+    /// the whole call for its content, the messages are sent one by one, so the one
+    /// to blame is found (and refused for good) and the others go out.
+    async fn send_resilient(
+        &self,
+        dest: &Destination,
+        messages: &[&OutboundMessage],
+    ) -> Vec<EntryResult> {
+        let failed_all = |reason: String, permanent: bool| {
+            vec![EntryResult::Failed { permanent, reason }; messages.len()]
+        };
+        match self.sink.send_batch(dest, messages).await {
+            Ok(results) if results.len() == messages.len() => results,
+            Ok(results) => failed_all(
+                format!(
                     "{dest} answered {} results for {} messages",
                     results.len(),
-                    entries.len()
-                );
-                entries
-                    .into_iter()
-                    .map(|e| {
-                        (
-                            e,
-                            EntryResult::Failed {
-                                permanent: false,
-                                reason: reason.clone(),
-                            },
-                        )
-                    })
-                    .collect()
+                    messages.len()
+                ),
+                false,
+            ),
+            Err(err) if err.content_refused && messages.len() > 1 => {
+                tracing::warn!(destination = %dest, error = %err, "call refused for its content; sending its messages one by one");
+                let mut out = Vec::with_capacity(messages.len());
+                for m in messages {
+                    out.push(match self.sink.send_batch(dest, &[*m]).await {
+                        Ok(mut r) if r.len() == 1 => r.remove(0),
+                        Ok(_) => EntryResult::Failed {
+                            permanent: false,
+                            reason: format!("{dest} answered the wrong number of results"),
+                        },
+                        Err(e) => EntryResult::Failed {
+                            permanent: e.content_refused,
+                            reason: format!("{dest} refused it: {e}"),
+                        },
+                    });
+                }
+                out
             }
             Err(err) => {
-                tracing::warn!(destination = %dest, error = %err, entries = entries.len(), "send failed; reporting for retry");
-                let reason = format!("sending to {dest} failed: {err}");
-                entries
-                    .into_iter()
-                    .map(|e| {
-                        (
-                            e,
-                            EntryResult::Failed {
-                                permanent: false,
-                                reason: reason.clone(),
-                            },
-                        )
-                    })
-                    .collect()
+                tracing::warn!(destination = %dest, error = %err, entries = messages.len(), "send failed");
+                failed_all(
+                    format!("sending to {dest} failed: {err}"),
+                    err.content_refused,
+                )
             }
         }
     }
@@ -392,53 +434,36 @@ impl<K: MessageSink, S: OutboxStore> Publisher<K, S> {
             let (members, messages): (Vec<&(usize, Poison)>, Vec<OutboundMessage>) =
                 chunk.into_iter().unzip();
             let refs: Vec<&OutboundMessage> = messages.iter().collect();
-            match self.sink.send_batch(dlq, &refs).await {
-                Ok(results) if results.len() == members.len() => {
-                    for (member, result) in members.into_iter().zip(results) {
-                        match result {
-                            EntryResult::Sent => copied.push((member.0, member.1.clone())),
-                            // SQS refuses this content everywhere (e.g. characters it does
-                            // not allow): retrying cannot help. The payload stays on the
-                            // FAILED item in the table, so nothing is lost.
-                            EntryResult::Failed {
-                                permanent: true,
-                                reason,
-                            } => {
-                                let mut p = member.1.clone();
-                                p.reason = format!(
-                                    "{}; the dead-letter queue also refused a copy ({reason}), so the payload is only on this item",
-                                    p.reason
-                                );
-                                copied.push((member.0, p));
-                            }
-                            EntryResult::Failed {
-                                permanent: false,
-                                reason,
-                            } => out.push((
-                                member.0,
-                                Outcome::Retry {
-                                    reason: format!("dead-letter queue refused the copy: {reason}"),
-                                },
-                            )),
-                        }
+            let results = self.send_resilient(dlq, &refs).await;
+            for (member, result) in members.into_iter().zip(results) {
+                match result {
+                    EntryResult::Sent => copied.push((member.0, member.1.clone())),
+                    // SQS refuses this content everywhere (e.g. characters it does not
+                    // allow, a size over the queue's limit): retrying cannot help. The
+                    // payload stays on the FAILED item in the table, so nothing is lost.
+                    EntryResult::Failed {
+                        permanent: true,
+                        reason,
+                    } => {
+                        let mut p = member.1.clone();
+                        p.reason = format!(
+                            "{}; the dead-letter queue also refused a copy ({reason}), so the payload is only on this item",
+                            p.reason
+                        );
+                        copied.push((member.0, p));
                     }
-                }
-                other => {
-                    let reason = match other {
-                        Err(e) => format!("dead-letter queue unavailable: {e}"),
-                        Ok(_) => {
-                            "dead-letter queue answered the wrong number of results".to_owned()
-                        }
-                    };
-                    tracing::error!(%reason, count = members.len(), "could not dead-letter poison; will retry");
-                    out.extend(members.into_iter().map(|m| {
-                        (
-                            m.0,
+                    EntryResult::Failed {
+                        permanent: false,
+                        reason,
+                    } => {
+                        tracing::error!(%reason, "could not dead-letter poison; will retry");
+                        out.push((
+                            member.0,
                             Outcome::Retry {
-                                reason: reason.clone(),
+                                reason: format!("dead-letter queue refused the copy: {reason}"),
                             },
-                        )
-                    }));
+                        ));
+                    }
                 }
             }
         }
@@ -585,6 +610,8 @@ mod tests {
         calls: Mutex<Vec<(String, Vec<String>)>>,
         transient: Vec<&'static str>,
         permanent: Vec<&'static str>,
+        /// Bodies for which the service refuses the whole call (content).
+        refuse_call: Vec<&'static str>,
     }
 
     impl MessageSink for FakeSink {
@@ -597,6 +624,12 @@ mod tests {
                 destination.to_string(),
                 messages.iter().map(|m| m.body.clone()).collect(),
             ));
+            if messages
+                .iter()
+                .any(|m| self.refuse_call.contains(&m.body.as_str()))
+            {
+                return Err(SendError::content("BatchRequestTooLong"));
+            }
             Ok(messages
                 .iter()
                 .map(|m| {
@@ -681,6 +714,7 @@ mod tests {
                 created_at: 1,
                 retry_count: 0,
                 sequence: None,
+                indexed: true,
             }),
         }
     }
@@ -795,6 +829,28 @@ mod tests {
             calls
                 .iter()
                 .any(|(d, b)| d.contains("dlq") && b == &vec!["bad".to_owned()])
+        );
+    }
+
+    #[tokio::test]
+    async fn a_call_refused_for_one_message_s_content_is_retried_one_by_one() {
+        let items = vec![
+            work("A", "std", "ok1"),
+            work("B", "std", "huge"),
+            work("C", "std", "ok2"),
+        ];
+        let p = publisher(FakeSink {
+            refuse_call: vec!["huge"],
+            ..Default::default()
+        });
+        let outcomes = p.process(&items).await;
+        assert_eq!(outcomes[0], Outcome::Sent { marked: true });
+        assert_eq!(outcomes[2], Outcome::Sent { marked: true });
+        // The culprit becomes poison; the dead-letter queue refuses it too, so it ends
+        // FAILED with its payload kept on the item.
+        assert!(
+            matches!(&outcomes[1], Outcome::DeadLettered { reason } if reason.contains("BatchRequestTooLong")),
+            "{outcomes:?}"
         );
     }
 

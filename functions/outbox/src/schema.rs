@@ -119,6 +119,9 @@ pub struct OutboxMessage {
     pub retry_count: u32,
     /// Optional per-aggregate sequence number.
     pub sequence: Option<u64>,
+    /// Whether the item carries the sweeper index keys. Items from minimal producers
+    /// do not, and are adopted into the index when the stream path cannot finish them.
+    pub indexed: bool,
 }
 
 impl OutboxMessage {
@@ -158,12 +161,16 @@ struct StoredItem {
     payload: Option<String>,
     #[serde(rename = "MessageId")]
     message_id: Option<String>,
+    // Numbers a producer may have written with a fraction (`Decimal(time.time()*1000)`):
+    // read leniently, so optional metadata never turns a good message into poison.
     #[serde(rename = "CreatedAt")]
-    created_at: Option<i64>,
+    created_at: Option<f64>,
     #[serde(rename = "RetryCount")]
-    retry_count: Option<u32>,
+    retry_count: Option<f64>,
     #[serde(rename = "Sequence")]
-    sequence: Option<u64>,
+    sequence: Option<f64>,
+    #[serde(rename = "SweepShard")]
+    sweep_shard: Option<serde::de::IgnoredAny>,
 }
 
 /// Decodes an item image into a message.
@@ -203,9 +210,10 @@ pub fn decode_message(
         message_id,
         topic,
         payload,
-        created_at: stored.created_at.unwrap_or(0),
-        retry_count: stored.retry_count.unwrap_or(0),
-        sequence: stored.sequence,
+        created_at: stored.created_at.map_or(0, |v| v as i64),
+        retry_count: stored.retry_count.map_or(0, |v| v.max(0.0) as u32),
+        sequence: stored.sequence.filter(|v| *v >= 0.0).map(|v| v as u64),
+        indexed: stored.sweep_shard.is_some(),
         key,
     })
 }
@@ -325,6 +333,22 @@ mod tests {
             decode_message(it, None).expect_err("no topic"),
             DecodeError::Missing("Topic")
         );
+    }
+
+    #[test]
+    fn fractional_metadata_numbers_are_read_leniently() {
+        let it = item(&[
+            ("PK", s("A")),
+            ("SK", s("B")),
+            ("Topic", s("t")),
+            ("Payload", s("{}")),
+            ("CreatedAt", Av::N("1698765432123.456".into())),
+            ("Sequence", Av::N("7.0".into())),
+        ]);
+        let msg = decode_message(it, None).expect("a good message, not poison");
+        assert_eq!(msg.created_at, 1_698_765_432_123);
+        assert_eq!(msg.sequence, Some(7));
+        assert!(!msg.indexed);
     }
 
     #[test]

@@ -45,13 +45,13 @@ impl MessageSink for AwsSink {
             Destination::Sqs { url, .. } => crate::sqs::send(&self.sqs, url, messages).await,
             Destination::Sns { arn } => match &self.sns {
                 Some(client) => crate::sns::send(client, arn, messages).await,
-                None => Err(SendError(format!(
+                None => Err(SendError::transient(format!(
                     "{arn}: this publisher was built without an SNS client (use AwsSink::with_sns)"
                 ))),
             },
             Destination::EventBridge { bus, source } => match &self.eventbridge {
                 Some(client) => crate::eventbridge::send(client, bus, source, messages).await,
-                None => Err(SendError(format!(
+                None => Err(SendError::transient(format!(
                     "{bus}: this publisher was built without an EventBridge client (use AwsSink::with_eventbridge)"
                 ))),
             },

@@ -3,7 +3,6 @@
 use crate::message::OutboundMessage;
 use crate::ports::{EntryResult, SendError, entry_results};
 use aws_sdk_sqs::types::{MessageAttributeValue, SendMessageBatchRequestEntry};
-use aws_smithy_types::error::display::DisplayErrorContext;
 use std::collections::HashMap;
 
 /// Builds the request entry for one message; `id` is unique within the call.
@@ -38,14 +37,14 @@ pub async fn send(
         .enumerate()
         .map(|(i, m)| batch_entry(i, m))
         .collect::<Result<Vec<_>, _>>()
-        .map_err(SendError)?;
+        .map_err(SendError::content)?;
     let out = client
         .send_message_batch()
         .queue_url(url)
         .set_entries(Some(entries))
         .send()
         .await
-        .map_err(|e| SendError(DisplayErrorContext(&e).to_string()))?;
+        .map_err(|e| SendError::from_sdk(&e))?;
     Ok(entry_results(
         messages.len(),
         "SQS",

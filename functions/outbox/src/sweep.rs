@@ -1030,7 +1030,7 @@ mod tests {
             ) -> Result<Vec<EntryResult>, SendError> {
                 let dest = destination.to_string();
                 if dest.contains("down") {
-                    return Err(SendError("Throttled".into()));
+                    return Err(SendError::transient("Throttled"));
                 }
                 let mut sent = self.sent.lock().expect("lock");
                 sent.extend(messages.iter().map(|m| (dest.clone(), (*m).clone())));
