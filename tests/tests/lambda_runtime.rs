@@ -49,13 +49,7 @@ impl Watch {
         let port = free_port();
         let mut cmd = Command::new(cargo_lambda());
         cmd.current_dir(root())
-            .args([
-                "lambda",
-                "watch",
-                "--ignore-changes",
-                "--bin",
-                "outbox-publisher",
-            ])
+            .args(["lambda", "watch", "--ignore-changes", "--bin", bin])
             .args([
                 "--invoke-address",
                 "127.0.0.1",
@@ -96,8 +90,28 @@ impl Watch {
             ])
             .arg("--data-file")
             .arg(&file)
-            .output()
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
             .expect("run cargo lambda invoke");
+        // The first invoke compiles the function; never wait forever.
+        let deadline = Instant::now() + Duration::from_secs(300);
+        let mut child = out;
+        while child
+            .try_wait()
+            .expect("wait for cargo lambda invoke")
+            .is_none()
+        {
+            if Instant::now() > deadline {
+                let _ = child.kill();
+                let _ = std::fs::remove_file(&file);
+                return Err(format!("cargo lambda invoke {} timed out", self.bin));
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let out = child
+            .wait_with_output()
+            .expect("collect cargo lambda invoke output");
         let _ = std::fs::remove_file(&file);
         let stdout = String::from_utf8_lossy(&out.stdout).to_string();
         let stderr = String::from_utf8_lossy(&out.stderr).to_string();
@@ -206,11 +220,6 @@ async fn the_sweeper_binary_recovers_a_due_message_from_a_scheduled_event() {
     // Given a pending message already due (its producer wrote a zero grace) that the
     // stream path never published
     let ob = Outbox::new().await;
-    let writer = ob.writer().sweep_grace(std::time::Duration::ZERO);
-    let committed = writer
-        .commit(vec![], &[NewMessage::new("USER#2", "orders", r#"{"y":2}"#)])
-        .await
-        .expect("commit");
     let event = serde_json::json!({
         "version": "0", "id": "53dc4d37-cffa-4f76-80c9-8b7d4a4d2eaa",
         "detail-type": "Scheduled Event", "source": "aws.events", "account": "123456789012",
@@ -220,6 +229,20 @@ async fn the_sweeper_binary_recovers_a_due_message_from_a_scheduled_event() {
     .to_string();
     // When the compiled sweeper is invoked with EventBridge's scheduled event
     let watch = Watch::start_bin("outbox-sweeper", &env_for(&ob));
+    // A first invocation compiles the binary (time that counts against the
+    // invocation's deadline in `cargo lambda watch`); nothing is due yet.
+    let (watch, event, warm) = tokio::task::spawn_blocking(move || {
+        let r = watch.invoke(&event);
+        (watch, event, r)
+    })
+    .await
+    .unwrap();
+    assert_eq!(warm.expect("first invocation succeeds")["found"], 0);
+    let writer = ob.writer().sweep_grace(std::time::Duration::ZERO);
+    let committed = writer
+        .commit(vec![], &[NewMessage::new("USER#2", "orders", r#"{"y":2}"#)])
+        .await
+        .expect("commit");
     let summary = tokio::task::spawn_blocking(move || {
         let r = watch.invoke(&event);
         drop(watch);

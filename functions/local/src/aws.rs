@@ -29,7 +29,9 @@ pub struct Clients {
 pub async fn sdk_config(endpoint: Option<&str>) -> SdkConfig {
     let mut loader = aws_config::defaults(BehaviorVersion::latest());
     if let Some(endpoint) = endpoint {
+        // The emulator drops connections under load now and then; retry a little more.
         loader = loader
+            .retry_config(aws_config::retry::RetryConfig::standard().with_max_attempts(5))
             .endpoint_url(endpoint)
             .region(Region::new("us-east-1"))
             .credentials_provider(aws_sdk_dynamodb::config::Credentials::new(

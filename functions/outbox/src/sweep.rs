@@ -674,9 +674,22 @@ pub async fn handle_scheduled_event<K: MessageSink, S: OutboxStore + SweepStore>
     deadline_ms: u64,
 ) -> SweepSummary {
     let now = now_ms();
-    sweeper
-        .sweep(Budget::until_deadline(deadline_ms, now))
-        .await
+    let remaining_ms = i64::try_from(deadline_ms)
+        .unwrap_or(i64::MAX)
+        .saturating_sub(now);
+    // Lambda's longest timeout is 15 minutes, and a deadline a day in the past is no
+    // deadline at all: some local runtimes send seconds, or nothing. Then sweep for
+    // a fixed window rather than not at all.
+    let budget = if remaining_ms < -86_400_000 || remaining_ms > 900_000 {
+        tracing::warn!(
+            remaining_ms,
+            "the runtime's deadline is implausible; sweeping for 30 s"
+        );
+        Budget::for_window(now, Duration::from_secs(30))
+    } else {
+        Budget::until_deadline(deadline_ms, now)
+    };
+    sweeper.sweep(budget).await
 }
 
 #[cfg(test)]
