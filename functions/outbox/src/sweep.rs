@@ -680,7 +680,7 @@ pub async fn handle_scheduled_event<K: MessageSink, S: OutboxStore + SweepStore>
     // Lambda's longest timeout is 15 minutes, and a deadline a day in the past is no
     // deadline at all: some local runtimes send seconds, or nothing. Then sweep for
     // a fixed window rather than not at all.
-    let budget = if remaining_ms < -86_400_000 || remaining_ms > 900_000 {
+    let budget = if !(-86_400_000..=900_000).contains(&remaining_ms) {
         tracing::warn!(
             remaining_ms,
             "the runtime's deadline is implausible; sweeping for 30 s"
