@@ -279,17 +279,46 @@ pub fn parse_json<T: DeserializeOwned>(body: &str) -> Result<T, IdempotencyError
 /// Replaces the content of double-quoted strings with `…`: serde reports a wrong
 /// string value verbatim (`invalid type: string "Zhang San"`), and reasons are logged.
 pub fn redact_quoted(text: &str) -> String {
+    // serde puts strings in `"` and numbers, variants and field names in backticks.
+    // Strings and anything in backticks that is not a plain identifier (a number, a
+    // variant with spaces) may be a payload's value; field names stay, to help.
+    // An escaped quote does not end a quoted run.
     let mut out = String::with_capacity(text.len());
-    let mut inside = false;
+    let mut run: Option<(char, String)> = None;
+    let mut escaped = false;
     for c in text.chars() {
-        if c == '"' {
-            if inside {
-                out.push('…');
+        match &mut run {
+            Some((q, inner)) => {
+                if escaped {
+                    escaped = false;
+                    inner.push(c);
+                } else if c == '\\' {
+                    escaped = true;
+                    inner.push(c);
+                } else if c == *q {
+                    let identifier = *q == '`'
+                        && inner
+                            .chars()
+                            .next()
+                            .is_some_and(|f| f.is_ascii_alphabetic() || f == '_')
+                        && inner.chars().all(|x| x.is_ascii_alphanumeric() || x == '_');
+                    if identifier {
+                        out.push_str(inner);
+                    } else {
+                        out.push('…');
+                    }
+                    out.push(c);
+                    run = None;
+                } else {
+                    inner.push(c);
+                }
             }
-            inside = !inside;
-            out.push(c);
-        } else if !inside {
-            out.push(c);
+            None => {
+                if c == '"' || c == '`' {
+                    run = Some((c, String::new()));
+                }
+                out.push(c);
+            }
         }
     }
     out
@@ -486,5 +515,13 @@ mod tests {
             r#"invalid type: string "…", expected i64"#
         );
         assert_eq!(redact_quoted("unknown field `x`"), "unknown field `x`");
+        assert_eq!(
+            redact_quoted("invalid type: integer `4111111111111111`, expected a string"),
+            "invalid type: integer `…`, expected a string"
+        );
+        assert_eq!(
+            redact_quoted(r#"invalid value: string "a\"b secret", expected x"#),
+            r#"invalid value: string "…", expected x"#
+        );
     }
 }

@@ -128,13 +128,21 @@ impl StreamMapping {
                     Ok(r) => r,
                     Err(e) => {
                         // The invocation failed (crash, timeout): Lambda retries the
-                        // whole batch.
-                        tracing::warn!(error = %e, records = delivered.len(), "invocation failed; the whole batch is delivered again");
+                        // whole batch, up to the retry limit, then skips it.
                         stats.failed += delivered.len();
-                        if let Some(first) =
-                            batch.first().and_then(|r| r.change.sequence_number.clone())
-                        {
-                            self.reader.set_position(&shard, Position::At(first));
+                        let first = batch.first().and_then(|r| r.change.sequence_number.clone());
+                        if let Some(first) = first {
+                            let n = self.attempts.entry(first.clone()).or_insert(0);
+                            *n += 1;
+                            if *n > self.settings.max_retry_attempts {
+                                tracing::error!(error = %e, records = delivered.len(), "batch exhausted its retries; skipping it (the sweeper recovers the messages)");
+                                stats.given_up += delivered.len();
+                                self.attempts.remove(&first);
+                                self.reader.set_position(&shard, Position::After(last_seq));
+                            } else {
+                                tracing::warn!(error = %e, records = delivered.len(), "invocation failed; the whole batch is delivered again");
+                                self.reader.set_position(&shard, Position::At(first));
+                            }
                         }
                         break;
                     }

@@ -96,6 +96,17 @@ impl SqsMapping {
             .iter()
             .map(|f| f.item_identifier.as_str())
             .collect();
+        // An identifier that matches no message: Lambda treats the whole batch as failed.
+        if failed
+            .iter()
+            .any(|id| !messages.iter().any(|m| m.message_id() == Some(*id)))
+        {
+            tracing::warn!(
+                "the response names a message that was not in the batch; the whole batch is retried"
+            );
+            stats.failed = messages.len();
+            return Ok(stats);
+        }
         let entries: Vec<DeleteMessageBatchRequestEntry> = messages
             .iter()
             .enumerate()

@@ -4,12 +4,11 @@ use crate::message::{ATTR_TOPIC, OutboundMessage, event_detail};
 use crate::ports::{EntryResult, SendError};
 use aws_sdk_eventbridge::types::PutEventsRequestEntry;
 
-/// Error codes of a `PutEvents` entry that retrying can fix.
-const TRANSIENT: &[&str] = &[
-    "InternalFailure",
-    "ThrottlingException",
-    "InternalException",
-];
+/// Error codes of a `PutEvents` entry that blame the event itself: retrying the same
+/// event cannot help. Anything else (throttling, internal errors, permissions, a
+/// source the bus does not allow, unknown codes) is a condition an operator or time
+/// can fix, so it is retried rather than dead-lettered.
+const CONTENT: &[&str] = &["MalformedDetail", "InvalidArgument", "ValidationException"];
 
 /// Builds the event for one message: `DetailType` is the topic.
 pub fn entry(bus: &str, source: &str, m: &OutboundMessage) -> PutEventsRequestEntry {
@@ -49,7 +48,7 @@ pub async fn send(
             Some(e) => {
                 let code = e.error_code().unwrap_or("Unknown");
                 EntryResult::Failed {
-                    permanent: !TRANSIENT.contains(&code),
+                    permanent: CONTENT.contains(&code),
                     reason: format!("{code}: {}", e.error_message().unwrap_or("no message")),
                 }
             }

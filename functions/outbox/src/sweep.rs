@@ -498,8 +498,14 @@ impl<K: MessageSink, S: OutboxStore + SweepStore> Sweeper<K, S> {
             }
         }
         // Per-aggregate order: earlier messages of an aggregate first.
+        // Within one write time, library ids (UUIDv7) are in creation order; sort keys
+        // of other producers may lead with an event name, so they come last.
+        let tie = |c: &Claimed| match &c.work {
+            Work::Publish(m) if c.created_at > 0 => m.message_id.clone(),
+            _ => c.key.sk.clone(),
+        };
         claimed.sort_by(|a, b| {
-            (&a.key.pk, a.created_at, &a.key.sk).cmp(&(&b.key.pk, b.created_at, &b.key.sk))
+            (&a.key.pk, a.created_at, tie(a)).cmp(&(&b.key.pk, b.created_at, tie(b)))
         });
         let work: Vec<WorkItem> = claimed
             .iter()
@@ -534,15 +540,28 @@ impl<K: MessageSink, S: OutboxStore + SweepStore> Sweeper<K, S> {
             }
         });
         let reschedules: Vec<(&Claimed, String)> = reschedules.collect();
-        let settled: Vec<Result<MarkOutcome, StoreError>> =
-            futures::stream::iter(reschedules.iter().map(|(c, reason)| {
+        // A later message of an aggregate never comes due before an earlier one that
+        // is also being retried: each gets at least its predecessor's due time + 1 ms.
+        let mut last_due: std::collections::HashMap<&str, i64> = std::collections::HashMap::new();
+        let dues: Vec<i64> = reschedules
+            .iter()
+            .map(|(c, _)| {
                 let delay = backoff(
                     c.retry_count,
                     self.config.base_backoff,
                     self.config.max_backoff,
                     jitter_of(&c.key, c.retry_count),
                 );
-                let next = now.saturating_add(millis(delay));
+                let own = now.saturating_add(millis(delay));
+                let next = last_due
+                    .get(c.key.pk.as_str())
+                    .map_or(own, |prev| own.max(prev + 1));
+                last_due.insert(c.key.pk.as_str(), next);
+                next
+            })
+            .collect();
+        let settled: Vec<Result<MarkOutcome, StoreError>> =
+            futures::stream::iter(reschedules.iter().zip(dues).map(|((c, reason), next)| {
                 tracing::warn!(aggregate = %c.key.pk, sk = %c.key.sk, attempt = c.retry_count,
                     next_due_ms = next, %reason, "attempt failed; retrying later");
                 self.store().reschedule(&c.key, lease_until, next, reason)
