@@ -75,7 +75,8 @@ pub async fn handle_stream_event<K: MessageSink, S: OutboxStore>(
             }
         })
         .collect();
-    let outcomes = publisher.process(&work).await;
+    // Boxed: the publish path's future is deep, and the Lambda runtime nests it further.
+    let outcomes = Box::pin(publisher.process(&work)).await;
     let summary = Summary::of(&outcomes);
     let mut response = DynamoDbEventResponse::default();
     for (item, outcome) in work.iter().zip(&outcomes) {

@@ -515,7 +515,7 @@ impl<K: MessageSink, S: OutboxStore + SweepStore> Sweeper<K, S> {
                 work: c.work.clone(),
             })
             .collect();
-        let outcomes = self.publisher.process(&work).await;
+        let outcomes = Box::pin(self.publisher.process(&work)).await;
         let reschedules = claimed.iter().zip(&outcomes).filter_map(|(c, outcome)| {
             match outcome {
                 Outcome::Sent { marked } => {

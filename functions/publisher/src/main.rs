@@ -3,6 +3,10 @@
 //! Configuration is read and clients are built once, at start-up; a missing or
 //! malformed variable stops the function with a message naming it.
 
+// The runtime nests the handler's future deeply; a clean build once hit the default
+// query depth limit computing its layout (the publish path is also boxed).
+#![recursion_limit = "256"]
+
 use aws_lambda_events::event::dynamodb::Event;
 use aws_lambda_events::event::streams::DynamoDbEventResponse;
 use lambda_runtime::{Error, LambdaEvent, service_fn};

@@ -6,6 +6,10 @@
 //! carries nothing the sweep needs (any JSON is accepted, so a manual test invoke
 //! works too); the invocation's deadline sets the time budget.
 
+// The runtime nests the handler's future deeply; a clean build once hit the default
+// query depth limit computing its layout (the publish path is also boxed).
+#![recursion_limit = "256"]
+
 use lambda_runtime::{Error, LambdaEvent, service_fn};
 use outbox::metrics;
 use outbox::sweep::{AwsSweeper, SweepSummary, SweeperConfig, handle_scheduled_event};
