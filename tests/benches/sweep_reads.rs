@@ -6,8 +6,8 @@
 //! `OUTBOX_ENDPOINT=http://127.0.0.1:PORT cargo bench -p outbox-tests --bench sweep_reads`
 #![allow(clippy::expect_used, clippy::unwrap_used, missing_docs)]
 
-use aws_sdk_dynamodb::types::{AttributeValue, PutRequest, WriteRequest};
-use harness::{Item, Outbox, clients, nv, sv};
+use aws_sdk_dynamodb::types::AttributeValue;
+use harness::{Item, Outbox, bulk_put, clients, nv, sv};
 use outbox::publish::now_ms;
 use outbox::sweep::{AwsSweeper, Budget, SweeperConfig};
 use std::collections::HashMap;
@@ -30,42 +30,7 @@ async fn fill(ob: &Outbox, count: usize) {
             ])
         })
         .collect();
-    let mut tasks = tokio::task::JoinSet::new();
-    let chunks: Vec<Vec<Item>> = items.chunks(25).map(<[Item]>::to_vec).collect();
-    for group in chunks.chunks(chunks.len().div_ceil(8).max(1)) {
-        let client = ob.clients.dynamodb.clone();
-        let table = ob.table.clone();
-        let group = group.to_vec();
-        tasks.spawn(async move {
-            for chunk in group {
-                let mut requests: Vec<WriteRequest> = chunk
-                    .into_iter()
-                    .map(|item| {
-                        WriteRequest::builder()
-                            .put_request(
-                                PutRequest::builder().set_item(Some(item)).build().unwrap(),
-                            )
-                            .build()
-                    })
-                    .collect();
-                while !requests.is_empty() {
-                    let out = client
-                        .batch_write_item()
-                        .request_items(&table, requests)
-                        .send()
-                        .await
-                        .expect("batch write");
-                    requests = out
-                        .unprocessed_items
-                        .and_then(|mut u| u.remove(&table))
-                        .unwrap_or_default();
-                }
-            }
-        });
-    }
-    while let Some(r) = tasks.join_next().await {
-        r.expect("writer task");
-    }
+    bulk_put(&ob.clients.dynamodb, &ob.table, items).await;
 }
 
 /// The naive sweep: scan the whole table for `Status = PENDING`.

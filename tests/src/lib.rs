@@ -247,3 +247,46 @@ pub fn sv(v: &str) -> AttributeValue {
 pub fn nv(v: i64) -> AttributeValue {
     AttributeValue::N(v.to_string())
 }
+
+/// Writes items with BatchWriteItem, 25 per call, 8 calls at a time.
+pub async fn bulk_put(client: &aws_sdk_dynamodb::Client, table: &str, items: Vec<Item>) {
+    let mut tasks = tokio::task::JoinSet::new();
+    let chunks: Vec<Vec<Item>> = items.chunks(25).map(<[Item]>::to_vec).collect();
+    for group in chunks.chunks(chunks.len().div_ceil(8).max(1)) {
+        let client = client.clone();
+        let table = table.to_owned();
+        let group = group.to_vec();
+        tasks.spawn(async move {
+            for chunk in group {
+                let mut requests: Vec<aws_sdk_dynamodb::types::WriteRequest> = chunk
+                    .into_iter()
+                    .map(|item| {
+                        aws_sdk_dynamodb::types::WriteRequest::builder()
+                            .put_request(
+                                aws_sdk_dynamodb::types::PutRequest::builder()
+                                    .set_item(Some(item))
+                                    .build()
+                                    .unwrap(),
+                            )
+                            .build()
+                    })
+                    .collect();
+                while !requests.is_empty() {
+                    let out = client
+                        .batch_write_item()
+                        .request_items(&table, requests)
+                        .send()
+                        .await
+                        .expect("batch write");
+                    requests = out
+                        .unprocessed_items
+                        .and_then(|mut u| u.remove(&table))
+                        .unwrap_or_default();
+                }
+            }
+        });
+    }
+    while let Some(r) = tasks.join_next().await {
+        r.expect("writer task");
+    }
+}

@@ -7,8 +7,7 @@
 //! would be minutes apart run back to back.
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
-use aws_sdk_dynamodb::types::{PutRequest, WriteRequest};
-use harness::{Item, Outbox, attr, clients, drain, endpoint, n, nv, s, sv, unique};
+use harness::{Item, Outbox, attr, bulk_put, clients, drain, endpoint, n, nv, s, sv, unique};
 use outbox::message::{ATTR_ERROR, ATTR_MESSAGE_ID, OutboundMessage};
 use outbox::ports::MessageSink;
 use outbox::publish::now_ms;
@@ -54,46 +53,6 @@ fn boto3_item(pk: &str, sk: &str, topic: &str, payload: &str, status: &str) -> I
         ("Status".to_owned(), sv(status)),
         ("RetryCount".to_owned(), nv(0)),
     ])
-}
-
-/// Writes items with BatchWriteItem, 25 per call, 8 calls at a time.
-async fn bulk_put(client: &aws_sdk_dynamodb::Client, table: &str, items: Vec<Item>) {
-    let mut tasks = tokio::task::JoinSet::new();
-    let chunks: Vec<Vec<Item>> = items.chunks(25).map(<[Item]>::to_vec).collect();
-    for group in chunks.chunks(chunks.len().div_ceil(8).max(1)) {
-        let client = client.clone();
-        let table = table.to_owned();
-        let group = group.to_vec();
-        tasks.spawn(async move {
-            for chunk in group {
-                let mut requests: Vec<WriteRequest> = chunk
-                    .into_iter()
-                    .map(|item| {
-                        WriteRequest::builder()
-                            .put_request(
-                                PutRequest::builder().set_item(Some(item)).build().unwrap(),
-                            )
-                            .build()
-                    })
-                    .collect();
-                while !requests.is_empty() {
-                    let out = client
-                        .batch_write_item()
-                        .request_items(&table, requests)
-                        .send()
-                        .await
-                        .expect("batch write");
-                    requests = out
-                        .unprocessed_items
-                        .and_then(|mut u| u.remove(&table))
-                        .unwrap_or_default();
-                }
-            }
-        });
-    }
-    while let Some(r) = tasks.join_next().await {
-        r.expect("writer task");
-    }
 }
 
 #[tokio::test]

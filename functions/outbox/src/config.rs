@@ -158,12 +158,13 @@ where
     Ok(value)
 }
 
+/// An environment made of pairs, and a complete one, for the configuration tests here
+/// and in `sweep`.
 #[cfg(test)]
-mod tests {
-    use super::*;
+pub(crate) mod test_env {
     use std::collections::HashMap;
 
-    fn lookup(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+    pub(crate) fn lookup(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
         let map: HashMap<String, String> = pairs
             .iter()
             .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
@@ -171,11 +172,17 @@ mod tests {
         move |k| map.get(k).cloned()
     }
 
-    const GOOD: &[(&str, &str)] = &[
+    pub(crate) const GOOD: &[(&str, &str)] = &[
         ("OUTBOX_TABLE_NAME", "outbox"),
         ("OUTBOX_ROUTES", r#"{"orders":"https://sqs.x/1/orders"}"#),
         ("OUTBOX_DLQ_URL", "https://sqs.x/1/dlq"),
     ];
+}
+
+#[cfg(test)]
+mod tests {
+    use super::test_env::{GOOD, lookup};
+    use super::*;
 
     #[test]
     fn reads_a_complete_configuration_with_defaults() {

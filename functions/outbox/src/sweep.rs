@@ -816,19 +816,7 @@ mod tests {
         assert_eq!(adopted_due(Some(0), 50_000, g), 110_000);
     }
 
-    fn lookup(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
-        let map: HashMap<String, String> = pairs
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect();
-        move |k| map.get(k).cloned()
-    }
-
-    const GOOD: &[(&str, &str)] = &[
-        ("OUTBOX_TABLE_NAME", "outbox"),
-        ("OUTBOX_ROUTES", r#"{"orders":"https://sqs.x/1/orders"}"#),
-        ("OUTBOX_DLQ_URL", "https://sqs.x/1/dlq"),
-    ];
+    use crate::config::test_env::{GOOD, lookup};
 
     #[test]
     fn configuration_defaults_follow_the_contract() {
