@@ -23,7 +23,8 @@ export const CONTRACT = {
   sweepIndexSortKey: 'SweepDueAt',
   ordersPartitionKey: 'id',
   metricsNamespace: 'DynamoDbOutbox',
-  metricsDimension: { Service: 'outbox' },
+  /** The one metrics dimension; its value is the deployment's OUTBOX_DEPLOYMENT (the prefix). */
+  metricsDimension: 'Service',
   binaries: {
     publisher: 'outbox-publisher',
     sweeper: 'outbox-sweeper',
@@ -34,6 +35,17 @@ export const CONTRACT = {
 /** Topics routed to the example queues this app creates. */
 export const EXAMPLE_TOPICS = { standard: 'orders', fifo: 'orders-events' } as const;
 
+/** SQS's largest message, and the MaximumMessageSize of every queue unless maxMessageBytes says otherwise. */
+export const SQS_MAX_MESSAGE_BYTES = 1_048_576;
+
+/**
+ * EventBridge invokes the sweeper asynchronously. A failed or throttled sweep is not
+ * worth retrying for hours (Lambda's default: 2 retries within 6 h): the schedule sends
+ * the next one. The schedule's target gives up at once as well.
+ */
+export const SWEEPER_ASYNC = { maximumRetryAttempts: 0, maximumEventAgeSeconds: 120 } as const;
+export const SWEEP_TARGET_RETRY = { maximumRetryAttempts: 0, maximumEventAgeSeconds: 60 } as const;
+
 export type Architecture = 'arm64' | 'x86_64';
 
 /** An existing outbox table to attach to instead of creating one. */
@@ -43,12 +55,24 @@ export interface ExistingTable {
   readonly streamArn: string;
 }
 
+/**
+ * A detailed route (OUTBOX_ROUTES, passed on unchanged): the destination, the queue's
+ * MaximumMessageSize when below 1 MiB (SQS only), the events' Source (EventBridge only).
+ */
+export interface RouteObject {
+  readonly destination: string;
+  readonly max_message_bytes?: number;
+  readonly source?: string;
+}
+/** A route: a destination, or a detailed route. */
+export type Route = string | RouteObject;
+
 /** Everything a user can set. All optional; see DEFAULTS. */
 export interface OutboxSettings {
   /** Prefix of every physical name (table, functions, queues, alarms). */
   readonly prefix: string;
-  /** Extra routes: topic → SQS queue URL, SNS topic ARN or EventBridge bus ARN. Merged with the example routes. */
-  readonly routes: Readonly<Record<string, string>>;
+  /** Extra routes: topic → SQS queue URL, SNS topic ARN or EventBridge bus ARN, or a RouteObject. Merged with the example routes. */
+  readonly routes: Readonly<Record<string, Route>>;
   /** Optional destination for topics without a route (OUTBOX_DEFAULT_DESTINATION). */
   readonly defaultDestination?: string;
   /** OUTBOX_MAX_ATTEMPTS: sweeper attempts before a message becomes FAILED. */
@@ -71,6 +95,18 @@ export interface OutboxSettings {
   readonly consumerBatchSize: number;
   /** maxReceiveCount of the destination queues before their DLQ. */
   readonly maxReceiveCount: number;
+  /** MaximumMessageSize of every queue this app creates (below 1 MiB the example routes say so to the publisher). */
+  readonly maxMessageBytes: number;
+  /**
+   * Reserved concurrency of the sweeper; null or 0: unreserved (accounts with a low
+   * concurrency quota). Concurrent sweeps are safe: a sweep claims each item with a lease.
+   */
+  readonly sweeperReservedConcurrency: number | null;
+  /**
+   * DynamoDB deletion protection of both tables, and their removal policy: RETAIN when on
+   * (cdk destroy leaves them), DESTROY when off (throwaway deployments).
+   */
+  readonly deletionProtection: boolean;
   /** CloudWatch Logs retention, in days. */
   readonly logRetentionDays: number;
   readonly architecture: Architecture;
@@ -100,6 +136,9 @@ export const DEFAULTS: OutboxSettings = {
   streamMaxRecordAgeSeconds: 3600,
   consumerBatchSize: 10,
   maxReceiveCount: 5,
+  maxMessageBytes: SQS_MAX_MESSAGE_BYTES,
+  sweeperReservedConcurrency: 1,
+  deletionProtection: true,
   logRetentionDays: 30,
   architecture: 'arm64',
   iteratorAgeThresholdMs: 60_000,
@@ -159,6 +198,35 @@ export function routeTarget(destination: string): RouteTarget {
   );
 }
 
+/** Checks a route (a destination or a RouteObject); throws an Error naming the topic. */
+export function checkRoute(topic: string, route: Route): RouteTarget {
+  if (typeof route === 'string') return routeTarget(route);
+  if (route === null || typeof route !== 'object' || Array.isArray(route)) {
+    throw new Error(`route "${topic}" must be a destination or {"destination": ..., "max_message_bytes": N, "source": S}`);
+  }
+  for (const key of Object.keys(route)) {
+    if (!['destination', 'max_message_bytes', 'source'].includes(key)) {
+      throw new Error(`route "${topic}" has an unknown key "${key}" (destination, max_message_bytes, source)`);
+    }
+  }
+  if (typeof route.destination !== 'string') throw new Error(`route "${topic}" needs a "destination" (queue URL, topic ARN or bus ARN)`);
+  const target = routeTarget(route.destination);
+  if (route.max_message_bytes !== undefined) {
+    if (target.kind !== 'sqs') throw new Error(`route "${topic}": max_message_bytes applies to SQS queues only (SNS and EventBridge limits are fixed)`);
+    intIn(`route "${topic}" max_message_bytes`, route.max_message_bytes, 1, SQS_MAX_MESSAGE_BYTES);
+  }
+  if (route.source !== undefined) {
+    if (target.kind !== 'events') throw new Error(`route "${topic}": source applies to EventBridge buses only`);
+    if (typeof route.source !== 'string' || route.source.length < 1 || route.source.length > 256) {
+      throw new Error(`route "${topic}": source must be 1-256 characters`);
+    }
+  }
+  return target;
+}
+
+/** The destination of a route. */
+export const destinationOf = (route: Route): string => (typeof route === 'string' ? route : route.destination);
+
 function intIn(name: string, value: number, min: number, max: number): void {
   if (!Number.isInteger(value) || value < min || value > max) {
     throw new Error(`${name} must be an integer from ${min} to ${max}, got ${value}`);
@@ -182,6 +250,9 @@ export function resolveSettings(overrides: Partial<OutboxSettings> = {}): Outbox
   intIn('streamMaxRecordAgeSeconds', s.streamMaxRecordAgeSeconds, 60, 86_400);
   intIn('consumerBatchSize', s.consumerBatchSize, 1, 10);
   intIn('maxReceiveCount', s.maxReceiveCount, 1, 1000);
+  intIn('maxMessageBytes', s.maxMessageBytes, 1024, SQS_MAX_MESSAGE_BYTES);
+  if (s.sweeperReservedConcurrency !== null) intIn('sweeperReservedConcurrency', s.sweeperReservedConcurrency, 0, 10_000);
+  if (typeof s.deletionProtection !== 'boolean') throw new Error('deletionProtection must be true or false');
   intIn('iteratorAgeThresholdMs', s.iteratorAgeThresholdMs, 1000, 86_400_000);
   intIn('oldestPendingThresholdSeconds', s.oldestPendingThresholdSeconds, 60, 86_400 * 14);
   if (!LOG_RETENTION_DAYS.includes(s.logRetentionDays)) {
@@ -191,12 +262,12 @@ export function resolveSettings(overrides: Partial<OutboxSettings> = {}): Outbox
     throw new Error(`architecture must be arm64 or x86_64, got ${String(s.architecture)}`);
   }
   if (typeof s.sweepScanMode !== 'boolean') throw new Error('sweepScanMode must be true or false');
-  for (const [topic, destination] of Object.entries(s.routes)) {
+  for (const [topic, route] of Object.entries(s.routes)) {
     if (!/^[A-Za-z0-9._:-]{1,256}$/.test(topic)) throw new Error(`route topic "${topic}" has characters other than A-Z a-z 0-9 . _ : -`);
     if (topic === EXAMPLE_TOPICS.standard || topic === EXAMPLE_TOPICS.fifo) {
       throw new Error(`route topic "${topic}" is taken by the example queues this app creates`);
     }
-    routeTarget(destination);
+    checkRoute(topic, route);
   }
   if (s.defaultDestination !== undefined) routeTarget(s.defaultDestination);
   if (s.kmsKeyArn !== undefined && !/^arn:aws[a-z-]*:kms:[a-z0-9-]+:\d{12}:key\/[A-Za-z0-9-]+$/.test(s.kmsKeyArn)) {
@@ -215,6 +286,13 @@ export function resolveSettings(overrides: Partial<OutboxSettings> = {}): Outbox
   return s;
 }
 
+/** The ARN of an existing table: its stream ARN without "/stream/<label>" (the table's own partition, region and account). */
+export function existingTableArn(streamArn: string): string {
+  const at = streamArn.indexOf('/stream/');
+  if (at < 0) throw new Error(`"${streamArn}" is not a DynamoDB stream ARN`);
+  return streamArn.slice(0, at);
+}
+
 /** Physical names, one place (the Terraform module computes the same ones). */
 export function names(prefix: string) {
   return {
@@ -230,6 +308,7 @@ export function names(prefix: string) {
     fifoQueue: `${prefix}-orders-events.fifo`,
     fifoDlq: `${prefix}-orders-events-dlq.fifo`,
     sweepRule: `${prefix}-sweep-schedule`,
+    dashboard: `${prefix}-dashboard`,
   };
 }
 
@@ -263,9 +342,14 @@ export function settingsFromContext(get: (key: string) => unknown, env: NodeJS.P
       throw new Error(`context outbox:${k} must be JSON: ${(e as Error).message}`);
     }
   };
+  const nullableNum = (k: string): number | null | undefined => {
+    const v = get(`outbox:${k}`);
+    if (v === null || (typeof v === 'string' && ['off', 'none', 'null'].includes(v))) return null;
+    return num(k);
+  };
   return {
     prefix: str('prefix'),
-    routes: json<Record<string, string>>('routes'),
+    routes: json<Record<string, Route>>('routes'),
     defaultDestination: str('defaultDestination'),
     maxAttempts: num('maxAttempts'),
     sweepRateMinutes: num('sweepRateMinutes'),
@@ -277,6 +361,9 @@ export function settingsFromContext(get: (key: string) => unknown, env: NodeJS.P
     streamMaxRecordAgeSeconds: num('streamMaxRecordAgeSeconds'),
     consumerBatchSize: num('consumerBatchSize'),
     maxReceiveCount: num('maxReceiveCount'),
+    maxMessageBytes: num('maxMessageBytes'),
+    sweeperReservedConcurrency: nullableNum('sweeperReservedConcurrency'),
+    deletionProtection: bool('deletionProtection'),
     logRetentionDays: num('logRetentionDays'),
     architecture: str('architecture') as Architecture | undefined,
     kmsKeyArn: str('kmsKeyArn'),

@@ -1,8 +1,8 @@
 // The whole outbox system in one stack: outbox table, publisher (stream),
 // sweeper (schedule), destination queues, reference consumer and its table,
-// least-privilege roles, alarms. Names shared with the functions come from
-// config.ts (infra/CONTRACT.md); the stream filter from infra/stream-filter.json.
-import * as fs from 'node:fs';
+// least-privilege roles, alarms, a dashboard. Names shared with the functions come
+// from config.ts (infra/CONTRACT.md); the stream filter from infra/stream-filter.json;
+// alarms and dashboard from monitoring.ts; the code is checked by artifact.ts.
 import * as path from 'node:path';
 import * as cdk from 'aws-cdk-lib';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
@@ -17,15 +17,24 @@ import * as logs from 'aws-cdk-lib/aws-logs';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
+import { checkedArtifact } from './artifact.ts';
 import {
+  type Architecture,
   CONTRACT,
   EXAMPLE_TOPICS,
   type OutboxSettings,
+  type Route,
+  SQS_MAX_MESSAGE_BYTES,
+  SWEEPER_ASYNC,
+  SWEEP_TARGET_RETRY,
+  destinationOf,
+  existingTableArn,
   loadStreamFilter,
   names,
   resolveSettings,
   routeTarget,
 } from './config.ts';
+import { alarmDefinitions, dashboardWidgets } from './monitoring.ts';
 
 export interface OutboxStackProps extends cdk.StackProps {
   readonly settings?: Partial<OutboxSettings>;
@@ -33,17 +42,14 @@ export interface OutboxStackProps extends cdk.StackProps {
 
 /**
  * Lambda code from the cargo lambda output directory: <assetDir>/<bin>/bootstrap
- * (`cargo lambda build`), or <assetDir>/<bin>/bootstrap.zip (`--output-format zip`).
+ * (`cargo lambda build`) or <assetDir>/<bin>/bootstrap.zip (`--output-format zip`),
+ * whichever is newer, refused unless it is an ELF executable for `architecture`.
  */
-export function functionCode(assetDir: string, bin: string): lambda.Code {
-  const dir = path.join(assetDir, bin);
-  if (fs.existsSync(path.join(dir, 'bootstrap'))) return lambda.Code.fromAsset(dir, { exclude: ['bootstrap.zip'] });
-  if (fs.existsSync(path.join(dir, 'bootstrap.zip'))) return lambda.Code.fromAsset(path.join(dir, 'bootstrap.zip'));
-  throw new Error(
-    `${path.join(dir, 'bootstrap')} not found. Build the functions first: ` +
-      '`cargo lambda build --release --arm64` at the repository root (or --x86-64 with architecture=x86_64), ' +
-      'or point context outbox:lambdaAssetDir / env OUTBOX_LAMBDA_ASSET_DIR at a directory holding <bin>/bootstrap.',
-  );
+export function functionCode(assetDir: string, bin: string, architecture: Architecture): lambda.Code {
+  const artifact = checkedArtifact(assetDir, bin, architecture);
+  return artifact.kind === 'zip'
+    ? lambda.Code.fromAsset(artifact.path)
+    : lambda.Code.fromAsset(path.dirname(artifact.path), { exclude: ['bootstrap.zip'] });
 }
 
 export class OutboxStack extends cdk.Stack {
@@ -64,17 +70,19 @@ export class OutboxStack extends cdk.Stack {
     const architecture = s.architecture === 'arm64' ? lambda.Architecture.ARM_64 : lambda.Architecture.X86_64;
 
     // ---------------------------------------------------------------- outbox table
+    // Protected tables are also retained by `cdk destroy`; their fixed names then stay taken
+    // until the retained tables are deleted or imported (README: deletion protection).
+    const tableProtection = {
+      deletionProtection: s.deletionProtection,
+      removalPolicy: s.deletionProtection ? cdk.RemovalPolicy.RETAIN : cdk.RemovalPolicy.DESTROY,
+    };
     let tableName: string;
     let tableArn: string;
     let streamArn: string;
     if (s.existingTable) {
-      const t = dynamodb.Table.fromTableAttributes(this, 'OutboxTable', {
-        tableName: s.existingTable.tableName,
-        tableStreamArn: s.existingTable.streamArn,
-        encryptionKey: key,
-      });
-      tableName = t.tableName;
-      tableArn = t.tableArn;
+      // The table's ARN comes from its stream ARN: its own partition, region and account.
+      tableName = s.existingTable.tableName;
+      tableArn = existingTableArn(s.existingTable.streamArn);
       streamArn = s.existingTable.streamArn;
     } else {
       const t = new dynamodb.Table(this, 'OutboxTable', {
@@ -87,8 +95,7 @@ export class OutboxStack extends cdk.Stack {
         pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
         encryption: key ? dynamodb.TableEncryption.CUSTOMER_MANAGED : dynamodb.TableEncryption.AWS_MANAGED,
         encryptionKey: key,
-        deletionProtection: true,
-        removalPolicy: cdk.RemovalPolicy.RETAIN,
+        ...tableProtection,
       });
       t.addGlobalSecondaryIndex({
         indexName: CONTRACT.sweepIndexName,
@@ -112,6 +119,7 @@ export class OutboxStack extends cdk.Stack {
         ...queueEncryption,
         enforceSSL: true,
         retentionPeriod: cdk.Duration.days(14),
+        maxMessageSizeBytes: s.maxMessageBytes, // explicit on every queue
         ...extra,
       });
 
@@ -134,12 +142,21 @@ export class OutboxStack extends cdk.Stack {
     });
 
     // ---------------------------------------------------------------- routes
-    const routes: Record<string, string> = {
-      [EXAMPLE_TOPICS.standard]: ordersQueue.queueUrl,
-      [EXAMPLE_TOPICS.fifo]: fifoQueue.queueUrl,
+    // Below 1 MiB the example routes say the queues' size, so the publisher treats a larger
+    // message as poison instead of failing the call. Given routes pass on unchanged.
+    const exampleRoute = (url: string): Route =>
+      s.maxMessageBytes < SQS_MAX_MESSAGE_BYTES ? { destination: url, max_message_bytes: s.maxMessageBytes } : url;
+    const routes: Record<string, Route> = {
+      [EXAMPLE_TOPICS.standard]: exampleRoute(ordersQueue.queueUrl),
+      [EXAMPLE_TOPICS.fifo]: exampleRoute(fifoQueue.queueUrl),
       ...s.routes,
     };
-    const external = [...Object.values(s.routes), ...(s.defaultDestination ? [s.defaultDestination] : [])].map((d) => routeTarget(d));
+    const external = [...Object.values(s.routes).map(destinationOf), ...(s.defaultDestination ? [s.defaultDestination] : [])].map((d) =>
+      routeTarget(d),
+    );
+    // What a function needs of the key of a KMS-encrypted table, its stream and the queues
+    // (CDK's grantReadWriteData less ReEncrypt*): every function reads or writes one of them.
+    const useKey = (role: iam.Role) => key?.grant(role, 'kms:Decrypt', 'kms:DescribeKey', 'kms:Encrypt', 'kms:GenerateDataKey');
     const sendTo = (role: iam.Role) => {
       // Only the routed destinations and the outbox DLQ: no wildcard resources.
       role.addToPolicy(
@@ -158,7 +175,7 @@ export class OutboxStack extends cdk.Stack {
       if (sns.length) role.addToPolicy(new iam.PolicyStatement({ sid: 'PublishToRoutedTopics', actions: ['sns:Publish'], resources: sns }));
       const buses = external.filter((t) => t.kind === 'events').map((t) => t.arn);
       if (buses.length) role.addToPolicy(new iam.PolicyStatement({ sid: 'PutToRoutedBuses', actions: ['events:PutEvents'], resources: buses }));
-      key?.grant(role, 'kms:GenerateDataKey', 'kms:Decrypt');
+      useKey(role);
     };
 
     const commonEnv: Record<string, string> = {
@@ -166,6 +183,8 @@ export class OutboxStack extends cdk.Stack {
       OUTBOX_ROUTES: cdk.Stack.of(this).toJsonString(routes),
       OUTBOX_DLQ_URL: this.outboxDlq.queueUrl,
       OUTBOX_TTL_DAYS: String(s.ttlDays),
+      // The value of the metrics dimension Service: two deployments in one account stay apart.
+      OUTBOX_DEPLOYMENT: s.prefix,
       ...(s.defaultDestination ? { OUTBOX_DEFAULT_DESTINATION: s.defaultDestination } : {}),
     };
 
@@ -189,7 +208,7 @@ export class OutboxStack extends cdk.Stack {
         runtime: lambda.Runtime.PROVIDED_AL2023,
         architecture,
         handler: 'bootstrap',
-        code: functionCode(s.lambdaAssetDir, bin),
+        code: functionCode(s.lambdaAssetDir, bin, s.architecture),
         memorySize: 256,
         role,
         logGroup,
@@ -227,7 +246,10 @@ export class OutboxStack extends cdk.Stack {
     const mapping = new lambda.EventSourceMapping(this, 'PublisherStreamMapping', {
       target: this.publisher,
       eventSourceArn: streamArn,
-      startingPosition: lambda.StartingPosition.TRIM_HORIZON,
+      // A table this stack creates is read from its first record; an existing table from now on:
+      // TRIM_HORIZON would replay up to 24 h of its stream on the first deploy (the sweeper finds
+      // whatever was PENDING before the mapping existed).
+      startingPosition: s.existingTable ? lambda.StartingPosition.LATEST : lambda.StartingPosition.TRIM_HORIZON,
       batchSize: s.batchSize,
       bisectBatchOnError: true,
       retryAttempts: s.streamRetryAttempts,
@@ -255,12 +277,14 @@ export class OutboxStack extends cdk.Stack {
       }),
     );
     sendTo(sweeperRole);
-    if (key) key.grant(sweeperRole, 'kms:Decrypt');
-    if (key) key.grant(publisherRole, 'kms:Decrypt');
     this.sweeper = fn('Sweeper', n.sweeper, CONTRACT.binaries.sweeper, sweeperRole, {
       description: 'Recovers outbox messages still PENDING after the grace period; FAILED + DLQ after max attempts',
       timeout: cdk.Duration.seconds(Math.min(300, s.sweepRateMinutes * 60)),
-      reservedConcurrentExecutions: 1, // one sweep at a time
+      // One sweep at a time by default; null/0: unreserved (sweeps claim items with leases, so overlap is safe).
+      reservedConcurrentExecutions: s.sweeperReservedConcurrency || undefined,
+      // EventBridge invokes it asynchronously: no retries of a failed or throttled sweep; the next tick comes anyway.
+      retryAttempts: SWEEPER_ASYNC.maximumRetryAttempts,
+      maxEventAge: cdk.Duration.seconds(SWEEPER_ASYNC.maximumEventAgeSeconds),
       environment: {
         ...commonEnv,
         OUTBOX_MAX_ATTEMPTS: String(s.maxAttempts),
@@ -272,7 +296,13 @@ export class OutboxStack extends cdk.Stack {
       ruleName: n.sweepRule,
       description: 'Runs the outbox sweeper',
       schedule: events.Schedule.rate(cdk.Duration.minutes(s.sweepRateMinutes)),
-      targets: [new targets.LambdaFunction(this.sweeper, { retryAttempts: 0 })], // the next tick is the retry
+      targets: [
+        // The next tick is the retry.
+        new targets.LambdaFunction(this.sweeper, {
+          retryAttempts: SWEEP_TARGET_RETRY.maximumRetryAttempts,
+          maxEventAge: cdk.Duration.seconds(SWEEP_TARGET_RETRY.maximumEventAgeSeconds),
+        }),
+      ],
     });
 
     // Reference consumer and its orders table.
@@ -284,8 +314,7 @@ export class OutboxStack extends cdk.Stack {
       pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
       encryption: key ? dynamodb.TableEncryption.CUSTOMER_MANAGED : dynamodb.TableEncryption.AWS_MANAGED,
       encryptionKey: key,
-      deletionProtection: true,
-      removalPolicy: cdk.RemovalPolicy.RETAIN,
+      ...tableProtection,
     });
     const consumerRole = roleFor('ConsumerRole', 'reference orders consumer');
     consumerRole.addToPolicy(
@@ -303,11 +332,11 @@ export class OutboxStack extends cdk.Stack {
         resources: [ordersQueue.queueArn],
       }),
     );
-    if (key) key.grant(consumerRole, 'kms:Decrypt', 'kms:GenerateDataKey');
+    useKey(consumerRole);
     this.consumer = fn('Consumer', n.consumer, CONTRACT.binaries.consumer, consumerRole, {
       description: 'Reference consumer: applies each order exactly once (idempotent conditional writes)',
       timeout: consumerTimeout,
-      environment: { ORDERS_TABLE_NAME: orders.tableName },
+      environment: { ORDERS_TABLE_NAME: orders.tableName, OUTBOX_DEPLOYMENT: s.prefix },
     });
     const consumerMapping = new lambda.EventSourceMapping(this, 'ConsumerQueueMapping', {
       target: this.consumer,
@@ -318,62 +347,33 @@ export class OutboxStack extends cdk.Stack {
     });
     consumerMapping.node.addDependency(consumerRole);
 
-    // ---------------------------------------------------------------- alarms
+    // ---------------------------------------------------------------- alarms and dashboard
     const action = s.alarmTopicArn ? new cwActions.SnsAction(sns.Topic.fromTopicArn(this, 'AlarmTopic', s.alarmTopicArn)) : undefined;
-    const alarm = (id: string, props: cloudwatch.AlarmProps) => {
-      const a = new cloudwatch.Alarm(this, id, props);
-      if (action) a.addAlarmAction(action);
-      this.alarms[id] = a;
-      return a;
-    };
-    const notEmpty = (id: string, q: sqs.Queue, description: string) =>
-      alarm(id, {
+    for (const [id, a] of Object.entries(alarmDefinitions(s))) {
+      const alarm = new cloudwatch.Alarm(this, id, {
         alarmName: `${s.prefix}-${id}`,
-        alarmDescription: description,
-        metric: q.metricApproximateNumberOfMessagesVisible({ period: cdk.Duration.minutes(5), statistic: 'Maximum' }),
-        threshold: 0,
+        alarmDescription: a.description,
+        metric: new cloudwatch.Metric({
+          namespace: a.namespace,
+          metricName: a.metricName,
+          dimensionsMap: { ...a.dimensions },
+          statistic: a.statistic,
+          period: cdk.Duration.seconds(a.period),
+        }),
+        threshold: a.threshold,
         comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-        evaluationPeriods: 1,
-        treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+        evaluationPeriods: a.evaluationPeriods,
+        datapointsToAlarm: a.datapointsToAlarm,
+        treatMissingData: a.treatMissingData === 'breaching' ? cloudwatch.TreatMissingData.BREACHING : cloudwatch.TreatMissingData.NOT_BREACHING,
       });
-    notEmpty('OutboxDlqNotEmpty', this.outboxDlq, 'Outbox messages became FAILED (see LastError on the item); inspect, fix, redrive.');
-    notEmpty('ConsumerDlqNotEmpty', ordersDlq, 'The orders consumer gave up on messages (conflicts or bugs); inspect and redrive.');
-    notEmpty('StreamFailuresNotEmpty', streamFailures, 'The stream mapping discarded batches after retries; the sweeper will recover the items.');
-    alarm('PublisherIteratorAge', {
-      alarmName: `${s.prefix}-PublisherIteratorAge`,
-      alarmDescription: 'The publisher falls behind the table stream (records older than the threshold).',
-      metric: this.publisher.metric('IteratorAge', { period: cdk.Duration.minutes(1), statistic: 'Maximum' }),
-      threshold: s.iteratorAgeThresholdMs,
-      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-      evaluationPeriods: 5,
-      datapointsToAlarm: 3,
-      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-    });
-    const outboxMetric = (metricName: string, statistic: string) =>
-      new cloudwatch.Metric({
-        namespace: CONTRACT.metricsNamespace,
-        metricName,
-        dimensionsMap: { ...CONTRACT.metricsDimension },
-        period: cdk.Duration.minutes(5),
-        statistic,
-      });
-    alarm('SweeperRecovering', {
-      alarmName: `${s.prefix}-SweeperRecovering`,
-      alarmDescription: 'The sweeper had to publish messages the stream path missed: the stream path is unhealthy.',
-      metric: outboxMetric('RecoveredBySweeper', 'Sum'),
-      threshold: 0,
-      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-      evaluationPeriods: 1,
-      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
-    });
-    alarm('OldestPendingTooOld', {
-      alarmName: `${s.prefix}-OldestPendingTooOld`,
-      alarmDescription: 'A PENDING outbox message is older than the threshold: delivery is stuck.',
-      metric: outboxMetric('OldestPendingAgeSeconds', 'Maximum'),
-      threshold: s.oldestPendingThresholdSeconds,
-      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-      evaluationPeriods: 1,
-      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+      if (action) alarm.addAlarmAction(action);
+      this.alarms[id] = alarm;
+    }
+    new cloudwatch.CfnDashboard(this, 'Dashboard', {
+      dashboardName: n.dashboard,
+      dashboardBody: cdk.Stack.of(this).toJsonString({
+        widgets: dashboardWidgets(s).map((w) => ({ ...w, properties: { ...w.properties, region: this.region } })),
+      }),
     });
 
     // ---------------------------------------------------------------- outputs

@@ -1,32 +1,105 @@
-// Test helpers: a throwaway asset directory with dummy `bootstrap` files (so no
-// Rust build is needed), and synthesis of a fresh App per call.
+// Test helpers: throwaway asset directories with fake ELF `bootstrap` files and zips
+// (so no Rust build is needed), and synthesis of a fresh App per call.
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import * as zlib from 'node:zlib';
 import * as cdk from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
-import { CONTRACT, type OutboxSettings } from '../lib/config.ts';
+import { type Architecture, CONTRACT, type OutboxSettings } from '../lib/config.ts';
 import { OutboxStack } from '../lib/outbox-stack.ts';
 
-let assetDir: string | undefined;
+/**
+ * A minimal ELF header (64 bytes) of a 64-bit little-endian executable for `arch`:
+ * magic, class, data, version, e_type EXEC, e_machine (bytes 18-19), e_version, and
+ * a section header table "at" byte 64 with no entries, so the header accounts for the
+ * whole file. Enough for the artifact checks; not a runnable program.
+ */
+export function fakeElf(arch: Architecture | number): Buffer {
+  const b = Buffer.alloc(64);
+  Buffer.from([0x7f, 0x45, 0x4c, 0x46, 2, 1, 1]).copy(b, 0);
+  b.writeUInt16LE(2, 16); // e_type: EXEC
+  // e_machine: 0x3E x86-64, 0xB7 AArch64 (the ELF spec's values, independent of lib/artifact.ts).
+  b.writeUInt16LE(typeof arch === 'number' ? arch : { x86_64: 0x3e, arm64: 0xb7 }[arch], 18);
+  b.writeUInt32LE(1, 20); // e_version
+  b.writeBigUInt64LE(64n, 40); // e_shoff
+  b.writeUInt16LE(64, 52); // e_ehsize
+  b.writeUInt16LE(64, 58); // e_shentsize
+  return b;
+}
 
-/** A directory holding <bin>/bootstrap for the three binaries; created once per test process. */
-export function fakeAssetDir(): string {
-  if (!assetDir) {
-    assetDir = fs.mkdtempSync(path.join(os.tmpdir(), 'outbox-assets-'));
-    for (const bin of Object.values(CONTRACT.binaries)) {
-      fs.mkdirSync(path.join(assetDir, bin));
-      fs.writeFileSync(path.join(assetDir, bin, 'bootstrap'), '#!/bin/sh\necho "test asset, not a real function" >&2\nexit 1\n', { mode: 0o755 });
-    }
-    process.on('exit', () => fs.rmSync(assetDir!, { recursive: true, force: true }));
+/** A zip archive holding `data` as entry `name`, deflated or stored (like cargo lambda's, or `zip -0`). */
+export function fakeZip(data: Buffer, { name = 'bootstrap', stored = false } = {}): Buffer {
+  const body = stored ? data : zlib.deflateRawSync(data);
+  const fileName = Buffer.from(name);
+  const crc = zlib.crc32(data);
+  const local = Buffer.alloc(30);
+  local.writeUInt32LE(0x04034b50, 0);
+  local.writeUInt16LE(20, 4);
+  local.writeUInt16LE(stored ? 0 : 8, 8);
+  local.writeUInt32LE(crc, 14);
+  local.writeUInt32LE(body.length, 18);
+  local.writeUInt32LE(data.length, 22);
+  local.writeUInt16LE(fileName.length, 26);
+  const central = Buffer.alloc(46);
+  central.writeUInt32LE(0x02014b50, 0);
+  central.writeUInt16LE(0x031e, 4); // made by Unix
+  central.writeUInt16LE(20, 6);
+  central.writeUInt16LE(stored ? 0 : 8, 10);
+  central.writeUInt32LE(crc, 16);
+  central.writeUInt32LE(body.length, 20);
+  central.writeUInt32LE(data.length, 24);
+  central.writeUInt16LE(fileName.length, 28);
+  central.writeUInt32LE((0o100755 << 16) >>> 0, 38); // -rwxr-xr-x
+  const cdOffset = local.length + fileName.length + body.length;
+  const cdSize = central.length + fileName.length;
+  const end = Buffer.alloc(22);
+  end.writeUInt32LE(0x06054b50, 0);
+  end.writeUInt16LE(1, 8);
+  end.writeUInt16LE(1, 10);
+  end.writeUInt32LE(cdSize, 12);
+  end.writeUInt32LE(cdOffset, 16);
+  return Buffer.concat([local, fileName, body, central, fileName, end]);
+}
+
+/** What to put in each <bin>/ directory of a fake asset directory. */
+export interface FakeAssets {
+  /** Content of <bin>/bootstrap, or none. */
+  readonly binary?: Buffer;
+  /** Content of <bin>/bootstrap.zip, or none. */
+  readonly zip?: Buffer;
+  /** Make bootstrap.zip the newer file (else bootstrap is). */
+  readonly zipNewer?: boolean;
+}
+
+/** A new temporary asset directory for the three binaries, removed when the process exits. */
+export function makeAssetDir({ binary, zip, zipNewer = false }: FakeAssets): string {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'outbox-assets-'));
+  process.on('exit', () => fs.rmSync(dir, { recursive: true, force: true }));
+  const old = new Date(Date.now() - 3_600_000);
+  for (const bin of Object.values(CONTRACT.binaries)) {
+    fs.mkdirSync(path.join(dir, bin));
+    const write = (file: string, data: Buffer, older: boolean) => {
+      fs.writeFileSync(path.join(dir, bin, file), data, { mode: 0o755 });
+      if (older) fs.utimesSync(path.join(dir, bin, file), old, old);
+    };
+    if (binary) write('bootstrap', binary, zipNewer);
+    if (zip) write('bootstrap.zip', zip, !zipNewer);
   }
-  return assetDir;
+  return dir;
+}
+
+const assetDirs: Partial<Record<Architecture, string>> = {};
+
+/** A directory holding <bin>/bootstrap (a fake ELF header of `arch`) for the three binaries; one per process and architecture. */
+export function fakeAssetDir(arch: Architecture = 'arm64'): string {
+  return (assetDirs[arch] ??= makeAssetDir({ binary: fakeElf(arch) }));
 }
 
 export const ENV = { account: '123456789012', region: 'eu-west-1' };
 
 export function newStack(settings: Partial<OutboxSettings> = {}, app = new cdk.App()): OutboxStack {
-  return new OutboxStack(app, 'Outbox', { env: ENV, settings: { lambdaAssetDir: fakeAssetDir(), ...settings } });
+  return new OutboxStack(app, 'Outbox', { env: ENV, settings: { lambdaAssetDir: fakeAssetDir(settings.architecture), ...settings } });
 }
 
 export function synth(settings: Partial<OutboxSettings> = {}): Template {

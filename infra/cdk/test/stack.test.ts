@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import { before, describe, it } from 'node:test';
 import { Match, type Template } from 'aws-cdk-lib/assertions';
-import { STREAM_FILTER_FILE } from '../lib/config.ts';
-import { actionsOf, asList, fakeAssetDir, logicalId, newStack, statementsOf, synth } from './helpers.ts';
+import { STREAM_FILTER_FILE, resolveSettings, settingsFromContext } from '../lib/config.ts';
+import { actionsOf, asList, fakeAssetDir, fakeElf, fakeZip, logicalId, newStack, statementsOf, synth } from './helpers.ts';
 
 const getAtt = (id: string, attr = 'Arn') => ({ 'Fn::GetAtt': [id, attr] });
 
@@ -75,7 +75,8 @@ describe('default deployment', () => {
     it('gets the table, routes, DLQ and TTL from the environment (CONTRACT.md)', () => {
       const fn = Object.values(t.findResources('AWS::Lambda::Function', { Properties: { FunctionName: 'outbox-publisher' } }))[0];
       const env = fn.Properties.Environment.Variables;
-      assert.deepEqual(Object.keys(env).sort(), ['OUTBOX_DLQ_URL', 'OUTBOX_ROUTES', 'OUTBOX_TABLE_NAME', 'OUTBOX_TTL_DAYS']);
+      assert.deepEqual(Object.keys(env).sort(), ['OUTBOX_DEPLOYMENT', 'OUTBOX_DLQ_URL', 'OUTBOX_ROUTES', 'OUTBOX_TABLE_NAME', 'OUTBOX_TTL_DAYS']);
+      assert.equal(env.OUTBOX_DEPLOYMENT, 'outbox');
       assert.deepEqual(env.OUTBOX_TABLE_NAME, { Ref: logicalId(t, 'AWS::DynamoDB::Table', { TableName: 'outbox-table' }) });
       assert.deepEqual(env.OUTBOX_DLQ_URL, { Ref: logicalId(t, 'AWS::SQS::Queue', { QueueName: 'outbox-dlq' }) });
       assert.equal(env.OUTBOX_TTL_DAYS, '7');
@@ -294,7 +295,7 @@ describe('default deployment', () => {
           AlarmName: `outbox-${alarm}`,
           Namespace: 'AWS/SQS',
           MetricName: 'ApproximateNumberOfMessagesVisible',
-          Dimensions: [{ Name: 'QueueName', Value: getAtt(logicalId(t, 'AWS::SQS::Queue', { QueueName: queue }), 'QueueName') }],
+          Dimensions: [{ Name: 'QueueName', Value: queue }],
           Statistic: 'Maximum',
           ComparisonOperator: 'GreaterThanThreshold',
           Threshold: 0,
@@ -304,12 +305,13 @@ describe('default deployment', () => {
     queueAlarm('OutboxDlqNotEmpty', 'outbox-dlq');
     queueAlarm('ConsumerDlqNotEmpty', 'outbox-orders-queue-dlq');
     queueAlarm('StreamFailuresNotEmpty', 'outbox-stream-failures');
+    queueAlarm('OrdersEventsDlqNotEmpty', 'outbox-orders-events-dlq.fifo');
     it('alarms when the publisher iterator age exceeds one minute', () => {
       t.hasResourceProperties('AWS::CloudWatch::Alarm', {
         AlarmName: 'outbox-PublisherIteratorAge',
         Namespace: 'AWS/Lambda',
         MetricName: 'IteratorAge',
-        Dimensions: [{ Name: 'FunctionName', Value: { Ref: logicalId(t, 'AWS::Lambda::Function', { FunctionName: 'outbox-publisher' }) } }],
+        Dimensions: [{ Name: 'FunctionName', Value: 'outbox-publisher' }],
         Statistic: 'Maximum',
         Threshold: 60_000,
         ComparisonOperator: 'GreaterThanThreshold',
@@ -339,7 +341,7 @@ describe('default deployment', () => {
     });
     it('has no alarm actions unless an alarm topic is given', () => {
       for (const a of Object.values(t.findResources('AWS::CloudWatch::Alarm'))) assert.equal(a.Properties.AlarmActions, undefined);
-      t.resourceCountIs('AWS::CloudWatch::Alarm', 6);
+      t.resourceCountIs('AWS::CloudWatch::Alarm', 13);
     });
   });
 });
@@ -429,6 +431,14 @@ describe('parameters', () => {
       for (const s of kms) assert.deepEqual(s.Resource, key);
     }
   });
+  it('lets every function use the key the way a KMS-encrypted table needs (decrypt, encrypt, generate data key, describe)', () => {
+    const key = 'arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab';
+    const t = synth({ kmsKeyArn: key });
+    for (const fn of ['outbox-publisher', 'outbox-sweeper', 'outbox-orders-consumer']) {
+      const kms = actionsOf(t, fn).filter((a) => a.startsWith('kms:'));
+      assert.deepEqual([...new Set(kms)].sort(), ['kms:Decrypt', 'kms:DescribeKey', 'kms:Encrypt', 'kms:GenerateDataKey'], fn);
+    }
+  });
   it('sends alarms to the given SNS topic', () => {
     const topic = 'arn:aws:sns:eu-west-1:123456789012:ops';
     const t = synth({ alarmTopicArn: topic });
@@ -439,13 +449,26 @@ describe('parameters', () => {
     const t = synth({ existingTable: { tableName: 'app', streamArn } });
     t.resourceCountIs('AWS::DynamoDB::Table', 1); // only the orders table
     t.hasResourceProperties('AWS::DynamoDB::Table', { TableName: 'outbox-orders' });
-    t.hasResourceProperties('AWS::Lambda::EventSourceMapping', { EventSourceArn: streamArn, StartingPosition: 'TRIM_HORIZON' });
+    t.hasResourceProperties('AWS::Lambda::EventSourceMapping', { EventSourceArn: streamArn });
     const pub = Object.fromEntries(statementsOf(t, 'outbox-publisher').map((s) => [s.Sid, s]));
     assert.deepEqual(pub.ReadOutboxStream.Resource, streamArn);
-    assert.deepEqual(pub.MarkSentOrFailed.Resource, {
-      'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':dynamodb:eu-west-1:123456789012:table/app']],
-    });
+    assert.deepEqual(pub.MarkSentOrFailed.Resource, 'arn:aws:dynamodb:eu-west-1:123456789012:table/app');
     t.hasResourceProperties('AWS::Lambda::Function', { FunctionName: 'outbox-publisher', Environment: { Variables: Match.objectLike({ OUTBOX_TABLE_NAME: 'app' }) } });
+  });
+  it('starts an existing table\'s stream at LATEST: TRIM_HORIZON would replay up to a day of records on first deploy', () => {
+    const streamArn = 'arn:aws:dynamodb:eu-west-1:123456789012:table/app/stream/2024-01-01T00:00:00.000';
+    const t = synth({ existingTable: { tableName: 'app', streamArn } });
+    t.hasResourceProperties('AWS::Lambda::EventSourceMapping', { EventSourceArn: streamArn, StartingPosition: 'LATEST' });
+  });
+  it("derives an existing table's ARN (region, account, partition) from its stream ARN, not from the deployment", () => {
+    const streamArn = 'arn:aws-cn:dynamodb:cn-north-1:210987654321:table/app/stream/2024-01-01T00:00:00.000';
+    const t = synth({ existingTable: { tableName: 'app', streamArn } });
+    const table = 'arn:aws-cn:dynamodb:cn-north-1:210987654321:table/app';
+    const pub = Object.fromEntries(statementsOf(t, 'outbox-publisher').map((s) => [s.Sid, s]));
+    assert.deepEqual(pub.MarkSentOrFailed.Resource, table);
+    const sweeper = Object.fromEntries(statementsOf(t, 'outbox-sweeper').map((s) => [s.Sid, s]));
+    assert.deepEqual(sweeper.QuerySweepIndex.Resource, `${table}/index/OutboxSweepIndex`);
+    assert.deepEqual(sweeper.UpdateOutboxItems.Resource, table);
   });
   it('refuses to synthesize without the cargo lambda build output, saying how to build it', () => {
     assert.throws(() => newStack({ lambdaAssetDir: `${fakeAssetDir()}/missing` }), /cargo lambda build --release --arm64/);
@@ -458,9 +481,91 @@ describe('function code', () => {
     t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
     for (const bin of ['outbox-publisher', 'outbox-sweeper', 'orders-consumer']) {
       fs.mkdirSync(`${dir}/${bin}`);
-      fs.copyFileSync(`${fakeAssetDir()}/${bin}/bootstrap`, `${dir}/${bin}/bootstrap.zip`);
+      fs.writeFileSync(`${dir}/${bin}/bootstrap.zip`, fakeZip(fakeElf('arm64')));
     }
     const tpl = synth({ lambdaAssetDir: dir });
     tpl.resourceCountIs('AWS::Lambda::Function', 3);
+  });
+});
+
+describe('queue message size', () => {
+  it('sets MaximumMessageSize explicitly on every queue: 1 MiB by default', () => {
+    const queues = Object.values(synth().findResources('AWS::SQS::Queue'));
+    assert.equal(queues.length, 6);
+    for (const q of queues) assert.equal(q.Properties.MaximumMessageSize, 1_048_576, q.Properties.QueueName);
+  });
+  it('applies maxMessageBytes to every queue and tells the publisher through the example routes', () => {
+    const t = synth({ maxMessageBytes: 262_144 });
+    for (const q of Object.values(t.findResources('AWS::SQS::Queue'))) assert.equal(q.Properties.MaximumMessageSize, 262_144, q.Properties.QueueName);
+    const fn = Object.values(t.findResources('AWS::Lambda::Function', { Properties: { FunctionName: 'outbox-publisher' } }))[0];
+    const routes = JSON.stringify(fn.Properties.Environment.Variables.OUTBOX_ROUTES);
+    // {"orders":{"destination":<url>,"max_message_bytes":262144},"orders-events":{...}}
+    assert.equal(routes.match(/\\"max_message_bytes\\":262144/g)?.length, 2, routes);
+    assert.match(routes, /\\"orders\\":\{\\"destination\\":\\"/);
+  });
+  it('refuses a size SQS does not allow', () => {
+    assert.throws(() => resolveSettings({ maxMessageBytes: 1023 }), /maxMessageBytes/);
+    assert.throws(() => resolveSettings({ maxMessageBytes: 1_048_577 }), /maxMessageBytes/);
+  });
+});
+
+describe('detailed routes', () => {
+  const routes = {
+    mail: { destination: 'https://sqs.eu-west-1.amazonaws.com/123456789012/mail', max_message_bytes: 262_144 },
+    shop: { destination: 'arn:aws:events:eu-west-1:123456789012:event-bus/shop', source: 'shop.orders' },
+    audit: { destination: 'arn:aws:sns:eu-west-1:123456789012:audit' },
+    billing: 'https://sqs.eu-west-1.amazonaws.com/123456789012/billing',
+  };
+  it('passes route objects to OUTBOX_ROUTES unchanged', () => {
+    const t = synth({ routes });
+    const fn = Object.values(t.findResources('AWS::Lambda::Function', { Properties: { FunctionName: 'outbox-sweeper' } }))[0];
+    const env = fn.Properties.Environment.Variables.OUTBOX_ROUTES;
+    // The joined template string holds the JSON text: parse it back (the example queue URLs are tokens).
+    const text = (env['Fn::Join'][1] as unknown[]).map((p) => (typeof p === 'string' ? p : 'TOKEN')).join('');
+    const parsed = JSON.parse(text);
+    for (const [topic, route] of Object.entries(routes)) assert.deepEqual(parsed[topic], route, topic);
+  });
+  it('derives IAM from each destination', () => {
+    const t = synth({ routes });
+    const bySid = Object.fromEntries(statementsOf(t, 'outbox-publisher').map((s) => [s.Sid, s]));
+    assert.ok(asList(bySid.SendToRoutedQueues.Resource).includes('arn:aws:sqs:eu-west-1:123456789012:mail'));
+    assert.ok(asList(bySid.SendToRoutedQueues.Resource).includes('arn:aws:sqs:eu-west-1:123456789012:billing'));
+    assert.deepEqual(bySid.PublishToRoutedTopics.Resource, 'arn:aws:sns:eu-west-1:123456789012:audit');
+    assert.deepEqual(bySid.PutToRoutedBuses.Resource, 'arn:aws:events:eu-west-1:123456789012:event-bus/shop');
+  });
+  it('reads route objects from the context JSON', () => {
+    const ctx: Record<string, string> = { 'outbox:routes': JSON.stringify(routes) };
+    assert.deepEqual(resolveSettings(settingsFromContext((k) => ctx[k], {})).routes, routes);
+  });
+  for (const [why, route, message] of [
+    ['without a destination', { max_message_bytes: 1024 }, /needs a "destination"/],
+    ['to a bad destination', { destination: 'billing' }, /neither an SQS queue URL/],
+    ['with a size on an SNS topic', { destination: 'arn:aws:sns:eu-west-1:123456789012:t', max_message_bytes: 1024 }, /max_message_bytes applies to SQS queues only/],
+    ['with a size over 1 MiB', { destination: 'https://sqs.eu-west-1.amazonaws.com/123456789012/q', max_message_bytes: 1_048_577 }, /max_message_bytes/],
+    ['with a fractional size', { destination: 'https://sqs.eu-west-1.amazonaws.com/123456789012/q', max_message_bytes: 1.5 }, /max_message_bytes/],
+    ['with a source on a queue', { destination: 'https://sqs.eu-west-1.amazonaws.com/123456789012/q', source: 'x' }, /source applies to EventBridge buses only/],
+    ['with an unknown key', { destination: 'https://sqs.eu-west-1.amazonaws.com/123456789012/q', max_bytes: 1 }, /unknown key "max_bytes"/],
+  ] as const) {
+    it(`refuses a route ${why}`, () => {
+      assert.throws(() => resolveSettings({ routes: { x: route as never } }), message);
+    });
+  }
+});
+
+describe('deletion protection and retention', () => {
+  it('protects and retains both tables by default', () => {
+    const t = synth();
+    for (const name of ['outbox-table', 'outbox-orders']) {
+      t.hasResource('AWS::DynamoDB::Table', { Properties: Match.objectLike({ TableName: name, DeletionProtectionEnabled: true }), DeletionPolicy: 'Retain' });
+    }
+  });
+  it('lets a throwaway deployment turn both off (cdk destroy then deletes the tables, so the names are free again)', () => {
+    const t = synth({ deletionProtection: false });
+    for (const name of ['outbox-table', 'outbox-orders']) {
+      t.hasResource('AWS::DynamoDB::Table', { Properties: Match.objectLike({ TableName: name, DeletionProtectionEnabled: false }), DeletionPolicy: 'Delete' });
+    }
+  });
+  it('reads deletionProtection from the context', () => {
+    assert.equal(resolveSettings(settingsFromContext((k) => (k === 'outbox:deletionProtection' ? 'false' : undefined), {})).deletionProtection, false);
   });
 });

@@ -1,25 +1,33 @@
 #!/usr/bin/env python3
 """The CDK app and the Terraform module must deploy the same system.
 
-Compares, with default settings on both sides:
-  * the synthesized CDK template (argument 1), and
-  * the values of the provider-free module modules/outbox-config (evaluated by
-    `terraform apply` on a throwaway root, no provider needed),
+For each variant of the settings (VARIANTS: the defaults, and one that changes
+every setting that changes the template), compares
+  * the synthesized CDK template (the default one is argument 1; the others are
+    synthesized here with `npx cdk synth -c outbox:<name>=<value>`), and
+  * the values of the provider-free module modules/outbox-config with the same
+    settings (evaluated by `terraform apply` on a throwaway root, no provider),
 and checks that modules/outbox takes each compared value from module.config
 (parsed with python-hcl2), so the comparison speaks for the real resources.
 
 Compared: stream filter (and infra/stream-filter.json itself), stream and queue
-mapping settings, retry settings, batch sizes, table shapes (keys, GSI, TTL
-attribute, stream view type, PITR, SSE), names, function runtime/arch/env,
-sweep schedule, queue settings, alarms, log retention.
+mapping settings (starting position, retries, batch sizes), table shapes (keys,
+GSI, TTL attribute, stream view type, PITR, SSE, deletion protection), names,
+function runtime/arch/env/reserved concurrency, the sweeper's async invoke config
+and schedule retry policy, queue settings (retention, MaximumMessageSize, redrive),
+OUTBOX_ROUTES, IAM actions and literal resources, alarms, the dashboard, log
+retention.
 
-Usage: check_parity.py <cdk template.json>     (run by infra/check.sh)
+Usage: check_parity.py <default cdk template.json> [--keep DIR]   (run by infra/check.sh;
+       --keep writes the other variants' templates to DIR, for cfn-lint)
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -30,7 +38,44 @@ import hcl2  # shipped with checkov (python-hcl2), pinned in ../requirements.txt
 HERE = Path(__file__).resolve().parent
 TF_DIR = HERE.parent
 INFRA_DIR = TF_DIR.parent
+CDK_DIR = INFRA_DIR / "cdk"
 FILTER_FILE = INFRA_DIR / "stream-filter.json"
+
+# Settings by their CDK name; the Terraform variable is the snake_case name.
+VARIANTS: dict[str, dict] = {
+    "defaults": {},
+    "every setting changed": {
+        "prefix": "shop",
+        "routes": {
+            "mail": {"destination": "https://sqs.eu-west-1.amazonaws.com/123456789012/mail", "max_message_bytes": 262144},
+            "audit": "arn:aws:sns:eu-west-1:123456789012:audit",
+            "shop": {"destination": "arn:aws:events:eu-west-1:123456789012:event-bus/shop", "source": "shop.orders"},
+        },
+        "defaultDestination": "https://sqs.eu-west-1.amazonaws.com/123456789012/catch-all",
+        "maxAttempts": 4,
+        "sweepRateMinutes": 10,
+        "sweepGraceSeconds": 30,
+        "sweepScanMode": True,
+        "ttlDays": 3,
+        "batchSize": 50,
+        "streamRetryAttempts": 2,
+        "streamMaxRecordAgeSeconds": 600,
+        "consumerBatchSize": 5,
+        "maxReceiveCount": 3,
+        "maxMessageBytes": 262144,
+        "sweeperReservedConcurrency": 0,
+        "deletionProtection": False,
+        "logRetentionDays": 90,
+        "kmsKeyArn": "arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab",
+        "existingTable": {
+            "tableName": "app",
+            "streamArn": "arn:aws:dynamodb:us-east-2:210987654321:table/app/stream/2024-01-01T00:00:00.000",
+        },
+        "alarmTopicArn": "arn:aws:sns:eu-west-1:123456789012:ops",
+        "iteratorAgeThresholdMs": 120000,
+        "oldestPendingThresholdSeconds": 900,
+    },
+}
 
 failures: list[str] = []
 checked = 0
@@ -43,20 +88,81 @@ def same(what: str, cdk, tf) -> None:
         failures.append(f"{what}: CDK {json.dumps(cdk, sort_keys=True)} != Terraform {json.dumps(tf, sort_keys=True)}")
 
 
-def terraform_config() -> dict:
-    """Outputs of modules/outbox-config with default variables."""
+def snake(name: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+
+
+def tf_value(v):
+    """A CDK setting as the Terraform variable value (objects with snake_case keys, except routes)."""
+    if isinstance(v, dict):
+        return {snake(k): tf_value(x) for k, x in v.items()}
+    return v
+
+
+def cdk_context(name: str, v) -> str:
+    if v is None:
+        return f"outbox:{name}=off"
+    if isinstance(v, bool):
+        return f"outbox:{name}={'true' if v else 'false'}"
+    if isinstance(v, (dict, list)):
+        return f"outbox:{name}={json.dumps(v)}"
+    return f"outbox:{name}={v}"
+
+
+def synth(settings: dict, outdir: Path) -> dict:
+    """The CDK template of a variant (the asset directory comes from OUTBOX_LAMBDA_ASSET_DIR)."""
+    args = [a for k, v in settings.items() for a in ("-c", cdk_context(k, v))]
+    p = subprocess.run(
+        ["npx", "--no-install", "cdk", "synth", "--quiet", "--no-notices", "--no-version-reporting", "-o", str(outdir), *args],
+        cwd=CDK_DIR, capture_output=True, text=True,
+    )
+    if p.returncode != 0:
+        raise SystemExit(f"cdk synth {' '.join(args)} failed:\n{p.stdout}\n{p.stderr}")
+    return json.loads((outdir / "DynamoDbOutbox.template.json").read_text())
+
+
+def terraform_config(settings: dict) -> dict:
+    """Outputs of modules/outbox-config with the variant's settings, and policies for placeholder resources."""
+    variables = {snake(k): (v if k == "routes" else tf_value(v)) for k, v in settings.items()}
     with tempfile.TemporaryDirectory(prefix="outbox-parity-") as tmp:
+        # A relative source: Terraform copies absolute-path modules away from infra/stream-filter.json.
+        source = Path(os.path.relpath(TF_DIR / "modules" / "outbox-config", tmp)).as_posix()
+        args = "\n".join(f"  {k} = var.{k}" for k in variables)
+        decls = "\n".join(f'variable "{k}" {{\n  type = any\n}}' for k in variables)
+        # Resources as modules/outbox passes them: placeholders (dropped when comparing), except
+        # the example queue URLs (named after the queues) and an existing table's ARN.
         (Path(tmp) / "main.tf").write_text(
-            'module "c" {\n  source = "%s"\n}\noutput "c" {\n  value = module.c\n}\n'
-            # A relative source: Terraform copies absolute-path modules away from infra/stream-filter.json.
-            % Path(os.path.relpath(TF_DIR / "modules" / "outbox-config", tmp)).as_posix()
+            f"""{decls}
+module "c" {{
+  source = "{source}"
+{args}
+  resources = {{
+    outbox_table_arn          = {"module.c.existing_table.arn" if "existing_table" in variables else '"PARITY:table"'}
+    outbox_stream_arn         = {"module.c.existing_table.stream_arn" if "existing_table" in variables else '"PARITY:stream"'}
+    orders_table_arn          = "PARITY:orders-table"
+    outbox_dlq_arn            = "PARITY:outbox-dlq"
+    stream_failures_queue_arn = "PARITY:stream-failures"
+    orders_queue_arn          = "PARITY:orders-queue"
+    example_route_queue_arns  = ["PARITY:orders-queue", "PARITY:fifo-queue"]
+    example_route_queue_urls  = {{ standard = "URL:${{module.c.names.orders_queue}}", fifo = "URL:${{module.c.names.fifo_queue}}" }}
+    log_group_arns            = {{ publisher = "PARITY:logs", sweeper = "PARITY:logs", consumer = "PARITY:logs" }}
+  }}
+}}
+output "c" {{
+  value = module.c
+}}
+"""
         )
+        (Path(tmp) / "terraform.tfvars.json").write_text(json.dumps(variables))
         env = {**os.environ, "TF_IN_AUTOMATION": "1", "TF_INPUT": "0"}
         run = lambda *args: subprocess.run(  # noqa: E731
             ["terraform", f"-chdir={tmp}", *args], check=True, capture_output=True, text=True, env=env
         )
         run("init", "-backend=false", "-no-color")
-        run("apply", "-auto-approve", "-no-color")
+        try:
+            run("apply", "-auto-approve", "-no-color")
+        except subprocess.CalledProcessError as e:
+            raise SystemExit(f"terraform apply of modules/outbox-config failed:\n{e.stdout}\n{e.stderr}")
         return json.loads(run("output", "-json", "c").stdout)
 
 
@@ -104,25 +210,100 @@ def uses(what: str, expr, expected: str) -> None:
         failures.append(f"modules/outbox {what} is {text!r}, expected it to use {expected}")
 
 
-def main() -> int:
-    if len(sys.argv) != 2:
-        print(__doc__, file=sys.stderr)
-        return 2
-    template = json.loads(Path(sys.argv[1]).read_text())
-    tf = terraform_config()
-    src = module_sources()
-    names = tf["names"]
+def holds(what: str, condition: bool) -> None:
+    """A property of the Terraform module on its own."""
+    global checked
+    checked += 1
+    if not condition:
+        failures.append(f"modules/outbox: {what}")
 
-    # ---------------------------------------------------------------- stream filter
-    file_filter = json.loads(FILTER_FILE.read_text())
-    stream = one(template, "AWS::Lambda::EventSourceMapping", StartingPosition="TRIM_HORIZON")
-    same("stream FilterCriteria (CDK vs infra/stream-filter.json)", stream["FilterCriteria"], file_filter)
-    same("stream FilterCriteria (Terraform vs infra/stream-filter.json)", tf["stream_filter"], file_filter)
+
+def joined(value, tokens) -> str:
+    """A CDK string value (plain, or Fn::Join of strings and tokens) as text; tokens mapped by `tokens`."""
+    if isinstance(value, str):
+        return value
+    return "".join(p if isinstance(p, str) else tokens(p) for p in value["Fn::Join"][1])
+
+
+def literal_strings(v) -> list[str]:
+    """The plain strings of a policy Resource (CDK tokens and Terraform placeholders dropped)."""
+    items = v if isinstance(v, list) else [v]
+    return [x for x in items if isinstance(x, str) and not x.startswith("PARITY:")]
+
+
+def compare_module_sources(src: dict) -> None:
+    """modules/outbox takes every compared value from module.config."""
     esm = src["aws_lambda_event_source_mapping"]["publisher"]
     uses("publisher filter_criteria", esm["filter_criteria"], "module.config.stream_filter.Filters")
     uses("publisher filter pattern", esm["filter_criteria"], "filter.value.Pattern")
+    for hcl in ("starting_position", "batch_size", "maximum_retry_attempts", "maximum_record_age_in_seconds",
+                "bisect_batch_on_function_error", "function_response_types", "parallelization_factor"):
+        uses(f"publisher mapping {hcl}", esm[hcl], f"module.config.stream_mapping.{hcl}")
+    uses("publisher on-failure destination", esm["destination_config"], "stream_failures")
+    uses("consumer mapping batch_size", src["aws_lambda_event_source_mapping"]["consumer"]["batch_size"], "module.config.consumer_mapping.batch_size")
 
-    # ---------------------------------------------------------------- stream mapping: retries, batch size
+    tt = src["aws_dynamodb_table"]["outbox"]
+    uses("outbox table hash_key", tt["hash_key"], "local.table.hash_key")
+    uses("outbox table range_key", tt["range_key"], "local.table.range_key")
+    uses("outbox table stream_view_type", tt["stream_view_type"], "local.table.stream_view_type")
+    uses("outbox table attributes", tt["dynamic"], "local.table.attributes")
+    uses("outbox table GSI", tt["global_secondary_index"], "local.table.sweep_index.name")
+    uses("outbox table TTL", tt["ttl"], "local.table.ttl_attribute")
+    same("Terraform outbox table PITR", scalar(tt["point_in_time_recovery"][0]["enabled"]), True)
+    same("Terraform outbox table SSE", scalar(tt["server_side_encryption"][0]["enabled"]), True)
+    same("Terraform outbox table stream enabled", scalar(tt["stream_enabled"]), True)
+    ot = src["aws_dynamodb_table"]["orders"]
+    same("Terraform orders table PITR", scalar(ot["point_in_time_recovery"][0]["enabled"]), True)
+    uses("orders table hash_key", ot["hash_key"], "module.config.orders_table.hash_key")
+    for name, t in (("outbox", tt), ("orders", ot)):
+        uses(f"{name} table deletion protection", t.get("deletion_protection_enabled"), "module.config.tables.deletion_protection")
+        # prevent_destroy cannot follow a variable, and it breaks `terraform destroy` of any deployment.
+        holds(f"the {name} table must not set lifecycle prevent_destroy (deletion protection is var.deletion_protection)",
+              "prevent_destroy" not in json.dumps(t.get("lifecycle", [])))
+
+    fsrc = src["aws_lambda_function"]["this"]
+    uses("function runtime", fsrc["runtime"], "local.fn.runtime")
+    uses("function architectures", fsrc["architectures"], "local.fn.architectures")
+    uses("function environment", fsrc["environment"], "local.environment[each.key]")
+    uses("function reserved concurrency", fsrc["reserved_concurrent_executions"], "module.config.functions.reserved_concurrency")
+    uses("function code", fsrc["filename"], "module.config.artifacts")
+    invoke = src.get("aws_lambda_function_event_invoke_config", {}).get("sweeper", {})
+    uses("sweeper async maximum_retry_attempts", invoke.get("maximum_retry_attempts"), "module.config.sweeper_async_invoke.maximum_retry_attempts")
+    uses("sweeper async maximum_event_age_in_seconds", invoke.get("maximum_event_age_in_seconds"), "module.config.sweeper_async_invoke.maximum_event_age_in_seconds")
+    uses("sweep target retry policy", src["aws_cloudwatch_event_target"]["sweep"]["retry_policy"], "module.config.sweep_target_retry")
+    uses("sweep schedule", src["aws_cloudwatch_event_rule"]["sweep"]["schedule_expression"], "module.config.sweep_schedule")
+
+    for kind in ("dead_letter", "destination"):
+        q = src["aws_sqs_queue"][kind]
+        uses(f"{kind} queues max_message_size", q.get("max_message_size"), "local.queue_settings.max_message_size")
+        uses(f"{kind} queues retention", q.get("message_retention_seconds"), "local.queue_settings.message_retention_seconds")
+
+    alarm = src["aws_cloudwatch_metric_alarm"]
+    holds(f"one alarm resource for every alarm of module.config.alarms, found {sorted(alarm)}", sorted(alarm) == ["this"])
+    if "this" not in alarm:
+        return
+    uses("alarms for_each", alarm["this"]["for_each"], "module.config.alarms")
+    for attr in ("namespace", "metric_name", "dimensions", "statistic", "period", "evaluation_periods",
+                 "datapoints_to_alarm", "threshold", "comparison_operator", "treat_missing_data"):
+        uses(f"alarm {attr}", alarm["this"][attr], f"each.value.{attr}")
+    dash = src["aws_cloudwatch_dashboard"]["outbox"]
+    uses("dashboard name", dash["dashboard_name"], "module.config.dashboard.name")
+    uses("dashboard widgets", dash["dashboard_body"], "module.config.dashboard.widgets")
+
+
+def compare(variant: str, template: dict, tf: dict) -> None:
+    """Every compared value of one variant."""
+    names = tf["names"]
+    v = f"[{variant}]"
+
+    # ---------------------------------------------------------------- stream filter, mappings
+    file_filter = json.loads(FILTER_FILE.read_text())
+    stream = [r["Properties"] for r in resources_of(template, "AWS::Lambda::EventSourceMapping") if "FilterCriteria" in r["Properties"]]
+    if len(stream) != 1:
+        raise SystemExit(f"CDK template {v}: expected one stream mapping with FilterCriteria, found {len(stream)}")
+    stream = stream[0]
+    same(f"{v} stream FilterCriteria (CDK vs infra/stream-filter.json)", stream["FilterCriteria"], file_filter)
+    same(f"{v} stream FilterCriteria (Terraform vs infra/stream-filter.json)", tf["stream_filter"], file_filter)
     m = tf["stream_mapping"]
     pairs = {
         "StartingPosition": "starting_position",
@@ -134,129 +315,194 @@ def main() -> int:
         "ParallelizationFactor": "parallelization_factor",
     }
     for cfn, hcl in pairs.items():
-        same(f"stream mapping {cfn}", stream.get(cfn), m[hcl])
-        uses(f"publisher mapping {hcl}", esm[hcl], f"module.config.stream_mapping.{hcl}")
-    same("stream mapping has an on-failure destination", "OnFailure" in stream.get("DestinationConfig", {}), True)
-    uses("publisher on-failure destination", esm["destination_config"], 'stream_failures')
+        same(f"{v} stream mapping {cfn}", stream.get(cfn), m[hcl])
+    same(f"{v} stream mapping has an on-failure destination", "OnFailure" in stream.get("DestinationConfig", {}), True)
+    if tf["existing_table"]:
+        same(f"{v} stream mapping source (existing table)", stream["EventSourceArn"], tf["existing_table"]["stream_arn"])
 
     consumer_esm = one(template, "AWS::Lambda::EventSourceMapping", FunctionResponseTypes=["ReportBatchItemFailures"], BatchSize=tf["consumer_mapping"]["batch_size"])
-    same("consumer mapping FunctionResponseTypes", consumer_esm["FunctionResponseTypes"], tf["consumer_mapping"]["function_response_types"])
-    uses("consumer mapping batch_size", src["aws_lambda_event_source_mapping"]["consumer"]["batch_size"], "module.config.consumer_mapping.batch_size")
+    same(f"{v} consumer mapping FunctionResponseTypes", consumer_esm["FunctionResponseTypes"], tf["consumer_mapping"]["function_response_types"])
 
-    # ---------------------------------------------------------------- outbox table shape
-    t = tf["outbox_table"]
-    table = one(template, "AWS::DynamoDB::Table", TableName=names["outbox_table"])
-    same(
-        "outbox table key schema",
-        table["KeySchema"],
-        [{"AttributeName": t["hash_key"], "KeyType": "HASH"}, {"AttributeName": t["range_key"], "KeyType": "RANGE"}],
-    )
-    same(
-        "outbox table attributes",
-        sorted((a["AttributeName"], a["AttributeType"]) for a in table["AttributeDefinitions"]),
-        sorted((a["name"], a["type"]) for a in t["attributes"]),
-    )
-    gsi = t["sweep_index"]
-    same(
-        "outbox table sweeper index",
-        table["GlobalSecondaryIndexes"],
-        [
-            {
-                "IndexName": gsi["name"],
-                "KeySchema": [
-                    {"AttributeName": gsi["hash_key"], "KeyType": "HASH"},
-                    {"AttributeName": gsi["range_key"], "KeyType": "RANGE"},
-                ],
-                "Projection": {"ProjectionType": gsi["projection_type"]},
-            }
-        ],
-    )
-    same("outbox table TTL attribute", table["TimeToLiveSpecification"], {"AttributeName": t["ttl_attribute"], "Enabled": True})
-    same("outbox table stream view type", table["StreamSpecification"]["StreamViewType"], t["stream_view_type"])
-    same("outbox table PITR", table["PointInTimeRecoverySpecification"], {"PointInTimeRecoveryEnabled": True})
-    same("outbox table SSE", table["SSESpecification"]["SSEEnabled"], True)
-    same("outbox table billing", table["BillingMode"], "PAY_PER_REQUEST")
-    tt = src["aws_dynamodb_table"]["outbox"]
-    uses("outbox table hash_key", tt["hash_key"], "local.table.hash_key")
-    uses("outbox table range_key", tt["range_key"], "local.table.range_key")
-    uses("outbox table stream_view_type", tt["stream_view_type"], "local.table.stream_view_type")
-    uses("outbox table attributes", tt["dynamic"], "local.table.attributes")
-    uses("outbox table GSI", tt["global_secondary_index"], "local.table.sweep_index.name")
-    uses("outbox table TTL", tt["ttl"], "local.table.ttl_attribute")
-    same("Terraform outbox table PITR", scalar(tt["point_in_time_recovery"][0]["enabled"]), True)
-    same("Terraform outbox table SSE", scalar(tt["server_side_encryption"][0]["enabled"]), True)
-    same("Terraform outbox table stream enabled", scalar(tt["stream_enabled"]), True)
+    # ---------------------------------------------------------------- tables
+    tables = {r["Properties"]["TableName"]: r for r in resources_of(template, "AWS::DynamoDB::Table")}
+    protection = tf["tables"]["deletion_protection"]
+    if tf["existing_table"]:
+        same(f"{v} tables (existing outbox table: only the orders table is created)", sorted(tables), [names["orders_table"]])
+    else:
+        t = tf["outbox_table"]
+        table = tables[names["outbox_table"]]["Properties"]
+        same(
+            f"{v} outbox table key schema",
+            table["KeySchema"],
+            [{"AttributeName": t["hash_key"], "KeyType": "HASH"}, {"AttributeName": t["range_key"], "KeyType": "RANGE"}],
+        )
+        same(
+            f"{v} outbox table attributes",
+            sorted((a["AttributeName"], a["AttributeType"]) for a in table["AttributeDefinitions"]),
+            sorted((a["name"], a["type"]) for a in t["attributes"]),
+        )
+        gsi = t["sweep_index"]
+        same(
+            f"{v} outbox table sweeper index",
+            table["GlobalSecondaryIndexes"],
+            [
+                {
+                    "IndexName": gsi["name"],
+                    "KeySchema": [
+                        {"AttributeName": gsi["hash_key"], "KeyType": "HASH"},
+                        {"AttributeName": gsi["range_key"], "KeyType": "RANGE"},
+                    ],
+                    "Projection": {"ProjectionType": gsi["projection_type"]},
+                }
+            ],
+        )
+        same(f"{v} outbox table TTL attribute", table["TimeToLiveSpecification"], {"AttributeName": t["ttl_attribute"], "Enabled": True})
+        same(f"{v} outbox table stream view type", table["StreamSpecification"]["StreamViewType"], t["stream_view_type"])
+        same(f"{v} outbox table PITR", table["PointInTimeRecoverySpecification"], {"PointInTimeRecoveryEnabled": True})
+        same(f"{v} outbox table SSE", table["SSESpecification"]["SSEEnabled"], True)
+        same(f"{v} outbox table billing", table["BillingMode"], "PAY_PER_REQUEST")
+    orders = tables[names["orders_table"]]["Properties"]
+    same(f"{v} orders table key schema", orders["KeySchema"], [{"AttributeName": tf["orders_table"]["hash_key"], "KeyType": "HASH"}])
+    same(f"{v} orders table TTL", orders["TimeToLiveSpecification"], {"AttributeName": tf["orders_table"]["ttl_attribute"], "Enabled": True})
+    same(f"{v} orders table PITR", orders["PointInTimeRecoverySpecification"], {"PointInTimeRecoveryEnabled": True})
+    for name, r in tables.items():
+        same(f"{v} table {name} deletion protection", r["Properties"].get("DeletionProtectionEnabled"), protection)
+        # CDK retains protected tables on `cdk destroy`; unprotected ones are deleted, as by `terraform destroy`.
+        same(f"{v} table {name} deletion policy", r.get("DeletionPolicy"), "Retain" if protection else "Delete")
 
-    orders = one(template, "AWS::DynamoDB::Table", TableName=names["orders_table"])
-    same("orders table key schema", orders["KeySchema"], [{"AttributeName": tf["orders_table"]["hash_key"], "KeyType": "HASH"}])
-    same("orders table TTL", orders["TimeToLiveSpecification"], {"AttributeName": tf["orders_table"]["ttl_attribute"], "Enabled": True})
-    same("orders table PITR", orders["PointInTimeRecoverySpecification"], {"PointInTimeRecoveryEnabled": True})
-    ot = src["aws_dynamodb_table"]["orders"]
-    same("Terraform orders table PITR", scalar(ot["point_in_time_recovery"][0]["enabled"]), True)
-    uses("orders table hash_key", ot["hash_key"], "module.config.orders_table.hash_key")
-
-    # ---------------------------------------------------------------- functions: runtime, env (retry settings)
+    # ---------------------------------------------------------------- functions
     fns = tf["functions"]
-    env_by_fn = {"publisher": tf["publisher_environment"], "sweeper": tf["sweeper_environment"], "consumer": {}}
+    env_by_fn = {"publisher": tf["publisher_environment"], "sweeper": tf["sweeper_environment"], "consumer": tf["consumer_environment"]}
     for key in ("publisher", "sweeper", "consumer"):
         props = one(template, "AWS::Lambda::Function", FunctionName=names[key])
-        same(f"{key} runtime", props["Runtime"], fns["runtime"])
-        same(f"{key} handler", props["Handler"], fns["handler"])
-        same(f"{key} architectures", props["Architectures"], fns["architectures"])
-        same(f"{key} memory", props["MemorySize"], fns["memory_size"])
-        same(f"{key} timeout", props["Timeout"], fns["timeouts"][key])
+        same(f"{v} {key} runtime", props["Runtime"], fns["runtime"])
+        same(f"{v} {key} handler", props["Handler"], fns["handler"])
+        same(f"{v} {key} architectures", props["Architectures"], fns["architectures"])
+        same(f"{v} {key} memory", props["MemorySize"], fns["memory_size"])
+        same(f"{v} {key} timeout", props["Timeout"], fns["timeouts"][key])
+        same(f"{v} {key} reserved concurrency", props.get("ReservedConcurrentExecutions"), fns["reserved_concurrency"][key])
         env = props["Environment"]["Variables"]
-        for k, v in env_by_fn[key].items():
-            same(f"{key} env {k}", env.get(k), v)
-        static = {k: v for k, v in env.items() if isinstance(v, str) and k.startswith("OUTBOX_") and k != "OUTBOX_TABLE_NAME"}
-        same(f"{key} static OUTBOX_* env", static, env_by_fn[key])
-    same("sweeper reserved concurrency", one(template, "AWS::Lambda::Function", FunctionName=names["sweeper"]).get("ReservedConcurrentExecutions"), 1)
-    fsrc = src["aws_lambda_function"]["this"]
-    uses("function runtime", fsrc["runtime"], "local.fn.runtime")
-    uses("function architectures", fsrc["architectures"], "local.fn.architectures")
-    uses("function environment", fsrc["environment"], "each.value.environment")
+        static = {k: x for k, x in env.items() if isinstance(x, str) and k.startswith("OUTBOX_") and k != "OUTBOX_TABLE_NAME"}
+        same(f"{v} {key} static OUTBOX_* env", static, env_by_fn[key])
+        if key != "consumer":
+            queue_names = {r_id: r["Properties"]["QueueName"] for r_id, r in template["Resources"].items() if r["Type"] == "AWS::SQS::Queue"}
+            routes = joined(env["OUTBOX_ROUTES"], lambda t: "URL:" + queue_names[t["Ref"]])
+            same(f"{v} {key} OUTBOX_ROUTES", json.loads(routes), json.loads(tf["routes_json"]))
+        if tf["existing_table"] and key != "consumer":
+            same(f"{v} {key} OUTBOX_TABLE_NAME (existing table)", env["OUTBOX_TABLE_NAME"], tf["existing_table"]["name"])
 
-    # ---------------------------------------------------------------- schedule, queues, logs, alarms
+    sweeper_id = next(k for k, r in template["Resources"].items() if r["Type"] == "AWS::Lambda::Function" and r["Properties"]["FunctionName"] == names["sweeper"])
+    invoke = [r["Properties"] for r in resources_of(template, "AWS::Lambda::EventInvokeConfig")]
+    same(f"{v} async invoke configs (the sweeper's only)", [i["FunctionName"] for i in invoke], [{"Ref": sweeper_id}])
+    same(
+        f"{v} sweeper async invoke config",
+        {"maximum_retry_attempts": invoke[0].get("MaximumRetryAttempts"), "maximum_event_age_in_seconds": invoke[0].get("MaximumEventAgeInSeconds")},
+        tf["sweeper_async_invoke"],
+    )
+
+    # ---------------------------------------------------------------- IAM: actions and literal resources
+    by_role: dict[str, list] = {}
+    for p in resources_of(template, "AWS::IAM::Policy"):
+        for role in p["Properties"]["Roles"]:
+            by_role.setdefault(role["Ref"], []).extend(p["Properties"]["PolicyDocument"]["Statement"])
+    for key in ("publisher", "sweeper", "consumer"):
+        role = one(template, "AWS::Lambda::Function", FunctionName=names[key])["Role"]["Fn::GetAtt"][0]
+        cdk_st = by_role[role]
+        tf_st = tf["policies"][key]["Statement"]
+        acts = lambda st: sorted({a for s in st for a in (s["Action"] if isinstance(s["Action"], list) else [s["Action"]])})  # noqa: E731
+        lits = lambda st: sorted({r for s in st for r in literal_strings(s["Resource"])})  # noqa: E731
+        same(f"{v} {key} IAM actions", acts(cdk_st), acts(tf_st))
+        same(f"{v} {key} IAM literal resources (routes, KMS key, existing table)", lits(cdk_st), lits(tf_st))
+
+    # ---------------------------------------------------------------- schedule
     rule = resources_of(template, "AWS::Events::Rule")[0]["Properties"]
-    same("sweep schedule", rule["ScheduleExpression"], tf["sweep_schedule"])
-    uses("sweep schedule", src["aws_cloudwatch_event_rule"]["sweep"]["schedule_expression"], "module.config.sweep_schedule")
+    same(f"{v} sweep schedule", rule["ScheduleExpression"], tf["sweep_schedule"])
+    retry = rule["Targets"][0].get("RetryPolicy", {})
+    same(
+        f"{v} sweep target retry policy",
+        {"maximum_retry_attempts": retry.get("MaximumRetryAttempts"), "maximum_event_age_in_seconds": retry.get("MaximumEventAgeInSeconds")},
+        tf["sweep_target_retry"],
+    )
 
+    # ---------------------------------------------------------------- queues, logs
     q = tf["queue_settings"]
     cdk_queues = {r["Properties"]["QueueName"]: r["Properties"] for r in resources_of(template, "AWS::SQS::Queue")}
     tf_queue_names = sorted(names[k] for k in ("outbox_dlq", "stream_failures", "orders_queue", "orders_dlq", "fifo_queue", "fifo_dlq"))
-    same("queue names", sorted(cdk_queues), tf_queue_names)
+    same(f"{v} queue names", sorted(cdk_queues), tf_queue_names)
     for name, props in cdk_queues.items():
-        same(f"queue {name} retention", props["MessageRetentionPeriod"], q["message_retention_seconds"])
-        same(f"queue {name} encrypted", bool(props.get("SqsManagedSseEnabled") or props.get("KmsMasterKeyId")), True)
-    same("orders queue maxReceiveCount", cdk_queues[names["orders_queue"]]["RedrivePolicy"]["maxReceiveCount"], q["max_receive_count"])
-    same("FIFO queue maxReceiveCount", cdk_queues[names["fifo_queue"]]["RedrivePolicy"]["maxReceiveCount"], q["max_receive_count"])
-    same("orders queue visibility", cdk_queues[names["orders_queue"]]["VisibilityTimeout"], q["consumer_visibility"])
+        same(f"{v} queue {name} retention", props["MessageRetentionPeriod"], q["message_retention_seconds"])
+        same(f"{v} queue {name} MaximumMessageSize", props.get("MaximumMessageSize"), q["max_message_size"])
+        same(f"{v} queue {name} encrypted", bool(props.get("SqsManagedSseEnabled") or props.get("KmsMasterKeyId")), True)
+    same(f"{v} orders queue maxReceiveCount", cdk_queues[names["orders_queue"]]["RedrivePolicy"]["maxReceiveCount"], q["max_receive_count"])
+    same(f"{v} FIFO queue maxReceiveCount", cdk_queues[names["fifo_queue"]]["RedrivePolicy"]["maxReceiveCount"], q["max_receive_count"])
+    same(f"{v} orders queue visibility", cdk_queues[names["orders_queue"]]["VisibilityTimeout"], q["consumer_visibility"])
 
     for props in (r["Properties"] for r in resources_of(template, "AWS::Logs::LogGroup")):
-        same(f"log retention {props['LogGroupName']}", props["RetentionInDays"], tf["log_retention_days"])
+        same(f"{v} log retention {props['LogGroupName']}", props["RetentionInDays"], tf["log_retention_days"])
 
-    alarms = {r["Properties"]["AlarmName"]: r["Properties"] for r in resources_of(template, "AWS::CloudWatch::Alarm")}
+    # ---------------------------------------------------------------- alarms
     prefix = names["outbox_table"].removesuffix("-table")
-    expected_alarms = sorted(
-        [f"{prefix}-{k}" for k in tf["alarms"]["queue_not_empty"]]
-        + [f"{prefix}-PublisherIteratorAge", f"{prefix}-SweeperRecovering", f"{prefix}-OldestPendingTooOld"]
-    )
-    same("alarm names", sorted(alarms), expected_alarms)
-    for k, a in tf["alarms"]["queue_not_empty"].items():
-        same(f"alarm {k} description", alarms[f"{prefix}-{k}"]["AlarmDescription"], a["description"])
-    same("iterator age threshold", alarms[f"{prefix}-PublisherIteratorAge"]["Threshold"], tf["alarms"]["iterator_age_threshold_ms"])
-    same("oldest pending threshold", alarms[f"{prefix}-OldestPendingTooOld"]["Threshold"], tf["alarms"]["oldest_pending_threshold_seconds"])
-    for name in ("SweeperRecovering", "OldestPendingTooOld"):
-        a = alarms[f"{prefix}-{name}"]
-        same(f"{name} namespace", a["Namespace"], tf["metrics"]["namespace"])
-        same(f"{name} dimensions", {d["Name"]: d["Value"] for d in a["Dimensions"]}, tf["metrics"]["dimensions"])
+    cdk_alarms = {}
+    for r in resources_of(template, "AWS::CloudWatch::Alarm"):
+        a = r["Properties"]
+        cdk_alarms[a["AlarmName"]] = {
+            "description": a["AlarmDescription"],
+            "namespace": a["Namespace"],
+            "metric_name": a["MetricName"],
+            "dimensions": {d["Name"]: d["Value"] for d in a["Dimensions"]},
+            "statistic": a["Statistic"],
+            "period": a["Period"],
+            "evaluation_periods": a["EvaluationPeriods"],
+            "datapoints_to_alarm": a.get("DatapointsToAlarm"),
+            "threshold": a["Threshold"],
+            "comparison_operator": a["ComparisonOperator"],
+            "treat_missing_data": a["TreatMissingData"],
+            "actions": a.get("AlarmActions", []),
+        }
+    topic = VARIANTS[variant].get("alarmTopicArn")  # outbox-config has no alarm actions; modules/outbox notifies this topic
+    actions = [topic] if topic else []
+    tf_alarms = {f"{prefix}-{k}": {**a, "actions": actions} for k, a in tf["alarms"].items()}
+    same(f"{v} alarm names", sorted(cdk_alarms), sorted(tf_alarms))
+    for name in sorted(set(cdk_alarms) & set(tf_alarms)):
+        same(f"{v} alarm {name}", cdk_alarms[name], tf_alarms[name])
+
+    # ---------------------------------------------------------------- dashboard
+    dashboards = [r["Properties"] for r in resources_of(template, "AWS::CloudWatch::Dashboard")]
+    same(f"{v} dashboard names", [d["DashboardName"] for d in dashboards], [tf["dashboard"]["name"]])
+    body = json.loads(joined(dashboards[0]["DashboardBody"], lambda t: "REGION" if t == {"Ref": "AWS::Region"} else json.dumps(t)))
+    # The deployment's region: the AWS::Region token, or the region the app was synthesized for.
+    regions = {w["properties"].pop("region", None) for w in body["widgets"]}
+    same(f"{v} dashboard: every widget has the deployment region", len(regions) == 1 and None not in regions, True)
+    same(f"{v} dashboard widgets", body["widgets"], tf["dashboard"]["widgets"])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("template", type=Path, help="the CDK template synthesized with the default settings")
+    parser.add_argument("--keep", type=Path, help="write the other variants' CDK templates here")
+    args = parser.parse_args()
+
+    compare_module_sources(module_sources())
+    for i, (variant, settings) in enumerate(VARIANTS.items()):
+        if not settings:
+            template = json.loads(args.template.read_text())
+        else:
+            with tempfile.TemporaryDirectory(prefix="outbox-parity-cdk-") as out:
+                template = synth(settings, Path(out))
+            if args.keep:
+                args.keep.mkdir(parents=True, exist_ok=True)
+                (args.keep / f"variant-{i}.template.json").write_text(json.dumps(template, indent=1))
+        compare(variant, template, terraform_config(settings))
 
     if failures:
         print(f"parity: {len(failures)} of {checked} checks differ between CDK and Terraform:")
         for f in failures:
             print(f"  - {f}")
         return 1
-    print(f"parity: CDK and Terraform agree on {checked} checks (filter, retries, batch sizes, table shape, names, alarms)")
+    print(
+        f"parity: CDK and Terraform agree on {checked} checks over {len(VARIANTS)} variants of the settings "
+        f"({', '.join(VARIANTS)}): filter, mappings, tables, names, functions, async invoke, IAM, queues, routes, alarms, dashboard"
+    )
     return 0
 
 

@@ -11,14 +11,14 @@ variable "prefix" {
 }
 
 variable "lambda_asset_dir" {
-  description = "cargo lambda output directory holding <bin>/bootstrap.zip."
+  description = "cargo lambda output directory holding <bin>/bootstrap.zip and <bin>/bootstrap: the repository's target/lambda (relative to this directory)."
   type        = string
   default     = "../../../../target/lambda"
 }
 
 variable "routes" {
-  description = "Extra routes, topic => SQS queue URL, SNS topic ARN or EventBridge bus ARN."
-  type        = map(string)
+  description = "Extra routes, topic => SQS queue URL, SNS topic ARN or EventBridge bus ARN, or { destination, max_message_bytes, source }."
+  type        = any
   default     = {}
 }
 
@@ -38,4 +38,16 @@ variable "alarm_topic_arn" {
   description = "SNS topic for alarm notifications (optional)."
   type        = string
   default     = null
+}
+
+variable "deletion_protection" {
+  description = "Deletion protection of the tables. Set false for a throwaway deployment (apply, then terraform destroy)."
+  type        = bool
+  default     = true
+}
+
+variable "max_message_bytes" {
+  description = "MaximumMessageSize of the queues (1 MiB; hashicorp/aws before 6.8.0 accepts at most 262144)."
+  type        = number
+  default     = 1048576
 }

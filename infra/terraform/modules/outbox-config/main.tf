@@ -13,6 +13,7 @@ locals {
     fifo_queue      = "${var.prefix}-orders-events.fifo"
     fifo_dlq        = "${var.prefix}-orders-events-dlq.fifo"
     sweep_rule      = "${var.prefix}-sweep-schedule"
+    dashboard       = "${var.prefix}-dashboard"
   }
 
   # ---------------------------------------------------------------- infra/CONTRACT.md
@@ -49,8 +50,9 @@ locals {
     ttl_attribute = "ExpiresAt"
   }
   metrics = {
-    namespace  = "DynamoDbOutbox"
-    dimensions = { Service = "outbox" }
+    namespace = "DynamoDbOutbox"
+    # The functions emit Service = OUTBOX_DEPLOYMENT (the prefix): two deployments in one account stay apart.
+    dimensions = { Service = var.prefix }
   }
 
   # ---------------------------------------------------------------- stream filter: read, never copied
@@ -64,7 +66,10 @@ locals {
 
   # ---------------------------------------------------------------- event source mappings and functions
   stream_mapping = {
-    starting_position              = "TRIM_HORIZON"
+    # A table this module creates is read from its first record; an existing table from now on:
+    # TRIM_HORIZON would replay up to 24 h of its stream on the first deploy (the sweeper finds
+    # whatever was PENDING before the mapping existed).
+    starting_position              = var.existing_table == null ? "TRIM_HORIZON" : "LATEST"
     batch_size                     = var.batch_size
     maximum_retry_attempts         = var.stream_retry_attempts
     maximum_record_age_in_seconds  = var.stream_max_record_age_seconds
@@ -86,12 +91,22 @@ locals {
       sweeper   = min(300, var.sweep_rate_minutes * 60)
       consumer  = 30
     }
+    # null: unreserved. 0 would stop the sweeper altogether, so 0 means unreserved too.
+    reserved_concurrency = {
+      publisher = null
+      sweeper   = var.sweeper_reserved_concurrency == 0 ? null : var.sweeper_reserved_concurrency
+      consumer  = null
+    }
   }
-  sweep_schedule = var.sweep_rate_minutes == 1 ? "rate(1 minute)" : "rate(${var.sweep_rate_minutes} minutes)"
+  # EventBridge invokes the sweeper asynchronously. A failed or throttled sweep is not worth
+  # retrying for hours (Lambda's default: 2 retries, 6 h): the schedule sends the next one.
+  sweeper_async_invoke = { maximum_retry_attempts = 0, maximum_event_age_in_seconds = 120 }
+  sweep_target_retry   = { maximum_retry_attempts = 0, maximum_event_age_in_seconds = 60 }
+  sweep_schedule       = var.sweep_rate_minutes == 1 ? "rate(1 minute)" : "rate(${var.sweep_rate_minutes} minutes)"
 
   # Environment that does not depend on deployed resources; modules/outbox adds table name, routes and DLQ URL.
   publisher_environment = merge(
-    { OUTBOX_TTL_DAYS = tostring(var.ttl_days) },
+    { OUTBOX_TTL_DAYS = tostring(var.ttl_days), OUTBOX_DEPLOYMENT = var.prefix },
     var.default_destination == null ? {} : { OUTBOX_DEFAULT_DESTINATION = var.default_destination },
   )
   sweeper_environment = merge(local.publisher_environment, {
@@ -99,10 +114,23 @@ locals {
     OUTBOX_SWEEP_GRACE_SECONDS = tostring(var.sweep_grace_seconds)
     OUTBOX_SWEEP_SCAN_MODE     = var.sweep_scan_mode ? "on" : "off"
   })
+  consumer_environment = { OUTBOX_DEPLOYMENT = var.prefix }
+
+  # ---------------------------------------------------------------- tables
+  # An existing table's ARN comes from its stream ARN (its own partition, region, account).
+  existing_table = var.existing_table == null ? null : {
+    name       = var.existing_table.table_name
+    arn        = regex("^(arn:[^:]+:dynamodb:[^:]+:[0-9]{12}:table/[^/]+)/stream/", var.existing_table.stream_arn)[0]
+    stream_arn = var.existing_table.stream_arn
+  }
 
   # ---------------------------------------------------------------- routes → IAM targets
-  sqs_url_pattern       = "^https://sqs\\.(?P<region>[a-z0-9-]+)\\.amazonaws\\.com(?P<cn>\\.cn)?/(?P<account>[0-9]{12})/(?P<name>[A-Za-z0-9_-]{1,75}(?:\\.fifo)?)$"
-  external_destinations = concat(values(var.routes), var.default_destination == null ? [] : [var.default_destination])
+  sqs_url_pattern = "^https://sqs\\.(?P<region>[a-z0-9-]+)\\.amazonaws\\.com(?P<cn>\\.cn)?/(?P<account>[0-9]{12})/(?P<name>[A-Za-z0-9_-]{1,75}(?:\\.fifo)?)$"
+  # A route is a destination text or an object with one; IAM comes from the destination.
+  external_destinations = concat(
+    [for r in values(var.routes) : try(tostring(r), r.destination)],
+    var.default_destination == null ? [] : [var.default_destination],
+  )
   external_sqs_arns = [
     for d in local.external_destinations : format("arn:%s:sqs:%s:%s:%s",
       regex(local.sqs_url_pattern, d).cn == ".cn" ? "aws-cn" : (startswith(regex(local.sqs_url_pattern, d).region, "us-gov-") ? "aws-us-gov" : "aws"),
@@ -126,7 +154,14 @@ locals {
     [for arns in [local.external_bus_arns] : { Sid = "PutToRoutedBuses", Effect = "Allow", Action = "events:PutEvents", Resource = arns } if length(arns) > 0],
     local.kms_statements,
   )
-  kms_statements = [for key in compact([var.kms_key_arn]) : { Sid = "UseKmsKey", Effect = "Allow", Action = ["kms:Decrypt", "kms:GenerateDataKey"], Resource = key }]
+  # What a function needs of the key of a KMS-encrypted table, its stream and the queues
+  # (CDK's grantReadWriteData less ReEncrypt*): every function reads or writes one of them.
+  kms_statements = [for key in compact([var.kms_key_arn]) : {
+    Sid      = "UseKmsKey"
+    Effect   = "Allow"
+    Action   = ["kms:Decrypt", "kms:DescribeKey", "kms:Encrypt", "kms:GenerateDataKey"]
+    Resource = key
+  }]
   logs_statement = { for fn in ["publisher", "sweeper", "consumer"] : fn => {
     Sid      = "WriteOwnLogs"
     Effect   = "Allow"
@@ -192,14 +227,135 @@ locals {
     }]
   }
 
-  # ---------------------------------------------------------------- alarms
-  alarms = {
-    queue_not_empty = {
-      OutboxDlqNotEmpty      = { queue = local.names.outbox_dlq, description = "Outbox messages became FAILED (see LastError on the item); inspect, fix, redrive." }
-      ConsumerDlqNotEmpty    = { queue = local.names.orders_dlq, description = "The orders consumer gave up on messages (conflicts or bugs); inspect and redrive." }
-      StreamFailuresNotEmpty = { queue = local.names.stream_failures, description = "The stream mapping discarded batches after retries; the sweeper will recover the items." }
-    }
-    iterator_age_threshold_ms        = var.iterator_age_threshold_ms
-    oldest_pending_threshold_seconds = var.oldest_pending_threshold_seconds
+  # ---------------------------------------------------------------- routes (OUTBOX_ROUTES)
+  # Below 1 MiB the example routes say the queues' size, so the publisher treats a larger
+  # message as poison instead of failing the call. (jsonencode/jsondecode: a conditional
+  # cannot return a string on one side and an object on the other.)
+  example_routes = var.resources == null ? null : {
+    for topic, queue in { (local.example_topics.standard) = "standard", (local.example_topics.fifo) = "fifo" } : topic => jsondecode(
+      var.max_message_bytes < 1048576
+      ? jsonencode({ destination = try(var.resources.example_route_queue_urls[queue], null), max_message_bytes = var.max_message_bytes })
+      : jsonencode(try(var.resources.example_route_queue_urls[queue], null))
+    )
+  }
+  routes_json = var.resources == null ? null : jsonencode(merge(local.example_routes, var.routes))
+
+  # ---------------------------------------------------------------- alarms, named <prefix>-<key>
+  queue_not_empty = {
+    OutboxDlqNotEmpty       = { queue = local.names.outbox_dlq, description = "Outbox messages became FAILED (see LastError on the item); inspect, fix, redrive." }
+    StreamFailuresNotEmpty  = { queue = local.names.stream_failures, description = "The stream mapping discarded batches after retries; the sweeper will recover the items." }
+    ConsumerDlqNotEmpty     = { queue = local.names.orders_dlq, description = "The orders consumer gave up on messages (conflicts or bugs); inspect and redrive." }
+    OrdersEventsDlqNotEmpty = { queue = local.names.fifo_dlq, description = "Messages of the FIFO orders-events queue were received maxReceiveCount times without being deleted; inspect and redrive." }
+  }
+  function_titles = { publisher = "Publisher", sweeper = "Sweeper", consumer = "Consumer" }
+  function_alarm_descriptions = {
+    Errors    = "fails invocations in 3 consecutive 5-minute periods (a crash, a timeout, a bad configuration): read its log group."
+    Throttles = "is throttled in 3 consecutive 5-minute periods: raise its reserved concurrency or the account's concurrency quota."
+  }
+  # Every alarm has the same attributes (dimensions a map), so the module can for_each over them.
+  alarms = merge(
+    { for k, q in local.queue_not_empty : k => {
+      description         = q.description
+      namespace           = "AWS/SQS"
+      metric_name         = "ApproximateNumberOfMessagesVisible"
+      dimensions          = tomap({ QueueName = q.queue })
+      statistic           = "Maximum"
+      period              = 300
+      evaluation_periods  = 1
+      datapoints_to_alarm = 1
+      threshold           = 0
+      comparison_operator = "GreaterThanThreshold"
+      treat_missing_data  = "notBreaching"
+    } },
+    {
+      PublisherIteratorAge = {
+        description         = "The publisher falls behind the table stream (records older than the threshold)."
+        namespace           = "AWS/Lambda"
+        metric_name         = "IteratorAge"
+        dimensions          = tomap({ FunctionName = local.names.publisher })
+        statistic           = "Maximum"
+        period              = 60
+        evaluation_periods  = 5
+        datapoints_to_alarm = 3
+        threshold           = var.iterator_age_threshold_ms
+        comparison_operator = "GreaterThanThreshold"
+        treat_missing_data  = "notBreaching"
+      }
+      SweeperRecovering = {
+        description         = "The sweeper had to publish messages the stream path missed: the stream path is unhealthy."
+        namespace           = local.metrics.namespace
+        metric_name         = "RecoveredBySweeper"
+        dimensions          = tomap(local.metrics.dimensions)
+        statistic           = "Sum"
+        period              = 300
+        evaluation_periods  = 1
+        datapoints_to_alarm = 1
+        threshold           = 0
+        comparison_operator = "GreaterThanThreshold"
+        treat_missing_data  = "notBreaching"
+      }
+      # The sweeper reports the age every run (0 when nothing is due), so no data means no
+      # sweeper: breaching. A message in backoff (up to 15 minutes) is not due in between, so
+      # any breach in the last 3 periods keeps the alarm: it does not flap while stuck. The
+      # period is never shorter than the schedule, or every period without a sweep would breach.
+      OldestPendingTooOld = {
+        description         = "A PENDING outbox message is older than the threshold, or the sweeper reports nothing (missing data is breaching): delivery is stuck or the sweeper is not running."
+        namespace           = local.metrics.namespace
+        metric_name         = "OldestPendingAgeSeconds"
+        dimensions          = tomap(local.metrics.dimensions)
+        statistic           = "Maximum"
+        period              = max(300, var.sweep_rate_minutes * 60)
+        evaluation_periods  = 3
+        datapoints_to_alarm = 1
+        threshold           = var.oldest_pending_threshold_seconds
+        comparison_operator = "GreaterThanThreshold"
+        treat_missing_data  = "breaching"
+      }
+    },
+    { for pair in setproduct(keys(local.function_titles), keys(local.function_alarm_descriptions)) : "${local.function_titles[pair[0]]}${pair[1]}" => {
+      description         = "${local.names[pair[0]]} ${local.function_alarm_descriptions[pair[1]]}"
+      namespace           = "AWS/Lambda"
+      metric_name         = pair[1]
+      dimensions          = tomap({ FunctionName = local.names[pair[0]] })
+      statistic           = "Sum"
+      period              = 300
+      evaluation_periods  = 3
+      datapoints_to_alarm = 3
+      threshold           = 0
+      comparison_operator = "GreaterThanThreshold"
+      treat_missing_data  = "notBreaching"
+    } },
+  )
+
+  # ---------------------------------------------------------------- dashboard <prefix>-dashboard
+  # Widgets without "region": each stack adds its own.
+  outbox_metric    = [for m in ["Published", "PublishFailed", "Failed", "RecoveredBySweeper", "SweepRetries"] : [local.metrics.namespace, m, "Service", var.prefix]]
+  function_metrics = { for metric in ["Errors", "Duration", "Throttles"] : metric => [for fn in ["publisher", "sweeper", "consumer"] : ["AWS/Lambda", metric, "FunctionName", local.names[fn]]] }
+  dashboard_widgets = [
+    { title = "Outbox messages (sum per 5 minutes)", view = "timeSeries", stacked = false, stat = "Sum", period = 300, metrics = local.outbox_metric },
+    {
+      title       = "Oldest PENDING message (seconds)", view = "timeSeries", stacked = false, stat = "Maximum", period = 300
+      metrics     = [[local.metrics.namespace, "OldestPendingAgeSeconds", "Service", var.prefix]]
+      annotations = { horizontal = [{ label = "OldestPendingTooOld", value = var.oldest_pending_threshold_seconds }] }
+    },
+    {
+      title       = "Publisher stream IteratorAge (ms)", view = "timeSeries", stacked = false, stat = "Maximum", period = 60
+      metrics     = [["AWS/Lambda", "IteratorAge", "FunctionName", local.names.publisher]]
+      annotations = { horizontal = [{ label = "PublisherIteratorAge", value = var.iterator_age_threshold_ms }] }
+    },
+    {
+      title = "Dead-letter queues (messages visible)", view = "timeSeries", stacked = false, stat = "Maximum", period = 300
+      metrics = [for q in [local.names.outbox_dlq, local.names.stream_failures, local.names.orders_dlq, local.names.fifo_dlq] : [
+        "AWS/SQS", "ApproximateNumberOfMessagesVisible", "QueueName", q,
+      ]]
+    },
+    { title = "Function errors", view = "timeSeries", stacked = false, stat = "Sum", period = 300, metrics = local.function_metrics.Errors },
+    { title = "Function duration (ms, maximum)", view = "timeSeries", stacked = false, stat = "Maximum", period = 300, metrics = local.function_metrics.Duration },
+    { title = "Function throttles", view = "timeSeries", stacked = false, stat = "Sum", period = 300, metrics = local.function_metrics.Throttles },
+  ]
+  dashboard = {
+    name = local.names.dashboard
+    # Two widgets per row, 12 x 6 each.
+    widgets = [for i, p in local.dashboard_widgets : { type = "metric", x = (i % 2) * 12, y = floor(i / 2) * 6, width = 12, height = 6, properties = p }]
   }
 }

@@ -47,6 +47,16 @@ output "functions" {
   value       = local.functions
 }
 
+output "sweeper_async_invoke" {
+  description = "Asynchronous invocation settings of the sweeper (EventBridge invokes it asynchronously): no retry, a short event age."
+  value       = local.sweeper_async_invoke
+}
+
+output "sweep_target_retry" {
+  description = "Retry policy of the schedule's target: none, the next tick is the retry."
+  value       = local.sweep_target_retry
+}
+
 output "sweep_schedule" {
   description = "EventBridge schedule expression of the sweeper."
   value       = local.sweep_schedule
@@ -62,9 +72,27 @@ output "sweeper_environment" {
   value       = local.sweeper_environment
 }
 
-output "queue_settings" {
-  description = "Retention and redrive settings of the queues."
+output "consumer_environment" {
+  description = "Consumer environment that does not depend on deployed resources."
+  value       = local.consumer_environment
+}
+
+output "existing_table" {
+  description = "The existing outbox table attached to (name, ARN derived from the stream ARN, stream ARN), or null."
+  value       = local.existing_table
+}
+
+output "tables" {
+  description = "Settings of both tables."
   value = {
+    deletion_protection = var.deletion_protection
+  }
+}
+
+output "queue_settings" {
+  description = "Retention, size and redrive settings of the queues."
+  value = {
+    max_message_size          = var.max_message_bytes
     message_retention_seconds = 1209600
     max_receive_count         = var.max_receive_count
     consumer_visibility       = local.functions.timeouts.consumer * 6
@@ -77,8 +105,34 @@ output "metrics" {
 }
 
 output "alarms" {
-  description = "Alarm definitions shared by the module."
+  description = "Every alarm, by name suffix (<prefix>-<key>): metric, dimensions, statistic, evaluation."
   value       = local.alarms
+}
+
+output "dashboard" {
+  description = "The CloudWatch dashboard: name and widgets (each stack adds the region to every widget)."
+  value       = local.dashboard
+}
+
+output "routes_json" {
+  description = "OUTBOX_ROUTES: the example routes and var.routes (objects unchanged), as JSON; null until var.resources is set."
+  value       = local.routes_json
+}
+
+output "artifacts" {
+  description = "The function code per function: the zip to deploy and the architecture read from its bootstrap; null without lambda_asset_dir. Planning fails when an artifact is missing, not ELF, of the wrong architecture or stale."
+  value = var.lambda_asset_dir == null ? null : {
+    for k, p in local.artifact_paths : k => { zip = p.zip, architecture = local.elf_found[k].architecture }
+  }
+  precondition {
+    condition     = length(local.artifact_problems) == 0
+    error_message = join("\n", local.artifact_problems)
+  }
+}
+
+output "artifact_problems" {
+  description = "Why each refused artifact is refused (empty when all are fine)."
+  value       = local.artifact_problems
 }
 
 output "log_retention_days" {

@@ -9,23 +9,50 @@ variable "prefix" {
 }
 
 variable "routes" {
-  description = "Extra routes, topic => destination (SQS queue URL, SNS topic ARN or EventBridge bus ARN). Merged with the example routes \"orders\" and \"orders-events\"."
-  type        = map(string)
+  description = <<-EOT
+    Extra routes, topic => destination, merged with the example routes "orders" and
+    "orders-events" into OUTBOX_ROUTES (unchanged). A destination is an SQS queue URL,
+    an SNS topic ARN or an EventBridge bus ARN, or an object
+    { destination = "...", max_message_bytes = N (SQS only: the queue's MaximumMessageSize
+    when below 1 MiB), source = "..." (EventBridge only: the events' Source) }.
+  EOT
+  type        = any
   default     = {}
+  nullable    = false
   validation {
-    condition = alltrue([for d in values(var.routes) : anytrue([
-      can(regex("^https://sqs\\.[a-z0-9-]+\\.amazonaws\\.com(\\.cn)?/[0-9]{12}/[A-Za-z0-9_-]{1,75}(\\.fifo)?$", d)),
-      can(regex("^arn:aws[a-z-]*:sns:[a-z0-9-]+:[0-9]{12}:[A-Za-z0-9_-]{1,256}(\\.fifo)?$", d)),
-      can(regex("^arn:aws[a-z-]*:events:[a-z0-9-]+:[0-9]{12}:event-bus/[A-Za-z0-9._/-]{1,256}$", d)),
-    ])])
+    condition = try(alltrue([for t, r in var.routes : can(tostring(r)) || (
+      try(length(setsubtract(keys(r), ["destination", "max_message_bytes", "source"])) == 0, false) && can(tostring(r.destination))
+    )]), false)
+    error_message = "Every route is a destination text or an object { destination = \"...\", max_message_bytes = N, source = \"...\" } (no other keys)."
+  }
+  validation {
+    condition = try(alltrue([for t, r in var.routes : can(regex(
+      "^(https://sqs\\.[a-z0-9-]+\\.amazonaws\\.com(\\.cn)?/[0-9]{12}/[A-Za-z0-9_-]{1,75}(\\.fifo)?|arn:aws[a-z-]*:sns:[a-z0-9-]+:[0-9]{12}:[A-Za-z0-9_-]{1,256}(\\.fifo)?|arn:aws[a-z-]*:events:[a-z0-9-]+:[0-9]{12}:event-bus/[A-Za-z0-9._/-]{1,256})$",
+      try(tostring(r), r.destination),
+    ))]), false)
     error_message = "Every route destination must be an SQS queue URL (https://sqs.<region>.amazonaws.com/<account>/<name>), an SNS topic ARN or an EventBridge bus ARN."
   }
   validation {
-    condition     = alltrue([for t in keys(var.routes) : can(regex("^[A-Za-z0-9._:-]{1,256}$", t))])
+    condition = try(alltrue([for t, r in var.routes : try(r.max_message_bytes, null) == null || try(
+      tonumber(r.max_message_bytes) == r.max_message_bytes && floor(r.max_message_bytes) == r.max_message_bytes
+      && r.max_message_bytes >= 1 && r.max_message_bytes <= 1048576 && startswith(r.destination, "https://"),
+      false,
+    )]), false)
+    error_message = "A route's max_message_bytes must be a whole number from 1 to 1048576, and only on an SQS queue destination (SNS and EventBridge limits are fixed)."
+  }
+  validation {
+    condition = try(alltrue([for t, r in var.routes : try(r.source, null) == null || try(
+      length(r.source) >= 1 && length(r.source) <= 256 && can(regex("^arn:aws[a-z-]*:events:", r.destination)),
+      false,
+    )]), false)
+    error_message = "A route's source (the events' Source) must be 1-256 characters, and only on an EventBridge bus destination."
+  }
+  validation {
+    condition     = try(alltrue([for t in keys(var.routes) : can(regex("^[A-Za-z0-9._:-]{1,256}$", t))]), false)
     error_message = "Route topics may only use A-Z a-z 0-9 . _ : - (1-256 characters)."
   }
   validation {
-    condition     = !contains(keys(var.routes), "orders") && !contains(keys(var.routes), "orders-events")
+    condition     = try(!contains(keys(var.routes), "orders") && !contains(keys(var.routes), "orders-events"), false)
     error_message = "The topics \"orders\" and \"orders-events\" are routed to the example queues this module creates."
   }
 }
@@ -140,6 +167,33 @@ variable "max_receive_count" {
   }
 }
 
+variable "max_message_bytes" {
+  description = "MaximumMessageSize of every queue the module creates (1 MiB unless set). Below 1 MiB the example routes tell the publisher (max_message_bytes in OUTBOX_ROUTES)."
+  type        = number
+  default     = 1048576
+  validation {
+    condition     = var.max_message_bytes >= 1024 && var.max_message_bytes <= 1048576 && floor(var.max_message_bytes) == var.max_message_bytes
+    error_message = "max_message_bytes must be a whole number from 1024 to 1048576 (what SQS allows)."
+  }
+}
+
+variable "sweeper_reserved_concurrency" {
+  description = "Reserved concurrency of the sweeper: 1 (one sweep at a time) by default; null or 0 leaves it unreserved, for accounts whose concurrency quota cannot spare it. Concurrent sweeps are safe: a sweep claims each item with a lease."
+  type        = number
+  default     = 1
+  validation {
+    condition     = var.sweeper_reserved_concurrency == null || try(var.sweeper_reserved_concurrency >= 0 && var.sweeper_reserved_concurrency <= 10000 && floor(var.sweeper_reserved_concurrency) == var.sweeper_reserved_concurrency, false)
+    error_message = "sweeper_reserved_concurrency must be null, 0 (both: unreserved) or a whole number up to 10000."
+  }
+}
+
+variable "deletion_protection" {
+  description = "DynamoDB deletion protection of the outbox and orders tables. On by default; turn it off for throwaway deployments (terraform destroy then deletes the tables)."
+  type        = bool
+  default     = true
+  nullable    = false
+}
+
 variable "log_retention_days" {
   description = "CloudWatch Logs retention of the function log groups, in days."
   type        = number
@@ -213,6 +267,12 @@ variable "oldest_pending_threshold_seconds" {
   }
 }
 
+variable "lambda_asset_dir" {
+  description = "Directory holding <bin>/bootstrap.zip (cargo lambda output). When set, each artifact is checked at plan (see output \"artifacts\"); null skips the check (names and settings only)."
+  type        = string
+  default     = null
+}
+
 variable "stream_filter_file" {
   description = "The stream FilterCriteria JSON. Defaults to infra/stream-filter.json, the one source of truth shared with CDK and the local runner."
   type        = string
@@ -229,6 +289,7 @@ variable "resources" {
     stream_failures_queue_arn = string
     orders_queue_arn          = string
     example_route_queue_arns  = list(string)
+    example_route_queue_urls  = optional(map(string), {}) # standard, fifo
     log_group_arns            = map(string)
   })
   default = null

@@ -1,6 +1,7 @@
 # Three functions, one role each, each with its own log group.
-# Code: `cargo lambda build --release --arm64 --output-format zip` writes
-# target/lambda/<bin>/bootstrap.zip; var.lambda_asset_dir points at target/lambda.
+# Code: target/lambda/<bin>/bootstrap.zip from `cargo lambda build --release --arm64
+# --output-format zip` (var.lambda_asset_dir points at target/lambda), checked at plan by
+# module.config (see ../outbox-config/artifacts.tf).
 
 locals {
   fn = module.config.functions
@@ -10,25 +11,25 @@ locals {
       binary      = module.config.binaries.publisher
       description = "Publishes new PENDING outbox messages from the table stream and marks them SENT"
       timeout     = local.fn.timeouts.publisher
-      environment = merge(local.common_environment, module.config.publisher_environment)
-      reserved    = -1
     }
     sweeper = {
       name        = local.names.sweeper
       binary      = module.config.binaries.sweeper
       description = "Recovers outbox messages still PENDING after the grace period; FAILED + DLQ after max attempts"
       timeout     = local.fn.timeouts.sweeper
-      environment = merge(local.common_environment, module.config.sweeper_environment)
-      reserved    = 1 # one sweep at a time
     }
     consumer = {
       name        = local.names.consumer
       binary      = module.config.binaries.consumer
       description = "Reference consumer: applies each order exactly once (idempotent conditional writes)"
       timeout     = local.fn.timeouts.consumer
-      environment = { ORDERS_TABLE_NAME = aws_dynamodb_table.orders.name }
-      reserved    = -1
     }
+  }
+  # Apart from local.functions: OUTBOX_ROUTES needs the policies' inputs, which need the log groups.
+  environment = {
+    publisher = merge(local.common_environment, module.config.publisher_environment)
+    sweeper   = merge(local.common_environment, module.config.sweeper_environment)
+    consumer  = merge({ ORDERS_TABLE_NAME = aws_dynamodb_table.orders.name }, module.config.consumer_environment)
   }
 }
 
@@ -60,7 +61,7 @@ resource "aws_iam_role_policy" "function" {
 
 resource "aws_lambda_function" "this" {
   #checkov:skip=CKV_AWS_50:X-Ray tracing would need xray:PutTraceSegments on "*"; the functions emit EMF metrics and structured JSON logs instead.
-  #checkov:skip=CKV_AWS_116:No asynchronous invocations to dead-letter: the stream mapping has its own on-failure queue, the SQS trigger redrives to its DLQ, and a failed sweep is simply retried by the next schedule tick.
+  #checkov:skip=CKV_AWS_116:Only the sweeper is invoked asynchronously (EventBridge schedule) and it needs no DLQ: a failed or throttled sweep is dropped (no retry, 2-minute event age) and the next scheduled sweep does the same work, so nothing is lost; a dead sweeper shows in the OldestPendingTooOld (missing data breaching) and SweeperErrors alarms. The publisher's stream mapping has its on-failure queue, the consumer's queue its DLQ.
   #checkov:skip=CKV_AWS_117:The functions call only DynamoDB, SQS, SNS and EventBridge public endpoints over TLS; a VPC would add NAT or endpoints and no protection for these calls.
   #checkov:skip=CKV_AWS_173:Environment variables hold only names, URLs and settings (no secrets); Lambda encrypts them at rest with its service key.
   #checkov:skip=CKV_AWS_272:Code signing needs an AWS Signer profile; the artifact comes from the team's own cargo lambda build, which is the trust boundary here.
@@ -74,12 +75,12 @@ resource "aws_lambda_function" "this" {
   architectures                  = local.fn.architectures
   memory_size                    = local.fn.memory_size
   timeout                        = each.value.timeout
-  reserved_concurrent_executions = each.value.reserved
-  filename                       = "${var.lambda_asset_dir}/${each.value.binary}/bootstrap.zip"
-  source_code_hash               = filebase64sha256("${var.lambda_asset_dir}/${each.value.binary}/bootstrap.zip")
+  reserved_concurrent_executions = coalesce(module.config.functions.reserved_concurrency[each.key], -1) # -1: unreserved
+  filename                       = module.config.artifacts[each.key].zip
+  source_code_hash               = filebase64sha256(module.config.artifacts[each.key].zip)
 
   environment {
-    variables = each.value.environment
+    variables = local.environment[each.key]
   }
 
   logging_config {
@@ -135,9 +136,17 @@ resource "aws_cloudwatch_event_target" "sweep" {
   arn  = aws_lambda_function.this["sweeper"].arn
 
   retry_policy {
-    maximum_retry_attempts       = 0 # the next tick is the retry
-    maximum_event_age_in_seconds = 60
+    maximum_retry_attempts       = module.config.sweep_target_retry.maximum_retry_attempts # the next tick is the retry
+    maximum_event_age_in_seconds = module.config.sweep_target_retry.maximum_event_age_in_seconds
   }
+}
+
+# EventBridge invokes the sweeper asynchronously: never retry a failed or throttled sweep
+# for hours (Lambda's default); the schedule sends the next one.
+resource "aws_lambda_function_event_invoke_config" "sweeper" {
+  function_name                = aws_lambda_function.this["sweeper"].function_name
+  maximum_retry_attempts       = module.config.sweeper_async_invoke.maximum_retry_attempts
+  maximum_event_age_in_seconds = module.config.sweeper_async_invoke.maximum_event_age_in_seconds
 }
 
 resource "aws_lambda_permission" "sweep" {

@@ -20,6 +20,10 @@ module "config" {
   stream_max_record_age_seconds    = var.stream_max_record_age_seconds
   consumer_batch_size              = var.consumer_batch_size
   max_receive_count                = var.max_receive_count
+  max_message_bytes                = var.max_message_bytes
+  sweeper_reserved_concurrency     = var.sweeper_reserved_concurrency
+  deletion_protection              = var.deletion_protection
+  lambda_asset_dir                 = var.lambda_asset_dir
   log_retention_days               = var.log_retention_days
   architecture                     = var.architecture
   kms_key_arn                      = var.kms_key_arn
@@ -37,35 +41,24 @@ module "config" {
     stream_failures_queue_arn = local.all_queues["stream_failures"].arn
     orders_queue_arn          = local.all_queues["orders_queue"].arn
     example_route_queue_arns  = [local.all_queues["orders_queue"].arn, local.all_queues["fifo_queue"].arn]
+    example_route_queue_urls  = { standard = local.all_queues["orders_queue"].url, fifo = local.all_queues["fifo_queue"].url }
     log_group_arns            = { for k, g in aws_cloudwatch_log_group.function : k => g.arn }
   }
 }
-
-data "aws_partition" "current" {}
-data "aws_region" "current" {}
-data "aws_caller_identity" "current" {}
 
 locals {
   names = module.config.names
   table = module.config.outbox_table
 
-  outbox_table_name = var.existing_table == null ? aws_dynamodb_table.outbox[0].name : var.existing_table.table_name
-  outbox_table_arn = var.existing_table == null ? aws_dynamodb_table.outbox[0].arn : format(
-    "arn:%s:dynamodb:%s:%s:table/%s",
-    data.aws_partition.current.partition, data.aws_region.current.name, data.aws_caller_identity.current.account_id, var.existing_table.table_name,
-  )
-  outbox_stream_arn = var.existing_table == null ? aws_dynamodb_table.outbox[0].stream_arn : var.existing_table.stream_arn
+  # An existing table's ARN comes from its stream ARN (module.config), not from this
+  # deployment's region and account.
+  outbox_table_name = var.existing_table == null ? aws_dynamodb_table.outbox[0].name : module.config.existing_table.name
+  outbox_table_arn  = var.existing_table == null ? aws_dynamodb_table.outbox[0].arn : module.config.existing_table.arn
+  outbox_stream_arn = var.existing_table == null ? aws_dynamodb_table.outbox[0].stream_arn : module.config.existing_table.stream_arn
 
-  routes = merge(
-    {
-      (module.config.example_topics.standard) = local.all_queues["orders_queue"].url
-      (module.config.example_topics.fifo)     = local.all_queues["fifo_queue"].url
-    },
-    var.routes,
-  )
   common_environment = {
     OUTBOX_TABLE_NAME = local.outbox_table_name
-    OUTBOX_ROUTES     = jsonencode(local.routes)
+    OUTBOX_ROUTES     = module.config.routes_json # the example routes and var.routes, objects unchanged
     OUTBOX_DLQ_URL    = local.all_queues["outbox_dlq"].url
   }
 }

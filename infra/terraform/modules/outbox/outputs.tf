@@ -30,5 +30,10 @@ output "function_names" {
 
 output "routes" {
   description = "OUTBOX_ROUTES as deployed."
-  value       = local.routes
+  value       = jsondecode(module.config.routes_json)
+}
+
+output "dashboard_name" {
+  description = "The CloudWatch dashboard of the deployment."
+  value       = aws_cloudwatch_dashboard.outbox.dashboard_name
 }

@@ -1,5 +1,6 @@
-# Every queue: SSE (SQS-managed, or the customer-managed key), 14 days retention,
-# a queue policy that refuses requests without TLS.
+# Every queue: SSE (SQS-managed, or the customer-managed key), 14 days retention, an
+# explicit MaximumMessageSize (the AWS provider would otherwise send 262144), a queue
+# policy that refuses requests without TLS.
 
 locals {
   queue_settings = module.config.queue_settings
@@ -19,6 +20,7 @@ resource "aws_sqs_queue" "dead_letter" {
 
   name                       = each.value.name
   fifo_queue                 = each.value.fifo
+  max_message_size           = local.queue_settings.max_message_size
   message_retention_seconds  = local.queue_settings.message_retention_seconds
   visibility_timeout_seconds = each.value.visibility
   sqs_managed_sse_enabled    = var.kms_key_arn == null ? true : null
@@ -32,6 +34,7 @@ resource "aws_sqs_queue" "destination" {
   name                        = each.value.name
   fifo_queue                  = each.value.fifo
   content_based_deduplication = each.value.fifo ? false : null # the outbox sets MessageDeduplicationId = MessageId
+  max_message_size            = local.queue_settings.max_message_size
   message_retention_seconds   = local.queue_settings.message_retention_seconds
   visibility_timeout_seconds  = each.value.visibility
   sqs_managed_sse_enabled     = var.kms_key_arn == null ? true : null

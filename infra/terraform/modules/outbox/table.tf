@@ -1,4 +1,6 @@
 # The outbox table (unless attaching to an existing one) and the orders table of the reference consumer.
+# Deletion protection (var.deletion_protection, on by default) is DynamoDB's own: with it on,
+# `terraform destroy` stops at the tables; turn it off (apply) first for a throwaway deployment.
 
 resource "aws_dynamodb_table" "outbox" {
   count = var.existing_table == null ? 1 : 0
@@ -9,7 +11,7 @@ resource "aws_dynamodb_table" "outbox" {
   range_key                   = local.table.range_key
   stream_enabled              = true
   stream_view_type            = local.table.stream_view_type
-  deletion_protection_enabled = true
+  deletion_protection_enabled = module.config.tables.deletion_protection
 
   dynamic "attribute" {
     for_each = local.table.attributes
@@ -42,17 +44,13 @@ resource "aws_dynamodb_table" "outbox" {
   }
 
   tags = var.tags
-
-  lifecycle {
-    prevent_destroy = true
-  }
 }
 
 resource "aws_dynamodb_table" "orders" {
   name                        = local.names.orders_table
   billing_mode                = "PAY_PER_REQUEST"
   hash_key                    = module.config.orders_table.hash_key
-  deletion_protection_enabled = true
+  deletion_protection_enabled = module.config.tables.deletion_protection
 
   dynamic "attribute" {
     for_each = module.config.orders_table.attributes

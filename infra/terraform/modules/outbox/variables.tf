@@ -10,25 +10,10 @@ variable "prefix" {
 }
 
 variable "routes" {
-  description = "Extra routes, topic => destination (SQS queue URL, SNS topic ARN or EventBridge bus ARN). Merged with the example routes \"orders\" and \"orders-events\"."
-  type        = map(string)
+  description = "Extra routes, topic => destination (SQS queue URL, SNS topic ARN or EventBridge bus ARN) or { destination, max_message_bytes (SQS only), source (EventBridge only) }, merged with the example routes \"orders\" and \"orders-events\" into OUTBOX_ROUTES unchanged. Validated in ../outbox-config."
+  type        = any
   default     = {}
-  validation {
-    condition = alltrue([for d in values(var.routes) : anytrue([
-      can(regex("^https://sqs\\.[a-z0-9-]+\\.amazonaws\\.com(\\.cn)?/[0-9]{12}/[A-Za-z0-9_-]{1,75}(\\.fifo)?$", d)),
-      can(regex("^arn:aws[a-z-]*:sns:[a-z0-9-]+:[0-9]{12}:[A-Za-z0-9_-]{1,256}(\\.fifo)?$", d)),
-      can(regex("^arn:aws[a-z-]*:events:[a-z0-9-]+:[0-9]{12}:event-bus/[A-Za-z0-9._/-]{1,256}$", d)),
-    ])])
-    error_message = "Every route destination must be an SQS queue URL (https://sqs.<region>.amazonaws.com/<account>/<name>), an SNS topic ARN or an EventBridge bus ARN."
-  }
-  validation {
-    condition     = alltrue([for t in keys(var.routes) : can(regex("^[A-Za-z0-9._:-]{1,256}$", t))])
-    error_message = "Route topics may only use A-Z a-z 0-9 . _ : - (1-256 characters)."
-  }
-  validation {
-    condition     = !contains(keys(var.routes), "orders") && !contains(keys(var.routes), "orders-events")
-    error_message = "The topics \"orders\" and \"orders-events\" are routed to the example queues this module creates."
-  }
+  nullable    = false
 }
 
 variable "default_destination" {
@@ -141,6 +126,25 @@ variable "max_receive_count" {
   }
 }
 
+variable "max_message_bytes" {
+  description = "MaximumMessageSize of every queue the module creates: 1 MiB (1048576) unless set. hashicorp/aws before 6.8.0 refuses values above 262144 at plan: set 262144 there (the example routes then tell the publisher). Validated in ../outbox-config."
+  type        = number
+  default     = 1048576
+}
+
+variable "sweeper_reserved_concurrency" {
+  description = "Reserved concurrency of the sweeper: 1 by default (one sweep at a time); null or 0 leaves it unreserved, for accounts whose concurrency quota cannot spare it. Concurrent sweeps are safe: a sweep claims each item with a lease. Validated in ../outbox-config."
+  type        = number
+  default     = 1
+}
+
+variable "deletion_protection" {
+  description = "DynamoDB deletion protection of the outbox and orders tables. On by default; turn it off (and apply) before `terraform destroy` of a throwaway deployment."
+  type        = bool
+  default     = true
+  nullable    = false
+}
+
 variable "log_retention_days" {
   description = "CloudWatch Logs retention of the function log groups, in days."
   type        = number
@@ -221,8 +225,9 @@ variable "stream_filter_file" {
 }
 
 variable "lambda_asset_dir" {
-  description = "Directory holding <bin>/bootstrap.zip, as written by `cargo lambda build --release --arm64 --output-format zip` (target/lambda at the repository root)."
+  description = "Required (no default). Directory holding <bin>/bootstrap.zip and, when the zip is compressed (cargo lambda's are), the <bin>/bootstrap it was made from: `cargo lambda build --release --arm64` then the same with `--output-format zip`. Usually <repository>/target/lambda. Checked at plan: missing, non-ELF, wrong-architecture or stale artifacts are refused."
   type        = string
+  nullable    = false
 }
 
 variable "tags" {

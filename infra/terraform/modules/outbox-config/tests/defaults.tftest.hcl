@@ -103,6 +103,7 @@ run "environment_defaults" {
   assert {
     condition = output.sweeper_environment == {
       OUTBOX_TTL_DAYS            = "7"
+      OUTBOX_DEPLOYMENT          = "outbox"
       OUTBOX_MAX_ATTEMPTS        = "8"
       OUTBOX_SWEEP_GRACE_SECONDS = "60"
       OUTBOX_SWEEP_SCAN_MODE     = "off"
@@ -110,7 +111,7 @@ run "environment_defaults" {
     error_message = "Sweeper defaults: TTL 7 days, 8 attempts, 60 s grace, scan off."
   }
   assert {
-    condition     = output.publisher_environment == { OUTBOX_TTL_DAYS = "7" }
+    condition     = output.publisher_environment == { OUTBOX_TTL_DAYS = "7", OUTBOX_DEPLOYMENT = "outbox" }
     error_message = "Publisher defaults: TTL 7 days, no default destination."
   }
   assert {
@@ -149,5 +150,51 @@ run "parameters_reach_the_settings" {
   assert {
     condition     = output.sweep_schedule == "rate(5 minutes)" && output.functions.architectures == ["x86_64"]
     error_message = "sweep_rate_minutes and architecture must be applied."
+  }
+}
+
+run "queues_are_1_mib_unless_configured" {
+  command = apply
+  assert {
+    condition     = output.queue_settings.max_message_size == 1048576
+    error_message = "Every queue sets MaximumMessageSize explicitly, 1 MiB by default (the AWS provider would otherwise send 262144)."
+  }
+}
+
+run "queue_size_setting" {
+  command = apply
+  variables {
+    max_message_bytes = 262144
+  }
+  assert {
+    condition     = output.queue_settings.max_message_size == 262144
+    error_message = "max_message_bytes sets every queue's MaximumMessageSize."
+  }
+}
+
+run "queue_size_sqs_refuses" {
+  command = plan
+  variables {
+    max_message_bytes = 1048577
+  }
+  expect_failures = [var.max_message_bytes]
+}
+
+run "tables_are_protected_by_default" {
+  command = apply
+  assert {
+    condition     = output.tables.deletion_protection == true
+    error_message = "Deletion protection is on by default."
+  }
+}
+
+run "deletion_protection_can_be_turned_off" {
+  command = apply
+  variables {
+    deletion_protection = false
+  }
+  assert {
+    condition     = output.tables.deletion_protection == false
+    error_message = "A throwaway deployment can turn deletion protection off (terraform destroy then works)."
   }
 }

@@ -149,3 +149,18 @@ run "extra_routes_grant_exactly_their_targets" {
     error_message = "With a KMS key every function may use that key, and only that key."
   }
 }
+
+run "kms_key_grants_what_an_encrypted_table_needs" {
+  command = apply
+
+  variables {
+    kms_key_arn = "arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+  }
+
+  assert {
+    condition = alltrue([for fn in ["publisher", "sweeper", "consumer"] : sort(distinct(flatten([
+      for s in output.policies[fn].Statement : flatten([s.Action]) if s.Sid == "UseKmsKey"
+    ]))) == tolist(["kms:Decrypt", "kms:DescribeKey", "kms:Encrypt", "kms:GenerateDataKey"])])
+    error_message = "Each function reading or writing a KMS-encrypted table (and stream, and queue) may Decrypt, Encrypt, GenerateDataKey and DescribeKey with the key."
+  }
+}

@@ -1,0 +1,181 @@
+// Alarms and the dashboard, as plain data (the Terraform module defines the same in
+// ../terraform/modules/outbox-config/main.tf; the parity check compares them). Metric
+// dimensions are the fixed physical names from names(), so both stacks produce
+// identical definitions.
+import { CONTRACT, type OutboxSettings, names } from './config.ts';
+
+/** One CloudWatch alarm, named `<prefix>-<key>`. */
+export interface AlarmDefinition {
+  readonly description: string;
+  readonly namespace: string;
+  readonly metricName: string;
+  readonly dimensions: Readonly<Record<string, string>>;
+  readonly statistic: string;
+  readonly period: number;
+  readonly evaluationPeriods: number;
+  readonly datapointsToAlarm: number;
+  readonly threshold: number;
+  readonly comparisonOperator: 'GreaterThanThreshold';
+  readonly treatMissingData: 'breaching' | 'notBreaching';
+}
+
+const FUNCTIONS = { publisher: 'Publisher', sweeper: 'Sweeper', consumer: 'Consumer' } as const;
+const FUNCTION_ALARMS = {
+  Errors: 'fails invocations in 3 consecutive 5-minute periods (a crash, a timeout, a bad configuration): read its log group.',
+  Throttles: "is throttled in 3 consecutive 5-minute periods: raise its reserved concurrency or the account's concurrency quota.",
+} as const;
+
+/** Every alarm of a deployment, by name suffix. */
+export function alarmDefinitions(s: OutboxSettings): Record<string, AlarmDefinition> {
+  const n = names(s.prefix);
+  const outbox = { [CONTRACT.metricsDimension]: s.prefix };
+  const alarms: Record<string, AlarmDefinition> = {};
+  const queues: Record<string, [string, string]> = {
+    OutboxDlqNotEmpty: [n.outboxDlq, 'Outbox messages became FAILED (see LastError on the item); inspect, fix, redrive.'],
+    StreamFailuresNotEmpty: [n.streamFailures, 'The stream mapping discarded batches after retries; the sweeper will recover the items.'],
+    ConsumerDlqNotEmpty: [n.ordersDlq, 'The orders consumer gave up on messages (conflicts or bugs); inspect and redrive.'],
+    OrdersEventsDlqNotEmpty: [
+      n.fifoDlq,
+      'Messages of the FIFO orders-events queue were received maxReceiveCount times without being deleted; inspect and redrive.',
+    ],
+  };
+  for (const [key, [queue, description]] of Object.entries(queues)) {
+    alarms[key] = {
+      description,
+      namespace: 'AWS/SQS',
+      metricName: 'ApproximateNumberOfMessagesVisible',
+      dimensions: { QueueName: queue },
+      statistic: 'Maximum',
+      period: 300,
+      evaluationPeriods: 1,
+      datapointsToAlarm: 1,
+      threshold: 0,
+      comparisonOperator: 'GreaterThanThreshold',
+      treatMissingData: 'notBreaching',
+    };
+  }
+  alarms.PublisherIteratorAge = {
+    description: 'The publisher falls behind the table stream (records older than the threshold).',
+    namespace: 'AWS/Lambda',
+    metricName: 'IteratorAge',
+    dimensions: { FunctionName: n.publisher },
+    statistic: 'Maximum',
+    period: 60,
+    evaluationPeriods: 5,
+    datapointsToAlarm: 3,
+    threshold: s.iteratorAgeThresholdMs,
+    comparisonOperator: 'GreaterThanThreshold',
+    treatMissingData: 'notBreaching',
+  };
+  alarms.SweeperRecovering = {
+    description: 'The sweeper had to publish messages the stream path missed: the stream path is unhealthy.',
+    namespace: CONTRACT.metricsNamespace,
+    metricName: 'RecoveredBySweeper',
+    dimensions: outbox,
+    statistic: 'Sum',
+    period: 300,
+    evaluationPeriods: 1,
+    datapointsToAlarm: 1,
+    threshold: 0,
+    comparisonOperator: 'GreaterThanThreshold',
+    treatMissingData: 'notBreaching',
+  };
+  // The sweeper reports the age every run (0 when nothing is due), so no data means no
+  // sweeper: breaching. A message in backoff (up to 15 minutes) is not due in between, so
+  // any breach in the last 3 periods keeps the alarm: it does not flap while stuck. The
+  // period is never shorter than the schedule, or every period without a sweep would breach.
+  alarms.OldestPendingTooOld = {
+    description:
+      'A PENDING outbox message is older than the threshold, or the sweeper reports nothing (missing data is breaching): delivery is stuck or the sweeper is not running.',
+    namespace: CONTRACT.metricsNamespace,
+    metricName: 'OldestPendingAgeSeconds',
+    dimensions: outbox,
+    statistic: 'Maximum',
+    period: Math.max(300, s.sweepRateMinutes * 60),
+    evaluationPeriods: 3,
+    datapointsToAlarm: 1,
+    threshold: s.oldestPendingThresholdSeconds,
+    comparisonOperator: 'GreaterThanThreshold',
+    treatMissingData: 'breaching',
+  };
+  for (const [fn, title] of Object.entries(FUNCTIONS) as Array<[keyof typeof FUNCTIONS, string]>) {
+    for (const [metric, what] of Object.entries(FUNCTION_ALARMS)) {
+      alarms[`${title}${metric}`] = {
+        description: `${n[fn]} ${what}`,
+        namespace: 'AWS/Lambda',
+        metricName: metric,
+        dimensions: { FunctionName: n[fn] },
+        statistic: 'Sum',
+        period: 300,
+        evaluationPeriods: 3,
+        datapointsToAlarm: 3,
+        threshold: 0,
+        comparisonOperator: 'GreaterThanThreshold',
+        treatMissingData: 'notBreaching',
+      };
+    }
+  }
+  return alarms;
+}
+
+/** A metric widget of the dashboard, without its "region" (the stack adds it). */
+export interface Widget {
+  readonly type: 'metric';
+  readonly x: number;
+  readonly y: number;
+  readonly width: number;
+  readonly height: number;
+  readonly properties: {
+    readonly title: string;
+    readonly view: 'timeSeries';
+    readonly stacked: boolean;
+    readonly stat: string;
+    readonly period: number;
+    readonly metrics: string[][];
+    readonly annotations?: { readonly horizontal: Array<{ readonly label: string; readonly value: number }> };
+  };
+}
+
+/** The dashboard's widgets, two per row. */
+export function dashboardWidgets(s: OutboxSettings): Widget[] {
+  const n = names(s.prefix);
+  const outbox = (metric: string) => [CONTRACT.metricsNamespace, metric, CONTRACT.metricsDimension, s.prefix];
+  const fns = (metric: string) => [n.publisher, n.sweeper, n.consumer].map((f) => ['AWS/Lambda', metric, 'FunctionName', f]);
+  const common = { view: 'timeSeries', stacked: false } as const;
+  const widgets: Array<Widget['properties']> = [
+    {
+      title: 'Outbox messages (sum per 5 minutes)',
+      ...common,
+      stat: 'Sum',
+      period: 300,
+      metrics: ['Published', 'PublishFailed', 'Failed', 'RecoveredBySweeper', 'SweepRetries'].map(outbox),
+    },
+    {
+      title: 'Oldest PENDING message (seconds)',
+      ...common,
+      stat: 'Maximum',
+      period: 300,
+      metrics: [outbox('OldestPendingAgeSeconds')],
+      annotations: { horizontal: [{ label: 'OldestPendingTooOld', value: s.oldestPendingThresholdSeconds }] },
+    },
+    {
+      title: 'Publisher stream IteratorAge (ms)',
+      ...common,
+      stat: 'Maximum',
+      period: 60,
+      metrics: [['AWS/Lambda', 'IteratorAge', 'FunctionName', n.publisher]],
+      annotations: { horizontal: [{ label: 'PublisherIteratorAge', value: s.iteratorAgeThresholdMs }] },
+    },
+    {
+      title: 'Dead-letter queues (messages visible)',
+      ...common,
+      stat: 'Maximum',
+      period: 300,
+      metrics: [n.outboxDlq, n.streamFailures, n.ordersDlq, n.fifoDlq].map((q) => ['AWS/SQS', 'ApproximateNumberOfMessagesVisible', 'QueueName', q]),
+    },
+    { title: 'Function errors', ...common, stat: 'Sum', period: 300, metrics: fns('Errors') },
+    { title: 'Function duration (ms, maximum)', ...common, stat: 'Maximum', period: 300, metrics: fns('Duration') },
+    { title: 'Function throttles', ...common, stat: 'Sum', period: 300, metrics: fns('Throttles') },
+  ];
+  return widgets.map((properties, i) => ({ type: 'metric', x: (i % 2) * 12, y: Math.floor(i / 2) * 6, width: 12, height: 6, properties }));
+}

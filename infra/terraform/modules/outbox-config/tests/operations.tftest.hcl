@@ -1,0 +1,174 @@
+# Operating the deployment: how the sweeper is invoked, its concurrency, the alarms
+# that see a dead or failing function, the deployment's metric dimension, the dashboard.
+
+run "sweeper_async_invocations_are_not_retried" {
+  command = apply
+  assert {
+    condition     = output.sweeper_async_invoke == { maximum_retry_attempts = 0, maximum_event_age_in_seconds = 120 }
+    error_message = "An asynchronous sweep is never retried and is dropped after 2 minutes: the schedule sends the next one."
+  }
+  assert {
+    condition     = output.sweep_target_retry == { maximum_retry_attempts = 0, maximum_event_age_in_seconds = 60 }
+    error_message = "The schedule target gives up at once too."
+  }
+}
+
+run "sweeper_reserves_one_by_default" {
+  command = apply
+  assert {
+    condition     = output.functions.reserved_concurrency == { publisher = null, sweeper = 1, consumer = null }
+    error_message = "Only the sweeper reserves concurrency, 1 by default."
+  }
+}
+
+run "sweeper_reserved_concurrency_off" {
+  command = apply
+  variables {
+    sweeper_reserved_concurrency = 0
+  }
+  assert {
+    condition     = output.functions.reserved_concurrency.sweeper == null
+    error_message = "0 means unreserved (accounts with a low concurrency quota)."
+  }
+}
+
+run "sweeper_reserved_concurrency_null" {
+  command = apply
+  variables {
+    sweeper_reserved_concurrency = null
+  }
+  assert {
+    condition     = output.functions.reserved_concurrency.sweeper == null
+    error_message = "null means unreserved."
+  }
+}
+
+run "sweeper_reserved_concurrency_negative" {
+  command = plan
+  variables {
+    sweeper_reserved_concurrency = -1
+  }
+  expect_failures = [var.sweeper_reserved_concurrency]
+}
+
+run "every_function_knows_its_deployment" {
+  command = apply
+  variables {
+    prefix = "shop"
+  }
+  assert {
+    condition = (
+      output.publisher_environment.OUTBOX_DEPLOYMENT == "shop"
+      && output.sweeper_environment.OUTBOX_DEPLOYMENT == "shop"
+      && output.consumer_environment.OUTBOX_DEPLOYMENT == "shop"
+    )
+    error_message = "OUTBOX_DEPLOYMENT is the prefix, for every function."
+  }
+  assert {
+    condition     = output.metrics.dimensions == { Service = "shop" }
+    error_message = "The metrics dimension Service is the deployment's name."
+  }
+  assert {
+    condition = alltrue([for a in values(output.alarms) : a.dimensions == tomap({ Service = "shop" }) if a.namespace == "DynamoDbOutbox"]) && length([
+      for a in values(output.alarms) : a if a.namespace == "DynamoDbOutbox"
+    ]) == 2
+    error_message = "Every alarm on the outbox namespace selects Service = prefix."
+  }
+  assert {
+    condition = alltrue([for w in output.dashboard.widgets : alltrue([
+      for m in w.properties.metrics : slice(m, 2, 4) == ["Service", "shop"] if m[0] == "DynamoDbOutbox"
+    ])])
+    error_message = "Every dashboard metric on the outbox namespace selects Service = prefix."
+  }
+}
+
+run "oldest_pending_alarm_sees_a_dead_sweeper" {
+  command = apply
+  assert {
+    condition = {
+      for k, v in output.alarms.OldestPendingTooOld : k => v if contains(["treat_missing_data", "period", "evaluation_periods", "datapoints_to_alarm"], k)
+      } == {
+      treat_missing_data  = "breaching"
+      period              = 300
+      evaluation_periods  = 3
+      datapoints_to_alarm = 1
+    }
+    error_message = "Missing OldestPendingAgeSeconds is breaching; any breach in 3 five-minute periods keeps the alarm through a 15-minute backoff."
+  }
+}
+
+run "oldest_pending_period_follows_a_slow_schedule" {
+  command = apply
+  variables {
+    sweep_rate_minutes = 10
+  }
+  assert {
+    condition     = output.alarms.OldestPendingTooOld.period == 600
+    error_message = "The period is never shorter than the sweep schedule (else every period without a sweep would breach)."
+  }
+}
+
+run "errors_and_throttles_alarms_for_the_three_functions" {
+  command = apply
+  assert {
+    condition = alltrue(flatten([for fn, name in { Publisher = "outbox-publisher", Sweeper = "outbox-sweeper", Consumer = "outbox-orders-consumer" } : [
+      for metric in ["Errors", "Throttles"] : output.alarms["${fn}${metric}"] == {
+        description         = output.alarms["${fn}${metric}"].description
+        namespace           = "AWS/Lambda"
+        metric_name         = metric
+        dimensions          = tomap({ FunctionName = name })
+        statistic           = "Sum"
+        period              = 300
+        evaluation_periods  = 3
+        datapoints_to_alarm = 3
+        threshold           = 0
+        comparison_operator = "GreaterThanThreshold"
+        treat_missing_data  = "notBreaching"
+      }
+    ]]))
+    error_message = "Errors and Throttles of each function alarm in 3 of 3 five-minute periods."
+  }
+}
+
+run "every_dead_letter_queue_is_alarmed" {
+  command = apply
+  assert {
+    condition = toset([for a in values(output.alarms) : a.dimensions.QueueName if a.metric_name == "ApproximateNumberOfMessagesVisible"]) == toset([
+      "outbox-dlq", "outbox-stream-failures", "outbox-orders-queue-dlq", "outbox-orders-events-dlq.fifo",
+    ])
+    error_message = "Each DLQ (the outbox DLQ, the stream failures, the orders DLQ and the FIFO DLQ) has a not-empty alarm."
+  }
+  assert {
+    condition     = length(output.alarms) == 13
+    error_message = "13 alarms: 4 queues, iterator age, 2 outbox metrics, Errors and Throttles of 3 functions."
+  }
+}
+
+run "dashboard_shows_the_pipeline" {
+  command = apply
+  assert {
+    condition     = output.dashboard.name == "outbox-dashboard"
+    error_message = "The dashboard is <prefix>-dashboard."
+  }
+  assert {
+    condition = length(setsubtract([
+      ["DynamoDbOutbox", "Published", "Service", "outbox"],
+      ["DynamoDbOutbox", "Failed", "Service", "outbox"],
+      ["DynamoDbOutbox", "RecoveredBySweeper", "Service", "outbox"],
+      ["DynamoDbOutbox", "SweepRetries", "Service", "outbox"],
+      ["DynamoDbOutbox", "OldestPendingAgeSeconds", "Service", "outbox"],
+      ["AWS/Lambda", "IteratorAge", "FunctionName", "outbox-publisher"],
+      ["AWS/SQS", "ApproximateNumberOfMessagesVisible", "QueueName", "outbox-dlq"],
+      ["AWS/SQS", "ApproximateNumberOfMessagesVisible", "QueueName", "outbox-stream-failures"],
+      ["AWS/SQS", "ApproximateNumberOfMessagesVisible", "QueueName", "outbox-orders-queue-dlq"],
+      ["AWS/SQS", "ApproximateNumberOfMessagesVisible", "QueueName", "outbox-orders-events-dlq.fifo"],
+      ["AWS/Lambda", "Errors", "FunctionName", "outbox-publisher"],
+      ["AWS/Lambda", "Errors", "FunctionName", "outbox-sweeper"],
+      ["AWS/Lambda", "Errors", "FunctionName", "outbox-orders-consumer"],
+      ["AWS/Lambda", "Duration", "FunctionName", "outbox-publisher"],
+      ["AWS/Lambda", "Duration", "FunctionName", "outbox-sweeper"],
+      ["AWS/Lambda", "Duration", "FunctionName", "outbox-orders-consumer"],
+    ], concat([for w in output.dashboard.widgets : w.properties.metrics]...))) == 0
+    error_message = "The dashboard shows the outbox metrics, IteratorAge, every DLQ depth, Errors and Duration of the functions."
+  }
+}

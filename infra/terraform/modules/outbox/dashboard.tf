@@ -1,0 +1,13 @@
+# The dashboard <prefix>-dashboard: messages, oldest pending age, IteratorAge, DLQ
+# depths, function errors, duration and throttles. The widgets come from
+# ../outbox-config; each metric widget needs the region, taken from a queue's ARN
+# (no data source: planning needs no AWS call).
+
+resource "aws_cloudwatch_dashboard" "outbox" {
+  dashboard_name = module.config.dashboard.name
+  dashboard_body = jsonencode({
+    widgets = [for w in module.config.dashboard.widgets : merge(w, {
+      properties = merge(w.properties, { region = split(":", local.all_queues["outbox_dlq"].arn)[3] })
+    })]
+  })
+}
