@@ -86,9 +86,10 @@ locals {
     : try(!local.zips[k].is_zip || tolist(local.zips[k].name) != tolist(local.bootstrap), true) ? "${p.zip} is not a zip archive whose first entry is \"bootstrap\", as cargo lambda writes it. ${local.fix}"
     : local.zips[k].method != 0 && !fileexists(p.binary) ? "${p.zip} is compressed, so Terraform cannot read the architecture of the bootstrap inside; it reads the bootstrap cargo lambda builds beside it, and there is none. ${local.fix}"
     : local.elf_found[k].architecture != var.architecture ? "${local.elves[k].file} is ${local.elf_found[k].words}, but the functions are deployed as ${var.architecture}. ${local.fix}"
-    : local.zips[k].method != 0 && (local.zips[k].data_descriptor || local.elves[k].size != local.zips[k].uncompressed_size) ? format(
-      "%s holds a %s-byte bootstrap, but %s is %s bytes by its ELF header: they come from different builds. %s",
-      p.zip, local.zips[k].data_descriptor ? "unrecorded" : tostring(local.zips[k].uncompressed_size), p.binary, tostring(local.elves[k].size), local.fix,
+    : local.zips[k].method != 0 && local.zips[k].data_descriptor ? "${p.zip} does not record the size of its bootstrap in the entry header (it was written with a data descriptor), so it cannot be matched with ${p.binary}. ${local.fix}"
+    : local.zips[k].method != 0 && try(local.elves[k].size != local.zips[k].uncompressed_size, true) ? format(
+      "%s holds a %d-byte bootstrap, but %s is %s bytes by its ELF header: they come from different builds. %s",
+      p.zip, local.zips[k].uncompressed_size, p.binary, try(tostring(local.elves[k].size), "an unknown number of"), local.fix,
     )
     : null
   ) }
