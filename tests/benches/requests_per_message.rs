@@ -6,10 +6,10 @@
 //! `OUTBOX_ENDPOINT=http://127.0.0.1:PORT cargo bench -p outbox-tests --bench requests_per_message`
 #![allow(clippy::expect_used, clippy::unwrap_used, missing_docs)]
 
+use harness::stream::event_of;
 use harness::{Outbox, clients};
 use outbox::stream::handle_stream_event;
 use outbox::{AwsPublisher, NewMessage};
-use outbox_local::stream::event_of;
 
 #[tokio::main]
 async fn main() {

@@ -8,6 +8,7 @@
 use aws_lambda_events::event::sqs::{SqsEvent, SqsMessage};
 use aws_sdk_dynamodb::types::{AttributeValue, ConditionCheck, TransactWriteItem, Update};
 use aws_sdk_sqs::types::{MessageAttributeValue, MessageSystemAttributeName, QueueAttributeName};
+use harness::lambda_message;
 use harness::{Item, clients, drain, n, s, sv, unique};
 use orders_consumer::{Config, Deps, OrderResult, handle};
 use outbox::message::ATTR_MESSAGE_ID;
@@ -17,7 +18,6 @@ use outbox_idempotency::{
 };
 use outbox_local::aws::Clients;
 use outbox_local::provision::{self, QueuePair};
-use outbox_local::sqs_runner::lambda_message;
 use serde_json::json;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering};

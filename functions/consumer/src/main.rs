@@ -3,6 +3,10 @@
 //! Configuration is read and the client built once, at start-up; a missing variable
 //! stops the function with a message naming it.
 
+// Fault injection is for tests, the demo and the chaos benchmark; never ship it.
+#[cfg(all(feature = "fault-injection", not(debug_assertions)))]
+compile_error!("the fault-injection feature must never be compiled into a release build");
+
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
 use lambda_runtime::{Error, LambdaEvent, service_fn};
 use orders_consumer::{Config, Deps, handle};
@@ -13,6 +17,8 @@ async fn main() -> Result<(), Error> {
     let config =
         Config::from_env().inspect_err(|e| tracing::error!(error = %e, "bad configuration"))?;
     let aws = aws_config::load_from_env().await;
+    #[cfg(feature = "fault-injection")]
+    let aws = outbox_faults::from_env(aws)?;
     let deps = Deps::new(aws_sdk_dynamodb::Client::new(&aws), &config);
     let deps = &deps;
     lambda_runtime::run(service_fn(move |event: LambdaEvent<SqsEvent>| async move {

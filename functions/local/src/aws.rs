@@ -1,5 +1,5 @@
-//! AWS configuration and clients for local runs: the emulator when an endpoint is
-//! given, the standard AWS configuration chain otherwise.
+//! AWS configuration and clients for the dev kit and the tests: the local AWS when an
+//! endpoint is given, the standard AWS configuration chain otherwise.
 
 use crate::counter::RequestCounter;
 use aws_config::{BehaviorVersion, Region, SdkConfig};
@@ -17,6 +17,10 @@ pub struct Clients {
     pub sns: aws_sdk_sns::Client,
     /// EventBridge.
     pub eventbridge: aws_sdk_eventbridge::Client,
+    /// Lambda (deployments on the local AWS).
+    pub lambda: aws_sdk_lambda::Client,
+    /// CloudWatch Logs (what deployed functions printed).
+    pub logs: aws_sdk_cloudwatchlogs::Client,
     /// Requests sent by all of them.
     pub counter: RequestCounter,
     /// The region in use.
@@ -78,6 +82,8 @@ impl Clients {
                 .build(),
         );
         Clients {
+            lambda: aws_sdk_lambda::Client::new(config),
+            logs: aws_sdk_cloudwatchlogs::Client::new(config),
             dynamodb,
             streams,
             sqs,

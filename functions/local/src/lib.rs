@@ -1,15 +1,20 @@
-//! Local development runner: what Lambda's event source mappings and EventBridge
-//! schedules do, on the emulator (or a real account). A development tool;
-//! production uses Lambda.
+//! The development kit: what a developer needs around the deployed system on the
+//! local AWS (MiniStack), and nothing production runs.
+//!
+//! - [`aws`]: clients for the local AWS (or an account), counting their requests;
+//! - [`deployment`]: a stack deployed by `scripts/deploy-local`, read back from its
+//!   functions' configuration, with their logs and metrics;
+//! - [`demo`]: the one-command demo: produce, observe, verify;
+//! - [`provision`]: tables and queues for the integration tests, which need fresh,
+//!   uniquely named resources per test on both emulators.
+//!
+//! What it no longer has: an imitation of Lambda's event source mappings and of the
+//! EventBridge schedule. The local AWS runs our compiled functions behind real ones.
 #![warn(missing_docs)]
 
 pub mod aws;
 pub mod counter;
 pub mod demo;
-pub mod filter;
+pub mod deployment;
 pub mod ops;
 pub mod provision;
-pub mod run;
-pub mod runner;
-pub mod sqs_runner;
-pub mod stream;

@@ -7,6 +7,10 @@
 // query depth limit computing its layout (the publish path is also boxed).
 #![recursion_limit = "256"]
 
+// Fault injection is for tests, the demo and the chaos benchmark; never ship it.
+#[cfg(all(feature = "fault-injection", not(debug_assertions)))]
+compile_error!("the fault-injection feature must never be compiled into a release build");
+
 use aws_lambda_events::event::dynamodb::Event;
 use aws_lambda_events::event::streams::DynamoDbEventResponse;
 use lambda_runtime::{Error, LambdaEvent, service_fn};
@@ -18,6 +22,8 @@ async fn main() -> Result<(), Error> {
     let config = PublisherConfig::from_env()
         .inspect_err(|e| tracing::error!(error = %e, "bad configuration"))?;
     let aws = aws_config::load_from_env().await;
+    #[cfg(feature = "fault-injection")]
+    let aws = outbox_faults::from_env(aws)?;
     let publisher = AwsPublisher::with_sink(
         config,
         aws_sdk_dynamodb::Client::new(&aws),

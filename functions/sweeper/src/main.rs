@@ -10,6 +10,10 @@
 // query depth limit computing its layout (the publish path is also boxed).
 #![recursion_limit = "256"]
 
+// Fault injection is for tests, the demo and the chaos benchmark; never ship it.
+#[cfg(all(feature = "fault-injection", not(debug_assertions)))]
+compile_error!("the fault-injection feature must never be compiled into a release build");
+
 use lambda_runtime::{Error, LambdaEvent, service_fn};
 use outbox::metrics;
 use outbox::sweep::{AwsSweeper, SweepSummary, SweeperConfig, handle_scheduled_event};
@@ -20,6 +24,8 @@ async fn main() -> Result<(), Error> {
     let config = SweeperConfig::from_env()
         .inspect_err(|e| tracing::error!(error = %e, "bad configuration"))?;
     let aws = aws_config::load_from_env().await;
+    #[cfg(feature = "fault-injection")]
+    let aws = outbox_faults::from_env(aws)?;
     let sweeper = AwsSweeper::with_sink(
         config,
         aws_sdk_dynamodb::Client::new(&aws),

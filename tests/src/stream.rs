@@ -1,5 +1,7 @@
-//! Reading a DynamoDB stream as Lambda's event source mapping does, and turning its
-//! records into the exact event shape Lambda delivers.
+//! Reading a table's DynamoDB stream and turning its records into the exact event
+//! shape Lambda delivers, so handler tests run on both emulators (moto cannot run
+//! Lambda functions; on MiniStack the deployed tests use its real event source
+//! mappings instead).
 
 use aws_lambda_events::event::dynamodb::{Event, EventRecord};
 use aws_sdk_dynamodbstreams::types::{Record, ShardIteratorType};
@@ -170,18 +172,26 @@ impl StreamReader {
     }
 
     /// Reads and advances past everything new in every shard, as one Lambda event.
+    /// Reads page after page: `GetRecords` stops at 1 MB (on AWS and MiniStack), so
+    /// one call may not hold everything written.
     pub async fn next_event(&mut self, limit: i32) -> Result<Event, StreamError> {
         let mut all = Vec::new();
-        for (shard, records) in self.read(limit).await? {
-            if let Some(last) = records
-                .last()
-                .and_then(|r| r.change.sequence_number.clone())
-            {
-                self.set_position(&shard, Position::After(last));
+        loop {
+            let mut got = 0;
+            for (shard, records) in self.read(limit).await? {
+                if let Some(last) = records
+                    .last()
+                    .and_then(|r| r.change.sequence_number.clone())
+                {
+                    self.set_position(&shard, Position::After(last));
+                }
+                got += records.len();
+                all.extend(records);
             }
-            all.extend(records);
+            if got == 0 {
+                return Ok(event_of(all));
+            }
         }
-        Ok(event_of(all))
     }
 }
 

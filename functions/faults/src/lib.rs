@@ -1,0 +1,62 @@
+//! # Fault injection for the outbox's own tests, demo and chaos benchmark
+//!
+//! The failures that break outboxes are the ones AWS and Lambda really produce:
+//! throttling, 5xx answers, timeouts, reset connections, a request that took effect
+//! while its caller saw an error, and a function that dies between two steps. This
+//! crate produces them where they happen — at the AWS SDK's HTTP layer — so every
+//! call any of our functions makes (DynamoDB, SQS, SNS, EventBridge) can fail, and
+//! the code above it cannot tell an injected failure from a real one. A crash is a
+//! real process abort: Lambda (or the local AWS) sees the invocation die.
+//!
+//! The binaries compile it in only with their `fault-injection` cargo feature, which
+//! refuses to build in release mode; it is switched on at run time by the
+//! `OUTBOX_FAULTS` variable (see [`FaultPlan`]) and `OUTBOX_FAULTS_SEED` (optional,
+//! for a repeatable sequence). Without `OUTBOX_FAULTS` nothing changes.
+#![warn(missing_docs)]
+
+mod http;
+mod plan;
+
+pub use http::FaultyHttpClient;
+pub use plan::{Fault, FaultPlan, PlanError, Rule};
+
+/// The variable holding the plan.
+pub const FAULTS_VAR: &str = "OUTBOX_FAULTS";
+/// The variable holding the random seed.
+pub const SEED_VAR: &str = "OUTBOX_FAULTS_SEED";
+
+/// Wraps the HTTP client of `config` with the plan in `OUTBOX_FAULTS`, when it is set;
+/// returns `config` unchanged otherwise. A malformed plan is an error naming the rule.
+pub fn from_env(config: aws_config::SdkConfig) -> Result<aws_config::SdkConfig, PlanError> {
+    let Some(text) = std::env::var(FAULTS_VAR)
+        .ok()
+        .filter(|t| !t.trim().is_empty())
+    else {
+        return Ok(config);
+    };
+    let plan: FaultPlan = text.parse()?;
+    let seed = std::env::var(SEED_VAR).ok().and_then(|s| s.parse().ok());
+    tracing::warn!(plan = %text, "fault injection is on: this build is for tests only");
+    Ok(with_plan(config, plan, seed))
+}
+
+/// Wraps the HTTP client of `config` so that requests fail as `plan` says.
+pub fn with_plan(
+    config: aws_config::SdkConfig,
+    plan: FaultPlan,
+    seed: Option<u64>,
+) -> aws_config::SdkConfig {
+    // Without a client of its own, an SDK client builds the default HTTPS client;
+    // build the same one here to wrap it.
+    let inner = config.http_client().unwrap_or_else(|| {
+        aws_smithy_http_client::Builder::new()
+            .tls_provider(aws_smithy_http_client::tls::Provider::Rustls(
+                aws_smithy_http_client::tls::rustls_provider::CryptoMode::AwsLc,
+            ))
+            .build_https()
+    });
+    config
+        .into_builder()
+        .http_client(FaultyHttpClient::new(inner, plan, seed))
+        .build()
+}

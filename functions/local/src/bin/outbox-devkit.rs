@@ -1,0 +1,133 @@
+//! `outbox-devkit`: development commands around a stack deployed into the local AWS.
+//!
+//! `scripts/demo` builds, deploys and then runs `outbox-devkit demo`; see `--help`.
+
+use clap::{Parser, Subcommand};
+use outbox_local::aws::{Clients, sdk_config};
+use outbox_local::demo::{self, DemoOptions};
+use outbox_local::deployment::Deployment;
+use std::process::ExitCode;
+use std::time::Duration;
+
+#[derive(Debug, Parser)]
+#[command(
+    version,
+    about = "Development commands for dynamodb-outbox on the local AWS"
+)]
+struct Cli {
+    /// The local AWS (MiniStack); without it, the standard AWS configuration is used.
+    #[arg(long, env = "OUTBOX_ENDPOINT", global = true)]
+    endpoint: Option<String>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Drives orders through a deployed stack and checks every guarantee.
+    Demo(DemoArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct DemoArgs {
+    /// The deployment's prefix (scripts/deploy-local --prefix).
+    #[arg(long)]
+    prefix: String,
+    /// The tool that deployed it, for the summary.
+    #[arg(long, default_value = "terraform")]
+    tool: String,
+    /// Orders to commit.
+    #[arg(long, default_value_t = 200)]
+    orders: usize,
+    /// Orders per second (0: as fast as the local AWS takes them).
+    #[arg(long, default_value_t = 50)]
+    rate: u32,
+    /// One transaction in N rolls back on purpose (0: none).
+    #[arg(long, default_value_t = 10)]
+    rollback_every: usize,
+    /// One order in N is written the way a minimal hand-written producer writes it (0: none).
+    #[arg(long, default_value_t = 7)]
+    minimal_every: usize,
+    /// Probability that the publisher dies after publishing a batch, before marking it.
+    #[arg(long, default_value_t = 0.0)]
+    publisher_crash: f64,
+    /// Probability that the consumer dies after storing an order, before answering the queue.
+    #[arg(long, default_value_t = 0.0)]
+    consumer_crash: f64,
+    /// Seconds to wait for the pipeline to settle after the last commit.
+    #[arg(long, default_value_t = 180)]
+    settle_seconds: u64,
+    /// No live counters.
+    #[arg(long)]
+    quiet: bool,
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let clients = Clients::new(&sdk_config(cli.endpoint.as_deref()).await);
+    match cli.command {
+        Command::Demo(args) => demo_command(&clients, args).await,
+    }
+}
+
+async fn demo_command(clients: &Clients, args: DemoArgs) -> ExitCode {
+    for (name, p) in [
+        ("--publisher-crash", args.publisher_crash),
+        ("--consumer-crash", args.consumer_crash),
+    ] {
+        if !(0.0..1.0).contains(&p) {
+            eprintln!("demo: {name} is a probability from 0 to below 1, got {p}");
+            return ExitCode::from(2);
+        }
+    }
+    let deployment = match Deployment::discover(clients, &args.prefix).await {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!(
+                "demo: {e}\n  deploy first: scripts/deploy-local terraform --prefix {}",
+                args.prefix
+            );
+            return ExitCode::from(2);
+        }
+    };
+    let opts = DemoOptions {
+        orders: args.orders,
+        rate: args.rate,
+        rollback_every: args.rollback_every,
+        minimal_every: args.minimal_every,
+        publisher_crash: args.publisher_crash,
+        consumer_crash: args.consumer_crash,
+        settle_timeout: Duration::from_secs(args.settle_seconds),
+        progress: !args.quiet,
+        ..DemoOptions::default()
+    };
+    eprintln!(
+        "demo: {} orders into {} ({} stack `{}`), through {} -> {} -> {}",
+        opts.orders,
+        deployment.table,
+        args.tool,
+        deployment.prefix,
+        deployment.publisher,
+        deployment.consumer_queue_url,
+        deployment.consumer
+    );
+    match demo::run(clients, &deployment, &opts).await {
+        Ok(mut report) => {
+            report.deployment = format!(
+                "{} stack `{}` on {}",
+                args.tool, deployment.prefix, clients.region
+            );
+            println!("{}", report.render());
+            if report.broken.is_empty() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            }
+        }
+        Err(e) => {
+            eprintln!("\ndemo: {e}");
+            ExitCode::from(2)
+        }
+    }
+}

@@ -1,0 +1,118 @@
+//! Watching the deployed pipeline from outside, as an operator would: the outbox
+//! table's states, the orders the consumer stored, the consumer's queue. The live
+//! counters and the wait for the pipeline to settle read these.
+
+use crate::aws::Clients;
+use crate::deployment::Deployment;
+use aws_sdk_dynamodb::types::AttributeValue;
+use aws_sdk_sqs::types::QueueAttributeName;
+use std::collections::HashMap;
+
+/// An item as the SDK returns it.
+pub type Item = HashMap<String, AttributeValue>;
+
+/// The pipeline at one moment.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Snapshot {
+    /// Outbox items still `PENDING`.
+    pub pending: usize,
+    /// Outbox items `SENT`.
+    pub sent: usize,
+    /// Outbox items `FAILED`.
+    pub failed: usize,
+    /// Orders the consumer stored.
+    pub stored: usize,
+    /// Messages on the consumer's queue, visible or being processed.
+    pub in_queue: usize,
+}
+
+/// Reads the snapshot.
+pub async fn snapshot(clients: &Clients, deployment: &Deployment) -> Result<Snapshot, String> {
+    let mut snap = Snapshot::default();
+    for item in scan_all(clients, &deployment.table).await? {
+        if text(&item, "ItemType").as_deref() != Some("PENDING_MESSAGE") {
+            continue;
+        }
+        match text(&item, "Status").as_deref() {
+            Some("PENDING") => snap.pending += 1,
+            Some("SENT") => snap.sent += 1,
+            Some("FAILED") => snap.failed += 1,
+            _ => {}
+        }
+    }
+    snap.stored = scan_all(clients, &deployment.orders_table).await?.len();
+    snap.in_queue = queue_depth(clients, &deployment.consumer_queue_url).await?;
+    Ok(snap)
+}
+
+/// Every item of a table (consistent reads).
+pub async fn scan_all(clients: &Clients, table: &str) -> Result<Vec<Item>, String> {
+    let mut items = Vec::new();
+    let mut start = None;
+    loop {
+        let page = clients
+            .dynamodb
+            .scan()
+            .table_name(table)
+            .consistent_read(true)
+            .set_exclusive_start_key(start)
+            .send()
+            .await
+            .map_err(|e| {
+                format!(
+                    "scanning {table}: {}",
+                    aws_smithy_types::error::display::DisplayErrorContext(&e)
+                )
+            })?;
+        items.extend(page.items().iter().cloned());
+        start = page.last_evaluated_key;
+        if start.is_none() {
+            return Ok(items);
+        }
+    }
+}
+
+/// Visible plus in-flight messages on a queue.
+pub async fn queue_depth(clients: &Clients, url: &str) -> Result<usize, String> {
+    let out = clients
+        .sqs
+        .get_queue_attributes()
+        .queue_url(url)
+        .attribute_names(QueueAttributeName::ApproximateNumberOfMessages)
+        .attribute_names(QueueAttributeName::ApproximateNumberOfMessagesNotVisible)
+        .send()
+        .await
+        .map_err(|e| {
+            format!(
+                "queue {url}: {}",
+                aws_smithy_types::error::display::DisplayErrorContext(&e)
+            )
+        })?;
+    let count = |name: QueueAttributeName| {
+        out.attributes()
+            .and_then(|a| a.get(&name))
+            .and_then(|v| v.parse::<usize>().ok())
+            .unwrap_or(0)
+    };
+    Ok(count(QueueAttributeName::ApproximateNumberOfMessages)
+        + count(QueueAttributeName::ApproximateNumberOfMessagesNotVisible))
+}
+
+/// A string attribute.
+pub fn text(item: &Item, name: &str) -> Option<String> {
+    match item.get(name) {
+        Some(AttributeValue::S(v)) => Some(v.clone()),
+        _ => None,
+    }
+}
+
+/// A number attribute, as an integer.
+pub fn number(item: &Item, name: &str) -> Option<i64> {
+    match item.get(name) {
+        Some(AttributeValue::N(v)) => v
+            .parse::<i64>()
+            .ok()
+            .or_else(|| v.parse::<f64>().ok().map(|f| f as i64)),
+        _ => None,
+    }
+}

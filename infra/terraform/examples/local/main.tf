@@ -1,0 +1,55 @@
+# Local root: the same module as examples/basic, deployed into the local AWS (MiniStack
+# on loopback) that `scripts/emulator` starts. `scripts/deploy-local terraform` runs it;
+# by hand:
+#
+#   scripts/package --debug                      # or scripts/package (release)
+#   terraform -chdir=infra/terraform/examples/local init
+#   terraform -chdir=infra/terraform/examples/local apply -var endpoint=http://127.0.0.1:4566
+#
+# Nothing here reaches AWS: every service endpoint is the emulator, with its dummy
+# credentials, and the provider skips the account checks the emulator cannot answer.
+
+terraform {
+  required_version = ">= 1.9.0"
+  required_providers {
+    aws = {
+      source  = "hashicorp/aws"
+      version = ">= 5.70.0, < 7.0.0"
+    }
+  }
+}
+
+provider "aws" {
+  region                      = var.region
+  access_key                  = "test"
+  secret_key                  = "test"
+  skip_credentials_validation = true
+  skip_requesting_account_id  = true
+  skip_metadata_api_check     = true
+
+  endpoints {
+    cloudwatch = var.endpoint
+    dynamodb   = var.endpoint
+    events     = var.endpoint
+    iam        = var.endpoint
+    lambda     = var.endpoint
+    logs       = var.endpoint
+    s3         = var.endpoint
+    sns        = var.endpoint
+    sqs        = var.endpoint
+    sts        = var.endpoint
+  }
+}
+
+module "outbox" {
+  source = "../../modules/outbox"
+
+  prefix              = var.prefix
+  lambda_asset_dir    = var.lambda_asset_dir
+  architecture        = "x86_64"
+  routes              = var.routes
+  sweep_grace_seconds = var.sweep_grace_seconds
+  max_message_bytes   = var.max_message_bytes
+  # A local deployment is thrown away with its emulator; let destroy work.
+  deletion_protection = false
+}

@@ -1,0 +1,14 @@
+output "prefix" {
+  description = "The deployment's prefix: functions are <prefix>-publisher, <prefix>-sweeper, <prefix>-orders-consumer."
+  value       = var.prefix
+}
+
+output "function_names" {
+  description = "Deployed functions."
+  value       = module.outbox.function_names
+}
+
+output "outbox_table_name" {
+  description = "The outbox table."
+  value       = module.outbox.outbox_table_name
+}

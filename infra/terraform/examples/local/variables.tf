@@ -1,0 +1,45 @@
+variable "endpoint" {
+  description = "The local AWS, e.g. http://127.0.0.1:4566 (scripts/emulator start prints it)."
+  type        = string
+
+  validation {
+    condition     = can(regex("^http://(127\\.0\\.0\\.1|localhost)(:[0-9]+)?/?$", var.endpoint))
+    error_message = "This root deploys only to a local AWS on loopback; use examples/basic for an account."
+  }
+}
+
+variable "region" {
+  description = "Region the local AWS serves."
+  type        = string
+  default     = "us-east-1"
+}
+
+variable "prefix" {
+  description = "Prefix of every physical name (several deployments can share one local AWS)."
+  type        = string
+  default     = "outbox"
+}
+
+variable "lambda_asset_dir" {
+  description = "Directory holding <bin>/bootstrap.zip (scripts/package writes target/lambda)."
+  type        = string
+  default     = "../../../../target/lambda"
+}
+
+variable "routes" {
+  description = "Extra routes: topic => destination (a string, or an object with destination, max_message_bytes, source)."
+  type        = any
+  default     = {}
+}
+
+variable "sweep_grace_seconds" {
+  description = "OUTBOX_SWEEP_GRACE_SECONDS for the sweeper."
+  type        = number
+  default     = 60
+}
+
+variable "max_message_bytes" {
+  description = "MaximumMessageSize of every queue. 256 KiB here: hashicorp/aws accepts 1 MiB only from 6.8.0, and the machines this project runs on may have 5.x (set 1048576 with a newer provider)."
+  type        = number
+  default     = 262144
+}
