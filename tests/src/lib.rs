@@ -9,12 +9,13 @@ use aws_lambda_events::event::sqs::{SqsMessage, SqsMessageAttribute};
 use aws_sdk_dynamodb::types::AttributeValue;
 use aws_sdk_sqs::types::{Message, MessageSystemAttributeName};
 use outbox::{AwsPublisher, Destination, PublisherConfig, Routes};
-use outbox_local::aws::{Clients, sdk_config};
+use outbox_local::aws::{Clients, sdk_config as sdk_config_for};
 use outbox_local::provision::{self, QueuePair};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering};
 use stream::{StreamReader, event_of};
 
+pub mod pipeline;
 pub mod stream;
 
 pub type Item = HashMap<String, AttributeValue>;
@@ -26,9 +27,30 @@ pub fn endpoint() -> String {
     )
 }
 
+/// AWS configuration pointed at the emulator.
+pub async fn sdk_config() -> aws_config::SdkConfig {
+    sdk_config_for(Some(&endpoint())).await
+}
+
+/// Waits until `done` holds, polling every 250 ms; fails after `limit`.
+pub async fn eventually<F, Fut>(limit: std::time::Duration, mut done: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let deadline = tokio::time::Instant::now() + limit;
+    while !done().await {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "still not done after {limit:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(250)).await;
+    }
+}
+
 /// Clients pointed at the emulator.
 pub async fn clients() -> Clients {
-    Clients::new(&sdk_config(Some(&endpoint())).await)
+    Clients::new(&sdk_config().await)
 }
 
 /// A name no other test (or earlier run) uses.

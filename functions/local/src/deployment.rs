@@ -39,6 +39,8 @@ pub struct Deployment {
     pub dlq_url: String,
     /// The queue the consumer reads.
     pub consumer_queue_url: String,
+    /// Its dead-letter queue, from its redrive policy.
+    pub consumer_dlq_url: Option<String>,
     /// The stream the publisher's mapping reads.
     pub stream_arn: String,
     /// The publisher mapping itself.
@@ -83,6 +85,10 @@ impl Deployment {
             .to_owned();
         let queue_arn = queue_mapping.event_source_arn().unwrap_or_default();
         let consumer_queue_url = queue_url(clients, queue_arn).await.map_err(fail)?;
+        let consumer_dlq_url = match dead_letter_arn(clients, &consumer_queue_url).await {
+            Some(arn) => Some(queue_url(clients, &arn).await.map_err(fail)?),
+            None => None,
+        };
         Ok(Deployment {
             prefix: prefix.to_owned(),
             sweeper: format!("{prefix}-sweeper"),
@@ -93,6 +99,7 @@ impl Deployment {
             consumer,
             routes,
             consumer_queue_url,
+            consumer_dlq_url,
             stream_arn,
             stream_mapping,
             queue_mapping,
@@ -234,6 +241,23 @@ async fn only_mapping(
             many.len()
         )),
     }
+}
+
+/// The dead-letter queue of a queue, from its redrive policy.
+async fn dead_letter_arn(clients: &Clients, url: &str) -> Option<String> {
+    let out = clients
+        .sqs
+        .get_queue_attributes()
+        .queue_url(url)
+        .attribute_names(aws_sdk_sqs::types::QueueAttributeName::RedrivePolicy)
+        .send()
+        .await
+        .ok()?;
+    let policy = out
+        .attributes()?
+        .get(&aws_sdk_sqs::types::QueueAttributeName::RedrivePolicy)?;
+    let policy: Value = serde_json::from_str(policy).ok()?;
+    policy["deadLetterTargetArn"].as_str().map(str::to_owned)
 }
 
 async fn queue_url(clients: &Clients, queue_arn: &str) -> Result<String, String> {

@@ -48,10 +48,10 @@ struct DemoArgs {
     /// One order in N is written the way a minimal hand-written producer writes it (0: none).
     #[arg(long, default_value_t = 7)]
     minimal_every: usize,
-    /// Probability that the publisher dies after publishing a batch, before marking it.
+    /// Probability, per call to a destination, that the publisher dies after the call and before marking its batch SENT.
     #[arg(long, default_value_t = 0.0)]
     publisher_crash: f64,
-    /// Probability that the consumer dies after storing an order, before answering the queue.
+    /// Probability, per order stored, that the consumer dies after the write and before answering the queue (its batch comes back).
     #[arg(long, default_value_t = 0.0)]
     consumer_crash: f64,
     /// Seconds to wait for the pipeline to settle after the last commit.

@@ -29,6 +29,8 @@ pub struct DemoReport {
     pub applied: usize,
     /// Deliveries recognised as duplicates and acknowledged without effect.
     pub duplicates: usize,
+    /// Messages the consumer gave up on (its dead-letter queue), at the end.
+    pub consumer_dead_lettered: usize,
     /// Crashes injected into the functions (the processes really died).
     pub crashes: usize,
     /// Messages the scheduled sweeper published after the stream path missed them.
@@ -262,6 +264,10 @@ impl DemoReport {
         line("failed (FAILED + DLQ)", self.failed.to_string());
         line("effects applied", self.applied.to_string());
         line("duplicates suppressed", self.duplicates.to_string());
+        line(
+            "on the consumer's dead-letter queue",
+            self.consumer_dead_lettered.to_string(),
+        );
         line("injected crashes", self.crashes.to_string());
         line("recovered by the sweeper", self.recovered.to_string());
         line(
