@@ -139,16 +139,17 @@ impl Outbox {
         self.reader.next_event(1000).await.expect("read stream")
     }
 
-    /// Only the new items, as the deployed FilterCriteria let through for a table
-    /// holding nothing but outbox items. (That the real FilterCriteria do exactly
-    /// this is tested on MiniStack's event source mapping, in `deployed.rs`.)
+    /// Only what the deployed FilterCriteria let through — new `PENDING` outbox
+    /// items —, picked here by the handler's own classification. (That the real
+    /// FilterCriteria deliver exactly these is tested on MiniStack's event source
+    /// mapping, in `deployed.rs`.)
     pub async fn filtered_event(&mut self) -> Event {
         let event = self.stream_event().await;
         event_of(
             event
                 .records
                 .into_iter()
-                .filter(|r| r.event_name == "INSERT")
+                .filter(|r| outbox::stream::classify(r).is_ok())
                 .collect(),
         )
     }
