@@ -2,18 +2,25 @@
 //! stdout to CloudWatch Logs, which extracts the metrics, so alarms need no agent,
 //! no `PutMetricData` call and no extra permission.
 //!
-//! Names are shared with the infrastructure's alarms (`infra/CONTRACT.md`).
+//! Names are shared with the infrastructure's alarms (`infra/CONTRACT.md`). The
+//! value of the one dimension is the deployment's name (`OUTBOX_DEPLOYMENT`, default
+//! `outbox`), so two deployments in one account keep their metrics apart.
 
+use crate::config::ConfigError;
 use crate::publish::Summary;
 use crate::sweep::SweepSummary;
 use serde_json::{Map, Value, json};
 
 /// CloudWatch namespace of every outbox metric.
 pub const NAMESPACE: &str = "DynamoDbOutbox";
-/// The one dimension, so alarms can select the outbox's metrics.
+/// The one dimension, so alarms can select one deployment's metrics.
 pub const DIMENSION: &str = "Service";
-/// Its value.
+/// Its value when the deployment has no name of its own.
 pub const SERVICE: &str = "outbox";
+/// The variable naming the deployment: the value of the [`DIMENSION`].
+pub const DEPLOYMENT: &str = "OUTBOX_DEPLOYMENT";
+/// CloudWatch's longest dimension value.
+const MAX_DIMENSION_VALUE: usize = 1024;
 
 /// Messages published (stream path).
 pub const PUBLISHED: &str = "Published";
@@ -93,9 +100,66 @@ pub fn sweeper_metrics(summary: &SweepSummary) -> Vec<Metric> {
     ]
 }
 
+/// Prints one deployment's metrics.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Emitter {
+    service: String,
+}
+
+impl Default for Emitter {
+    fn default() -> Self {
+        Emitter::new(SERVICE)
+    }
+}
+
+impl Emitter {
+    /// Metrics under `deployment` as the value of the [`DIMENSION`].
+    pub fn new(deployment: impl Into<String>) -> Self {
+        Emitter {
+            service: deployment.into(),
+        }
+    }
+
+    /// Reads `OUTBOX_DEPLOYMENT` from the process environment.
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    /// Reads `OUTBOX_DEPLOYMENT` through `lookup`: absent or blank means [`SERVICE`].
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        match lookup(DEPLOYMENT).map(|v| v.trim().to_owned()) {
+            None => Ok(Emitter::default()),
+            Some(v) if v.is_empty() => Ok(Emitter::default()),
+            Some(v) if v.chars().count() > MAX_DIMENSION_VALUE => Err(ConfigError::Invalid {
+                name: DEPLOYMENT,
+                reason: format!(
+                    "the deployment name is {} characters; CloudWatch dimension values hold at most {MAX_DIMENSION_VALUE}",
+                    v.chars().count()
+                ),
+            }),
+            Some(v) => Ok(Emitter::new(v)),
+        }
+    }
+
+    /// The deployment's name: the value of the [`DIMENSION`].
+    pub fn service(&self) -> &str {
+        &self.service
+    }
+
+    /// One EMF document (see [`emf`]).
+    pub fn emf(&self, timestamp_ms: i64, metrics: &[Metric]) -> Value {
+        emf(&self.service, timestamp_ms, metrics)
+    }
+
+    /// Prints one EMF line to stdout (one line: CloudWatch Logs reads line by line).
+    pub fn emit(&self, timestamp_ms: i64, metrics: &[Metric]) {
+        println!("{}", self.emf(timestamp_ms, metrics));
+    }
+}
+
 /// One EMF document: the `_aws` metadata declaring the metrics, the dimension value
-/// and the values as top-level members.
-pub fn emf(timestamp_ms: i64, metrics: &[Metric]) -> Value {
+/// `service` and the values as top-level members.
+pub fn emf(service: &str, timestamp_ms: i64, metrics: &[Metric]) -> Value {
     let declared: Vec<Value> = metrics
         .iter()
         .map(|m| json!({"Name": m.name, "Unit": m.unit.as_str()}))
@@ -112,16 +176,11 @@ pub fn emf(timestamp_ms: i64, metrics: &[Metric]) -> Value {
             }],
         }),
     );
-    doc.insert(DIMENSION.to_owned(), Value::from(SERVICE));
+    doc.insert(DIMENSION.to_owned(), Value::from(service));
     for m in metrics {
         doc.insert(m.name.to_owned(), json!(m.value));
     }
     Value::Object(doc)
-}
-
-/// Prints one EMF line to stdout (one line: CloudWatch Logs reads line by line).
-pub fn emit(timestamp_ms: i64, metrics: &[Metric]) {
-    println!("{}", emf(timestamp_ms, metrics));
 }
 
 #[cfg(test)]
@@ -136,7 +195,7 @@ mod tests {
             dead_lettered: 2,
             retried: 3,
         };
-        let doc = emf(1_700_000_000_000, &publisher_metrics(&summary));
+        let doc = Emitter::default().emf(1_700_000_000_000, &publisher_metrics(&summary));
         assert_eq!(
             doc,
             json!({
@@ -171,7 +230,7 @@ mod tests {
             oldest_pending_age_ms: Some(90_500),
             ..SweepSummary::default()
         };
-        let doc = emf(1, &sweeper_metrics(&summary));
+        let doc = Emitter::default().emf(1, &sweeper_metrics(&summary));
         assert_eq!(doc["RecoveredBySweeper"], json!(4.0));
         assert_eq!(doc["SweepRetries"], json!(2.0));
         assert_eq!(doc["Failed"], json!(1.0));
@@ -182,7 +241,30 @@ mod tests {
             json!({"Name": "OldestPendingAgeSeconds", "Unit": "Seconds"})
         );
         // Nothing due: the age is reported as 0, not left out.
-        let idle = emf(1, &sweeper_metrics(&SweepSummary::default()));
+        let idle = Emitter::default().emf(1, &sweeper_metrics(&SweepSummary::default()));
         assert_eq!(idle["OldestPendingAgeSeconds"], json!(0.0));
+    }
+
+    fn deployment(value: Option<String>) -> impl Fn(&str) -> Option<String> {
+        move |name| (name == DEPLOYMENT).then(|| value.clone()).flatten()
+    }
+
+    #[test]
+    fn the_service_dimension_is_the_deployment_named_by_outbox_deployment() {
+        let staging = Emitter::from_lookup(deployment(Some(" orders-staging ".into())));
+        let doc = staging
+            .expect("valid")
+            .emf(1, &[Metric::count(PUBLISHED, 1)]);
+        assert_eq!(doc["Service"], json!("orders-staging"));
+        assert_eq!(
+            doc["_aws"]["CloudWatchMetrics"][0]["Dimensions"],
+            json!([["Service"]])
+        );
+        for default in [None, Some(String::new()), Some("  ".into())] {
+            let emitter = Emitter::from_lookup(deployment(default)).expect("valid");
+            assert_eq!(emitter.service(), "outbox");
+        }
+        let err = Emitter::from_lookup(deployment(Some("x".repeat(1025)))).expect_err("long");
+        assert!(err.to_string().contains("OUTBOX_DEPLOYMENT"), "{err}");
     }
 }
