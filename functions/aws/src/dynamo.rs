@@ -1,19 +1,23 @@
-//! DynamoDB adapter: conditional state changes on outbox items.
+//! DynamoDB adapter: conditional state changes on outbox items, and the sweeper's
+//! index queries, claims and adoption scan. Items are read as the schema's
+//! [`OutboxItem`] through `serde_dynamo`; errors become [`Failure`]s.
 
-use crate::ports::{
-    Claim, DueKey, DuePage, MarkOutcome, OutboxStore, PageToken, ScanPage, StoreError, SweepStore,
-    UnindexedItem,
-};
-use crate::schema::{
-    CREATED_AT, EXPIRES_AT, FAILED_AT, ITEM_TYPE, ItemKey, LAST_ERROR, PENDING_MESSAGE, PK,
-    RETRY_COUNT, SENT_AT, SK, STATUS, SWEEP_DUE_AT, SWEEP_INDEX, SWEEP_SHARD, Status,
-};
-use aws_sdk_dynamodb::error::SdkError;
+use crate::sdk_error::{AwsError, store_failure};
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
-use aws_sdk_dynamodb::types::AttributeValue;
-use aws_sdk_dynamodb::types::ReturnValue;
-use aws_smithy_types::error::display::DisplayErrorContext;
+use aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder;
+use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue};
+use outbox_core::failure::Failure;
+use outbox_core::ports::{
+    Claim, ClaimedItem, DueKey, DuePage, MarkOutcome, OutboxStore, PageToken, ScanPage,
+    SweepStore, UnindexedItem,
+};
+use outbox_core::schema::{
+    CREATED_AT, EXPIRES_AT, FAILED_AT, ITEM_TYPE, ItemKey, LAST_ERROR, OutboxItem,
+    PENDING_MESSAGE, RETRY_COUNT, SENT_AT, STATUS, Status, TABLE,
+};
 use std::collections::HashMap;
+
+type Item = HashMap<String, AttributeValue>;
 
 /// Outbox items in one table.
 #[derive(Debug, Clone)]
@@ -41,25 +45,29 @@ impl DynamoStore {
         &self.client
     }
 
-    fn update(
-        &self,
-        key: &ItemKey,
-    ) -> aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder {
+    /// An update of one item, conditional on it being `PENDING`.
+    fn update(&self, key: &ItemKey) -> UpdateItemFluentBuilder {
         self.client
             .update_item()
             .table_name(&self.table)
-            .key(PK, AttributeValue::S(key.pk.clone()))
-            .key(SK, AttributeValue::S(key.sk.clone()))
+            .key(TABLE.partition_key, s(&key.pk))
+            .key(TABLE.sort_key, s(&key.sk))
             .condition_expression("#status = :pending")
             .expression_attribute_names("#status", STATUS)
-            .expression_attribute_values(
-                ":pending",
-                AttributeValue::S(Status::Pending.as_str().into()),
-            )
+            .expression_attribute_values(":pending", s(Status::Pending.as_str()))
     }
 }
 
-fn outcome<T>(result: Result<T, SdkError<UpdateItemError>>) -> Result<MarkOutcome, StoreError> {
+fn s(v: &str) -> AttributeValue {
+    AttributeValue::S(v.to_owned())
+}
+
+fn n(v: i64) -> AttributeValue {
+    AttributeValue::N(v.to_string())
+}
+
+/// A refused condition is someone else's finished work, not an error.
+fn outcome<T>(result: Result<T, AwsError<UpdateItemError>>) -> Result<MarkOutcome, Failure> {
     match result {
         Ok(_) => Ok(MarkOutcome::Marked),
         Err(e)
@@ -68,8 +76,38 @@ fn outcome<T>(result: Result<T, SdkError<UpdateItemError>>) -> Result<MarkOutcom
         {
             Ok(MarkOutcome::AlreadyFinished)
         }
-        Err(e) => Err(StoreError(DisplayErrorContext(&e).to_string())),
+        Err(e) => Err(store_failure(&e)),
     }
+}
+
+/// An item read back from the table or the index, as the schema's type.
+fn read(item: &Item) -> Option<OutboxItem> {
+    serde_dynamo::from_item(item.clone()).ok()
+}
+
+/// DynamoDB's `LastEvaluatedKey` as an opaque token (its DynamoDB JSON).
+fn token(last: Option<Item>) -> Result<Option<PageToken>, Failure> {
+    match last.filter(|k| !k.is_empty()) {
+        None => Ok(None),
+        Some(k) => serde_json::to_string(&serde_dynamo::Item::from(k))
+            .map(|text| Some(PageToken::new(text)))
+            .map_err(|e| Failure::permanent(format!("unreadable LastEvaluatedKey: {e}"))),
+    }
+}
+
+/// A token back into an `ExclusiveStartKey`.
+fn start_key(start: Option<PageToken>) -> Result<Option<Item>, Failure> {
+    start
+        .map(|t| {
+            serde_json::from_str::<serde_dynamo::Item>(t.as_str())
+                .map(Into::into)
+                .map_err(|e| Failure::permanent(format!("not a page token of this store: {e}")))
+        })
+        .transpose()
+}
+
+fn scanned(count: i32) -> u64 {
+    u64::try_from(count).unwrap_or(0)
 }
 
 impl OutboxStore for DynamoStore {
@@ -78,15 +116,17 @@ impl OutboxStore for DynamoStore {
         key: &ItemKey,
         sent_at_ms: i64,
         expires_at_s: i64,
-    ) -> Result<MarkOutcome, StoreError> {
+    ) -> Result<MarkOutcome, Failure> {
+        let index = (TABLE.sweep_index_partition_key, TABLE.sweep_index_sort_key);
         outcome(
             self.update(key)
                 .update_expression(format!(
-                    "SET #status = :sent, {SENT_AT} = :now, {EXPIRES_AT} = :exp REMOVE {SWEEP_SHARD}, {SWEEP_DUE_AT}"
+                    "SET #status = :sent, {SENT_AT} = :now, {EXPIRES_AT} = :exp REMOVE {}, {}",
+                    index.0, index.1
                 ))
-                .expression_attribute_values(":sent", AttributeValue::S(Status::Sent.as_str().into()))
-                .expression_attribute_values(":now", AttributeValue::N(sent_at_ms.to_string()))
-                .expression_attribute_values(":exp", AttributeValue::N(expires_at_s.to_string()))
+                .expression_attribute_values(":sent", s(Status::Sent.as_str()))
+                .expression_attribute_values(":now", n(sent_at_ms))
+                .expression_attribute_values(":exp", n(expires_at_s))
                 .send()
                 .await,
         )
@@ -97,7 +137,7 @@ impl OutboxStore for DynamoStore {
         key: &ItemKey,
         shard: &str,
         due_ms: i64,
-    ) -> Result<MarkOutcome, StoreError> {
+    ) -> Result<MarkOutcome, Failure> {
         SweepStore::adopt(self, key, shard, due_ms).await
     }
 
@@ -106,51 +146,21 @@ impl OutboxStore for DynamoStore {
         key: &ItemKey,
         reason: &str,
         failed_at_ms: i64,
-    ) -> Result<MarkOutcome, StoreError> {
+    ) -> Result<MarkOutcome, Failure> {
+        let index = (TABLE.sweep_index_partition_key, TABLE.sweep_index_sort_key);
         outcome(
             self.update(key)
                 .update_expression(format!(
-                    "SET #status = :failed, {LAST_ERROR} = :reason, {FAILED_AT} = :now REMOVE {SWEEP_SHARD}, {SWEEP_DUE_AT}"
+                    "SET #status = :failed, {LAST_ERROR} = :reason, {FAILED_AT} = :now REMOVE {}, {}",
+                    index.0, index.1
                 ))
-                .expression_attribute_values(":failed", AttributeValue::S(Status::Failed.as_str().into()))
-                .expression_attribute_values(":reason", AttributeValue::S(reason.to_owned()))
-                .expression_attribute_values(":now", AttributeValue::N(failed_at_ms.to_string()))
+                .expression_attribute_values(":failed", s(Status::Failed.as_str()))
+                .expression_attribute_values(":reason", s(reason))
+                .expression_attribute_values(":now", n(failed_at_ms))
                 .send()
                 .await,
         )
     }
-}
-
-/// A numeric attribute, if present and a number.
-fn number_attr(item: &HashMap<String, AttributeValue>, name: &str) -> Option<i64> {
-    match item.get(name) {
-        Some(AttributeValue::N(n)) => n.parse().ok(),
-        _ => None,
-    }
-}
-
-/// The primary key of an item read from the table or the index.
-fn key_of(item: &HashMap<String, AttributeValue>) -> Option<ItemKey> {
-    match (item.get(PK), item.get(SK)) {
-        (Some(AttributeValue::S(pk)), Some(AttributeValue::S(sk))) => Some(ItemKey {
-            pk: pk.clone(),
-            sk: sk.clone(),
-        }),
-        _ => None,
-    }
-}
-
-fn token(last: Option<HashMap<String, AttributeValue>>) -> Option<PageToken> {
-    last.filter(|k| !k.is_empty())
-        .map(|k| PageToken(serde_dynamo::Item::from(k)))
-}
-
-fn start_key(start: Option<PageToken>) -> Option<HashMap<String, AttributeValue>> {
-    start.map(|t| t.0.into())
-}
-
-fn scanned(count: i32) -> u64 {
-    u64::try_from(count).unwrap_or(0)
 }
 
 impl SweepStore for DynamoStore {
@@ -160,36 +170,38 @@ impl SweepStore for DynamoStore {
         due_by_ms: i64,
         limit: i32,
         start: Option<PageToken>,
-    ) -> Result<DuePage, StoreError> {
+    ) -> Result<DuePage, Failure> {
         let out = self
             .client
             .query()
             .table_name(&self.table)
-            .index_name(SWEEP_INDEX)
+            .index_name(TABLE.sweep_index)
             .key_condition_expression("#shard = :shard AND #due <= :now")
-            .expression_attribute_names("#shard", SWEEP_SHARD)
-            .expression_attribute_names("#due", SWEEP_DUE_AT)
-            .expression_attribute_values(":shard", AttributeValue::S(shard.to_owned()))
-            .expression_attribute_values(":now", AttributeValue::N(due_by_ms.to_string()))
+            .expression_attribute_names("#shard", TABLE.sweep_index_partition_key)
+            .expression_attribute_names("#due", TABLE.sweep_index_sort_key)
+            .expression_attribute_values(":shard", s(shard))
+            .expression_attribute_values(":now", n(due_by_ms))
             .scan_index_forward(true)
             .limit(limit)
-            .set_exclusive_start_key(start_key(start))
+            .set_exclusive_start_key(start_key(start)?)
             .send()
             .await
-            .map_err(|e| StoreError(DisplayErrorContext(&e).to_string()))?;
+            .map_err(|e| store_failure(&e))?;
         let keys = out
             .items()
             .iter()
+            .filter_map(read)
             .filter_map(|item| {
-                let key = key_of(item)?;
-                let due_at_ms = number_attr(item, SWEEP_DUE_AT)?;
-                Some(DueKey { key, due_at_ms })
+                Some(DueKey {
+                    due_at_ms: item.sweep_due_at?,
+                    key: item.key()?,
+                })
             })
             .collect();
         Ok(DuePage {
             keys,
             scanned: scanned(out.scanned_count()),
-            next: token(out.last_evaluated_key),
+            next: token(out.last_evaluated_key)?,
         })
     }
 
@@ -198,28 +210,32 @@ impl SweepStore for DynamoStore {
         key: &ItemKey,
         seen_due_ms: i64,
         lease_until_ms: i64,
-    ) -> Result<Claim, StoreError> {
+    ) -> Result<Claim, Failure> {
         let result = self
             .update(key)
             .condition_expression("#status = :pending AND #due = :seen")
             .update_expression(format!(
                 "SET {RETRY_COUNT} = if_not_exists({RETRY_COUNT}, :zero) + :one, #due = :lease"
             ))
-            .expression_attribute_names("#due", SWEEP_DUE_AT)
-            .expression_attribute_values(":seen", AttributeValue::N(seen_due_ms.to_string()))
-            .expression_attribute_values(":lease", AttributeValue::N(lease_until_ms.to_string()))
-            .expression_attribute_values(":zero", AttributeValue::N("0".to_owned()))
-            .expression_attribute_values(":one", AttributeValue::N("1".to_owned()))
+            .expression_attribute_names("#due", TABLE.sweep_index_sort_key)
+            .expression_attribute_values(":seen", n(seen_due_ms))
+            .expression_attribute_values(":lease", n(lease_until_ms))
+            .expression_attribute_values(":zero", n(0))
+            .expression_attribute_values(":one", n(1))
             .return_values(ReturnValue::AllNew)
             .send()
             .await;
         match result {
-            Ok(out) => Ok(Claim::Claimed(serde_dynamo::Item::from(
-                out.attributes.unwrap_or_default(),
-            ))),
+            Ok(out) => {
+                let item = serde_dynamo::Item::from(out.attributes.unwrap_or_default());
+                Ok(Claim::Claimed(Box::new(ClaimedItem::decode(
+                    key.clone(),
+                    item,
+                ))))
+            }
             Err(e) => match outcome::<()>(Err(e))? {
                 MarkOutcome::AlreadyFinished => Ok(Claim::Lost),
-                MarkOutcome::Marked => Err(StoreError("unreachable claim outcome".to_owned())),
+                MarkOutcome::Marked => Err(Failure::permanent("unreachable claim outcome")),
             },
         }
     }
@@ -230,18 +246,15 @@ impl SweepStore for DynamoStore {
         claimed_due_ms: i64,
         next_due_ms: i64,
         reason: &str,
-    ) -> Result<MarkOutcome, StoreError> {
+    ) -> Result<MarkOutcome, Failure> {
         outcome(
             self.update(key)
                 .condition_expression("#status = :pending AND #due = :claimed")
                 .update_expression(format!("SET {LAST_ERROR} = :reason, #due = :next"))
-                .expression_attribute_names("#due", SWEEP_DUE_AT)
-                .expression_attribute_values(
-                    ":claimed",
-                    AttributeValue::N(claimed_due_ms.to_string()),
-                )
-                .expression_attribute_values(":next", AttributeValue::N(next_due_ms.to_string()))
-                .expression_attribute_values(":reason", AttributeValue::S(reason.to_owned()))
+                .expression_attribute_names("#due", TABLE.sweep_index_sort_key)
+                .expression_attribute_values(":claimed", n(claimed_due_ms))
+                .expression_attribute_values(":next", n(next_due_ms))
+                .expression_attribute_values(":reason", s(reason))
                 .send()
                 .await,
         )
@@ -253,7 +266,7 @@ impl SweepStore for DynamoStore {
         segments: u32,
         limit: i32,
         start: Option<PageToken>,
-    ) -> Result<ScanPage, StoreError> {
+    ) -> Result<ScanPage, Failure> {
         let out = self
             .client
             .scan()
@@ -266,43 +279,36 @@ impl SweepStore for DynamoStore {
             .projection_expression("#pk, #sk, #created")
             .expression_attribute_names("#type", ITEM_TYPE)
             .expression_attribute_names("#status", STATUS)
-            .expression_attribute_names("#shard", SWEEP_SHARD)
-            .expression_attribute_names("#pk", PK)
-            .expression_attribute_names("#sk", SK)
+            .expression_attribute_names("#shard", TABLE.sweep_index_partition_key)
+            .expression_attribute_names("#pk", TABLE.partition_key)
+            .expression_attribute_names("#sk", TABLE.sort_key)
             .expression_attribute_names("#created", CREATED_AT)
-            .expression_attribute_values(":message", AttributeValue::S(PENDING_MESSAGE.to_owned()))
-            .expression_attribute_values(
-                ":pending",
-                AttributeValue::S(Status::Pending.as_str().to_owned()),
-            )
+            .expression_attribute_values(":message", s(PENDING_MESSAGE))
+            .expression_attribute_values(":pending", s(Status::Pending.as_str()))
             .limit(limit)
-            .set_exclusive_start_key(start_key(start))
+            .set_exclusive_start_key(start_key(start)?)
             .send()
             .await
-            .map_err(|e| StoreError(DisplayErrorContext(&e).to_string()))?;
+            .map_err(|e| store_failure(&e))?;
         let items = out
             .items()
             .iter()
+            .filter_map(read)
             .filter_map(|item| {
                 Some(UnindexedItem {
-                    key: key_of(item)?,
-                    created_at_ms: number_attr(item, CREATED_AT),
+                    created_at_ms: item.created_at,
+                    key: item.key()?,
                 })
             })
             .collect();
         Ok(ScanPage {
             items,
             scanned: scanned(out.scanned_count()),
-            next: token(out.last_evaluated_key),
+            next: token(out.last_evaluated_key)?,
         })
     }
 
-    async fn adopt(
-        &self,
-        key: &ItemKey,
-        shard: &str,
-        due_ms: i64,
-    ) -> Result<MarkOutcome, StoreError> {
+    async fn adopt(&self, key: &ItemKey, shard: &str, due_ms: i64) -> Result<MarkOutcome, Failure> {
         outcome(
             self.update(key)
                 .condition_expression(
@@ -312,14 +318,35 @@ impl SweepStore for DynamoStore {
                     "SET #shard = :shard, #due = :due, {RETRY_COUNT} = if_not_exists({RETRY_COUNT}, :zero)"
                 ))
                 .expression_attribute_names("#type", ITEM_TYPE)
-                .expression_attribute_names("#shard", SWEEP_SHARD)
-                .expression_attribute_names("#due", SWEEP_DUE_AT)
-                .expression_attribute_values(":message", AttributeValue::S(PENDING_MESSAGE.to_owned()))
-                .expression_attribute_values(":shard", AttributeValue::S(shard.to_owned()))
-                .expression_attribute_values(":due", AttributeValue::N(due_ms.to_string()))
-                .expression_attribute_values(":zero", AttributeValue::N("0".to_owned()))
+                .expression_attribute_names("#shard", TABLE.sweep_index_partition_key)
+                .expression_attribute_names("#due", TABLE.sweep_index_sort_key)
+                .expression_attribute_values(":message", s(PENDING_MESSAGE))
+                .expression_attribute_values(":shard", s(shard))
+                .expression_attribute_values(":due", n(due_ms))
+                .expression_attribute_values(":zero", n(0))
                 .send()
                 .await,
         )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_page_token_hands_back_the_key_it_was_made_of() {
+        let last: Item = HashMap::from([
+            ("PK".to_owned(), s("USER#1")),
+            ("SK".to_owned(), s("MESSAGE#X#1")),
+            ("SweepDueAt".to_owned(), n(42)),
+        ]);
+        let token = token(Some(last.clone())).expect("encodes");
+        assert_eq!(start_key(token).expect("decodes"), Some(last));
+        assert_eq!(token_of_empty(), None);
+    }
+
+    fn token_of_empty() -> Option<PageToken> {
+        token(Some(HashMap::new())).expect("empty is no token")
     }
 }

@@ -1,37 +1,46 @@
-//! The destinations adapter: SQS, SNS or EventBridge by the destination's kind.
+//! The destinations adapter: SQS, SNS or EventBridge by the destination's kind, with
+//! every client built once from one configuration, so that every kind of destination
+//! a route can name is reachable.
 
-use crate::message::OutboundMessage;
-use crate::ports::{EntryResult, MessageSink, SendError};
-use crate::route::Destination;
+use crate::batch::send;
+use crate::eventbridge::Bus;
+use crate::sns::Topic;
+use crate::sqs::Queue;
+use aws_config::SdkConfig;
+use outbox_core::failure::Failure;
+use outbox_core::message::OutboundMessage;
+use outbox_core::ports::{EntryResult, MessageSink};
+use outbox_core::route::Destination;
 
-/// Sends to whichever service a destination names, with clients built once.
+/// Sends to whichever service a destination names.
 #[derive(Debug, Clone)]
 pub struct AwsSink {
     sqs: aws_sdk_sqs::Client,
-    sns: Option<aws_sdk_sns::Client>,
-    eventbridge: Option<aws_sdk_eventbridge::Client>,
+    sns: aws_sdk_sns::Client,
+    eventbridge: aws_sdk_eventbridge::Client,
 }
 
 impl AwsSink {
-    /// A sink for SQS destinations (add the others with the `with_` methods).
-    pub fn new(sqs: aws_sdk_sqs::Client) -> Self {
+    /// A sink with a client for every kind of destination, from one configuration.
+    pub fn from_conf(config: &SdkConfig) -> Self {
+        AwsSink::new(
+            aws_sdk_sqs::Client::new(config),
+            aws_sdk_sns::Client::new(config),
+            aws_sdk_eventbridge::Client::new(config),
+        )
+    }
+
+    /// A sink over clients built elsewhere (with interceptors, say).
+    pub fn new(
+        sqs: aws_sdk_sqs::Client,
+        sns: aws_sdk_sns::Client,
+        eventbridge: aws_sdk_eventbridge::Client,
+    ) -> Self {
         AwsSink {
             sqs,
-            sns: None,
-            eventbridge: None,
+            sns,
+            eventbridge,
         }
-    }
-
-    /// Enables SNS topic destinations.
-    pub fn with_sns(mut self, client: aws_sdk_sns::Client) -> Self {
-        self.sns = Some(client);
-        self
-    }
-
-    /// Enables EventBridge bus destinations.
-    pub fn with_eventbridge(mut self, client: aws_sdk_eventbridge::Client) -> Self {
-        self.eventbridge = Some(client);
-        self
     }
 }
 
@@ -40,21 +49,30 @@ impl MessageSink for AwsSink {
         &self,
         destination: &Destination,
         messages: &[&OutboundMessage],
-    ) -> Result<Vec<EntryResult>, SendError> {
+    ) -> Result<Vec<EntryResult>, Failure> {
         match destination {
-            Destination::Sqs { url, .. } => crate::sqs::send(&self.sqs, url, messages).await,
-            Destination::Sns { arn } => match &self.sns {
-                Some(client) => crate::sns::send(client, arn, messages).await,
-                None => Err(SendError::transient(format!(
-                    "{arn}: this publisher was built without an SNS client (use AwsSink::with_sns)"
-                ))),
-            },
-            Destination::EventBridge { bus, source } => match &self.eventbridge {
-                Some(client) => crate::eventbridge::send(client, bus, source, messages).await,
-                None => Err(SendError::transient(format!(
-                    "{bus}: this publisher was built without an EventBridge client (use AwsSink::with_eventbridge)"
-                ))),
-            },
+            Destination::Sqs { url, .. } => {
+                let queue = Queue {
+                    client: &self.sqs,
+                    url,
+                };
+                send(&queue, messages).await
+            }
+            Destination::Sns { arn } => {
+                let topic = Topic {
+                    client: &self.sns,
+                    arn,
+                };
+                send(&topic, messages).await
+            }
+            Destination::EventBridge { bus, source } => {
+                let bus = Bus {
+                    client: &self.eventbridge,
+                    bus,
+                    source,
+                };
+                send(&bus, messages).await
+            }
         }
     }
 }

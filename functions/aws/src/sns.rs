@@ -1,57 +1,78 @@
-//! SNS adapter: `PublishBatch` with per-entry results.
+//! SNS adapter: `PublishBatch` to one topic.
 
-use crate::message::OutboundMessage;
-use crate::ports::{EntryResult, SendError, entry_results};
+use crate::batch::{Answer, BatchApi, Refused, entry_id};
+use crate::sdk_error::send_failure;
+use aws_sdk_sns::operation::publish_batch::PublishBatchError;
 use aws_sdk_sns::types::{MessageAttributeValue, PublishBatchRequestEntry};
+use outbox_core::failure::Failure;
+use outbox_core::message::OutboundMessage;
 use std::collections::HashMap;
 
-/// Builds the request entry for one message; `id` is unique within the call.
-pub fn batch_entry(id: usize, m: &OutboundMessage) -> Result<PublishBatchRequestEntry, String> {
-    let mut attributes = HashMap::with_capacity(m.attributes.len());
-    for (name, value) in &m.attributes {
-        let v = MessageAttributeValue::builder()
-            .data_type(value.data_type())
-            .string_value(value.text())
-            .build()
-            .map_err(|e| format!("attribute {name}: {e}"))?;
-        attributes.insert((*name).to_owned(), v);
-    }
-    PublishBatchRequestEntry::builder()
-        .id(format!("m{id}"))
-        .message(&m.body)
-        .set_message_attributes(Some(attributes))
-        .set_message_group_id(m.group_id.clone())
-        .set_message_deduplication_id(m.dedup_id.clone())
-        .build()
-        .map_err(|e| e.to_string())
+/// One topic, through a client built once.
+#[derive(Debug, Clone, Copy)]
+pub struct Topic<'a> {
+    /// The client.
+    pub client: &'a aws_sdk_sns::Client,
+    /// The topic ARN.
+    pub arn: &'a str,
 }
 
-/// Publishes to an SNS topic.
-pub async fn send(
-    client: &aws_sdk_sns::Client,
-    topic_arn: &str,
-    messages: &[&OutboundMessage],
-) -> Result<Vec<EntryResult>, SendError> {
-    let entries = messages
-        .iter()
-        .enumerate()
-        .map(|(i, m)| batch_entry(i, m))
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(SendError::content)?;
-    let out = client
-        .publish_batch()
-        .topic_arn(topic_arn)
-        .set_publish_batch_request_entries(Some(entries))
-        .send()
-        .await
-        .map_err(|e| SendError::from_sdk(&e))?;
-    Ok(entry_results(
-        messages.len(),
-        "SNS",
-        out.successful().iter().filter_map(|e| e.id()),
-        out.failed().iter().map(|f| {
-            let reason = format!("{}: {}", f.code(), f.message().unwrap_or("no message"));
-            (f.id(), f.sender_fault(), reason)
-        }),
-    ))
+/// The modelled errors with which SNS refuses a batch for what it carries.
+fn refuses_content(e: &PublishBatchError) -> bool {
+    e.is_batch_request_too_long_exception()
+        || e.is_invalid_parameter_exception()
+        || e.is_invalid_parameter_value_exception()
+        || e.is_validation_exception()
+}
+
+impl BatchApi for Topic<'_> {
+    type Entry = PublishBatchRequestEntry;
+    const SERVICE: &'static str = "SNS";
+
+    fn entry(&self, index: usize, m: &OutboundMessage) -> Result<Self::Entry, String> {
+        let mut attributes = HashMap::with_capacity(m.attributes.len());
+        for (name, value) in &m.attributes {
+            let v = MessageAttributeValue::builder()
+                .data_type(value.data_type())
+                .string_value(value.text())
+                .build()
+                .map_err(|e| format!("attribute {name}: {e}"))?;
+            attributes.insert((*name).to_owned(), v);
+        }
+        PublishBatchRequestEntry::builder()
+            .id(entry_id(index))
+            .message(&m.body)
+            .set_message_attributes(Some(attributes))
+            .set_message_group_id(m.group_id.clone())
+            .set_message_deduplication_id(m.dedup_id.clone())
+            .build()
+            .map_err(|e| e.to_string())
+    }
+
+    async fn call(&self, entries: Vec<Self::Entry>) -> Result<Answer, Failure> {
+        let out = self
+            .client
+            .publish_batch()
+            .topic_arn(self.arn)
+            .set_publish_batch_request_entries(Some(entries))
+            .send()
+            .await
+            .map_err(|e| send_failure(&e, refuses_content))?;
+        Ok(Answer {
+            sent: out
+                .successful()
+                .iter()
+                .filter_map(|e| e.id().map(str::to_owned))
+                .collect(),
+            refused: out
+                .failed()
+                .iter()
+                .map(|f| Refused {
+                    id: f.id().to_owned(),
+                    sender_fault: f.sender_fault(),
+                    reason: format!("{}: {}", f.code(), f.message().unwrap_or("no message")),
+                })
+                .collect(),
+        })
+    }
 }

@@ -1,10 +1,11 @@
-//! The stream publisher's handler: DynamoDB stream event in, partial batch response
-//! out. The Lambda binary and the local runner call the same function.
+//! The stream publisher's edge: DynamoDB stream event in, partial batch response
+//! out. Each record is decoded here, at the boundary, into work for the publish path.
+//! The Lambda binary and the local runner call the same function.
 
-use crate::ports::{MessageSink, OutboxStore};
-use crate::publish::{Outcome, Poison, Publisher, Summary, Work, WorkItem};
-use crate::schema::{self, ITEM_TYPE, PENDING_MESSAGE, STATUS, Status};
 use aws_lambda_events::event::dynamodb::{Event, EventRecord};
+use outbox_core::ports::{MessageSink, OutboxStore};
+use outbox_core::publish::{Outcome, Publisher, Summary, Work, WorkItem};
+use outbox_core::schema::{self, ITEM_TYPE, PENDING_MESSAGE, STATUS, Status};
 use aws_lambda_events::event::streams::{DynamoDbBatchItemFailure, DynamoDbEventResponse};
 
 /// Why a record is not for the publisher.
@@ -35,16 +36,9 @@ pub fn classify(record: &EventRecord) -> Result<WorkItem, Skip> {
     }
     let id = record_id(record);
     let key = schema::item_key(&record.change.keys).or_else(|| schema::item_key(image));
-    let work = match schema::decode_message(image.clone(), key.as_ref()) {
+    let work = match schema::decode(image.clone(), key.as_ref()) {
         Ok(msg) => Work::Publish(msg),
-        Err(e) => Work::Poison(Poison {
-            message_id: key.as_ref().map(schema::derive_message_id),
-            topic: schema::string_attr(image, schema::TOPIC).map(str::to_owned),
-            body: serde_json::to_string(image)
-                .unwrap_or_else(|_| "(unserialisable item)".to_owned()),
-            key,
-            reason: e.to_string(),
-        }),
+        Err(undecodable) => Work::Poison(undecodable.into()),
     };
     Ok(WorkItem { id, work })
 }
@@ -75,8 +69,7 @@ pub async fn handle_stream_event<K: MessageSink, S: OutboxStore>(
             }
         })
         .collect();
-    // Boxed: the publish path's future is deep, and the Lambda runtime nests it further.
-    let outcomes = Box::pin(publisher.process(&work)).await;
+    let outcomes = publisher.process(&work).await;
     let summary = Summary::of(&outcomes);
     let mut response = DynamoDbEventResponse::default();
     for (item, outcome) in work.iter().zip(&outcomes) {
