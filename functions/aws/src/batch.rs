@@ -42,7 +42,10 @@ pub trait BatchApi: Sync {
     fn entry(&self, index: usize, message: &OutboundMessage) -> Result<Self::Entry, String>;
 
     /// Makes the call.
-    fn call(&self, entries: Vec<Self::Entry>) -> impl Future<Output = Result<Answer, Failure>> + Send;
+    fn call(
+        &self,
+        entries: Vec<Self::Entry>,
+    ) -> impl Future<Output = Result<Answer, Failure>> + Send;
 }
 
 /// Sends `messages` in one call to `api` and returns one result per message.
@@ -56,7 +59,8 @@ pub async fn send<A: BatchApi>(
         .map(|(i, m)| api.entry(i, m))
         .collect::<Result<Vec<_>, _>>()
         .map_err(Failure::content_refused)?;
-    let answer = api.call(entries).await?;
+    // Boxed: see "Future depth" in the crate docs.
+    let answer = Box::pin(api.call(entries)).await?;
     Ok(entry_results(messages.len(), A::SERVICE, answer))
 }
 

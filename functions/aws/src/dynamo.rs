@@ -8,12 +8,12 @@ use aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue};
 use outbox_core::failure::Failure;
 use outbox_core::ports::{
-    Claim, ClaimedItem, DueKey, DuePage, MarkOutcome, OutboxStore, PageToken, ScanPage,
-    SweepStore, UnindexedItem,
+    Claim, ClaimedItem, DueKey, DuePage, MarkOutcome, OutboxStore, PageToken, ScanPage, SweepStore,
+    UnindexedItem,
 };
 use outbox_core::schema::{
-    CREATED_AT, EXPIRES_AT, FAILED_AT, ITEM_TYPE, ItemKey, LAST_ERROR, OutboxItem,
-    PENDING_MESSAGE, RETRY_COUNT, SENT_AT, STATUS, Status, TABLE,
+    CREATED_AT, EXPIRES_AT, FAILED_AT, ITEM_TYPE, ItemKey, LAST_ERROR, OutboxItem, PENDING_MESSAGE,
+    RETRY_COUNT, SENT_AT, STATUS, Status, TABLE,
 };
 use std::collections::HashMap;
 
@@ -64,6 +64,11 @@ fn s(v: &str) -> AttributeValue {
 
 fn n(v: i64) -> AttributeValue {
     AttributeValue::N(v.to_string())
+}
+
+/// Sends an SDK request boxed: see "Future depth" in the crate docs.
+async fn request<F: std::future::Future>(request: F) -> F::Output {
+    Box::pin(request).await
 }
 
 /// A refused condition is someone else's finished work, not an error.
@@ -119,16 +124,18 @@ impl OutboxStore for DynamoStore {
     ) -> Result<MarkOutcome, Failure> {
         let index = (TABLE.sweep_index_partition_key, TABLE.sweep_index_sort_key);
         outcome(
-            self.update(key)
-                .update_expression(format!(
-                    "SET #status = :sent, {SENT_AT} = :now, {EXPIRES_AT} = :exp REMOVE {}, {}",
-                    index.0, index.1
-                ))
-                .expression_attribute_values(":sent", s(Status::Sent.as_str()))
-                .expression_attribute_values(":now", n(sent_at_ms))
-                .expression_attribute_values(":exp", n(expires_at_s))
-                .send()
-                .await,
+            request(
+                self.update(key)
+                    .update_expression(format!(
+                        "SET #status = :sent, {SENT_AT} = :now, {EXPIRES_AT} = :exp REMOVE {}, {}",
+                        index.0, index.1
+                    ))
+                    .expression_attribute_values(":sent", s(Status::Sent.as_str()))
+                    .expression_attribute_values(":now", n(sent_at_ms))
+                    .expression_attribute_values(":exp", n(expires_at_s))
+                    .send(),
+            )
+            .await,
         )
     }
 
@@ -149,7 +156,7 @@ impl OutboxStore for DynamoStore {
     ) -> Result<MarkOutcome, Failure> {
         let index = (TABLE.sweep_index_partition_key, TABLE.sweep_index_sort_key);
         outcome(
-            self.update(key)
+            request(self.update(key)
                 .update_expression(format!(
                     "SET #status = :failed, {LAST_ERROR} = :reason, {FAILED_AT} = :now REMOVE {}, {}",
                     index.0, index.1
@@ -157,8 +164,8 @@ impl OutboxStore for DynamoStore {
                 .expression_attribute_values(":failed", s(Status::Failed.as_str()))
                 .expression_attribute_values(":reason", s(reason))
                 .expression_attribute_values(":now", n(failed_at_ms))
-                .send()
-                .await,
+                .send())
+            .await,
         )
     }
 }
@@ -171,22 +178,23 @@ impl SweepStore for DynamoStore {
         limit: i32,
         start: Option<PageToken>,
     ) -> Result<DuePage, Failure> {
-        let out = self
-            .client
-            .query()
-            .table_name(&self.table)
-            .index_name(TABLE.sweep_index)
-            .key_condition_expression("#shard = :shard AND #due <= :now")
-            .expression_attribute_names("#shard", TABLE.sweep_index_partition_key)
-            .expression_attribute_names("#due", TABLE.sweep_index_sort_key)
-            .expression_attribute_values(":shard", s(shard))
-            .expression_attribute_values(":now", n(due_by_ms))
-            .scan_index_forward(true)
-            .limit(limit)
-            .set_exclusive_start_key(start_key(start)?)
-            .send()
-            .await
-            .map_err(|e| store_failure(&e))?;
+        let out = request(
+            self.client
+                .query()
+                .table_name(&self.table)
+                .index_name(TABLE.sweep_index)
+                .key_condition_expression("#shard = :shard AND #due <= :now")
+                .expression_attribute_names("#shard", TABLE.sweep_index_partition_key)
+                .expression_attribute_names("#due", TABLE.sweep_index_sort_key)
+                .expression_attribute_values(":shard", s(shard))
+                .expression_attribute_values(":now", n(due_by_ms))
+                .scan_index_forward(true)
+                .limit(limit)
+                .set_exclusive_start_key(start_key(start)?)
+                .send(),
+        )
+        .await
+        .map_err(|e| store_failure(&e))?;
         let keys = out
             .items()
             .iter()
@@ -211,20 +219,21 @@ impl SweepStore for DynamoStore {
         seen_due_ms: i64,
         lease_until_ms: i64,
     ) -> Result<Claim, Failure> {
-        let result = self
-            .update(key)
-            .condition_expression("#status = :pending AND #due = :seen")
-            .update_expression(format!(
-                "SET {RETRY_COUNT} = if_not_exists({RETRY_COUNT}, :zero) + :one, #due = :lease"
-            ))
-            .expression_attribute_names("#due", TABLE.sweep_index_sort_key)
-            .expression_attribute_values(":seen", n(seen_due_ms))
-            .expression_attribute_values(":lease", n(lease_until_ms))
-            .expression_attribute_values(":zero", n(0))
-            .expression_attribute_values(":one", n(1))
-            .return_values(ReturnValue::AllNew)
-            .send()
-            .await;
+        let result = request(
+            self.update(key)
+                .condition_expression("#status = :pending AND #due = :seen")
+                .update_expression(format!(
+                    "SET {RETRY_COUNT} = if_not_exists({RETRY_COUNT}, :zero) + :one, #due = :lease"
+                ))
+                .expression_attribute_names("#due", TABLE.sweep_index_sort_key)
+                .expression_attribute_values(":seen", n(seen_due_ms))
+                .expression_attribute_values(":lease", n(lease_until_ms))
+                .expression_attribute_values(":zero", n(0))
+                .expression_attribute_values(":one", n(1))
+                .return_values(ReturnValue::AllNew)
+                .send(),
+        )
+        .await;
         match result {
             Ok(out) => {
                 let item = serde_dynamo::Item::from(out.attributes.unwrap_or_default());
@@ -248,15 +257,17 @@ impl SweepStore for DynamoStore {
         reason: &str,
     ) -> Result<MarkOutcome, Failure> {
         outcome(
-            self.update(key)
-                .condition_expression("#status = :pending AND #due = :claimed")
-                .update_expression(format!("SET {LAST_ERROR} = :reason, #due = :next"))
-                .expression_attribute_names("#due", TABLE.sweep_index_sort_key)
-                .expression_attribute_values(":claimed", n(claimed_due_ms))
-                .expression_attribute_values(":next", n(next_due_ms))
-                .expression_attribute_values(":reason", s(reason))
-                .send()
-                .await,
+            request(
+                self.update(key)
+                    .condition_expression("#status = :pending AND #due = :claimed")
+                    .update_expression(format!("SET {LAST_ERROR} = :reason, #due = :next"))
+                    .expression_attribute_names("#due", TABLE.sweep_index_sort_key)
+                    .expression_attribute_values(":claimed", n(claimed_due_ms))
+                    .expression_attribute_values(":next", n(next_due_ms))
+                    .expression_attribute_values(":reason", s(reason))
+                    .send(),
+            )
+            .await,
         )
     }
 
@@ -267,29 +278,30 @@ impl SweepStore for DynamoStore {
         limit: i32,
         start: Option<PageToken>,
     ) -> Result<ScanPage, Failure> {
-        let out = self
-            .client
-            .scan()
-            .table_name(&self.table)
-            .segment(i32::try_from(segment).unwrap_or(0))
-            .total_segments(i32::try_from(segments).unwrap_or(1))
-            .filter_expression(
-                "#type = :message AND #status = :pending AND attribute_not_exists(#shard)",
-            )
-            .projection_expression("#pk, #sk, #created")
-            .expression_attribute_names("#type", ITEM_TYPE)
-            .expression_attribute_names("#status", STATUS)
-            .expression_attribute_names("#shard", TABLE.sweep_index_partition_key)
-            .expression_attribute_names("#pk", TABLE.partition_key)
-            .expression_attribute_names("#sk", TABLE.sort_key)
-            .expression_attribute_names("#created", CREATED_AT)
-            .expression_attribute_values(":message", s(PENDING_MESSAGE))
-            .expression_attribute_values(":pending", s(Status::Pending.as_str()))
-            .limit(limit)
-            .set_exclusive_start_key(start_key(start)?)
-            .send()
-            .await
-            .map_err(|e| store_failure(&e))?;
+        let out = request(
+            self.client
+                .scan()
+                .table_name(&self.table)
+                .segment(i32::try_from(segment).unwrap_or(0))
+                .total_segments(i32::try_from(segments).unwrap_or(1))
+                .filter_expression(
+                    "#type = :message AND #status = :pending AND attribute_not_exists(#shard)",
+                )
+                .projection_expression("#pk, #sk, #created")
+                .expression_attribute_names("#type", ITEM_TYPE)
+                .expression_attribute_names("#status", STATUS)
+                .expression_attribute_names("#shard", TABLE.sweep_index_partition_key)
+                .expression_attribute_names("#pk", TABLE.partition_key)
+                .expression_attribute_names("#sk", TABLE.sort_key)
+                .expression_attribute_names("#created", CREATED_AT)
+                .expression_attribute_values(":message", s(PENDING_MESSAGE))
+                .expression_attribute_values(":pending", s(Status::Pending.as_str()))
+                .limit(limit)
+                .set_exclusive_start_key(start_key(start)?)
+                .send(),
+        )
+        .await
+        .map_err(|e| store_failure(&e))?;
         let items = out
             .items()
             .iter()
@@ -310,7 +322,7 @@ impl SweepStore for DynamoStore {
 
     async fn adopt(&self, key: &ItemKey, shard: &str, due_ms: i64) -> Result<MarkOutcome, Failure> {
         outcome(
-            self.update(key)
+            request(self.update(key)
                 .condition_expression(
                     "#status = :pending AND #type = :message AND attribute_not_exists(#shard)",
                 )
@@ -324,8 +336,8 @@ impl SweepStore for DynamoStore {
                 .expression_attribute_values(":shard", s(shard))
                 .expression_attribute_values(":due", n(due_ms))
                 .expression_attribute_values(":zero", n(0))
-                .send()
-                .await,
+                .send())
+            .await,
         )
     }
 }

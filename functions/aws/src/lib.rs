@@ -12,6 +12,17 @@
 //! ([`batch`]), with errors classified from the SDK's metadata ([`sdk_error`]) — and
 //! the stream event decoding. The core's modules are re-exported under the same
 //! names, so `outbox::schema`, `outbox::publish` and the rest are one import away.
+//!
+//! ## Future depth
+//!
+//! The adapters box every SDK request future where they make the request. The SDK's
+//! request futures are deep generic state machines, and a Lambda binary nests the
+//! handler's future inside the runtime's own: unboxed, computing the layout of a
+//! binary's `main` future overflows the compiler's query depth. Boxing at the one
+//! place each request is made keeps every future above it — the core's, the
+//! handlers', the runtime's — shallow and small, for one allocation per network
+//! request, so the binaries need neither a raised `recursion_limit` nor boxes of
+//! their own.
 #![warn(missing_docs)]
 
 pub mod batch;
@@ -25,11 +36,11 @@ pub mod sqs;
 pub mod stream;
 
 pub use outbox_core::{
-    clock, config, failure, message, metrics, policy, ports, publish, route, schema,
+    Clock, ConfigError, Destination, Failure, FailureKind, NewMessage, Publisher, PublisherConfig,
+    Routes, SharedClock, SystemClock,
 };
 pub use outbox_core::{
-    Clock, ConfigError, Destination, Failure, FailureKind, NewMessage, Publisher,
-    PublisherConfig, Routes, SharedClock, SystemClock,
+    clock, config, failure, message, metrics, policy, ports, publish, route, schema,
 };
 pub use producer::{OutboxWriter, ProducerError};
 
@@ -66,10 +77,18 @@ pub trait FromSdkConfig<C>: Sized {
 
 impl FromSdkConfig<PublisherConfig> for AwsPublisher {
     fn from_conf(config: PublisherConfig, aws: &SdkConfig) -> Self {
-        Self::with_sink(config, aws_sdk_dynamodb::Client::new(aws), AwsSink::from_conf(aws))
+        Self::with_sink(
+            config,
+            aws_sdk_dynamodb::Client::new(aws),
+            AwsSink::from_conf(aws),
+        )
     }
 
-    fn with_sink(config: PublisherConfig, dynamodb: aws_sdk_dynamodb::Client, sink: AwsSink) -> Self {
+    fn with_sink(
+        config: PublisherConfig,
+        dynamodb: aws_sdk_dynamodb::Client,
+        sink: AwsSink,
+    ) -> Self {
         let store = DynamoStore::new(dynamodb, config.table_name.clone());
         Publisher::new(sink, store, config)
     }
@@ -77,10 +96,18 @@ impl FromSdkConfig<PublisherConfig> for AwsPublisher {
 
 impl FromSdkConfig<sweep::SweeperConfig> for AwsSweeper {
     fn from_conf(config: sweep::SweeperConfig, aws: &SdkConfig) -> Self {
-        Self::with_sink(config, aws_sdk_dynamodb::Client::new(aws), AwsSink::from_conf(aws))
+        Self::with_sink(
+            config,
+            aws_sdk_dynamodb::Client::new(aws),
+            AwsSink::from_conf(aws),
+        )
     }
 
-    fn with_sink(config: sweep::SweeperConfig, dynamodb: aws_sdk_dynamodb::Client, sink: AwsSink) -> Self {
+    fn with_sink(
+        config: sweep::SweeperConfig,
+        dynamodb: aws_sdk_dynamodb::Client,
+        sink: AwsSink,
+    ) -> Self {
         let publisher = AwsPublisher::with_sink(config.publisher.clone(), dynamodb, sink);
         sweep::Sweeper::new(publisher, config)
     }
@@ -89,9 +116,7 @@ impl FromSdkConfig<sweep::SweeperConfig> for AwsSweeper {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use aws_sdk_sns::config::{
-        BehaviorVersion, Credentials, Region, SharedCredentialsProvider,
-    };
+    use aws_sdk_sns::config::{BehaviorVersion, Credentials, Region, SharedCredentialsProvider};
     use outbox_core::message::OutboundMessage;
     use outbox_core::ports::MessageSink;
 

@@ -4,14 +4,15 @@
 //! against the SDK's own throttling and transient lists
 //! ([`aws_runtime::retries::classifiers`]), the raw HTTP status, and each
 //! operation's modelled error variants for content refusals. The one place the
-//! adapters classify errors.
+//! adapters read errors; the decision itself is the core's
+//! ([`outbox_core::failure::retryable`]), which the consumer side shares.
 
 use aws_runtime::retries::classifiers::{THROTTLING_ERRORS, TRANSIENT_ERRORS};
 use aws_smithy_runtime_api::client::result::SdkError;
 use aws_smithy_runtime_api::http::Response;
 use aws_smithy_types::error::display::DisplayErrorContext;
 use aws_smithy_types::retry::ProvideErrorKind;
-use outbox_core::failure::{Failure, FailureKind};
+use outbox_core::failure::{Failure, FailureKind, Signals, retryable};
 
 /// Codes with which SQS, SNS and EventBridge refuse a request for what it carries
 /// when the operation does not model them (or an emulator answers without the
@@ -32,26 +33,33 @@ const SQS_CODE_PREFIX: &str = "AWS.SimpleQueueService.";
 /// An SDK error of any operation of any AWS client.
 pub type AwsError<E> = SdkError<E, Response>;
 
-/// Whether retrying the same request may succeed: timeouts, network failures,
-/// unreadable responses, throttling and server-side trouble. Everything else
-/// (validation, missing resources, permissions) needs a change first.
-pub fn is_retryable<E: ProvideErrorKind>(err: &AwsError<E>) -> bool {
+/// What the error says about itself, from the SDK's metadata.
+pub fn signals<E: ProvideErrorKind>(err: &AwsError<E>) -> Signals {
     match err {
         SdkError::TimeoutError(_) | SdkError::DispatchFailure(_) | SdkError::ResponseError(_) => {
-            true
+            Signals {
+                no_answer: true,
+                ..Signals::default()
+            }
         }
         SdkError::ServiceError(s) => {
             let e = s.err();
-            let status = s.raw().status();
-            e.retryable_error_kind().is_some()
-                || e
-                    .code()
-                    .is_some_and(|c| THROTTLING_ERRORS.contains(&c) || TRANSIENT_ERRORS.contains(&c))
-                || status.is_server_error()
-                || status.as_u16() == 429
+            Signals {
+                no_answer: false,
+                modelled_retryable: e.retryable_error_kind().is_some(),
+                throttling_code: e.code().is_some_and(|c| {
+                    THROTTLING_ERRORS.contains(&c) || TRANSIENT_ERRORS.contains(&c)
+                }),
+                status: Some(s.raw().status().as_u16()),
+            }
         }
-        _ => false,
+        _ => Signals::default(),
     }
+}
+
+/// Whether retrying the same request may succeed ([`retryable`] of its [`signals`]).
+pub fn is_retryable<E: ProvideErrorKind>(err: &AwsError<E>) -> bool {
+    retryable(signals(err))
 }
 
 /// Whether an error code says the request was refused for its content.
@@ -106,7 +114,10 @@ mod tests {
     use aws_smithy_types::error::ErrorMetadata;
 
     fn service_error(code: &str, status: u16) -> AwsError<SendMessageBatchError> {
-        let meta = ErrorMetadata::builder().code(code).message("said so").build();
+        let meta = ErrorMetadata::builder()
+            .code(code)
+            .message("said so")
+            .build();
         let raw = Response::new(
             StatusCode::try_from(status).expect("status"),
             SdkBody::empty(),
@@ -122,9 +133,9 @@ mod tests {
         assert!(is_retryable(&service_error("SomethingNew", 429)));
         assert!(!is_retryable(&service_error("AccessDenied", 403)));
         assert!(!is_retryable(&service_error("QueueDoesNotExist", 400)));
-        assert!(is_retryable(&AwsError::<SendMessageBatchError>::timeout_error(
-            "slow"
-        )));
+        assert!(is_retryable(
+            &AwsError::<SendMessageBatchError>::timeout_error("slow")
+        ));
     }
 
     #[test]
@@ -159,7 +170,13 @@ mod tests {
 
     #[test]
     fn a_store_error_is_transient_only_when_retrying_may_help() {
-        assert!(store_failure(&service_error("ProvisionedThroughputExceededException", 400)).is_transient());
+        assert!(
+            store_failure(&service_error(
+                "ProvisionedThroughputExceededException",
+                400
+            ))
+            .is_transient()
+        );
         assert_eq!(
             store_failure(&service_error("ResourceNotFoundException", 400)).kind,
             FailureKind::Permanent

@@ -18,7 +18,10 @@ pub struct Queue<'a> {
 }
 
 /// Builds the request entry for the `index`th message of a call.
-pub fn batch_entry(index: usize, m: &OutboundMessage) -> Result<SendMessageBatchRequestEntry, String> {
+pub fn batch_entry(
+    index: usize,
+    m: &OutboundMessage,
+) -> Result<SendMessageBatchRequestEntry, String> {
     let mut attributes = HashMap::with_capacity(m.attributes.len());
     for (name, value) in &m.attributes {
         let v = MessageAttributeValue::builder()

@@ -3,10 +3,10 @@
 //! The Lambda binary and the local runner call the same function.
 
 use aws_lambda_events::event::dynamodb::{Event, EventRecord};
+use aws_lambda_events::event::streams::{DynamoDbBatchItemFailure, DynamoDbEventResponse};
 use outbox_core::ports::{MessageSink, OutboxStore};
 use outbox_core::publish::{Outcome, Publisher, Summary, Work, WorkItem};
 use outbox_core::schema::{self, ITEM_TYPE, PENDING_MESSAGE, STATUS, Status};
-use aws_lambda_events::event::streams::{DynamoDbBatchItemFailure, DynamoDbEventResponse};
 
 /// Why a record is not for the publisher.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

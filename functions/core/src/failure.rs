@@ -57,3 +57,50 @@ impl Failure {
         self.kind == FailureKind::Transient
     }
 }
+
+/// What a failed AWS request says about itself, as the adapters read it from the
+/// SDK's error metadata. [`retryable`] decides from it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Signals {
+    /// No answer came: a timeout, a network failure, an unreadable response.
+    pub no_answer: bool,
+    /// The service models the error as retryable.
+    pub modelled_retryable: bool,
+    /// The error code is one of the SDK's throttling or transient codes.
+    pub throttling_code: bool,
+    /// The answer's HTTP status, when there was one.
+    pub status: Option<u16>,
+}
+
+/// Whether retrying the same request may succeed: no answer, throttling, or trouble
+/// on the service's side (5xx, 429). Everything else (validation, missing resources,
+/// permissions) needs a change first.
+pub fn retryable(s: Signals) -> bool {
+    s.no_answer
+        || s.modelled_retryable
+        || s.throttling_code
+        || s.status.is_some_and(|c| c >= 500 || c == 429)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_no_answer_throttling_and_service_trouble_are_retryable() {
+        let status = |c| Signals {
+            status: Some(c),
+            ..Signals::default()
+        };
+        assert!(retryable(status(503)) && retryable(status(500)) && retryable(status(429)));
+        assert!(!retryable(status(400)) && !retryable(status(403)));
+        assert!(retryable(Signals {
+            no_answer: true,
+            ..Signals::default()
+        }));
+        assert!(retryable(Signals {
+            throttling_code: true,
+            ..status(400)
+        }));
+    }
+}

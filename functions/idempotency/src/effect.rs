@@ -24,9 +24,10 @@
 //! holder cannot still be running when another invocation takes an expired key (Lambda
 //! stops it at that deadline), so there is no lease to lose.
 
-use crate::{IdempotencyError, Item, epoch_millis, epoch_seconds, render_key};
+use crate::{IdempotencyError, Item, epoch_seconds, render_key};
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure};
+use outbox_core::clock::{self, SharedClock};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -137,22 +138,28 @@ pub fn canonical_json(value: &Value) -> String {
 
 /// Until when a new `IN_PROGRESS` record locks its key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Deadline(SystemTime);
+pub struct Deadline(i64);
 
 impl Deadline {
     /// From Lambda's `context.deadline` (epoch milliseconds).
     pub fn from_epoch_millis(ms: u64) -> Self {
-        Deadline(SystemTime::UNIX_EPOCH + Duration::from_millis(ms))
+        Deadline(i64::try_from(ms).unwrap_or(i64::MAX))
     }
 
-    /// `remaining` from now (outside Lambda, or for tests).
+    /// `remaining` from now on the system clock (outside Lambda).
     pub fn after(remaining: Duration) -> Self {
-        Deadline(SystemTime::now() + remaining)
+        let remaining = i64::try_from(remaining.as_millis()).unwrap_or(i64::MAX);
+        Deadline(clock::now_ms().saturating_add(remaining))
+    }
+
+    /// The instant, epoch milliseconds.
+    pub fn epoch_millis(&self) -> i64 {
+        self.0
     }
 
     /// The instant.
     pub fn at(&self) -> SystemTime {
-        self.0
+        SystemTime::UNIX_EPOCH + Duration::from_millis(u64::try_from(self.0).unwrap_or(0))
     }
 }
 
@@ -165,6 +172,7 @@ pub struct IdempotentEffects {
     prefix: String,
     result_ttl: Duration,
     ttl_attribute: String,
+    clock: SharedClock,
 }
 
 /// What the guard record said when the key was taken.
@@ -193,7 +201,15 @@ impl IdempotentEffects {
             prefix: EFFECT_PREFIX.to_owned(),
             result_ttl: DEFAULT_RESULT_TTL,
             ttl_attribute: crate::marker::TTL_ATTRIBUTE.to_owned(),
+            clock: clock::system(),
         }
+    }
+
+    /// The clock that says whether a lock has expired and when results expire (the
+    /// system clock by default).
+    pub fn clock(mut self, clock: SharedClock) -> Self {
+        self.clock = clock;
+        self
     }
 
     /// The table's hash key attribute (default `id`).
@@ -286,13 +302,13 @@ impl IdempotentEffects {
         hash: &PayloadHash,
         lock_until: Deadline,
     ) -> Result<Option<Existing>, IdempotencyError> {
-        let now = SystemTime::now();
+        let now = self.clock.now_ms();
         let item = Item::from([
             (self.key_attribute.clone(), self.record_key(key)),
             (STATUS.to_owned(), AttributeValue::S(IN_PROGRESS.to_owned())),
             (
                 LOCKED_UNTIL.to_owned(),
-                AttributeValue::N(epoch_millis(lock_until.at()).to_string()),
+                AttributeValue::N(lock_until.epoch_millis().to_string()),
             ),
             (
                 PAYLOAD_HASH.to_owned(),
@@ -316,7 +332,7 @@ impl IdempotentEffects {
             .expression_attribute_names("#status", STATUS)
             .expression_attribute_names("#locked", LOCKED_UNTIL)
             .expression_attribute_values(":now_s", AttributeValue::N(epoch_seconds(now).to_string()))
-            .expression_attribute_values(":now_ms", AttributeValue::N(epoch_millis(now).to_string()))
+            .expression_attribute_values(":now_ms", AttributeValue::N(now.to_string()))
             .expression_attribute_values(":in_progress", AttributeValue::S(IN_PROGRESS.to_owned()))
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .send()
@@ -349,7 +365,7 @@ impl IdempotentEffects {
         hash: &PayloadHash,
         result: String,
     ) -> Result<(), IdempotencyError> {
-        let expires = epoch_seconds(SystemTime::now()) + self.result_ttl.as_secs();
+        let expires = epoch_seconds(self.clock.now_ms()) + self.result_ttl.as_secs();
         self.client
             .put_item()
             .table_name(&self.table)
@@ -508,6 +524,10 @@ mod tests {
     #[test]
     fn a_lambda_deadline_is_epoch_milliseconds() {
         let d = Deadline::from_epoch_millis(1_700_000_000_123);
-        assert_eq!(epoch_millis(d.at()), 1_700_000_000_123);
+        assert_eq!(d.epoch_millis(), 1_700_000_000_123);
+        assert_eq!(
+            d.at(),
+            SystemTime::UNIX_EPOCH + Duration::from_millis(1_700_000_000_123)
+        );
     }
 }

@@ -3,47 +3,21 @@
 //! and why, and redrive of failed messages once their cause is fixed.
 //!
 //! `status` and `failed` scan the table: they are for an operator at a terminal, not
-//! for a schedule (the sweeper's metrics are the cheap, continuous view).
+//! for a schedule (the sweeper's metrics are the cheap, continuous view). Items are
+//! read as the schema's [`OutboxItem`], so an item of any producer is listed.
+
+mod error;
+
+pub use error::OpsError;
 
 use aws_sdk_dynamodb::types::AttributeValue;
-use aws_smithy_types::error::display::DisplayErrorContext;
 use outbox::schema::{
-    CREATED_AT, FAILED_AT, ITEM_TYPE, ItemKey, LAST_ERROR, MESSAGE_ID, PENDING_MESSAGE, PK,
-    RETRY_COUNT, SK, STATUS, SWEEP_DUE_AT, SWEEP_SHARD, Status, TOPIC, derive_message_id,
-    sweep_shard,
+    FAILED_AT, ITEM_TYPE, ItemKey, LAST_ERROR, OutboxItem, PENDING_MESSAGE, RETRY_COUNT, STATUS,
+    Status, TABLE, TOPIC, derive_message_id, sweep_shard,
 };
 use std::collections::{BTreeMap, HashMap};
 
 type Item = HashMap<String, AttributeValue>;
-
-/// An operator command failed.
-#[derive(Debug, thiserror::Error)]
-#[error("{what}: {detail}")]
-pub struct OpsError {
-    what: String,
-    detail: String,
-}
-
-fn s<'a>(item: &'a Item, name: &str) -> Option<&'a str> {
-    match item.get(name) {
-        Some(AttributeValue::S(v)) => Some(v),
-        _ => None,
-    }
-}
-
-fn n(item: &Item, name: &str) -> Option<i64> {
-    match item.get(name) {
-        Some(AttributeValue::N(v)) => v.parse().ok(),
-        _ => None,
-    }
-}
-
-fn key_of(item: &Item) -> Option<ItemKey> {
-    Some(ItemKey {
-        pk: s(item, PK)?.to_owned(),
-        sk: s(item, SK)?.to_owned(),
-    })
-}
 
 /// Scans the outbox items of `table` matching `filter` (added to `ItemType =
 /// PENDING_MESSAGE`), all pages, returning them and the number of items read.
@@ -52,14 +26,14 @@ async fn scan_messages(
     table: &str,
     filter: Option<&str>,
     values: &[(&str, &str)],
-) -> Result<(Vec<Item>, u64), OpsError> {
+) -> Result<(Vec<OutboxItem>, u64), OpsError> {
     let expression = match filter {
         Some(f) => format!("#type = :message AND ({f})"),
         None => "#type = :message".to_owned(),
     };
     let mut items = Vec::new();
     let mut read = 0u64;
-    let mut start = None;
+    let mut start: Option<Item> = None;
     loop {
         let mut req = client
             .scan()
@@ -77,12 +51,16 @@ async fn scan_messages(
         for (name, value) in values {
             req = req.expression_attribute_values(*name, AttributeValue::S((*value).to_owned()));
         }
-        let out = req.send().await.map_err(|e| OpsError {
-            what: format!("scanning {table}"),
-            detail: DisplayErrorContext(&e).to_string(),
-        })?;
+        let out = req
+            .send()
+            .await
+            .map_err(|e| OpsError::aws("scan", table, e))?;
         read += u64::try_from(out.scanned_count()).unwrap_or(0);
-        items.extend(out.items().iter().cloned());
+        for item in out.items() {
+            // An item that does not fit the schema is counted, not fatal: a status
+            // report must work on the table it is asked about.
+            items.push(serde_dynamo::from_item(item.clone()).unwrap_or_default());
+        }
         start = out.last_evaluated_key.filter(|k| !k.is_empty());
         if start.is_none() {
             return Ok((items, read));
@@ -117,17 +95,17 @@ pub async fn status(
         ..StatusReport::default()
     };
     for item in &items {
-        let status = s(item, STATUS).unwrap_or("(no status)");
+        let status = item.status.as_deref().unwrap_or("(no status)");
         *report.counts.entry(status.to_owned()).or_default() += 1;
-        if status == Status::Pending.as_str() {
-            match n(item, CREATED_AT).filter(|c| *c > 0) {
+        if item.status() == Some(Status::Pending) {
+            match item.created_at.filter(|c| *c > 0) {
                 Some(created) => {
                     let age = now_ms.saturating_sub(created);
                     report.oldest_pending_age_ms = report.oldest_pending_age_ms.max(Some(age));
                 }
                 None => report.pending_without_created_at += 1,
             }
-            if !item.contains_key(SWEEP_SHARD) {
+            if item.sweep_shard.is_none() {
                 report.pending_unindexed += 1;
             }
         }
@@ -149,7 +127,7 @@ pub struct FailedMessage {
     /// When, epoch milliseconds.
     pub failed_at_ms: Option<i64>,
     /// Sweeper attempts made.
-    pub retry_count: Option<i64>,
+    pub retry_count: Option<u32>,
 }
 
 /// The `FAILED` messages of `table`, optionally of one topic, oldest failure first.
@@ -161,36 +139,25 @@ pub async fn failed(
     let failed = Status::Failed.as_str();
     let (items, _) = match topic {
         Some(t) => {
-            scan_messages(
-                client,
-                table,
-                Some("#status = :failed AND #topic = :topic"),
-                &[(":failed", failed), (":topic", t)],
-            )
-            .await?
+            let filter = "#status = :failed AND #topic = :topic";
+            let values = [(":failed", failed), (":topic", t)];
+            scan_messages(client, table, Some(filter), &values).await?
         }
         None => {
-            scan_messages(
-                client,
-                table,
-                Some("#status = :failed"),
-                &[(":failed", failed)],
-            )
-            .await?
+            let values = [(":failed", failed)];
+            scan_messages(client, table, Some("#status = :failed"), &values).await?
         }
     };
     let mut out: Vec<FailedMessage> = items
-        .iter()
+        .into_iter()
         .filter_map(|item| {
-            let key = key_of(item)?;
+            let key = item.key()?;
             Some(FailedMessage {
-                message_id: s(item, MESSAGE_ID)
-                    .map(str::to_owned)
-                    .unwrap_or_else(|| derive_message_id(&key)),
-                topic: s(item, TOPIC).map(str::to_owned),
-                last_error: s(item, LAST_ERROR).map(str::to_owned),
-                failed_at_ms: n(item, FAILED_AT),
-                retry_count: n(item, RETRY_COUNT),
+                message_id: item.message_id.unwrap_or_else(|| derive_message_id(&key)),
+                topic: item.topic,
+                last_error: item.last_error,
+                failed_at_ms: item.failed_at,
+                retry_count: item.retry_count,
                 key,
             })
         })
@@ -231,51 +198,63 @@ pub async fn redrive(
 ) -> Result<RedriveReport, OpsError> {
     let keys = match selection {
         Selection::Keys(keys) => keys,
-        Selection::Topic(topic) => failed(client, table, Some(&topic))
-            .await?
-            .into_iter()
-            .map(|f| f.key)
-            .collect(),
-        Selection::All => failed(client, table, None)
-            .await?
-            .into_iter()
-            .map(|f| f.key)
-            .collect(),
+        Selection::Topic(topic) => keys_of(failed(client, table, Some(&topic)).await?),
+        Selection::All => keys_of(failed(client, table, None).await?),
     };
     let mut report = RedriveReport::default();
     for key in keys {
-        let result = client
-            .update_item()
-            .table_name(table)
-            .key(PK, AttributeValue::S(key.pk.clone()))
-            .key(SK, AttributeValue::S(key.sk.clone()))
-            .condition_expression("#status = :failed")
-            .update_expression(format!(
-                "SET #status = :pending, {RETRY_COUNT} = :zero, {SWEEP_SHARD} = :shard, {SWEEP_DUE_AT} = :now REMOVE {LAST_ERROR}, {FAILED_AT}"
-            ))
-            .expression_attribute_names("#status", STATUS)
-            .expression_attribute_values(":failed", AttributeValue::S(Status::Failed.as_str().into()))
-            .expression_attribute_values(":pending", AttributeValue::S(Status::Pending.as_str().into()))
-            .expression_attribute_values(":zero", AttributeValue::N("0".into()))
-            .expression_attribute_values(":shard", AttributeValue::S(sweep_shard(&key.pk)))
-            .expression_attribute_values(":now", AttributeValue::N(now_ms.to_string()))
-            .send()
-            .await;
-        match result {
-            Ok(_) => report.redriven.push(key),
-            Err(e)
-                if e.as_service_error()
-                    .is_some_and(|se| se.is_conditional_check_failed_exception()) =>
-            {
-                report.not_failed.push(key);
-            }
-            Err(e) => {
-                return Err(OpsError {
-                    what: format!("redriving {key} (after {} redriven)", report.redriven.len()),
-                    detail: DisplayErrorContext(&e).to_string(),
+        match redrive_one(client, table, &key, now_ms).await {
+            Ok(true) => report.redriven.push(key),
+            Ok(false) => report.not_failed.push(key),
+            Err(source) => {
+                return Err(OpsError::RedriveStopped {
+                    key,
+                    redriven: report.redriven.len(),
+                    source: Box::new(source),
                 });
             }
         }
     }
     Ok(report)
+}
+
+fn keys_of(failed: Vec<FailedMessage>) -> Vec<ItemKey> {
+    failed.into_iter().map(|f| f.key).collect()
+}
+
+/// `FAILED` → `PENDING` for one item; `false` when it was not `FAILED`.
+async fn redrive_one(
+    client: &aws_sdk_dynamodb::Client,
+    table: &str,
+    key: &ItemKey,
+    now_ms: i64,
+) -> Result<bool, OpsError> {
+    let (shard, due) = (TABLE.sweep_index_partition_key, TABLE.sweep_index_sort_key);
+    let result = client
+        .update_item()
+        .table_name(table)
+        .key(TABLE.partition_key, AttributeValue::S(key.pk.clone()))
+        .key(TABLE.sort_key, AttributeValue::S(key.sk.clone()))
+        .condition_expression("#status = :failed")
+        .update_expression(format!(
+            "SET #status = :pending, {RETRY_COUNT} = :zero, {shard} = :shard, {due} = :now REMOVE {LAST_ERROR}, {FAILED_AT}"
+        ))
+        .expression_attribute_names("#status", STATUS)
+        .expression_attribute_values(":failed", AttributeValue::S(Status::Failed.as_str().into()))
+        .expression_attribute_values(":pending", AttributeValue::S(Status::Pending.as_str().into()))
+        .expression_attribute_values(":zero", AttributeValue::N("0".into()))
+        .expression_attribute_values(":shard", AttributeValue::S(sweep_shard(&key.pk)))
+        .expression_attribute_values(":now", AttributeValue::N(now_ms.to_string()))
+        .send()
+        .await;
+    match result {
+        Ok(_) => Ok(true),
+        Err(e)
+            if e.as_service_error()
+                .is_some_and(|se| se.is_conditional_check_failed_exception()) =>
+        {
+            Ok(false)
+        }
+        Err(e) => Err(OpsError::aws("update", table, e)),
+    }
 }

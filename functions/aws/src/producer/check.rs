@@ -26,10 +26,7 @@ pub(super) fn check(
                 let keys: Vec<String> = if p.table_name() == outbox_table {
                     vec![TABLE.partition_key.to_owned(), TABLE.sort_key.to_owned()]
                 } else {
-                    key_schemas
-                        .get(p.table_name())
-                        .cloned()
-                        .unwrap_or_default()
+                    key_schemas.get(p.table_name()).cloned().unwrap_or_default()
                 };
                 let key = (!keys.is_empty()).then(|| render_key(p.item(), Some(&keys)));
                 (p.table_name().to_owned(), key, item_size(p.item()))

@@ -139,4 +139,3 @@ pub(super) fn cancellation(
         source: Box::new(e),
     }
 }
-

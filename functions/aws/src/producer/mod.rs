@@ -143,13 +143,13 @@ impl OutboxWriter {
             .iter()
             .map(|a| check::describe(a, &self.table))
             .collect();
-        match self
+        // Boxed: see "Future depth" in the crate docs.
+        let request = self
             .client
             .transact_write_items()
             .set_transact_items(Some(actions))
-            .send()
-            .await
-        {
+            .send();
+        match Box::pin(request).await {
             Ok(_) => Ok(committed),
             Err(e) => Err(error::cancellation(e, &described)),
         }
