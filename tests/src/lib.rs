@@ -7,7 +7,7 @@
 use aws_lambda_events::event::dynamodb::Event;
 use aws_sdk_dynamodb::types::AttributeValue;
 use aws_sdk_sqs::types::{Message, MessageSystemAttributeName};
-use outbox::{AwsPublisher, Destination, PublisherConfig, Routes};
+use outbox::{AwsPublisher, Destination, FromSdkConfig, PublisherConfig, Routes};
 use outbox_local::aws::{Clients, sdk_config};
 use outbox_local::filter::FilterCriteria;
 use outbox_local::provision::{self, QueuePair};

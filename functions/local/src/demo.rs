@@ -10,10 +10,10 @@ use crate::sqs_runner::SqsMapping;
 use crate::stream::StreamReader;
 use aws_lambda_events::event::streams::DynamoDbEventResponse;
 use aws_sdk_dynamodb::types::{AttributeValue, ConditionCheck, Put, TransactWriteItem};
-use outbox::ports::{MarkOutcome, OutboxStore, StoreError};
+use outbox::ports::{MarkOutcome, OutboxStore};
 use outbox::publish::Publisher;
 use outbox::schema::ItemKey;
-use outbox::{Destination, NewMessage, PublisherConfig, Routes};
+use outbox::{Destination, Failure, FromSdkConfig, NewMessage, PublisherConfig, Routes};
 use std::collections::{HashMap, HashSet};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -121,9 +121,11 @@ impl<S: OutboxStore> OutboxStore for CrashingStore<S> {
         key: &ItemKey,
         sent_at_ms: i64,
         expires_at_s: i64,
-    ) -> Result<MarkOutcome, StoreError> {
+    ) -> Result<MarkOutcome, Failure> {
         if self.crashed.load(Ordering::SeqCst) {
-            return Err(StoreError("injected crash between publish and mark".into()));
+            return Err(Failure::transient(
+                "injected crash between publish and mark",
+            ));
         }
         self.inner.mark_sent(key, sent_at_ms, expires_at_s).await
     }
@@ -132,7 +134,7 @@ impl<S: OutboxStore> OutboxStore for CrashingStore<S> {
         key: &ItemKey,
         reason: &str,
         at: i64,
-    ) -> Result<MarkOutcome, StoreError> {
+    ) -> Result<MarkOutcome, Failure> {
         self.inner.mark_failed(key, reason, at).await
     }
 }
@@ -184,10 +186,10 @@ pub async fn run(
     sweeper_config.grace = SWEEP_GRACE;
     sweeper_config.base_backoff = Duration::from_secs(2);
     sweeper_config.max_backoff = Duration::from_secs(10);
-    let sweeper = outbox::sweep::AwsSweeper::from_clients(
+    let sweeper = outbox::sweep::AwsSweeper::with_sink(
         sweeper_config,
         pipeline.dynamodb.clone(),
-        pipeline.sqs.clone(),
+        pipeline.sink(),
     );
     let recovered = AtomicU64::new(0);
     let sweep = || async {
@@ -202,14 +204,14 @@ pub async fn run(
     let mut last_sweep = Instant::now();
     let dice = Arc::new(Dice::new(0x5eed_0b0c));
     let crashed = Arc::new(AtomicBool::new(false));
-    let publisher = Publisher {
-        sink: outbox::sink::AwsSink::new(pipeline.sqs.clone()),
-        store: CrashingStore {
+    let publisher = Publisher::new(
+        pipeline.sink(),
+        CrashingStore {
             inner: outbox::dynamo::DynamoStore::new(pipeline.dynamodb.clone(), &table),
             crashed: crashed.clone(),
         },
         config,
-    };
+    );
     let fence = crate::runner::Fence::default();
     let mut mapping = StreamMapping::new(
         StreamReader::new(

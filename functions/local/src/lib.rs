@@ -7,7 +7,6 @@ pub mod aws;
 pub mod counter;
 pub mod demo;
 pub mod filter;
-pub mod ops;
 pub mod provision;
 pub mod run;
 pub mod runner;

@@ -5,7 +5,7 @@ use crate::aws::Clients;
 use crate::runner::{MappingSettings, StreamMapping};
 use crate::stream::StreamReader;
 use outbox::sweep::{AwsSweeper, Budget, SweeperConfig};
-use outbox::{AwsPublisher, PublisherConfig};
+use outbox::{AwsPublisher, FromSdkConfig, PublisherConfig};
 use std::time::{Duration, Instant};
 
 /// Loop settings.

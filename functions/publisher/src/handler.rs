@@ -63,7 +63,10 @@ mod tests {
         });
         serde_json::json!({
             "eventID": seq, "eventName": "INSERT", "eventSource": "aws:dynamodb",
+            "eventVersion": "1.1", "awsRegion": "eu-west-1",
+            "eventSourceARN": "arn:aws:dynamodb:eu-west-1:123456789012:table/t/stream/x",
             "dynamodb": {
+                "ApproximateCreationDateTime": 1732870800, "SizeBytes": 400,
                 "SequenceNumber": seq, "StreamViewType": "NEW_IMAGE",
                 "Keys": {"PK": image["PK"], "SK": image["SK"]}, "NewImage": image
             }
@@ -73,12 +76,16 @@ mod tests {
     fn deps(refusals: Refusals) -> Deps<RecordingSink, MemoryStore> {
         let config = PublisherConfig {
             table_name: "t".into(),
-            routes: Routes::new([("orders".to_owned(), Destination::sqs("https://q/orders"))], None),
+            routes: Routes::new(
+                [("orders".to_owned(), Destination::sqs("https://q/orders"))],
+                None,
+            ),
             dead_letter: Destination::sqs("https://q/dlq"),
             ttl_days: 7,
         };
-        let publisher = Publisher::new(RecordingSink::new(refusals), MemoryStore::default(), config)
-            .with_clock(ManualClock::at(1_700_000_000_000));
+        let publisher =
+            Publisher::new(RecordingSink::new(refusals), MemoryStore::default(), config)
+                .with_clock(ManualClock::at(1_700_000_000_000));
         Deps {
             publisher,
             metrics: Emitter::new("test"),

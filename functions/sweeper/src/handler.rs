@@ -58,14 +58,24 @@ mod tests {
     async fn a_scheduled_invocation_sweeps_within_its_deadline() {
         let config = PublisherConfig {
             table_name: "t".into(),
-            routes: Routes::new([("orders".to_owned(), Destination::sqs("https://q/orders"))], None),
+            routes: Routes::new(
+                [("orders".to_owned(), Destination::sqs("https://q/orders"))],
+                None,
+            ),
             dead_letter: Destination::sqs("https://q/dlq"),
             ttl_days: 7,
         };
-        let publisher = Publisher::new(RecordingSink::default(), MemoryStore::default(), config.clone())
-            .with_clock(ManualClock::at(NOW));
+        let publisher = Publisher::new(
+            RecordingSink::default(),
+            MemoryStore::default(),
+            config.clone(),
+        )
+        .with_clock(ManualClock::at(NOW));
         let k = key("A", "MESSAGE#X#1");
-        publisher.store.put(k.clone(), pending_item(&k, "orders", 0, NOW - 1, NOW - 90_000));
+        publisher.store.put(
+            k.clone(),
+            pending_item(&k, "orders", 0, NOW - 1, NOW - 90_000),
+        );
         let deps = Deps {
             sweeper: Sweeper::new(publisher, SweeperConfig::new(config)),
             metrics: Emitter::new("test"),
