@@ -29,15 +29,17 @@ pub mod batch;
 pub mod effect;
 pub mod error;
 pub mod guard;
+pub mod hash;
 pub mod item;
 pub mod marker;
 
 pub use batch::{
     BatchProcessor, BatchReport, MessageFailure, MessageOutcome, message_key, parse_body,
 };
-pub use effect::{Deadline, Effect, IdempotentEffects, PayloadHash};
+pub use effect::{Deadline, Effect, IdempotentEffects};
 pub use error::IdempotencyError;
 pub use guard::BusinessKeyGuard;
+pub use hash::PayloadHash;
 pub use marker::MessageMarker;
 pub use outbox_core::clock::{Clock, ManualClock, SharedClock, SystemClock};
 
