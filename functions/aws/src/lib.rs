@@ -66,6 +66,10 @@ pub use sweep::AwsSweeper;
 pub type AwsPublisher = Publisher<AwsSink, DynamoStore>;
 
 /// Builds the publish path and the sweeper from configuration read once at start-up.
+///
+/// A trait rather than inherent constructors because [`AwsPublisher`] and
+/// [`AwsSweeper`] are the core's generic types with this crate's adapters plugged in,
+/// and a crate cannot add inherent methods to another crate's type.
 pub trait FromSdkConfig<C>: Sized {
     /// Every client built once from `aws`: whatever kind of destination a route
     /// names is reachable.

@@ -1,6 +1,6 @@
 //! The narrow capabilities the publish and sweep logic need, in decoded types: one
 //! trait per capability. The AWS adapters implement them (`dynamodb-outbox`); unit
-//! tests of the logic use the in-memory fakes of [`crate::fakes`].
+//! tests of the logic use the in-memory fakes of `fakes` (feature `test-fakes`).
 
 use crate::failure::Failure;
 use crate::message::OutboundMessage;

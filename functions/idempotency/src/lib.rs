@@ -21,7 +21,7 @@
 //!
 //! The consumer side depends on the outbox's core only (message attribute names,
 //! the clock port, the retry decision), never on the producer and publisher side.
-//! Time is read from a [`Clock`](outbox_core::Clock) each guard is given (the
+//! Time is read from a [`Clock`] each guard is given (the
 //! system clock unless set), so tests set it instead of sleeping.
 #![warn(missing_docs)]
 

@@ -1,7 +1,7 @@
 //! Producer API: the application's own writes and its outbox messages in one
 //! `TransactWriteItems`, so both land or neither does.
 //!
-//! Everything AWS would refuse is refused here first ([`check`]), with an error
+//! Everything AWS would refuse is refused here first (`check`), with an error
 //! that says what to change ([`ProducerError`]). The items are the schema's
 //! [`OutboxItem`](outbox_core::schema::OutboxItem), written through `serde_dynamo`.
 

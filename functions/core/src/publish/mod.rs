@@ -1,7 +1,7 @@
 //! The publish path shared by the stream publisher and the sweeper: route, build
 //! entries and batch within the destinations' limits while keeping each aggregate's
-//! order ([`plan`]), send and judge the answers ([`dispatch`]), then mark `SENT` — or
-//! isolate poison as `FAILED` with a copy on the dead-letter queue ([`mark`]).
+//! order ([`plan()`]), send and judge the answers (`dispatch`), then mark `SENT` — or
+//! isolate poison as `FAILED` with a copy on the dead-letter queue (`mark`).
 //!
 //! Every decision on an answer is a plain function in [`crate::policy`]; this module
 //! only sequences the I/O around them.

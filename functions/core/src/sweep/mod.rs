@@ -19,9 +19,9 @@
 //! Minimal producers write no index attributes; [`ScanMode::On`] adopts their items
 //! into the index with a bounded, resumable parallel scan.
 //!
-//! The sweep is split by concern: [`config`] (what the environment says), [`run`]
-//! (the I/O of one sweep), [`handler`] (one Lambda invocation); every decision it
-//! makes is a plain function in [`crate::policy`].
+//! The sweep is split by concern: [`config`] (what the environment says), `run` (the
+//! I/O of one sweep), [`handler`] (one Lambda invocation); every decision it makes is
+//! a plain function in [`crate::policy`].
 
 pub mod config;
 pub mod handler;
