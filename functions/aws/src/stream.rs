@@ -36,7 +36,7 @@ pub fn classify(record: &EventRecord) -> Result<WorkItem, Skip> {
     }
     let id = record_id(record);
     let key = schema::item_key(&record.change.keys).or_else(|| schema::item_key(image));
-    let work = match schema::decode(image.clone(), key.as_ref()) {
+    let work = match schema::decode(image, key.as_ref()) {
         Ok(msg) => Work::Publish(msg),
         Err(undecodable) => Work::Poison(undecodable.into()),
     };

@@ -138,7 +138,7 @@ impl ClaimedItem {
     pub fn decode(key: ItemKey, item: serde_dynamo::Item) -> Self {
         ClaimedItem {
             last_error: string_attr(&item, LAST_ERROR).map(str::to_owned),
-            message: decode(item, Some(&key)),
+            message: decode(&item, Some(&key)),
             key,
         }
     }

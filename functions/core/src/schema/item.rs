@@ -225,15 +225,16 @@ pub fn decode_message(
     OutboxItem::from_item(item)?.into_message(fallback_key)
 }
 
-/// Decodes an item image into a message, or into what is needed to dead-letter it.
+/// Decodes an item image into a message, or into what is needed to dead-letter it
+/// (the image is read once more only then).
 pub fn decode(
-    item: serde_dynamo::Item,
+    item: &serde_dynamo::Item,
     fallback_key: Option<&ItemKey>,
 ) -> Result<OutboxMessage, Undecodable> {
     decode_message(item.clone(), fallback_key).map_err(|error| Undecodable {
-        key: fallback_key.cloned().or_else(|| item_key(&item)),
-        topic: string_attr(&item, TOPIC).map(str::to_owned),
-        raw: serde_json::to_string(&item).unwrap_or_else(|_| "(unserialisable item)".to_owned()),
+        key: fallback_key.cloned().or_else(|| item_key(item)),
+        topic: string_attr(item, TOPIC).map(str::to_owned),
+        raw: serde_json::to_string(item).unwrap_or_else(|_| "(unserialisable item)".to_owned()),
         error,
     })
 }
@@ -393,7 +394,7 @@ mod tests {
     #[test]
     fn an_undecodable_item_keeps_its_raw_content_key_and_topic() {
         let it = item(&[("PK", s("A")), ("SK", s("B")), ("Topic", s("t"))]);
-        let bad = decode(it, None).expect_err("no payload");
+        let bad = decode(&it, None).expect_err("no payload");
         assert_eq!(bad.error, DecodeError::Missing("Payload"));
         assert_eq!(bad.topic.as_deref(), Some("t"));
         assert_eq!(bad.key.map(|k| k.pk), Some("A".to_owned()));
