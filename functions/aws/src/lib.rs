@@ -44,7 +44,7 @@ pub use outbox_core::{
 };
 pub use producer::{OutboxWriter, ProducerError};
 
-use aws_config::SdkConfig;
+use aws_types::SdkConfig;
 use dynamo::DynamoStore;
 use sink::AwsSink;
 
@@ -133,7 +133,7 @@ mod tests {
             .credentials_provider(SharedCredentialsProvider::new(Credentials::new(
                 "a", "b", None, None, "test",
             )))
-            .retry_config(aws_config::retry::RetryConfig::disabled())
+            .retry_config(aws_sdk_sns::config::retry::RetryConfig::disabled())
             .build()
     }
 

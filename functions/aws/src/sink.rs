@@ -6,7 +6,7 @@ use crate::batch::send;
 use crate::eventbridge::Bus;
 use crate::sns::Topic;
 use crate::sqs::Queue;
-use aws_config::SdkConfig;
+use aws_types::SdkConfig;
 use outbox_core::failure::Failure;
 use outbox_core::message::OutboundMessage;
 use outbox_core::ports::{EntryResult, MessageSink};
