@@ -9,7 +9,7 @@
 use harness::stream::event_of;
 use harness::{Outbox, clients};
 use outbox::stream::handle_stream_event;
-use outbox::{AwsPublisher, NewMessage};
+use outbox::{AwsPublisher, FromSdkConfig, NewMessage};
 
 #[tokio::main]
 async fn main() {
@@ -34,7 +34,7 @@ async fn main() {
     assert_eq!(event.records.len(), messages);
 
     let own = clients().await;
-    let publisher = AwsPublisher::from_clients(ob.config(), own.dynamodb.clone(), own.sqs.clone());
+    let publisher = AwsPublisher::with_sink(ob.config(), own.dynamodb.clone(), own.sink());
     let mut sent = 0;
     let start = std::time::Instant::now();
     for chunk in event.records.chunks(batch_size) {

@@ -8,6 +8,7 @@
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use harness::{Item, Outbox, bulk_put, clients, nv, sv};
+use outbox::FromSdkConfig;
 use outbox::publish::now_ms;
 use outbox::sweep::{AwsSweeper, Budget, SweeperConfig};
 use std::collections::HashMap;
@@ -76,10 +77,10 @@ async fn main() {
         fill(&ob, count).await;
 
         let own = clients().await;
-        let sweeper = AwsSweeper::from_clients(
+        let sweeper = AwsSweeper::with_sink(
             SweeperConfig::new(ob.config()),
             own.dynamodb.clone(),
-            own.sqs.clone(),
+            own.sink(),
         );
         let start = Instant::now();
         let summary = sweeper

@@ -8,7 +8,7 @@ use aws_lambda_events::event::dynamodb::Event;
 use aws_lambda_events::event::sqs::{SqsMessage, SqsMessageAttribute};
 use aws_sdk_dynamodb::types::AttributeValue;
 use aws_sdk_sqs::types::{Message, MessageSystemAttributeName};
-use outbox::{AwsPublisher, Destination, PublisherConfig, Routes};
+use outbox::{AwsPublisher, Destination, FromSdkConfig, PublisherConfig, Routes};
 use outbox_local::aws::{Clients, sdk_config as sdk_config_for};
 use outbox_local::provision::{self, QueuePair};
 use std::collections::HashMap;

@@ -13,8 +13,8 @@ use harness::{Item, clients, drain, n, s, sv, unique};
 use orders_consumer::{Config, Deps, OrderResult, handle};
 use outbox::message::ATTR_MESSAGE_ID;
 use outbox_idempotency::{
-    BatchReport, Deadline, Effect, IdempotencyError, IdempotentEffects, MessageFailure,
-    MessageMarker, Outcome, PayloadHash, message_key,
+    BatchReport, Clock, Deadline, Effect, IdempotencyError, IdempotentEffects, ManualClock,
+    MessageFailure, MessageMarker, Outcome, PayloadHash, message_key,
 };
 use outbox_local::aws::Clients;
 use outbox_local::provision::{self, QueuePair};
@@ -534,16 +534,22 @@ fn charge_hash(quantity: i64) -> PayloadHash {
 
 #[tokio::test]
 async fn a_crashed_attempt_locks_its_key_only_until_its_deadline() {
-    // Given an invocation that took the key and died mid-effect (deadline in 2 s)
+    // Given an invocation that took the key and died mid-effect (deadline in 2 s on
+    // the guard's clock, which the test moves instead of sleeping)
     let orders = Orders::new().await;
-    let effects = IdempotentEffects::new(orders.clients.dynamodb.clone(), &orders.table);
+    let clock = ManualClock::at(outbox::clock::now_ms());
+    let effects =
+        IdempotentEffects::new(orders.clients.dynamodb.clone(), &orders.table).clock(clock.clone());
+    let deadline = |after_ms: i64| {
+        Deadline::from_epoch_millis(u64::try_from(clock.now_ms() + after_ms).unwrap())
+    };
     let hash = charge_hash(4);
     let crashed = tokio::time::timeout(
         Duration::from_millis(300),
         effects.run(
             "charge-o-1",
             &hash,
-            Deadline::after(Duration::from_secs(2)),
+            deadline(2_000),
             std::future::pending::<Result<u32, std::io::Error>>,
         ),
     )
@@ -556,12 +562,7 @@ async fn a_crashed_attempt_locks_its_key_only_until_its_deadline() {
     };
     // When a duplicate arrives before that deadline
     let early = effects
-        .run(
-            "charge-o-1",
-            &hash,
-            Deadline::after(Duration::from_secs(30)),
-            effect,
-        )
+        .run("charge-o-1", &hash, deadline(30_000), effect)
         .await;
     // Then it is refused as in progress, retryable, without running the effect
     match &early {
@@ -570,14 +571,9 @@ async fn a_crashed_attempt_locks_its_key_only_until_its_deadline() {
     }
     assert_eq!(calls.load(Ordering::SeqCst), 0);
     // And once the deadline has passed, a retry runs it
-    tokio::time::sleep(Duration::from_millis(2200)).await;
+    clock.advance(Duration::from_millis(2_200));
     let late = effects
-        .run(
-            "charge-o-1",
-            &hash,
-            Deadline::after(Duration::from_secs(30)),
-            effect,
-        )
+        .run("charge-o-1", &hash, deadline(30_000), effect)
         .await;
     assert_eq!(late.unwrap(), Effect::Ran(1100));
     assert_eq!(calls.load(Ordering::SeqCst), 1);

@@ -14,9 +14,9 @@ use outbox::publish::now_ms;
 use outbox::schema::{ItemKey, decode_message, derive_message_id, sweep_shard};
 use outbox::stream::handle_stream_event;
 use outbox::sweep::{AwsSweeper, Budget, ScanMode, SweepSummary, SweeperConfig};
-use outbox::{Destination, NewMessage, PublisherConfig, Routes};
+use outbox::{Destination, FromSdkConfig, NewMessage, PublisherConfig, Routes};
 use outbox_local::aws::Clients;
-use outbox_local::ops::{self, Selection};
+use outbox_ops::{self as ops, Selection};
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
@@ -31,7 +31,7 @@ fn config(publisher: PublisherConfig) -> SweeperConfig {
 }
 
 fn sweeper(clients: &Clients, config: SweeperConfig) -> AwsSweeper {
-    AwsSweeper::from_clients(config, clients.dynamodb.clone(), clients.sqs.clone())
+    AwsSweeper::with_sink(config, clients.dynamodb.clone(), clients.sink())
 }
 
 /// A sweep at (virtual) time `now_ms` with 30 s of budget.
@@ -74,7 +74,8 @@ async fn a_message_published_before_a_crash_but_never_marked_is_swept_and_marked
     let msg = decode_message(stored.into(), None).expect("decodes");
     let dest = Destination::sqs(&ob.queue.url);
     let out = OutboundMessage::for_destination(&msg, &dest);
-    outbox::sink::AwsSink::new(ob.clients.sqs.clone())
+    ob.clients
+        .sink()
         .send_batch(&dest, &[&out])
         .await
         .expect("publish before the crash");

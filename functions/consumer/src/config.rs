@@ -6,18 +6,7 @@ pub mod vars {
     pub const TABLE_NAME: &str = "ORDERS_TABLE_NAME";
 }
 
-/// A missing or unusable variable, named.
-#[derive(Debug, thiserror::Error)]
-pub enum ConfigError {
-    /// A required variable is not set (or is empty).
-    #[error("environment variable {name} is not set: {hint}")]
-    Missing {
-        /// Variable name.
-        name: &'static str,
-        /// What it should hold.
-        hint: &'static str,
-    },
-}
+pub use outbox_core::config::ConfigError;
 
 /// What the consumer needs to know.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,13 +23,11 @@ impl Config {
 
     /// Reads through `lookup` (a map in tests: no `env::set_var`).
     pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
-        let table_name = lookup(vars::TABLE_NAME)
-            .map(|v| v.trim().to_owned())
-            .filter(|v| !v.is_empty())
-            .ok_or(ConfigError::Missing {
-                name: vars::TABLE_NAME,
-                hint: "set it to the orders table's name (hash key `id`)",
-            })?;
+        let table_name = outbox_core::config::required(
+            &lookup,
+            vars::TABLE_NAME,
+            "set it to the orders table's name (hash key `id`)",
+        )?;
         Ok(Config { table_name })
     }
 }

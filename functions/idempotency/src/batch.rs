@@ -23,7 +23,7 @@ use std::future::Future;
 use std::panic::AssertUnwindSafe;
 
 /// Message attribute carrying the outbox `MessageId`.
-pub use outbox::message::ATTR_MESSAGE_ID;
+pub use outbox_core::message::ATTR_MESSAGE_ID;
 
 /// Default number of messages (or FIFO groups) processed at once.
 pub const DEFAULT_CONCURRENCY: usize = 10;

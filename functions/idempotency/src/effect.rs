@@ -10,12 +10,10 @@
 //! - `COMPLETED`, with the effect's result (JSON), returned to every later duplicate
 //!   without running the effect again, until the record expires.
 //!
-//! The record also stores a SHA-256 hash of the payload fields the caller chose: the
-//! same key with different content is refused ([`IdempotencyError::KeyReused`])
-//! instead of being answered with another request's result. SHA-256 rather than the
-//! FNV-1a of the outbox schema: idempotency keys often come from clients, and FNV
-//! collisions can be constructed at will, which would turn a conflict into a silent
-//! "duplicate".
+//! The record also stores a SHA-256 hash of the payload fields the caller chose
+//! ([`PayloadHash`]): the same key with different content is refused
+//! ([`IdempotencyError::KeyReused`]) instead of being answered with another request's
+//! result.
 //!
 //! What this cannot do: make the effect and the record atomic. If the function dies
 //! after the effect and before `COMPLETED` is written, the effect runs again after the
@@ -24,13 +22,13 @@
 //! holder cannot still be running when another invocation takes an expired key (Lambda
 //! stops it at that deadline), so there is no lease to lose.
 
-use crate::{IdempotencyError, Item, epoch_millis, epoch_seconds, render_key};
+pub use crate::hash::{PayloadHash, canonical_json};
+use crate::{IdempotencyError, Item, epoch_seconds, render_key};
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure};
+use outbox_core::clock::{self, SharedClock};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use serde_json::Value;
-use sha2::{Digest, Sha256};
 use std::future::Future;
 use std::time::{Duration, SystemTime};
 
@@ -71,88 +69,30 @@ impl<T> Effect<T> {
     }
 }
 
-/// SHA-256 (hex) of the payload fields that make two requests "the same".
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PayloadHash(String);
-
-impl PayloadHash {
-    /// The hash of a whole value, as canonical JSON (object keys sorted).
-    pub fn of<T: Serialize>(value: &T) -> Result<Self, IdempotencyError> {
-        let value = serde_json::to_value(value)
-            .map_err(|e| IdempotencyError::Invalid(format!("payload is not serialisable: {e}")))?;
-        Ok(Self::digest(&canonical_json(&value)))
-    }
-
-    /// The hash of the fields at `pointers` (JSON pointers such as `/amount` or
-    /// `/customer/id`; a missing field counts as `null`). Name the fields that define
-    /// the request and leave out those that legitimately vary (timestamps, trace ids).
-    pub fn of_fields(value: &Value, pointers: &[&str]) -> Self {
-        let mut text = String::new();
-        for p in pointers {
-            text.push_str(&canonical_json(&Value::String((*p).to_owned())));
-            text.push(':');
-            text.push_str(&canonical_json(value.pointer(p).unwrap_or(&Value::Null)));
-            text.push(';');
-        }
-        Self::digest(&text)
-    }
-
-    fn digest(text: &str) -> Self {
-        let bytes = Sha256::digest(text.as_bytes());
-        PayloadHash(bytes.iter().map(|b| format!("{b:02x}")).collect())
-    }
-
-    /// The hex digest.
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
-/// JSON with object keys sorted at every level, whatever serde_json's map order
-/// (its `preserve_order` feature may be switched on by any crate in the build).
-pub fn canonical_json(value: &Value) -> String {
-    match value {
-        Value::Object(map) => {
-            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
-            entries.sort_by(|a, b| a.0.cmp(b.0));
-            let body: Vec<String> = entries
-                .into_iter()
-                .map(|(k, v)| {
-                    format!(
-                        "{}:{}",
-                        canonical_json(&Value::String(k.clone())),
-                        canonical_json(v)
-                    )
-                })
-                .collect();
-            format!("{{{}}}", body.join(","))
-        }
-        Value::Array(items) => {
-            let body: Vec<String> = items.iter().map(canonical_json).collect();
-            format!("[{}]", body.join(","))
-        }
-        other => other.to_string(),
-    }
-}
-
 /// Until when a new `IN_PROGRESS` record locks its key.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Deadline(SystemTime);
+pub struct Deadline(i64);
 
 impl Deadline {
     /// From Lambda's `context.deadline` (epoch milliseconds).
     pub fn from_epoch_millis(ms: u64) -> Self {
-        Deadline(SystemTime::UNIX_EPOCH + Duration::from_millis(ms))
+        Deadline(i64::try_from(ms).unwrap_or(i64::MAX))
     }
 
-    /// `remaining` from now (outside Lambda, or for tests).
+    /// `remaining` from now on the system clock (outside Lambda).
     pub fn after(remaining: Duration) -> Self {
-        Deadline(SystemTime::now() + remaining)
+        let remaining = i64::try_from(remaining.as_millis()).unwrap_or(i64::MAX);
+        Deadline(clock::now_ms().saturating_add(remaining))
+    }
+
+    /// The instant, epoch milliseconds.
+    pub fn epoch_millis(&self) -> i64 {
+        self.0
     }
 
     /// The instant.
     pub fn at(&self) -> SystemTime {
-        self.0
+        SystemTime::UNIX_EPOCH + Duration::from_millis(u64::try_from(self.0).unwrap_or(0))
     }
 }
 
@@ -165,6 +105,7 @@ pub struct IdempotentEffects {
     prefix: String,
     result_ttl: Duration,
     ttl_attribute: String,
+    clock: SharedClock,
 }
 
 /// What the guard record said when the key was taken.
@@ -193,7 +134,15 @@ impl IdempotentEffects {
             prefix: EFFECT_PREFIX.to_owned(),
             result_ttl: DEFAULT_RESULT_TTL,
             ttl_attribute: crate::marker::TTL_ATTRIBUTE.to_owned(),
+            clock: clock::system(),
         }
+    }
+
+    /// The clock that says whether a lock has expired and when results expire (the
+    /// system clock by default).
+    pub fn clock(mut self, clock: SharedClock) -> Self {
+        self.clock = clock;
+        self
     }
 
     /// The table's hash key attribute (default `id`).
@@ -286,13 +235,13 @@ impl IdempotentEffects {
         hash: &PayloadHash,
         lock_until: Deadline,
     ) -> Result<Option<Existing>, IdempotencyError> {
-        let now = SystemTime::now();
+        let now = self.clock.now_ms();
         let item = Item::from([
             (self.key_attribute.clone(), self.record_key(key)),
             (STATUS.to_owned(), AttributeValue::S(IN_PROGRESS.to_owned())),
             (
                 LOCKED_UNTIL.to_owned(),
-                AttributeValue::N(epoch_millis(lock_until.at()).to_string()),
+                AttributeValue::N(lock_until.epoch_millis().to_string()),
             ),
             (
                 PAYLOAD_HASH.to_owned(),
@@ -316,7 +265,7 @@ impl IdempotentEffects {
             .expression_attribute_names("#status", STATUS)
             .expression_attribute_names("#locked", LOCKED_UNTIL)
             .expression_attribute_values(":now_s", AttributeValue::N(epoch_seconds(now).to_string()))
-            .expression_attribute_values(":now_ms", AttributeValue::N(epoch_millis(now).to_string()))
+            .expression_attribute_values(":now_ms", AttributeValue::N(now.to_string()))
             .expression_attribute_values(":in_progress", AttributeValue::S(IN_PROGRESS.to_owned()))
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .send()
@@ -349,7 +298,7 @@ impl IdempotentEffects {
         hash: &PayloadHash,
         result: String,
     ) -> Result<(), IdempotencyError> {
-        let expires = epoch_seconds(SystemTime::now()) + self.result_ttl.as_secs();
+        let expires = epoch_seconds(self.clock.now_ms()) + self.result_ttl.as_secs();
         self.client
             .put_item()
             .table_name(&self.table)
@@ -431,45 +380,6 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    #[test]
-    fn the_hash_ignores_key_order_and_unchosen_fields() {
-        let a = json!({"amount": 10, "currency": "EUR", "sent_at": 1});
-        let b = json!({"sent_at": 2, "currency": "EUR", "amount": 10});
-        let fields = ["/amount", "/currency"];
-        assert_eq!(
-            PayloadHash::of_fields(&a, &fields),
-            PayloadHash::of_fields(&b, &fields)
-        );
-        let c = json!({"amount": 11, "currency": "EUR"});
-        assert_ne!(
-            PayloadHash::of_fields(&a, &fields),
-            PayloadHash::of_fields(&c, &fields)
-        );
-        // Moving a value to another field changes the hash.
-        let d = json!({"amount": "EUR", "currency": 10});
-        assert_ne!(
-            PayloadHash::of_fields(&a, &fields),
-            PayloadHash::of_fields(&d, &fields)
-        );
-        assert_eq!(
-            PayloadHash::of(&json!({"x": {"b": 1, "a": 2}})).expect("hash"),
-            PayloadHash::of(&json!({"x": {"a": 2, "b": 1}})).expect("hash")
-        );
-    }
-
-    #[test]
-    fn the_hash_is_sha256_of_the_canonical_form() {
-        // sha256("{}")
-        assert_eq!(
-            PayloadHash::of(&json!({})).expect("hash").as_str(),
-            "44136fa355b3678a1146ad16f7e8649e94fb4fc21fe77e8310c060f61caaff8a"
-        );
-        assert_eq!(
-            canonical_json(&json!({"b": [1, {"d": null, "c": "x"}], "a": true})),
-            r#"{"a":true,"b":[1,{"c":"x","d":null}]}"#
-        );
-    }
-
     fn record(status: &str, hash: &str) -> Item {
         Item::from([
             ("Status".to_owned(), AttributeValue::S(status.into())),
@@ -508,6 +418,10 @@ mod tests {
     #[test]
     fn a_lambda_deadline_is_epoch_milliseconds() {
         let d = Deadline::from_epoch_millis(1_700_000_000_123);
-        assert_eq!(epoch_millis(d.at()), 1_700_000_000_123);
+        assert_eq!(d.epoch_millis(), 1_700_000_000_123);
+        assert_eq!(
+            d.at(),
+            SystemTime::UNIX_EPOCH + Duration::from_millis(1_700_000_000_123)
+        );
     }
 }

@@ -18,26 +18,33 @@
 //!   the `SqsBatchResponse` naming exactly the failed messages.
 //!
 //! See the crate's README for a consumer in a dozen lines.
+//!
+//! The consumer side depends on the outbox's core only (message attribute names,
+//! the clock port, the retry decision), never on the producer and publisher side.
+//! Time is read from a [`Clock`] each guard is given (the
+//! system clock unless set), so tests set it instead of sleeping.
 #![warn(missing_docs)]
 
 pub mod batch;
 pub mod effect;
 pub mod error;
 pub mod guard;
+pub mod hash;
 pub mod item;
 pub mod marker;
 
 pub use batch::{
     BatchProcessor, BatchReport, MessageFailure, MessageOutcome, message_key, parse_body,
 };
-pub use effect::{Deadline, Effect, IdempotentEffects, PayloadHash};
+pub use effect::{Deadline, Effect, IdempotentEffects};
 pub use error::IdempotencyError;
 pub use guard::BusinessKeyGuard;
+pub use hash::PayloadHash;
 pub use marker::MessageMarker;
+pub use outbox_core::clock::{Clock, ManualClock, SharedClock, SystemClock};
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use std::collections::HashMap;
-use std::time::SystemTime;
 
 /// A DynamoDB item.
 pub type Item = HashMap<String, AttributeValue>;
@@ -66,14 +73,7 @@ pub(crate) fn render_key(name: &str, value: &AttributeValue) -> String {
     }
 }
 
-pub(crate) fn epoch_seconds(t: SystemTime) -> u64 {
-    t.duration_since(SystemTime::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0)
-}
-
-pub(crate) fn epoch_millis(t: SystemTime) -> i64 {
-    t.duration_since(SystemTime::UNIX_EPOCH)
-        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-        .unwrap_or(0)
+/// Epoch seconds of an epoch-millisecond instant (0 before the epoch).
+pub(crate) fn epoch_seconds(ms: i64) -> u64 {
+    u64::try_from(ms / 1000).unwrap_or(0)
 }

@@ -15,8 +15,9 @@
 use crate::{IdempotencyError, Item, Outcome, epoch_seconds, render_key};
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem};
-use outbox::producer::{CancelledAction, MAX_TRANSACTION_ACTIONS};
-use std::time::{Duration, SystemTime};
+use outbox_core::clock::{self, SharedClock};
+use outbox_core::producer::{CancelledAction, MAX_TRANSACTION_ACTIONS};
+use std::time::Duration;
 
 /// Default marker key prefix (the orders table contract: `id = "MSG#<MessageId>"`).
 pub const MARKER_PREFIX: &str = "MSG#";
@@ -36,6 +37,7 @@ pub struct MessageMarker {
     prefix: String,
     ttl: Duration,
     ttl_attribute: String,
+    clock: SharedClock,
 }
 
 impl MessageMarker {
@@ -50,7 +52,14 @@ impl MessageMarker {
             prefix: MARKER_PREFIX.to_owned(),
             ttl: DEFAULT_MARKER_TTL,
             ttl_attribute: TTL_ATTRIBUTE.to_owned(),
+            clock: clock::system(),
         }
+    }
+
+    /// The clock that stamps the markers' expiry (the system clock by default).
+    pub fn clock(mut self, clock: SharedClock) -> Self {
+        self.clock = clock;
+        self
     }
 
     /// The table's hash key attribute (default `id`).
@@ -71,8 +80,8 @@ impl MessageMarker {
         self
     }
 
-    /// The marker item for `message_id`.
-    pub fn marker_item(&self, message_id: &str, now: SystemTime) -> Item {
+    /// The marker item for `message_id`, written at `now_ms` (epoch milliseconds).
+    pub fn marker_item(&self, message_id: &str, now_ms: i64) -> Item {
         let mut item = Item::from([
             (
                 self.key_attribute.clone(),
@@ -84,7 +93,7 @@ impl MessageMarker {
             ),
             (
                 self.ttl_attribute.clone(),
-                AttributeValue::N((epoch_seconds(now) + self.ttl.as_secs()).to_string()),
+                AttributeValue::N((epoch_seconds(now_ms) + self.ttl.as_secs()).to_string()),
             ),
         ]);
         if let Some((name, value)) = &self.sort_key {
@@ -97,11 +106,11 @@ impl MessageMarker {
     pub fn marker_action(
         &self,
         message_id: &str,
-        now: SystemTime,
+        now_ms: i64,
     ) -> Result<TransactWriteItem, IdempotencyError> {
         let put = Put::builder()
             .table_name(&self.table)
-            .set_item(Some(self.marker_item(message_id, now)))
+            .set_item(Some(self.marker_item(message_id, now_ms)))
             .condition_expression("attribute_not_exists(#key)")
             .expression_attribute_names("#key", &self.key_attribute)
             .build()
@@ -128,7 +137,7 @@ impl MessageMarker {
             )));
         }
         let mut actions = Vec::with_capacity(writes.len() + 1);
-        actions.push(self.marker_action(message_id, SystemTime::now())?);
+        actions.push(self.marker_action(message_id, self.clock.now_ms())?);
         actions.extend(writes);
         let described: Vec<String> = actions
             .iter()
@@ -247,7 +256,7 @@ mod tests {
 
     #[test]
     fn the_marker_follows_the_orders_table_contract() {
-        let now = SystemTime::UNIX_EPOCH + Duration::from_secs(1_000);
+        let now = 1_000_000;
         let item = marker().marker_item("abc", now);
         assert_eq!(item.get("id"), Some(&AttributeValue::S("MSG#abc".into())));
         assert_eq!(

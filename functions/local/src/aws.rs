@@ -48,9 +48,7 @@ pub async fn sdk_config(endpoint: Option<&str>) -> SdkConfig {
 impl Clients {
     /// A sink reaching every kind of destination through these clients.
     pub fn sink(&self) -> outbox::sink::AwsSink {
-        outbox::sink::AwsSink::new(self.sqs.clone())
-            .with_sns(self.sns.clone())
-            .with_eventbridge(self.eventbridge.clone())
+        outbox::sink::AwsSink::new(self.sqs.clone(), self.sns.clone(), self.eventbridge.clone())
     }
 
     /// Builds every client once from `config`.

@@ -16,5 +16,4 @@ pub mod aws;
 pub mod counter;
 pub mod demo;
 pub mod deployment;
-pub mod ops;
 pub mod provision;

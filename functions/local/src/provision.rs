@@ -9,7 +9,7 @@ use aws_sdk_dynamodb::types::{
 };
 use aws_sdk_sqs::types::QueueAttributeName;
 use aws_smithy_types::error::display::DisplayErrorContext;
-use outbox::schema::{EXPIRES_AT, PK, SK, SWEEP_DUE_AT, SWEEP_INDEX, SWEEP_SHARD};
+use outbox::schema::{ScalarType, TABLE};
 
 /// Provisioning failed.
 #[derive(Debug, thiserror::Error)]
@@ -50,9 +50,9 @@ pub async fn create_outbox_table(
     table: &str,
 ) -> Result<String, ProvisionError> {
     let index = GlobalSecondaryIndex::builder()
-        .index_name(SWEEP_INDEX)
-        .key_schema(key(SWEEP_SHARD, KeyType::Hash)?)
-        .key_schema(key(SWEEP_DUE_AT, KeyType::Range)?)
+        .index_name(TABLE.sweep_index)
+        .key_schema(key(TABLE.sweep_index_partition_key, KeyType::Hash)?)
+        .key_schema(key(TABLE.sweep_index_sort_key, KeyType::Range)?)
         .projection(
             Projection::builder()
                 .projection_type(ProjectionType::KeysOnly)
@@ -64,12 +64,18 @@ pub async fn create_outbox_table(
         .create_table()
         .table_name(table)
         .billing_mode(BillingMode::PayPerRequest)
-        .key_schema(key(PK, KeyType::Hash)?)
-        .key_schema(key(SK, KeyType::Range)?)
-        .attribute_definitions(attr(PK, ScalarAttributeType::S)?)
-        .attribute_definitions(attr(SK, ScalarAttributeType::S)?)
-        .attribute_definitions(attr(SWEEP_SHARD, ScalarAttributeType::S)?)
-        .attribute_definitions(attr(SWEEP_DUE_AT, ScalarAttributeType::N)?)
+        .key_schema(key(TABLE.partition_key, KeyType::Hash)?)
+        .key_schema(key(TABLE.sort_key, KeyType::Range)?)
+        .set_attribute_definitions(Some(
+            TABLE
+                .key_attributes()
+                .into_iter()
+                .map(|(name, kind)| match kind {
+                    ScalarType::S => attr(name, ScalarAttributeType::S),
+                    ScalarType::N => attr(name, ScalarAttributeType::N),
+                })
+                .collect::<Result<Vec<_>, _>>()?,
+        ))
         .global_secondary_indexes(index)
         .stream_specification(
             StreamSpecification::builder()
@@ -102,7 +108,7 @@ pub async fn enable_ttl(
         .time_to_live_specification(
             TimeToLiveSpecification::builder()
                 .enabled(true)
-                .attribute_name(EXPIRES_AT)
+                .attribute_name(TABLE.ttl_attribute)
                 .build()
                 .map_err(|e| perr("TTL specification")(&e))?,
         )

@@ -1,0 +1,78 @@
+//! The destinations adapter: SQS, SNS or EventBridge by the destination's kind, with
+//! every client built once from one configuration, so that every kind of destination
+//! a route can name is reachable.
+
+use crate::batch::send;
+use crate::eventbridge::Bus;
+use crate::sns::Topic;
+use crate::sqs::Queue;
+use aws_types::SdkConfig;
+use outbox_core::failure::Failure;
+use outbox_core::message::OutboundMessage;
+use outbox_core::ports::{EntryResult, MessageSink};
+use outbox_core::route::Destination;
+
+/// Sends to whichever service a destination names.
+#[derive(Debug, Clone)]
+pub struct AwsSink {
+    sqs: aws_sdk_sqs::Client,
+    sns: aws_sdk_sns::Client,
+    eventbridge: aws_sdk_eventbridge::Client,
+}
+
+impl AwsSink {
+    /// A sink with a client for every kind of destination, from one configuration.
+    pub fn from_conf(config: &SdkConfig) -> Self {
+        AwsSink::new(
+            aws_sdk_sqs::Client::new(config),
+            aws_sdk_sns::Client::new(config),
+            aws_sdk_eventbridge::Client::new(config),
+        )
+    }
+
+    /// A sink over clients built elsewhere (with interceptors, say).
+    pub fn new(
+        sqs: aws_sdk_sqs::Client,
+        sns: aws_sdk_sns::Client,
+        eventbridge: aws_sdk_eventbridge::Client,
+    ) -> Self {
+        AwsSink {
+            sqs,
+            sns,
+            eventbridge,
+        }
+    }
+}
+
+impl MessageSink for AwsSink {
+    async fn send_batch(
+        &self,
+        destination: &Destination,
+        messages: &[&OutboundMessage],
+    ) -> Result<Vec<EntryResult>, Failure> {
+        match destination {
+            Destination::Sqs { url, .. } => {
+                let queue = Queue {
+                    client: &self.sqs,
+                    url,
+                };
+                send(&queue, messages).await
+            }
+            Destination::Sns { arn } => {
+                let topic = Topic {
+                    client: &self.sns,
+                    arn,
+                };
+                send(&topic, messages).await
+            }
+            Destination::EventBridge { bus, source } => {
+                let bus = Bus {
+                    client: &self.eventbridge,
+                    bus,
+                    source,
+                };
+                send(&bus, messages).await
+            }
+        }
+    }
+}

@@ -1,0 +1,206 @@
+//! The narrow capabilities the publish and sweep logic need, in decoded types: one
+//! trait per capability. The AWS adapters implement them (`dynamodb-outbox`); unit
+//! tests of the logic use the in-memory fakes of `fakes` (feature `test-fakes`).
+
+use crate::failure::Failure;
+use crate::message::OutboundMessage;
+use crate::route::Destination;
+use crate::schema::{ItemKey, LAST_ERROR, OutboxMessage, Undecodable, decode, string_attr};
+use std::future::Future;
+
+/// The answer for one entry of a batch: sent, or why not (a [`Failure`] of kind
+/// `Transient` or `Permanent`).
+pub type EntryResult = Result<(), Failure>;
+
+/// Publishes batches of messages to destinations.
+pub trait MessageSink: Send + Sync {
+    /// Sends up to the destination's batch limit of messages in one call and returns
+    /// one result per entry, in order; `Err` when the whole call failed.
+    fn send_batch(
+        &self,
+        destination: &Destination,
+        messages: &[&OutboundMessage],
+    ) -> impl Future<Output = Result<Vec<EntryResult>, Failure>> + Send;
+}
+
+/// The outcome of a conditional state change.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MarkOutcome {
+    /// The item was `PENDING` and is now in the new state.
+    Marked,
+    /// The item was no longer `PENDING`: someone else finished it. Not an error.
+    AlreadyFinished,
+}
+
+/// Conditional state changes on outbox items. An error leaves the item `PENDING`,
+/// which the sweeper recovers.
+pub trait OutboxStore: Send + Sync {
+    /// `PENDING` → `SENT`: sets `SentAt` and the TTL, removes the sweeper index keys.
+    fn mark_sent(
+        &self,
+        key: &ItemKey,
+        sent_at_ms: i64,
+        expires_at_s: i64,
+    ) -> impl Future<Output = Result<MarkOutcome, Failure>> + Send;
+
+    /// Puts a `PENDING` item that lacks the sweeper index keys (a minimal producer's)
+    /// into the index, due at `due_ms`, so the sweeper finishes it when the stream
+    /// path cannot. Conditional: an indexed or finished item is left as it is.
+    fn adopt_unindexed(
+        &self,
+        key: &ItemKey,
+        shard: &str,
+        due_ms: i64,
+    ) -> impl Future<Output = Result<MarkOutcome, Failure>> + Send {
+        let _ = (key, shard, due_ms);
+        std::future::ready(Ok(MarkOutcome::AlreadyFinished))
+    }
+
+    /// `PENDING` → `FAILED`: sets `LastError`, removes the sweeper index keys.
+    fn mark_failed(
+        &self,
+        key: &ItemKey,
+        reason: &str,
+        failed_at_ms: i64,
+    ) -> impl Future<Output = Result<MarkOutcome, Failure>> + Send;
+}
+
+/// Where a paginated read stopped, opaque to the logic: hand it back to continue.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PageToken(String);
+
+impl PageToken {
+    /// A token from the adapter's own encoding of its position.
+    pub fn new(text: impl Into<String>) -> Self {
+        PageToken(text.into())
+    }
+
+    /// The adapter's encoding.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// An item in the sweeper index whose due time has passed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DueKey {
+    /// Its primary key.
+    pub key: ItemKey,
+    /// Its `SweepDueAt` as read: the claim is conditional on it being unchanged.
+    pub due_at_ms: i64,
+}
+
+/// One page of a sweeper index query.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DuePage {
+    /// Due items, earliest first.
+    pub keys: Vec<DueKey>,
+    /// Where to continue, when there is more.
+    pub next: Option<PageToken>,
+    /// Index items the query read (its `ScannedCount`): what the query is billed for.
+    pub scanned: u64,
+}
+
+/// An outbox item written without the sweeper index attributes (a minimal producer).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UnindexedItem {
+    /// Its primary key.
+    pub key: ItemKey,
+    /// Its `CreatedAt`, when the producer wrote one.
+    pub created_at_ms: Option<i64>,
+}
+
+/// One page of a scan for pending items outside the sweeper index.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ScanPage {
+    /// Pending items without index attributes.
+    pub items: Vec<UnindexedItem>,
+    /// Where to continue, when there is more.
+    pub next: Option<PageToken>,
+    /// Table items the scan read (its `ScannedCount`), matching or not.
+    pub scanned: u64,
+}
+
+/// An item the sweeper claimed, decoded.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClaimedItem {
+    /// Its primary key.
+    pub key: ItemKey,
+    /// Why its previous attempt failed, if one did.
+    pub last_error: Option<String>,
+    /// The message (with `RetryCount` already incremented by the claim), or what is
+    /// needed to dead-letter an item that is not one.
+    pub message: Result<OutboxMessage, Undecodable>,
+}
+
+impl ClaimedItem {
+    /// Decodes the item a claim returned.
+    pub fn decode(key: ItemKey, item: serde_dynamo::Item) -> Self {
+        ClaimedItem {
+            last_error: string_attr(&item, LAST_ERROR).map(str::to_owned),
+            message: decode(&item, Some(&key)),
+            key,
+        }
+    }
+}
+
+/// The result of a sweeper claim.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Claim {
+    /// The item was still `PENDING` and unchanged: it is ours until the new due time.
+    Claimed(Box<ClaimedItem>),
+    /// Someone else finished or claimed it since the index was read. Not an error.
+    Lost,
+}
+
+/// What the sweeper needs from the table, beyond the publish path's state changes.
+pub trait SweepStore: Send + Sync {
+    /// Keys in index shard `shard` due at or before `due_by_ms`, earliest first, at
+    /// most `limit` of them.
+    fn due_page(
+        &self,
+        shard: &str,
+        due_by_ms: i64,
+        limit: i32,
+        start: Option<PageToken>,
+    ) -> impl Future<Output = Result<DuePage, Failure>> + Send;
+
+    /// Claims an item for one attempt: only if it is still `PENDING` with `SweepDueAt`
+    /// = `seen_due_ms`, increments `RetryCount` and sets `SweepDueAt` to
+    /// `lease_until_ms`, returning the whole new item.
+    fn claim(
+        &self,
+        key: &ItemKey,
+        seen_due_ms: i64,
+        lease_until_ms: i64,
+    ) -> impl Future<Output = Result<Claim, Failure>> + Send;
+
+    /// After a failed attempt: records `LastError` and the next due time, only if the
+    /// item is still `PENDING` under our claim (`SweepDueAt` = `claimed_due_ms`).
+    fn reschedule(
+        &self,
+        key: &ItemKey,
+        claimed_due_ms: i64,
+        next_due_ms: i64,
+        reason: &str,
+    ) -> impl Future<Output = Result<MarkOutcome, Failure>> + Send;
+
+    /// One page of segment `segment` of `segments` of a parallel scan for `PENDING`
+    /// outbox items without index attributes; `limit` bounds the items read.
+    fn unindexed_page(
+        &self,
+        segment: u32,
+        segments: u32,
+        limit: i32,
+        start: Option<PageToken>,
+    ) -> impl Future<Output = Result<ScanPage, Failure>> + Send;
+
+    /// Puts an unindexed item into the sweeper index, only if it is still `PENDING`
+    /// and still without index attributes.
+    fn adopt(
+        &self,
+        key: &ItemKey,
+        shard: &str,
+        due_ms: i64,
+    ) -> impl Future<Output = Result<MarkOutcome, Failure>> + Send;
+}

@@ -1,0 +1,140 @@
+//! The producer's pure half: the messages an application hands over, the outbox
+//! items they become, and DynamoDB's transaction limits. The DynamoDB adapter
+//! (`OutboxWriter` in `dynamodb-outbox`) writes them.
+
+use crate::schema::{OutboxItem, PENDING_MESSAGE, Status, sweep_shard};
+use std::fmt;
+use std::time::Duration;
+
+/// Most actions in one `TransactWriteItems`.
+pub const MAX_TRANSACTION_ACTIONS: usize = 100;
+/// Largest aggregate size of the items in one transaction.
+pub const MAX_TRANSACTION_BYTES: usize = 4 * 1024 * 1024;
+/// Largest DynamoDB item.
+pub const MAX_ITEM_BYTES: usize = 400 * 1024;
+
+/// A message the application wants announced once its write commits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct NewMessage {
+    /// The aggregate it belongs to: becomes `PK`, the FIFO group and the order key.
+    pub aggregate: String,
+    /// Logical topic; configuration routes it to a destination.
+    pub topic: String,
+    /// Body (JSON text).
+    pub payload: String,
+    /// Event name in the sort key (`MESSAGE#<EVENT>#<id>`); defaults to the topic.
+    pub event_type: Option<String>,
+    /// Optional per-aggregate sequence number for consumers that need strict order.
+    pub sequence: Option<u64>,
+}
+
+impl NewMessage {
+    /// A message for `aggregate` on `topic`.
+    pub fn new(
+        aggregate: impl Into<String>,
+        topic: impl Into<String>,
+        payload: impl Into<String>,
+    ) -> Self {
+        NewMessage {
+            aggregate: aggregate.into(),
+            topic: topic.into(),
+            payload: payload.into(),
+            event_type: None,
+            sequence: None,
+        }
+    }
+
+    /// Sets the event name used in the sort key.
+    pub fn event_type(mut self, event: impl Into<String>) -> Self {
+        self.event_type = Some(event.into());
+        self
+    }
+
+    /// Sets a per-aggregate sequence number.
+    pub fn sequence(mut self, sequence: u64) -> Self {
+        self.sequence = Some(sequence);
+        self
+    }
+
+    /// Why the message cannot be written, if it cannot.
+    pub fn invalid(&self) -> Option<&'static str> {
+        if self.aggregate.is_empty() {
+            Some("aggregate is empty")
+        } else if self.topic.trim().is_empty() {
+            Some("topic is empty")
+        } else {
+            None
+        }
+    }
+
+    /// The outbox item for this message: every attribute of the schema, `PENDING`,
+    /// in the sweeper index and due `sweep_grace` after `now_ms`.
+    pub fn outbox_item(&self, message_id: &str, now_ms: i64, sweep_grace: Duration) -> OutboxItem {
+        let event = self.event_type.as_deref().unwrap_or(&self.topic);
+        let grace_ms = i64::try_from(sweep_grace.as_millis()).unwrap_or(i64::MAX);
+        OutboxItem {
+            pk: Some(self.aggregate.clone()),
+            sk: Some(format!("MESSAGE#{event}#{message_id}")),
+            item_type: Some(PENDING_MESSAGE.to_owned()),
+            topic: Some(self.topic.clone()),
+            payload: Some(self.payload.clone()),
+            status: Some(Status::Pending.as_str().to_owned()),
+            retry_count: Some(0),
+            message_id: Some(message_id.to_owned()),
+            created_at: Some(now_ms),
+            sequence: self.sequence,
+            sweep_shard: Some(sweep_shard(&self.aggregate)),
+            sweep_due_at: Some(now_ms.saturating_add(grace_ms)),
+            ..OutboxItem::default()
+        }
+    }
+}
+
+/// One action of a transaction that AWS cancelled, and why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CancelledAction {
+    /// Position in the transaction (0-based, application actions first).
+    pub index: usize,
+    /// What the action was.
+    pub action: String,
+    /// AWS's reason code, e.g. `ConditionalCheckFailed`.
+    pub code: String,
+    /// AWS's message, if any.
+    pub message: Option<String>,
+}
+
+impl fmt::Display for CancelledAction {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "action {} ({}): {}", self.index, self.action, self.code)?;
+        if let Some(m) = &self.message {
+            write!(f, " — {m}")?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_new_message_becomes_a_pending_indexed_item_due_after_the_grace() {
+        let m = NewMessage::new("USER#1", "orders", "{}")
+            .event_type("CREATED")
+            .sequence(4);
+        let item = m.outbox_item("0190-id", 1_000, Duration::from_secs(60));
+        assert_eq!(item.sk.as_deref(), Some("MESSAGE#CREATED#0190-id"));
+        assert_eq!(item.item_type.as_deref(), Some("PENDING_MESSAGE"));
+        assert_eq!(item.status(), Some(Status::Pending));
+        assert_eq!(
+            (item.created_at, item.sweep_due_at),
+            (Some(1_000), Some(61_000))
+        );
+        assert_eq!(item.sweep_shard, Some(sweep_shard("USER#1")));
+        assert_eq!((item.retry_count, item.sequence), (Some(0), Some(4)));
+        assert_eq!(
+            NewMessage::new("A", " ", "{}").invalid(),
+            Some("topic is empty")
+        );
+    }
+}

@@ -1,0 +1,132 @@
+//! Sending what the plan says, round by round, and the dead-letter copies of poison;
+//! every answer is judged by [`crate::policy`].
+
+use super::plan::{Entry, Round, chunk_by_limits, dead_letter_message};
+use super::{Outcome, Poison, Progress, Publisher, Work, WorkItem, poison_of};
+use crate::message::OutboundMessage;
+use crate::policy::{
+    CallVerdict, DeadLetterVerdict, EntryVerdict, judge_call, judge_dead_letter, judge_entry,
+    judge_single,
+};
+use crate::ports::{EntryResult, MessageSink, OutboxStore};
+use crate::route::Destination;
+
+impl<K: MessageSink, S: OutboxStore> Publisher<K, S> {
+    /// Sends the calls of one round concurrently, holding back entries of aggregates
+    /// that already failed in this batch, and records each entry's verdict.
+    pub(super) async fn dispatch_round(
+        &self,
+        destinations: &[Destination],
+        round: &Round,
+        items: &[WorkItem],
+        progress: &mut Progress,
+    ) {
+        let mut calls = Vec::with_capacity(round.len());
+        for (&d, call) in round {
+            let (blocked, live): (Vec<&Entry>, Vec<&Entry>) = call
+                .entries
+                .iter()
+                .partition(|e| progress.failed_aggregates.contains(&e.aggregate));
+            for e in blocked {
+                progress.outcomes[e.index] = Some(Outcome::Blocked);
+            }
+            if !live.is_empty() {
+                calls.push(self.send_call(&destinations[d], live));
+            }
+        }
+        for results in futures::future::join_all(calls).await {
+            for (entry, result) in results {
+                match judge_entry(result) {
+                    EntryVerdict::Sent => progress.sent.push(entry.index),
+                    EntryVerdict::Poison { reason } => match &items[entry.index].work {
+                        Work::Publish(msg) => {
+                            progress.poison.push((entry.index, poison_of(msg, reason)));
+                        }
+                        Work::Poison(_) => {
+                            progress.outcomes[entry.index] = Some(Outcome::Retry { reason });
+                        }
+                    },
+                    EntryVerdict::Retry { reason } => {
+                        progress.failed_aggregates.insert(entry.aggregate.clone());
+                        progress.outcomes[entry.index] = Some(Outcome::Retry { reason });
+                    }
+                }
+            }
+        }
+    }
+
+    /// Sends one call and pairs each entry with its result.
+    async fn send_call<'e>(
+        &self,
+        dest: &Destination,
+        entries: Vec<&'e Entry>,
+    ) -> Vec<(&'e Entry, EntryResult)> {
+        let messages: Vec<&OutboundMessage> = entries.iter().map(|e| &e.message).collect();
+        let results = self.send_resilient(dest, &messages).await;
+        entries.into_iter().zip(results).collect()
+    }
+
+    /// Sends one call and returns one result per message. When the service refuses
+    /// the whole call for its content, the messages are sent one by one, so the one
+    /// to blame is found (and refused for good) and the others go out.
+    async fn send_resilient(
+        &self,
+        dest: &Destination,
+        messages: &[&OutboundMessage],
+    ) -> Vec<EntryResult> {
+        let answer = self.sink.send_batch(dest, messages).await;
+        match judge_call(answer, dest, messages.len()) {
+            CallVerdict::Answered(results) => results,
+            CallVerdict::OneByOne => {
+                tracing::warn!(destination = %dest, "call refused for its content; sending its messages one by one");
+                let mut out = Vec::with_capacity(messages.len());
+                for m in messages {
+                    let answer = self.sink.send_batch(dest, &[*m]).await;
+                    out.push(judge_single(answer, dest));
+                }
+                out
+            }
+            CallVerdict::Every(failure) => {
+                tracing::warn!(destination = %dest, error = %failure, entries = messages.len(), "send failed");
+                vec![Err(failure); messages.len()]
+            }
+        }
+    }
+
+    /// Copies poison to the dead-letter queue, then marks it `FAILED`. The copy comes
+    /// first: a crash between the two leaves the item `PENDING` (found again), never
+    /// `FAILED` without its copy.
+    pub(super) async fn dead_letter(
+        &self,
+        poison: Vec<(usize, Poison)>,
+        now_ms: i64,
+    ) -> Vec<(usize, Outcome)> {
+        if poison.is_empty() {
+            return Vec::new();
+        }
+        let dlq = &self.config.dead_letter;
+        let mut out = Vec::with_capacity(poison.len());
+        let mut to_fail: Vec<(usize, Poison)> = Vec::new();
+        for chunk in chunk_by_limits(dlq, &poison, |(_, p)| dead_letter_message(p, dlq)) {
+            let (members, messages): (Vec<&(usize, Poison)>, Vec<OutboundMessage>) =
+                chunk.into_iter().unzip();
+            let refs: Vec<&OutboundMessage> = messages.iter().collect();
+            let results = self.send_resilient(dlq, &refs).await;
+            for ((index, p), result) in members.into_iter().zip(results) {
+                match judge_dead_letter(result, &p.reason) {
+                    DeadLetterVerdict::MarkFailed { reason } => {
+                        let mut p = p.clone();
+                        p.reason = reason;
+                        to_fail.push((*index, p));
+                    }
+                    DeadLetterVerdict::Retry(outcome) => {
+                        tracing::error!(?outcome, "could not dead-letter poison; will retry");
+                        out.push((*index, outcome));
+                    }
+                }
+            }
+        }
+        out.extend(self.mark_all_failed(to_fail, now_ms).await);
+        out
+    }
+}

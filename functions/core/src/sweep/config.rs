@@ -1,0 +1,209 @@
+//! The sweeper's configuration: the publisher's, plus retry policy, scan mode and
+//! the bounds of one sweep.
+
+use crate::config::{ConfigError, PublisherConfig, parse_or};
+use std::time::Duration;
+
+/// Names of the sweeper's variables (the publisher's are read too).
+pub mod vars {
+    /// Sweeper attempts before a message is given up on.
+    pub const MAX_ATTEMPTS: &str = "OUTBOX_MAX_ATTEMPTS";
+    /// Seconds after its write before an adopted item is due (scan mode).
+    pub const GRACE_SECONDS: &str = "OUTBOX_SWEEP_GRACE_SECONDS";
+    /// `on` to adopt items written without index attributes.
+    pub const SCAN_MODE: &str = "OUTBOX_SWEEP_SCAN_MODE";
+    /// First retry delay, seconds.
+    pub const BASE_BACKOFF_SECONDS: &str = "OUTBOX_SWEEP_BASE_BACKOFF_SECONDS";
+    /// Longest retry delay, seconds.
+    pub const MAX_BACKOFF_SECONDS: &str = "OUTBOX_SWEEP_MAX_BACKOFF_SECONDS";
+}
+
+/// Whether the sweeper also scans for items without index attributes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ScanMode {
+    /// Only the index (every producer using this library's API).
+    #[default]
+    Off,
+    /// Also adopt items from minimal producers, with a bounded scan per run.
+    On,
+}
+
+/// Bounds on one sweep, so that one invocation's work stays predictable.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SweepLimits {
+    /// Most due items taken in one sweep; the rest wait for the next.
+    pub max_items: usize,
+    /// Items claimed and published together (one `Publisher::process` call).
+    pub chunk: usize,
+    /// Index query page size.
+    pub page_size: i32,
+    /// Claims in flight at once.
+    pub concurrency: usize,
+    /// Parallel scan segments (scan mode).
+    pub scan_segments: u32,
+    /// Items each segment reads per page (scan mode).
+    pub scan_page_size: i32,
+    /// Pages each segment reads per sweep (scan mode); the next sweep continues.
+    pub scan_pages_per_segment: u32,
+}
+
+impl Default for SweepLimits {
+    fn default() -> Self {
+        SweepLimits {
+            max_items: 1000,
+            chunk: 100,
+            page_size: 100,
+            concurrency: 16,
+            scan_segments: 4,
+            scan_page_size: 1000,
+            scan_pages_per_segment: 2,
+        }
+    }
+}
+
+/// The sweeper's configuration: the publisher's, plus retry policy and scan mode.
+#[derive(Debug, Clone)]
+pub struct SweeperConfig {
+    /// Routing, dead-letter queue, TTL: shared with the stream publisher.
+    pub publisher: PublisherConfig,
+    /// Attempts before giving up (`OUTBOX_MAX_ATTEMPTS`, default 8).
+    pub max_attempts: u32,
+    /// Grace before an adopted item is due (`OUTBOX_SWEEP_GRACE_SECONDS`, default 60).
+    pub grace: Duration,
+    /// Scan for unindexed items (`OUTBOX_SWEEP_SCAN_MODE`, default off).
+    pub scan_mode: ScanMode,
+    /// First retry delay (default 30 s).
+    pub base_backoff: Duration,
+    /// Longest retry delay (default 15 min).
+    pub max_backoff: Duration,
+    /// Bounds per sweep.
+    pub limits: SweepLimits,
+}
+
+impl SweeperConfig {
+    /// Defaults around a publisher configuration.
+    pub fn new(publisher: PublisherConfig) -> Self {
+        SweeperConfig {
+            publisher,
+            max_attempts: 8,
+            grace: Duration::from_secs(60),
+            scan_mode: ScanMode::Off,
+            base_backoff: Duration::from_secs(30),
+            max_backoff: Duration::from_secs(900),
+            limits: SweepLimits::default(),
+        }
+    }
+
+    /// Reads the configuration from the process environment.
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    /// Reads the configuration through `lookup` (a map in tests).
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let publisher = PublisherConfig::from_lookup(&lookup)?;
+        let max_attempts = parse_or(&lookup, vars::MAX_ATTEMPTS, 8u32, |n| {
+            (1..=100)
+                .contains(n)
+                .then_some(())
+                .ok_or("must be between 1 and 100 attempts")
+        })?;
+        let grace = parse_or(&lookup, vars::GRACE_SECONDS, 60u64, |s| {
+            (*s <= 86_400)
+                .then_some(())
+                .ok_or("must be at most 86400 seconds (stream records live 24 hours)")
+        })?;
+        let base = parse_or(&lookup, vars::BASE_BACKOFF_SECONDS, 30u64, |s| {
+            (1..=86_400)
+                .contains(s)
+                .then_some(())
+                .ok_or("must be between 1 and 86400 seconds")
+        })?;
+        let max = parse_or(&lookup, vars::MAX_BACKOFF_SECONDS, 900u64, |s| {
+            (1..=86_400)
+                .contains(s)
+                .then_some(())
+                .ok_or("must be between 1 and 86400 seconds")
+        })?;
+        if max < base {
+            return Err(ConfigError::Invalid {
+                name: vars::MAX_BACKOFF_SECONDS,
+                reason: format!(
+                    "`{max}` is below {} (`{base}`): the longest delay cannot be shorter than the first",
+                    vars::BASE_BACKOFF_SECONDS
+                ),
+            });
+        }
+        let scan_mode = match lookup(vars::SCAN_MODE)
+            .map(|v| v.trim().to_ascii_lowercase())
+            .as_deref()
+        {
+            None | Some("" | "off") => ScanMode::Off,
+            Some("on") => ScanMode::On,
+            Some(other) => {
+                return Err(ConfigError::Invalid {
+                    name: vars::SCAN_MODE,
+                    reason: format!("`{other}` is neither `on` nor `off`"),
+                });
+            }
+        };
+        Ok(SweeperConfig {
+            publisher,
+            max_attempts,
+            grace: Duration::from_secs(grace),
+            scan_mode,
+            base_backoff: Duration::from_secs(base),
+            max_backoff: Duration::from_secs(max),
+            limits: SweepLimits::default(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::test_env::{GOOD, lookup};
+
+    #[test]
+    fn configuration_defaults_follow_the_contract() {
+        let cfg = SweeperConfig::from_lookup(lookup(GOOD)).expect("valid");
+        assert_eq!(cfg.max_attempts, 8);
+        assert_eq!(cfg.grace, Duration::from_secs(60));
+        assert_eq!(cfg.scan_mode, ScanMode::Off);
+        assert_eq!(cfg.publisher.table_name, "outbox");
+    }
+
+    #[test]
+    fn configuration_reads_and_checks_every_sweeper_variable() {
+        let mut vars = GOOD.to_vec();
+        vars.extend([
+            ("OUTBOX_MAX_ATTEMPTS", "3"),
+            ("OUTBOX_SWEEP_GRACE_SECONDS", "0"),
+            ("OUTBOX_SWEEP_SCAN_MODE", "ON"),
+            ("OUTBOX_SWEEP_BASE_BACKOFF_SECONDS", "2"),
+            ("OUTBOX_SWEEP_MAX_BACKOFF_SECONDS", "20"),
+        ]);
+        let cfg = SweeperConfig::from_lookup(lookup(&vars)).expect("valid");
+        assert_eq!(cfg.max_attempts, 3);
+        assert_eq!(cfg.grace, Duration::ZERO);
+        assert_eq!(cfg.scan_mode, ScanMode::On);
+        assert_eq!(cfg.base_backoff, Duration::from_secs(2));
+        assert_eq!(cfg.max_backoff, Duration::from_secs(20));
+
+        for (name, bad) in [
+            ("OUTBOX_MAX_ATTEMPTS", "0"),
+            ("OUTBOX_MAX_ATTEMPTS", "many"),
+            ("OUTBOX_SWEEP_SCAN_MODE", "sometimes"),
+            ("OUTBOX_SWEEP_MAX_BACKOFF_SECONDS", "1"),
+        ] {
+            let mut vars = GOOD.to_vec();
+            vars.push(("OUTBOX_SWEEP_BASE_BACKOFF_SECONDS", "5"));
+            vars.push((name, bad));
+            let err = SweeperConfig::from_lookup(lookup(&vars)).expect_err(bad);
+            assert!(err.to_string().contains(name), "{err}");
+        }
+        // The publisher's own checks still apply.
+        let err = SweeperConfig::from_lookup(lookup(&GOOD[1..])).expect_err("no table");
+        assert!(err.to_string().contains("OUTBOX_TABLE_NAME"), "{err}");
+    }
+}

@@ -1,0 +1,157 @@
+//! The sweeper: recovers `PENDING` messages the stream path did not finish — a crash
+//! between publish and mark, a destination that was down, a record that aged out of
+//! the stream.
+//!
+//! It costs almost nothing when nothing is stuck: pending items carry `SweepShard`
+//! and `SweepDueAt`, which put them in the sparse index `OutboxSweepIndex`; `SENT` and
+//! `FAILED` items do not. A sweep queries each of the 16 shards for items due by now
+//! (`KEYS_ONLY`), so with nothing stuck it reads 16 empty index partitions and no
+//! table item, whatever the size of the table.
+//!
+//! For each due key the sweeper *claims* the item with one conditional update (still
+//! `PENDING`, `SweepDueAt` unchanged since the query) that increments `RetryCount`,
+//! moves `SweepDueAt` past the end of this invocation (a lease: a concurrent sweeper
+//! will not take it) and returns the whole item. It then publishes through the same
+//! [`Publisher::process`] as the stream publisher, which marks it `SENT`. A failed
+//! attempt records `LastError` and the next due time, exponential backoff with jitter;
+//! past the attempt limit the item is dead-lettered and marked `FAILED`.
+//!
+//! Minimal producers write no index attributes; [`ScanMode::On`] adopts their items
+//! into the index with a bounded, resumable parallel scan.
+//!
+//! The sweep is split by concern: [`config`] (what the environment says), `run` (the
+//! I/O of one sweep), [`handler`] (one Lambda invocation); every decision it makes is
+//! a plain function in [`crate::policy`].
+
+pub mod config;
+pub mod handler;
+mod run;
+
+pub use crate::policy::{
+    Budget, adopted_due, backoff, exhausted, give_up_reason, jitter_of, work_window,
+};
+pub use config::{ScanMode, SweepLimits, SweeperConfig, vars};
+pub use handler::handle_scheduled_event;
+
+use crate::ports::{MessageSink, OutboxStore, PageToken, SweepStore};
+use crate::publish::Publisher;
+use serde::Serialize;
+use std::sync::Mutex;
+
+/// What one sweep did, for logs, metrics and the Lambda response.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct SweepSummary {
+    /// Due keys read from the index.
+    pub found: usize,
+    /// Items claimed for an attempt.
+    pub claimed: usize,
+    /// Published by this sweep (metric `RecoveredBySweeper`).
+    pub published: usize,
+    /// Of those, marked `SENT` by this sweep (the others were finished concurrently
+    /// by the publisher, or the mark failed and the lease will bring them back).
+    pub marked: usize,
+    /// Dead-lettered and marked `FAILED`.
+    pub failed: usize,
+    /// Attempts that failed and were rescheduled with backoff (metric `SweepRetries`).
+    pub retried: usize,
+    /// Not attempted: finished or claimed by someone else since the query, left for
+    /// the next sweep by the time budget or the per-run bound, or a store error.
+    pub skipped: usize,
+    /// Unindexed items adopted into the index (scan mode).
+    pub adopted: usize,
+    /// Index items read by the queries (their `ScannedCount`).
+    pub index_items_read: u64,
+    /// Table items read by the adoption scan (its `ScannedCount`; 0 with scan mode off).
+    pub scan_items_read: u64,
+    /// Index queries made.
+    pub index_queries: usize,
+    /// Age of the oldest message found due: from its `CreatedAt` when claimed, else
+    /// how long it has been due (a lower bound). Messages waiting out a backoff are
+    /// counted when they come due again.
+    pub oldest_pending_age_ms: Option<i64>,
+}
+
+/// The sweeper with its dependencies.
+#[derive(Debug)]
+pub struct Sweeper<K, S> {
+    /// The publish path (and the store, which also serves the sweep, and the clock).
+    pub publisher: Publisher<K, S>,
+    /// Retry policy, scan mode, bounds.
+    pub config: SweeperConfig,
+    /// Where each scan segment stopped: a warm Lambda continues there next run, so a
+    /// bounded scan still covers a large table over several runs.
+    scan_cursors: Mutex<Vec<Option<PageToken>>>,
+}
+
+/// One sweep's budget, with the instant (on the sweeper's clock) it stops starting
+/// new work.
+#[derive(Debug, Clone, Copy)]
+struct Window {
+    budget: Budget,
+    stop_at_ms: i64,
+}
+
+impl<K, S> Sweeper<K, S> {
+    /// A sweeper around a publish path.
+    pub fn new(publisher: Publisher<K, S>, config: SweeperConfig) -> Self {
+        Sweeper {
+            publisher,
+            config,
+            scan_cursors: Mutex::new(Vec::new()),
+        }
+    }
+
+    fn store(&self) -> &S {
+        &self.publisher.store
+    }
+
+    fn expired(&self, window: &Window) -> bool {
+        crate::policy::expired(window.stop_at_ms, self.publisher.clock.now_ms())
+    }
+}
+
+impl<K: MessageSink, S: OutboxStore + SweepStore> Sweeper<K, S> {
+    /// One sweep: adopt unindexed items (scan mode), find due keys in every shard,
+    /// then claim and publish them chunk by chunk while the budget lasts.
+    pub async fn sweep(&self, budget: Budget) -> SweepSummary {
+        let window = Window {
+            budget,
+            stop_at_ms: budget.stop_at_ms(self.publisher.clock.now_ms()),
+        };
+        let mut summary = SweepSummary::default();
+        if self.config.scan_mode == ScanMode::On {
+            self.adopt_unindexed(&window, &mut summary).await;
+        }
+        let due = self.due_keys(&window, &mut summary).await;
+        let chunk = self.config.limits.chunk.max(1);
+        for (i, keys) in due.chunks(chunk).enumerate() {
+            if self.expired(&window) {
+                summary.skipped += due.len() - i * chunk;
+                tracing::info!(
+                    left = due.len() - i * chunk,
+                    "time budget used up; the next sweep continues"
+                );
+                break;
+            }
+            self.attempt(keys, &window, &mut summary).await;
+        }
+        tracing::info!(
+            found = summary.found,
+            claimed = summary.claimed,
+            published = summary.published,
+            marked = summary.marked,
+            failed = summary.failed,
+            retried = summary.retried,
+            skipped = summary.skipped,
+            adopted = summary.adopted,
+            index_items_read = summary.index_items_read,
+            scan_items_read = summary.scan_items_read,
+            oldest_pending_age_ms = summary.oldest_pending_age_ms.unwrap_or(0),
+            "sweep done"
+        );
+        summary
+    }
+}
+
+#[cfg(test)]
+mod tests;

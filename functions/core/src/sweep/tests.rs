@@ -1,0 +1,228 @@
+//! The sweep against the in-memory fakes: the logic only (the conditional writes
+//! themselves are tested against the emulator).
+
+use super::*;
+use crate::clock::ManualClock;
+use crate::config::PublisherConfig;
+use crate::fakes::{MemoryStore, RecordingSink, Refusals, key, pending_item};
+use crate::message::{ATTR_ERROR, OutboundMessage};
+use crate::policy::millis;
+use crate::ports::DueKey;
+use crate::route::{Destination, Routes};
+use crate::schema::{OutboxItem, Status};
+use std::time::Duration;
+
+const NOW: i64 = 1_000_000;
+
+type TestSweeper = Sweeper<RecordingSink, MemoryStore>;
+
+/// Routes `up` to a queue that works and `down` to one whose calls all fail.
+fn sweeper() -> TestSweeper {
+    let publisher_config = PublisherConfig {
+        table_name: "t".into(),
+        routes: Routes::new(
+            [
+                ("up".to_owned(), Destination::sqs("https://q/up")),
+                ("down".to_owned(), Destination::sqs("https://q/down")),
+            ],
+            None,
+        ),
+        dead_letter: Destination::sqs("https://q/dlq"),
+        ttl_days: 7,
+    };
+    let mut config = SweeperConfig::new(publisher_config.clone());
+    config.max_attempts = 3;
+    let sink = RecordingSink::new(Refusals {
+        down: vec!["down".into()],
+        ..Refusals::default()
+    });
+    let publisher = Publisher::new(sink, MemoryStore::default(), publisher_config)
+        .with_clock(ManualClock::at(NOW));
+    Sweeper::new(publisher, config)
+}
+
+fn put(sw: &TestSweeper, pk: &str, sk: &str, item: OutboxItem) {
+    sw.publisher.store.put(key(pk, sk), item);
+}
+
+fn pending(pk: &str, sk: &str, topic: &str, retry: u32, due: i64, created: i64) -> OutboxItem {
+    pending_item(&key(pk, sk), topic, retry, due, created)
+}
+
+fn get(sw: &TestSweeper, pk: &str, sk: &str) -> OutboxItem {
+    sw.publisher.store.get(&key(pk, sk)).unwrap_or_default()
+}
+
+async fn run(sw: &TestSweeper, window: Duration) -> SweepSummary {
+    sw.sweep(Budget::for_window(NOW, window)).await
+}
+
+fn sent_to(sw: &TestSweeper, dest: &str) -> Vec<OutboundMessage> {
+    sw.publisher.sink.delivered(dest)
+}
+
+#[tokio::test]
+async fn only_due_items_are_taken_and_a_sent_one_is_marked() {
+    let sw = sweeper();
+    put(&sw, "A", "1", pending("A", "1", "up", 0, NOW - 1, 1));
+    put(&sw, "B", "1", pending("B", "1", "up", 0, NOW + 1, 2));
+    let summary = run(&sw, Duration::from_secs(5)).await;
+    assert_eq!(
+        (summary.found, summary.published, summary.marked),
+        (1, 1, 1)
+    );
+    assert_eq!(get(&sw, "A", "1").status(), Some(Status::Sent));
+    assert_eq!(get(&sw, "A", "1").retry_count, Some(1));
+    assert_eq!(get(&sw, "B", "1").retry_count, Some(0));
+    assert_eq!(summary.oldest_pending_age_ms, Some(NOW - 1));
+}
+
+#[tokio::test]
+async fn a_transient_failure_records_the_reason_and_backs_off() {
+    let sw = sweeper();
+    put(&sw, "A", "1", pending("A", "1", "down", 1, NOW, 1));
+    let summary = run(&sw, Duration::from_secs(5)).await;
+    assert_eq!((summary.claimed, summary.retried), (1, 1), "{summary:?}");
+    let item = get(&sw, "A", "1");
+    assert_eq!(
+        (item.status(), item.retry_count),
+        (Some(Status::Pending), Some(2))
+    );
+    assert!(
+        item.last_error
+            .as_deref()
+            .is_some_and(|e| e.contains("Throttled"))
+    );
+    let expected = backoff(
+        2,
+        sw.config.base_backoff,
+        sw.config.max_backoff,
+        jitter_of(&key("A", "1"), 2),
+    );
+    assert_eq!(item.sweep_due_at, Some(NOW + millis(expected)));
+}
+
+#[tokio::test]
+async fn past_the_limit_the_item_is_dead_lettered_with_its_last_error_not_sent() {
+    let sw = sweeper();
+    let mut item = pending("A", "1", "up", 3, NOW, 1);
+    item.last_error = Some("sending to sqs:x failed: Throttled".into());
+    put(&sw, "A", "1", item);
+    let summary = run(&sw, Duration::from_secs(5)).await;
+    assert_eq!((summary.failed, summary.published), (1, 0), "{summary:?}");
+    assert!(sent_to(&sw, "up").is_empty());
+    let dead = sent_to(&sw, "dlq");
+    assert_eq!(dead.len(), 1);
+    assert_eq!(dead[0].body, "payload-1");
+    let reason = "gave up after 3 attempts: sending to sqs:x failed: Throttled";
+    assert!(
+        dead[0]
+            .attributes
+            .iter()
+            .any(|(n, v)| *n == ATTR_ERROR && v.text() == reason)
+    );
+    let stored = get(&sw, "A", "1");
+    assert_eq!(stored.status(), Some(Status::Failed));
+    assert_eq!(stored.last_error.as_deref(), Some(reason));
+    assert_eq!(stored.sweep_due_at, None);
+}
+
+#[tokio::test]
+async fn an_item_that_does_not_decode_is_dead_lettered_with_its_content() {
+    let sw = sweeper();
+    let mut item = pending("A", "1", "up", 0, NOW, 1);
+    item.topic = None;
+    put(&sw, "A", "1", item);
+    let summary = run(&sw, Duration::from_secs(5)).await;
+    assert_eq!(summary.failed, 1, "{summary:?}");
+    let dead = sent_to(&sw, "dlq");
+    assert!(dead[0].body.contains("payload-1"), "{:?}", dead[0].body);
+    let stored = get(&sw, "A", "1");
+    assert!(stored.last_error.is_some_and(|e| e.contains("Topic")));
+}
+
+#[tokio::test]
+async fn a_later_message_waits_behind_a_failed_earlier_one_of_its_aggregate() {
+    let sw = sweeper();
+    put(&sw, "A", "1", pending("A", "1", "down", 0, NOW - 5, 1));
+    put(&sw, "A", "2", pending("A", "2", "up", 0, NOW - 9, 2));
+    let summary = run(&sw, Duration::from_secs(5)).await;
+    assert_eq!((summary.retried, summary.published), (2, 0), "{summary:?}");
+    assert!(
+        sent_to(&sw, "up").is_empty(),
+        "order kept: A/2 not sent before A/1"
+    );
+    let later = get(&sw, "A", "2");
+    assert!(
+        later
+            .last_error
+            .is_some_and(|e| e.contains("earlier message"))
+    );
+}
+
+#[tokio::test]
+async fn an_item_changed_since_the_query_is_skipped() {
+    // A claim with a stale due time is refused, as the conditional update would.
+    let sw = sweeper();
+    put(&sw, "A", "1", pending("A", "1", "up", 0, NOW, 1));
+    let stale = DueKey {
+        key: key("A", "1"),
+        due_at_ms: NOW - 1,
+    };
+    let mut summary = SweepSummary::default();
+    let budget = Budget::for_window(NOW, Duration::from_secs(5));
+    let window = Window {
+        budget,
+        stop_at_ms: budget.stop_at_ms(NOW),
+    };
+    sw.attempt(&[stale], &window, &mut summary).await;
+    assert_eq!((summary.claimed, summary.skipped), (0, 1));
+    assert_eq!(get(&sw, "A", "1").retry_count, Some(0));
+}
+
+#[tokio::test]
+async fn an_exhausted_budget_leaves_due_items_for_the_next_sweep() {
+    let sw = sweeper();
+    put(&sw, "A", "1", pending("A", "1", "up", 0, NOW, 1));
+    let summary = run(&sw, Duration::ZERO).await;
+    assert_eq!((summary.found, summary.claimed, summary.skipped), (1, 0, 1));
+    assert_eq!(get(&sw, "A", "1").status(), Some(Status::Pending));
+}
+
+#[tokio::test]
+async fn the_invocation_deadline_is_read_against_the_sweepers_clock() {
+    // A minute left on the sweeper's clock: the sweep runs.
+    let sw = sweeper();
+    put(&sw, "A", "1", pending("A", "1", "up", 0, NOW, 1));
+    let deadline = |ms: i64| u64::try_from(ms).unwrap_or(0);
+    let summary = handle_scheduled_event(&sw, deadline(NOW + 60_000)).await;
+    assert_eq!((summary.found, summary.published), (1, 1), "{summary:?}");
+    // Past the deadline on that clock: nothing new is started.
+    put(&sw, "B", "1", pending("B", "1", "up", 0, NOW, 1));
+    let late = handle_scheduled_event(&sw, deadline(NOW - 1_000)).await;
+    assert_eq!(
+        (late.found, late.claimed, late.skipped),
+        (1, 0, 1),
+        "{late:?}"
+    );
+}
+
+#[tokio::test]
+async fn scan_mode_adopts_an_unindexed_item_due_after_the_grace_from_its_write() {
+    let mut sw = sweeper();
+    sw.config.scan_mode = ScanMode::On;
+    for (sk, created) in [("old", 1_000), ("new", NOW - 1_000)] {
+        let mut item = pending("A", sk, "up", 0, NOW, created);
+        item.sweep_shard = None;
+        item.sweep_due_at = None;
+        put(&sw, "A", sk, item);
+    }
+    let summary = run(&sw, Duration::from_secs(5)).await;
+    assert_eq!((summary.adopted, summary.published), (2, 1), "{summary:?}");
+    // Written long ago: due at once, swept in the same run.
+    assert_eq!(get(&sw, "A", "old").status(), Some(Status::Sent));
+    // Written a second ago: due once the grace has passed, for the stream path first.
+    let fresh = get(&sw, "A", "new");
+    assert_eq!(fresh.sweep_due_at, Some(NOW - 1_000 + 60_000));
+    assert_eq!(fresh.status(), Some(Status::Pending));
+}
