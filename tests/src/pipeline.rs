@@ -17,8 +17,8 @@ use aws_sdk_lambda::types::{
     DestinationConfig, Environment, EventSourcePosition, FilterCriteria, FunctionCode,
     FunctionResponseType, OnFailure, Runtime,
 };
-use outbox_local::deployment::Deployment;
-use outbox_local::provision;
+use devkit::deployment::Deployment;
+use devkit::provision;
 use std::path::PathBuf;
 
 /// Which functions run and how their mappings behave.

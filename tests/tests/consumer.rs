@@ -8,6 +8,8 @@
 use aws_lambda_events::event::sqs::{SqsEvent, SqsMessage};
 use aws_sdk_dynamodb::types::{AttributeValue, ConditionCheck, TransactWriteItem, Update};
 use aws_sdk_sqs::types::{MessageAttributeValue, MessageSystemAttributeName, QueueAttributeName};
+use devkit::aws::Clients;
+use devkit::provision::{self, QueuePair};
 use harness::lambda_message;
 use harness::{Item, clients, drain, n, s, sv, unique};
 use orders_consumer::{Config, Deps, OrderResult, handle};
@@ -16,8 +18,6 @@ use outbox_idempotency::{
     BatchReport, Clock, Deadline, Effect, IdempotencyError, IdempotentEffects, ManualClock,
     MessageFailure, MessageMarker, Outcome, PayloadHash, message_key,
 };
-use outbox_local::aws::Clients;
-use outbox_local::provision::{self, QueuePair};
 use serde_json::json;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering};

@@ -5,12 +5,12 @@
 
 use aws_sdk_lambda::primitives::Blob;
 use aws_sdk_sqs::types::MessageSystemAttributeName;
+use devkit::demo::{self, DemoOptions};
+use devkit::deployment::log_records;
 use harness::pipeline::{Faults, Pipeline, PipelineOptions, create_function, lambda_dir};
 use harness::{Outbox, attr, drain, eventually, s, system_attr};
 use outbox::NewMessage;
 use outbox::message::{ATTR_ERROR, ATTR_SEQUENCE};
-use outbox_local::demo::{self, DemoOptions};
-use outbox_local::deployment::log_records;
 use std::collections::BTreeMap;
 use std::time::Duration;
 

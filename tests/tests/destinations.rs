@@ -3,11 +3,11 @@
 //! the test reads.
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
+use devkit::provision;
 use harness::{Outbox, attr, drain, s, unique};
 use outbox::message::{ATTR_AGGREGATE, ATTR_MESSAGE_ID, ATTR_TOPIC};
 use outbox::stream::handle_stream_event;
 use outbox::{NewMessage, Routes};
-use outbox_local::provision;
 
 #[tokio::test]
 async fn messages_routed_to_an_sns_topic_reach_its_subscribers_with_their_attributes() {

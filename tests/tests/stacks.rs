@@ -10,10 +10,10 @@ use aws_sdk_dynamodb::types::{
 };
 use aws_sdk_lambda::types::{Architecture, EventSourcePosition, FunctionResponseType, Runtime};
 use aws_sdk_sqs::types::QueueAttributeName;
+use devkit::aws::Clients;
+use devkit::deployment::Deployment;
 use harness::pipeline::require_ministack;
 use harness::{clients, drain};
-use outbox_local::aws::Clients;
-use outbox_local::deployment::Deployment;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::time::Duration;
@@ -493,7 +493,7 @@ async fn the_labs_orders_flow_through_each_stack_and_copies_are_suppressed() {
         }
         // And every copy was acknowledged: nothing waits on the consumer's queue
         harness::eventually(Duration::from_secs(30), || async {
-            outbox_local::demo::observe::queue_depth(&c, &d.consumer_queue_url)
+            devkit::demo::observe::queue_depth(&c, &d.consumer_queue_url)
                 .await
                 .unwrap()
                 == 0

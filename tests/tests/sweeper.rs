@@ -7,6 +7,7 @@
 //! would be minutes apart run back to back.
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
+use devkit::aws::Clients;
 use harness::{Item, Outbox, attr, bulk_put, clients, drain, endpoint, n, nv, s, sv, unique};
 use outbox::message::{ATTR_ERROR, ATTR_MESSAGE_ID, OutboundMessage};
 use outbox::ports::MessageSink;
@@ -15,7 +16,6 @@ use outbox::schema::{ItemKey, decode_message, derive_message_id, sweep_shard};
 use outbox::stream::handle_stream_event;
 use outbox::sweep::{AwsSweeper, Budget, ScanMode, SweepSummary, SweeperConfig};
 use outbox::{Destination, FromSdkConfig, NewMessage, PublisherConfig, Routes};
-use outbox_local::aws::Clients;
 use outbox_ops::{self as ops, Selection};
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;

@@ -1,6 +1,6 @@
 //! The stream publisher's edge: DynamoDB stream event in, partial batch response
 //! out. Each record is decoded here, at the boundary, into work for the publish path.
-//! The Lambda binary and the local runner call the same function.
+//! The Lambda binary calls it; so do the integration tests, with events read from the stream.
 
 use aws_lambda_events::event::dynamodb::{Event, EventRecord};
 use aws_lambda_events::event::streams::{DynamoDbBatchItemFailure, DynamoDbEventResponse};

@@ -1,6 +1,6 @@
 //! The publisher's handler: one stream batch published, its metrics printed, the
 //! partial batch response returned. The work itself is `outbox::stream`'s, which the
-//! local runner calls too.
+//! integration tests call too.
 
 use aws_lambda_events::event::dynamodb::Event;
 use aws_lambda_events::event::streams::DynamoDbEventResponse;

@@ -36,7 +36,7 @@ impl Budget {
         }
     }
 
-    /// A budget of `window` from now (tests, the local runner).
+    /// A budget of `window` from now (tests, tools).
     pub fn for_window(now_ms: i64, window: Duration) -> Self {
         Budget {
             now_ms,

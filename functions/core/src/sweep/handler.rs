@@ -1,5 +1,5 @@
 //! One sweeper invocation: the budget from the runtime's deadline, then a sweep.
-//! The Lambda binary calls this with the invocation's deadline; the local runner and
+//! The Lambda binary calls this with the invocation's deadline; the tools and
 //! the tests call [`Sweeper::sweep`] with a budget of their own.
 
 use super::{SweepSummary, Sweeper};

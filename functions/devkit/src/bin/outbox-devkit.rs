@@ -3,9 +3,9 @@
 //! `scripts/demo` builds, deploys and then runs `outbox-devkit demo`; see `--help`.
 
 use clap::{Parser, Subcommand};
-use outbox_local::aws::{Clients, sdk_config};
-use outbox_local::demo::{self, DemoOptions};
-use outbox_local::deployment::Deployment;
+use devkit::aws::{Clients, sdk_config};
+use devkit::demo::{self, DemoOptions};
+use devkit::deployment::Deployment;
 use std::process::ExitCode;
 use std::time::Duration;
 
