@@ -14,6 +14,7 @@ use devkit::aws::Clients;
 use devkit::deployment::Deployment;
 use harness::pipeline::require_ministack;
 use harness::{clients, drain};
+use outbox::schema::TABLE;
 use serde_json::Value;
 use std::collections::HashMap;
 use std::time::Duration;
@@ -60,23 +61,28 @@ async fn each_stack_creates_the_table_the_readme_describes() {
             .iter()
             .map(|k| (k.attribute_name(), k.key_type()))
             .collect();
+        // The Rust side declares the table once (`schema::TABLE`); both stacks must
+        // have built exactly that.
         assert_eq!(
             keys,
-            [("PK", &KeyType::Hash), ("SK", &KeyType::Range)],
+            [
+                (TABLE.partition_key, &KeyType::Hash),
+                (TABLE.sort_key, &KeyType::Range)
+            ],
             "{tool}"
         );
         let stream = table.stream_specification().unwrap();
         assert!(stream.stream_enabled(), "{tool}: stream on");
         assert_eq!(
-            stream.stream_view_type(),
-            Some(&StreamViewType::NewImage),
-            "{tool}"
+            stream.stream_view_type() == Some(&StreamViewType::NewImage),
+            TABLE.stream_new_image,
+            "{tool}: the stream's view type"
         );
         assert_eq!(table.latest_stream_arn(), Some(d.stream_arn.as_str()));
         let index = table
             .global_secondary_indexes()
             .iter()
-            .find(|i| i.index_name() == Some("OutboxSweepIndex"))
+            .find(|i| i.index_name() == Some(TABLE.sweep_index))
             .unwrap_or_else(|| panic!("{tool}: the sparse sweeper index"));
         let index_keys: Vec<(&str, &KeyType)> = index
             .key_schema()
@@ -112,7 +118,7 @@ async fn each_stack_creates_the_table_the_readme_describes() {
             eprintln!("cdk: TTL not applied by the emulator's CloudFormation (known gap)");
             continue;
         }
-        assert_eq!(ttl.attribute_name(), Some("ExpiresAt"), "{tool}");
+        assert_eq!(ttl.attribute_name(), Some(TABLE.ttl_attribute), "{tool}");
         assert_eq!(
             ttl.time_to_live_status(),
             Some(&TimeToLiveStatus::Enabled),

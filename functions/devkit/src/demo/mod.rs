@@ -144,7 +144,7 @@ pub async fn run(
             .await
             .map_err(|e| e.to_string())?,
     };
-    let outbox_items = observe::scan_all(clients, &deployment.table).await?;
+    let outbox_items = observe::outbox_items(observe::scan_all(clients, &deployment.table).await?);
     let orders = observe::scan_all(clients, &deployment.orders_table).await?;
     let mut report = verify::verify(&produced, &outbox_items, &orders, &logs);
     report.elapsed = elapsed;

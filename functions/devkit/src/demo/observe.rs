@@ -6,6 +6,7 @@ use crate::aws::Clients;
 use crate::deployment::Deployment;
 use aws_sdk_dynamodb::types::AttributeValue;
 use aws_sdk_sqs::types::QueueAttributeName;
+use outbox::schema::{OutboxItem, PENDING_MESSAGE, Status};
 use std::collections::HashMap;
 
 /// An item as the SDK returns it.
@@ -29,20 +30,33 @@ pub struct Snapshot {
 /// Reads the snapshot.
 pub async fn snapshot(clients: &Clients, deployment: &Deployment) -> Result<Snapshot, String> {
     let mut snap = Snapshot::default();
-    for item in scan_all(clients, &deployment.table).await? {
-        if text(&item, "ItemType").as_deref() != Some("PENDING_MESSAGE") {
-            continue;
-        }
-        match text(&item, "Status").as_deref() {
-            Some("PENDING") => snap.pending += 1,
-            Some("SENT") => snap.sent += 1,
-            Some("FAILED") => snap.failed += 1,
-            _ => {}
+    for item in outbox_items(scan_all(clients, &deployment.table).await?) {
+        match item.status() {
+            Some(Status::Pending) => snap.pending += 1,
+            Some(Status::Sent) => snap.sent += 1,
+            Some(Status::Failed) => snap.failed += 1,
+            None => {}
         }
     }
     snap.stored = scan_all(clients, &deployment.orders_table).await?.len();
     snap.in_queue = queue_depth(clients, &deployment.consumer_queue_url).await?;
     Ok(snap)
+}
+
+/// The outbox items among a table's items, read through the schema's one serde type
+/// (the table also holds the business items). An item that does not decode is kept
+/// with what could be read: a status-less item counts as unfinished.
+pub fn outbox_items(items: Vec<Item>) -> Vec<OutboxItem> {
+    items
+        .into_iter()
+        .map(|item| {
+            OutboxItem::from_item(serde_dynamo::Item::from(item)).unwrap_or_else(|_| OutboxItem {
+                item_type: Some(PENDING_MESSAGE.to_owned()),
+                ..OutboxItem::default()
+            })
+        })
+        .filter(|item| item.item_type.as_deref() == Some(PENDING_MESSAGE))
+        .collect()
 }
 
 /// Every item of a table (consistent reads).

@@ -5,6 +5,7 @@
 use super::observe::{Item, number, text};
 use super::produce::Produced;
 use crate::deployment::{LogLine, emf_sum, log_records};
+use outbox::schema::{OutboxItem, Status};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::time::Duration;
@@ -61,7 +62,7 @@ pub struct FunctionLogs {
 /// Builds the report and checks every guarantee.
 pub fn verify(
     produced: &Produced,
-    outbox_items: &[Item],
+    outbox_items: &[OutboxItem],
     orders: &[Item],
     logs: &FunctionLogs,
 ) -> DemoReport {
@@ -86,31 +87,28 @@ fn order_id(aggregate: &str) -> &str {
     aggregate.strip_prefix("ORDER#").unwrap_or(aggregate)
 }
 
-fn count_outbox(produced: &Produced, items: &[Item], report: &mut DemoReport) {
+fn count_outbox(produced: &Produced, items: &[OutboxItem], report: &mut DemoReport) {
     let mut latencies = Vec::new();
     let mut stuck = Vec::new();
     let mut messages_per_order: BTreeMap<String, usize> = BTreeMap::new();
-    for item in items
-        .iter()
-        .filter(|i| text(i, "ItemType").as_deref() == Some("PENDING_MESSAGE"))
-    {
-        let aggregate = text(item, "PK").unwrap_or_default();
+    for item in items {
+        let aggregate = item.pk.clone().unwrap_or_default();
         *messages_per_order
             .entry(order_id(&aggregate).to_owned())
             .or_default() += 1;
-        match text(item, "Status").as_deref() {
-            Some("SENT") => {
+        match item.status() {
+            Some(Status::Sent) => {
                 report.sent += 1;
                 let committed = produced.committed.get(order_id(&aggregate));
-                if let (Some(c), Some(sent)) = (committed, number(item, "SentAt")) {
+                if let (Some(c), Some(sent)) = (committed, item.sent_at) {
                     latencies.push(sent - c.commit_ms);
                 }
             }
-            Some("FAILED") => report.failed += 1,
+            Some(Status::Failed) => report.failed += 1,
             _ => stuck.push(format!(
                 "{aggregate} (retries {}, last error: {})",
-                number(item, "RetryCount").unwrap_or(0),
-                text(item, "LastError").unwrap_or_else(|| "none".into())
+                item.retry_count.unwrap_or(0),
+                item.last_error.as_deref().unwrap_or("none")
             )),
         }
     }
