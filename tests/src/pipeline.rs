@@ -28,6 +28,8 @@ pub struct PipelineOptions {
     pub stream_mapping: bool,
     /// Map the orders queue to the consumer.
     pub consumer: bool,
+    /// Map the stream mapping's on-failure queue to the recovery function.
+    pub recovery: bool,
     /// `OUTBOX_FAULTS` of the publisher, consumer and sweeper.
     pub faults: Faults,
     /// The stream mapping's batch size.
@@ -57,6 +59,7 @@ impl Default for PipelineOptions {
         PipelineOptions {
             stream_mapping: true,
             consumer: true,
+            recovery: true,
             faults: Faults::default(),
             batch_size: 100,
             retries: 5,
@@ -165,6 +168,18 @@ impl Pipeline {
         let failures_arn = provision::queue_arn(&clients.sqs, &failures)
             .await
             .expect("failure queue arn");
+        let recovery = format!("{prefix}-recovery");
+        create_function(
+            &outbox,
+            &recovery,
+            &dir.join("outbox-recovery"),
+            vec![
+                ("OUTBOX_TABLE_NAME".to_owned(), outbox.table.clone()),
+                ("OUTBOX_DEPLOYMENT".to_owned(), prefix.clone()),
+            ],
+        )
+        .await;
+        map_queue(&outbox, &recovery, &failures_arn, opts.recovery).await;
         let stream_arn = outbox.reader.stream_arn().to_owned();
         map_stream(&outbox, &publisher, &stream_arn, &failures_arn, &opts).await;
         let queue_arn = provision::queue_arn(&clients.sqs, &outbox.queue.url)

@@ -264,3 +264,46 @@ async fn a_publisher_deployed_without_its_table_variable_fails_naming_it() {
     let payload = String::from_utf8_lossy(out.payload().map(|p| p.as_ref()).unwrap_or_default());
     assert!(payload.contains("OUTBOX_TABLE_NAME"), "{payload}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_minimal_producers_message_whose_stream_records_lambda_discards_is_still_published() {
+    // Given a publisher whose every invocation dies before it sends anything, a stream
+    // mapping that gives up on records older than 5 s (to its on-failure queue), and
+    // the recovery function reading that queue
+    let p = Pipeline::deploy(PipelineOptions {
+        consumer: false,
+        max_record_age_seconds: 5,
+        faults: Faults {
+            publisher: Some("SendMessageBatch:crash_before:1".into()),
+            ..Faults::default()
+        },
+        ..PipelineOptions::default()
+    })
+    .await;
+    let ob = &p.outbox;
+    // When a minimal producer writes a message (no index attributes: no sweep would
+    // ever find it)
+    ob.put_raw(harness::Item::from([
+        ("PK".to_owned(), harness::sv("USER#9")),
+        ("SK".to_owned(), harness::sv("MESSAGE#ORDER_PLACED#1")),
+        ("ItemType".to_owned(), harness::sv("PENDING_MESSAGE")),
+        ("Topic".to_owned(), harness::sv("orders")),
+        ("Payload".to_owned(), harness::sv(r#"{"id":"9"}"#)),
+        ("Status".to_owned(), harness::sv("PENDING")),
+        ("RetryCount".to_owned(), harness::nv(0)),
+    ]))
+    .await;
+    // Then, once Lambda discarded its records, the item is back in the sweeper's index
+    eventually(Duration::from_secs(60), || async {
+        ob.item("USER#9", "MESSAGE#ORDER_PLACED#1")
+            .await
+            .is_some_and(|i| i.contains_key("SweepDueAt"))
+    })
+    .await;
+    // And the next scheduled sweep publishes it
+    let summary = p.sweep().await;
+    assert_eq!(summary["published"], 1, "{summary}");
+    let item = ob.item("USER#9", "MESSAGE#ORDER_PLACED#1").await.unwrap();
+    assert_eq!(s(&item, "Status").as_deref(), Some("SENT"));
+    assert_eq!(drain(&ob.clients.sqs, &ob.queue.url).await.len(), 1);
+}
