@@ -29,6 +29,7 @@ export const CONTRACT = {
     publisher: 'outbox-publisher',
     sweeper: 'outbox-sweeper',
     consumer: 'orders-consumer',
+    recovery: 'outbox-recovery',
   },
 } as const;
 
@@ -45,6 +46,13 @@ export const SQS_MAX_MESSAGE_BYTES = 1_048_576;
  */
 export const SWEEPER_ASYNC = { maximumRetryAttempts: 0, maximumEventAgeSeconds: 120 } as const;
 export const SWEEP_TARGET_RETRY = { maximumRetryAttempts: 0, maximumEventAgeSeconds: 60 } as const;
+
+/**
+ * The recovery function and its SQS mapping on <prefix>-stream-failures. The queue's
+ * visibility timeout is `visibilityFactor` × the function's timeout (AWS's advice for an
+ * SQS trigger), so a message is not handed out again while an invocation still works on it.
+ */
+export const RECOVERY = { timeoutSeconds: 60, batchSize: 10, visibilityFactor: 6 } as const;
 
 export type Architecture = 'arm64' | 'x86_64';
 
@@ -301,8 +309,10 @@ export function names(prefix: string) {
     publisher: `${prefix}-publisher`,
     sweeper: `${prefix}-sweeper`,
     consumer: `${prefix}-orders-consumer`,
+    recovery: `${prefix}-recovery`,
     outboxDlq: `${prefix}-dlq`,
     streamFailures: `${prefix}-stream-failures`,
+    streamFailuresDlq: `${prefix}-stream-failures-dlq`,
     ordersQueue: `${prefix}-orders-queue`,
     ordersDlq: `${prefix}-orders-queue-dlq`,
     fifoQueue: `${prefix}-orders-events.fifo`,

@@ -19,7 +19,7 @@ export interface AlarmDefinition {
   readonly treatMissingData: 'breaching' | 'notBreaching';
 }
 
-const FUNCTIONS = { publisher: 'Publisher', sweeper: 'Sweeper', consumer: 'Consumer' } as const;
+const FUNCTIONS = { publisher: 'Publisher', sweeper: 'Sweeper', consumer: 'Consumer', recovery: 'Recovery' } as const;
 const FUNCTION_ALARMS = {
   Errors: 'fails invocations in 3 consecutive 5-minute periods (a crash, a timeout, a bad configuration): read its log group.',
   Throttles: "is throttled in 3 consecutive 5-minute periods: raise its reserved concurrency or the account's concurrency quota.",
@@ -32,7 +32,10 @@ export function alarmDefinitions(s: OutboxSettings): Record<string, AlarmDefinit
   const alarms: Record<string, AlarmDefinition> = {};
   const queues: Record<string, [string, string]> = {
     OutboxDlqNotEmpty: [n.outboxDlq, 'Outbox messages became FAILED (see LastError on the item); inspect, fix, redrive.'],
-    StreamFailuresNotEmpty: [n.streamFailures, 'The stream mapping discarded batches after retries; the sweeper will recover the items.'],
+    RecoveryDlqNotEmpty: [
+      n.streamFailuresDlq,
+      "The recovery function failed on-failure records maxReceiveCount times (not an on-failure record, or a range it could not read); read them and its logs, fix, redrive to the failure queue within the stream's 24 h.",
+    ],
     ConsumerDlqNotEmpty: [n.ordersDlq, 'The orders consumer gave up on messages (conflicts or bugs); inspect and redrive.'],
     OrdersEventsDlqNotEmpty: [
       n.fifoDlq,
@@ -54,6 +57,36 @@ export function alarmDefinitions(s: OutboxSettings): Record<string, AlarmDefinit
       treatMissingData: 'notBreaching',
     };
   }
+  // The failure queue is consumed by the recovery function, so its depth says little: a
+  // message *sent* to it means the stream mapping discarded records.
+  alarms.StreamDiscards = {
+    description:
+      "The stream mapping gave up on stream records (retries or maximum record age) and sent their ranges to the failure queue; the recovery function is putting their items back into the sweeper's index. Check the publisher.",
+    namespace: 'AWS/SQS',
+    metricName: 'NumberOfMessagesSent',
+    dimensions: { QueueName: n.streamFailures },
+    statistic: 'Sum',
+    period: 300,
+    evaluationPeriods: 1,
+    datapointsToAlarm: 1,
+    threshold: 0,
+    comparisonOperator: 'GreaterThanThreshold',
+    treatMissingData: 'notBreaching',
+  };
+  alarms.RecoveryRangeLost = {
+    description:
+      "Discarded stream records were past the stream's 24 h retention when the recovery function read them: their items are found only by the sweeper's backstop scan.",
+    namespace: CONTRACT.metricsNamespace,
+    metricName: 'RecoveryRangeLost',
+    dimensions: outbox,
+    statistic: 'Sum',
+    period: 300,
+    evaluationPeriods: 1,
+    datapointsToAlarm: 1,
+    threshold: 0,
+    comparisonOperator: 'GreaterThanThreshold',
+    treatMissingData: 'notBreaching',
+  };
   alarms.PublisherIteratorAge = {
     description: 'The publisher falls behind the table stream (records older than the threshold).',
     namespace: 'AWS/Lambda',
@@ -140,7 +173,7 @@ export interface Widget {
 export function dashboardWidgets(s: OutboxSettings): Widget[] {
   const n = names(s.prefix);
   const outbox = (metric: string) => [CONTRACT.metricsNamespace, metric, CONTRACT.metricsDimension, s.prefix];
-  const fns = (metric: string) => [n.publisher, n.sweeper, n.consumer].map((f) => ['AWS/Lambda', metric, 'FunctionName', f]);
+  const fns = (metric: string) => [n.publisher, n.sweeper, n.consumer, n.recovery].map((f) => ['AWS/Lambda', metric, 'FunctionName', f]);
   const common = { view: 'timeSeries', stacked: false } as const;
   const widgets: Array<Widget['properties']> = [
     {
@@ -167,11 +200,23 @@ export function dashboardWidgets(s: OutboxSettings): Widget[] {
       annotations: { horizontal: [{ label: 'PublisherIteratorAge', value: s.iteratorAgeThresholdMs }] },
     },
     {
-      title: 'Dead-letter queues (messages visible)',
+      title: 'Stream discards and their recovery (sum per 5 minutes)',
+      ...common,
+      stat: 'Sum',
+      period: 300,
+      metrics: [['AWS/SQS', 'NumberOfMessagesSent', 'QueueName', n.streamFailures], outbox('RecoveredFromStream'), outbox('RecoveryRangeLost')],
+    },
+    {
+      title: 'Dead-letter and failure queues (messages visible)',
       ...common,
       stat: 'Maximum',
       period: 300,
-      metrics: [n.outboxDlq, n.streamFailures, n.ordersDlq, n.fifoDlq].map((q) => ['AWS/SQS', 'ApproximateNumberOfMessagesVisible', 'QueueName', q]),
+      metrics: [n.outboxDlq, n.streamFailures, n.streamFailuresDlq, n.ordersDlq, n.fifoDlq].map((q) => [
+        'AWS/SQS',
+        'ApproximateNumberOfMessagesVisible',
+        'QueueName',
+        q,
+      ]),
     },
     { title: 'Function errors', ...common, stat: 'Sum', period: 300, metrics: fns('Errors') },
     { title: 'Function duration (ms, maximum)', ...common, stat: 'Maximum', period: 300, metrics: fns('Duration') },

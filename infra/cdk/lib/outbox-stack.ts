@@ -1,5 +1,6 @@
 // The whole outbox system in one stack: outbox table, publisher (stream),
-// sweeper (schedule), destination queues, reference consumer and its table,
+// sweeper (schedule), recovery (the stream mapping's on-failure records),
+// destination queues, reference consumer and its table,
 // least-privilege roles, alarms, a dashboard. Names shared with the functions come
 // from config.ts (infra/CONTRACT.md); the stream filter from infra/stream-filter.json;
 // alarms and dashboard from monitoring.ts; the code is checked by artifact.ts.
@@ -23,6 +24,7 @@ import {
   CONTRACT,
   EXAMPLE_TOPICS,
   type OutboxSettings,
+  RECOVERY,
   type Route,
   SQS_MAX_MESSAGE_BYTES,
   SWEEPER_ASYNC,
@@ -57,6 +59,7 @@ export class OutboxStack extends cdk.Stack {
   readonly publisher: lambda.Function;
   readonly sweeper: lambda.Function;
   readonly consumer: lambda.Function;
+  readonly recovery: lambda.Function;
   readonly outboxDlq: sqs.Queue;
   readonly alarms: Record<string, cloudwatch.Alarm> = {};
 
@@ -125,8 +128,15 @@ export class OutboxStack extends cdk.Stack {
 
     // Copies of FAILED messages (written by the publisher and the sweeper).
     this.outboxDlq = queue('OutboxDlq', n.outboxDlq);
-    // On-failure destination of the stream mapping: metadata of discarded batches only.
-    const streamFailures = queue('StreamFailures', n.streamFailures);
+    // On-failure destination of the stream mapping: metadata of discarded batches only,
+    // consumed by the recovery function. What it cannot handle (a message that is no
+    // on-failure record) lands on the DLQ after maxReceiveCount receives, for a person.
+    const recoveryTimeout = cdk.Duration.seconds(RECOVERY.timeoutSeconds);
+    const streamFailuresDlq = queue('StreamFailuresDlq', n.streamFailuresDlq);
+    const streamFailures = queue('StreamFailures', n.streamFailures, {
+      visibilityTimeout: cdk.Duration.seconds(recoveryTimeout.toSeconds() * RECOVERY.visibilityFactor),
+      deadLetterQueue: { queue: streamFailuresDlq, maxReceiveCount: s.maxReceiveCount },
+    });
 
     const consumerTimeout = cdk.Duration.seconds(30);
     const ordersDlq = queue('OrdersDlq', n.ordersDlq);
@@ -347,6 +357,44 @@ export class OutboxStack extends cdk.Stack {
     });
     consumerMapping.node.addDependency(consumerRole);
 
+    // Recovery: the stream mapping's on-failure records → the range read back from the
+    // stream → the pending items of discarded records put into the sweeper's index.
+    const recoveryRole = roleFor('RecoveryRole', 'outbox recovery');
+    recoveryRole.addToPolicy(
+      new iam.PolicyStatement({
+        sid: 'ReadOutboxStream',
+        // GetShardIterator AT_SEQUENCE_NUMBER + GetRecords on the stream ARN of the record.
+        actions: ['dynamodb:DescribeStream', 'dynamodb:GetRecords', 'dynamodb:GetShardIterator'],
+        resources: [streamArn],
+      }),
+    );
+    recoveryRole.addToPolicy(
+      // A conditional UpdateItem: still PENDING and not yet indexed → the sweeper's index keys.
+      new iam.PolicyStatement({ sid: 'AdoptIntoSweepIndex', actions: ['dynamodb:UpdateItem'], resources: [tableArn] }),
+    );
+    recoveryRole.addToPolicy(
+      new iam.PolicyStatement({
+        sid: 'ConsumeStreamFailures',
+        actions: ['sqs:ReceiveMessage', 'sqs:DeleteMessage', 'sqs:ChangeMessageVisibility', 'sqs:GetQueueAttributes'],
+        resources: [streamFailures.queueArn],
+      }),
+    );
+    useKey(recoveryRole);
+    this.recovery = fn('Recovery', n.recovery, CONTRACT.binaries.recovery, recoveryRole, {
+      description: "Reads the stream ranges of batches the stream mapping discarded and puts their PENDING items into the sweeper's index",
+      timeout: recoveryTimeout,
+      environment: { OUTBOX_TABLE_NAME: tableName, OUTBOX_DEPLOYMENT: s.prefix },
+    });
+    const recoveryMapping = new lambda.EventSourceMapping(this, 'RecoveryQueueMapping', {
+      target: this.recovery,
+      eventSourceArn: streamFailures.queueArn,
+      batchSize: RECOVERY.batchSize,
+      // A range it cannot read for now is retried; the others are deleted.
+      reportBatchItemFailures: true,
+      enabled: true,
+    });
+    recoveryMapping.node.addDependency(recoveryRole);
+
     // ---------------------------------------------------------------- alarms and dashboard
     const action = s.alarmTopicArn ? new cwActions.SnsAction(sns.Topic.fromTopicArn(this, 'AlarmTopic', s.alarmTopicArn)) : undefined;
     for (const [id, a] of Object.entries(alarmDefinitions(s))) {
@@ -384,11 +432,11 @@ export class OutboxStack extends cdk.Stack {
     new cdk.CfnOutput(this, 'OrdersTableName', { value: orders.tableName });
 
     // ---------------------------------------------------------------- cdk-nag acknowledgements
-    // The outbox DLQ and the stream-failure queue are terminal queues that operators read; nothing consumes them
+    // The outbox DLQ and the recovery DLQ are terminal queues that operators read; nothing consumes them
     // automatically, so a DLQ behind them would only hold the same messages again. Both are alarmed on instead.
     const deadLetter =
       'Terminal failure queue read by operators (alarmed when not empty); nothing consumes it automatically, so a DLQ of it would only move the same messages again.';
-    for (const q of [this.outboxDlq, streamFailures]) {
+    for (const q of [this.outboxDlq, streamFailuresDlq]) {
       cdk.Validations.of(q.node.defaultChild!).acknowledge({ id: 'AwsSolutions-SQS3', reason: deadLetter });
     }
   }

@@ -1,5 +1,6 @@
 // Test helpers: throwaway asset directories with fake ELF `bootstrap` files and zips
 // (so no Rust build is needed), and synthesis of a fresh App per call.
+import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -72,7 +73,7 @@ export interface FakeAssets {
   readonly zipNewer?: boolean;
 }
 
-/** A new temporary asset directory for the three binaries, removed when the process exits. */
+/** A new temporary asset directory for every binary (CONTRACT.binaries), removed when the process exits. */
 export function makeAssetDir({ binary, zip, zipNewer = false }: FakeAssets): string {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'outbox-assets-'));
   process.on('exit', () => fs.rmSync(dir, { recursive: true, force: true }));
@@ -91,7 +92,7 @@ export function makeAssetDir({ binary, zip, zipNewer = false }: FakeAssets): str
 
 const assetDirs: Partial<Record<Architecture, string>> = {};
 
-/** A directory holding <bin>/bootstrap (a fake ELF header of `arch`) for the three binaries; one per process and architecture. */
+/** A directory holding <bin>/bootstrap (a fake ELF header of `arch`) for every binary; one per process and architecture. */
 export function fakeAssetDir(arch: Architecture = 'arm64'): string {
   return (assetDirs[arch] ??= makeAssetDir({ binary: fakeElf(arch) }));
 }
@@ -134,4 +135,16 @@ export const asList = <T>(v: T | T[]): T[] => (Array.isArray(v) ? v : [v]);
 /** Every action the function's role allows. */
 export function actionsOf(template: Template, functionName: string): string[] {
   return statementsOf(template, functionName).flatMap((s) => asList(s.Action as string | string[])).sort();
+}
+
+/** The dashboard body as JSON, with the region token replaced by "REGION". */
+export function dashboardBody(t: Template): { widgets: Array<{ type: string; properties: Record<string, any> }> } {
+  const dashboards = Object.values(t.findResources('AWS::CloudWatch::Dashboard'));
+  assert.equal(dashboards.length, 1);
+  const body = dashboards[0].Properties.DashboardBody;
+  const text =
+    typeof body === 'string'
+      ? body
+      : (body['Fn::Join'][1] as unknown[]).map((p) => (typeof p === 'string' ? p : JSON.stringify(p) === '{"Ref":"AWS::Region"}' ? 'REGION' : JSON.stringify(p))).join('');
+  return JSON.parse(text);
 }

@@ -76,11 +76,11 @@ describe('cdk-nag AwsSolutions', () => {
     });
   }
 
-  it('acknowledges only SQS3 on the two terminal failure queues, each with a reason', () => {
+  it('acknowledges only SQS3 on the two terminal dead-letter queues, each with a reason', () => {
     const { acks } = nag((app) => newStack({}, app));
     assert.deepEqual(
       acks.map((a) => `${a.resource} ${a.id}`).sort(),
-      ['outbox-dlq AwsSolutions-SQS3', 'outbox-stream-failures AwsSolutions-SQS3'],
+      ['outbox-dlq AwsSolutions-SQS3', 'outbox-stream-failures-dlq AwsSolutions-SQS3'],
     );
     for (const a of acks) assert.ok(a.reason.length > 60, `reason for ${a.id} on ${a.resource} is too short: ${a.reason}`);
   });

@@ -4,24 +4,12 @@ import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
 import { Match, type Template } from 'aws-cdk-lib/assertions';
 import { resolveSettings, settingsFromContext } from '../lib/config.ts';
-import { logicalId, synth } from './helpers.ts';
+import { dashboardBody, logicalId, synth } from './helpers.ts';
 
 type Props = Record<string, any>;
 const alarmsOf = (t: Template): Record<string, Props> =>
   Object.fromEntries(Object.values(t.findResources('AWS::CloudWatch::Alarm')).map((a) => [a.Properties.AlarmName, a.Properties]));
 const dimensions = (a: Props) => Object.fromEntries((a.Dimensions as Array<{ Name: string; Value: unknown }>).map((d) => [d.Name, d.Value]));
-
-/** The dashboard body as JSON, with the region token replaced by "REGION". */
-export function dashboardBody(t: Template): { widgets: Array<{ type: string; properties: Props }> } {
-  const dashboards = Object.values(t.findResources('AWS::CloudWatch::Dashboard'));
-  assert.equal(dashboards.length, 1);
-  const body = dashboards[0].Properties.DashboardBody;
-  const text =
-    typeof body === 'string'
-      ? body
-      : (body['Fn::Join'][1] as unknown[]).map((p) => (typeof p === 'string' ? p : JSON.stringify(p) === '{"Ref":"AWS::Region"}' ? 'REGION' : JSON.stringify(p))).join('');
-  return JSON.parse(text);
-}
 
 describe('sweeper invocation', () => {
   let t: Template;
@@ -98,6 +86,7 @@ describe('alarms that see a dead or failing function', () => {
     ['Publisher', 'outbox-publisher'],
     ['Sweeper', 'outbox-sweeper'],
     ['Consumer', 'outbox-orders-consumer'],
+    ['Recovery', 'outbox-recovery'],
   ]) {
     for (const metric of ['Errors', 'Throttles']) {
       it(`alarms on ${metric} of ${name} in 3 of 3 five-minute periods`, () => {
@@ -138,8 +127,8 @@ describe('alarms that see a dead or failing function', () => {
     assert.equal(a.MetricName, 'ApproximateNumberOfMessagesVisible');
     assert.deepEqual(dimensions(a), { QueueName: 'outbox-orders-events-dlq.fifo' });
   });
-  it('has 13 alarms, every one named with the prefix', () => {
-    assert.equal(Object.keys(alarms).length, 13);
+  it('has 17 alarms, every one named with the prefix', () => {
+    assert.equal(Object.keys(alarms).length, 17);
     for (const name of Object.keys(alarms)) assert.ok(name.startsWith('outbox-'), name);
   });
 });
@@ -147,7 +136,7 @@ describe('alarms that see a dead or failing function', () => {
 describe('deployment name in metrics', () => {
   it('tells every function its deployment (OUTBOX_DEPLOYMENT = prefix)', () => {
     const t = synth({ prefix: 'shop' });
-    for (const fn of ['shop-publisher', 'shop-sweeper', 'shop-orders-consumer']) {
+    for (const fn of ['shop-publisher', 'shop-sweeper', 'shop-orders-consumer', 'shop-recovery']) {
       t.hasResourceProperties('AWS::Lambda::Function', {
         FunctionName: fn,
         Environment: { Variables: Match.objectLike({ OUTBOX_DEPLOYMENT: 'shop' }) },
@@ -157,10 +146,10 @@ describe('deployment name in metrics', () => {
   it('selects the deployment in every alarm and dashboard metric on the outbox namespace (Service = prefix)', () => {
     const t = synth({ prefix: 'shop' });
     const custom = Object.values(alarmsOf(t)).filter((a) => a.Namespace === 'DynamoDbOutbox');
-    assert.equal(custom.length, 2);
+    assert.equal(custom.length, 3);
     for (const a of custom) assert.deepEqual(a.Dimensions, [{ Name: 'Service', Value: 'shop' }]);
     const outboxMetrics = dashboardBody(t).widgets.flatMap((w) => w.properties.metrics as string[][]).filter((m) => m[0] === 'DynamoDbOutbox');
-    assert.ok(outboxMetrics.length >= 5);
+    assert.ok(outboxMetrics.length >= 7);
     for (const m of outboxMetrics) assert.deepEqual(m.slice(2), ['Service', 'shop']);
   });
 });
@@ -184,13 +173,13 @@ describe('dashboard', () => {
   it("shows the publisher mapping's IteratorAge", () => {
     has(['AWS/Lambda', 'IteratorAge', 'FunctionName', 'outbox-publisher']);
   });
-  it('shows the depth of every dead-letter queue', () => {
-    for (const q of ['outbox-dlq', 'outbox-stream-failures', 'outbox-orders-queue-dlq', 'outbox-orders-events-dlq.fifo']) {
+  it('shows the depth of every dead-letter queue, and of the failure queue the recovery function consumes', () => {
+    for (const q of ['outbox-dlq', 'outbox-stream-failures', 'outbox-stream-failures-dlq', 'outbox-orders-queue-dlq', 'outbox-orders-events-dlq.fifo']) {
       has(['AWS/SQS', 'ApproximateNumberOfMessagesVisible', 'QueueName', q]);
     }
   });
-  it('shows Errors and Duration of the three functions', () => {
-    for (const fn of ['outbox-publisher', 'outbox-sweeper', 'outbox-orders-consumer']) {
+  it('shows Errors and Duration of the four functions', () => {
+    for (const fn of ['outbox-publisher', 'outbox-sweeper', 'outbox-orders-consumer', 'outbox-recovery']) {
       has(['AWS/Lambda', 'Errors', 'FunctionName', fn]);
       has(['AWS/Lambda', 'Duration', 'FunctionName', fn]);
     }

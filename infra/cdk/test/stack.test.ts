@@ -146,7 +146,7 @@ describe('default deployment', () => {
   describe('queues', () => {
     it('encrypts every queue (SQS-managed SSE by default)', () => {
       const queues = Object.values(t.findResources('AWS::SQS::Queue'));
-      assert.equal(queues.length, 6);
+      assert.equal(queues.length, 7);
       for (const q of queues) assert.equal(q.Properties.SqsManagedSseEnabled, true, q.Properties.QueueName);
     });
     it('denies every request without TLS on every queue', () => {
@@ -177,7 +177,7 @@ describe('default deployment', () => {
       t.hasResourceProperties('AWS::SQS::Queue', { QueueName: 'outbox-orders-events-dlq.fifo', FifoQueue: true });
     });
     it('keeps failed messages 14 days', () => {
-      for (const name of ['outbox-dlq', 'outbox-stream-failures', 'outbox-orders-queue-dlq', 'outbox-orders-events-dlq.fifo']) {
+      for (const name of ['outbox-dlq', 'outbox-stream-failures', 'outbox-stream-failures-dlq', 'outbox-orders-queue-dlq', 'outbox-orders-events-dlq.fifo']) {
         t.hasResourceProperties('AWS::SQS::Queue', { QueueName: name, MessageRetentionPeriod: 1_209_600 });
       }
     });
@@ -216,8 +216,8 @@ describe('default deployment', () => {
   describe('IAM', () => {
     it('gives each function its own role', () => {
       const roles = Object.values(t.findResources('AWS::Lambda::Function')).map((f) => JSON.stringify(f.Properties.Role));
-      assert.equal(new Set(roles).size, 3);
-      t.resourceCountIs('AWS::IAM::Role', 3);
+      assert.equal(new Set(roles).size, 4);
+      t.resourceCountIs('AWS::IAM::Role', 4);
     });
     it('allows no wildcard action and no wildcard resource anywhere', () => {
       for (const p of Object.values(t.findResources('AWS::IAM::Policy'))) {
@@ -271,7 +271,7 @@ describe('default deployment', () => {
       assert.ok(!actionsOf(t, 'outbox-orders-consumer').some((a) => a.startsWith('sqs:Send')));
     });
     it('lets each function write only to its own log group', () => {
-      for (const name of ['outbox-publisher', 'outbox-sweeper', 'outbox-orders-consumer']) {
+      for (const name of ['outbox-publisher', 'outbox-sweeper', 'outbox-orders-consumer', 'outbox-recovery']) {
         const logs = statementsOf(t, name).find((s) => s.Sid === 'WriteOwnLogs')!;
         const group = logicalId(t, 'AWS::Logs::LogGroup', { LogGroupName: `/aws/lambda/${name}` });
         assert.deepEqual(logs.Resource, getAtt(group));
@@ -281,7 +281,7 @@ describe('default deployment', () => {
 
   describe('observability', () => {
     it('keeps each function log group 30 days and wires it to the function', () => {
-      for (const name of ['outbox-publisher', 'outbox-sweeper', 'outbox-orders-consumer']) {
+      for (const name of ['outbox-publisher', 'outbox-sweeper', 'outbox-orders-consumer', 'outbox-recovery']) {
         t.hasResourceProperties('AWS::Logs::LogGroup', { LogGroupName: `/aws/lambda/${name}`, RetentionInDays: 30 });
         t.hasResourceProperties('AWS::Lambda::Function', {
           FunctionName: name,
@@ -304,7 +304,7 @@ describe('default deployment', () => {
       });
     queueAlarm('OutboxDlqNotEmpty', 'outbox-dlq');
     queueAlarm('ConsumerDlqNotEmpty', 'outbox-orders-queue-dlq');
-    queueAlarm('StreamFailuresNotEmpty', 'outbox-stream-failures');
+    queueAlarm('RecoveryDlqNotEmpty', 'outbox-stream-failures-dlq');
     queueAlarm('OrdersEventsDlqNotEmpty', 'outbox-orders-events-dlq.fifo');
     it('alarms when the publisher iterator age exceeds one minute', () => {
       t.hasResourceProperties('AWS::CloudWatch::Alarm', {
@@ -341,7 +341,7 @@ describe('default deployment', () => {
     });
     it('has no alarm actions unless an alarm topic is given', () => {
       for (const a of Object.values(t.findResources('AWS::CloudWatch::Alarm'))) assert.equal(a.Properties.AlarmActions, undefined);
-      t.resourceCountIs('AWS::CloudWatch::Alarm', 13);
+      t.resourceCountIs('AWS::CloudWatch::Alarm', 17);
     });
   });
 });
@@ -425,7 +425,7 @@ describe('parameters', () => {
       assert.equal(q.Properties.KmsMasterKeyId, key, q.Properties.QueueName);
       assert.equal(q.Properties.SqsManagedSseEnabled, undefined);
     }
-    for (const fn of ['outbox-publisher', 'outbox-sweeper', 'outbox-orders-consumer']) {
+    for (const fn of ['outbox-publisher', 'outbox-sweeper', 'outbox-orders-consumer', 'outbox-recovery']) {
       const kms = statementsOf(t, fn).filter((s) => asList(s.Action as string | string[]).some((a) => a.startsWith('kms:')));
       assert.ok(kms.length > 0, fn);
       for (const s of kms) assert.deepEqual(s.Resource, key);
@@ -434,7 +434,7 @@ describe('parameters', () => {
   it('lets every function use the key the way a KMS-encrypted table needs (decrypt, encrypt, generate data key, describe)', () => {
     const key = 'arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab';
     const t = synth({ kmsKeyArn: key });
-    for (const fn of ['outbox-publisher', 'outbox-sweeper', 'outbox-orders-consumer']) {
+    for (const fn of ['outbox-publisher', 'outbox-sweeper', 'outbox-orders-consumer', 'outbox-recovery']) {
       const kms = actionsOf(t, fn).filter((a) => a.startsWith('kms:'));
       assert.deepEqual([...new Set(kms)].sort(), ['kms:Decrypt', 'kms:DescribeKey', 'kms:Encrypt', 'kms:GenerateDataKey'], fn);
     }
@@ -479,19 +479,19 @@ describe('function code', () => {
   it('also takes the zip that `cargo lambda build --output-format zip` writes', (t) => {
     const dir = fs.mkdtempSync('/tmp/outbox-zip-');
     t.after(() => fs.rmSync(dir, { recursive: true, force: true }));
-    for (const bin of ['outbox-publisher', 'outbox-sweeper', 'orders-consumer']) {
+    for (const bin of ['outbox-publisher', 'outbox-sweeper', 'orders-consumer', 'outbox-recovery']) {
       fs.mkdirSync(`${dir}/${bin}`);
       fs.writeFileSync(`${dir}/${bin}/bootstrap.zip`, fakeZip(fakeElf('arm64')));
     }
     const tpl = synth({ lambdaAssetDir: dir });
-    tpl.resourceCountIs('AWS::Lambda::Function', 3);
+    tpl.resourceCountIs('AWS::Lambda::Function', 4);
   });
 });
 
 describe('queue message size', () => {
   it('sets MaximumMessageSize explicitly on every queue: 1 MiB by default', () => {
     const queues = Object.values(synth().findResources('AWS::SQS::Queue'));
-    assert.equal(queues.length, 6);
+    assert.equal(queues.length, 7);
     for (const q of queues) assert.equal(q.Properties.MaximumMessageSize, 1_048_576, q.Properties.QueueName);
   });
   it('applies maxMessageBytes to every queue and tells the publisher through the example routes', () => {
