@@ -122,6 +122,7 @@ impl Pipeline {
         let routes = serde_json::json!({
             "orders": outbox.queue.url,
             "ledger": outbox.fifo.url,
+            "orders-events": outbox.fifo.url,
         })
         .to_string();
         let outbox_env = vec![
@@ -261,7 +262,12 @@ pub async fn create_function(
         .code(FunctionCode::builder().zip_file(Blob::new(zip)).build())
         .environment(
             Environment::builder()
-                .set_variables(Some(env.into_iter().collect()))
+                .set_variables(Some(
+                    env.into_iter()
+                        // As Lambda sets it from a JSON LoggingConfig (the stacks').
+                        .chain([("AWS_LAMBDA_LOG_FORMAT".to_owned(), "JSON".to_owned())])
+                        .collect(),
+                ))
                 .build(),
         )
         .send()

@@ -25,6 +25,8 @@ pub struct Clients {
     pub counter: RequestCounter,
     /// The region in use.
     pub region: String,
+    /// The configuration they were built from.
+    pub sdk_config: SdkConfig,
 }
 
 /// Loads AWS configuration. With `endpoint`, everything goes to that address with
@@ -88,6 +90,7 @@ impl Clients {
             sns,
             eventbridge,
             counter,
+            sdk_config: config.clone(),
             region: config
                 .region()
                 .map(|r| r.to_string())

@@ -193,6 +193,10 @@ pub fn emf_sum(lines: &[LogLine], metric: &str) -> f64 {
         .sum()
 }
 
+/// The environment that makes a function log JSON. Lambda sets it from the
+/// function's `LoggingConfig`; the local AWS does not, so the tools set it.
+pub const JSON_LOGS: (&str, Option<&str>) = ("AWS_LAMBDA_LOG_FORMAT", Some("JSON"));
+
 /// The structured (JSON) log lines whose `message` field is `message`, as their
 /// `fields` objects.
 pub fn log_records(lines: &[LogLine], message: &str) -> Vec<Value> {

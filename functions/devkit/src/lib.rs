@@ -5,6 +5,7 @@
 //! - [`deployment`]: a stack deployed by `scripts/deploy-local`, read back from its
 //!   functions' configuration, with their logs and metrics;
 //! - [`demo`]: the one-command demo: produce, observe, verify;
+//! - [`chaos`]: the chaos benchmark: faults in every call, crashes, discards;
 //! - [`provision`]: tables and queues for the integration tests, which need fresh,
 //!   uniquely named resources per test on both emulators.
 //!
@@ -13,6 +14,7 @@
 #![warn(missing_docs)]
 
 pub mod aws;
+pub mod chaos;
 pub mod counter;
 pub mod demo;
 pub mod deployment;

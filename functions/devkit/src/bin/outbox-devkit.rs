@@ -26,6 +26,30 @@ struct Cli {
 enum Command {
     /// Drives orders through a deployed stack and checks every guarantee.
     Demo(DemoArgs),
+    /// The chaos benchmark: faults in every call, crashes, discards; then the counts.
+    Chaos(ChaosArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct ChaosArgs {
+    /// The deployment's prefix (a fresh one: the run changes its routes and faults).
+    #[arg(long)]
+    prefix: String,
+    /// Transactions.
+    #[arg(long, default_value_t = 10_000)]
+    messages: usize,
+    /// Share of every function's AWS calls that fail (crashes come on top).
+    #[arg(long, default_value_t = 0.05)]
+    fault_rate: f64,
+    /// Seed of the workload and the faults.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// The functions as `scripts/package --debug --features fault-injection` laid them out.
+    #[arg(long, default_value = "target/lambda-dev")]
+    assets: std::path::PathBuf,
+    /// Seconds to wait for quiescence after the last commit.
+    #[arg(long, default_value_t = 900)]
+    settle_seconds: u64,
 }
 
 #[derive(Debug, clap::Args)]
@@ -68,6 +92,7 @@ async fn main() -> ExitCode {
     let clients = Clients::new(&sdk_config(cli.endpoint.as_deref()).await);
     match cli.command {
         Command::Demo(args) => demo_command(&clients, args).await,
+        Command::Chaos(args) => chaos_command(&clients, args).await,
     }
 }
 
@@ -127,6 +152,38 @@ async fn demo_command(clients: &Clients, args: DemoArgs) -> ExitCode {
         }
         Err(e) => {
             eprintln!("\ndemo: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+async fn chaos_command(clients: &Clients, args: ChaosArgs) -> ExitCode {
+    let deployment = match Deployment::discover(clients, &args.prefix).await {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("chaos: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let opts = devkit::chaos::ChaosOptions {
+        messages: args.messages,
+        fault_rate: args.fault_rate,
+        seed: args.seed,
+        assets: args.assets,
+        settle_timeout: Duration::from_secs(args.settle_seconds),
+        progress: true,
+    };
+    match devkit::chaos::run(clients, &deployment, &opts).await {
+        Ok(report) => {
+            println!("{}", report.render());
+            if report.held() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            }
+        }
+        Err(e) => {
+            eprintln!("chaos: {e}");
             ExitCode::from(2)
         }
     }

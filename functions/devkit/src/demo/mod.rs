@@ -17,7 +17,7 @@ pub mod produce;
 pub mod verify;
 
 use crate::aws::Clients;
-use crate::deployment::Deployment;
+use crate::deployment::{Deployment, JSON_LOGS};
 use std::io::IsTerminal;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -200,7 +200,8 @@ async fn settle(
     }
 }
 
-/// Switches on the functions' fault injection for the crash options, and shortens
+/// Switches on the functions' fault injection for the crash options (and their JSON
+/// logs, which the verdict reads: the local AWS ignores `LoggingConfig`), and shortens
 /// the consumer queue's visibility timeout so that a crashed delivery returns within
 /// the demo rather than after the deployed 3 minutes.
 async fn inject_crashes(
@@ -220,10 +221,14 @@ async fn inject_crashes(
         let plan = format!("{operation}:crash_after:{p}");
         let value = (p > 0.0).then_some(plan.as_str());
         deployment
-            .set_environment(clients, function, &[("OUTBOX_FAULTS", value)])
+            .set_environment(clients, function, &[("OUTBOX_FAULTS", value), JSON_LOGS])
             .await
             .map_err(|e| e.to_string())?;
     }
+    deployment
+        .set_environment(clients, &deployment.sweeper, &[JSON_LOGS])
+        .await
+        .map_err(|e| e.to_string())?;
     if opts.consumer_crash > 0.0 {
         clients
             .sqs

@@ -180,6 +180,13 @@ fn check_effects(
     report: &mut DemoReport,
 ) {
     let results = log_records(&logs.consumer, "RESULT");
+    // The verdict on effects reads these lines: not finding any is a failure to
+    // check, never a pass.
+    if results.is_empty() && !produced.committed.is_empty() {
+        report.broken.push(
+            "effect once: no RESULT line could be read from the consumer's logs (are they JSON? set AWS_LAMBDA_LOG_FORMAT=JSON)".to_owned(),
+        );
+    }
     let flag =
         |r: &serde_json::Value, name: &str| r.get(name).and_then(|v| v.as_bool()) == Some(true);
     let mut applied_per_order: BTreeMap<String, usize> = BTreeMap::new();

@@ -1,19 +1,21 @@
 locals {
   # ---------------------------------------------------------------- names (same as infra/cdk/lib/config.ts)
   names = {
-    outbox_table    = "${var.prefix}-table"
-    orders_table    = "${var.prefix}-orders"
-    publisher       = "${var.prefix}-publisher"
-    sweeper         = "${var.prefix}-sweeper"
-    consumer        = "${var.prefix}-orders-consumer"
-    outbox_dlq      = "${var.prefix}-dlq"
-    stream_failures = "${var.prefix}-stream-failures"
-    orders_queue    = "${var.prefix}-orders-queue"
-    orders_dlq      = "${var.prefix}-orders-queue-dlq"
-    fifo_queue      = "${var.prefix}-orders-events.fifo"
-    fifo_dlq        = "${var.prefix}-orders-events-dlq.fifo"
-    sweep_rule      = "${var.prefix}-sweep-schedule"
-    dashboard       = "${var.prefix}-dashboard"
+    outbox_table        = "${var.prefix}-table"
+    orders_table        = "${var.prefix}-orders"
+    publisher           = "${var.prefix}-publisher"
+    sweeper             = "${var.prefix}-sweeper"
+    consumer            = "${var.prefix}-orders-consumer"
+    recovery            = "${var.prefix}-recovery"
+    outbox_dlq          = "${var.prefix}-dlq"
+    stream_failures     = "${var.prefix}-stream-failures"
+    stream_failures_dlq = "${var.prefix}-stream-failures-dlq"
+    orders_queue        = "${var.prefix}-orders-queue"
+    orders_dlq          = "${var.prefix}-orders-queue-dlq"
+    fifo_queue          = "${var.prefix}-orders-events.fifo"
+    fifo_dlq            = "${var.prefix}-orders-events-dlq.fifo"
+    sweep_rule          = "${var.prefix}-sweep-schedule"
+    dashboard           = "${var.prefix}-dashboard"
   }
 
   # ---------------------------------------------------------------- infra/CONTRACT.md
@@ -21,6 +23,7 @@ locals {
     publisher = "outbox-publisher"
     sweeper   = "outbox-sweeper"
     consumer  = "orders-consumer"
+    recovery  = "outbox-recovery"
   }
   example_topics = {
     standard = "orders"
@@ -81,6 +84,12 @@ locals {
     batch_size              = var.consumer_batch_size
     function_response_types = ["ReportBatchItemFailures"]
   }
+  # The recovery function's mapping on <prefix>-stream-failures: a range it cannot read for
+  # now is reported and retried; the others are deleted.
+  recovery_mapping = {
+    batch_size              = 10
+    function_response_types = ["ReportBatchItemFailures"]
+  }
   functions = {
     runtime       = "provided.al2023"
     handler       = "bootstrap"
@@ -90,12 +99,14 @@ locals {
       publisher = 60
       sweeper   = min(300, var.sweep_rate_minutes * 60)
       consumer  = 30
+      recovery  = 60
     }
     # null: unreserved. 0 would stop the sweeper altogether, so 0 means unreserved too.
     reserved_concurrency = {
       publisher = null
       sweeper   = var.sweeper_reserved_concurrency == 0 ? null : var.sweeper_reserved_concurrency
       consumer  = null
+      recovery  = null
     }
   }
   # EventBridge invokes the sweeper asynchronously. A failed or throttled sweep is not worth
@@ -115,6 +126,7 @@ locals {
     OUTBOX_SWEEP_SCAN_MODE     = var.sweep_scan_mode ? "on" : "off"
   })
   consumer_environment = { OUTBOX_DEPLOYMENT = var.prefix }
+  recovery_environment = { OUTBOX_DEPLOYMENT = var.prefix }
 
   # ---------------------------------------------------------------- tables
   # An existing table's ARN comes from its stream ARN (its own partition, region, account).
@@ -162,7 +174,7 @@ locals {
     Action   = ["kms:Decrypt", "kms:DescribeKey", "kms:Encrypt", "kms:GenerateDataKey"]
     Resource = key
   }]
-  logs_statement = { for fn in ["publisher", "sweeper", "consumer"] : fn => {
+  logs_statement = { for fn in ["publisher", "sweeper", "consumer", "recovery"] : fn => {
     Sid      = "WriteOwnLogs"
     Effect   = "Allow"
     Action   = ["logs:CreateLogStream", "logs:PutLogEvents"]
@@ -216,6 +228,27 @@ locals {
         local.logs_statement.consumer,
       ], local.kms_statements)
     }
+    recovery = {
+      Version = "2012-10-17"
+      Statement = concat([
+        {
+          # GetShardIterator AT_SEQUENCE_NUMBER + GetRecords on the stream ARN of the on-failure record.
+          Sid      = "ReadOutboxStream"
+          Effect   = "Allow"
+          Action   = ["dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator"]
+          Resource = local.r.outbox_stream_arn
+        },
+        # A conditional UpdateItem: still PENDING and not yet indexed -> the sweeper's index keys.
+        { Sid = "AdoptIntoSweepIndex", Effect = "Allow", Action = "dynamodb:UpdateItem", Resource = local.r.outbox_table_arn },
+        {
+          Sid      = "ConsumeStreamFailures"
+          Effect   = "Allow"
+          Action   = ["sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility", "sqs:GetQueueAttributes"]
+          Resource = local.r.stream_failures_queue_arn
+        },
+        local.logs_statement.recovery,
+      ], local.kms_statements)
+    }
   }
 
   assume_role_policy = {
@@ -243,11 +276,11 @@ locals {
   # ---------------------------------------------------------------- alarms, named <prefix>-<key>
   queue_not_empty = {
     OutboxDlqNotEmpty       = { queue = local.names.outbox_dlq, description = "Outbox messages became FAILED (see LastError on the item); inspect, fix, redrive." }
-    StreamFailuresNotEmpty  = { queue = local.names.stream_failures, description = "The stream mapping discarded batches after retries; the sweeper will recover the items." }
+    RecoveryDlqNotEmpty     = { queue = local.names.stream_failures_dlq, description = "The recovery function failed on-failure records maxReceiveCount times (not an on-failure record, or a range it could not read); read them and its logs, fix, redrive to the failure queue within the stream's 24 h." }
     ConsumerDlqNotEmpty     = { queue = local.names.orders_dlq, description = "The orders consumer gave up on messages (conflicts or bugs); inspect and redrive." }
     OrdersEventsDlqNotEmpty = { queue = local.names.fifo_dlq, description = "Messages of the FIFO orders-events queue were received maxReceiveCount times without being deleted; inspect and redrive." }
   }
-  function_titles = { publisher = "Publisher", sweeper = "Sweeper", consumer = "Consumer" }
+  function_titles = { publisher = "Publisher", sweeper = "Sweeper", consumer = "Consumer", recovery = "Recovery" }
   function_alarm_descriptions = {
     Errors    = "fails invocations in 3 consecutive 5-minute periods (a crash, a timeout, a bad configuration): read its log group."
     Throttles = "is throttled in 3 consecutive 5-minute periods: raise its reserved concurrency or the account's concurrency quota."
@@ -268,6 +301,34 @@ locals {
       treat_missing_data  = "notBreaching"
     } },
     {
+      # The failure queue is consumed by the recovery function, so its depth says little: a
+      # message *sent* to it means the stream mapping discarded records.
+      StreamDiscards = {
+        description         = "The stream mapping gave up on stream records (retries or maximum record age) and sent their ranges to the failure queue; the recovery function is putting their items back into the sweeper's index. Check the publisher."
+        namespace           = "AWS/SQS"
+        metric_name         = "NumberOfMessagesSent"
+        dimensions          = tomap({ QueueName = local.names.stream_failures })
+        statistic           = "Sum"
+        period              = 300
+        evaluation_periods  = 1
+        datapoints_to_alarm = 1
+        threshold           = 0
+        comparison_operator = "GreaterThanThreshold"
+        treat_missing_data  = "notBreaching"
+      }
+      RecoveryRangeLost = {
+        description         = "Discarded stream records were past the stream's 24 h retention when the recovery function read them: their items are found only by the sweeper's backstop scan."
+        namespace           = local.metrics.namespace
+        metric_name         = "RecoveryRangeLost"
+        dimensions          = tomap(local.metrics.dimensions)
+        statistic           = "Sum"
+        period              = 300
+        evaluation_periods  = 1
+        datapoints_to_alarm = 1
+        threshold           = 0
+        comparison_operator = "GreaterThanThreshold"
+        treat_missing_data  = "notBreaching"
+      }
       PublisherIteratorAge = {
         description         = "The publisher falls behind the table stream (records older than the threshold)."
         namespace           = "AWS/Lambda"
@@ -330,7 +391,7 @@ locals {
   # ---------------------------------------------------------------- dashboard <prefix>-dashboard
   # Widgets without "region": each stack adds its own.
   outbox_metric    = [for m in ["Published", "PublishFailed", "Failed", "RecoveredBySweeper", "SweepRetries"] : [local.metrics.namespace, m, "Service", var.prefix]]
-  function_metrics = { for metric in ["Errors", "Duration", "Throttles"] : metric => [for fn in ["publisher", "sweeper", "consumer"] : ["AWS/Lambda", metric, "FunctionName", local.names[fn]]] }
+  function_metrics = { for metric in ["Errors", "Duration", "Throttles"] : metric => [for fn in ["publisher", "sweeper", "consumer", "recovery"] : ["AWS/Lambda", metric, "FunctionName", local.names[fn]]] }
   dashboard_widgets = [
     { title = "Outbox messages (sum per 5 minutes)", view = "timeSeries", stacked = false, stat = "Sum", period = 300, metrics = local.outbox_metric },
     {
@@ -344,8 +405,16 @@ locals {
       annotations = { horizontal = [{ label = "PublisherIteratorAge", value = var.iterator_age_threshold_ms }] }
     },
     {
-      title = "Dead-letter queues (messages visible)", view = "timeSeries", stacked = false, stat = "Maximum", period = 300
-      metrics = [for q in [local.names.outbox_dlq, local.names.stream_failures, local.names.orders_dlq, local.names.fifo_dlq] : [
+      title = "Stream discards and their recovery (sum per 5 minutes)", view = "timeSeries", stacked = false, stat = "Sum", period = 300
+      metrics = [
+        ["AWS/SQS", "NumberOfMessagesSent", "QueueName", local.names.stream_failures],
+        [local.metrics.namespace, "RecoveredFromStream", "Service", var.prefix],
+        [local.metrics.namespace, "RecoveryRangeLost", "Service", var.prefix],
+      ]
+    },
+    {
+      title = "Dead-letter and failure queues (messages visible)", view = "timeSeries", stacked = false, stat = "Maximum", period = 300
+      metrics = [for q in [local.names.outbox_dlq, local.names.stream_failures, local.names.stream_failures_dlq, local.names.orders_dlq, local.names.fifo_dlq] : [
         "AWS/SQS", "ApproximateNumberOfMessagesVisible", "QueueName", q,
       ]]
     },

@@ -42,6 +42,11 @@ output "consumer_mapping" {
   value       = local.consumer_mapping
 }
 
+output "recovery_mapping" {
+  description = "Settings of the recovery function's SQS event source mapping on the stream-failure queue."
+  value       = local.recovery_mapping
+}
+
 output "functions" {
   description = "Runtime, handler, architecture, memory and timeouts of the functions."
   value       = local.functions
@@ -77,6 +82,11 @@ output "consumer_environment" {
   value       = local.consumer_environment
 }
 
+output "recovery_environment" {
+  description = "Recovery function environment that does not depend on deployed resources."
+  value       = local.recovery_environment
+}
+
 output "existing_table" {
   description = "The existing outbox table attached to (name, ARN derived from the stream ARN, stream ARN), or null."
   value       = local.existing_table
@@ -96,6 +106,8 @@ output "queue_settings" {
     message_retention_seconds = 1209600
     max_receive_count         = var.max_receive_count
     consumer_visibility       = local.functions.timeouts.consumer * 6
+    # The failure queue is the recovery function's trigger: 6 x its timeout, like the orders queue.
+    stream_failures_visibility = local.functions.timeouts.recovery * 6
   }
 }
 

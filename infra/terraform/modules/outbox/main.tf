@@ -1,8 +1,9 @@
 # The whole outbox system: outbox table, publisher (stream), sweeper (schedule),
-# destination queues, reference consumer and its table, least-privilege roles,
-# alarms. Names, table shape, the stream filter (infra/stream-filter.json),
-# mapping settings and policy documents come from ../outbox-config, the
-# provider-free module that `terraform test` checks offline.
+# recovery (the stream mapping's on-failure records), destination queues, reference
+# consumer and its table, least-privilege roles, alarms. Names, table shape, the
+# stream filter (infra/stream-filter.json), mapping settings and policy documents
+# come from ../outbox-config, the provider-free module that `terraform test` checks
+# offline.
 
 module "config" {
   source = "../outbox-config"

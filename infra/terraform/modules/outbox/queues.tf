@@ -4,15 +4,24 @@
 
 locals {
   queue_settings = module.config.queue_settings
-  # Order matters only for readability; DLQs are plain queues, destinations redrive to them.
+  # Order matters only for readability; DLQs are plain queues (aws_sqs_queue.dead_letter), the
+  # queues with a DLQ (aws_sqs_queue.destination) redrive to them. The stream-failure queue is
+  # the recovery function's trigger: its visibility is 6 x that function's timeout.
   queues = {
-    outbox_dlq      = { name = local.names.outbox_dlq, fifo = false, dlq = null, visibility = 30 }
-    stream_failures = { name = local.names.stream_failures, fifo = false, dlq = null, visibility = 30 }
-    orders_dlq      = { name = local.names.orders_dlq, fifo = false, dlq = null, visibility = 30 }
-    fifo_dlq        = { name = local.names.fifo_dlq, fifo = true, dlq = null, visibility = 30 }
-    orders_queue    = { name = local.names.orders_queue, fifo = false, dlq = "orders_dlq", visibility = local.queue_settings.consumer_visibility }
-    fifo_queue      = { name = local.names.fifo_queue, fifo = true, dlq = "fifo_dlq", visibility = 30 }
+    outbox_dlq          = { name = local.names.outbox_dlq, fifo = false, dlq = null, visibility = 30 }
+    stream_failures_dlq = { name = local.names.stream_failures_dlq, fifo = false, dlq = null, visibility = 30 }
+    orders_dlq          = { name = local.names.orders_dlq, fifo = false, dlq = null, visibility = 30 }
+    fifo_dlq            = { name = local.names.fifo_dlq, fifo = true, dlq = null, visibility = 30 }
+    stream_failures     = { name = local.names.stream_failures, fifo = false, dlq = "stream_failures_dlq", visibility = local.queue_settings.stream_failures_visibility }
+    orders_queue        = { name = local.names.orders_queue, fifo = false, dlq = "orders_dlq", visibility = local.queue_settings.consumer_visibility }
+    fifo_queue          = { name = local.names.fifo_queue, fifo = true, dlq = "fifo_dlq", visibility = 30 }
   }
+}
+
+# The stream-failure queue got a DLQ (issue 11): same queue, new address, nothing replaced.
+moved {
+  from = aws_sqs_queue.dead_letter["stream_failures"]
+  to   = aws_sqs_queue.destination["stream_failures"]
 }
 
 resource "aws_sqs_queue" "dead_letter" {

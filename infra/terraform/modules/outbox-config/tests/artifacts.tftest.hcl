@@ -59,7 +59,7 @@ run "arm64_build_deployed_as_x86_64" {
   }
   expect_failures = [output.artifacts]
   assert {
-    condition = length(output.artifact_problems) == 3 && alltrue([for m in output.artifact_problems : (
+    condition = length(output.artifact_problems) == 4 && alltrue([for m in output.artifact_problems : (
       strcontains(m, "/bootstrap is an arm64 ELF executable, but the functions are deployed as x86_64")
       && strcontains(m, "cargo lambda build --release --x86-64")
     )])

@@ -16,7 +16,7 @@ run "sweeper_async_invocations_are_not_retried" {
 run "sweeper_reserves_one_by_default" {
   command = apply
   assert {
-    condition     = output.functions.reserved_concurrency == { publisher = null, sweeper = 1, consumer = null }
+    condition     = output.functions.reserved_concurrency == { publisher = null, sweeper = 1, consumer = null, recovery = null }
     error_message = "Only the sweeper reserves concurrency, 1 by default."
   }
 }
@@ -61,6 +61,7 @@ run "every_function_knows_its_deployment" {
       output.publisher_environment.OUTBOX_DEPLOYMENT == "shop"
       && output.sweeper_environment.OUTBOX_DEPLOYMENT == "shop"
       && output.consumer_environment.OUTBOX_DEPLOYMENT == "shop"
+      && output.recovery_environment.OUTBOX_DEPLOYMENT == "shop"
     )
     error_message = "OUTBOX_DEPLOYMENT is the prefix, for every function."
   }
@@ -71,7 +72,7 @@ run "every_function_knows_its_deployment" {
   assert {
     condition = alltrue([for a in values(output.alarms) : a.dimensions == tomap({ Service = "shop" }) if a.namespace == "DynamoDbOutbox"]) && length([
       for a in values(output.alarms) : a if a.namespace == "DynamoDbOutbox"
-    ]) == 2
+    ]) == 3
     error_message = "Every alarm on the outbox namespace selects Service = prefix."
   }
   assert {
@@ -108,10 +109,10 @@ run "oldest_pending_period_follows_a_slow_schedule" {
   }
 }
 
-run "errors_and_throttles_alarms_for_the_three_functions" {
+run "errors_and_throttles_alarms_for_the_four_functions" {
   command = apply
   assert {
-    condition = alltrue(flatten([for fn, name in { Publisher = "outbox-publisher", Sweeper = "outbox-sweeper", Consumer = "outbox-orders-consumer" } : [
+    condition = alltrue(flatten([for fn, name in { Publisher = "outbox-publisher", Sweeper = "outbox-sweeper", Consumer = "outbox-orders-consumer", Recovery = "outbox-recovery" } : [
       for metric in ["Errors", "Throttles"] : output.alarms["${fn}${metric}"] == {
         description         = output.alarms["${fn}${metric}"].description
         namespace           = "AWS/Lambda"
@@ -134,13 +135,13 @@ run "every_dead_letter_queue_is_alarmed" {
   command = apply
   assert {
     condition = toset([for a in values(output.alarms) : a.dimensions.QueueName if a.metric_name == "ApproximateNumberOfMessagesVisible"]) == toset([
-      "outbox-dlq", "outbox-stream-failures", "outbox-orders-queue-dlq", "outbox-orders-events-dlq.fifo",
+      "outbox-dlq", "outbox-stream-failures-dlq", "outbox-orders-queue-dlq", "outbox-orders-events-dlq.fifo",
     ])
-    error_message = "Each DLQ (the outbox DLQ, the stream failures, the orders DLQ and the FIFO DLQ) has a not-empty alarm."
+    error_message = "Each DLQ (the outbox DLQ, the recovery DLQ, the orders DLQ and the FIFO DLQ) has a not-empty alarm; the failure queue is consumed, StreamDiscards watches what is sent to it."
   }
   assert {
-    condition     = length(output.alarms) == 13
-    error_message = "13 alarms: 4 queues, iterator age, 2 outbox metrics, Errors and Throttles of 3 functions."
+    condition     = length(output.alarms) == 17
+    error_message = "17 alarms: 4 DLQs, stream discards, iterator age, 3 outbox metrics, Errors and Throttles of 4 functions."
   }
 }
 
@@ -160,6 +161,7 @@ run "dashboard_shows_the_pipeline" {
       ["AWS/Lambda", "IteratorAge", "FunctionName", "outbox-publisher"],
       ["AWS/SQS", "ApproximateNumberOfMessagesVisible", "QueueName", "outbox-dlq"],
       ["AWS/SQS", "ApproximateNumberOfMessagesVisible", "QueueName", "outbox-stream-failures"],
+      ["AWS/SQS", "ApproximateNumberOfMessagesVisible", "QueueName", "outbox-stream-failures-dlq"],
       ["AWS/SQS", "ApproximateNumberOfMessagesVisible", "QueueName", "outbox-orders-queue-dlq"],
       ["AWS/SQS", "ApproximateNumberOfMessagesVisible", "QueueName", "outbox-orders-events-dlq.fifo"],
       ["AWS/Lambda", "Errors", "FunctionName", "outbox-publisher"],
@@ -168,6 +170,8 @@ run "dashboard_shows_the_pipeline" {
       ["AWS/Lambda", "Duration", "FunctionName", "outbox-publisher"],
       ["AWS/Lambda", "Duration", "FunctionName", "outbox-sweeper"],
       ["AWS/Lambda", "Duration", "FunctionName", "outbox-orders-consumer"],
+      ["AWS/Lambda", "Errors", "FunctionName", "outbox-recovery"],
+      ["AWS/Lambda", "Duration", "FunctionName", "outbox-recovery"],
     ], concat([for w in output.dashboard.widgets : w.properties.metrics]...))) == 0
     error_message = "The dashboard shows the outbox metrics, IteratorAge, every DLQ depth, Errors and Duration of the functions."
   }

@@ -16,6 +16,7 @@ variables {
       publisher = "arn:aws:logs:eu-west-1:123456789012:log-group:/aws/lambda/outbox-publisher"
       sweeper   = "arn:aws:logs:eu-west-1:123456789012:log-group:/aws/lambda/outbox-sweeper"
       consumer  = "arn:aws:logs:eu-west-1:123456789012:log-group:/aws/lambda/outbox-orders-consumer"
+      recovery  = "arn:aws:logs:eu-west-1:123456789012:log-group:/aws/lambda/outbox-recovery"
     }
   }
 }
@@ -36,7 +37,7 @@ run "no_wildcards_anywhere" {
     error_message = "No policy may allow a wildcard resource."
   }
   assert {
-    condition     = alltrue([for k, v in output.policy_json : v == jsonencode(output.policies[k])]) && length(output.policy_json) == 3
+    condition     = alltrue([for k, v in output.policy_json : v == jsonencode(output.policies[k])]) && length(output.policy_json) == 4
     error_message = "policy_json must be the JSON text of policies."
   }
 }
@@ -145,7 +146,7 @@ run "extra_routes_grant_exactly_their_targets" {
     error_message = "An EventBridge route grants events:PutEvents on that bus only."
   }
   assert {
-    condition     = alltrue([for fn in ["publisher", "sweeper", "consumer"] : length([for s in output.policies[fn].Statement : s if s.Sid == "UseKmsKey" && s.Resource == var.kms_key_arn]) == 1])
+    condition     = alltrue([for fn in ["publisher", "sweeper", "consumer", "recovery"] : length([for s in output.policies[fn].Statement : s if s.Sid == "UseKmsKey" && s.Resource == var.kms_key_arn]) == 1])
     error_message = "With a KMS key every function may use that key, and only that key."
   }
 }
@@ -158,7 +159,7 @@ run "kms_key_grants_what_an_encrypted_table_needs" {
   }
 
   assert {
-    condition = alltrue([for fn in ["publisher", "sweeper", "consumer"] : sort(distinct(flatten([
+    condition = alltrue([for fn in ["publisher", "sweeper", "consumer", "recovery"] : sort(distinct(flatten([
       for s in output.policies[fn].Statement : flatten([s.Action]) if s.Sid == "UseKmsKey"
     ]))) == tolist(["kms:Decrypt", "kms:DescribeKey", "kms:Encrypt", "kms:GenerateDataKey"])])
     error_message = "Each function reading or writing a KMS-encrypted table (and stream, and queue) may Decrypt, Encrypt, GenerateDataKey and DescribeKey with the key."

@@ -51,7 +51,7 @@ variables {
 run "queues_set_their_size_explicitly" {
   command = plan
   assert {
-    condition     = alltrue([for q in merge(aws_sqs_queue.dead_letter, aws_sqs_queue.destination) : q.max_message_size == 262144]) && length(merge(aws_sqs_queue.dead_letter, aws_sqs_queue.destination)) == 6
+    condition     = alltrue([for q in merge(aws_sqs_queue.dead_letter, aws_sqs_queue.destination) : q.max_message_size == 262144]) && length(merge(aws_sqs_queue.dead_letter, aws_sqs_queue.destination)) == 7
     error_message = "Every queue sets max_message_size from max_message_bytes (the provider would otherwise send 262144 whatever the setting)."
   }
 }
@@ -94,8 +94,8 @@ run "functions_know_their_deployment_and_routes" {
     error_message = "A route object reaches OUTBOX_ROUTES unchanged."
   }
   assert {
-    condition     = alltrue([for a in aws_cloudwatch_metric_alarm.this : startswith(a.alarm_name, "shop-")]) && length(aws_cloudwatch_metric_alarm.this) == 13
-    error_message = "13 alarms, named with the prefix."
+    condition     = alltrue([for a in aws_cloudwatch_metric_alarm.this : startswith(a.alarm_name, "shop-")]) && length(aws_cloudwatch_metric_alarm.this) == 17
+    error_message = "17 alarms, named with the prefix."
   }
   assert {
     condition = alltrue([for w in jsondecode(aws_cloudwatch_dashboard.outbox.dashboard_body).widgets : w.properties.region == "eu-west-1"]) && (
@@ -121,6 +121,19 @@ run "existing_table_arn_from_its_stream" {
     condition     = aws_lambda_event_source_mapping.publisher.starting_position == "LATEST"
     error_message = "An existing table's stream starts at LATEST."
   }
+  assert {
+    condition = {
+      for s in jsondecode(aws_iam_role_policy.function["recovery"].policy).Statement : s.Sid => s.Resource if contains(["ReadOutboxStream", "AdoptIntoSweepIndex"], s.Sid)
+      } == {
+      ReadOutboxStream    = "arn:aws:dynamodb:us-east-2:210987654321:table/app/stream/2024-01-01T00:00:00.000"
+      AdoptIntoSweepIndex = "arn:aws:dynamodb:us-east-2:210987654321:table/app"
+    }
+    error_message = "The recovery function reads the existing table's stream and updates that table (its ARN from the stream ARN)."
+  }
+  assert {
+    condition     = aws_lambda_function.this["recovery"].environment[0].variables.OUTBOX_TABLE_NAME == "app"
+    error_message = "The recovery function gets the existing table's name."
+  }
 }
 
 # Applied, then destroyed by the test's teardown: prevent_destroy would stop that.
@@ -140,5 +153,76 @@ run "deletion_protection_on_by_default" {
   assert {
     condition     = aws_dynamodb_table.outbox[0].deletion_protection_enabled == true && aws_dynamodb_table.orders.deletion_protection_enabled == true
     error_message = "Both tables are protected by default."
+  }
+}
+
+# The recovery function (issue 11) on the stream mapping's failure queue.
+run "recovery_function_consumes_the_failure_queue" {
+  command = apply
+  variables {
+    prefix            = "shop"
+    max_receive_count = 3
+  }
+  assert {
+    condition = (
+      aws_lambda_function.this["recovery"].function_name == "shop-recovery"
+      && aws_lambda_function.this["recovery"].runtime == "provided.al2023"
+      && aws_lambda_function.this["recovery"].architectures == tolist(["arm64"])
+      && aws_lambda_function.this["recovery"].memory_size == 256
+      && aws_lambda_function.this["recovery"].timeout == 60
+      && aws_lambda_function.this["recovery"].reserved_concurrent_executions == -1
+      && aws_lambda_function.this["recovery"].filename == "../outbox-config/tests/artifacts/arm64/outbox-recovery/bootstrap.zip"
+    )
+    error_message = "shop-recovery: outbox-recovery's zip on provided.al2023, the architecture setting, 256 MB, 60 s, unreserved."
+  }
+  assert {
+    condition     = keys(aws_lambda_function.this["recovery"].environment[0].variables) == ["OUTBOX_DEPLOYMENT", "OUTBOX_TABLE_NAME"] && aws_lambda_function.this["recovery"].environment[0].variables.OUTBOX_DEPLOYMENT == "shop"
+    error_message = "The recovery function gets OUTBOX_TABLE_NAME and OUTBOX_DEPLOYMENT, nothing else."
+  }
+  assert {
+    condition = (
+      aws_lambda_function.this["recovery"].logging_config[0].log_format == "JSON"
+      && aws_lambda_function.this["recovery"].logging_config[0].log_group == "/aws/lambda/shop-recovery"
+      && aws_cloudwatch_log_group.function["recovery"].retention_in_days == 30
+    )
+    error_message = "JSON logs to its own log group, with retention."
+  }
+  assert {
+    condition = (
+      aws_lambda_event_source_mapping.recovery.function_name == aws_lambda_function.this["recovery"].arn
+      && aws_lambda_event_source_mapping.recovery.event_source_arn == aws_sqs_queue.destination["stream_failures"].arn
+      && aws_lambda_event_source_mapping.recovery.batch_size == 10
+      && aws_lambda_event_source_mapping.recovery.function_response_types == toset(["ReportBatchItemFailures"])
+    )
+    error_message = "The recovery function's SQS mapping: the failure queue, 10 at a time, partial batch responses."
+  }
+  assert {
+    condition = (
+      aws_sqs_queue.destination["stream_failures"].name == "shop-stream-failures"
+      && aws_sqs_queue.destination["stream_failures"].visibility_timeout_seconds >= 6 * aws_lambda_function.this["recovery"].timeout
+      && jsondecode(aws_sqs_queue.destination["stream_failures"].redrive_policy) == {
+        deadLetterTargetArn = aws_sqs_queue.dead_letter["stream_failures_dlq"].arn
+        maxReceiveCount     = 3
+      }
+    )
+    error_message = "The failure queue: visibility >= 6 x the recovery timeout, redrive to its DLQ after max_receive_count receives."
+  }
+  assert {
+    condition = (
+      aws_sqs_queue.dead_letter["stream_failures_dlq"].name == "shop-stream-failures-dlq"
+      && aws_sqs_queue.dead_letter["stream_failures_dlq"].sqs_managed_sse_enabled == true
+      && aws_sqs_queue.dead_letter["stream_failures_dlq"].max_message_size == 262144
+      && aws_sqs_queue.dead_letter["stream_failures_dlq"].message_retention_seconds == 1209600
+      && strcontains(aws_sqs_queue_policy.tls_only["stream_failures_dlq"].policy, "aws:SecureTransport")
+    )
+    error_message = "The new DLQ is encrypted, TLS only, keeps 14 days and states its MaximumMessageSize."
+  }
+  assert {
+    condition     = length(setsubtract(["ReadOutboxStream", "AdoptIntoSweepIndex", "ConsumeStreamFailures", "WriteOwnLogs"], [for s in jsondecode(aws_iam_role_policy.function["recovery"].policy).Statement : s.Sid])) == 0
+    error_message = "The recovery role gets the policy of module.config."
+  }
+  assert {
+    condition     = contains(keys(aws_cloudwatch_metric_alarm.this), "StreamDiscards") && contains(keys(aws_cloudwatch_metric_alarm.this), "RecoveryRangeLost") && !contains(keys(aws_cloudwatch_metric_alarm.this), "StreamFailuresNotEmpty")
+    error_message = "StreamDiscards and RecoveryRangeLost replace StreamFailuresNotEmpty."
   }
 }

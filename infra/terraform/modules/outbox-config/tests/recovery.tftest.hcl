@@ -1,0 +1,245 @@
+# The recovery function (issue 11): the publisher's stream mapping sends an on-failure
+# record (shard and sequence range only) to <prefix>-stream-failures when Lambda discards
+# a batch; outbox-recovery consumes that queue, reads the range back from the stream and
+# puts the pending items it finds into the sweeper's index.
+
+variables {
+  resources = {
+    outbox_table_arn          = "arn:aws:dynamodb:eu-west-1:123456789012:table/outbox-table"
+    outbox_stream_arn         = "arn:aws:dynamodb:eu-west-1:123456789012:table/outbox-table/stream/2024-01-01T00:00:00.000"
+    orders_table_arn          = "arn:aws:dynamodb:eu-west-1:123456789012:table/outbox-orders"
+    outbox_dlq_arn            = "arn:aws:sqs:eu-west-1:123456789012:outbox-dlq"
+    stream_failures_queue_arn = "arn:aws:sqs:eu-west-1:123456789012:outbox-stream-failures"
+    orders_queue_arn          = "arn:aws:sqs:eu-west-1:123456789012:outbox-orders-queue"
+    example_route_queue_arns = [
+      "arn:aws:sqs:eu-west-1:123456789012:outbox-orders-queue",
+      "arn:aws:sqs:eu-west-1:123456789012:outbox-orders-events.fifo",
+    ]
+    log_group_arns = {
+      publisher = "arn:aws:logs:eu-west-1:123456789012:log-group:/aws/lambda/outbox-publisher"
+      sweeper   = "arn:aws:logs:eu-west-1:123456789012:log-group:/aws/lambda/outbox-sweeper"
+      consumer  = "arn:aws:logs:eu-west-1:123456789012:log-group:/aws/lambda/outbox-orders-consumer"
+      recovery  = "arn:aws:logs:eu-west-1:123456789012:log-group:/aws/lambda/outbox-recovery"
+    }
+  }
+}
+
+run "names_and_binary" {
+  command = apply
+  variables {
+    prefix = "shop"
+  }
+  assert {
+    condition     = output.names.recovery == "shop-recovery" && output.names.stream_failures_dlq == "shop-stream-failures-dlq"
+    error_message = "The function is <prefix>-recovery, the failure queue's DLQ <prefix>-stream-failures-dlq."
+  }
+  assert {
+    condition     = output.binaries.recovery == "outbox-recovery"
+    error_message = "The function runs the cargo lambda binary outbox-recovery (infra/CONTRACT.md)."
+  }
+  assert {
+    condition     = output.recovery_environment == { OUTBOX_DEPLOYMENT = "shop" }
+    error_message = "The recovery function gets OUTBOX_DEPLOYMENT = prefix (modules/outbox adds OUTBOX_TABLE_NAME)."
+  }
+}
+
+run "function_and_mapping" {
+  command = apply
+  assert {
+    condition     = output.functions.timeouts.recovery == 60 && output.functions.reserved_concurrency.recovery == null && output.functions.memory_size == 256
+    error_message = "The recovery function: 60 s, unreserved, 256 MB."
+  }
+  assert {
+    condition     = output.recovery_mapping == { batch_size = 10, function_response_types = ["ReportBatchItemFailures"] }
+    error_message = "The SQS mapping on the failure queue takes 10 records at a time and reports partial batch failures."
+  }
+}
+
+run "failure_queue_visibility_and_redrive" {
+  command = apply
+  variables {
+    max_receive_count = 3
+  }
+  assert {
+    condition     = output.queue_settings.stream_failures_visibility >= 6 * output.functions.timeouts.recovery && output.queue_settings.stream_failures_visibility == 360
+    error_message = "The failure queue's visibility timeout is 6 x the recovery function's timeout."
+  }
+  assert {
+    condition     = output.queue_settings.max_receive_count == 3
+    error_message = "The failure queue redrives after max_receive_count receives, like the destination queues."
+  }
+}
+
+run "least_privilege" {
+  command = apply
+  assert {
+    condition     = sort([for s in output.policies.recovery.Statement : s.Sid]) == sort(["ReadOutboxStream", "AdoptIntoSweepIndex", "ConsumeStreamFailures", "WriteOwnLogs"])
+    error_message = "The recovery role reads the stream, adopts items, consumes the failure queue and writes its logs; nothing else (no KMS without a key)."
+  }
+  assert {
+    condition = [for s in output.policies.recovery.Statement : s if s.Sid == "ReadOutboxStream"][0] == {
+      Sid      = "ReadOutboxStream"
+      Effect   = "Allow"
+      Action   = ["dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator"]
+      Resource = var.resources.outbox_stream_arn
+    }
+    error_message = "DescribeStream, GetShardIterator and GetRecords on the table's stream ARN only."
+  }
+  assert {
+    condition = [for s in output.policies.recovery.Statement : s if s.Sid == "AdoptIntoSweepIndex"][0] == {
+      Sid = "AdoptIntoSweepIndex", Effect = "Allow", Action = "dynamodb:UpdateItem", Resource = var.resources.outbox_table_arn
+    }
+    error_message = "UpdateItem on the outbox table only."
+  }
+  assert {
+    condition = [for s in output.policies.recovery.Statement : s if s.Sid == "ConsumeStreamFailures"][0] == {
+      Sid      = "ConsumeStreamFailures"
+      Effect   = "Allow"
+      Action   = ["sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility", "sqs:GetQueueAttributes"]
+      Resource = var.resources.stream_failures_queue_arn
+    }
+    error_message = "Receive, delete, change visibility and get attributes on the failure queue only."
+  }
+  assert {
+    condition     = [for s in output.policies.recovery.Statement : s.Resource if s.Sid == "WriteOwnLogs"][0] == "${var.resources.log_group_arns.recovery}:*"
+    error_message = "The recovery function writes only to its own log group."
+  }
+  assert {
+    condition     = length(output.policy_json) == 4 && output.policy_json.recovery == jsonencode(output.policies.recovery)
+    error_message = "Four functions, four policies."
+  }
+}
+
+run "kms_key" {
+  command = apply
+  variables {
+    kms_key_arn = "arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+  }
+  assert {
+    condition = [for s in output.policies.recovery.Statement : s if s.Sid == "UseKmsKey"] == [{
+      Sid      = "UseKmsKey"
+      Effect   = "Allow"
+      Action   = ["kms:Decrypt", "kms:DescribeKey", "kms:Encrypt", "kms:GenerateDataKey"]
+      Resource = var.kms_key_arn
+    }]
+    error_message = "With a KMS key (encrypted stream and queue) the recovery function may use that key, and only that key."
+  }
+}
+
+run "alarms" {
+  command = apply
+  assert {
+    condition     = !contains(keys(output.alarms), "StreamFailuresNotEmpty")
+    error_message = "The failure queue is consumed now: its depth alarm is replaced by StreamDiscards."
+  }
+  assert {
+    condition = output.alarms.StreamDiscards == {
+      description         = output.alarms.StreamDiscards.description
+      namespace           = "AWS/SQS"
+      metric_name         = "NumberOfMessagesSent"
+      dimensions          = tomap({ QueueName = "outbox-stream-failures" })
+      statistic           = "Sum"
+      period              = 300
+      evaluation_periods  = 1
+      datapoints_to_alarm = 1
+      threshold           = 0
+      comparison_operator = "GreaterThanThreshold"
+      treat_missing_data  = "notBreaching"
+    }
+    error_message = "StreamDiscards: a message sent to the failure queue (Lambda gave up on stream records)."
+  }
+  assert {
+    condition = output.alarms.RecoveryDlqNotEmpty == {
+      description         = output.alarms.RecoveryDlqNotEmpty.description
+      namespace           = "AWS/SQS"
+      metric_name         = "ApproximateNumberOfMessagesVisible"
+      dimensions          = tomap({ QueueName = "outbox-stream-failures-dlq" })
+      statistic           = "Maximum"
+      period              = 300
+      evaluation_periods  = 1
+      datapoints_to_alarm = 1
+      threshold           = 0
+      comparison_operator = "GreaterThanThreshold"
+      treat_missing_data  = "notBreaching"
+    }
+    error_message = "RecoveryDlqNotEmpty: the new DLQ holds a message."
+  }
+  assert {
+    condition = output.alarms.RecoveryRangeLost == {
+      description         = output.alarms.RecoveryRangeLost.description
+      namespace           = "DynamoDbOutbox"
+      metric_name         = "RecoveryRangeLost"
+      dimensions          = tomap({ Service = "outbox" })
+      statistic           = "Sum"
+      period              = 300
+      evaluation_periods  = 1
+      datapoints_to_alarm = 1
+      threshold           = 0
+      comparison_operator = "GreaterThanThreshold"
+      treat_missing_data  = "notBreaching"
+    }
+    error_message = "RecoveryRangeLost: a discarded range was past the stream's retention (EMF, Service = prefix)."
+  }
+  assert {
+    condition = alltrue([for metric in ["Errors", "Throttles"] : output.alarms["Recovery${metric}"] == {
+      description         = output.alarms["Recovery${metric}"].description
+      namespace           = "AWS/Lambda"
+      metric_name         = metric
+      dimensions          = tomap({ FunctionName = "outbox-recovery" })
+      statistic           = "Sum"
+      period              = 300
+      evaluation_periods  = 3
+      datapoints_to_alarm = 3
+      threshold           = 0
+      comparison_operator = "GreaterThanThreshold"
+      treat_missing_data  = "notBreaching"
+    }])
+    error_message = "RecoveryErrors and RecoveryThrottles like the other functions'."
+  }
+}
+
+run "dashboard" {
+  command = apply
+  assert {
+    condition = length([for w in output.dashboard.widgets : w if(
+      contains(w.properties.metrics, ["DynamoDbOutbox", "RecoveredFromStream", "Service", "outbox"])
+      && contains(w.properties.metrics, ["DynamoDbOutbox", "RecoveryRangeLost", "Service", "outbox"])
+      && contains(w.properties.metrics, ["AWS/SQS", "NumberOfMessagesSent", "QueueName", "outbox-stream-failures"])
+    )]) == 1
+    error_message = "One widget shows the discards with RecoveredFromStream and RecoveryRangeLost."
+  }
+  assert {
+    condition = length(setsubtract([
+      ["AWS/SQS", "ApproximateNumberOfMessagesVisible", "QueueName", "outbox-stream-failures-dlq"],
+      ["AWS/Lambda", "Errors", "FunctionName", "outbox-recovery"],
+      ["AWS/Lambda", "Duration", "FunctionName", "outbox-recovery"],
+      ["AWS/Lambda", "Throttles", "FunctionName", "outbox-recovery"],
+    ], concat([for w in output.dashboard.widgets : w.properties.metrics]...))) == 0
+    error_message = "The dashboard shows the new DLQ's depth and the recovery function's errors, duration and throttles."
+  }
+}
+
+run "artifact_is_checked" {
+  command = plan
+  variables {
+    lambda_asset_dir = "./tests/artifacts/arm64"
+  }
+  assert {
+    condition     = output.artifacts.recovery == { zip = "./tests/artifacts/arm64/outbox-recovery/bootstrap.zip", architecture = "arm64" }
+    error_message = "The module deploys outbox-recovery/bootstrap.zip, its architecture read from the ELF header."
+  }
+}
+
+run "artifact_missing" {
+  command = plan
+  variables {
+    lambda_asset_dir = "./tests/artifacts/no-recovery"
+  }
+  expect_failures = [output.artifacts]
+  assert {
+    condition = output.artifact_problems == [
+      "./tests/artifacts/no-recovery/outbox-recovery/bootstrap.zip not found. Build it with `cargo lambda build --release --arm64` and then `cargo lambda build --release --arm64 --output-format zip` at the repository root (the second zips the first's binary), or set architecture to the one you built.",
+    ]
+    error_message = "A build without outbox-recovery (an older scripts/package) is refused, naming the file."
+  }
+}
