@@ -131,41 +131,11 @@ impl Pipeline {
             ("OUTBOX_DLQ_URL".to_owned(), outbox.dlq_url.clone()),
             ("OUTBOX_DEPLOYMENT".to_owned(), prefix.clone()),
         ];
-        let dir = lambda_dir();
-        let with_faults = |mut env: Vec<(String, String)>, plan: &Option<String>| {
-            if let Some(plan) = plan {
-                env.push(("OUTBOX_FAULTS".to_owned(), plan.clone()));
-            }
-            env
-        };
-        let publisher = format!("{prefix}-publisher");
-        create_function(
-            &outbox,
-            &publisher,
-            &dir.join("outbox-publisher"),
-            with_faults(outbox_env.clone(), &opts.faults.publisher),
-        )
-        .await;
-        let mut sweeper_env = outbox_env.clone();
-        sweeper_env.extend(opts.sweeper_env.iter().cloned());
-        create_function(
-            &outbox,
-            &format!("{prefix}-sweeper"),
-            &dir.join("outbox-sweeper"),
-            with_faults(sweeper_env, &opts.faults.sweeper),
-        )
-        .await;
-        let consumer = format!("{prefix}-orders-consumer");
-        create_function(
-            &outbox,
-            &consumer,
-            &dir.join("orders-consumer"),
-            with_faults(
-                vec![("ORDERS_TABLE_NAME".to_owned(), orders_table.clone())],
-                &opts.faults.consumer,
-            ),
-        )
-        .await;
+        create_functions(&outbox, &prefix, &outbox_env, &orders_table, &opts).await;
+        let (publisher, consumer) = (
+            format!("{prefix}-publisher"),
+            format!("{prefix}-orders-consumer"),
+        );
         let failures_arn = provision::queue_arn(&clients.sqs, &failures)
             .await
             .expect("failure queue arn");
@@ -173,7 +143,7 @@ impl Pipeline {
         create_function(
             &outbox,
             &recovery,
-            &dir.join("outbox-recovery"),
+            &lambda_dir().join("outbox-recovery"),
             vec![
                 ("OUTBOX_TABLE_NAME".to_owned(), outbox.table.clone()),
                 ("OUTBOX_DEPLOYMENT".to_owned(), prefix.clone()),
@@ -236,6 +206,52 @@ impl Pipeline {
         );
         serde_json::from_slice(&body).expect("the sweep summary is JSON")
     }
+}
+
+/// The publisher, sweeper and consumer, from the packaged zips, with the pipeline's
+/// environment and fault plans.
+async fn create_functions(
+    outbox: &Outbox,
+    prefix: &str,
+    outbox_env: &[(String, String)],
+    orders_table: &str,
+    opts: &PipelineOptions,
+) {
+    let dir = lambda_dir();
+    let with_faults = |mut env: Vec<(String, String)>, plan: &Option<String>| {
+        if let Some(plan) = plan {
+            env.push(("OUTBOX_FAULTS".to_owned(), plan.clone()));
+        }
+        env
+    };
+    let publisher = format!("{prefix}-publisher");
+    create_function(
+        outbox,
+        &publisher,
+        &dir.join("outbox-publisher"),
+        with_faults(outbox_env.to_vec(), &opts.faults.publisher),
+    )
+    .await;
+    let mut sweeper_env = outbox_env.to_vec();
+    sweeper_env.extend(opts.sweeper_env.iter().cloned());
+    create_function(
+        outbox,
+        &format!("{prefix}-sweeper"),
+        &dir.join("outbox-sweeper"),
+        with_faults(sweeper_env, &opts.faults.sweeper),
+    )
+    .await;
+    let consumer = format!("{prefix}-orders-consumer");
+    create_function(
+        outbox,
+        &consumer,
+        &dir.join("orders-consumer"),
+        with_faults(
+            vec![("ORDERS_TABLE_NAME".to_owned(), orders_table.to_owned())],
+            &opts.faults.consumer,
+        ),
+    )
+    .await;
 }
 
 /// EventBridge's scheduled event, as the sweeper's rule delivers it.

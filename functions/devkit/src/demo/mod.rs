@@ -128,26 +128,38 @@ pub async fn run(
         eprintln!();
     }
     let elapsed = started.elapsed();
+    let mut report = judge(clients, deployment, &produced, since_ms).await?;
+    report.elapsed = elapsed;
+    Ok(report)
+}
+
+/// The verdict from the final state and the functions' logs since `since_ms`.
+async fn judge(
+    clients: &Clients,
+    deployment: &Deployment,
+    produced: &produce::Produced,
+    since_ms: i64,
+) -> Result<DemoReport, String> {
     // Let the last invocations' log lines arrive.
     tokio::time::sleep(Duration::from_secs(2)).await;
+    let d = deployment;
     let logs = verify::FunctionLogs {
-        publisher: deployment
-            .logs(clients, &deployment.publisher, since_ms)
+        publisher: d
+            .logs(clients, &d.publisher, since_ms)
             .await
             .map_err(|e| e.to_string())?,
-        sweeper: deployment
-            .logs(clients, &deployment.sweeper, since_ms)
+        sweeper: d
+            .logs(clients, &d.sweeper, since_ms)
             .await
             .unwrap_or_default(),
-        consumer: deployment
-            .logs(clients, &deployment.consumer, since_ms)
+        consumer: d
+            .logs(clients, &d.consumer, since_ms)
             .await
             .map_err(|e| e.to_string())?,
     };
     let outbox_items = observe::outbox_items(observe::scan_all(clients, &deployment.table).await?);
     let orders = observe::scan_all(clients, &deployment.orders_table).await?;
-    let mut report = verify::verify(&produced, &outbox_items, &orders, &logs);
-    report.elapsed = elapsed;
+    let mut report = verify::verify(produced, &outbox_items, &orders, &logs);
     if let Some(dlq) = &deployment.consumer_dlq_url {
         report.consumer_dead_lettered = observe::queue_depth(clients, dlq).await?;
         if report.consumer_dead_lettered > 0 {

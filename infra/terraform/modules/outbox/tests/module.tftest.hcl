@@ -158,10 +158,17 @@ run "deletion_protection_on_by_default" {
 
 # The recovery function (issue 11) on the stream mapping's failure queue.
 run "recovery_function_consumes_the_failure_queue" {
-  command = apply
+  command   = apply
+  state_key = "recovery" # fresh resources: the override below applies when they are created
   variables {
     prefix            = "shop"
     max_receive_count = 3
+  }
+  # The dead-letter queues get an ARN of their own (the other mocked queues share one), so
+  # the mapping is seen to read a queue with a DLQ and the redrive to point at a DLQ.
+  override_resource {
+    target = aws_sqs_queue.dead_letter
+    values = { arn = "arn:aws:sqs:eu-west-1:123456789012:a-dead-letter-queue", url = "https://sqs.eu-west-1.amazonaws.com/123456789012/a-dead-letter-queue" }
   }
   assert {
     condition = (
@@ -176,7 +183,7 @@ run "recovery_function_consumes_the_failure_queue" {
     error_message = "shop-recovery: outbox-recovery's zip on provided.al2023, the architecture setting, 256 MB, 60 s, unreserved."
   }
   assert {
-    condition     = keys(aws_lambda_function.this["recovery"].environment[0].variables) == ["OUTBOX_DEPLOYMENT", "OUTBOX_TABLE_NAME"] && aws_lambda_function.this["recovery"].environment[0].variables.OUTBOX_DEPLOYMENT == "shop"
+    condition     = keys(aws_lambda_function.this["recovery"].environment[0].variables) == tolist(["OUTBOX_DEPLOYMENT", "OUTBOX_TABLE_NAME"]) && aws_lambda_function.this["recovery"].environment[0].variables.OUTBOX_DEPLOYMENT == "shop"
     error_message = "The recovery function gets OUTBOX_TABLE_NAME and OUTBOX_DEPLOYMENT, nothing else."
   }
   assert {
@@ -191,6 +198,7 @@ run "recovery_function_consumes_the_failure_queue" {
     condition = (
       aws_lambda_event_source_mapping.recovery.function_name == aws_lambda_function.this["recovery"].arn
       && aws_lambda_event_source_mapping.recovery.event_source_arn == aws_sqs_queue.destination["stream_failures"].arn
+      && aws_lambda_event_source_mapping.recovery.event_source_arn != "arn:aws:sqs:eu-west-1:123456789012:a-dead-letter-queue"
       && aws_lambda_event_source_mapping.recovery.batch_size == 10
       && aws_lambda_event_source_mapping.recovery.function_response_types == toset(["ReportBatchItemFailures"])
     )
@@ -201,9 +209,10 @@ run "recovery_function_consumes_the_failure_queue" {
       aws_sqs_queue.destination["stream_failures"].name == "shop-stream-failures"
       && aws_sqs_queue.destination["stream_failures"].visibility_timeout_seconds >= 6 * aws_lambda_function.this["recovery"].timeout
       && jsondecode(aws_sqs_queue.destination["stream_failures"].redrive_policy) == {
-        deadLetterTargetArn = aws_sqs_queue.dead_letter["stream_failures_dlq"].arn
+        deadLetterTargetArn = "arn:aws:sqs:eu-west-1:123456789012:a-dead-letter-queue"
         maxReceiveCount     = 3
       }
+      && local.queues.stream_failures.dlq == "stream_failures_dlq"
     )
     error_message = "The failure queue: visibility >= 6 x the recovery timeout, redrive to its DLQ after max_receive_count receives."
   }
