@@ -11,10 +11,12 @@ and checks that modules/outbox takes each compared value from module.config
 (parsed with python-hcl2), so the comparison speaks for the real resources.
 
 Compared: stream filter (and infra/stream-filter.json itself), stream and queue
-mapping settings (starting position, retries, batch sizes), table shapes (keys,
-GSI, TTL attribute, stream view type, PITR, SSE, deletion protection), names,
-function runtime/arch/env/reserved concurrency, the sweeper's async invoke config
-and schedule retry policy, queue settings (retention, MaximumMessageSize, redrive),
+mapping settings (starting position, retries, batch sizes, the recovery function's
+mapping on the stream-failure queue), table shapes (keys, GSI, TTL attribute, stream
+view type, PITR, SSE, deletion protection), names, function runtime/arch/memory/
+timeout/env/reserved concurrency of the four functions, the sweeper's async invoke
+config and schedule retry policy, queue settings (retention, MaximumMessageSize,
+visibility, redrive: which queue goes to which DLQ after how many receives),
 OUTBOX_ROUTES, IAM actions and literal resources, alarms, the dashboard, log
 retention.
 
@@ -145,7 +147,7 @@ module "c" {{
     orders_queue_arn          = "PARITY:orders-queue"
     example_route_queue_arns  = ["PARITY:orders-queue", "PARITY:fifo-queue"]
     example_route_queue_urls  = {{ standard = "URL:${{module.c.names.orders_queue}}", fifo = "URL:${{module.c.names.fifo_queue}}" }}
-    log_group_arns            = {{ publisher = "PARITY:logs", sweeper = "PARITY:logs", consumer = "PARITY:logs" }}
+    log_group_arns            = {{ publisher = "PARITY:logs", sweeper = "PARITY:logs", consumer = "PARITY:logs", recovery = "PARITY:logs" }}
   }}
 }}
 output "c" {{
@@ -181,8 +183,12 @@ def one(template: dict, rtype: str, **props) -> dict:
     return found[0]["Properties"]
 
 
+FUNCTIONS = ("publisher", "sweeper", "consumer", "recovery")
+QUEUES = ("outbox_dlq", "stream_failures", "stream_failures_dlq", "orders_queue", "orders_dlq", "fifo_queue", "fifo_dlq")
+
+
 def module_sources() -> dict:
-    """modules/outbox/*.tf parsed: {resource type: {name: body}}."""
+    """modules/outbox/*.tf parsed: {resource type: {name: body}}, and the locals under "locals"."""
     out: dict = {}
     for f in sorted((TF_DIR / "modules" / "outbox").glob("*.tf")):
         with open(f) as fh:
@@ -191,6 +197,8 @@ def module_sources() -> dict:
             for rtype, named in block.items():
                 for name, body in named.items():
                     out.setdefault(rtype, {})[name] = body
+        for block in doc.get("locals", []):
+            out.setdefault("locals", {}).update({k: v for k, v in block.items() if not k.startswith("__")})
     return out
 
 
@@ -241,6 +249,11 @@ def compare_module_sources(src: dict) -> None:
         uses(f"publisher mapping {hcl}", esm[hcl], f"module.config.stream_mapping.{hcl}")
     uses("publisher on-failure destination", esm["destination_config"], "stream_failures")
     uses("consumer mapping batch_size", src["aws_lambda_event_source_mapping"]["consumer"]["batch_size"], "module.config.consumer_mapping.batch_size")
+    rec = src["aws_lambda_event_source_mapping"].get("recovery", {})
+    uses("recovery mapping function", rec.get("function_name"), 'aws_lambda_function.this[\\"recovery\\"]')
+    uses("recovery mapping source", rec.get("event_source_arn"), 'local.all_queues[\\"stream_failures\\"]')
+    for hcl in ("batch_size", "function_response_types"):
+        uses(f"recovery mapping {hcl}", rec.get(hcl), f"module.config.recovery_mapping.{hcl}")
 
     tt = src["aws_dynamodb_table"]["outbox"]
     uses("outbox table hash_key", tt["hash_key"], "local.table.hash_key")
@@ -277,6 +290,15 @@ def compare_module_sources(src: dict) -> None:
         q = src["aws_sqs_queue"][kind]
         uses(f"{kind} queues max_message_size", q.get("max_message_size"), "local.queue_settings.max_message_size")
         uses(f"{kind} queues retention", q.get("message_retention_seconds"), "local.queue_settings.message_retention_seconds")
+        uses(f"{kind} queues visibility", q.get("visibility_timeout_seconds"), "each.value.visibility")
+    uses("destination queues redrive target", src["aws_sqs_queue"]["destination"].get("redrive_policy"), "aws_sqs_queue.dead_letter[each.value.dlq].arn")
+    uses("destination queues maxReceiveCount", src["aws_sqs_queue"]["destination"].get("redrive_policy"), "local.queue_settings.max_receive_count")
+    queues = scalar(src["locals"]["queues"])
+    holds(f"local.queues has every queue of module.config.names ({sorted(QUEUES)}), found {sorted(queues)}", sorted(queues) == sorted(QUEUES))
+    for key, q in queues.items():
+        holds(f"local.queues.{key}.name is {q.get('name')!r}, expected local.names.{key}", q.get("name") == f"${{local.names.{key}}}")
+    uses("stream-failure queue visibility", queues.get("stream_failures", {}).get("visibility"), "local.queue_settings.stream_failures_visibility")
+    uses("orders queue visibility", queues.get("orders_queue", {}).get("visibility"), "local.queue_settings.consumer_visibility")
 
     alarm = src["aws_cloudwatch_metric_alarm"]
     holds(f"one alarm resource for every alarm of module.config.alarms, found {sorted(alarm)}", sorted(alarm) == ["this"])
@@ -291,10 +313,15 @@ def compare_module_sources(src: dict) -> None:
     uses("dashboard widgets", dash["dashboard_body"], "module.config.dashboard.widgets")
 
 
-def compare(variant: str, template: dict, tf: dict) -> None:
-    """Every compared value of one variant."""
+def compare(variant: str, template: dict, tf: dict, tf_queues: dict) -> None:
+    """Every compared value of one variant (tf_queues: local.queues of modules/outbox, parsed)."""
     names = tf["names"]
     v = f"[{variant}]"
+    fn_ids = {
+        key: next(k for k, r in template["Resources"].items() if r["Type"] == "AWS::Lambda::Function" and r["Properties"]["FunctionName"] == names[key])
+        for key in FUNCTIONS
+    }
+    queue_names = {r_id: r["Properties"]["QueueName"] for r_id, r in template["Resources"].items() if r["Type"] == "AWS::SQS::Queue"}
 
     # ---------------------------------------------------------------- stream filter, mappings
     file_filter = json.loads(FILTER_FILE.read_text())
@@ -320,8 +347,14 @@ def compare(variant: str, template: dict, tf: dict) -> None:
     if tf["existing_table"]:
         same(f"{v} stream mapping source (existing table)", stream["EventSourceArn"], tf["existing_table"]["stream_arn"])
 
-    consumer_esm = one(template, "AWS::Lambda::EventSourceMapping", FunctionResponseTypes=["ReportBatchItemFailures"], BatchSize=tf["consumer_mapping"]["batch_size"])
+    consumer_esm = one(template, "AWS::Lambda::EventSourceMapping", FunctionName={"Ref": fn_ids["consumer"]})
+    same(f"{v} consumer mapping BatchSize", consumer_esm["BatchSize"], tf["consumer_mapping"]["batch_size"])
     same(f"{v} consumer mapping FunctionResponseTypes", consumer_esm["FunctionResponseTypes"], tf["consumer_mapping"]["function_response_types"])
+    same(f"{v} consumer mapping source", queue_names.get(consumer_esm["EventSourceArn"]["Fn::GetAtt"][0]), names["orders_queue"])
+    recovery_esm = one(template, "AWS::Lambda::EventSourceMapping", FunctionName={"Ref": fn_ids["recovery"]})
+    same(f"{v} recovery mapping BatchSize", recovery_esm["BatchSize"], tf["recovery_mapping"]["batch_size"])
+    same(f"{v} recovery mapping FunctionResponseTypes", recovery_esm["FunctionResponseTypes"], tf["recovery_mapping"]["function_response_types"])
+    same(f"{v} recovery mapping source", queue_names.get(recovery_esm["EventSourceArn"]["Fn::GetAtt"][0]), names["stream_failures"])
 
     # ---------------------------------------------------------------- tables
     tables = {r["Properties"]["TableName"]: r for r in resources_of(template, "AWS::DynamoDB::Table")}
@@ -372,8 +405,13 @@ def compare(variant: str, template: dict, tf: dict) -> None:
 
     # ---------------------------------------------------------------- functions
     fns = tf["functions"]
-    env_by_fn = {"publisher": tf["publisher_environment"], "sweeper": tf["sweeper_environment"], "consumer": tf["consumer_environment"]}
-    for key in ("publisher", "sweeper", "consumer"):
+    env_by_fn = {
+        "publisher": tf["publisher_environment"],
+        "sweeper": tf["sweeper_environment"],
+        "consumer": tf["consumer_environment"],
+        "recovery": tf["recovery_environment"],
+    }
+    for key in FUNCTIONS:
         props = one(template, "AWS::Lambda::Function", FunctionName=names[key])
         same(f"{v} {key} runtime", props["Runtime"], fns["runtime"])
         same(f"{v} {key} handler", props["Handler"], fns["handler"])
@@ -384,14 +422,25 @@ def compare(variant: str, template: dict, tf: dict) -> None:
         env = props["Environment"]["Variables"]
         static = {k: x for k, x in env.items() if isinstance(x, str) and k.startswith("OUTBOX_") and k != "OUTBOX_TABLE_NAME"}
         same(f"{v} {key} static OUTBOX_* env", static, env_by_fn[key])
-        if key != "consumer":
-            queue_names = {r_id: r["Properties"]["QueueName"] for r_id, r in template["Resources"].items() if r["Type"] == "AWS::SQS::Queue"}
+        # The names of the variables modules/outbox fills in from deployed resources (table name,
+        # routes, DLQ URL; functions.tf local.environment): the mocked-provider tests check them there.
+        tf_dynamic = {"publisher": ["OUTBOX_DLQ_URL", "OUTBOX_ROUTES", "OUTBOX_TABLE_NAME"], "consumer": ["ORDERS_TABLE_NAME"], "recovery": ["OUTBOX_TABLE_NAME"]}
+        tf_dynamic["sweeper"] = tf_dynamic["publisher"]
+        same(f"{v} {key} environment variable names", sorted(env), sorted([*env_by_fn[key], *tf_dynamic[key]]))
+        if key in ("publisher", "sweeper"):
             routes = joined(env["OUTBOX_ROUTES"], lambda t: "URL:" + queue_names[t["Ref"]])
             same(f"{v} {key} OUTBOX_ROUTES", json.loads(routes), json.loads(tf["routes_json"]))
+        if key == "recovery":
+            same(
+                f"{v} recovery function's failure queue visibility >= 6 x its timeout (CDK)",
+                one(template, "AWS::SQS::Queue", QueueName=names["stream_failures"])["VisibilityTimeout"] >= 6 * props["Timeout"],
+                True,
+            )
+            same(f"{v} recovery function's failure queue visibility >= 6 x its timeout (Terraform)", tf["queue_settings"]["stream_failures_visibility"] >= 6 * fns["timeouts"]["recovery"], True)
         if tf["existing_table"] and key != "consumer":
             same(f"{v} {key} OUTBOX_TABLE_NAME (existing table)", env["OUTBOX_TABLE_NAME"], tf["existing_table"]["name"])
 
-    sweeper_id = next(k for k, r in template["Resources"].items() if r["Type"] == "AWS::Lambda::Function" and r["Properties"]["FunctionName"] == names["sweeper"])
+    sweeper_id = fn_ids["sweeper"]
     invoke = [r["Properties"] for r in resources_of(template, "AWS::Lambda::EventInvokeConfig")]
     same(f"{v} async invoke configs (the sweeper's only)", [i["FunctionName"] for i in invoke], [{"Ref": sweeper_id}])
     same(
@@ -405,7 +454,7 @@ def compare(variant: str, template: dict, tf: dict) -> None:
     for p in resources_of(template, "AWS::IAM::Policy"):
         for role in p["Properties"]["Roles"]:
             by_role.setdefault(role["Ref"], []).extend(p["Properties"]["PolicyDocument"]["Statement"])
-    for key in ("publisher", "sweeper", "consumer"):
+    for key in FUNCTIONS:
         role = one(template, "AWS::Lambda::Function", FunctionName=names[key])["Role"]["Fn::GetAtt"][0]
         cdk_st = by_role[role]
         tf_st = tf["policies"][key]["Statement"]
@@ -427,15 +476,24 @@ def compare(variant: str, template: dict, tf: dict) -> None:
     # ---------------------------------------------------------------- queues, logs
     q = tf["queue_settings"]
     cdk_queues = {r["Properties"]["QueueName"]: r["Properties"] for r in resources_of(template, "AWS::SQS::Queue")}
-    tf_queue_names = sorted(names[k] for k in ("outbox_dlq", "stream_failures", "orders_queue", "orders_dlq", "fifo_queue", "fifo_dlq"))
+    tf_queue_names = sorted(names[k] for k in QUEUES)
     same(f"{v} queue names", sorted(cdk_queues), tf_queue_names)
     for name, props in cdk_queues.items():
         same(f"{v} queue {name} retention", props["MessageRetentionPeriod"], q["message_retention_seconds"])
         same(f"{v} queue {name} MaximumMessageSize", props.get("MaximumMessageSize"), q["max_message_size"])
         same(f"{v} queue {name} encrypted", bool(props.get("SqsManagedSseEnabled") or props.get("KmsMasterKeyId")), True)
-    same(f"{v} orders queue maxReceiveCount", cdk_queues[names["orders_queue"]]["RedrivePolicy"]["maxReceiveCount"], q["max_receive_count"])
-    same(f"{v} FIFO queue maxReceiveCount", cdk_queues[names["fifo_queue"]]["RedrivePolicy"]["maxReceiveCount"], q["max_receive_count"])
+    # Which queue redrives to which DLQ, after how many receives (Terraform: local.queues of modules/outbox).
+    same(
+        f"{v} redrive (queue -> DLQ, maxReceiveCount)",
+        {
+            name: (queue_names[p["RedrivePolicy"]["deadLetterTargetArn"]["Fn::GetAtt"][0]], p["RedrivePolicy"]["maxReceiveCount"])
+            for name, p in cdk_queues.items()
+            if "RedrivePolicy" in p
+        },
+        {names[k]: (names[x["dlq"]], q["max_receive_count"]) for k, x in tf_queues.items() if x.get("dlq")},
+    )
     same(f"{v} orders queue visibility", cdk_queues[names["orders_queue"]]["VisibilityTimeout"], q["consumer_visibility"])
+    same(f"{v} stream-failure queue visibility", cdk_queues[names["stream_failures"]]["VisibilityTimeout"], q["stream_failures_visibility"])
 
     for props in (r["Properties"] for r in resources_of(template, "AWS::Logs::LogGroup")):
         same(f"{v} log retention {props['LogGroupName']}", props["RetentionInDays"], tf["log_retention_days"])
@@ -482,7 +540,9 @@ def main() -> int:
     parser.add_argument("--keep", type=Path, help="write the other variants' CDK templates here")
     args = parser.parse_args()
 
-    compare_module_sources(module_sources())
+    src = module_sources()
+    compare_module_sources(src)
+    tf_queues = scalar(src["locals"]["queues"])
     for i, (variant, settings) in enumerate(VARIANTS.items()):
         if not settings:
             template = json.loads(args.template.read_text())
@@ -492,7 +552,7 @@ def main() -> int:
             if args.keep:
                 args.keep.mkdir(parents=True, exist_ok=True)
                 (args.keep / f"variant-{i}.template.json").write_text(json.dumps(template, indent=1))
-        compare(variant, template, terraform_config(settings))
+        compare(variant, template, terraform_config(settings), tf_queues)
 
     if failures:
         print(f"parity: {len(failures)} of {checked} checks differ between CDK and Terraform:")
@@ -501,7 +561,7 @@ def main() -> int:
         return 1
     print(
         f"parity: CDK and Terraform agree on {checked} checks over {len(VARIANTS)} variants of the settings "
-        f"({', '.join(VARIANTS)}): filter, mappings, tables, names, functions, async invoke, IAM, queues, routes, alarms, dashboard"
+        f"({', '.join(VARIANTS)}): filter, mappings, tables, names, functions, async invoke, IAM, queues, redrive, routes, alarms, dashboard"
     )
     return 0
 

@@ -287,13 +287,14 @@ async fn consumer(
     Ok(())
 }
 
-/// Crashed consumer batches come back within seconds rather than the deployed minutes.
+/// Crashed consumer batches come back within 20 s rather than the deployed minutes
+/// (long enough that a slow batch is not received twice while it still runs).
 async fn short_visibility(clients: &Clients, url: &str) -> Result<(), String> {
     clients
         .sqs
         .set_queue_attributes()
         .queue_url(url)
-        .attributes(QueueAttributeName::VisibilityTimeout, "5")
+        .attributes(QueueAttributeName::VisibilityTimeout, "20")
         .send()
         .await
         .map(|_| ())

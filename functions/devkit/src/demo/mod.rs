@@ -214,8 +214,9 @@ async fn settle(
 
 /// Switches on the functions' fault injection for the crash options (and their JSON
 /// logs, which the verdict reads: the local AWS ignores `LoggingConfig`), and shortens
-/// the consumer queue's visibility timeout so that a crashed delivery returns within
-/// the demo rather than after the deployed 3 minutes.
+/// the consumer queue's visibility timeout to 20 s so that a crashed delivery returns
+/// within the demo rather than after the deployed 3 minutes (yet a slow batch is not
+/// received twice while it still runs).
 async fn inject_crashes(
     clients: &Clients,
     deployment: &Deployment,
@@ -248,7 +249,7 @@ async fn inject_crashes(
             .queue_url(&deployment.consumer_queue_url)
             .attributes(
                 aws_sdk_sqs::types::QueueAttributeName::VisibilityTimeout,
-                "5",
+                "20",
             )
             .send()
             .await
