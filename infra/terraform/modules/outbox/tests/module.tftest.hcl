@@ -177,10 +177,13 @@ run "recovery_function_consumes_the_failure_queue" {
       && aws_lambda_function.this["recovery"].architectures == tolist(["arm64"])
       && aws_lambda_function.this["recovery"].memory_size == 256
       && aws_lambda_function.this["recovery"].timeout == 60
-      && aws_lambda_function.this["recovery"].reserved_concurrent_executions == -1
       && aws_lambda_function.this["recovery"].filename == "../outbox-config/tests/artifacts/arm64/outbox-recovery/bootstrap.zip"
     )
-    error_message = "shop-recovery: outbox-recovery's zip on provided.al2023, the architecture setting, 256 MB, 60 s, unreserved."
+    error_message = "shop-recovery: outbox-recovery's zip on provided.al2023, the architecture setting, 256 MB, 60 s."
+  }
+  assert {
+    condition     = aws_lambda_function.this["recovery"].reserved_concurrent_executions == -1
+    error_message = "The recovery function is unreserved (-1)."
   }
   assert {
     condition     = keys(aws_lambda_function.this["recovery"].environment[0].variables) == tolist(["OUTBOX_DEPLOYMENT", "OUTBOX_TABLE_NAME"]) && aws_lambda_function.this["recovery"].environment[0].variables.OUTBOX_DEPLOYMENT == "shop"
