@@ -11,7 +11,7 @@ const settings = settingsFromContext((k) => app.node.tryGetContext(k));
 const stackName = (app.node.tryGetContext('outbox:stackName') as string | undefined) ?? 'DynamoDbOutbox';
 new OutboxStack(app, 'DynamoDbOutbox', {
   stackName,
-  description: 'dynamodb-outbox: transactional outbox for DynamoDB (publisher, sweeper, reference consumer)',
+  description: 'dynamodb-outbox: transactional outbox for DynamoDB (publisher, sweeper, recovery, reference consumer)',
   env: { account: process.env.CDK_DEFAULT_ACCOUNT, region: process.env.CDK_DEFAULT_REGION },
   settings,
 });

@@ -1,5 +1,5 @@
 output "prefix" {
-  description = "The deployment's prefix: functions are <prefix>-publisher, <prefix>-sweeper, <prefix>-orders-consumer."
+  description = "The deployment's prefix: functions are <prefix>-publisher, <prefix>-sweeper, <prefix>-orders-consumer, <prefix>-recovery."
   value       = var.prefix
 }
 
