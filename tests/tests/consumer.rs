@@ -533,7 +533,7 @@ fn charge_hash(quantity: i64) -> PayloadHash {
 }
 
 #[tokio::test]
-async fn a_crashed_attempt_locks_its_key_only_until_its_deadline() {
+async fn a_crashed_attempt_is_never_silently_run_again_after_its_deadline() {
     // Given an invocation that took the key and died mid-effect (deadline in 2 s on
     // the guard's clock, which the test moves instead of sleeping)
     let orders = Orders::new().await;
@@ -570,13 +570,15 @@ async fn a_crashed_attempt_locks_its_key_only_until_its_deadline() {
         other => panic!("expected in progress, got {other:?}"),
     }
     assert_eq!(calls.load(Ordering::SeqCst), 0);
-    // And once the deadline has passed, a retry runs it
+    // And once the deadline has passed, the outcome of the crashed attempt is unknown
+    // (it may have charged): a retry is refused for a person to check, not run
     clock.advance(Duration::from_millis(2_200));
     let late = effects
         .run("charge-o-1", &hash, deadline(30_000), effect)
         .await;
-    assert_eq!(late.unwrap(), Effect::Ran(1100));
-    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    let err = late.expect_err("outcome unknown");
+    assert!(!err.is_retryable(), "{err}");
+    assert_eq!(calls.load(Ordering::SeqCst), 0);
 }
 
 #[tokio::test]
@@ -696,4 +698,473 @@ async fn a_batch_reports_only_the_message_whose_effect_is_in_progress_elsewhere(
         .await;
     // Then only the message whose key is in progress is reported
     assert_eq!(report.failed_ids(), [busy.as_str()]);
+}
+
+// --- issue 11: effect once under Lambda's real failure semantics ---------------------
+
+/// Refuses, before they are sent (so nothing happens), the first `times` DynamoDB
+/// requests whose body contains `containing`: DynamoDB throttling or unreachable for
+/// exactly the write the test is about.
+#[derive(Debug, Clone)]
+struct RefuseWrites(std::sync::Arc<RefuseInner>);
+
+#[derive(Debug)]
+struct RefuseInner {
+    containing: &'static str,
+    left: AtomicU32,
+    refused: AtomicU32,
+}
+
+impl RefuseWrites {
+    fn new(containing: &'static str, times: u32) -> Self {
+        RefuseWrites(std::sync::Arc::new(RefuseInner {
+            containing,
+            left: AtomicU32::new(times),
+            refused: AtomicU32::new(0),
+        }))
+    }
+
+    fn refused(&self) -> u32 {
+        self.0.refused.load(Ordering::SeqCst)
+    }
+
+    /// `client`'s configuration with this interceptor.
+    fn client(&self, client: &aws_sdk_dynamodb::Client) -> aws_sdk_dynamodb::Client {
+        aws_sdk_dynamodb::Client::from_conf(
+            client
+                .config()
+                .to_builder()
+                .interceptor(self.clone())
+                .build(),
+        )
+    }
+}
+
+impl aws_sdk_dynamodb::config::Intercept for RefuseWrites {
+    fn name(&self) -> &'static str {
+        "RefuseWrites"
+    }
+
+    fn read_before_transmit(
+        &self,
+        context: &aws_sdk_dynamodb::config::interceptors::BeforeTransmitInterceptorContextRef<'_>,
+        _runtime_components: &aws_sdk_dynamodb::config::RuntimeComponents,
+        _cfg: &mut aws_sdk_dynamodb::config::ConfigBag,
+    ) -> Result<(), aws_sdk_dynamodb::error::BoxError> {
+        let body = context.request().body().bytes().unwrap_or_default();
+        let matches = std::str::from_utf8(body).is_ok_and(|b| b.contains(self.0.containing));
+        if matches
+            && self
+                .0
+                .left
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+                .is_ok()
+        {
+            self.0.refused.fetch_add(1, Ordering::SeqCst);
+            return Err("injected: DynamoDB unreachable for this write".into());
+        }
+        Ok(())
+    }
+}
+
+/// A guard on the orders table reading the time from `clock`, through `client`.
+fn effects_on(
+    orders: &Orders,
+    client: aws_sdk_dynamodb::Client,
+    clock: &std::sync::Arc<ManualClock>,
+) -> IdempotentEffects {
+    IdempotentEffects::new(client, &orders.table).clock(clock.clone())
+}
+
+fn deadline_after(clock: &ManualClock, ms: i64) -> Deadline {
+    Deadline::from_epoch_millis(u64::try_from(clock.now_ms() + ms).unwrap())
+}
+
+#[tokio::test]
+async fn an_effect_whose_completed_write_failed_once_is_recorded_and_not_run_again() {
+    // Given DynamoDB refusing the first COMPLETED write after the effect ran
+    let orders = Orders::new().await;
+    let clock = ManualClock::at(outbox::clock::now_ms());
+    let refuse = RefuseWrites::new("COMPLETED", 1);
+    let effects = effects_on(&orders, refuse.client(&orders.clients.dynamodb), &clock);
+    let calls = AtomicU32::new(0);
+    let effect = || async {
+        calls.fetch_add(1, Ordering::SeqCst);
+        Ok::<u32, std::io::Error>(1100)
+    };
+    let first = effects
+        .run(
+            "charge-o-1",
+            &charge_hash(4),
+            deadline_after(&clock, 30_000),
+            effect,
+        )
+        .await;
+    assert_eq!(refuse.refused(), 1, "the COMPLETED write was refused once");
+    // When the message is redelivered after the first invocation's deadline
+    clock.advance(Duration::from_secs(60));
+    let again = effects
+        .run(
+            "charge-o-1",
+            &charge_hash(4),
+            deadline_after(&clock, 30_000),
+            effect,
+        )
+        .await;
+    // Then the effect ran once: the first delivery recorded it on a retry, the second
+    // got the stored result
+    assert_eq!(calls.load(Ordering::SeqCst), 1, "{first:?} then {again:?}");
+    assert_eq!(first.unwrap(), Effect::Ran(1100));
+    assert_eq!(again.unwrap(), Effect::Replayed(1100));
+}
+
+#[tokio::test]
+async fn an_effect_whose_outcome_could_not_be_recorded_is_never_run_again_by_a_redelivery() {
+    // Given DynamoDB refusing every COMPLETED write after the effect ran
+    let orders = Orders::new().await;
+    let clock = ManualClock::at(outbox::clock::now_ms());
+    let refuse = RefuseWrites::new("COMPLETED", u32::MAX);
+    let effects = effects_on(&orders, refuse.client(&orders.clients.dynamodb), &clock);
+    let calls = AtomicU32::new(0);
+    let effect = || async {
+        calls.fetch_add(1, Ordering::SeqCst);
+        Ok::<u32, std::io::Error>(1100)
+    };
+    let _first = effects
+        .run(
+            "charge-o-1",
+            &charge_hash(4),
+            deadline_after(&clock, 2_000),
+            effect,
+        )
+        .await;
+    // When the message is redelivered after the first invocation's deadline
+    clock.advance(Duration::from_secs(60));
+    let again = effects
+        .run(
+            "charge-o-1",
+            &charge_hash(4),
+            deadline_after(&clock, 30_000),
+            effect,
+        )
+        .await;
+    // Then the effect is not run again, and the redelivery is refused for a person to
+    // check, not retried
+    assert_eq!(calls.load(Ordering::SeqCst), 1, "{again:?}");
+    let err = again.expect_err("refused");
+    assert!(!err.is_retryable(), "{err}");
+}
+
+#[tokio::test]
+async fn an_effect_whose_result_is_too_large_to_store_is_not_run_again() {
+    // Given an effect whose result (400 KB) cannot fit in a DynamoDB item
+    let orders = Orders::new().await;
+    let clock = ManualClock::at(outbox::clock::now_ms());
+    let effects = effects_on(&orders, orders.clients.dynamodb.clone(), &clock);
+    let calls = AtomicU32::new(0);
+    let effect = || async {
+        calls.fetch_add(1, Ordering::SeqCst);
+        Ok::<String, std::io::Error>("x".repeat(400 * 1024))
+    };
+    let first = effects
+        .run(
+            "report-1",
+            &charge_hash(4),
+            deadline_after(&clock, 30_000),
+            effect,
+        )
+        .await;
+    // When the message is redelivered after the first invocation's deadline
+    clock.advance(Duration::from_secs(60));
+    let again = effects
+        .run(
+            "report-1",
+            &charge_hash(4),
+            deadline_after(&clock, 30_000),
+            effect,
+        )
+        .await;
+    // Then the effect ran once
+    assert_eq!(calls.load(Ordering::SeqCst), 1, "{again:?}");
+    assert!(first.is_ok(), "the effect ran: {first:?}");
+    assert!(again.is_ok(), "the redelivery is acknowledged: {again:?}");
+}
+
+#[tokio::test]
+async fn effect_records_are_kept_as_long_as_markers_fourteen_days() {
+    // Given a marker and an effect record written at the same time
+    let orders = Orders::new().await;
+    let clock = ManualClock::at(1_800_000_000_000);
+    let effects = effects_on(&orders, orders.clients.dynamodb.clone(), &clock);
+    let marker =
+        MessageMarker::new(orders.clients.dynamodb.clone(), &orders.table).clock(clock.clone());
+    effects
+        .run(
+            "charge-o-1",
+            &charge_hash(4),
+            deadline_after(&clock, 30_000),
+            || async { Ok::<u32, std::io::Error>(1) },
+        )
+        .await
+        .unwrap();
+    marker.commit("msg-1", vec![]).await.unwrap();
+    // Then both expire 14 days later
+    let fourteen_days = 1_800_000_000 + 14 * 86_400;
+    let record = orders.order("IDEM#charge-o-1").await.expect("record");
+    assert_eq!(n(&record, "ExpiresAt"), Some(fourteen_days));
+    let mark = orders.order("MSG#msg-1").await.expect("marker");
+    assert_eq!(n(&mark, "ExpiresAt"), Some(fourteen_days));
+}
+
+#[tokio::test]
+async fn a_completed_record_past_its_ttl_but_not_yet_deleted_still_answers_duplicates() {
+    // Given an effect completed, and a clock moved past the record's TTL (DynamoDB
+    // deletes expired items within days, not at once)
+    let orders = Orders::new().await;
+    let clock = ManualClock::at(outbox::clock::now_ms());
+    let effects = effects_on(&orders, orders.clients.dynamodb.clone(), &clock);
+    let calls = AtomicU32::new(0);
+    let effect = || async {
+        calls.fetch_add(1, Ordering::SeqCst);
+        Ok::<u32, std::io::Error>(7)
+    };
+    effects
+        .run(
+            "charge-o-1",
+            &charge_hash(4),
+            deadline_after(&clock, 30_000),
+            effect,
+        )
+        .await
+        .unwrap();
+    clock.advance(Duration::from_secs(30 * 86_400));
+    // When a duplicate arrives (a message redriven from the dead-letter queue)
+    let again = effects
+        .run(
+            "charge-o-1",
+            &charge_hash(4),
+            deadline_after(&clock, 30_000),
+            effect,
+        )
+        .await;
+    // Then the stored record answers it; only TTL deletion frees a key
+    assert_eq!(again.unwrap(), Effect::Replayed(7));
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+}
+
+// --- issue 11: the message id inside EventBridge and SNS envelopes -------------------
+
+/// The outbox message id of `msg`, as the consumer's dedup key.
+fn outbox_id(msg: &SqsMessage) -> Result<String, IdempotencyError> {
+    message_key(msg)
+        .map(str::to_owned)
+        .ok_or_else(|| IdempotencyError::Invalid("no id".into()))
+}
+
+fn fixture_event(name: &str) -> SqsEvent {
+    let path = format!("{}/fixtures/events/{name}", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let event: SqsEvent = serde_json::from_str(&text).expect("parse fixture");
+    let round_trip: SqsEvent =
+        serde_json::from_value(serde_json::to_value(&event).unwrap()).unwrap();
+    assert_eq!(round_trip, event);
+    event
+}
+
+#[test]
+fn the_outbox_id_of_an_eventbridge_event_on_sqs_is_read_from_its_detail() {
+    let event = fixture_event("sqs-eventbridge.json");
+    assert_eq!(
+        outbox_id(&event.records[0]).unwrap(),
+        "0190f3a2-7c41-7d2e-9a55-3b1f0c2d4e09"
+    );
+}
+
+#[test]
+fn the_outbox_id_of_an_sns_notification_on_sqs_is_read_from_its_message_attributes() {
+    let event = fixture_event("sqs-sns.json");
+    assert_eq!(
+        outbox_id(&event.records[0]).unwrap(),
+        "0190f3a2-7c41-7d2e-9a55-3b1f0c2d4e05"
+    );
+}
+
+#[test]
+fn a_message_without_an_outbox_id_is_refused_rather_than_keyed_by_its_sqs_id() {
+    let mut msg = SqsMessage::default();
+    msg.message_id = Some("sqs-1".into());
+    msg.body = Some(r#"{"id":"o-1","quantity":1}"#.into());
+    let err = outbox_id(&msg).expect_err("no outbox id");
+    assert!(!err.is_retryable(), "{err}");
+}
+
+/// The Orders job queue subscribed to a new SNS topic without raw message delivery;
+/// the topic's ARN.
+async fn sns_topic_into(orders: &Orders) -> String {
+    let topic_arn = orders
+        .clients
+        .sns
+        .create_topic()
+        .name(unique("orders-topic"))
+        .send()
+        .await
+        .expect("topic")
+        .topic_arn
+        .expect("arn");
+    orders
+        .clients
+        .sns
+        .subscribe()
+        .topic_arn(&topic_arn)
+        .protocol("sqs")
+        .endpoint(&orders.queue_arn)
+        .send()
+        .await
+        .expect("subscribe");
+    topic_arn
+}
+
+/// A new EventBridge bus whose rule sends the outbox's events to the Orders job
+/// queue; the bus's ARN.
+async fn event_bus_into(orders: &Orders) -> String {
+    let bus = unique("shop");
+    let bus_arn = orders
+        .clients
+        .eventbridge
+        .create_event_bus()
+        .name(&bus)
+        .send()
+        .await
+        .expect("bus")
+        .event_bus_arn
+        .expect("arn");
+    orders
+        .clients
+        .eventbridge
+        .put_rule()
+        .name("outbox-to-jobs")
+        .event_bus_name(&bus)
+        .event_pattern(r#"{"source":["dynamodb-outbox"]}"#)
+        .send()
+        .await
+        .expect("rule");
+    orders
+        .clients
+        .eventbridge
+        .put_targets()
+        .rule("outbox-to-jobs")
+        .event_bus_name(&bus)
+        .targets(
+            aws_sdk_eventbridge::types::Target::builder()
+                .id("jobs")
+                .arn(&orders.queue_arn)
+                .build()
+                .expect("target"),
+        )
+        .send()
+        .await
+        .expect("targets");
+    bus_arn
+}
+
+/// Commits one order message routed to `destination` and lets the publisher handle
+/// its stream record twice (Lambda retrying the batch): two copies on the job queue.
+async fn publish_twice(destination: &str, body: &str) -> String {
+    let mut ob = harness::Outbox::new().await;
+    let mut config = ob.config();
+    config.routes =
+        outbox::Routes::parse(&format!(r#"{{"orders":"{destination}"}}"#), None).expect("routes");
+    let committed = ob
+        .writer()
+        .commit(
+            vec![],
+            &[outbox::NewMessage::new("ORDER#9", "orders", body)],
+        )
+        .await
+        .expect("commit");
+    let event = ob.filtered_event().await;
+    let publisher = ob.publisher_with(config);
+    for _ in 0..2 {
+        let (response, summary) = outbox::stream::handle_stream_event(&publisher, &event).await;
+        assert!(response.batch_item_failures.is_empty());
+        assert_eq!(summary.sent, 1);
+    }
+    committed.message_ids[0].clone()
+}
+
+/// Receives until `count` messages came (deliveries through SNS and EventBridge are
+/// asynchronous), without deleting them.
+async fn receive_copies(orders: &Orders, count: usize) -> SqsEvent {
+    let mut all = SqsEvent::default();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while all.records.len() < count {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{} of {count} copies arrived",
+            all.records.len()
+        );
+        all.records.extend(orders.receive().await.records);
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    all
+}
+
+#[tokio::test]
+async fn an_outbox_message_published_twice_through_eventbridge_is_applied_once() {
+    // Given an outbox message published twice to a bus whose rule feeds the job queue
+    let orders = Orders::new().await;
+    let bus_arn = event_bus_into(&orders).await;
+    let message_id = publish_twice(&bus_arn, r#"{"id":"o-9","quantity":2}"#).await;
+    let event = receive_copies(&orders, 2).await;
+    assert_ne!(event.records[0].message_id, event.records[1].message_id);
+    // When both copies are handled with a processed-message marker
+    let marker = MessageMarker::new(orders.clients.dynamodb.clone(), &orders.table);
+    for m in &event.records {
+        assert_eq!(outbox_id(m).unwrap(), message_id);
+        count_once(m, &marker, &orders.table).await.unwrap();
+    }
+    // Then the counter moved once
+    assert_eq!(counter(&orders).await, Some(1));
+}
+
+#[tokio::test]
+async fn an_outbox_message_published_twice_through_sns_without_raw_delivery_is_applied_once() {
+    // Given an outbox message published twice to a topic the job queue subscribes to
+    // without raw message delivery (each copy wrapped in an SNS notification)
+    let orders = Orders::new().await;
+    let topic_arn = sns_topic_into(&orders).await;
+    let message_id = publish_twice(&topic_arn, r#"{"id":"o-9","quantity":2}"#).await;
+    let event = receive_copies(&orders, 2).await;
+    // When both copies are handled with a processed-message marker
+    let marker = MessageMarker::new(orders.clients.dynamodb.clone(), &orders.table);
+    for m in &event.records {
+        assert_eq!(outbox_id(m).unwrap(), message_id);
+        count_once(m, &marker, &orders.table).await.unwrap();
+    }
+    // Then the counter moved once
+    assert_eq!(counter(&orders).await, Some(1));
+}
+
+#[tokio::test]
+async fn the_reference_consumer_stores_orders_that_arrive_in_eventbridge_and_sns_envelopes() {
+    // Given an order published through an event bus and another through an SNS topic
+    let orders = Orders::new().await;
+    let bus_arn = event_bus_into(&orders).await;
+    let topic_arn = sns_topic_into(&orders).await;
+    publish_twice(&bus_arn, r#"{"id":"via-bus","quantity":2}"#).await;
+    publish_twice(&topic_arn, r#"{"id":"via-sns","quantity":3}"#).await;
+    let event = receive_copies(&orders, 4).await;
+    // When the reference consumer handles them
+    let report = handle(&event, &orders.deps).await;
+    // Then it read the order inside each envelope, stored each once, and acknowledged
+    // every copy
+    assert!(report.failed_ids().is_empty(), "{report:?}");
+    assert_eq!(
+        order_of(&orders.order("via-bus").await.expect("stored")),
+        ("via-bus".to_owned(), 2, 750)
+    );
+    assert_eq!(
+        order_of(&orders.order("via-sns").await.expect("stored")),
+        ("via-sns".to_owned(), 3, 850)
+    );
 }
