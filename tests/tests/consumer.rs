@@ -15,8 +15,8 @@ use harness::{Item, clients, drain, n, s, sv, unique};
 use orders_consumer::{Config, Deps, OrderResult, handle};
 use outbox::message::ATTR_MESSAGE_ID;
 use outbox_idempotency::{
-    BatchReport, Clock, Deadline, Effect, IdempotencyError, IdempotentEffects, ManualClock,
-    MessageFailure, MessageMarker, Outcome, PayloadHash, message_key,
+    BatchReport, Clock, Deadline, Delivery, Effect, IdempotencyError, IdempotentEffects,
+    ManualClock, MessageFailure, MessageMarker, Outcome, PayloadHash,
 };
 use serde_json::json;
 use std::collections::HashMap;
@@ -425,9 +425,12 @@ async fn count_once(
         .expression_attribute_values(":one", AttributeValue::N("1".into()))
         .build()
         .unwrap();
-    let id = message_key(msg).ok_or_else(|| IdempotencyError::Invalid("no id".into()))?;
+    let delivery = Delivery::open(msg);
     marker
-        .commit(id, vec![TransactWriteItem::builder().update(add).build()])
+        .commit(
+            delivery.message_id()?,
+            vec![TransactWriteItem::builder().update(add).build()],
+        )
         .await
 }
 
@@ -437,10 +440,12 @@ async fn counter(orders: &Orders) -> Option<i64> {
 
 #[tokio::test]
 async fn a_redelivered_message_is_applied_once_through_its_marker() {
-    // Given a message processed once whose acknowledgement was lost
+    // Given an outbox message processed once whose acknowledgement was lost
     let orders = Orders::with_queue(&unique("jobs"), 1, 5).await;
     let marker = MessageMarker::new(orders.clients.dynamodb.clone(), &orders.table);
-    let sent = orders.send(r#"{"any":"payload"}"#).await;
+    let sent = orders
+        .send_with(r#"{"any":"payload"}"#, None, Some("outbox-msg-2"))
+        .await;
     let first = orders.receive().await;
     let outcome = count_once(&first.records[0], &marker, &orders.table).await;
     assert_eq!(outcome.unwrap(), Outcome::Applied);
@@ -452,11 +457,8 @@ async fn a_redelivered_message_is_applied_once_through_its_marker() {
     // Then it is a duplicate and the counter moved once
     assert_eq!(outcome.unwrap(), Outcome::Duplicate);
     assert_eq!(counter(&orders).await, Some(1));
-    // And the marker is stored under MSG#<MessageId> with a TTL
-    let mark = orders
-        .order(&format!("MSG#{sent}"))
-        .await
-        .expect("marker item");
+    // And the marker is stored under MSG#<outbox MessageId> with a TTL
+    let mark = orders.order("MSG#outbox-msg-2").await.expect("marker item");
     assert!(n(&mark, "ExpiresAt").unwrap() > 1_700_000_000);
 }
 
@@ -546,17 +548,14 @@ async fn a_crashed_attempt_is_never_silently_run_again_after_its_deadline() {
     let hash = charge_hash(4);
     let crashed = tokio::time::timeout(
         Duration::from_millis(300),
-        effects.run(
-            "charge-o-1",
-            &hash,
-            deadline(2_000),
-            std::future::pending::<Result<u32, std::io::Error>>,
-        ),
+        effects.run("charge-o-1", &hash, deadline(2_000), |_| {
+            std::future::pending::<Result<u32, std::io::Error>>()
+        }),
     )
     .await;
     assert!(crashed.is_err(), "the attempt never finished");
     let calls = AtomicU32::new(0);
-    let effect = || async {
+    let effect = |_| async {
         calls.fetch_add(1, Ordering::SeqCst);
         Ok::<u32, std::io::Error>(1100)
     };
@@ -577,8 +576,118 @@ async fn a_crashed_attempt_is_never_silently_run_again_after_its_deadline() {
         .run("charge-o-1", &hash, deadline(30_000), effect)
         .await;
     let err = late.expect_err("outcome unknown");
+    assert!(
+        matches!(err, IdempotencyError::OutcomeUnknown { .. }),
+        "{err}"
+    );
     assert!(!err.is_retryable(), "{err}");
     assert_eq!(calls.load(Ordering::SeqCst), 0);
+}
+
+/// An attempt that took `key` and died mid-effect, its deadline 1 s after `clock`.
+async fn crash_mid_effect(effects: &IdempotentEffects, clock: &ManualClock, key: &str) {
+    let crashed = tokio::time::timeout(
+        Duration::from_millis(300),
+        effects.run(key, &charge_hash(4), deadline_after(clock, 1_000), |_| {
+            std::future::pending::<Result<u32, std::io::Error>>()
+        }),
+    )
+    .await;
+    assert!(crashed.is_err(), "the attempt never finished");
+}
+
+#[tokio::test]
+async fn a_person_who_checked_can_forget_an_unknown_outcome_so_the_redrive_runs_it() {
+    // Given an attempt that crashed mid-effect, its deadline passed
+    let orders = Orders::new().await;
+    let clock = ManualClock::at(outbox::clock::now_ms());
+    let effects = effects_on(&orders, orders.clients.dynamodb.clone(), &clock);
+    crash_mid_effect(&effects, &clock, "charge-o-1").await;
+    assert!(
+        !effects.forget("charge-o-1").await.unwrap(),
+        "a lock still held is not forgotten"
+    );
+    clock.advance(Duration::from_secs(5));
+    // When a person who checked the downstream system forgets it
+    assert!(effects.forget("charge-o-1").await.unwrap());
+    // Then the redriven message runs the effect
+    let redriven = effects
+        .run(
+            "charge-o-1",
+            &charge_hash(4),
+            deadline_after(&clock, 30_000),
+            |_| async { Ok::<u32, std::io::Error>(5) },
+        )
+        .await;
+    assert_eq!(redriven.unwrap(), Effect::Ran(5));
+    // And a completed record is never forgotten
+    assert!(!effects.forget("charge-o-1").await.unwrap());
+}
+
+#[tokio::test]
+async fn with_a_downstream_that_dedupes_an_unknown_outcome_is_run_again_with_the_same_key() {
+    // Given effects whose downstream API deduplicates by the key it is given, and an
+    // attempt that crashed mid-effect
+    let orders = Orders::new().await;
+    let clock = ManualClock::at(outbox::clock::now_ms());
+    let effects =
+        effects_on(&orders, orders.clients.dynamodb.clone(), &clock).rerun_unknown_outcomes();
+    crash_mid_effect(&effects, &clock, "charge-o-1").await;
+    // When the message is redelivered after the deadline
+    clock.advance(Duration::from_secs(5));
+    let rerun = effects
+        .run(
+            "charge-o-1",
+            &charge_hash(4),
+            deadline_after(&clock, 30_000),
+            |key| async move { Ok::<String, std::io::Error>(format!("charged with key {key}")) },
+        )
+        .await;
+    // Then the effect runs again, handed the same idempotency key for the downstream
+    assert_eq!(
+        rerun.unwrap(),
+        Effect::Ran("charged with key charge-o-1".to_owned())
+    );
+    // And another payload under that key is still refused, not taken over
+    crash_mid_effect(&effects, &clock, "charge-o-2").await;
+    clock.advance(Duration::from_secs(5));
+    let other = effects
+        .run(
+            "charge-o-2",
+            &charge_hash(5),
+            deadline_after(&clock, 30_000),
+            |_| async { Ok::<u32, std::io::Error>(1) },
+        )
+        .await;
+    assert!(
+        matches!(other, Err(IdempotencyError::KeyReused { .. })),
+        "{other:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_lock_whose_answer_was_lost_is_recognised_as_ours_when_the_sdk_retries() {
+    // Given DynamoDB losing the answer to the IN_PROGRESS write (it happened, the SDK
+    // sees a 500 and sends it again, which now finds the key taken)
+    let orders = Orders::new().await;
+    let clock = ManualClock::at(outbox::clock::now_ms());
+    let lose = FailWrites::losing_the_answer("IN_PROGRESS", 1);
+    let effects = effects_on(&orders, lose.client(&orders.clients.dynamodb), &clock);
+    // When the effect is run
+    let ran = effects
+        .run(
+            "charge-o-1",
+            &charge_hash(4),
+            deadline_after(&clock, 30_000),
+            |_| async { Ok::<u32, std::io::Error>(3) },
+        )
+        .await;
+    // Then the lock found on the retry is recognised as this attempt's own, and the
+    // effect runs and is recorded
+    assert_eq!(lose.failed(), 1);
+    assert_eq!(ran.unwrap(), Effect::Ran(3));
+    let record = orders.order("IDEM#charge-o-1").await.expect("record");
+    assert_eq!(s(&record, "Status").as_deref(), Some("COMPLETED"));
 }
 
 #[tokio::test]
@@ -587,7 +696,7 @@ async fn a_completed_effect_answers_duplicates_with_its_stored_result() {
     let orders = Orders::new().await;
     let effects = IdempotentEffects::new(orders.clients.dynamodb.clone(), &orders.table);
     let calls = AtomicU32::new(0);
-    let effect = || async {
+    let effect = |_| async {
         let n = calls.fetch_add(1, Ordering::SeqCst);
         Ok::<_, std::io::Error>(json!({"receipt": format!("r-{n}")}))
     };
@@ -615,7 +724,7 @@ async fn a_key_reused_with_different_content_is_refused() {
     let orders = Orders::new().await;
     let effects = IdempotentEffects::new(orders.clients.dynamodb.clone(), &orders.table);
     let deadline = Deadline::after(Duration::from_secs(30));
-    let ok = || async { Ok::<_, std::io::Error>(1) };
+    let ok = |_| async { Ok::<_, std::io::Error>(1) };
     effects
         .run("charge-o-1", &charge_hash(4), deadline, ok)
         .await
@@ -623,7 +732,7 @@ async fn a_key_reused_with_different_content_is_refused() {
     // When the same key comes with a quantity of 5
     let calls = AtomicU32::new(0);
     let reused = effects
-        .run("charge-o-1", &charge_hash(5), deadline, || async {
+        .run("charge-o-1", &charge_hash(5), deadline, |_| async {
             calls.fetch_add(1, Ordering::SeqCst);
             Ok::<_, std::io::Error>(2)
         })
@@ -643,14 +752,14 @@ async fn a_failed_effect_releases_its_key_so_a_retry_runs_it() {
     let effects = IdempotentEffects::new(orders.clients.dynamodb.clone(), &orders.table);
     let deadline = Deadline::after(Duration::from_secs(30));
     let failed = effects
-        .run("charge-o-1", &charge_hash(4), deadline, || async {
+        .run("charge-o-1", &charge_hash(4), deadline, |_| async {
             Err::<u32, _>(std::io::Error::other("payment API down"))
         })
         .await;
     assert!(matches!(failed, Err(IdempotencyError::Effect { .. })));
     // When the message is retried before the deadline
     let retried = effects
-        .run("charge-o-1", &charge_hash(4), deadline, || async {
+        .run("charge-o-1", &charge_hash(4), deadline, |_| async {
             Ok::<u32, std::io::Error>(7)
         })
         .await;
@@ -670,7 +779,7 @@ async fn a_batch_reports_only_the_message_whose_effect_is_in_progress_elsewhere(
             "busy",
             &hash,
             Deadline::after(Duration::from_secs(60)),
-            std::future::pending::<Result<u32, std::io::Error>>,
+            |_| std::future::pending::<Result<u32, std::io::Error>>(),
         ),
     )
     .await;
@@ -683,14 +792,14 @@ async fn a_batch_reports_only_the_message_whose_effect_is_in_progress_elsewhere(
             let effects = &effects;
             let hash = &hash;
             async move {
-                let body: HashMap<String, String> = outbox_idempotency::parse_body(m)?;
+                let body: HashMap<String, String> = m.parse()?;
                 let key = body.get("key").cloned().unwrap_or_default();
                 effects
                     .run(
                         &key,
                         hash,
                         Deadline::after(Duration::from_secs(60)),
-                        || async { Ok::<_, std::io::Error>(()) },
+                        |_| async { Ok::<_, std::io::Error>(()) },
                     )
                     .await
             }
@@ -702,30 +811,44 @@ async fn a_batch_reports_only_the_message_whose_effect_is_in_progress_elsewhere(
 
 // --- issue 11: effect once under Lambda's real failure semantics ---------------------
 
-/// Refuses, before they are sent (so nothing happens), the first `times` DynamoDB
-/// requests whose body contains `containing`: DynamoDB throttling or unreachable for
-/// exactly the write the test is about.
+/// Fails the first `times` DynamoDB requests whose body contains `containing`, as
+/// DynamoDB does: `refusing` them before they are sent (throttled, unreachable:
+/// nothing happened), or `losing_the_answer` (the write happened; the caller sees a
+/// 500 and the SDK retries).
 #[derive(Debug, Clone)]
-struct RefuseWrites(std::sync::Arc<RefuseInner>);
+struct FailWrites(std::sync::Arc<FailInner>);
 
 #[derive(Debug)]
-struct RefuseInner {
+struct FailInner {
     containing: &'static str,
+    lose_answer: bool,
+    /// Set when the request in flight is one whose answer is to be lost.
+    losing: std::sync::atomic::AtomicBool,
     left: AtomicU32,
-    refused: AtomicU32,
+    failed: AtomicU32,
 }
 
-impl RefuseWrites {
-    fn new(containing: &'static str, times: u32) -> Self {
-        RefuseWrites(std::sync::Arc::new(RefuseInner {
+impl FailWrites {
+    fn refusing(containing: &'static str, times: u32) -> Self {
+        Self::new(containing, times, false)
+    }
+
+    fn losing_the_answer(containing: &'static str, times: u32) -> Self {
+        Self::new(containing, times, true)
+    }
+
+    fn new(containing: &'static str, times: u32, lose_answer: bool) -> Self {
+        FailWrites(std::sync::Arc::new(FailInner {
             containing,
+            lose_answer,
+            losing: std::sync::atomic::AtomicBool::new(false),
             left: AtomicU32::new(times),
-            refused: AtomicU32::new(0),
+            failed: AtomicU32::new(0),
         }))
     }
 
-    fn refused(&self) -> u32 {
-        self.0.refused.load(Ordering::SeqCst)
+    fn failed(&self) -> u32 {
+        self.0.failed.load(Ordering::SeqCst)
     }
 
     /// `client`'s configuration with this interceptor.
@@ -738,11 +861,26 @@ impl RefuseWrites {
                 .build(),
         )
     }
+
+    /// Whether this request is one to fail (counting it).
+    fn take(&self, body: &[u8]) -> bool {
+        let matches = std::str::from_utf8(body).is_ok_and(|b| b.contains(self.0.containing));
+        let take = matches
+            && self
+                .0
+                .left
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+                .is_ok();
+        if take {
+            self.0.failed.fetch_add(1, Ordering::SeqCst);
+        }
+        take
+    }
 }
 
-impl aws_sdk_dynamodb::config::Intercept for RefuseWrites {
+impl aws_sdk_dynamodb::config::Intercept for FailWrites {
     fn name(&self) -> &'static str {
-        "RefuseWrites"
+        "FailWrites"
     }
 
     fn read_before_transmit(
@@ -752,16 +890,28 @@ impl aws_sdk_dynamodb::config::Intercept for RefuseWrites {
         _cfg: &mut aws_sdk_dynamodb::config::ConfigBag,
     ) -> Result<(), aws_sdk_dynamodb::error::BoxError> {
         let body = context.request().body().bytes().unwrap_or_default();
-        let matches = std::str::from_utf8(body).is_ok_and(|b| b.contains(self.0.containing));
-        if matches
-            && self
-                .0
-                .left
-                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
-                .is_ok()
-        {
-            self.0.refused.fetch_add(1, Ordering::SeqCst);
-            return Err("injected: DynamoDB unreachable for this write".into());
+        if self.take(body) {
+            if self.0.lose_answer {
+                self.0.losing.store(true, Ordering::SeqCst);
+            } else {
+                return Err("injected: DynamoDB unreachable for this write".into());
+            }
+        }
+        Ok(())
+    }
+
+    fn modify_before_deserialization(
+        &self,
+        context: &mut aws_sdk_dynamodb::config::interceptors::BeforeDeserializationInterceptorContextMut<'_>,
+        _runtime_components: &aws_sdk_dynamodb::config::RuntimeComponents,
+        _cfg: &mut aws_sdk_dynamodb::config::ConfigBag,
+    ) -> Result<(), aws_sdk_dynamodb::error::BoxError> {
+        if self.0.losing.swap(false, Ordering::SeqCst) {
+            let response = context.response_mut();
+            *response.status_mut() = 500u16.try_into()?;
+            *response.body_mut() = aws_smithy_types::body::SdkBody::from(
+                r#"{"__type":"com.amazonaws.dynamodb.v20120810#InternalServerError","message":"injected: the answer was lost"}"#,
+            );
         }
         Ok(())
     }
@@ -785,10 +935,10 @@ async fn an_effect_whose_completed_write_failed_once_is_recorded_and_not_run_aga
     // Given DynamoDB refusing the first COMPLETED write after the effect ran
     let orders = Orders::new().await;
     let clock = ManualClock::at(outbox::clock::now_ms());
-    let refuse = RefuseWrites::new("COMPLETED", 1);
+    let refuse = FailWrites::refusing("COMPLETED", 1);
     let effects = effects_on(&orders, refuse.client(&orders.clients.dynamodb), &clock);
     let calls = AtomicU32::new(0);
-    let effect = || async {
+    let effect = |_| async {
         calls.fetch_add(1, Ordering::SeqCst);
         Ok::<u32, std::io::Error>(1100)
     };
@@ -800,7 +950,7 @@ async fn an_effect_whose_completed_write_failed_once_is_recorded_and_not_run_aga
             effect,
         )
         .await;
-    assert_eq!(refuse.refused(), 1, "the COMPLETED write was refused once");
+    assert_eq!(refuse.failed(), 1, "the COMPLETED write was refused once");
     // When the message is redelivered after the first invocation's deadline
     clock.advance(Duration::from_secs(60));
     let again = effects
@@ -823,14 +973,14 @@ async fn an_effect_whose_outcome_could_not_be_recorded_is_never_run_again_by_a_r
     // Given DynamoDB refusing every COMPLETED write after the effect ran
     let orders = Orders::new().await;
     let clock = ManualClock::at(outbox::clock::now_ms());
-    let refuse = RefuseWrites::new("COMPLETED", u32::MAX);
+    let refuse = FailWrites::refusing("COMPLETED", u32::MAX);
     let effects = effects_on(&orders, refuse.client(&orders.clients.dynamodb), &clock);
     let calls = AtomicU32::new(0);
-    let effect = || async {
+    let effect = |_| async {
         calls.fetch_add(1, Ordering::SeqCst);
         Ok::<u32, std::io::Error>(1100)
     };
-    let _first = effects
+    let first = effects
         .run(
             "charge-o-1",
             &charge_hash(4),
@@ -852,7 +1002,15 @@ async fn an_effect_whose_outcome_could_not_be_recorded_is_never_run_again_by_a_r
     // check, not retried
     assert_eq!(calls.load(Ordering::SeqCst), 1, "{again:?}");
     let err = again.expect_err("refused");
+    assert!(
+        matches!(err, IdempotencyError::OutcomeUnknown { .. }),
+        "{err}"
+    );
     assert!(!err.is_retryable(), "{err}");
+    assert!(err.to_string().contains("forget"), "{err}");
+    // And the first delivery, whose effect did run, was answered with its result
+    assert_eq!(first.unwrap(), Effect::Ran(1100));
+    assert!(refuse.failed() > 1, "the COMPLETED write was retried");
 }
 
 #[tokio::test]
@@ -862,7 +1020,7 @@ async fn an_effect_whose_result_is_too_large_to_store_is_not_run_again() {
     let clock = ManualClock::at(outbox::clock::now_ms());
     let effects = effects_on(&orders, orders.clients.dynamodb.clone(), &clock);
     let calls = AtomicU32::new(0);
-    let effect = || async {
+    let effect = |_| async {
         calls.fetch_add(1, Ordering::SeqCst);
         Ok::<String, std::io::Error>("x".repeat(400 * 1024))
     };
@@ -884,10 +1042,21 @@ async fn an_effect_whose_result_is_too_large_to_store_is_not_run_again() {
             effect,
         )
         .await;
-    // Then the effect ran once
+    // Then the effect ran once, and the redelivery is acknowledged without a result
     assert_eq!(calls.load(Ordering::SeqCst), 1, "{again:?}");
-    assert!(first.is_ok(), "the effect ran: {first:?}");
-    assert!(again.is_ok(), "the redelivery is acknowledged: {again:?}");
+    assert!(matches!(first, Ok(Effect::Ran(_))), "the effect ran");
+    match again {
+        Ok(Effect::ReplayedWithoutResult { reason }) => {
+            assert!(reason.contains("409602 bytes"), "{reason}")
+        }
+        other => panic!("expected a replay without the result, got {other:?}"),
+    }
+    // And the record says so, with the result's size and hash
+    let record = orders.order("IDEM#report-1").await.expect("record");
+    assert_eq!(s(&record, "Status").as_deref(), Some("COMPLETED"));
+    assert_eq!(n(&record, "ResultBytes"), Some(409_602));
+    assert_eq!(s(&record, "ResultHash").map(|h| h.len()), Some(64));
+    assert!(!record.contains_key("Result"));
 }
 
 #[tokio::test]
@@ -903,7 +1072,7 @@ async fn effect_records_are_kept_as_long_as_markers_fourteen_days() {
             "charge-o-1",
             &charge_hash(4),
             deadline_after(&clock, 30_000),
-            || async { Ok::<u32, std::io::Error>(1) },
+            |_| async { Ok::<u32, std::io::Error>(1) },
         )
         .await
         .unwrap();
@@ -924,7 +1093,7 @@ async fn a_completed_record_past_its_ttl_but_not_yet_deleted_still_answers_dupli
     let clock = ManualClock::at(outbox::clock::now_ms());
     let effects = effects_on(&orders, orders.clients.dynamodb.clone(), &clock);
     let calls = AtomicU32::new(0);
-    let effect = || async {
+    let effect = |_| async {
         calls.fetch_add(1, Ordering::SeqCst);
         Ok::<u32, std::io::Error>(7)
     };
@@ -956,9 +1125,7 @@ async fn a_completed_record_past_its_ttl_but_not_yet_deleted_still_answers_dupli
 
 /// The outbox message id of `msg`, as the consumer's dedup key.
 fn outbox_id(msg: &SqsMessage) -> Result<String, IdempotencyError> {
-    message_key(msg)
-        .map(str::to_owned)
-        .ok_or_else(|| IdempotencyError::Invalid("no id".into()))
+    Delivery::open(msg).message_id().map(str::to_owned)
 }
 
 fn fixture_event(name: &str) -> SqsEvent {
@@ -1161,7 +1328,7 @@ async fn the_reference_consumer_stores_orders_that_arrive_in_eventbridge_and_sns
     assert!(report.failed_ids().is_empty(), "{report:?}");
     assert_eq!(
         order_of(&orders.order("via-bus").await.expect("stored")),
-        ("via-bus".to_owned(), 2, 750)
+        ("via-bus".to_owned(), 2, 600)
     );
     assert_eq!(
         order_of(&orders.order("via-sns").await.expect("stored")),
