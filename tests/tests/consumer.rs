@@ -15,7 +15,7 @@ use harness::{Item, clients, drain, n, s, sv, unique};
 use orders_consumer::{Config, Deps, OrderResult, handle};
 use outbox::message::ATTR_MESSAGE_ID;
 use outbox_idempotency::{
-    BatchReport, Clock, Deadline, Delivery, Effect, IdempotencyError, IdempotentEffects,
+    BatchReport, Clock, Deadline, Delivery, Effect, Envelope, IdempotencyError, IdempotentEffects,
     ManualClock, MessageFailure, MessageMarker, Outcome, PayloadHash,
 };
 use serde_json::json;
@@ -1138,12 +1138,30 @@ fn fixture_event(name: &str) -> SqsEvent {
     event
 }
 
+/// Both copies in a fixture: one outbox id and one payload under two SQS ids.
+fn assert_copies_share_the_outbox_id(event: &SqsEvent, outbox_id: &str, envelope: Envelope) {
+    assert_eq!(event.records.len(), 2);
+    assert_ne!(event.records[0].message_id, event.records[1].message_id);
+    for m in &event.records {
+        let delivery = Delivery::open(m);
+        assert_eq!(delivery.envelope(), envelope);
+        assert_eq!(delivery.message_id().unwrap(), outbox_id);
+        let job: serde_json::Value = delivery.parse().expect("the payload, not the envelope");
+        assert!(job["id"].is_string() && job["quantity"].is_u64(), "{job}");
+    }
+}
+
 #[test]
 fn the_outbox_id_of_an_eventbridge_event_on_sqs_is_read_from_its_detail() {
     let event = fixture_event("sqs-eventbridge.json");
     assert_eq!(
         outbox_id(&event.records[0]).unwrap(),
         "0190f3a2-7c41-7d2e-9a55-3b1f0c2d4e09"
+    );
+    assert_copies_share_the_outbox_id(
+        &event,
+        "0190f3a2-7c41-7d2e-9a55-3b1f0c2d4e09",
+        Envelope::EventBridge,
     );
 }
 
@@ -1154,6 +1172,11 @@ fn the_outbox_id_of_an_sns_notification_on_sqs_is_read_from_its_message_attribut
         outbox_id(&event.records[0]).unwrap(),
         "0190f3a2-7c41-7d2e-9a55-3b1f0c2d4e05"
     );
+    assert_copies_share_the_outbox_id(
+        &event,
+        "0190f3a2-7c41-7d2e-9a55-3b1f0c2d4e05",
+        Envelope::Sns,
+    );
 }
 
 #[test]
@@ -1162,7 +1185,11 @@ fn a_message_without_an_outbox_id_is_refused_rather_than_keyed_by_its_sqs_id() {
     msg.message_id = Some("sqs-1".into());
     msg.body = Some(r#"{"id":"o-1","quantity":1}"#.into());
     let err = outbox_id(&msg).expect_err("no outbox id");
+    assert!(matches!(err, IdempotencyError::NoMessageId { .. }), "{err}");
     assert!(!err.is_retryable(), "{err}");
+    // Keying by the SQS id is an explicit choice
+    let opted_in = outbox_idempotency::BatchProcessor::new().sqs_message_id_fallback();
+    assert_eq!(opted_in.open(&msg).message_id().unwrap(), "sqs-1");
 }
 
 /// The Orders job queue subscribed to a new SNS topic without raw message delivery;
