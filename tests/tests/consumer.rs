@@ -15,8 +15,8 @@ use harness::{Item, clients, drain, n, s, sv, unique};
 use orders_consumer::{Config, Deps, OrderResult, handle};
 use outbox::message::ATTR_MESSAGE_ID;
 use outbox_idempotency::{
-    BatchReport, Clock, Deadline, Effect, IdempotencyError, IdempotentEffects, ManualClock,
-    MessageFailure, MessageMarker, Outcome, PayloadHash, message_key,
+    BatchReport, Clock, Deadline, Delivery, Effect, Envelope, IdempotencyError, IdempotentEffects,
+    ManualClock, MessageFailure, MessageMarker, Outcome, PayloadHash,
 };
 use serde_json::json;
 use std::collections::HashMap;
@@ -425,9 +425,12 @@ async fn count_once(
         .expression_attribute_values(":one", AttributeValue::N("1".into()))
         .build()
         .unwrap();
-    let id = message_key(msg).ok_or_else(|| IdempotencyError::Invalid("no id".into()))?;
+    let delivery = Delivery::open(msg);
     marker
-        .commit(id, vec![TransactWriteItem::builder().update(add).build()])
+        .commit(
+            delivery.message_id()?,
+            vec![TransactWriteItem::builder().update(add).build()],
+        )
         .await
 }
 
@@ -437,10 +440,12 @@ async fn counter(orders: &Orders) -> Option<i64> {
 
 #[tokio::test]
 async fn a_redelivered_message_is_applied_once_through_its_marker() {
-    // Given a message processed once whose acknowledgement was lost
+    // Given an outbox message processed once whose acknowledgement was lost
     let orders = Orders::with_queue(&unique("jobs"), 1, 5).await;
     let marker = MessageMarker::new(orders.clients.dynamodb.clone(), &orders.table);
-    let sent = orders.send(r#"{"any":"payload"}"#).await;
+    let sent = orders
+        .send_with(r#"{"any":"payload"}"#, None, Some("outbox-msg-2"))
+        .await;
     let first = orders.receive().await;
     let outcome = count_once(&first.records[0], &marker, &orders.table).await;
     assert_eq!(outcome.unwrap(), Outcome::Applied);
@@ -452,11 +457,8 @@ async fn a_redelivered_message_is_applied_once_through_its_marker() {
     // Then it is a duplicate and the counter moved once
     assert_eq!(outcome.unwrap(), Outcome::Duplicate);
     assert_eq!(counter(&orders).await, Some(1));
-    // And the marker is stored under MSG#<MessageId> with a TTL
-    let mark = orders
-        .order(&format!("MSG#{sent}"))
-        .await
-        .expect("marker item");
+    // And the marker is stored under MSG#<outbox MessageId> with a TTL
+    let mark = orders.order("MSG#outbox-msg-2").await.expect("marker item");
     assert!(n(&mark, "ExpiresAt").unwrap() > 1_700_000_000);
 }
 
@@ -533,7 +535,7 @@ fn charge_hash(quantity: i64) -> PayloadHash {
 }
 
 #[tokio::test]
-async fn a_crashed_attempt_locks_its_key_only_until_its_deadline() {
+async fn a_crashed_attempt_is_never_silently_run_again_after_its_deadline() {
     // Given an invocation that took the key and died mid-effect (deadline in 2 s on
     // the guard's clock, which the test moves instead of sleeping)
     let orders = Orders::new().await;
@@ -546,17 +548,14 @@ async fn a_crashed_attempt_locks_its_key_only_until_its_deadline() {
     let hash = charge_hash(4);
     let crashed = tokio::time::timeout(
         Duration::from_millis(300),
-        effects.run(
-            "charge-o-1",
-            &hash,
-            deadline(2_000),
-            std::future::pending::<Result<u32, std::io::Error>>,
-        ),
+        effects.run("charge-o-1", &hash, deadline(2_000), |_| {
+            std::future::pending::<Result<u32, std::io::Error>>()
+        }),
     )
     .await;
     assert!(crashed.is_err(), "the attempt never finished");
     let calls = AtomicU32::new(0);
-    let effect = || async {
+    let effect = |_| async {
         calls.fetch_add(1, Ordering::SeqCst);
         Ok::<u32, std::io::Error>(1100)
     };
@@ -570,13 +569,125 @@ async fn a_crashed_attempt_locks_its_key_only_until_its_deadline() {
         other => panic!("expected in progress, got {other:?}"),
     }
     assert_eq!(calls.load(Ordering::SeqCst), 0);
-    // And once the deadline has passed, a retry runs it
+    // And once the deadline has passed, the outcome of the crashed attempt is unknown
+    // (it may have charged): a retry is refused for a person to check, not run
     clock.advance(Duration::from_millis(2_200));
     let late = effects
         .run("charge-o-1", &hash, deadline(30_000), effect)
         .await;
-    assert_eq!(late.unwrap(), Effect::Ran(1100));
-    assert_eq!(calls.load(Ordering::SeqCst), 1);
+    let err = late.expect_err("outcome unknown");
+    assert!(
+        matches!(err, IdempotencyError::OutcomeUnknown { .. }),
+        "{err}"
+    );
+    assert!(!err.is_retryable(), "{err}");
+    assert_eq!(calls.load(Ordering::SeqCst), 0);
+}
+
+/// An attempt that took `key` and died mid-effect, its deadline 1 s after `clock`.
+async fn crash_mid_effect(effects: &IdempotentEffects, clock: &ManualClock, key: &str) {
+    let crashed = tokio::time::timeout(
+        Duration::from_millis(300),
+        effects.run(key, &charge_hash(4), deadline_after(clock, 1_000), |_| {
+            std::future::pending::<Result<u32, std::io::Error>>()
+        }),
+    )
+    .await;
+    assert!(crashed.is_err(), "the attempt never finished");
+}
+
+#[tokio::test]
+async fn a_person_who_checked_can_forget_an_unknown_outcome_so_the_redrive_runs_it() {
+    // Given an attempt that crashed mid-effect, its deadline passed
+    let orders = Orders::new().await;
+    let clock = ManualClock::at(outbox::clock::now_ms());
+    let effects = effects_on(&orders, orders.clients.dynamodb.clone(), &clock);
+    crash_mid_effect(&effects, &clock, "charge-o-1").await;
+    assert!(
+        !effects.forget("charge-o-1").await.unwrap(),
+        "a lock still held is not forgotten"
+    );
+    clock.advance(Duration::from_secs(5));
+    // When a person who checked the downstream system forgets it
+    assert!(effects.forget("charge-o-1").await.unwrap());
+    // Then the redriven message runs the effect
+    let redriven = effects
+        .run(
+            "charge-o-1",
+            &charge_hash(4),
+            deadline_after(&clock, 30_000),
+            |_| async { Ok::<u32, std::io::Error>(5) },
+        )
+        .await;
+    assert_eq!(redriven.unwrap(), Effect::Ran(5));
+    // And a completed record is never forgotten
+    assert!(!effects.forget("charge-o-1").await.unwrap());
+}
+
+#[tokio::test]
+async fn with_a_downstream_that_dedupes_an_unknown_outcome_is_run_again_with_the_same_key() {
+    // Given effects whose downstream API deduplicates by the key it is given, and an
+    // attempt that crashed mid-effect
+    let orders = Orders::new().await;
+    let clock = ManualClock::at(outbox::clock::now_ms());
+    let effects =
+        effects_on(&orders, orders.clients.dynamodb.clone(), &clock).rerun_unknown_outcomes();
+    crash_mid_effect(&effects, &clock, "charge-o-1").await;
+    // When the message is redelivered after the deadline
+    clock.advance(Duration::from_secs(5));
+    let rerun = effects
+        .run(
+            "charge-o-1",
+            &charge_hash(4),
+            deadline_after(&clock, 30_000),
+            |key| async move { Ok::<String, std::io::Error>(format!("charged with key {key}")) },
+        )
+        .await;
+    // Then the effect runs again, handed the same idempotency key for the downstream
+    assert_eq!(
+        rerun.unwrap(),
+        Effect::Ran("charged with key charge-o-1".to_owned())
+    );
+    // And another payload under that key is still refused, not taken over
+    crash_mid_effect(&effects, &clock, "charge-o-2").await;
+    clock.advance(Duration::from_secs(5));
+    let other = effects
+        .run(
+            "charge-o-2",
+            &charge_hash(5),
+            deadline_after(&clock, 30_000),
+            |_| async { Ok::<u32, std::io::Error>(1) },
+        )
+        .await;
+    assert!(
+        matches!(other, Err(IdempotencyError::KeyReused { .. })),
+        "{other:?}"
+    );
+}
+
+#[tokio::test]
+async fn a_lock_whose_answer_was_lost_is_recognised_as_ours_when_the_sdk_retries() {
+    // Given DynamoDB losing the answer to the IN_PROGRESS write (it happened, the SDK
+    // sees a 500 and sends it again, which now finds the key taken)
+    let orders = Orders::new().await;
+    let clock = ManualClock::at(outbox::clock::now_ms());
+    let lose = FailWrites::losing_the_answer("IN_PROGRESS", 1);
+    let effects = effects_on(&orders, lose.client(&orders.clients.dynamodb), &clock);
+    // When the effect is run
+    let ran = effects
+        .run(
+            "charge-o-1",
+            &charge_hash(4),
+            deadline_after(&clock, 30_000),
+            |_| async { Ok::<u32, std::io::Error>(3) },
+        )
+        .await;
+    // Then the lock found on the retry is recognised as this attempt's own, and the
+    // effect runs and is recorded
+    assert_eq!(lose.failed(), 1);
+    assert_eq!(ran.unwrap(), Effect::Ran(3));
+    let record = orders.order("IDEM#charge-o-1").await.expect("record");
+    assert_eq!(s(&record, "Status").as_deref(), Some("COMPLETED"));
 }
 
 #[tokio::test]
@@ -585,7 +696,7 @@ async fn a_completed_effect_answers_duplicates_with_its_stored_result() {
     let orders = Orders::new().await;
     let effects = IdempotentEffects::new(orders.clients.dynamodb.clone(), &orders.table);
     let calls = AtomicU32::new(0);
-    let effect = || async {
+    let effect = |_| async {
         let n = calls.fetch_add(1, Ordering::SeqCst);
         Ok::<_, std::io::Error>(json!({"receipt": format!("r-{n}")}))
     };
@@ -613,7 +724,7 @@ async fn a_key_reused_with_different_content_is_refused() {
     let orders = Orders::new().await;
     let effects = IdempotentEffects::new(orders.clients.dynamodb.clone(), &orders.table);
     let deadline = Deadline::after(Duration::from_secs(30));
-    let ok = || async { Ok::<_, std::io::Error>(1) };
+    let ok = |_| async { Ok::<_, std::io::Error>(1) };
     effects
         .run("charge-o-1", &charge_hash(4), deadline, ok)
         .await
@@ -621,7 +732,7 @@ async fn a_key_reused_with_different_content_is_refused() {
     // When the same key comes with a quantity of 5
     let calls = AtomicU32::new(0);
     let reused = effects
-        .run("charge-o-1", &charge_hash(5), deadline, || async {
+        .run("charge-o-1", &charge_hash(5), deadline, |_| async {
             calls.fetch_add(1, Ordering::SeqCst);
             Ok::<_, std::io::Error>(2)
         })
@@ -641,14 +752,14 @@ async fn a_failed_effect_releases_its_key_so_a_retry_runs_it() {
     let effects = IdempotentEffects::new(orders.clients.dynamodb.clone(), &orders.table);
     let deadline = Deadline::after(Duration::from_secs(30));
     let failed = effects
-        .run("charge-o-1", &charge_hash(4), deadline, || async {
+        .run("charge-o-1", &charge_hash(4), deadline, |_| async {
             Err::<u32, _>(std::io::Error::other("payment API down"))
         })
         .await;
     assert!(matches!(failed, Err(IdempotencyError::Effect { .. })));
     // When the message is retried before the deadline
     let retried = effects
-        .run("charge-o-1", &charge_hash(4), deadline, || async {
+        .run("charge-o-1", &charge_hash(4), deadline, |_| async {
             Ok::<u32, std::io::Error>(7)
         })
         .await;
@@ -668,7 +779,7 @@ async fn a_batch_reports_only_the_message_whose_effect_is_in_progress_elsewhere(
             "busy",
             &hash,
             Deadline::after(Duration::from_secs(60)),
-            std::future::pending::<Result<u32, std::io::Error>>,
+            |_| std::future::pending::<Result<u32, std::io::Error>>(),
         ),
     )
     .await;
@@ -681,14 +792,14 @@ async fn a_batch_reports_only_the_message_whose_effect_is_in_progress_elsewhere(
             let effects = &effects;
             let hash = &hash;
             async move {
-                let body: HashMap<String, String> = outbox_idempotency::parse_body(m)?;
+                let body: HashMap<String, String> = m.parse()?;
                 let key = body.get("key").cloned().unwrap_or_default();
                 effects
                     .run(
                         &key,
                         hash,
                         Deadline::after(Duration::from_secs(60)),
-                        || async { Ok::<_, std::io::Error>(()) },
+                        |_| async { Ok::<_, std::io::Error>(()) },
                     )
                     .await
             }
@@ -696,4 +807,558 @@ async fn a_batch_reports_only_the_message_whose_effect_is_in_progress_elsewhere(
         .await;
     // Then only the message whose key is in progress is reported
     assert_eq!(report.failed_ids(), [busy.as_str()]);
+}
+
+// --- issue 11: effect once under Lambda's real failure semantics ---------------------
+
+/// Fails the first `times` DynamoDB requests whose body contains `containing`, as
+/// DynamoDB does: `refusing` them before they are sent (throttled, unreachable:
+/// nothing happened), or `losing_the_answer` (the write happened; the caller sees a
+/// 500 and the SDK retries).
+#[derive(Debug, Clone)]
+struct FailWrites(std::sync::Arc<FailInner>);
+
+#[derive(Debug)]
+struct FailInner {
+    containing: &'static str,
+    lose_answer: bool,
+    /// Set when the request in flight is one whose answer is to be lost.
+    losing: std::sync::atomic::AtomicBool,
+    left: AtomicU32,
+    failed: AtomicU32,
+}
+
+impl FailWrites {
+    fn refusing(containing: &'static str, times: u32) -> Self {
+        Self::new(containing, times, false)
+    }
+
+    fn losing_the_answer(containing: &'static str, times: u32) -> Self {
+        Self::new(containing, times, true)
+    }
+
+    fn new(containing: &'static str, times: u32, lose_answer: bool) -> Self {
+        FailWrites(std::sync::Arc::new(FailInner {
+            containing,
+            lose_answer,
+            losing: std::sync::atomic::AtomicBool::new(false),
+            left: AtomicU32::new(times),
+            failed: AtomicU32::new(0),
+        }))
+    }
+
+    fn failed(&self) -> u32 {
+        self.0.failed.load(Ordering::SeqCst)
+    }
+
+    /// `client`'s configuration with this interceptor.
+    fn client(&self, client: &aws_sdk_dynamodb::Client) -> aws_sdk_dynamodb::Client {
+        aws_sdk_dynamodb::Client::from_conf(
+            client
+                .config()
+                .to_builder()
+                .interceptor(self.clone())
+                .build(),
+        )
+    }
+
+    /// Whether this request is one to fail (counting it).
+    fn take(&self, body: &[u8]) -> bool {
+        let matches = std::str::from_utf8(body).is_ok_and(|b| b.contains(self.0.containing));
+        let take = matches
+            && self
+                .0
+                .left
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1))
+                .is_ok();
+        if take {
+            self.0.failed.fetch_add(1, Ordering::SeqCst);
+        }
+        take
+    }
+}
+
+impl aws_sdk_dynamodb::config::Intercept for FailWrites {
+    fn name(&self) -> &'static str {
+        "FailWrites"
+    }
+
+    fn read_before_transmit(
+        &self,
+        context: &aws_sdk_dynamodb::config::interceptors::BeforeTransmitInterceptorContextRef<'_>,
+        _runtime_components: &aws_sdk_dynamodb::config::RuntimeComponents,
+        _cfg: &mut aws_sdk_dynamodb::config::ConfigBag,
+    ) -> Result<(), aws_sdk_dynamodb::error::BoxError> {
+        let body = context.request().body().bytes().unwrap_or_default();
+        if self.take(body) {
+            if self.0.lose_answer {
+                self.0.losing.store(true, Ordering::SeqCst);
+            } else {
+                return Err("injected: DynamoDB unreachable for this write".into());
+            }
+        }
+        Ok(())
+    }
+
+    fn modify_before_deserialization(
+        &self,
+        context: &mut aws_sdk_dynamodb::config::interceptors::BeforeDeserializationInterceptorContextMut<'_>,
+        _runtime_components: &aws_sdk_dynamodb::config::RuntimeComponents,
+        _cfg: &mut aws_sdk_dynamodb::config::ConfigBag,
+    ) -> Result<(), aws_sdk_dynamodb::error::BoxError> {
+        if self.0.losing.swap(false, Ordering::SeqCst) {
+            let response = context.response_mut();
+            *response.status_mut() = 500u16.try_into()?;
+            *response.body_mut() = aws_smithy_types::body::SdkBody::from(
+                r#"{"__type":"com.amazonaws.dynamodb.v20120810#InternalServerError","message":"injected: the answer was lost"}"#,
+            );
+        }
+        Ok(())
+    }
+}
+
+/// A guard on the orders table reading the time from `clock`, through `client`.
+fn effects_on(
+    orders: &Orders,
+    client: aws_sdk_dynamodb::Client,
+    clock: &std::sync::Arc<ManualClock>,
+) -> IdempotentEffects {
+    IdempotentEffects::new(client, &orders.table).clock(clock.clone())
+}
+
+fn deadline_after(clock: &ManualClock, ms: i64) -> Deadline {
+    Deadline::from_epoch_millis(u64::try_from(clock.now_ms() + ms).unwrap())
+}
+
+#[tokio::test]
+async fn an_effect_whose_completed_write_failed_once_is_recorded_and_not_run_again() {
+    // Given DynamoDB refusing the first COMPLETED write after the effect ran
+    let orders = Orders::new().await;
+    let clock = ManualClock::at(outbox::clock::now_ms());
+    let refuse = FailWrites::refusing("COMPLETED", 1);
+    let effects = effects_on(&orders, refuse.client(&orders.clients.dynamodb), &clock);
+    let calls = AtomicU32::new(0);
+    let effect = |_| async {
+        calls.fetch_add(1, Ordering::SeqCst);
+        Ok::<u32, std::io::Error>(1100)
+    };
+    let first = effects
+        .run(
+            "charge-o-1",
+            &charge_hash(4),
+            deadline_after(&clock, 30_000),
+            effect,
+        )
+        .await;
+    assert_eq!(refuse.failed(), 1, "the COMPLETED write was refused once");
+    // When the message is redelivered after the first invocation's deadline
+    clock.advance(Duration::from_secs(60));
+    let again = effects
+        .run(
+            "charge-o-1",
+            &charge_hash(4),
+            deadline_after(&clock, 30_000),
+            effect,
+        )
+        .await;
+    // Then the effect ran once: the first delivery recorded it on a retry, the second
+    // got the stored result
+    assert_eq!(calls.load(Ordering::SeqCst), 1, "{first:?} then {again:?}");
+    assert_eq!(first.unwrap(), Effect::Ran(1100));
+    assert_eq!(again.unwrap(), Effect::Replayed(1100));
+}
+
+#[tokio::test]
+async fn an_effect_whose_outcome_could_not_be_recorded_is_never_run_again_by_a_redelivery() {
+    // Given DynamoDB refusing every COMPLETED write after the effect ran
+    let orders = Orders::new().await;
+    let clock = ManualClock::at(outbox::clock::now_ms());
+    let refuse = FailWrites::refusing("COMPLETED", u32::MAX);
+    let effects = effects_on(&orders, refuse.client(&orders.clients.dynamodb), &clock);
+    let calls = AtomicU32::new(0);
+    let effect = |_| async {
+        calls.fetch_add(1, Ordering::SeqCst);
+        Ok::<u32, std::io::Error>(1100)
+    };
+    let first = effects
+        .run(
+            "charge-o-1",
+            &charge_hash(4),
+            deadline_after(&clock, 2_000),
+            effect,
+        )
+        .await;
+    // When the message is redelivered after the first invocation's deadline
+    clock.advance(Duration::from_secs(60));
+    let again = effects
+        .run(
+            "charge-o-1",
+            &charge_hash(4),
+            deadline_after(&clock, 30_000),
+            effect,
+        )
+        .await;
+    // Then the effect is not run again, and the redelivery is refused for a person to
+    // check, not retried
+    assert_eq!(calls.load(Ordering::SeqCst), 1, "{again:?}");
+    let err = again.expect_err("refused");
+    assert!(
+        matches!(err, IdempotencyError::OutcomeUnknown { .. }),
+        "{err}"
+    );
+    assert!(!err.is_retryable(), "{err}");
+    assert!(err.to_string().contains("forget"), "{err}");
+    // And the first delivery, whose effect did run, was answered with its result
+    assert_eq!(first.unwrap(), Effect::Ran(1100));
+    assert!(refuse.failed() > 1, "the COMPLETED write was retried");
+}
+
+#[tokio::test]
+async fn an_effect_whose_result_is_too_large_to_store_is_not_run_again() {
+    // Given an effect whose result (400 KB) cannot fit in a DynamoDB item
+    let orders = Orders::new().await;
+    let clock = ManualClock::at(outbox::clock::now_ms());
+    let effects = effects_on(&orders, orders.clients.dynamodb.clone(), &clock);
+    let calls = AtomicU32::new(0);
+    let effect = |_| async {
+        calls.fetch_add(1, Ordering::SeqCst);
+        Ok::<String, std::io::Error>("x".repeat(400 * 1024))
+    };
+    let first = effects
+        .run(
+            "report-1",
+            &charge_hash(4),
+            deadline_after(&clock, 30_000),
+            effect,
+        )
+        .await;
+    // When the message is redelivered after the first invocation's deadline
+    clock.advance(Duration::from_secs(60));
+    let again = effects
+        .run(
+            "report-1",
+            &charge_hash(4),
+            deadline_after(&clock, 30_000),
+            effect,
+        )
+        .await;
+    // Then the effect ran once, and the redelivery is acknowledged without a result
+    assert_eq!(calls.load(Ordering::SeqCst), 1, "{again:?}");
+    assert!(matches!(first, Ok(Effect::Ran(_))), "the effect ran");
+    match again {
+        Ok(Effect::ReplayedWithoutResult { reason }) => {
+            assert!(reason.contains("409602 bytes"), "{reason}")
+        }
+        other => panic!("expected a replay without the result, got {other:?}"),
+    }
+    // And the record says so, with the result's size and hash
+    let record = orders.order("IDEM#report-1").await.expect("record");
+    assert_eq!(s(&record, "Status").as_deref(), Some("COMPLETED"));
+    assert_eq!(n(&record, "ResultBytes"), Some(409_602));
+    assert_eq!(s(&record, "ResultHash").map(|h| h.len()), Some(64));
+    assert!(!record.contains_key("Result"));
+}
+
+#[tokio::test]
+async fn effect_records_are_kept_as_long_as_markers_fourteen_days() {
+    // Given a marker and an effect record written at the same time
+    let orders = Orders::new().await;
+    let clock = ManualClock::at(1_800_000_000_000);
+    let effects = effects_on(&orders, orders.clients.dynamodb.clone(), &clock);
+    let marker =
+        MessageMarker::new(orders.clients.dynamodb.clone(), &orders.table).clock(clock.clone());
+    effects
+        .run(
+            "charge-o-1",
+            &charge_hash(4),
+            deadline_after(&clock, 30_000),
+            |_| async { Ok::<u32, std::io::Error>(1) },
+        )
+        .await
+        .unwrap();
+    marker.commit("msg-1", vec![]).await.unwrap();
+    // Then both expire 14 days later
+    let fourteen_days = 1_800_000_000 + 14 * 86_400;
+    let record = orders.order("IDEM#charge-o-1").await.expect("record");
+    assert_eq!(n(&record, "ExpiresAt"), Some(fourteen_days));
+    let mark = orders.order("MSG#msg-1").await.expect("marker");
+    assert_eq!(n(&mark, "ExpiresAt"), Some(fourteen_days));
+}
+
+#[tokio::test]
+async fn a_completed_record_past_its_ttl_but_not_yet_deleted_still_answers_duplicates() {
+    // Given an effect completed, and a clock moved past the record's TTL (DynamoDB
+    // deletes expired items within days, not at once)
+    let orders = Orders::new().await;
+    let clock = ManualClock::at(outbox::clock::now_ms());
+    let effects = effects_on(&orders, orders.clients.dynamodb.clone(), &clock);
+    let calls = AtomicU32::new(0);
+    let effect = |_| async {
+        calls.fetch_add(1, Ordering::SeqCst);
+        Ok::<u32, std::io::Error>(7)
+    };
+    effects
+        .run(
+            "charge-o-1",
+            &charge_hash(4),
+            deadline_after(&clock, 30_000),
+            effect,
+        )
+        .await
+        .unwrap();
+    clock.advance(Duration::from_secs(30 * 86_400));
+    // When a duplicate arrives (a message redriven from the dead-letter queue)
+    let again = effects
+        .run(
+            "charge-o-1",
+            &charge_hash(4),
+            deadline_after(&clock, 30_000),
+            effect,
+        )
+        .await;
+    // Then the stored record answers it; only TTL deletion frees a key
+    assert_eq!(again.unwrap(), Effect::Replayed(7));
+    assert_eq!(calls.load(Ordering::SeqCst), 1);
+}
+
+// --- issue 11: the message id inside EventBridge and SNS envelopes -------------------
+
+/// The outbox message id of `msg`, as the consumer's dedup key.
+fn outbox_id(msg: &SqsMessage) -> Result<String, IdempotencyError> {
+    Delivery::open(msg).message_id().map(str::to_owned)
+}
+
+fn fixture_event(name: &str) -> SqsEvent {
+    let path = format!("{}/fixtures/events/{name}", env!("CARGO_MANIFEST_DIR"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let event: SqsEvent = serde_json::from_str(&text).expect("parse fixture");
+    let round_trip: SqsEvent =
+        serde_json::from_value(serde_json::to_value(&event).unwrap()).unwrap();
+    assert_eq!(round_trip, event);
+    event
+}
+
+/// Both copies in a fixture: one outbox id and one payload under two SQS ids.
+fn assert_copies_share_the_outbox_id(event: &SqsEvent, outbox_id: &str, envelope: Envelope) {
+    assert_eq!(event.records.len(), 2);
+    assert_ne!(event.records[0].message_id, event.records[1].message_id);
+    for m in &event.records {
+        let delivery = Delivery::open(m);
+        assert_eq!(delivery.envelope(), envelope);
+        assert_eq!(delivery.message_id().unwrap(), outbox_id);
+        let job: serde_json::Value = delivery.parse().expect("the payload, not the envelope");
+        assert!(job["id"].is_string() && job["quantity"].is_u64(), "{job}");
+    }
+}
+
+#[test]
+fn the_outbox_id_of_an_eventbridge_event_on_sqs_is_read_from_its_detail() {
+    let event = fixture_event("sqs-eventbridge.json");
+    assert_eq!(
+        outbox_id(&event.records[0]).unwrap(),
+        "0190f3a2-7c41-7d2e-9a55-3b1f0c2d4e09"
+    );
+    assert_copies_share_the_outbox_id(
+        &event,
+        "0190f3a2-7c41-7d2e-9a55-3b1f0c2d4e09",
+        Envelope::EventBridge,
+    );
+}
+
+#[test]
+fn the_outbox_id_of_an_sns_notification_on_sqs_is_read_from_its_message_attributes() {
+    let event = fixture_event("sqs-sns.json");
+    assert_eq!(
+        outbox_id(&event.records[0]).unwrap(),
+        "0190f3a2-7c41-7d2e-9a55-3b1f0c2d4e05"
+    );
+    assert_copies_share_the_outbox_id(
+        &event,
+        "0190f3a2-7c41-7d2e-9a55-3b1f0c2d4e05",
+        Envelope::Sns,
+    );
+}
+
+#[test]
+fn a_message_without_an_outbox_id_is_refused_rather_than_keyed_by_its_sqs_id() {
+    let mut msg = SqsMessage::default();
+    msg.message_id = Some("sqs-1".into());
+    msg.body = Some(r#"{"id":"o-1","quantity":1}"#.into());
+    let err = outbox_id(&msg).expect_err("no outbox id");
+    assert!(matches!(err, IdempotencyError::NoMessageId { .. }), "{err}");
+    assert!(!err.is_retryable(), "{err}");
+    // Keying by the SQS id is an explicit choice
+    let opted_in = outbox_idempotency::BatchProcessor::new().sqs_message_id_fallback();
+    assert_eq!(opted_in.open(&msg).message_id().unwrap(), "sqs-1");
+}
+
+/// The Orders job queue subscribed to a new SNS topic without raw message delivery;
+/// the topic's ARN.
+async fn sns_topic_into(orders: &Orders) -> String {
+    let topic_arn = orders
+        .clients
+        .sns
+        .create_topic()
+        .name(unique("orders-topic"))
+        .send()
+        .await
+        .expect("topic")
+        .topic_arn
+        .expect("arn");
+    orders
+        .clients
+        .sns
+        .subscribe()
+        .topic_arn(&topic_arn)
+        .protocol("sqs")
+        .endpoint(&orders.queue_arn)
+        .send()
+        .await
+        .expect("subscribe");
+    topic_arn
+}
+
+/// A new EventBridge bus whose rule sends the outbox's events to the Orders job
+/// queue; the bus's ARN.
+async fn event_bus_into(orders: &Orders) -> String {
+    let bus = unique("shop");
+    let bus_arn = orders
+        .clients
+        .eventbridge
+        .create_event_bus()
+        .name(&bus)
+        .send()
+        .await
+        .expect("bus")
+        .event_bus_arn
+        .expect("arn");
+    orders
+        .clients
+        .eventbridge
+        .put_rule()
+        .name("outbox-to-jobs")
+        .event_bus_name(&bus)
+        .event_pattern(r#"{"source":["dynamodb-outbox"]}"#)
+        .send()
+        .await
+        .expect("rule");
+    orders
+        .clients
+        .eventbridge
+        .put_targets()
+        .rule("outbox-to-jobs")
+        .event_bus_name(&bus)
+        .targets(
+            aws_sdk_eventbridge::types::Target::builder()
+                .id("jobs")
+                .arn(&orders.queue_arn)
+                .build()
+                .expect("target"),
+        )
+        .send()
+        .await
+        .expect("targets");
+    bus_arn
+}
+
+/// Commits one order message routed to `destination` and lets the publisher handle
+/// its stream record twice (Lambda retrying the batch): two copies on the job queue.
+async fn publish_twice(destination: &str, body: &str) -> String {
+    let mut ob = harness::Outbox::new().await;
+    let mut config = ob.config();
+    config.routes =
+        outbox::Routes::parse(&format!(r#"{{"orders":"{destination}"}}"#), None).expect("routes");
+    let committed = ob
+        .writer()
+        .commit(
+            vec![],
+            &[outbox::NewMessage::new("ORDER#9", "orders", body)],
+        )
+        .await
+        .expect("commit");
+    let event = ob.filtered_event().await;
+    let publisher = ob.publisher_with(config);
+    for _ in 0..2 {
+        let (response, summary) = outbox::stream::handle_stream_event(&publisher, &event).await;
+        assert!(response.batch_item_failures.is_empty());
+        assert_eq!(summary.sent, 1);
+    }
+    committed.message_ids[0].clone()
+}
+
+/// Receives until `count` messages came (deliveries through SNS and EventBridge are
+/// asynchronous), without deleting them.
+async fn receive_copies(orders: &Orders, count: usize) -> SqsEvent {
+    let mut all = SqsEvent::default();
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(20);
+    while all.records.len() < count {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "{} of {count} copies arrived",
+            all.records.len()
+        );
+        all.records.extend(orders.receive().await.records);
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    all
+}
+
+#[tokio::test]
+async fn an_outbox_message_published_twice_through_eventbridge_is_applied_once() {
+    // Given an outbox message published twice to a bus whose rule feeds the job queue
+    let orders = Orders::new().await;
+    let bus_arn = event_bus_into(&orders).await;
+    let message_id = publish_twice(&bus_arn, r#"{"id":"o-9","quantity":2}"#).await;
+    let event = receive_copies(&orders, 2).await;
+    assert_ne!(event.records[0].message_id, event.records[1].message_id);
+    // When both copies are handled with a processed-message marker
+    let marker = MessageMarker::new(orders.clients.dynamodb.clone(), &orders.table);
+    for m in &event.records {
+        assert_eq!(outbox_id(m).unwrap(), message_id);
+        count_once(m, &marker, &orders.table).await.unwrap();
+    }
+    // Then the counter moved once
+    assert_eq!(counter(&orders).await, Some(1));
+}
+
+#[tokio::test]
+async fn an_outbox_message_published_twice_through_sns_without_raw_delivery_is_applied_once() {
+    // Given an outbox message published twice to a topic the job queue subscribes to
+    // without raw message delivery (each copy wrapped in an SNS notification)
+    let orders = Orders::new().await;
+    let topic_arn = sns_topic_into(&orders).await;
+    let message_id = publish_twice(&topic_arn, r#"{"id":"o-9","quantity":2}"#).await;
+    let event = receive_copies(&orders, 2).await;
+    // When both copies are handled with a processed-message marker
+    let marker = MessageMarker::new(orders.clients.dynamodb.clone(), &orders.table);
+    for m in &event.records {
+        assert_eq!(outbox_id(m).unwrap(), message_id);
+        count_once(m, &marker, &orders.table).await.unwrap();
+    }
+    // Then the counter moved once
+    assert_eq!(counter(&orders).await, Some(1));
+}
+
+#[tokio::test]
+async fn the_reference_consumer_stores_orders_that_arrive_in_eventbridge_and_sns_envelopes() {
+    // Given an order published through an event bus and another through an SNS topic
+    let orders = Orders::new().await;
+    let bus_arn = event_bus_into(&orders).await;
+    let topic_arn = sns_topic_into(&orders).await;
+    publish_twice(&bus_arn, r#"{"id":"via-bus","quantity":2}"#).await;
+    publish_twice(&topic_arn, r#"{"id":"via-sns","quantity":3}"#).await;
+    let event = receive_copies(&orders, 4).await;
+    // When the reference consumer handles them
+    let report = handle(&event, &orders.deps).await;
+    // Then it read the order inside each envelope, stored each once, and acknowledged
+    // every copy
+    assert!(report.failed_ids().is_empty(), "{report:?}");
+    assert_eq!(
+        order_of(&orders.order("via-bus").await.expect("stored")),
+        ("via-bus".to_owned(), 2, 600)
+    );
+    assert_eq!(
+        order_of(&orders.order("via-sns").await.expect("stored")),
+        ("via-sns".to_owned(), 3, 850)
+    );
 }

@@ -2,9 +2,9 @@
 
 use crate::config::Config;
 use crate::order::{Order, OrderJob};
-use aws_lambda_events::event::sqs::{SqsEvent, SqsMessage};
+use aws_lambda_events::event::sqs::SqsEvent;
 use outbox_idempotency::{
-    BatchProcessor, BatchReport, BusinessKeyGuard, IdempotencyError, Outcome, parse_body,
+    BatchProcessor, BatchReport, BusinessKeyGuard, Delivery, IdempotencyError, Outcome,
 };
 use serde::Serialize;
 
@@ -40,12 +40,14 @@ pub struct OrderResult {
     pub duplicate: bool,
 }
 
-/// Validates one message and stores its order once.
+/// Validates one message's order job — the payload, also when it arrived in an SNS
+/// notification or an EventBridge event — and stores the order once. The order id is
+/// the key, so the message needs no outbox id.
 pub async fn process_message(
-    msg: &SqsMessage,
+    msg: &Delivery<'_>,
     deps: &Deps,
 ) -> Result<OrderResult, IdempotencyError> {
-    let order = Order::from(parse_body::<OrderJob>(msg)?);
+    let order = Order::from(msg.parse::<OrderJob>()?);
     let outcome = deps.guard.put(&order).await?;
     Ok(OrderResult {
         id: order.id,
@@ -58,11 +60,15 @@ pub async fn process_message(
 /// Processes a batch, logs one line per message, and reports every outcome;
 /// `report.response()` is the partial batch response for Lambda.
 pub async fn handle(event: &SqsEvent, deps: &Deps) -> BatchReport<OrderResult, IdempotencyError> {
-    let report = deps.batch.run(event, |m| process_message(m, deps)).await;
+    let report = deps
+        .batch
+        .run(event, |m| async move { process_message(&m, deps).await })
+        .await;
     for o in &report.outcomes {
         match &o.result {
             Ok(r) => tracing::info!(
                 message_id = %o.message_id,
+                outbox_message_id = o.outbox_message_id.as_deref().unwrap_or_default(),
                 id = %r.id,
                 quantity = r.quantity,
                 processed = r.processed,
@@ -78,6 +84,7 @@ pub async fn handle(event: &SqsEvent, deps: &Deps) -> BatchReport<OrderResult, I
                 };
                 tracing::error!(
                     message_id = %o.message_id,
+                    outbox_message_id = o.outbox_message_id.as_deref().unwrap_or_default(),
                     retryable,
                     conflict,
                     error = %e,

@@ -8,10 +8,6 @@
 #[cfg(all(feature = "fault-injection", not(debug_assertions)))]
 compile_error!("the fault-injection feature must never be compiled into a release build");
 
-// Fault injection is for tests, the demo and the chaos benchmark; never ship it.
-#[cfg(all(feature = "fault-injection", not(debug_assertions)))]
-compile_error!("the fault-injection feature must never be compiled into a release build");
-
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
 use lambda_runtime::{Error, LambdaEvent, service_fn};
 use orders_consumer::{Config, Deps, handle};
@@ -22,8 +18,6 @@ async fn main() -> Result<(), Error> {
     let config = Config::from_env()
         .inspect_err(|e| lambda_runtime::tracing::error!(error = %e, "bad configuration"))?;
     let aws = aws_config::load_from_env().await;
-    #[cfg(feature = "fault-injection")]
-    let aws = outbox_faults::from_env(aws)?;
     #[cfg(feature = "fault-injection")]
     let aws = outbox_faults::from_env(aws)?;
     let deps = Deps::new(aws_sdk_dynamodb::Client::new(&aws), &config);

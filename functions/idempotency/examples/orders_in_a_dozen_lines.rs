@@ -2,7 +2,7 @@
 //! conflicts and malformed bodies reported (and, after the redrive limit, on the DLQ).
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
 use lambda_runtime::{Error, LambdaEvent, service_fn};
-use outbox_idempotency::{BatchProcessor, BusinessKeyGuard, parse_body};
+use outbox_idempotency::{BatchProcessor, BusinessKeyGuard};
 
 #[derive(serde::Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
@@ -22,7 +22,7 @@ async fn main() -> Result<(), Error> {
     lambda_runtime::run(service_fn(move |event: LambdaEvent<SqsEvent>| async move {
         let report = batch
             .run(&event.payload, |msg| async move {
-                let order: Order = parse_body(msg)?; // malformed → reported, never a panic
+                let order: Order = msg.parse()?; // the payload, out of any SNS/EventBridge envelope
                 guard.put(&order).await // same details → Duplicate (acked); other → Conflict
             })
             .await;

@@ -8,12 +8,17 @@
 //! reported as failed without being run, so that SQS redelivers it in order after the
 //! failed one. A panic in the per-message function fails that message only.
 //!
+//! The per-message function gets each message as a [`Delivery`]: its envelope (SNS
+//! notification, EventBridge event) opened, the payload and the outbox message id
+//! read from wherever the route put them.
+//!
 //! A failed message is retried after the queue's visibility timeout; after the redrive
 //! policy's `maxReceiveCount` receives it moves to the dead-letter queue. That is where
 //! malformed bodies and conflicts end, which is why the function should return an
 //! error for them rather than acknowledge them.
 
 use crate::IdempotencyError;
+use crate::delivery::Delivery;
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
 use futures::FutureExt;
 use futures::stream::{self, StreamExt};
@@ -21,9 +26,6 @@ use serde::de::DeserializeOwned;
 use std::fmt;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
-
-/// Message attribute carrying the outbox `MessageId`.
-pub use outbox_core::message::ATTR_MESSAGE_ID;
 
 /// Default number of messages (or FIFO groups) processed at once.
 pub const DEFAULT_CONCURRENCY: usize = 10;
@@ -60,6 +62,9 @@ impl<E: fmt::Display> fmt::Display for MessageFailure<E> {
 pub struct MessageOutcome<T, E> {
     /// The SQS `MessageId` (empty if the event had none).
     pub message_id: String,
+    /// The outbox message id, when the message carries one: log it beside the
+    /// outcome to follow a message from producer to effect.
+    pub outbox_message_id: Option<String>,
     /// The FIFO `MessageGroupId`, if any.
     pub group_id: Option<String>,
     /// What the function returned.
@@ -97,12 +102,14 @@ impl<T, E> BatchReport<T, E> {
 #[derive(Debug, Clone)]
 pub struct BatchProcessor {
     concurrency: usize,
+    sqs_id_fallback: bool,
 }
 
 impl Default for BatchProcessor {
     fn default() -> Self {
         BatchProcessor {
             concurrency: DEFAULT_CONCURRENCY,
+            sqs_id_fallback: false,
         }
     }
 }
@@ -120,10 +127,31 @@ impl BatchProcessor {
         self
     }
 
-    /// Runs `f` over every message of `event` and reports each outcome.
+    /// Lets [`Delivery::message_id`] fall back to the SQS `MessageId` when a message
+    /// carries no outbox id, instead of refusing it
+    /// ([`IdempotencyError::NoMessageId`]). Only for a queue that nothing ever
+    /// republishes to: a copy sent again is a new SQS message, and its effect would be
+    /// applied again.
+    pub fn sqs_message_id_fallback(mut self) -> Self {
+        self.sqs_id_fallback = true;
+        self
+    }
+
+    /// Opens `msg` as this processor's per-message function gets it.
+    pub fn open<'a>(&self, msg: &'a SqsMessage) -> Delivery<'a> {
+        let delivery = Delivery::open(msg);
+        if self.sqs_id_fallback {
+            delivery.sqs_message_id_fallback()
+        } else {
+            delivery
+        }
+    }
+
+    /// Runs `f` over every message of `event`, each opened as a [`Delivery`], and
+    /// reports each outcome.
     pub async fn run<'a, T, E, F, Fut>(&self, event: &'a SqsEvent, f: F) -> BatchReport<T, E>
     where
-        F: Fn(&'a SqsMessage) -> Fut,
+        F: Fn(Delivery<'a>) -> Fut,
         Fut: Future<Output = Result<T, E>>,
     {
         self.run_messages(&event.records, f).await
@@ -136,7 +164,7 @@ impl BatchProcessor {
         f: F,
     ) -> BatchReport<T, E>
     where
-        F: Fn(&'a SqsMessage) -> Fut,
+        F: Fn(Delivery<'a>) -> Fut,
         Fut: Future<Output = Result<T, E>>,
     {
         let f = &f;
@@ -149,11 +177,13 @@ impl BatchProcessor {
                     let Some(msg) = messages.get(index) else {
                         continue;
                     };
+                    let delivery = self.open(msg);
+                    let outbox_message_id = delivery.outbox_message_id().map(str::to_owned);
                     let result = match &failed_first {
                         Some(after) => Err(MessageFailure::Skipped {
                             after: after.clone(),
                         }),
-                        None => call(f, msg).await,
+                        None => call(f, delivery).await,
                     };
                     if result.is_err() && failed_first.is_none() {
                         failed_first = Some(msg.message_id.clone().unwrap_or_default());
@@ -162,6 +192,7 @@ impl BatchProcessor {
                         index,
                         MessageOutcome {
                             message_id: msg.message_id.clone().unwrap_or_default(),
+                            outbox_message_id,
                             group_id: group_id(msg).map(str::to_owned),
                             result,
                         },
@@ -181,9 +212,9 @@ impl BatchProcessor {
 }
 
 /// Calls `f`, turning a panic (while building or polling its future) into a failure.
-async fn call<'a, T, E, F, Fut>(f: &F, msg: &'a SqsMessage) -> Result<T, MessageFailure<E>>
+async fn call<'a, T, E, F, Fut>(f: &F, msg: Delivery<'a>) -> Result<T, MessageFailure<E>>
 where
-    F: Fn(&'a SqsMessage) -> Fut,
+    F: Fn(Delivery<'a>) -> Fut,
     Fut: Future<Output = Result<T, E>>,
 {
     let fut = match std::panic::catch_unwind(AssertUnwindSafe(|| f(msg))) {
@@ -232,31 +263,9 @@ pub fn group_id(msg: &SqsMessage) -> Option<&str> {
     msg.attributes.get("MessageGroupId").map(String::as_str)
 }
 
-/// The id duplicates share: the outbox `MessageId` attribute when the message came
-/// through the outbox (the sweeper may republish it under a new SQS `MessageId`), else
-/// the SQS `MessageId`.
-pub fn message_key(msg: &SqsMessage) -> Option<&str> {
-    msg.message_attributes
-        .get(ATTR_MESSAGE_ID)
-        .and_then(|a| a.string_value.as_deref())
-        .filter(|s| !s.is_empty())
-        .or(msg.message_id.as_deref())
-}
-
-/// Parses a message body as JSON into `T`, with an error naming the path of the bad
-/// field. Quoted strings are redacted from the reason, which is logged: bodies carry
-/// personal data.
-pub fn parse_body<T: DeserializeOwned>(msg: &SqsMessage) -> Result<T, IdempotencyError> {
-    let body = msg
-        .body
-        .as_deref()
-        .ok_or_else(|| IdempotencyError::MalformedBody {
-            reason: "the message has no body".to_owned(),
-        })?;
-    parse_json(body)
-}
-
-/// [`parse_body`] on text.
+/// Parses JSON text into `T`, with an error naming the path of the bad field. Quoted
+/// strings are redacted from the reason, which is logged: bodies carry personal data.
+/// ([`Delivery::parse`] is this on a message's payload.)
 pub fn parse_json<T: DeserializeOwned>(body: &str) -> Result<T, IdempotencyError> {
     let mut de = serde_json::Deserializer::from_str(body);
     let value = serde_path_to_error::deserialize(&mut de).map_err(|e| {
@@ -356,7 +365,7 @@ mod tests {
         ]);
         let report = BatchProcessor::new()
             .run(&ev, |m| async move {
-                match m.body.as_deref() {
+                match m.body() {
                     Some("ok") => Ok(()),
                     _ => Err("bad body"),
                 }
@@ -413,9 +422,9 @@ mod tests {
             .run(&ev, |m| {
                 let ran = &ran;
                 async move {
-                    let id = m.message_id.clone().unwrap_or_default();
+                    let id = m.sqs_message_id().to_owned();
                     ran.lock().map_err(|_| "poisoned")?.push(id);
-                    match m.body.as_deref() {
+                    match m.body() {
                         Some("ok") => Ok(()),
                         _ => Err("bad"),
                     }
@@ -440,7 +449,7 @@ mod tests {
         let ev = event(vec![msg("a", None, "ok"), msg("b", None, "boom")]);
         let report = BatchProcessor::new()
             .run(&ev, |m| async move {
-                if m.body.as_deref() == Some("boom") {
+                if m.body() == Some("boom") {
                     panic!("handler bug");
                 }
                 Ok::<_, &str>(())
@@ -467,15 +476,43 @@ mod tests {
         assert_eq!(lanes(&msgs), vec![vec![0, 3], vec![1], vec![2], vec![4]]);
     }
 
-    #[test]
-    fn the_outbox_message_id_is_preferred_as_the_dedup_key() {
-        let mut m = msg("sqs-1", None, "");
-        assert_eq!(message_key(&m), Some("sqs-1"));
+    #[tokio::test]
+    async fn each_message_is_handed_over_opened_and_its_outbox_id_reported() {
+        let mut with_id = msg("sqs-1", None, r#"{"n":1}"#);
         let mut attr = SqsMessageAttribute::default();
         attr.string_value = Some("outbox-7".into());
         attr.data_type = Some("String".into());
-        m.message_attributes.insert(ATTR_MESSAGE_ID.into(), attr);
-        assert_eq!(message_key(&m), Some("outbox-7"));
+        with_id
+            .message_attributes
+            .insert(outbox_core::message::ATTR_MESSAGE_ID.into(), attr);
+        let ev = event(vec![with_id, msg("sqs-2", None, r#"{"n":2}"#)]);
+        let keys = |processor: BatchProcessor| {
+            let ev = &ev;
+            async move {
+                processor
+                    .run(ev, |m| async move { m.message_id().map(str::to_owned) })
+                    .await
+            }
+        };
+        // By default a message without an outbox id is refused, for good
+        let report = keys(BatchProcessor::new()).await;
+        assert_eq!(report.failed_ids(), ["sqs-2"]);
+        assert_eq!(
+            report.outcomes[0].outbox_message_id.as_deref(),
+            Some("outbox-7")
+        );
+        assert!(matches!(
+            &report.outcomes[1].result,
+            Err(MessageFailure::Failed(e @ IdempotencyError::NoMessageId { .. })) if !e.is_retryable()
+        ));
+        // With the opt-in it is keyed by its SQS id
+        let report = keys(BatchProcessor::new().sqs_message_id_fallback()).await;
+        let ids: Vec<String> = report
+            .outcomes
+            .into_iter()
+            .map(|o| o.result.expect("keyed"))
+            .collect();
+        assert_eq!(ids, ["outbox-7", "sqs-2"]);
     }
 
     #[derive(Debug, serde::Deserialize)]
@@ -500,12 +537,6 @@ mod tests {
         assert!(reason("not json").contains("expected"));
         assert!(reason(r#"{"id":"a","n":1} trailing"#).contains("trailing"));
         assert!(parse_json::<Job>(r#" {"id":"a","n":1} "#).is_ok());
-        let mut m = SqsMessage::default();
-        m.body = None;
-        assert!(matches!(
-            parse_body::<Job>(&m),
-            Err(IdempotencyError::MalformedBody { .. })
-        ));
     }
 
     #[test]

@@ -68,8 +68,8 @@ pub enum IdempotencyError {
         /// Hash of this request.
         requested_hash: String,
     },
-    /// The side effect itself failed; its guard record was released so a retry runs it
-    /// again.
+    /// The side effect itself failed (returned an error); its guard record was released
+    /// so a retry runs it again.
     #[error("the side effect for idempotency key {key} failed: {source}")]
     Effect {
         /// The idempotency key.
@@ -78,17 +78,30 @@ pub enum IdempotencyError {
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
     },
-    /// The side effect ran but its result could not be recorded. Until the lock
-    /// expires, duplicates are refused as in progress; after it, a retry runs the
-    /// effect again.
+    /// An earlier attempt took the idempotency key and never recorded an outcome: it
+    /// crashed or timed out while the effect ran, or the effect ran and its outcome
+    /// could not be written. The effect may have been applied, so it is not run again:
+    /// a person decides.
     #[error(
-        "the side effect for idempotency key {key} ran but its result was not recorded: {reason}"
+        "idempotency key {key}: an earlier attempt (locked until {locked_until_ms}, epoch ms) never recorded an outcome, and may have applied the effect. It is not run again: check the downstream system; if the effect happened, delete this message; if not, call IdempotentEffects::forget(\"{key}\") and redrive the message"
     )]
-    NotRecorded {
+    OutcomeUnknown {
         /// The idempotency key.
         key: String,
-        /// Why.
-        reason: String,
+        /// When the earlier attempt's lock expired.
+        locked_until_ms: i64,
+    },
+    /// The message carries no outbox message id, so duplicates of it cannot be
+    /// recognised; keying by the SQS `MessageId` would apply each republished copy
+    /// again.
+    #[error(
+        "message {sqs_message_id} is {envelope}: no key to recognise its duplicates by. Publish it through the outbox (SQS, SNS with or without raw message delivery, and EventBridge rules targeting the queue are all read), or, only if nothing ever republishes to this queue, opt in to the SQS MessageId with BatchProcessor::sqs_message_id_fallback()"
+    )]
+    NoMessageId {
+        /// The SQS `MessageId`.
+        sqs_message_id: String,
+        /// How the message arrived.
+        envelope: crate::delivery::Envelope,
     },
     /// A stored record is not in the shape this crate writes.
     #[error("record {key} is unreadable: {reason}")]
@@ -130,9 +143,7 @@ impl IdempotencyError {
     /// operator (and metrics) whether the dead-letter queue is the expected end.
     pub fn is_retryable(&self) -> bool {
         match self {
-            IdempotencyError::InProgress { .. }
-            | IdempotencyError::Effect { .. }
-            | IdempotencyError::NotRecorded { .. } => true,
+            IdempotencyError::InProgress { .. } | IdempotencyError::Effect { .. } => true,
             IdempotencyError::Cancelled { failures } => failures
                 .iter()
                 .all(|f| RETRYABLE_CANCELLATIONS.contains(&f.code.as_str())),
@@ -140,6 +151,8 @@ impl IdempotencyError {
             IdempotencyError::MalformedBody { .. }
             | IdempotencyError::Conflict { .. }
             | IdempotencyError::KeyReused { .. }
+            | IdempotencyError::OutcomeUnknown { .. }
+            | IdempotencyError::NoMessageId { .. }
             | IdempotencyError::Corrupt { .. }
             | IdempotencyError::Invalid(_) => false,
         }

@@ -15,7 +15,14 @@
 //!   guard record `IN_PROGRESS` → `COMPLETED` per idempotency key, with the stored
 //!   result answering duplicates.
 //! - [`BatchProcessor`]: runs the per-message function over an `SqsEvent` and returns
-//!   the `SqsBatchResponse` naming exactly the failed messages.
+//!   the `SqsBatchResponse` naming exactly the failed messages. Each message is handed
+//!   over as a [`Delivery`]: the payload and the outbox message id, read through SNS
+//!   and EventBridge envelopes. The SQS `MessageId` is never the key unless the
+//!   consumer opts in.
+//!
+//! Markers and effect records are kept for one [`Retention`] (14 days, SQS's longest,
+//! by default), and a record is never treated as free because its TTL passed: only
+//! DynamoDB's deletion frees a key.
 //!
 //! See the crate's README for a consumer in a dozen lines.
 //!
@@ -26,22 +33,24 @@
 #![warn(missing_docs)]
 
 pub mod batch;
+pub mod delivery;
 pub mod effect;
 pub mod error;
 pub mod guard;
 pub mod hash;
 pub mod item;
 pub mod marker;
+pub mod retention;
 
-pub use batch::{
-    BatchProcessor, BatchReport, MessageFailure, MessageOutcome, message_key, parse_body,
-};
+pub use batch::{BatchProcessor, BatchReport, MessageFailure, MessageOutcome};
+pub use delivery::{Delivery, Envelope};
 pub use effect::{Deadline, Effect, IdempotentEffects};
 pub use error::IdempotencyError;
 pub use guard::BusinessKeyGuard;
 pub use hash::PayloadHash;
 pub use marker::MessageMarker;
 pub use outbox_core::clock::{Clock, ManualClock, SharedClock, SystemClock};
+pub use retention::{Retention, RetentionError};
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use std::collections::HashMap;

@@ -8,24 +8,25 @@
 //! see the state the first delivery left). Any other cancellation is an error naming
 //! the failing actions.
 //!
-//! Which id: [`message_key`](crate::message_key) — the outbox `MessageId` when the
-//! message came through the outbox (a message republished by the sweeper gets a new
-//! SQS `MessageId` but keeps it), else the SQS `MessageId`.
+//! Which id: [`Delivery::message_id`](crate::Delivery::message_id) — the outbox
+//! `MessageId`, read from the message attribute or from an SNS or EventBridge envelope
+//! (a message republished by the sweeper gets a new SQS `MessageId` but keeps it).
+//!
+//! Markers are kept for the [`Retention`] (14 days by default); a marker whose TTL
+//! has passed but that DynamoDB has not deleted yet still makes a duplicate, since
+//! the condition is `attribute_not_exists`.
 
-use crate::{IdempotencyError, Item, Outcome, epoch_seconds, render_key};
+use crate::retention::Retention;
+use crate::{IdempotencyError, Item, Outcome, render_key};
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem};
 use outbox_core::clock::{self, SharedClock};
 use outbox_core::producer::{CancelledAction, MAX_TRANSACTION_ACTIONS};
-use std::time::Duration;
 
 /// Default marker key prefix (the orders table contract: `id = "MSG#<MessageId>"`).
 pub const MARKER_PREFIX: &str = "MSG#";
 /// Default TTL attribute.
 pub const TTL_ATTRIBUTE: &str = "ExpiresAt";
-/// Default time a marker is kept: SQS keeps a message at most 14 days, so no
-/// redelivery of it can arrive later than that.
-pub const DEFAULT_MARKER_TTL: Duration = Duration::from_secs(14 * 86_400);
 
 /// Writes a consumer's changes once per message.
 #[derive(Debug, Clone)]
@@ -35,14 +36,14 @@ pub struct MessageMarker {
     key_attribute: String,
     sort_key: Option<(String, String)>,
     prefix: String,
-    ttl: Duration,
+    retention: Retention,
     ttl_attribute: String,
     clock: SharedClock,
 }
 
 impl MessageMarker {
-    /// Markers in `table` under `id = "MSG#<message id>"`, kept 14 days through the TTL
-    /// attribute `ExpiresAt`.
+    /// Markers in `table` under `id = "MSG#<message id>"`, kept for the default
+    /// [`Retention`] (14 days) through the TTL attribute `ExpiresAt`.
     pub fn new(client: aws_sdk_dynamodb::Client, table: impl Into<String>) -> Self {
         MessageMarker {
             client,
@@ -50,7 +51,7 @@ impl MessageMarker {
             key_attribute: "id".to_owned(),
             sort_key: None,
             prefix: MARKER_PREFIX.to_owned(),
-            ttl: DEFAULT_MARKER_TTL,
+            retention: Retention::default(),
             ttl_attribute: TTL_ATTRIBUTE.to_owned(),
             clock: clock::system(),
         }
@@ -74,9 +75,10 @@ impl MessageMarker {
         self
     }
 
-    /// How long markers are kept; at least as long as a duplicate can arrive.
-    pub fn ttl(mut self, ttl: Duration) -> Self {
-        self.ttl = ttl;
+    /// How long markers are kept (default 14 days); use the same value for the
+    /// [`IdempotentEffects`](crate::IdempotentEffects) of the same consumer.
+    pub fn retention(mut self, retention: Retention) -> Self {
+        self.retention = retention;
         self
     }
 
@@ -93,7 +95,7 @@ impl MessageMarker {
             ),
             (
                 self.ttl_attribute.clone(),
-                AttributeValue::N((epoch_seconds(now_ms) + self.ttl.as_secs()).to_string()),
+                AttributeValue::N(self.retention.expires_at(now_ms).to_string()),
             ),
         ]);
         if let Some((name, value)) = &self.sort_key {
@@ -127,7 +129,8 @@ impl MessageMarker {
     ) -> Result<Outcome, IdempotencyError> {
         if message_id.is_empty() {
             return Err(IdempotencyError::Invalid(
-                "the message id is empty: markers need the SQS or outbox MessageId".into(),
+                "the message id is empty: markers need the outbox MessageId (Delivery::message_id)"
+                    .into(),
             ));
         }
         if writes.len() + 1 > MAX_TRANSACTION_ACTIONS {
