@@ -141,7 +141,8 @@ async fn each_stack_creates_encrypted_tls_only_queues_with_their_dead_letter_que
             ("orders-queue", Some("orders-queue-dlq")),
             ("orders-events.fifo", Some("orders-events-dlq.fifo")),
             ("dlq", None),
-            ("stream-failures", None),
+            ("stream-failures", Some("stream-failures-dlq")),
+            ("stream-failures-dlq", None),
             ("orders-queue-dlq", None),
             ("orders-events-dlq.fifo", None),
         ];
@@ -221,6 +222,11 @@ async fn each_stack_deploys_the_functions_with_their_environment() {
                 ][..],
             ),
             (&d.consumer, 30, &["ORDERS_TABLE_NAME"][..]),
+            (
+                &format!("{}-recovery", d.prefix),
+                60,
+                &["OUTBOX_TABLE_NAME", "OUTBOX_DEPLOYMENT"][..],
+            ),
         ] {
             let f = c
                 .lambda
@@ -329,6 +335,30 @@ async fn each_stack_maps_the_stream_the_queue_and_the_schedule_as_documented() {
             [FunctionResponseType::ReportBatchItemFailures],
             "{tool}"
         );
+        // The recovery function reads the stream mapping's on-failure queue.
+        let recovery = c
+            .lambda
+            .list_event_source_mappings()
+            .function_name(format!("{}-recovery", d.prefix))
+            .send()
+            .await
+            .unwrap();
+        let [r] = recovery.event_source_mappings() else {
+            panic!("{tool}: one mapping for the recovery function: {recovery:?}")
+        };
+        assert_eq!(r.event_source_arn(), Some(on_failure), "{tool}");
+        assert_eq!(r.batch_size(), Some(10), "{tool}");
+        assert_eq!(
+            r.function_response_types(),
+            [FunctionResponseType::ReportBatchItemFailures],
+            "{tool}"
+        );
+        let failures = queue_attributes(&c, &format!("{}-stream-failures", d.prefix)).await;
+        let visibility: u32 = failures["VisibilityTimeout"].parse().unwrap();
+        assert!(
+            visibility >= 360,
+            "{tool}: 6 × the recovery function's timeout"
+        );
         // The schedule: a rule whose target is the sweeper.
         let sweeper_arn = c
             .lambda
@@ -382,7 +412,11 @@ async fn each_stack_creates_its_alarms_and_dashboard() {
             "OutboxDlqNotEmpty",
             "ConsumerDlqNotEmpty",
             "OrdersEventsDlqNotEmpty",
-            "StreamFailuresNotEmpty",
+            "StreamDiscards",
+            "RecoveryDlqNotEmpty",
+            "RecoveryRangeLost",
+            "RecoveryErrors",
+            "RecoveryThrottles",
             "PublisherIteratorAge",
             "SweeperRecovering",
             "OldestPendingTooOld",
