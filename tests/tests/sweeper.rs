@@ -542,6 +542,17 @@ async fn an_item_at_the_size_limit_the_sweeper_gives_up_on_is_failed_with_one_de
     let later = sweep_at(&sweeper, now + 3_600_000).await;
     assert_eq!((later.found, later.failed), (0, 0), "{later:?}");
     assert!(drain(&ob.clients.sqs, &ob.dlq_url).await.is_empty());
+    // And a redrive leaves it alone until its payload is back: it would fail again
+    let key = ItemKey {
+        pk: pk.into(),
+        sk: sk.into(),
+    };
+    let db = &ob.clients.dynamodb;
+    let redrive = ops::redrive(db, &ob.table, Selection::Keys(vec![key.clone()]), now)
+        .await
+        .expect("redrive");
+    assert_eq!(redrive.payload_elsewhere, vec![key]);
+    assert!(redrive.redriven.is_empty());
 }
 
 #[tokio::test]
