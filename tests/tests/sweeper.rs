@@ -10,7 +10,7 @@
 use devkit::aws::Clients;
 use harness::{Item, Outbox, attr, bulk_put, clients, drain, endpoint, n, nv, s, sv, unique};
 use outbox::message::{ATTR_ERROR, ATTR_MESSAGE_ID, OutboundMessage};
-use outbox::ports::MessageSink;
+use outbox::ports::{MarkOutcome, MessageSink, OutboxStore};
 use outbox::publish::now_ms;
 use outbox::schema::{ItemKey, decode_message, derive_message_id, sweep_shard};
 use outbox::stream::handle_stream_event;
@@ -428,68 +428,104 @@ async fn redriven_failed_messages_are_republished_once_and_end_sent() {
     assert_eq!(status.counts.get("FAILED"), None);
 }
 
+/// Items in the sweeper index, counted shard by shard.
+async fn index_size(ob: &Outbox) -> i32 {
+    let mut total = 0;
+    for shard in outbox::schema::all_sweep_shards() {
+        let mut start = None;
+        loop {
+            let out = ob
+                .clients
+                .dynamodb
+                .query()
+                .table_name(&ob.table)
+                .index_name(outbox::schema::SWEEP_INDEX)
+                .key_condition_expression("SweepShard = :s")
+                .expression_attribute_values(":s", sv(&shard))
+                .select(aws_sdk_dynamodb::types::Select::Count)
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .expect("query");
+            total += out.count();
+            start = out.last_evaluated_key;
+            if start.is_none() {
+                break;
+            }
+        }
+    }
+    total
+}
+
 #[tokio::test]
 async fn a_sweep_over_ten_thousand_sent_items_with_nothing_stuck_reads_no_table_item() {
-    // Given 10,000 SENT items (as the publisher leaves them: no index attributes) and
-    // 40 pending ones not due for an hour (in the index, not stuck)
+    // Given 10,000 messages as the library writes them (its own item builder, so
+    // with the index attributes), due at once; written in bulk, as 10,000 of the
+    // writer's transactions take moto's server minutes...
     let ob = Outbox::new().await;
     let now = now_ms();
-    let mut items: Vec<Item> = (0..10_000)
-        .map(|i| {
-            let mut item = boto3_item(
-                &format!("ORDER#{i}"),
-                &format!("MESSAGE#ORDER_PLACED#{i:05}"),
-                "orders",
-                r#"{"order":"placed"}"#,
-                "SENT",
-            );
-            item.insert("SentAt".into(), nv(now));
-            item
-        })
-        .collect();
-    for i in 0..40 {
-        let pk = format!("LATER#{i}");
-        let mut item = boto3_item(&pk, "MESSAGE#LATER#1", "orders", "{}", "PENDING");
-        item.insert("SweepShard".into(), sv(&sweep_shard(&pk)));
-        item.insert("SweepDueAt".into(), nv(now + 3_600_000));
-        items.push(item);
+    let (mut keys, mut items) = (Vec::new(), Vec::new());
+    for i in 0..10_000 {
+        let message = NewMessage::new(format!("ORDER#{i}"), "orders", r#"{"order":"placed"}"#);
+        let item = message.outbox_item(&uuid::Uuid::now_v7().to_string(), now, Duration::ZERO);
+        keys.push(item.key().expect("key"));
+        items.push(serde_dynamo::to_item(&item).expect("item"));
     }
     bulk_put(&ob.clients.dynamodb, &ob.table, items).await;
+    // ... and 40 not due for an hour (in the index, not stuck)
+    let later = ob.writer().sweep_grace(Duration::from_secs(3_600));
+    let messages: Vec<NewMessage> = (0..40)
+        .map(|i| NewMessage::new(format!("LATER#{i}"), "orders", "{}"))
+        .collect();
+    later.commit(vec![], &messages).await.expect("commit");
+    assert_eq!(
+        index_size(&ob).await,
+        10_040,
+        "the library puts every message in the index"
+    );
 
-    // And the emulator keeps the index sparse: only the 40 items with its keys are in it
-    let mut in_index = 0;
-    for shard in outbox::schema::all_sweep_shards() {
-        let out = ob
-            .clients
-            .dynamodb
-            .query()
-            .table_name(&ob.table)
-            .index_name(outbox::schema::SWEEP_INDEX)
-            .key_condition_expression("SweepShard = :s")
-            .expression_attribute_values(":s", sv(&shard))
-            .send()
-            .await
-            .expect("query");
-        in_index += out.count();
-    }
-    assert_eq!(in_index, 40);
+    // When the publisher marks the 10,000 SENT, as it does after publishing them
+    let store = outbox::dynamo::DynamoStore::new(ob.clients.dynamodb.clone(), &ob.table);
+    let marks = keys.iter().map(|key| {
+        let store = &store;
+        async move {
+            let marked = store.mark_sent(key, now, now / 1000 + 86_400).await;
+            assert_eq!(marked, Ok(MarkOutcome::Marked), "{key}");
+        }
+    });
+    futures_join(marks, 16).await;
+    // Then only the 40 are left in the index: the SENT mark takes an item out of it
+    assert_eq!(index_size(&ob).await, 40);
 
     // When the sweeper runs on its own clients, counting every request
     let own = clients().await;
     let summary = sweep_at(&sweeper(&own, config(ob.config())), now_ms()).await;
 
-    // Then it made 16 index queries that read nothing, and no other request
+    // Then it made 16 index queries that read nothing, and no other request: no scan,
+    // no read of the 10,000 items, no claim
     assert_eq!(summary.index_queries, 16, "{summary:?}");
     assert_eq!(summary.index_items_read, 0, "{summary:?}");
-    assert_eq!(summary.scan_items_read, 0);
-    assert_eq!(summary.found, 0);
+    assert_eq!((summary.scan_items_read, summary.found), (0, 0));
+    let requests = own.counter.by_operation();
+    assert_eq!(own.counter.of(&["Query"]), 16, "{requests:?}");
     assert_eq!(
-        own.counter.of(&["Query"]),
-        16,
-        "{:?}",
-        own.counter.by_operation()
+        own.counter.of(&["Scan", "GetItem", "UpdateItem"]),
+        0,
+        "{requests:?}"
     );
-    assert_eq!(own.counter.total(), 16, "{:?}", own.counter.by_operation());
+    assert_eq!(own.counter.total(), 16, "{requests:?}");
+}
+
+/// Runs `futures`, `limit` at a time, and collects their outputs.
+async fn futures_join<F: std::future::Future>(
+    futures: impl Iterator<Item = F>,
+    limit: usize,
+) -> Vec<F::Output> {
+    use futures::StreamExt;
+    futures::stream::iter(futures)
+        .buffer_unordered(limit)
+        .collect()
+        .await
 }
 
 /// An item as a minimal producer writes it, in the sweeper index and due at `due`.
