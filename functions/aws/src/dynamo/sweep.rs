@@ -17,22 +17,27 @@ use outbox_core::schema::{
     SCAN_SEGMENTS, STATUS, SWEEPER_PK, SeenIndex, Status, TABLE, derive_message_id, item_key,
     scan_cursor_sk,
 };
+use outbox_core::schema::{OutboxItem, string_attr};
 
-/// What a refused claim found, from the item the refusal returned (`ALL_OLD`).
+/// What a refused claim found, from the item the refusal returned (`ALL_OLD`): its
+/// state read on its own, so that an item that does not decode still counts as
+/// pending.
 fn refused_claim(key: &ItemKey, old: Option<&Item>) -> Claim {
-    let Some(old) = old.and_then(read) else {
+    let Some(raw) = old.map(|i| serde_dynamo::Item::from(i.clone())) else {
         return Claim::Finished;
     };
-    if old.status() != Some(Status::Pending) {
+    if string_attr(&raw, STATUS) != Some(Status::Pending.as_str()) {
         return Claim::Finished;
     }
+    let due_at_ms = SeenIndex::of(&raw).due_ms();
+    let item = OutboxItem::from_item(raw).unwrap_or_default();
     Claim::Held(Held {
-        created_at_ms: old.created_at.unwrap_or(0),
-        message_id: old
+        created_at_ms: item.created_at.unwrap_or(0),
+        message_id: item
             .message_id
             .filter(|id| !id.is_empty())
             .unwrap_or_else(|| derive_message_id(key)),
-        due_at_ms: old.sweep_due_at,
+        due_at_ms,
     })
 }
 
@@ -274,5 +279,40 @@ impl SweepStore for DynamoStore {
             .await
             .map(|_| ())
             .map_err(|e| store_failure(&e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashMap;
+
+    fn key() -> ItemKey {
+        ItemKey {
+            pk: "A".into(),
+            sk: "MESSAGE#X#1".into(),
+        }
+    }
+
+    #[test]
+    fn a_refused_claim_tells_a_finished_item_from_one_still_pending() {
+        assert_eq!(refused_claim(&key(), None), Claim::Finished);
+        let sent: Item = HashMap::from([("Status".to_owned(), s("SENT"))]);
+        assert_eq!(refused_claim(&key(), Some(&sent)), Claim::Finished);
+        // Pending, and not even decodable: still ahead of its aggregate's later
+        // messages.
+        let pending: Item = HashMap::from([
+            ("Status".to_owned(), s("PENDING")),
+            ("RetryCount".to_owned(), s("0")),
+            ("SweepDueAt".to_owned(), AttributeValue::N("1700000000000.5".into())),
+        ]);
+        assert_eq!(
+            refused_claim(&key(), Some(&pending)),
+            Claim::Held(Held {
+                created_at_ms: 0,
+                message_id: derive_message_id(&key()),
+                due_at_ms: Some(1_700_000_000_000),
+            })
+        );
     }
 }
