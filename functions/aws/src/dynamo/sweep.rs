@@ -304,7 +304,10 @@ mod tests {
         let pending: Item = HashMap::from([
             ("Status".to_owned(), s("PENDING")),
             ("RetryCount".to_owned(), s("0")),
-            ("SweepDueAt".to_owned(), AttributeValue::N("1700000000000.5".into())),
+            (
+                "SweepDueAt".to_owned(),
+                AttributeValue::N("1700000000000.5".into()),
+            ),
         ]);
         assert_eq!(
             refused_claim(&key(), Some(&pending)),
