@@ -191,6 +191,49 @@ impl Outbox {
         }
     }
 
+    /// Writes `item` with the longest string `Payload` the table accepts (found by
+    /// trying: the emulators' item limits differ from DynamoDB's 400 KB and from each
+    /// other), so that the item cannot grow by a single attribute. Returns the payload's
+    /// length. The tries go to a probe item of the same size that no function reads
+    /// (another sort key of the same length, `ItemType` `PROBING_MESSAGE`), deleted
+    /// afterwards, so the stream carries one insert of the item itself.
+    pub async fn put_largest(&self, item: Item) -> usize {
+        let sk = s(&item, "SK").expect("an SK");
+        let mut probe = item.clone();
+        probe.insert("SK".to_owned(), sv(&"~".repeat(sk.len())));
+        probe.insert("ItemType".to_owned(), sv("PROBING_MESSAGE"));
+        let (mut fits, mut too_big) = (300 * 1024, 420 * 1024);
+        while too_big - fits > 1 {
+            let len = usize::midpoint(fits, too_big);
+            probe.insert("Payload".to_owned(), sv(&"p".repeat(len)));
+            let put = self
+                .clients
+                .dynamodb
+                .put_item()
+                .table_name(&self.table)
+                .set_item(Some(probe.clone()))
+                .send()
+                .await;
+            match put {
+                Ok(_) => fits = len,
+                Err(_) => too_big = len,
+            }
+        }
+        self.clients
+            .dynamodb
+            .delete_item()
+            .table_name(&self.table)
+            .key("PK", probe["PK"].clone())
+            .key("SK", probe["SK"].clone())
+            .send()
+            .await
+            .expect("delete the probe");
+        let mut largest = item;
+        largest.insert("Payload".to_owned(), sv(&"p".repeat(fits)));
+        self.put_raw(largest).await;
+        fits
+    }
+
     /// Writes an item exactly as given (a hand-written producer).
     pub async fn put_raw(&self, item: Item) {
         self.clients

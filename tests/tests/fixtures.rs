@@ -1,11 +1,13 @@
-//! Real Lambda event JSON: parsed, round-tripped, and classified as the publisher
-//! would. No emulator needed.
+//! Real Lambda event JSON: parsed, round-tripped, classified as the publisher would,
+//! and answered by our own stream handler. No emulator needed.
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
 use aws_lambda_events::event::dynamodb::Event;
-use aws_lambda_events::event::streams::{DynamoDbBatchItemFailure, DynamoDbEventResponse};
 use outbox::publish::Work;
-use outbox::stream::{Skip, classify};
+use outbox::stream::{Skip, classify, handle_stream_event};
+use outbox::{Destination, Publisher, PublisherConfig, Routes};
+use outbox_core::clock::ManualClock;
+use outbox_core::fakes::{MemoryStore, RecordingSink, Refusals};
 use serde_json::Value;
 
 fn fixture(name: &str) -> String {
@@ -84,14 +86,53 @@ fn only_the_pending_insert_in_the_fixture_is_work_for_the_publisher() {
     );
 }
 
-#[test]
-fn the_partial_batch_response_has_lambdas_wire_shape() {
-    let mut response = DynamoDbEventResponse::default();
-    let mut failure = DynamoDbBatchItemFailure::default();
-    failure.item_identifier = Some("111100000000012345678901".into());
-    response.batch_item_failures.push(failure);
+/// Our publisher over in-memory fakes, the fixture's topic routed to a queue that
+/// works, or to one whose every call fails when `down`.
+fn publisher(down: bool) -> Publisher<RecordingSink, MemoryStore> {
+    let queue = if down {
+        "https://sqs.eu-west-1.amazonaws.com/123456789012/profiles-down"
+    } else {
+        "https://sqs.eu-west-1.amazonaws.com/123456789012/profiles"
+    };
+    let config = PublisherConfig {
+        table_name: "AppCoreTable".into(),
+        routes: Routes::new(
+            [("user-profile-updated".to_owned(), Destination::sqs(queue))],
+            None,
+        ),
+        dead_letter: Destination::sqs("https://sqs.eu-west-1.amazonaws.com/123456789012/dlq"),
+        ttl_days: 7,
+    };
+    let sink = RecordingSink::new(Refusals {
+        down: vec!["profiles-down".into()],
+        ..Refusals::default()
+    });
+    Publisher::new(sink, MemoryStore::default(), config)
+        .with_clock(ManualClock::at(1_732_870_900_000))
+}
+
+#[tokio::test]
+async fn our_handler_answers_the_fixture_event_with_lambdas_partial_batch_response() {
+    let event: Event =
+        serde_json::from_str(&fixture("dynamodb-stream-outbox.json")).expect("parses");
+
+    // When the destination fails, the one pending insert is reported by its sequence
+    // number, in the shape Lambda reads
+    let down = publisher(true);
+    let (response, summary) = handle_stream_event(&down, &event).await;
+    assert_eq!(summary.retried, 1, "{summary:?}");
     assert_eq!(
         serde_json::to_value(&response).expect("json"),
         serde_json::json!({"batchItemFailures": [{"itemIdentifier": "111100000000012345678901"}]})
     );
+
+    // When it works, the message is published once and nothing is reported
+    let up = publisher(false);
+    let (response, summary) = handle_stream_event(&up, &event).await;
+    assert_eq!((summary.sent, summary.retried), (1, 0), "{summary:?}");
+    assert_eq!(
+        serde_json::to_value(&response).expect("json"),
+        serde_json::json!({"batchItemFailures": []})
+    );
+    assert_eq!(up.sink.delivered("profiles").len(), 1);
 }

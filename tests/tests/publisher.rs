@@ -502,3 +502,236 @@ async fn a_minimal_item_the_stream_path_cannot_finish_is_put_in_the_sweeper_inde
     );
     assert!(n(&item, "SweepDueAt").is_some());
 }
+
+/// A pending outbox item as a minimal producer writes it (no index attributes).
+fn minimal_item(pk: &str, sk: &str, topic: &str, payload: &str) -> harness::Item {
+    HashMap::from([
+        ("PK".to_owned(), sv(pk)),
+        ("SK".to_owned(), sv(sk)),
+        ("ItemType".to_owned(), sv("PENDING_MESSAGE")),
+        ("Topic".to_owned(), sv(topic)),
+        ("Payload".to_owned(), sv(payload)),
+        ("Status".to_owned(), sv("PENDING")),
+        ("RetryCount".to_owned(), nv(0)),
+    ])
+}
+
+#[tokio::test]
+async fn an_item_at_the_size_limit_that_cannot_be_published_ends_failed_with_one_dead_letter_copy()
+{
+    // Given a pending item as large as the table accepts, outside the sweeper index,
+    // on a topic with no route: poison, and too large to take a `LastError` as it is
+    let mut ob = Outbox::new().await;
+    let (pk, sk) = ("BIG#1", "MESSAGE#X#1");
+    let payload_len = ob.put_largest(minimal_item(pk, sk, "nowhere", "")).await;
+    assert!(payload_len > 390 * 1024, "{payload_len}");
+
+    // When the publisher handles its record
+    let event = ob.filtered_event().await;
+    assert_eq!(event.records.len(), 1);
+    let (response, summary) = handle_stream_event(&ob.publisher(), &event).await;
+
+    // Then the item is FAILED with its reason, and its payload, copied once to the
+    // dead-letter queue, is no longer on the item, which says where it went
+    assert!(response.batch_item_failures.is_empty());
+    assert_eq!(summary.dead_lettered, 1, "{summary:?}");
+    let item = ob.item(pk, sk).await.expect("item");
+    assert_eq!(
+        s(&item, "Status").as_deref(),
+        Some("FAILED"),
+        "{:?}",
+        s(&item, "LastError")
+    );
+    let reason = s(&item, "LastError").expect("LastError");
+    assert!(reason.contains("no route for topic `nowhere`"), "{reason}");
+    assert!(n(&item, "FailedAt").is_some());
+    assert!(!item.contains_key("Payload"));
+    assert_eq!(s(&item, "PayloadOn").as_deref(), Some("dead-letter queue"));
+    let dead = drain(&ob.clients.sqs, &ob.dlq_url).await;
+    assert_eq!(dead.len(), 1);
+    assert_eq!(dead[0].body().map(str::len), Some(payload_len));
+
+    // When the same record is delivered again (a replay after a checkpoint)
+    let (again, _) = handle_stream_event(&ob.publisher(), &event).await;
+    // Then nothing is reported and no second copy is sent
+    assert!(again.batch_item_failures.is_empty());
+    assert!(drain(&ob.clients.sqs, &ob.dlq_url).await.is_empty());
+}
+
+#[tokio::test]
+async fn poison_delivered_again_after_it_is_failed_is_not_dead_lettered_twice() {
+    // Given a message on a topic with no route, dead-lettered and FAILED
+    let mut ob = Outbox::new().await;
+    ob.put_raw(minimal_item("P#1", "MESSAGE#X#1", "nowhere", "{}"))
+        .await;
+    let event = ob.filtered_event().await;
+    let (first, _) = handle_stream_event(&ob.publisher(), &event).await;
+    assert!(first.batch_item_failures.is_empty());
+    let item = ob.item("P#1", "MESSAGE#X#1").await.expect("item");
+    assert_eq!(s(&item, "Status").as_deref(), Some("FAILED"));
+    assert_eq!(drain(&ob.clients.sqs, &ob.dlq_url).await.len(), 1);
+
+    // When Lambda delivers the record again (a checkpoint before it)
+    let (second, summary) = handle_stream_event(&ob.publisher(), &event).await;
+
+    // Then it is neither copied again nor counted as a new failure
+    assert!(second.batch_item_failures.is_empty());
+    assert_eq!(summary.dead_lettered, 0, "{summary:?}");
+    assert!(drain(&ob.clients.sqs, &ob.dlq_url).await.is_empty());
+}
+
+#[tokio::test]
+async fn an_item_with_foreign_index_attributes_the_stream_path_cannot_finish_is_reindexed() {
+    // Given items whose index attributes no sweep would ever claim — a shard outside
+    // the sixteen, a due time with a fraction — on a destination that is failing
+    let mut ob = Outbox::new().await;
+    let mut foreign_shard = minimal_item("USER#1", "MESSAGE#X#1", "orders", "{}");
+    foreign_shard.insert("SweepShard".into(), sv("99"));
+    foreign_shard.insert("SweepDueAt".into(), nv(1));
+    ob.put_raw(foreign_shard).await;
+    let mut fractional = minimal_item("USER#2", "MESSAGE#X#2", "orders", "{}");
+    fractional.insert(
+        "SweepShard".into(),
+        sv(&outbox::schema::sweep_shard("USER#2")),
+    );
+    fractional.insert(
+        "SweepDueAt".into(),
+        aws_sdk_dynamodb::types::AttributeValue::N("1700000000000.5".into()),
+    );
+    ob.put_raw(fractional).await;
+    let mut config = ob.config();
+    config.routes = Routes::new(
+        [(
+            "orders".to_owned(),
+            Destination::sqs(ob.queue.url.replace("orders-", "missing-")),
+        )],
+        None,
+    );
+
+    // When the publisher cannot send them
+    let event = ob.filtered_event().await;
+    let (response, _) = handle_stream_event(&ob.publisher_with(config), &event).await;
+    assert_eq!(response.batch_item_failures.len(), 2);
+
+    // Then both are in the sweeper index with values a sweep claims
+    for pk in ["USER#1", "USER#2"] {
+        let sk = if pk == "USER#1" {
+            "MESSAGE#X#1"
+        } else {
+            "MESSAGE#X#2"
+        };
+        let item = ob.item(pk, sk).await.expect("item");
+        assert_eq!(
+            s(&item, "SweepShard"),
+            Some(outbox::schema::sweep_shard(pk)),
+            "{pk}"
+        );
+        match item.get("SweepDueAt") {
+            Some(aws_sdk_dynamodb::types::AttributeValue::N(due)) => {
+                assert!(
+                    due.parse::<i64>().is_ok_and(|d| d > 1_700_000_000_000),
+                    "{pk}: {due}"
+                );
+            }
+            other => panic!("{pk}: {other:?}"),
+        }
+    }
+}
+
+/// A business write that creates the order, once: a second write of it is cancelled.
+fn create_order(table: &str, id: &str) -> TransactWriteItem {
+    let put = Put::builder()
+        .table_name(table)
+        .item("PK", sv(&format!("ORDER#{id}")))
+        .item("SK", sv("ORDER"))
+        .item("ItemType", sv("ORDER"))
+        .condition_expression("attribute_not_exists(PK)")
+        .build()
+        .expect("put");
+    TransactWriteItem::builder().put(put).build()
+}
+
+/// The outbox items in the table.
+async fn outbox_items(ob: &Outbox) -> Vec<harness::Item> {
+    ob.all_items()
+        .await
+        .into_iter()
+        .filter(|i| s(i, "ItemType").as_deref() == Some("PENDING_MESSAGE"))
+        .collect()
+}
+
+#[tokio::test]
+async fn a_commit_whose_answer_was_lost_is_retried_safely_and_writes_its_message_once() {
+    // Given a transaction prepared once, and a client whose every TransactWriteItems
+    // takes effect while its caller sees a timeout
+    let mut ob = Outbox::new().await;
+    let prepared = ob
+        .writer()
+        .prepare(
+            vec![create_order(&ob.table, "1")],
+            &[NewMessage::new("ORDER#1", "orders", r#"{"order":1}"#)],
+        )
+        .expect("prepare");
+    let plan = "TransactWriteItems:lost_response:1".parse().expect("plan");
+    let faulty = outbox_faults::with_plan(harness::sdk_config().await, plan, Some(3));
+    let lossy = outbox::OutboxWriter::new(aws_sdk_dynamodb::Client::new(&faulty), &ob.table);
+
+    // When the commit fails with a retryable error, and the caller retries it
+    let err = lossy
+        .commit_prepared(&prepared)
+        .await
+        .expect_err("answer lost");
+    assert!(err.is_retryable(), "{err}");
+    let committed = ob
+        .writer()
+        .commit_prepared(&prepared)
+        .await
+        .expect("the retry succeeds");
+
+    // Then the outbox holds the message once, under the prepared id
+    assert_eq!(&committed, prepared.committed());
+    let items = outbox_items(&ob).await;
+    assert_eq!(items.len(), 1, "{items:?}");
+    assert_eq!(
+        s(&items[0], "MessageId"),
+        Some(committed.message_ids[0].clone())
+    );
+    assert!(ob.item("ORDER#1", "ORDER").await.is_some());
+    // And the publisher sees one new message
+    assert_eq!(ob.filtered_event().await.records.len(), 1);
+}
+
+#[tokio::test]
+async fn a_repeat_after_the_idempotency_window_is_recognised_by_its_messages() {
+    // Given a prepared transaction that committed long ago: its token forgotten (sent
+    // here without one, as DynamoDB forgets tokens after 10 minutes)
+    let ob = Outbox::new().await;
+    let prepared = ob
+        .writer()
+        .prepare(
+            vec![create_order(&ob.table, "2")],
+            &[
+                NewMessage::new("ORDER#2", "orders", "{}"),
+                NewMessage::new("ORDER#2", "ledger", "{}"),
+            ],
+        )
+        .expect("prepare");
+    ob.clients
+        .dynamodb
+        .transact_write_items()
+        .set_transact_items(Some(prepared.actions().to_vec()))
+        .send()
+        .await
+        .expect("the first attempt commits");
+
+    // When it is sent again
+    let committed = ob
+        .writer()
+        .commit_prepared(&prepared)
+        .await
+        .expect("recognised as committed");
+
+    // Then nothing new is written and the caller learns it committed
+    assert_eq!(&committed, prepared.committed());
+    assert_eq!(outbox_items(&ob).await.len(), 2);
+}

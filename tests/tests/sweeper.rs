@@ -10,7 +10,7 @@
 use devkit::aws::Clients;
 use harness::{Item, Outbox, attr, bulk_put, clients, drain, endpoint, n, nv, s, sv, unique};
 use outbox::message::{ATTR_ERROR, ATTR_MESSAGE_ID, OutboundMessage};
-use outbox::ports::MessageSink;
+use outbox::ports::{MarkOutcome, MessageSink, OutboxStore};
 use outbox::publish::now_ms;
 use outbox::schema::{ItemKey, decode_message, derive_message_id, sweep_shard};
 use outbox::stream::handle_stream_event;
@@ -428,66 +428,363 @@ async fn redriven_failed_messages_are_republished_once_and_end_sent() {
     assert_eq!(status.counts.get("FAILED"), None);
 }
 
+/// Items in the sweeper index, counted shard by shard.
+async fn index_size(ob: &Outbox) -> i32 {
+    let mut total = 0;
+    for shard in outbox::schema::all_sweep_shards() {
+        let mut start = None;
+        loop {
+            let out = ob
+                .clients
+                .dynamodb
+                .query()
+                .table_name(&ob.table)
+                .index_name(outbox::schema::SWEEP_INDEX)
+                .key_condition_expression("SweepShard = :s")
+                .expression_attribute_values(":s", sv(&shard))
+                .select(aws_sdk_dynamodb::types::Select::Count)
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .expect("query");
+            total += out.count();
+            start = out.last_evaluated_key;
+            if start.is_none() {
+                break;
+            }
+        }
+    }
+    total
+}
+
 #[tokio::test]
 async fn a_sweep_over_ten_thousand_sent_items_with_nothing_stuck_reads_no_table_item() {
-    // Given 10,000 SENT items (as the publisher leaves them: no index attributes) and
-    // 40 pending ones not due for an hour (in the index, not stuck)
+    // Given 10,000 messages as the library writes them (its own item builder, so
+    // with the index attributes), due at once; written in bulk, as 10,000 of the
+    // writer's transactions take moto's server minutes...
     let ob = Outbox::new().await;
     let now = now_ms();
-    let mut items: Vec<Item> = (0..10_000)
-        .map(|i| {
-            let mut item = boto3_item(
-                &format!("ORDER#{i}"),
-                &format!("MESSAGE#ORDER_PLACED#{i:05}"),
-                "orders",
-                r#"{"order":"placed"}"#,
-                "SENT",
-            );
-            item.insert("SentAt".into(), nv(now));
-            item
-        })
-        .collect();
-    for i in 0..40 {
-        let pk = format!("LATER#{i}");
-        let mut item = boto3_item(&pk, "MESSAGE#LATER#1", "orders", "{}", "PENDING");
-        item.insert("SweepShard".into(), sv(&sweep_shard(&pk)));
-        item.insert("SweepDueAt".into(), nv(now + 3_600_000));
-        items.push(item);
+    let (mut keys, mut items) = (Vec::new(), Vec::new());
+    for i in 0..10_000 {
+        let message = NewMessage::new(format!("ORDER#{i}"), "orders", r#"{"order":"placed"}"#);
+        let item = message.outbox_item(&uuid::Uuid::now_v7().to_string(), now, Duration::ZERO);
+        keys.push(item.key().expect("key"));
+        items.push(serde_dynamo::to_item(&item).expect("item"));
     }
     bulk_put(&ob.clients.dynamodb, &ob.table, items).await;
+    // ... and 40 not due for an hour (in the index, not stuck)
+    let later = ob.writer().sweep_grace(Duration::from_secs(3_600));
+    let messages: Vec<NewMessage> = (0..40)
+        .map(|i| NewMessage::new(format!("LATER#{i}"), "orders", "{}"))
+        .collect();
+    later.commit(vec![], &messages).await.expect("commit");
+    assert_eq!(
+        index_size(&ob).await,
+        10_040,
+        "the library puts every message in the index"
+    );
 
-    // And the emulator keeps the index sparse: only the 40 items with its keys are in it
-    let mut in_index = 0;
-    for shard in outbox::schema::all_sweep_shards() {
-        let out = ob
-            .clients
-            .dynamodb
-            .query()
-            .table_name(&ob.table)
-            .index_name(outbox::schema::SWEEP_INDEX)
-            .key_condition_expression("SweepShard = :s")
-            .expression_attribute_values(":s", sv(&shard))
-            .send()
-            .await
-            .expect("query");
-        in_index += out.count();
-    }
-    assert_eq!(in_index, 40);
+    // When the publisher marks the 10,000 SENT, as it does after publishing them
+    let store = outbox::dynamo::DynamoStore::new(ob.clients.dynamodb.clone(), &ob.table);
+    let marks = keys.iter().map(|key| {
+        let store = &store;
+        async move {
+            let marked = store.mark_sent(key, now, now / 1000 + 86_400).await;
+            assert_eq!(marked, Ok(MarkOutcome::Marked), "{key}");
+        }
+    });
+    futures_join(marks, 16).await;
+    // Then only the 40 are left in the index: the SENT mark takes an item out of it
+    assert_eq!(index_size(&ob).await, 40);
 
     // When the sweeper runs on its own clients, counting every request
     let own = clients().await;
     let summary = sweep_at(&sweeper(&own, config(ob.config())), now_ms()).await;
 
-    // Then it made 16 index queries that read nothing, and no other request
+    // Then it made 16 index queries that read nothing, and no other request: no scan,
+    // no read of the 10,000 items, no claim
     assert_eq!(summary.index_queries, 16, "{summary:?}");
     assert_eq!(summary.index_items_read, 0, "{summary:?}");
-    assert_eq!(summary.scan_items_read, 0);
-    assert_eq!(summary.found, 0);
+    assert_eq!((summary.scan_items_read, summary.found), (0, 0));
+    let requests = own.counter.by_operation();
+    assert_eq!(own.counter.of(&["Query"]), 16, "{requests:?}");
     assert_eq!(
-        own.counter.of(&["Query"]),
-        16,
-        "{:?}",
-        own.counter.by_operation()
+        own.counter.of(&["Scan", "GetItem", "UpdateItem"]),
+        0,
+        "{requests:?}"
     );
-    assert_eq!(own.counter.total(), 16, "{:?}", own.counter.by_operation());
+    assert_eq!(own.counter.total(), 16, "{requests:?}");
+}
+
+/// Runs `futures`, `limit` at a time, and collects their outputs.
+async fn futures_join<F: std::future::Future>(
+    futures: impl Iterator<Item = F>,
+    limit: usize,
+) -> Vec<F::Output> {
+    use futures::StreamExt;
+    futures::stream::iter(futures)
+        .buffer_unordered(limit)
+        .collect()
+        .await
+}
+
+/// An item as a minimal producer writes it, in the sweeper index and due at `due`.
+fn indexed_item(pk: &str, sk: &str, topic: &str, payload: &str, due: i64) -> Item {
+    let mut item = boto3_item(pk, sk, topic, payload, "PENDING");
+    item.insert("SweepShard".into(), sv(&sweep_shard(pk)));
+    item.insert("SweepDueAt".into(), nv(due));
+    item
+}
+
+#[tokio::test]
+async fn an_item_at_the_size_limit_the_sweeper_gives_up_on_is_failed_with_one_dead_letter_copy() {
+    // Given a due item as large as the table accepts, on a topic with no route
+    let ob = Outbox::new().await;
+    let now = now_ms();
+    let (pk, sk) = ("BIG#1", "MESSAGE#X#1");
+    let payload_len = ob
+        .put_largest(indexed_item(pk, sk, "nowhere", "", now - 1_000))
+        .await;
+    let sweeper = sweeper(&ob.clients, config(ob.config()));
+
+    // When the sweeper runs
+    let summary = sweep_at(&sweeper, now).await;
+
+    // Then the item is FAILED with its reason, its payload on the dead-letter queue
+    // (once) and no longer on the item
+    assert_eq!(summary.failed, 1, "{summary:?}");
+    let item = ob.item(pk, sk).await.expect("item");
+    assert_eq!(
+        s(&item, "Status").as_deref(),
+        Some("FAILED"),
+        "{:?}",
+        s(&item, "LastError")
+    );
+    // Poison for its topic, or — where the emulator counts a claim's new numbers as
+    // growing the item — because not even a claim fits: the reason says which.
+    let reason = s(&item, "LastError").expect("LastError");
+    assert!(
+        reason.contains("no route for topic `nowhere`")
+            || reason.contains("cannot claim the item") && reason.contains("size"),
+        "{reason}"
+    );
+    assert!(!item.contains_key("Payload") && !item.contains_key("SweepShard"));
+    assert_eq!(s(&item, "PayloadOn").as_deref(), Some("dead-letter queue"));
+    let dead = drain(&ob.clients.sqs, &ob.dlq_url).await;
+    assert_eq!(dead.len(), 1);
+    assert_eq!(dead[0].body().map(str::len), Some(payload_len));
+
+    // And later sweeps neither find it nor copy it again
+    let later = sweep_at(&sweeper, now + 3_600_000).await;
+    assert_eq!((later.found, later.failed), (0, 0), "{later:?}");
+    assert!(drain(&ob.clients.sqs, &ob.dlq_url).await.is_empty());
+    // And a redrive leaves it alone until its payload is back: it would fail again
+    let key = ItemKey {
+        pk: pk.into(),
+        sk: sk.into(),
+    };
+    let db = &ob.clients.dynamodb;
+    let redrive = ops::redrive(db, &ob.table, Selection::Keys(vec![key.clone()]), now)
+        .await
+        .expect("redrive");
+    assert_eq!(redrive.payload_elsewhere, vec![key]);
+    assert!(redrive.redriven.is_empty());
+}
+
+#[tokio::test]
+async fn an_item_with_a_fractional_due_time_is_claimed_and_published() {
+    // Given a due item whose producer wrote its due time with a fraction
+    let ob = Outbox::new().await;
+    let now = now_ms();
+    let mut item = indexed_item("USER#1", "MESSAGE#X#1", "orders", "{}", 0);
+    item.insert(
+        "SweepDueAt".into(),
+        aws_sdk_dynamodb::types::AttributeValue::N(format!("{}.5", now - 10_000)),
+    );
+    ob.put_raw(item).await;
+
+    // When the sweeper runs
+    let summary = sweep_at(&sweeper(&ob.clients, config(ob.config())), now).await;
+
+    // Then it is claimed, published and SENT
+    assert_eq!(
+        (summary.found, summary.claimed, summary.marked),
+        (1, 1, 1),
+        "{summary:?}"
+    );
+    let item = ob.item("USER#1", "MESSAGE#X#1").await.expect("item");
+    assert_eq!(s(&item, "Status").as_deref(), Some("SENT"));
+    assert_eq!(drain(&ob.clients.sqs, &ob.queue.url).await.len(), 1);
+}
+
+#[tokio::test]
+async fn an_item_in_a_shard_no_sweep_queries_is_adopted_in_scan_mode_and_published() {
+    // Given a pending item whose producer put it in a shard outside the sixteen
+    let ob = Outbox::new().await;
+    let mut item = indexed_item("USER#1", "MESSAGE#X#1", "orders", "{}", 1);
+    item.insert("SweepShard".into(), sv("99"));
+    ob.put_raw(item).await;
+
+    // When the sweeper runs in scan mode
+    let mut cfg = config(ob.config());
+    cfg.scan_mode = ScanMode::On;
+    let summary = sweep_at(&sweeper(&ob.clients, cfg), now_ms()).await;
+
+    // Then it is adopted into a shard of ours and published
+    assert_eq!((summary.adopted, summary.marked), (1, 1), "{summary:?}");
+    let item = ob.item("USER#1", "MESSAGE#X#1").await.expect("item");
+    assert_eq!(s(&item, "Status").as_deref(), Some("SENT"));
+}
+
+#[tokio::test]
+async fn a_sweep_whose_index_queries_fail_reports_errors_instead_of_an_oldest_age_of_zero() {
+    // Given a due message and a sweeper whose every index query fails
+    let ob = Outbox::new().await;
+    let now = now_ms();
+    ob.put_raw(indexed_item(
+        "USER#1",
+        "MESSAGE#X#1",
+        "orders",
+        "{}",
+        now - 60_000,
+    ))
+    .await;
+    let plan = "Query:server_error:1".parse().expect("plan");
+    let faulty = outbox_faults::with_plan(harness::sdk_config().await, plan, Some(1));
+    let broken = AwsSweeper::with_sink(
+        config(ob.config()),
+        aws_sdk_dynamodb::Client::new(&faulty),
+        ob.clients.sink(),
+    );
+
+    // When it sweeps
+    let summary = sweep_at(&broken, now).await;
+
+    // Then its metrics say the sweep failed, and do not say nothing is pending
+    let metrics = outbox::metrics::sweeper_metrics(&summary);
+    let value = |name: &str| metrics.iter().find(|m| m.name == name).map(|m| m.value);
+    assert_eq!(value("SweepErrors"), Some(16.0), "{metrics:?}");
+    assert_eq!(value("OldestPendingAgeSeconds"), None, "{metrics:?}");
+}
+
+#[tokio::test]
+async fn an_item_whose_claim_is_refused_for_good_becomes_failed_with_one_dead_letter_copy() {
+    // Given a due item whose producer wrote `RetryCount` as a string: no claim can
+    // increment it
+    let ob = Outbox::new().await;
+    let now = now_ms();
+    let mut item = indexed_item("USER#1", "MESSAGE#X#1", "orders", r#"{"n":1}"#, now - 1_000);
+    item.insert("RetryCount".into(), sv("0"));
+    ob.put_raw(item).await;
+    let sweeper = sweeper(&ob.clients, config(ob.config()));
+
+    // When the sweeper runs
+    let summary = sweep_at(&sweeper, now).await;
+
+    // Then the item is poison: FAILED with the reason, and a copy on the dead-letter queue
+    assert_eq!(summary.failed, 1, "{summary:?}");
+    let item = ob.item("USER#1", "MESSAGE#X#1").await.expect("item");
+    assert_eq!(s(&item, "Status").as_deref(), Some("FAILED"));
+    // DynamoDB (and moto) refuse the claim's increment; MiniStack leaves the string as
+    // it is, and the claimed item does not decode. Poison either way, with the reason.
+    let reason = s(&item, "LastError").expect("LastError");
+    assert!(
+        reason.contains("cannot claim the item") || reason.contains("RetryCount"),
+        "{reason}"
+    );
+    let dead = drain(&ob.clients.sqs, &ob.dlq_url).await;
+    assert_eq!(dead.len(), 1);
+    assert!(
+        dead[0]
+            .body()
+            .is_some_and(|b| b.contains(r#"{\"n\":1}"#) || b.contains(r#"{"n":1}"#))
+    );
+    // And it no longer heads the due order of later sweeps
+    let later = sweep_at(&sweeper, now + 3_600_000).await;
+    assert_eq!(later.found, 0, "{later:?}");
+}
+
+#[tokio::test]
+async fn a_cold_started_sweeper_continues_the_adoption_scan_where_the_last_one_stopped() {
+    // Given three items of a minimal producer, and sweepers that read one item a run
+    let ob = Outbox::new().await;
+    let keys = [
+        ("A#1", "MESSAGE#X#1"),
+        ("B#1", "MESSAGE#X#1"),
+        ("C#1", "MESSAGE#X#1"),
+    ];
+    for (pk, sk) in keys {
+        ob.put_raw(boto3_item(pk, sk, "orders", "{}", "PENDING"))
+            .await;
+    }
+    let mut cfg = config(ob.config());
+    cfg.scan_mode = ScanMode::On;
+    cfg.limits.scan_segments = 1;
+    cfg.limits.scan_page_size = 1;
+    cfg.limits.scan_pages_per_segment = 1;
+
+    // When each run is a cold start (a new sweeper), five times
+    let mut adopted = 0;
+    for _ in 0..5 {
+        adopted += sweep_at(&sweeper(&ob.clients, cfg.clone()), now_ms())
+            .await
+            .adopted;
+    }
+
+    // Then every run went on from the last one's position, and all three were adopted
+    assert_eq!(adopted, 3);
+    for (pk, sk) in keys {
+        let item = ob.item(pk, sk).await.expect("item");
+        assert_eq!(s(&item, "Status").as_deref(), Some("SENT"), "{pk}");
+    }
+}
+
+#[tokio::test]
+async fn a_later_message_waits_behind_a_failed_earlier_one_in_another_chunk() {
+    // Given two due messages of one aggregate, the earlier to a failing queue, and a
+    // sweeper that claims one item per chunk
+    let ob = Outbox::new().await;
+    let missing = format!("{}/123456789012/{}", endpoint(), unique("no-such-queue"));
+    let mut publisher = ob.config();
+    publisher.routes = Routes::new(
+        [
+            ("orders".to_owned(), Destination::sqs(&ob.queue.url)),
+            ("broken".to_owned(), Destination::sqs(&missing)),
+        ],
+        None,
+    );
+    let mut cfg = config(publisher);
+    cfg.limits.chunk = 1;
+    let w = ob.writer().sweep_grace(Duration::ZERO);
+    let first = w
+        .commit(vec![], &[NewMessage::new("ACCOUNT#1", "broken", "first")])
+        .await
+        .expect("commit");
+    tokio::time::sleep(Duration::from_millis(5)).await;
+    let second = w
+        .commit(vec![], &[NewMessage::new("ACCOUNT#1", "orders", "second")])
+        .await
+        .expect("commit");
+
+    // When the sweeper runs
+    let summary = sweep_at(&sweeper(&ob.clients, cfg), now_ms() + 1_000).await;
+
+    // Then the later message was not published, and is due after the earlier one
+    assert_eq!(summary.published, 0, "{summary:?}");
+    assert!(drain(&ob.clients.sqs, &ob.queue.url).await.is_empty());
+    let a1 = ob
+        .item("ACCOUNT#1", &first.sort_keys[0])
+        .await
+        .expect("item");
+    let a2 = ob
+        .item("ACCOUNT#1", &second.sort_keys[0])
+        .await
+        .expect("item");
+    assert_eq!(s(&a2, "Status").as_deref(), Some("PENDING"));
+    assert!(
+        n(&a2, "SweepDueAt") > n(&a1, "SweepDueAt"),
+        "{:?} {:?}",
+        n(&a1, "SweepDueAt"),
+        n(&a2, "SweepDueAt")
+    );
 }

@@ -11,6 +11,7 @@ use aws_runtime::retries::classifiers::{THROTTLING_ERRORS, TRANSIENT_ERRORS};
 use aws_smithy_runtime_api::client::result::SdkError;
 use aws_smithy_runtime_api::http::Response;
 use aws_smithy_types::error::display::DisplayErrorContext;
+use aws_smithy_types::error::metadata::ProvideErrorMetadata;
 use aws_smithy_types::retry::ProvideErrorKind;
 use outbox_core::failure::{Failure, FailureKind, Signals, retryable};
 
@@ -92,17 +93,30 @@ where
     Failure::new(kind, describe(err))
 }
 
-/// A table operation that failed: transient when retrying may help, else permanent.
+/// DynamoDB's code for a request refused for what it carries or would make an item
+/// hold: an operand of the wrong type, an item over 400 KB.
+const VALIDATION: &str = "ValidationException";
+
+/// A table operation that failed: transient when retrying may help; refused for its
+/// content (`ValidationException`: the item, as it is, cannot take this write — a
+/// smaller write may fit, the same one never will); else permanent (a missing table,
+/// a missing permission: nothing to do with the item).
+///
+/// A refusal's reason is the service's own words (`ValidationException: Item size to
+/// update has exceeded the maximum allowed size`): it ends up in `LastError`.
 pub fn store_failure<E>(err: &AwsError<E>) -> Failure
 where
-    E: ProvideErrorKind + std::error::Error + 'static,
+    E: ProvideErrorKind + ProvideErrorMetadata + std::error::Error + 'static,
 {
-    let kind = if is_retryable(err) {
-        FailureKind::Transient
-    } else {
-        FailureKind::Permanent
-    };
-    Failure::new(kind, describe(err))
+    if is_retryable(err) {
+        return Failure::transient(describe(err));
+    }
+    match err.as_service_error() {
+        Some(e) if ProvideErrorKind::code(e) == Some(VALIDATION) => Failure::content_refused(
+            format!("{VALIDATION}: {}", e.message().unwrap_or("(no message)")),
+        ),
+        _ => Failure::permanent(describe(err)),
+    }
 }
 
 #[cfg(test)]
@@ -181,5 +195,9 @@ mod tests {
             store_failure(&service_error("ResourceNotFoundException", 400)).kind,
             FailureKind::Permanent
         );
+        // The item is to blame: a write it refuses for size or type never succeeds.
+        let refused = store_failure(&service_error("ValidationException", 400));
+        assert_eq!(refused.kind, FailureKind::ContentRefused);
+        assert_eq!(refused.reason, "ValidationException: said so");
     }
 }

@@ -12,9 +12,12 @@ pub enum FailureKind {
     /// The service refused this message for good (it blames the sender: invalid,
     /// too large). Retrying it as it is cannot succeed: it becomes poison.
     Permanent,
-    /// The service refused a whole call for what it carries (a batch over the size
-    /// limit, characters it does not allow): one of its messages may be to blame, so
-    /// the messages are worth sending one by one.
+    /// The service refused a request for what it carries. For a batch send (a batch
+    /// over the size limit, characters it does not allow) one of its messages may be
+    /// to blame, so the messages are worth sending one by one. For a write to an
+    /// outbox item (DynamoDB's `ValidationException`: an attribute of the wrong type,
+    /// an item that would exceed 400 KB) the item is to blame: the same write will
+    /// never succeed, a smaller one may.
     ContentRefused,
 }
 

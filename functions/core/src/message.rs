@@ -122,6 +122,7 @@ pub fn event_detail(m: &OutboundMessage) -> String {
             AttrValue::Number(n) => n
                 .parse::<i64>()
                 .map(serde_json::Value::from)
+                .or_else(|_| n.parse::<u64>().map(serde_json::Value::from))
                 .unwrap_or_else(|_| serde_json::Value::String(n.clone())),
             AttrValue::String(s) => serde_json::Value::String(s.clone()),
         };
@@ -165,7 +166,7 @@ mod tests {
             created_at: 1_700_000_000_000,
             retry_count: 0,
             sequence: Some(3),
-            indexed: true,
+            index: crate::schema::SeenIndex::ours("00", 1),
         }
     }
 

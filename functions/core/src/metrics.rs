@@ -34,6 +34,9 @@ pub const RECOVERED_BY_SWEEPER: &str = "RecoveredBySweeper";
 pub const SWEEP_RETRIES: &str = "SweepRetries";
 /// Age of the oldest pending message the sweeper found due.
 pub const OLDEST_PENDING_AGE_SECONDS: &str = "OldestPendingAgeSeconds";
+/// Store requests of a sweep that failed (index queries, scan pages, claims,
+/// reschedules): a sweeper that cannot do its work.
+pub const SWEEP_ERRORS: &str = "SweepErrors";
 
 /// CloudWatch unit of a metric.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -86,18 +89,24 @@ pub fn publisher_metrics(summary: &Summary) -> Vec<Metric> {
 }
 
 /// The sweeper's metrics for one sweep. The oldest pending age is 0 when nothing was
-/// due, so an alarm on it sees data every run.
+/// due, so an alarm on it sees data every run — but only when the sweep read every
+/// shard: a sweep that could not look cannot say that nothing is pending, so the age
+/// is left out (the alarm treats missing data as breaching) and `SweepErrors` says why.
 pub fn sweeper_metrics(summary: &SweepSummary) -> Vec<Metric> {
-    vec![
+    let mut metrics = vec![
         Metric::count(RECOVERED_BY_SWEEPER, summary.published),
         Metric::count(SWEEP_RETRIES, summary.retried),
         Metric::count(FAILED, summary.failed),
-        Metric {
+        Metric::count(SWEEP_ERRORS, summary.errors),
+    ];
+    if summary.unread_shards == 0 {
+        metrics.push(Metric {
             name: OLDEST_PENDING_AGE_SECONDS,
             value: summary.oldest_pending_age_ms.unwrap_or(0).max(0) as f64 / 1000.0,
             unit: Unit::Seconds,
-        },
-    ]
+        });
+    }
+    metrics
 }
 
 /// Prints one deployment's metrics.
@@ -235,14 +244,31 @@ mod tests {
         assert_eq!(doc["SweepRetries"], json!(2.0));
         assert_eq!(doc["Failed"], json!(1.0));
         assert_eq!(doc["OldestPendingAgeSeconds"], json!(90.5));
+        assert_eq!(doc["SweepErrors"], json!(0.0));
         let declared = &doc["_aws"]["CloudWatchMetrics"][0]["Metrics"];
         assert_eq!(
-            declared[3],
+            declared[4],
             json!({"Name": "OldestPendingAgeSeconds", "Unit": "Seconds"})
         );
         // Nothing due: the age is reported as 0, not left out.
         let idle = Emitter::default().emf(1, &sweeper_metrics(&SweepSummary::default()));
         assert_eq!(idle["OldestPendingAgeSeconds"], json!(0.0));
+    }
+
+    #[test]
+    fn a_sweep_that_could_not_read_every_shard_reports_errors_and_no_age() {
+        // Before, a sweep whose every query failed reported an age of 0: "nothing is
+        // pending", from a sweeper that had looked at nothing.
+        let blind = SweepSummary {
+            unread_shards: 16,
+            errors: 16,
+            ..SweepSummary::default()
+        };
+        let doc = Emitter::default().emf(1, &sweeper_metrics(&blind));
+        assert_eq!(doc["SweepErrors"], json!(16.0));
+        assert!(doc.get("OldestPendingAgeSeconds").is_none(), "{doc}");
+        let declared = doc["_aws"]["CloudWatchMetrics"][0]["Metrics"].to_string();
+        assert!(!declared.contains("OldestPendingAgeSeconds"), "{declared}");
     }
 
     fn deployment(value: Option<String>) -> impl Fn(&str) -> Option<String> {

@@ -4,8 +4,11 @@
 
 use crate::failure::Failure;
 use crate::message::OutboundMessage;
+use crate::policy::FailedMark;
 use crate::route::Destination;
-use crate::schema::{ItemKey, LAST_ERROR, OutboxMessage, Undecodable, decode, string_attr};
+use crate::schema::{
+    ItemKey, LAST_ERROR, OutboxMessage, SeenIndex, Undecodable, decode, string_attr,
+};
 use std::future::Future;
 
 /// The answer for one entry of a batch: sent, or why not (a [`Failure`] of kind
@@ -43,26 +46,37 @@ pub trait OutboxStore: Send + Sync {
         expires_at_s: i64,
     ) -> impl Future<Output = Result<MarkOutcome, Failure>> + Send;
 
-    /// Puts a `PENDING` item that lacks the sweeper index keys (a minimal producer's)
-    /// into the index, due at `due_ms`, so the sweeper finishes it when the stream
-    /// path cannot. Conditional: an indexed or finished item is left as it is.
+    /// Puts a `PENDING` item a sweep would not find (a minimal producer's, without the
+    /// sweeper index keys, or a foreign producer's with values no sweep claims) into
+    /// the index, due at `due_ms`, so the sweeper finishes it when the stream path
+    /// cannot. Conditional on the index attributes still being `seen`: an item
+    /// indexed or finished since is left as it is.
     fn adopt_unindexed(
         &self,
         key: &ItemKey,
         shard: &str,
         due_ms: i64,
+        seen: &SeenIndex,
     ) -> impl Future<Output = Result<MarkOutcome, Failure>> + Send {
-        let _ = (key, shard, due_ms);
+        let _ = (key, shard, due_ms, seen);
         std::future::ready(Ok(MarkOutcome::AlreadyFinished))
     }
 
-    /// `PENDING` → `FAILED`: sets `LastError`, removes the sweeper index keys.
+    /// `PENDING` → `FAILED` as `mark` says (see [`crate::policy::poison`]), removing
+    /// the sweeper index keys. An item the mark would make too large is refused with
+    /// a [`FailureKind::ContentRefused`](crate::failure::FailureKind) failure.
     fn mark_failed(
         &self,
         key: &ItemKey,
-        reason: &str,
+        mark: &FailedMark,
         failed_at_ms: i64,
     ) -> impl Future<Output = Result<MarkOutcome, Failure>> + Send;
+
+    /// The item as stored now (a strongly consistent read), `None` when there is none.
+    fn load(
+        &self,
+        key: &ItemKey,
+    ) -> impl Future<Output = Result<Option<serde_dynamo::Item>, Failure>> + Send;
 }
 
 /// Where a paginated read stopped, opaque to the logic: hand it back to continue.
@@ -86,8 +100,22 @@ impl PageToken {
 pub struct DueKey {
     /// Its primary key.
     pub key: ItemKey,
-    /// Its `SweepDueAt` as read: the claim is conditional on it being unchanged.
+    /// Its `SweepDueAt`, fractions truncated: for ordering and ages.
     pub due_at_ms: i64,
+    /// Its `SweepDueAt` exactly as read (DynamoDB's decimal text): the claim is
+    /// conditional on it being unchanged, so it must compare what is stored.
+    pub seen_due: String,
+}
+
+impl DueKey {
+    /// A key due at `due_at_ms`, as this library writes due times.
+    pub fn new(key: ItemKey, due_at_ms: i64) -> Self {
+        DueKey {
+            key,
+            due_at_ms,
+            seen_due: due_at_ms.to_string(),
+        }
+    }
 }
 
 /// One page of a sweeper index query.
@@ -101,19 +129,22 @@ pub struct DuePage {
     pub scanned: u64,
 }
 
-/// An outbox item written without the sweeper index attributes (a minimal producer).
+/// A pending outbox item a sweep would not find: written without the sweeper index
+/// attributes (a minimal producer), or with values no sweep claims.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct UnindexedItem {
     /// Its primary key.
     pub key: ItemKey,
     /// Its `CreatedAt`, when the producer wrote one.
     pub created_at_ms: Option<i64>,
+    /// Its index attributes as read: adoption is conditional on them.
+    pub index: SeenIndex,
 }
 
 /// One page of a scan for pending items outside the sweeper index.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ScanPage {
-    /// Pending items without index attributes.
+    /// Pending items a sweep would not find (see [`SeenIndex::is_valid`]).
     pub items: Vec<UnindexedItem>,
     /// Where to continue, when there is more.
     pub next: Option<PageToken>,
@@ -149,8 +180,24 @@ impl ClaimedItem {
 pub enum Claim {
     /// The item was still `PENDING` and unchanged: it is ours until the new due time.
     Claimed(Box<ClaimedItem>),
-    /// Someone else finished or claimed it since the index was read. Not an error.
-    Lost,
+    /// The item is no longer `PENDING` (or no longer there): finished by someone else
+    /// since the index was read. Not an error.
+    Finished,
+    /// The item is still `PENDING` but its due time changed since the index was read:
+    /// another sweep holds it, or rescheduled it. Not an error, but it is still ahead
+    /// of the later messages of its aggregate.
+    Held(Held),
+}
+
+/// A pending item someone else holds, as the refused claim found it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Held {
+    /// Its `CreatedAt` (0 when unknown).
+    pub created_at_ms: i64,
+    /// Its `MessageId` (derived from the key when the producer wrote none).
+    pub message_id: String,
+    /// Its current `SweepDueAt`, fractions truncated, when it has one.
+    pub due_at_ms: Option<i64>,
 }
 
 /// What the sweeper needs from the table, beyond the publish path's state changes.
@@ -166,27 +213,35 @@ pub trait SweepStore: Send + Sync {
     ) -> impl Future<Output = Result<DuePage, Failure>> + Send;
 
     /// Claims an item for one attempt: only if it is still `PENDING` with `SweepDueAt`
-    /// = `seen_due_ms`, increments `RetryCount` and sets `SweepDueAt` to
-    /// `lease_until_ms`, returning the whole new item.
+    /// equal to `seen_due` (as read, see [`DueKey::seen_due`]), increments
+    /// `RetryCount` and sets `SweepDueAt` to `lease_until_ms`, returning the whole new
+    /// item. A claim the item refuses for what it holds (a `RetryCount` that is not a
+    /// number, no room left under the size limit) fails with
+    /// [`FailureKind::ContentRefused`](crate::failure::FailureKind): it will never
+    /// succeed.
     fn claim(
         &self,
         key: &ItemKey,
-        seen_due_ms: i64,
+        seen_due: &str,
         lease_until_ms: i64,
     ) -> impl Future<Output = Result<Claim, Failure>> + Send;
 
-    /// After a failed attempt: records `LastError` and the next due time, only if the
-    /// item is still `PENDING` under our claim (`SweepDueAt` = `claimed_due_ms`).
+    /// After an attempt that did not publish: records `LastError` and the next due
+    /// time, only if the item is still `PENDING` under our claim (`SweepDueAt` =
+    /// `claimed_due_ms`). `attempted` is false when the message was held back and
+    /// never sent: the claim's increment of `RetryCount` is then given back.
     fn reschedule(
         &self,
         key: &ItemKey,
         claimed_due_ms: i64,
         next_due_ms: i64,
         reason: &str,
+        attempted: bool,
     ) -> impl Future<Output = Result<MarkOutcome, Failure>> + Send;
 
     /// One page of segment `segment` of `segments` of a parallel scan for `PENDING`
-    /// outbox items without index attributes; `limit` bounds the items read.
+    /// outbox items a sweep would not find (see [`UnindexedItem`]); `limit` bounds
+    /// the items read.
     fn unindexed_page(
         &self,
         segment: u32,
@@ -195,12 +250,30 @@ pub trait SweepStore: Send + Sync {
         start: Option<PageToken>,
     ) -> impl Future<Output = Result<ScanPage, Failure>> + Send;
 
-    /// Puts an unindexed item into the sweeper index, only if it is still `PENDING`
-    /// and still without index attributes.
+    /// Puts an item a sweep would not find into the sweeper index, only if it is
+    /// still `PENDING` and its index attributes are still `seen`.
     fn adopt(
         &self,
         key: &ItemKey,
         shard: &str,
         due_ms: i64,
+        seen: &SeenIndex,
     ) -> impl Future<Output = Result<MarkOutcome, Failure>> + Send;
+
+    /// Where segment `segment` of a `segments`-way adoption scan stopped, as the last
+    /// sweep saved it; `None` to start at the beginning.
+    fn scan_cursor(
+        &self,
+        segment: u32,
+        segments: u32,
+    ) -> impl Future<Output = Result<Option<PageToken>, Failure>> + Send;
+
+    /// Saves where segment `segment` stopped (`None`: it reached the end), so that the
+    /// next sweep — in this process or a cold-started one — continues there.
+    fn save_scan_cursor(
+        &self,
+        segment: u32,
+        segments: u32,
+        cursor: Option<&PageToken>,
+    ) -> impl Future<Output = Result<(), Failure>> + Send;
 }

@@ -10,10 +10,11 @@ mod error;
 
 pub use error::OpsError;
 
-use aws_sdk_dynamodb::types::AttributeValue;
+use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
+use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure};
 use outbox::schema::{
-    FAILED_AT, ITEM_TYPE, ItemKey, LAST_ERROR, OutboxItem, PENDING_MESSAGE, RETRY_COUNT, STATUS,
-    Status, TABLE, TOPIC, derive_message_id, sweep_shard,
+    FAILED_AT, ITEM_TYPE, ItemKey, LAST_ERROR, OutboxItem, PAYLOAD_ON, PENDING_MESSAGE,
+    RETRY_COUNT, STATUS, Status, TABLE, TOPIC, derive_message_id, sweep_shard,
 };
 use std::collections::{BTreeMap, HashMap};
 
@@ -184,6 +185,11 @@ pub struct RedriveReport {
     pub redriven: Vec<ItemKey>,
     /// Chosen but not `FAILED` (already redriven, sent, or absent): left alone.
     pub not_failed: Vec<ItemKey>,
+    /// `FAILED` items whose payload is not on the item (`PayloadOn`: an item at the
+    /// size limit gave it to its dead-letter copy): left alone, as they would only
+    /// fail again. Put the payload back (from the dead-letter queue, or a reference
+    /// to it), remove `PayloadOn`, then redrive them.
+    pub payload_elsewhere: Vec<ItemKey>,
 }
 
 /// Moves the chosen `FAILED` messages back to `PENDING` with a fresh retry budget
@@ -204,8 +210,9 @@ pub async fn redrive(
     let mut report = RedriveReport::default();
     for key in keys {
         match redrive_one(client, table, &key, now_ms).await {
-            Ok(true) => report.redriven.push(key),
-            Ok(false) => report.not_failed.push(key),
+            Ok(Redrive::Done) => report.redriven.push(key),
+            Ok(Redrive::NotFailed) => report.not_failed.push(key),
+            Ok(Redrive::PayloadElsewhere) => report.payload_elsewhere.push(key),
             Err(source) => {
                 return Err(OpsError::RedriveStopped {
                     key,
@@ -222,20 +229,29 @@ fn keys_of(failed: Vec<FailedMessage>) -> Vec<ItemKey> {
     failed.into_iter().map(|f| f.key).collect()
 }
 
-/// `FAILED` → `PENDING` for one item; `false` when it was not `FAILED`.
+/// What a redrive of one item did.
+enum Redrive {
+    Done,
+    NotFailed,
+    PayloadElsewhere,
+}
+
+/// `FAILED` → `PENDING` for one item that still holds its payload.
 async fn redrive_one(
     client: &aws_sdk_dynamodb::Client,
     table: &str,
     key: &ItemKey,
     now_ms: i64,
-) -> Result<bool, OpsError> {
+) -> Result<Redrive, OpsError> {
     let (shard, due) = (TABLE.sweep_index_partition_key, TABLE.sweep_index_sort_key);
     let result = client
         .update_item()
         .table_name(table)
         .key(TABLE.partition_key, AttributeValue::S(key.pk.clone()))
         .key(TABLE.sort_key, AttributeValue::S(key.sk.clone()))
-        .condition_expression("#status = :failed")
+        .condition_expression("#status = :failed AND attribute_not_exists(#payload_on)")
+        .expression_attribute_names("#payload_on", PAYLOAD_ON)
+        .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
         .update_expression(format!(
             "SET #status = :pending, {RETRY_COUNT} = :zero, {shard} = :shard, {due} = :now REMOVE {LAST_ERROR}, {FAILED_AT}"
         ))
@@ -248,13 +264,20 @@ async fn redrive_one(
         .send()
         .await;
     match result {
-        Ok(_) => Ok(true),
-        Err(e)
-            if e.as_service_error()
-                .is_some_and(|se| se.is_conditional_check_failed_exception()) =>
-        {
-            Ok(false)
-        }
-        Err(e) => Err(OpsError::aws("update", table, e)),
+        Ok(_) => Ok(Redrive::Done),
+        Err(e) => match e.as_service_error() {
+            Some(UpdateItemError::ConditionalCheckFailedException(refused)) => {
+                let old = refused.item();
+                let failed = matches!(old.and_then(|i| i.get(STATUS)), Some(AttributeValue::S(v)) if v == Status::Failed.as_str());
+                Ok(
+                    if failed && old.is_some_and(|i| i.contains_key(PAYLOAD_ON)) {
+                        Redrive::PayloadElsewhere
+                    } else {
+                        Redrive::NotFailed
+                    },
+                )
+            }
+            _ => Err(OpsError::aws("update", table, e)),
+        },
     }
 }

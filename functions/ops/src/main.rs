@@ -178,9 +178,21 @@ fn print_redrive(report: &outbox_ops::RedriveReport) {
     for k in &report.not_failed {
         println!("not FAILED, left alone\t{}\t{}", k.pk, k.sk);
     }
+    for k in &report.payload_elsewhere {
+        println!(
+            "payload on the dead-letter queue (PayloadOn), left alone\t{}\t{}",
+            k.pk, k.sk
+        );
+    }
     println!(
         "{} redriven, {} left alone; the sweeper republishes them on its next run",
         report.redriven.len(),
-        report.not_failed.len()
+        report.not_failed.len() + report.payload_elsewhere.len()
     );
+    if !report.payload_elsewhere.is_empty() {
+        println!(
+            "{} FAILED item(s) gave their payload to the dead-letter copy (they were at the 400 KB limit): put the payload back (or a reference to it), remove PayloadOn, then redrive them",
+            report.payload_elsewhere.len()
+        );
+    }
 }

@@ -36,7 +36,10 @@ fn log(e: &ConfigError) {
     lambda_runtime::tracing::error!(error = %e, "bad configuration");
 }
 
-/// One sweep within the invocation's remaining time.
+/// One sweep within the invocation's remaining time. A sweep whose store requests
+/// failed — it could not see every shard, or claim or reschedule what it saw — fails
+/// the invocation (after printing its metrics), so that the function's `Errors`
+/// metric and its alarm show a sweeper that cannot do its work; its summary is logged.
 pub async fn handle<K: MessageSink, S: OutboxStore + SweepStore>(
     event: LambdaEvent<serde_json::Value>,
     deps: &Deps<K, S>,
@@ -44,6 +47,13 @@ pub async fn handle<K: MessageSink, S: OutboxStore + SweepStore>(
     let summary = handle_scheduled_event(&deps.sweeper, event.context.deadline).await;
     let now = deps.sweeper.publisher.clock.now_ms();
     deps.metrics.emit(now, &sweeper_metrics(&summary));
+    if summary.errors > 0 {
+        return Err(format!(
+            "the sweep failed {} store request(s) ({} of the index's shards unread): see the log for each; {summary:?}",
+            summary.errors, summary.unread_shards
+        )
+        .into());
+    }
     Ok(summary)
 }
 
@@ -52,7 +62,7 @@ mod tests {
     use super::*;
     use outbox::{Destination, Publisher, PublisherConfig, Routes};
     use outbox_core::clock::ManualClock;
-    use outbox_core::fakes::{MemoryStore, RecordingSink, key, pending_item};
+    use outbox_core::fakes::{MemoryStore, RecordingSink, StoreFaults, key, pending_item};
 
     const NOW: i64 = 1_700_000_000_000;
 
@@ -89,5 +99,40 @@ mod tests {
             .expect("handled");
         assert_eq!((summary.found, summary.published), (1, 1), "{summary:?}");
         assert_eq!(summary.oldest_pending_age_ms, Some(90_000));
+    }
+
+    #[tokio::test]
+    async fn an_invocation_whose_index_queries_fail_is_an_error() {
+        // Before, the queries' errors were logged and the invocation succeeded, with
+        // an oldest pending age of 0: a broken sweeper looked healthy.
+        let config = PublisherConfig {
+            table_name: "t".into(),
+            routes: Routes::new([], None),
+            dead_letter: Destination::sqs("https://q/dlq"),
+            ttl_days: 7,
+        };
+        let publisher = Publisher::new(
+            RecordingSink::default(),
+            MemoryStore::default(),
+            config.clone(),
+        )
+        .with_clock(ManualClock::at(NOW));
+        publisher.store.fail(StoreFaults {
+            queries: outbox::schema::all_sweep_shards().collect(),
+            ..StoreFaults::default()
+        });
+        let deps = Deps {
+            sweeper: Sweeper::new(publisher, SweeperConfig::new(config)),
+            metrics: Emitter::new("test"),
+        };
+        let mut context = lambda_runtime::Context::default();
+        context.deadline = u64::try_from(NOW + 60_000).unwrap_or(0);
+        let err = handle(LambdaEvent::new(serde_json::json!({}), context), &deps)
+            .await
+            .expect_err("a sweep that could not look is an error");
+        assert!(
+            err.to_string().contains("16 of the index's shards unread"),
+            "{err}"
+        );
     }
 }

@@ -78,6 +78,16 @@ pub enum ProducerError {
         /// The actions that caused the cancellation.
         failures: Vec<CancelledAction>,
     },
+    /// A repeat of a prepared transaction was cancelled because its messages exist,
+    /// and reading them to tell whether they are this transaction's failed. It may
+    /// have committed: call `commit_prepared` again.
+    #[error(
+        "the transaction may have committed before (its messages exist) but reading them failed: {message}; call commit_prepared again with the same PreparedCommit"
+    )]
+    Unverified {
+        /// Why the read failed.
+        message: String,
+    },
     /// Any other AWS error.
     #[error("TransactWriteItems failed: {message}")]
     Aws {
@@ -101,7 +111,7 @@ impl ProducerError {
             ProducerError::Aws {
                 kind: FailureKind::Transient,
                 ..
-            }
+            } | ProducerError::Unverified { .. }
         )
     }
 }
@@ -133,9 +143,17 @@ pub(super) fn cancellation(
         }
     }
     let failure = store_failure(&e);
+    // Another attempt with the same token is still running: its outcome decides.
+    let in_progress = e
+        .as_service_error()
+        .is_some_and(TransactWriteItemsError::is_transaction_in_progress_exception);
     ProducerError::Aws {
         message: failure.reason,
-        kind: failure.kind,
+        kind: if in_progress {
+            FailureKind::Transient
+        } else {
+            failure.kind
+        },
         source: Box::new(e),
     }
 }

@@ -7,12 +7,14 @@
 
 mod check;
 mod error;
+mod prepared;
 
 pub use check::item_size;
 pub use error::ProducerError;
 pub use outbox_core::producer::{
     CancelledAction, MAX_ITEM_BYTES, MAX_TRANSACTION_ACTIONS, MAX_TRANSACTION_BYTES, NewMessage,
 };
+pub use prepared::PreparedCommit;
 
 use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem};
 use outbox_core::clock::{self, SharedClock};
@@ -79,13 +81,24 @@ impl OutboxWriter {
         &self.table
     }
 
-    /// Builds and checks the transaction without sending it.
+    /// Builds and checks the transaction without sending it: new message ids, the
+    /// items, and the idempotency token of this transaction. Send it with
+    /// [`OutboxWriter::commit_prepared`] — again, if an attempt's outcome is unknown.
     pub fn prepare(
         &self,
         business: Vec<TransactWriteItem>,
         messages: &[NewMessage],
+    ) -> Result<PreparedCommit, ProducerError> {
+        self.prepare_at(business, messages, self.clock.now_ms())
+    }
+
+    /// [`OutboxWriter::prepare`] with `CreatedAt` = `now_ms`.
+    pub fn prepare_at(
+        &self,
+        business: Vec<TransactWriteItem>,
+        messages: &[NewMessage],
         now_ms: i64,
-    ) -> Result<(Vec<TransactWriteItem>, Committed), ProducerError> {
+    ) -> Result<PreparedCommit, ProducerError> {
         if messages.is_empty() {
             return Err(ProducerError::NoMessages);
         }
@@ -93,11 +106,13 @@ impl OutboxWriter {
         if count > MAX_TRANSACTION_ACTIONS {
             return Err(ProducerError::TooManyActions { count });
         }
+        let first_message = business.len();
         let mut actions = business;
         let mut committed = Committed {
             message_ids: Vec::with_capacity(messages.len()),
             sort_keys: Vec::with_capacity(messages.len()),
         };
+        let mut aggregates = Vec::with_capacity(messages.len());
         for (index, m) in messages.iter().enumerate() {
             if let Some(reason) = m.invalid() {
                 return Err(ProducerError::InvalidMessage { index, reason });
@@ -108,9 +123,20 @@ impl OutboxWriter {
             actions.push(self.put(index, &item)?);
             committed.message_ids.push(id);
             committed.sort_keys.push(sk);
+            aggregates.push(m.aggregate.clone());
         }
         check::check(&actions, &self.table, &self.key_schemas)?;
-        Ok((actions, committed))
+        let described = actions
+            .iter()
+            .map(|a| check::describe(a, &self.table))
+            .collect();
+        Ok(PreparedCommit::new(
+            actions,
+            described,
+            first_message,
+            aggregates,
+            committed,
+        ))
     }
 
     /// The conditional `Put` of one outbox item: never over an existing item.
@@ -132,27 +158,20 @@ impl OutboxWriter {
         Ok(TransactWriteItem::builder().put(put).build())
     }
 
-    /// Writes the application's actions and the messages in one transaction.
+    /// Writes the application's actions and the messages in one transaction: both
+    /// land, or neither does. Calling it again after an error mints new message ids;
+    /// to retry an attempt whose outcome is unknown (a timeout), [`prepare`] once
+    /// and call [`commit_prepared`] again.
+    ///
+    /// [`prepare`]: OutboxWriter::prepare
+    /// [`commit_prepared`]: OutboxWriter::commit_prepared
     pub async fn commit(
         &self,
         business: Vec<TransactWriteItem>,
         messages: &[NewMessage],
     ) -> Result<Committed, ProducerError> {
-        let (actions, committed) = self.prepare(business, messages, self.clock.now_ms())?;
-        let described: Vec<String> = actions
-            .iter()
-            .map(|a| check::describe(a, &self.table))
-            .collect();
-        // Boxed: see "Future depth" in the crate docs.
-        let request = self
-            .client
-            .transact_write_items()
-            .set_transact_items(Some(actions))
-            .send();
-        match Box::pin(request).await {
-            Ok(_) => Ok(committed),
-            Err(e) => Err(error::cancellation(e, &described)),
-        }
+        let prepared = self.prepare(business, messages)?;
+        self.commit_prepared(&prepared).await
     }
 }
 
@@ -186,14 +205,15 @@ mod tests {
 
     #[test]
     fn message_items_follow_the_schema() {
-        let (actions, committed) = writer()
-            .prepare(
+        let prepared = writer()
+            .prepare_at(
                 vec![],
                 &[NewMessage::new("USER#1", "orders", "{}").event_type("CREATED")],
                 1_000,
             )
             .expect("valid");
-        let item = actions[0].put.as_ref().expect("a put").item();
+        let committed = prepared.committed();
+        let item = prepared.actions()[0].put.as_ref().expect("a put").item();
         assert_eq!(
             item.get(ITEM_TYPE),
             Some(&AttributeValue::S("PENDING_MESSAGE".into()))
@@ -220,7 +240,8 @@ mod tests {
         let msgs: Vec<NewMessage> = (0..50)
             .map(|i| NewMessage::new("A", "t", i.to_string()))
             .collect();
-        let (_, committed) = writer().prepare(vec![], &msgs, 5).expect("valid");
+        let prepared = writer().prepare_at(vec![], &msgs, 5).expect("valid");
+        let committed = prepared.committed();
         let mut sorted = committed.message_ids.clone();
         sorted.sort();
         sorted.dedup();
@@ -237,7 +258,7 @@ mod tests {
             .map(|i| put("orders", &[("id", &i.to_string())]))
             .collect();
         let err = writer()
-            .prepare(
+            .prepare_at(
                 business,
                 &[
                     NewMessage::new("A", "t", "{}"),
@@ -256,7 +277,7 @@ mod tests {
     fn refuses_an_item_over_400_kb_naming_the_action() {
         let big = "x".repeat(MAX_ITEM_BYTES);
         let err = writer()
-            .prepare(vec![], &[NewMessage::new("A", "orders", big)], 0)
+            .prepare_at(vec![], &[NewMessage::new("A", "orders", big)], 0)
             .expect_err("too big");
         match err {
             ProducerError::ItemTooLarge { index, action, .. } => {
@@ -273,7 +294,9 @@ mod tests {
         let msgs: Vec<NewMessage> = (0..14)
             .map(|_| NewMessage::new("A", "t", chunk.clone()))
             .collect();
-        let err = writer().prepare(vec![], &msgs, 0).expect_err("over 4 MB");
+        let err = writer()
+            .prepare_at(vec![], &msgs, 0)
+            .expect_err("over 4 MB");
         assert!(
             matches!(err, ProducerError::TransactionTooLarge { .. }),
             "{err}"
@@ -283,7 +306,7 @@ mod tests {
     #[test]
     fn refuses_two_actions_on_one_item() {
         let err = writer()
-            .prepare(
+            .prepare_at(
                 vec![
                     put("orders", &[("id", "1"), ("x", "a")]),
                     put("orders", &[("id", "1"), ("x", "b")]),
@@ -305,7 +328,7 @@ mod tests {
         );
         // Different keys in a table of known schema are fine.
         writer()
-            .prepare(
+            .prepare_at(
                 vec![put("orders", &[("id", "1")]), put("orders", &[("id", "2")])],
                 &[NewMessage::new("A", "t", "{}")],
                 0,
@@ -316,11 +339,11 @@ mod tests {
     #[test]
     fn refuses_empty_topic_and_no_messages() {
         assert!(matches!(
-            writer().prepare(vec![], &[], 0),
+            writer().prepare_at(vec![], &[], 0),
             Err(ProducerError::NoMessages)
         ));
         assert!(matches!(
-            writer().prepare(vec![], &[NewMessage::new("A", " ", "{}")], 0),
+            writer().prepare_at(vec![], &[NewMessage::new("A", " ", "{}")], 0),
             Err(ProducerError::InvalidMessage { index: 0, .. })
         ));
     }

@@ -1,21 +1,28 @@
 //! Every decision of the outbox, as plain functions of plain data: what to do with
-//! a destination's answer ([`send`]), with a claimed item and an attempt's outcome,
-//! and when to try again ([`retry`]), and how much time a sweep may use
-//! ([`budget`]). The publish and sweep paths call them between their I/O; a test or
-//! a model checker calls them directly.
+//! a destination's answer ([`send`]), how poison is marked `FAILED` so that the mark
+//! fits ([`poison`]), what a claimed item becomes and when to try again ([`retry`]),
+//! how a sweep keeps each aggregate's order ([`order`]), and how much time a sweep
+//! may use ([`budget`]). The publish and sweep paths call them between their I/O; a
+//! test or a model checker calls them directly.
 //!
 //! (STYLE.md's example keeps retryability in one `RetryLogic`; here every decision
 //! the outbox makes lives in this one module, because the sweeper's and the
 //! publisher's decisions depend on each other's outcomes.)
 
 pub mod budget;
+pub mod order;
+pub mod poison;
 pub mod retry;
 pub mod send;
 
 pub use budget::{Budget, adopted_due, expired, work_window};
+pub use order::{
+    Gate, OrderKey, Retrying, chunk_due, held_back, next_due_times, order_attempts, order_key,
+};
+pub use poison::{FailedMark, PAYLOAD_ON_DEAD_LETTER_QUEUE, bounded_error, failed_marks};
 pub use retry::{
-    Attempt, AttemptVerdict, attempt_of, backoff, exhausted, give_up_reason, jitter_of,
-    judge_attempt, millis, next_due_times, order_attempts,
+    Attempt, AttemptVerdict, HELD_BACK, attempt_of, backoff, exhausted, give_up_reason, jitter_of,
+    judge_attempt, millis, unclaimable,
 };
 pub use send::{
     CallVerdict, DeadLetterVerdict, EntryVerdict, judge_call, judge_dead_letter, judge_entry,

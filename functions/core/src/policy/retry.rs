@@ -1,10 +1,11 @@
 //! The sweeper's retry policy: what a claimed item becomes, what an attempt's
 //! outcome means, and when the next attempt is due. Plain functions of plain data.
 
+use super::order::{OrderKey, order_key};
+use crate::failure::Failure;
 use crate::ports::ClaimedItem;
 use crate::publish::{Outcome, Poison, Work, poison_of};
-use crate::schema::{ItemKey, stable_hash};
-use std::collections::HashMap;
+use crate::schema::{ItemKey, decode, stable_hash};
 use std::time::Duration;
 
 /// Exponential backoff with "equal jitter": the delay before attempt `attempt + 1`
@@ -53,6 +54,8 @@ pub struct Attempt {
     pub retry_count: u32,
     /// Its `CreatedAt` (0 when unknown).
     pub created_at: i64,
+    /// Its place among the messages of its aggregate.
+    pub order: OrderKey,
     /// What the publish path does with it.
     pub work: Work,
 }
@@ -63,6 +66,7 @@ pub fn attempt_of(claimed: ClaimedItem, max_attempts: u32) -> Attempt {
     match claimed.message {
         Ok(msg) => {
             let (retry_count, created_at) = (msg.retry_count, msg.created_at);
+            let order = order_key(&msg.key, created_at, &msg.message_id);
             let work = if exhausted(retry_count, max_attempts) {
                 let reason = give_up_reason(max_attempts, claimed.last_error.as_deref());
                 Work::Poison(poison_of(&msg, reason))
@@ -73,32 +77,52 @@ pub fn attempt_of(claimed: ClaimedItem, max_attempts: u32) -> Attempt {
                 key: claimed.key,
                 retry_count,
                 created_at,
+                order,
                 work,
             }
         }
-        Err(undecodable) => {
-            let mut poison = Poison::from(undecodable);
-            poison.key.get_or_insert_with(|| claimed.key.clone());
-            Attempt {
-                key: claimed.key,
-                retry_count: 0,
-                created_at: 0,
-                work: Work::Poison(poison),
-            }
-        }
+        Err(undecodable) => poison_attempt(claimed.key, Poison::from(undecodable)),
     }
 }
 
-/// Puts claimed items in publish order: per aggregate, earlier messages first.
-/// Within one write time, library ids (UUIDv7) are in creation order; sort keys of
-/// other producers may lead with an event name, so they come last.
-pub fn order_attempts(attempts: &mut [Attempt]) {
-    let tie = |a: &Attempt| match &a.work {
-        Work::Publish(m) if a.created_at > 0 => m.message_id.clone(),
-        _ => a.key.sk.clone(),
+/// What an item whose claim it refused for good becomes: poison, with the reason.
+/// Retrying cannot help, and left as it is the item would head the due order of every
+/// sweep, and enough of them would starve the sweeper. `item` is the item as stored,
+/// read after the refusal: its payload (or, when it is not a message, its raw content)
+/// goes to the dead-letter queue.
+pub fn unclaimable(key: ItemKey, item: &serde_dynamo::Item, refusal: &Failure) -> Attempt {
+    let reason = format!(
+        "the sweeper cannot claim the item, so it can never retry it (fix the item and redrive it): {}",
+        refusal.reason
+    );
+    let (poison, created_at, order) = match decode(item, Some(&key)) {
+        Ok(msg) => (
+            poison_of(&msg, reason),
+            msg.created_at,
+            order_key(&key, msg.created_at, &msg.message_id),
+        ),
+        Err(undecodable) => {
+            let mut p = Poison::from(undecodable);
+            p.reason = reason;
+            (p, 0, order_key(&key, 0, ""))
+        }
     };
-    attempts
-        .sort_by(|a, b| (&a.key.pk, a.created_at, tie(a)).cmp(&(&b.key.pk, b.created_at, tie(b))));
+    Attempt {
+        created_at,
+        order,
+        ..poison_attempt(key, poison)
+    }
+}
+
+fn poison_attempt(key: ItemKey, mut poison: Poison) -> Attempt {
+    poison.key.get_or_insert_with(|| key.clone());
+    Attempt {
+        order: order_key(&key, 0, ""),
+        key,
+        retry_count: 0,
+        created_at: 0,
+        work: Work::Poison(poison),
+    }
 }
 
 /// What an attempt's outcome means for the item.
@@ -109,59 +133,46 @@ pub enum AttemptVerdict {
         /// Whether this sweep marked it `SENT`.
         marked: bool,
     },
-    /// Dead-lettered and marked `FAILED`.
+    /// Dead-lettered (and marked `FAILED`, or the mark failed and the lease brings the
+    /// item back).
     DeadLettered {
         /// Why.
         reason: String,
     },
-    /// Failed: record the reason and try again after a backoff.
+    /// Someone else finished the item before this sweep's dead-letter copy: nothing
+    /// was sent.
+    Finished,
+    /// Not published: record the reason and try again after a backoff.
     Reschedule {
         /// The reason recorded in `LastError`.
         reason: String,
+        /// Whether the message was sent at all; one held back behind an earlier
+        /// message of its aggregate was not, and gets its attempt back.
+        attempted: bool,
     },
 }
+
+/// The reason recorded on a message held back behind an earlier one.
+pub const HELD_BACK: &str =
+    "not attempted: an earlier message of the same aggregate is still pending";
 
 /// Judges the outcome of one attempt.
 pub fn judge_attempt(outcome: &Outcome) -> AttemptVerdict {
     match outcome {
         Outcome::Sent { marked } => AttemptVerdict::Recovered { marked: *marked },
-        Outcome::DeadLettered { reason } => AttemptVerdict::DeadLettered {
+        Outcome::DeadLettered { reason, .. } => AttemptVerdict::DeadLettered {
             reason: reason.clone(),
         },
+        Outcome::AlreadyFinished => AttemptVerdict::Finished,
         Outcome::Retry { reason } => AttemptVerdict::Reschedule {
             reason: reason.clone(),
+            attempted: true,
         },
         Outcome::Blocked => AttemptVerdict::Reschedule {
-            reason:
-                "not attempted: an earlier message of the same aggregate failed in the same sweep"
-                    .to_owned(),
+            reason: format!("{HELD_BACK} (it failed in the same sweep)"),
+            attempted: false,
         },
     }
-}
-
-/// When each failed attempt is due again, for `(key, attempts made)` in publish
-/// order: `now` plus its backoff, and never before an earlier message of its
-/// aggregate that is also being retried (each gets at least its predecessor's due
-/// time + 1 ms).
-pub fn next_due_times(
-    failed: &[(&ItemKey, u32)],
-    now_ms: i64,
-    base: Duration,
-    max: Duration,
-) -> Vec<i64> {
-    let mut last_due: HashMap<&str, i64> = HashMap::new();
-    failed
-        .iter()
-        .map(|(key, attempt)| {
-            let delay = backoff(*attempt, base, max, jitter_of(key, *attempt));
-            let own = now_ms.saturating_add(millis(delay));
-            let next = last_due
-                .get(key.pk.as_str())
-                .map_or(own, |prev| own.max(prev + 1));
-            last_due.insert(key.pk.as_str(), next);
-            next
-        })
-        .collect()
 }
 
 /// A duration in whole milliseconds, saturating.
@@ -236,35 +247,56 @@ mod tests {
     }
 
     #[test]
-    fn a_later_message_of_an_aggregate_is_never_due_before_an_earlier_one() {
-        let (a1, a2, b1) = (
-            key("A"),
-            ItemKey {
-                pk: "A".into(),
-                sk: "MESSAGE#X#2".into(),
-            },
-            key("B"),
-        );
-        let base = Duration::from_secs(30);
-        let max = Duration::from_secs(900);
-        // A1 on its 5th attempt (long delay), A2 on its 1st (short delay).
-        let dues = next_due_times(&[(&a1, 5), (&a2, 1), (&b1, 1)], 1_000, base, max);
-        assert!(dues[1] > dues[0], "{dues:?}");
-        assert_eq!(
-            dues[2],
-            1_000 + millis(backoff(1, base, max, jitter_of(&b1, 1)))
-        );
-    }
-
-    #[test]
     fn a_blocked_attempt_is_rescheduled_with_the_reason() {
         match judge_attempt(&Outcome::Blocked) {
-            AttemptVerdict::Reschedule { reason } => assert!(reason.contains("earlier message")),
+            AttemptVerdict::Reschedule { reason, attempted } => {
+                assert!(reason.contains("earlier message") && !attempted);
+            }
             other => panic!("{other:?}"),
         }
         assert_eq!(
             judge_attempt(&Outcome::Sent { marked: false }),
             AttemptVerdict::Recovered { marked: false }
         );
+        assert_eq!(
+            judge_attempt(&Outcome::AlreadyFinished),
+            AttemptVerdict::Finished
+        );
+    }
+
+    #[test]
+    fn an_item_whose_claim_is_refused_for_good_is_poison_with_its_payload_and_the_reason() {
+        use serde_dynamo::AttributeValue as Av;
+        let k = key("A");
+        let item: serde_dynamo::Item = std::collections::HashMap::from([
+            ("PK".to_owned(), Av::S("A".into())),
+            ("SK".to_owned(), Av::S("MESSAGE#X#1".into())),
+            ("Topic".to_owned(), Av::S("t".into())),
+            ("Payload".to_owned(), Av::S("{\"n\":1}".into())),
+            ("CreatedAt".to_owned(), Av::N("5".into())),
+        ])
+        .into();
+        let refusal = Failure::content_refused("ValidationException: incorrect data type");
+        let a = unclaimable(k.clone(), &item, &refusal);
+        match &a.work {
+            Work::Poison(p) => {
+                assert_eq!(p.body, "{\"n\":1}");
+                assert!(
+                    p.reason.contains("cannot claim") && p.reason.contains("incorrect data type")
+                );
+                assert_eq!(p.key.as_ref(), Some(&k));
+            }
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(a.created_at, 5);
+        // An item that is not even a message goes as its raw content.
+        let bare: serde_dynamo::Item =
+            std::collections::HashMap::from([("RetryCount".to_owned(), Av::S("0".into()))]).into();
+        match unclaimable(k, &bare, &refusal).work {
+            Work::Poison(p) => {
+                assert!(p.body.contains("RetryCount") && p.reason.contains("cannot claim"));
+            }
+            other => panic!("{other:?}"),
+        }
     }
 }

@@ -97,6 +97,8 @@ pub enum DeadLetterVerdict {
     MarkFailed {
         /// The reason recorded in `LastError`.
         reason: String,
+        /// Whether the dead-letter queue holds the copy (and so the payload).
+        copied: bool,
     },
     /// The copy failed transiently: leave the item `PENDING` and report it for retry.
     Retry(Outcome),
@@ -107,6 +109,7 @@ pub fn judge_dead_letter(result: EntryResult, poison_reason: &str) -> DeadLetter
     match result {
         Ok(()) => DeadLetterVerdict::MarkFailed {
             reason: poison_reason.to_owned(),
+            copied: true,
         },
         Err(f) if f.is_transient() => DeadLetterVerdict::Retry(Outcome::Retry {
             reason: format!("dead-letter queue refused the copy: {}", f.reason),
@@ -116,6 +119,7 @@ pub fn judge_dead_letter(result: EntryResult, poison_reason: &str) -> DeadLetter
                 "{poison_reason}; the dead-letter queue also refused a copy ({}), so the payload is only on this item",
                 f.reason
             ),
+            copied: false,
         },
     }
 }
@@ -183,11 +187,13 @@ mod tests {
         assert_eq!(
             judge_dead_letter(Ok(()), "no route"),
             DeadLetterVerdict::MarkFailed {
-                reason: "no route".into()
+                reason: "no route".into(),
+                copied: true
             }
         );
         match judge_dead_letter(Err(Failure::permanent("too big")), "no route") {
-            DeadLetterVerdict::MarkFailed { reason } => {
+            DeadLetterVerdict::MarkFailed { reason, copied } => {
+                assert!(!copied);
                 assert!(reason.starts_with("no route;") && reason.contains("only on this item"))
             }
             other => panic!("{other:?}"),

@@ -10,6 +10,7 @@ use crate::policy::{
 };
 use crate::ports::{EntryResult, MessageSink, OutboxStore};
 use crate::route::Destination;
+use crate::schema::{STATUS, Status, string_attr};
 
 impl<K: MessageSink, S: OutboxStore> Publisher<K, S> {
     /// Sends the calls of one round concurrently, holding back entries of aggregates
@@ -95,7 +96,9 @@ impl<K: MessageSink, S: OutboxStore> Publisher<K, S> {
 
     /// Copies poison to the dead-letter queue, then marks it `FAILED`. The copy comes
     /// first: a crash between the two leaves the item `PENDING` (found again), never
-    /// `FAILED` without its copy.
+    /// `FAILED` without its copy. Poison already finished is not copied again (a
+    /// stream record delivered again after a checkpoint, a sweep after the publisher):
+    /// the item is read first.
     pub(super) async fn dead_letter(
         &self,
         poison: Vec<(usize, Poison)>,
@@ -104,9 +107,9 @@ impl<K: MessageSink, S: OutboxStore> Publisher<K, S> {
         if poison.is_empty() {
             return Vec::new();
         }
+        let (poison, mut out) = self.still_pending(poison).await;
         let dlq = &self.config.dead_letter;
-        let mut out = Vec::with_capacity(poison.len());
-        let mut to_fail: Vec<(usize, Poison)> = Vec::new();
+        let mut to_fail: Vec<(usize, Poison, bool)> = Vec::new();
         for chunk in chunk_by_limits(dlq, &poison, |(_, p)| dead_letter_message(p, dlq)) {
             let (members, messages): (Vec<&(usize, Poison)>, Vec<OutboundMessage>) =
                 chunk.into_iter().unzip();
@@ -114,10 +117,10 @@ impl<K: MessageSink, S: OutboxStore> Publisher<K, S> {
             let results = self.send_resilient(dlq, &refs).await;
             for ((index, p), result) in members.into_iter().zip(results) {
                 match judge_dead_letter(result, &p.reason) {
-                    DeadLetterVerdict::MarkFailed { reason } => {
+                    DeadLetterVerdict::MarkFailed { reason, copied } => {
                         let mut p = p.clone();
                         p.reason = reason;
-                        to_fail.push((*index, p));
+                        to_fail.push((*index, p, copied));
                     }
                     DeadLetterVerdict::Retry(outcome) => {
                         tracing::error!(?outcome, "could not dead-letter poison; will retry");
@@ -129,4 +132,45 @@ impl<K: MessageSink, S: OutboxStore> Publisher<K, S> {
         out.extend(self.mark_all_failed(to_fail, now_ms).await);
         out
     }
+
+    /// Splits poison into what is still `PENDING` (or cannot be read: copied anyway,
+    /// as a duplicate copy is better than none) and what someone else has finished.
+    async fn still_pending(
+        &self,
+        poison: Vec<(usize, Poison)>,
+    ) -> (Vec<(usize, Poison)>, Vec<(usize, Outcome)>) {
+        let checked = futures::future::join_all(poison.into_iter().map(|(index, p)| async move {
+            let finished = match &p.key {
+                None => false,
+                Some(key) => match self.store.load(key).await {
+                    Ok(item) => !is_pending(item.as_ref()),
+                    Err(e) => {
+                        tracing::warn!(sk = %key.sk, error = %e, "could not read poison before copying it; copying");
+                        false
+                    }
+                },
+            };
+            (index, p, finished)
+        }))
+        .await;
+        let mut pending = Vec::new();
+        let mut finished = Vec::new();
+        for (index, p, done) in checked {
+            if done {
+                tracing::info!(
+                    message_id = p.message_id.as_deref().unwrap_or("-"),
+                    "poison already finished: not copied again"
+                );
+                finished.push((index, Outcome::AlreadyFinished));
+            } else {
+                pending.push((index, p));
+            }
+        }
+        (pending, finished)
+    }
+}
+
+/// Whether a stored item is `PENDING` (an absent item is not).
+fn is_pending(item: Option<&serde_dynamo::Item>) -> bool {
+    item.and_then(|i| string_attr(i, STATUS)) == Some(Status::Pending.as_str())
 }

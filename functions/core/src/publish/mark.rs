@@ -3,37 +3,78 @@
 //! stream path could not finish. All conditional, all concurrent.
 
 use super::{ADOPT_GRACE_MS, MARK_CONCURRENCY, Outcome, Poison, Publisher, Work, WorkItem};
+use crate::failure::FailureKind;
+use crate::policy::{bounded_error, failed_marks};
 use crate::ports::{MarkOutcome, MessageSink, OutboxStore};
-use crate::schema::sweep_shard;
+use crate::schema::{ItemKey, sweep_shard};
 use futures::StreamExt;
 
 impl<K: MessageSink, S: OutboxStore> Publisher<K, S> {
-    /// Marks poison `FAILED` once its copy is on the dead-letter queue.
+    /// Marks poison `FAILED` once its copy is on the dead-letter queue (`copied`) or
+    /// the queue refused it for good.
     pub(super) async fn mark_all_failed(
         &self,
-        poison: Vec<(usize, Poison)>,
+        poison: Vec<(usize, Poison, bool)>,
         now_ms: i64,
     ) -> Vec<(usize, Outcome)> {
-        futures::stream::iter(poison.into_iter().map(|(index, p)| async move {
+        futures::stream::iter(poison.into_iter().map(|(index, p, copied)| async move {
             tracing::warn!(
                 message_id = p.message_id.as_deref().unwrap_or("-"),
                 topic = p.topic.as_deref().unwrap_or("-"),
                 aggregate = p.key.as_ref().map(|k| k.pk.as_str()).unwrap_or("-"),
                 reason = %p.reason,
+                copied,
                 "message is poison: copied to the dead-letter queue, marking FAILED"
             );
-            if let Some(key) = &p.key
-                && let Err(e) = self.store.mark_failed(key, &p.reason, now_ms).await
-            {
-                // The copy is safe on the dead-letter queue; the item stays PENDING
-                // and the sweeper will fail it again. Not worth a stream retry.
-                tracing::error!(error = %e, sk = %key.sk, "could not mark FAILED; the sweeper will");
-            }
-            (index, Outcome::DeadLettered { reason: p.reason })
+            let marked = match &p.key {
+                Some(key) => {
+                    self.mark_failed_fitting(key, &p.reason, copied, now_ms)
+                        .await
+                }
+                None => false,
+            };
+            let reason = p.reason;
+            (index, Outcome::DeadLettered { reason, marked })
         }))
         .buffer_unordered(MARK_CONCURRENCY)
         .collect()
         .await
+    }
+
+    /// Tries the marks of [`failed_marks`] in order while the item refuses them for
+    /// what they would make it hold (its size): whether the item is `FAILED` now
+    /// (by this mark or someone else's).
+    async fn mark_failed_fitting(
+        &self,
+        key: &ItemKey,
+        reason: &str,
+        copied: bool,
+        now_ms: i64,
+    ) -> bool {
+        for mark in failed_marks(reason, copied) {
+            match self.store.mark_failed(key, &mark, now_ms).await {
+                Ok(_) => {
+                    if mark.payload_moved
+                        || mark.last_error.as_deref() != Some(&bounded_error(reason))
+                    {
+                        tracing::warn!(sk = %key.sk, payload_moved = mark.payload_moved, %reason,
+                            "the item is at its size limit: marked FAILED with a smaller mark");
+                    }
+                    return true;
+                }
+                Err(f) if f.kind == FailureKind::ContentRefused => {
+                    tracing::info!(sk = %key.sk, error = %f, "the item refused the FAILED mark; trying a smaller one");
+                }
+                Err(e) => {
+                    // The copy is on the dead-letter queue; the item stays PENDING and
+                    // the sweeper will fail it again.
+                    tracing::error!(error = %e, sk = %key.sk, "could not mark FAILED; the sweeper will");
+                    return false;
+                }
+            }
+        }
+        tracing::error!(sk = %key.sk, "the item refused every FAILED mark; the sweeper will retry");
+        false
     }
 
     /// Marks every published item `SENT`, concurrently. A refused condition means
@@ -69,9 +110,10 @@ impl<K: MessageSink, S: OutboxStore> Publisher<K, S> {
         .await
     }
 
-    /// Items from minimal producers carry no sweeper index keys, so if the stream path
-    /// cannot finish them (a retry that may run out, a SENT mark that failed) nothing
-    /// would ever look at them again. Put them in the index, due after the grace.
+    /// Items from minimal producers carry no sweeper index keys (and foreign ones may
+    /// carry values no sweep claims), so if the stream path cannot finish them (a
+    /// retry that may run out, a SENT or FAILED mark that failed) nothing would ever
+    /// look at them again. Put them in the index, due after the grace.
     pub(super) async fn adopt_unfinished(
         &self,
         items: &[WorkItem],
@@ -86,14 +128,21 @@ impl<K: MessageSink, S: OutboxStore> Publisher<K, S> {
                 .filter_map(|(item, outcome)| match (&item.work, outcome) {
                     (
                         Work::Publish(msg),
-                        Outcome::Retry { .. } | Outcome::Blocked | Outcome::Sent { marked: false },
-                    ) if !msg.indexed => Some(msg),
+                        Outcome::Retry { .. }
+                        | Outcome::Blocked
+                        | Outcome::Sent { marked: false }
+                        | Outcome::DeadLettered { marked: false, .. },
+                    ) if !msg.indexed() => Some(msg),
                     _ => None,
                 });
         futures::stream::iter(unfinished)
             .for_each_concurrent(MARK_CONCURRENCY, |msg| async move {
                 let shard = sweep_shard(&msg.key.pk);
-                if let Err(e) = self.store.adopt_unindexed(&msg.key, &shard, due).await {
+                if let Err(e) = self
+                    .store
+                    .adopt_unindexed(&msg.key, &shard, due, &msg.index)
+                    .await
+                {
                     tracing::warn!(message_id = %msg.message_id, error = %e, "could not put the item in the sweeper index; scan mode will find it");
                 }
             })

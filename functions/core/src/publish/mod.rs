@@ -70,11 +70,18 @@ pub enum Outcome {
         /// Whether this call changed the item to `SENT`.
         marked: bool,
     },
-    /// Poison: copied to the dead-letter queue and marked `FAILED`.
+    /// Poison: copied to the dead-letter queue and marked `FAILED` — or, when
+    /// `marked` is false, the mark could not be made and the item is still `PENDING`
+    /// (the sweeper finishes it).
     DeadLettered {
         /// The reason recorded in `LastError`.
         reason: String,
+        /// Whether the item is now `FAILED`.
+        marked: bool,
     },
+    /// Poison that someone else had already finished (a replay of a record whose item
+    /// is `FAILED` by now): nothing was sent, nothing changed.
+    AlreadyFinished,
     /// A transient failure: report for retry.
     Retry {
         /// What failed.
@@ -118,6 +125,7 @@ impl Summary {
                     }
                 }
                 Outcome::DeadLettered { .. } => s.dead_lettered += 1,
+                Outcome::AlreadyFinished => {}
                 Outcome::Retry { .. } | Outcome::Blocked => s.retried += 1,
             }
         }

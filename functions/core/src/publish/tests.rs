@@ -35,7 +35,7 @@ fn work(pk: &str, topic: &str, body: &str) -> WorkItem {
             created_at: 1,
             retry_count: 0,
             sequence: None,
-            indexed: true,
+            index: crate::schema::SeenIndex::ours(crate::schema::sweep_shard(pk), 1),
         }),
     }
 }
@@ -130,7 +130,7 @@ async fn an_entry_the_destination_refuses_for_good_becomes_poison_without_blocki
     }));
     let outcomes = p.process(&items).await;
     assert!(
-        matches!(&outcomes[0], Outcome::DeadLettered { reason } if reason.contains("InvalidMessageContents"))
+        matches!(&outcomes[0], Outcome::DeadLettered { reason, marked: true } if reason.contains("InvalidMessageContents"))
     );
     assert_eq!(outcomes[1], Outcome::Sent { marked: true });
     let failed = p.store.failed();
@@ -160,7 +160,7 @@ async fn a_call_refused_for_one_message_s_content_is_retried_one_by_one() {
     // The culprit becomes poison; the dead-letter queue refuses it too, so it ends
     // FAILED with its payload kept on the item.
     assert!(
-        matches!(&outcomes[1], Outcome::DeadLettered { reason } if reason.contains("BatchRequestTooLong")),
+        matches!(&outcomes[1], Outcome::DeadLettered { reason, marked: true } if reason.contains("BatchRequestTooLong")),
         "{outcomes:?}"
     );
 }
@@ -174,8 +174,57 @@ async fn content_the_dead_letter_queue_refuses_too_still_ends_failed_not_retried
     }));
     let outcomes = p.process(&items).await;
     assert!(
-        matches!(&outcomes[0], Outcome::DeadLettered { reason } if reason.contains("only on this item")),
+        matches!(&outcomes[0], Outcome::DeadLettered { reason, marked: true } if reason.contains("only on this item")),
         "{outcomes:?}"
     );
     assert_eq!(p.store.failed().len(), 1);
+}
+
+#[tokio::test]
+async fn poison_someone_already_failed_is_neither_copied_again_nor_counted() {
+    // A replay of a stream record after a checkpoint: the item is FAILED by now.
+    let p = publisher(RecordingSink::default());
+    let item = work("A", "nowhere", "gone");
+    let key = match &item.work {
+        Work::Publish(m) => m.key.clone(),
+        Work::Poison(_) => unreachable!(),
+    };
+    p.store.put(
+        key,
+        crate::schema::OutboxItem {
+            status: Some("FAILED".into()),
+            ..crate::schema::OutboxItem::default()
+        },
+    );
+    let outcomes = p.process(&[item]).await;
+    assert_eq!(outcomes, vec![Outcome::AlreadyFinished]);
+    assert!(p.sink.calls().is_empty(), "{:?}", p.sink.calls());
+    assert_eq!(Summary::of(&outcomes), Summary::default());
+}
+
+#[tokio::test]
+async fn an_item_at_its_size_limit_whose_copy_was_refused_keeps_its_payload_and_is_failed() {
+    // The dead-letter queue refused the copy: the payload must stay on the item, which
+    // has no room for a reason or a time. Only the bare mark fits: FAILED all the same.
+    let p = publisher(RecordingSink::new(Refusals {
+        refused_everywhere: vec!["big".into()],
+        ..Refusals::default()
+    }));
+    let item = work("A", "std", "big");
+    let key = match &item.work {
+        Work::Publish(m) => m.key.clone(),
+        Work::Poison(_) => unreachable!(),
+    };
+    p.store.fail(crate::fakes::StoreFaults {
+        full: vec![key.clone()],
+        ..crate::fakes::StoreFaults::default()
+    });
+    let outcomes = p.process(&[item]).await;
+    assert!(
+        matches!(&outcomes[0], Outcome::DeadLettered { marked: true, .. }),
+        "{outcomes:?}"
+    );
+    let stored = p.store.get(&key).expect("stored");
+    assert_eq!(stored.status.as_deref(), Some("FAILED"));
+    assert_eq!(stored.payload_on, None, "the payload was not moved");
 }

@@ -6,7 +6,11 @@
 //! the type because items come from any producer; [`OutboxItem::into_message`] says
 //! which required one is missing.
 
-use super::{ItemKey, PAYLOAD, PK, SK, Status, TOPIC, derive_message_id, item_key, string_attr};
+use super::index::SeenIndex;
+use super::number::{integer, lenient};
+use super::{
+    ItemKey, PAYLOAD, PK, SEQUENCE, SK, Status, TOPIC, derive_message_id, item_key, string_attr,
+};
 use serde::{Deserialize, Serialize};
 
 /// An outbox item, attribute by attribute, as stored.
@@ -49,7 +53,8 @@ pub struct OutboxItem {
         deserialize_with = "lenient::i64"
     )]
     pub created_at: Option<i64>,
-    /// `Sequence`: per-aggregate order.
+    /// `Sequence`: per-aggregate order. [`OutboxItem::from_item`] reads it exactly from
+    /// its decimal text (an integer in `u64`, else none).
     #[serde(
         rename = "Sequence",
         default,
@@ -95,6 +100,10 @@ pub struct OutboxItem {
     /// `LastError`.
     #[serde(rename = "LastError", skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,
+    /// `PayloadOn`: where the payload went when a `FAILED` item at its size limit
+    /// gave it up (`dead-letter queue`: the dead-letter copy holds it).
+    #[serde(rename = "PayloadOn", skip_serializing_if = "Option::is_none")]
+    pub payload_on: Option<String>,
 }
 
 /// An outbox message, decoded and validated: everything the publish path needs.
@@ -114,12 +123,19 @@ pub struct OutboxMessage {
     pub retry_count: u32,
     /// Optional per-aggregate sequence number.
     pub sequence: Option<u64>,
-    /// Whether the item carries the sweeper index keys. Items from minimal producers
-    /// do not, and are adopted into the index when the stream path cannot finish them.
-    pub indexed: bool,
+    /// The sweeper index attributes as read. Items from minimal producers carry none,
+    /// foreign producers may carry values no sweep claims: either way the item is not
+    /// [`OutboxMessage::indexed`], and is adopted into the index when the stream path
+    /// cannot finish it.
+    pub index: SeenIndex,
 }
 
 impl OutboxMessage {
+    /// Whether a sweep would find and claim the item as it is.
+    pub fn indexed(&self) -> bool {
+        self.index.is_valid()
+    }
+
     /// The aggregate this message belongs to (its partition key).
     pub fn aggregate(&self) -> &str {
         &self.key.pk
@@ -156,15 +172,24 @@ pub struct Undecodable {
 }
 
 impl OutboxItem {
-    /// Reads an item, naming the attribute whose type is wrong.
+    /// Reads an item, naming the attribute whose type is wrong. `Sequence` is read
+    /// from its decimal text, exactly: through `f64` it would lose digits above 2^53.
     pub fn from_item(item: serde_dynamo::Item) -> Result<Self, DecodeError> {
+        let sequence = match item.inner().get(SEQUENCE) {
+            Some(serde_dynamo::AttributeValue::N(n)) => {
+                integer(n).and_then(|i| u64::try_from(i).ok())
+            }
+            _ => None,
+        };
         let de = serde_dynamo::Deserializer::from_attribute_value(serde_dynamo::AttributeValue::M(
             item.into_inner(),
         ));
-        serde_path_to_error::deserialize(de).map_err(|e| {
+        let mut read: OutboxItem = serde_path_to_error::deserialize(de).map_err(|e| {
             let path = e.path().to_string();
             DecodeError::Malformed(format!("attribute `{path}`: {}", e.into_inner()))
-        })
+        })?;
+        read.sequence = sequence;
+        Ok(read)
     }
 
     /// The stored `Status`, when it is one of the three states.
@@ -181,10 +206,12 @@ impl OutboxItem {
     }
 
     /// Validates the item into a message. `fallback_key` is used when the item itself
-    /// lacks `PK`/`SK` (a stream record always carries its keys separately).
+    /// lacks `PK`/`SK` (a stream record always carries its keys separately); `index`
+    /// is its sweeper index attributes as read ([`SeenIndex::of`] the image).
     pub fn into_message(
         self,
         fallback_key: Option<&ItemKey>,
+        index: SeenIndex,
     ) -> Result<OutboxMessage, DecodeError> {
         let pk = self
             .pk
@@ -211,7 +238,7 @@ impl OutboxItem {
             created_at: self.created_at.unwrap_or(0),
             retry_count: self.retry_count.unwrap_or(0),
             sequence: self.sequence,
-            indexed: self.sweep_shard.is_some(),
+            index,
             key,
         })
     }
@@ -222,7 +249,8 @@ pub fn decode_message(
     item: serde_dynamo::Item,
     fallback_key: Option<&ItemKey>,
 ) -> Result<OutboxMessage, DecodeError> {
-    OutboxItem::from_item(item)?.into_message(fallback_key)
+    let index = SeenIndex::of(&item);
+    OutboxItem::from_item(item)?.into_message(fallback_key, index)
 }
 
 /// Decodes an item image into a message, or into what is needed to dead-letter it
@@ -239,187 +267,6 @@ pub fn decode(
     })
 }
 
-/// Numbers a producer may have written with a fraction (`Decimal(time.time()*1000)`)
-/// are read leniently, so that optional metadata never turns a good message into
-/// poison: integers exactly, fractions truncated, out-of-range values saturated.
-mod lenient {
-    use serde::de::{Deserialize, Deserializer, Error, Visitor};
-    use std::fmt;
-
-    enum Number {
-        Int(i64),
-        UInt(u64),
-        Float(f64),
-    }
-
-    impl<'de> Deserialize<'de> for Number {
-        fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-            struct V;
-            impl Visitor<'_> for V {
-                type Value = Number;
-                fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                    f.write_str("a number")
-                }
-                fn visit_i64<E: Error>(self, v: i64) -> Result<Number, E> {
-                    Ok(Number::Int(v))
-                }
-                fn visit_u64<E: Error>(self, v: u64) -> Result<Number, E> {
-                    Ok(Number::UInt(v))
-                }
-                fn visit_f64<E: Error>(self, v: f64) -> Result<Number, E> {
-                    Ok(Number::Float(v))
-                }
-            }
-            d.deserialize_any(V)
-        }
-    }
-
-    pub(super) fn i64<'de, D: Deserializer<'de>>(d: D) -> Result<Option<i64>, D::Error> {
-        Ok(Option::<Number>::deserialize(d)?.map(|n| match n {
-            Number::Int(i) => i,
-            Number::UInt(u) => i64::try_from(u).unwrap_or(i64::MAX),
-            Number::Float(f) => f as i64,
-        }))
-    }
-
-    pub(super) fn u32<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u32>, D::Error> {
-        Ok(Option::<Number>::deserialize(d)?.map(|n| match n {
-            Number::Int(i) => u32::try_from(i.max(0)).unwrap_or(u32::MAX),
-            Number::UInt(u) => u32::try_from(u).unwrap_or(u32::MAX),
-            Number::Float(f) => f.max(0.0) as u32,
-        }))
-    }
-
-    /// Negative values mean "no sequence".
-    pub(super) fn u64<'de, D: Deserializer<'de>>(d: D) -> Result<Option<u64>, D::Error> {
-        Ok(Option::<Number>::deserialize(d)?.and_then(|n| match n {
-            Number::Int(i) => u64::try_from(i).ok(),
-            Number::UInt(u) => Some(u),
-            Number::Float(f) => (f >= 0.0).then_some(f as u64),
-        }))
-    }
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_dynamo::AttributeValue as Av;
-    use std::collections::HashMap;
-
-    fn item(pairs: &[(&str, Av)]) -> serde_dynamo::Item {
-        let map: HashMap<String, Av> = pairs
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), v.clone()))
-            .collect();
-        map.into()
-    }
-
-    fn s(v: &str) -> Av {
-        Av::S(v.to_owned())
-    }
-
-    #[test]
-    fn minimal_boto3_item_decodes_with_a_derived_message_id() {
-        let it = item(&[
-            ("PK", s("USER#123")),
-            ("SK", s("MESSAGE#PROFILE_UPDATED#1698765432")),
-            ("ItemType", s("PENDING_MESSAGE")),
-            ("Topic", s("user-profile-updated")),
-            ("Payload", s("{\"user_id\":\"123\"}")),
-            ("Status", s("PENDING")),
-            ("RetryCount", Av::N("0".into())),
-        ]);
-        let msg = decode_message(it.clone(), None).expect("decodes");
-        assert_eq!(msg.topic, "user-profile-updated");
-        assert_eq!(msg.created_at, 0);
-        assert_eq!(msg.message_id, derive_message_id(&msg.key));
-        // Deterministic: the same item decodes to the same id.
-        assert_eq!(
-            decode_message(it, None).expect("decodes").message_id,
-            msg.message_id
-        );
-    }
-
-    #[test]
-    fn wrong_attribute_type_names_the_attribute() {
-        let it = item(&[
-            ("PK", s("A")),
-            ("SK", s("B")),
-            ("Topic", s("t")),
-            ("Payload", Av::M(HashMap::new())),
-        ]);
-        let err = decode_message(it, None).expect_err("payload map is malformed");
-        let text = err.to_string();
-        assert!(text.contains("Payload"), "{text}");
-    }
-
-    #[test]
-    fn missing_topic_is_reported_by_name() {
-        let it = item(&[("PK", s("A")), ("SK", s("B")), ("Payload", s("{}"))]);
-        assert_eq!(
-            decode_message(it, None).expect_err("no topic"),
-            DecodeError::Missing("Topic")
-        );
-    }
-
-    #[test]
-    fn fractional_metadata_numbers_are_read_leniently() {
-        let it = item(&[
-            ("PK", s("A")),
-            ("SK", s("B")),
-            ("Topic", s("t")),
-            ("Payload", s("{}")),
-            ("CreatedAt", Av::N("1698765432123.456".into())),
-            ("Sequence", Av::N("7.0".into())),
-            ("RetryCount", Av::N("-2".into())),
-        ]);
-        let msg = decode_message(it, None).expect("a good message, not poison");
-        assert_eq!(msg.created_at, 1_698_765_432_123);
-        assert_eq!(msg.sequence, Some(7));
-        assert_eq!(msg.retry_count, 0);
-        assert!(!msg.indexed);
-    }
-
-    #[test]
-    fn keys_fall_back_to_the_stream_record_keys() {
-        let it = item(&[("Topic", s("t")), ("Payload", s("{}"))]);
-        let key = ItemKey {
-            pk: "A".into(),
-            sk: "B".into(),
-        };
-        let msg = decode_message(it, Some(&key)).expect("decodes");
-        assert_eq!(msg.key, key);
-    }
-
-    #[test]
-    fn an_undecodable_item_keeps_its_raw_content_key_and_topic() {
-        let it = item(&[("PK", s("A")), ("SK", s("B")), ("Topic", s("t"))]);
-        let bad = decode(&it, None).expect_err("no payload");
-        assert_eq!(bad.error, DecodeError::Missing("Payload"));
-        assert_eq!(bad.topic.as_deref(), Some("t"));
-        assert_eq!(bad.key.map(|k| k.pk), Some("A".to_owned()));
-        assert!(bad.raw.contains("\"Topic\""), "{}", bad.raw);
-    }
-
-    #[test]
-    fn an_item_written_and_read_back_is_the_same() {
-        let written = OutboxItem {
-            pk: Some("A".into()),
-            sk: Some("MESSAGE#X#1".into()),
-            status: Some(Status::Pending.as_str().into()),
-            retry_count: Some(0),
-            created_at: Some(1_700_000_000_000),
-            sequence: Some(3),
-            ..OutboxItem::default()
-        };
-        let stored: serde_dynamo::Item = serde_dynamo::to_item(&written).expect("serialises");
-        assert_eq!(
-            stored.inner().get("CreatedAt"),
-            Some(&Av::N("1700000000000".into()))
-        );
-        assert!(!stored.inner().contains_key("Topic"), "absent stays absent");
-        let read = OutboxItem::from_item(stored).expect("reads");
-        assert_eq!(read, written);
-        assert_eq!(read.status(), Some(Status::Pending));
-    }
-}
+#[path = "item_tests.rs"]
+mod tests;

@@ -6,9 +6,12 @@
 //! hand-written boto3 producer writes. Everything optional here is optional for that
 //! reason.
 
+mod index;
 mod item;
+pub mod number;
 mod shape;
 
+pub use index::{SeenIndex, is_sweep_shard};
 pub use item::{DecodeError, OutboxItem, OutboxMessage, Undecodable, decode, decode_message};
 pub use shape::{ScalarType, TABLE, TableShape};
 
@@ -48,6 +51,24 @@ pub const FAILED_AT: &str = "FailedAt";
 pub const EXPIRES_AT: &str = "ExpiresAt";
 /// Why the last attempt failed, in words an operator understands.
 pub const LAST_ERROR: &str = "LastError";
+/// Where the payload went when a `FAILED` item at its size limit could not keep it
+/// and take its `LastError` too: `dead-letter queue` (the dead-letter copy holds it).
+pub const PAYLOAD_ON: &str = "PayloadOn";
+
+/// Partition key of the sweeper's own bookkeeping items in the outbox table (not
+/// outbox items: no `ItemType`, so neither the stream filter nor the publisher takes
+/// them): one per adoption scan segment, `SK` = [`scan_cursor_sk`].
+pub const SWEEPER_PK: &str = "OUTBOX#SWEEPER";
+/// Attribute of a scan cursor item: the number of segments the cursor is for.
+pub const SCAN_SEGMENTS: &str = "Segments";
+/// Attribute of a scan cursor item: where the segment stopped (the store's page
+/// token), absent when it reached the end.
+pub const SCAN_CURSOR: &str = "Cursor";
+
+/// The sort key of the scan cursor item of `segment`.
+pub fn scan_cursor_sk(segment: u32) -> String {
+    format!("SCAN#{segment}")
+}
 
 /// Name of the sparse global secondary index the sweeper queries.
 pub const SWEEP_INDEX: &str = "OutboxSweepIndex";

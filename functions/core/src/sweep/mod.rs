@@ -16,13 +16,22 @@
 //! attempt records `LastError` and the next due time, exponential backoff with jitter;
 //! past the attempt limit the item is dead-lettered and marked `FAILED`.
 //!
-//! Minimal producers write no index attributes; [`ScanMode::On`] adopts their items
-//! into the index with a bounded, resumable parallel scan.
+//! Minimal producers write no index attributes (and foreign producers may write
+//! values no sweep claims); [`ScanMode::On`] adopts their items into the index with a
+//! bounded parallel scan that continues where the last sweep stopped — the cursors
+//! are saved in the table, so a cold start continues too.
 //!
-//! The sweep is split by concern: [`config`] (what the environment says), `run` (the
-//! I/O of one sweep), [`handler`] (one Lambda invocation); every decision it makes is
-//! a plain function in [`crate::policy`].
+//! Each aggregate's order holds across the sweep: an aggregate's due keys are
+//! claimed and published together, a later message never goes before an earlier one
+//! that this sweep could not claim or that failed, and a rescheduled message is never
+//! due before its earlier siblings ([`crate::policy::order`]).
+//!
+//! The sweep is split by concern: [`config`] (what the environment says), `run` (find
+//! due keys, claim, publish, reschedule), `adopt` (scan mode), [`handler`] (one
+//! Lambda invocation); every decision it makes is a plain function in
+//! [`crate::policy`].
 
+mod adopt;
 pub mod config;
 pub mod handler;
 mod run;
@@ -33,10 +42,10 @@ pub use crate::policy::{
 pub use config::{ScanMode, SweepLimits, SweeperConfig, vars};
 pub use handler::handle_scheduled_event;
 
-use crate::ports::{MessageSink, OutboxStore, PageToken, SweepStore};
+use crate::policy::chunk_due;
+use crate::ports::{MessageSink, OutboxStore, SweepStore};
 use crate::publish::Publisher;
 use serde::Serialize;
-use std::sync::Mutex;
 
 /// What one sweep did, for logs, metrics and the Lambda response.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
@@ -67,8 +76,16 @@ pub struct SweepSummary {
     pub index_queries: usize,
     /// Age of the oldest message found due: from its `CreatedAt` when claimed, else
     /// how long it has been due (a lower bound). Messages waiting out a backoff are
-    /// counted when they come due again.
+    /// counted when they come due again. Meaningful only when every shard was read
+    /// (`unread_shards == 0`).
     pub oldest_pending_age_ms: Option<i64>,
+    /// Index shards whose query failed: the sweep could not see what is due there, so
+    /// it cannot say that nothing is pending (the age metric is left out).
+    pub unread_shards: usize,
+    /// Store requests that failed — index queries, scan pages, claims, reschedules,
+    /// scan cursors (metric `SweepErrors`). Any makes the invocation fail, so that the
+    /// function's `Errors` metric shows a sweeper that cannot do its work.
+    pub errors: usize,
 }
 
 /// The sweeper with its dependencies.
@@ -78,9 +95,6 @@ pub struct Sweeper<K, S> {
     pub publisher: Publisher<K, S>,
     /// Retry policy, scan mode, bounds.
     pub config: SweeperConfig,
-    /// Where each scan segment stopped: a warm Lambda continues there next run, so a
-    /// bounded scan still covers a large table over several runs.
-    scan_cursors: Mutex<Vec<Option<PageToken>>>,
 }
 
 /// One sweep's budget, with the instant (on the sweeper's clock) it stops starting
@@ -94,11 +108,7 @@ struct Window {
 impl<K, S> Sweeper<K, S> {
     /// A sweeper around a publish path.
     pub fn new(publisher: Publisher<K, S>, config: SweeperConfig) -> Self {
-        Sweeper {
-            publisher,
-            config,
-            scan_cursors: Mutex::new(Vec::new()),
-        }
+        Sweeper { publisher, config }
     }
 
     fn store(&self) -> &S {
@@ -123,17 +133,20 @@ impl<K: MessageSink, S: OutboxStore + SweepStore> Sweeper<K, S> {
             self.adopt_unindexed(&window, &mut summary).await;
         }
         let due = self.due_keys(&window, &mut summary).await;
-        let chunk = self.config.limits.chunk.max(1);
-        for (i, keys) in due.chunks(chunk).enumerate() {
+        let limits = self.config.limits;
+        let (chunks, left) = chunk_due(due, limits.max_items, limits.chunk);
+        summary.skipped += left;
+        for (i, keys) in chunks.iter().enumerate() {
             if self.expired(&window) {
-                summary.skipped += due.len() - i * chunk;
-                tracing::info!(
-                    left = due.len() - i * chunk,
-                    "time budget used up; the next sweep continues"
-                );
+                let rest: usize = chunks[i..].iter().map(Vec::len).sum();
+                summary.skipped += rest;
+                tracing::info!(left = rest, "time budget used up; the next sweep continues");
                 break;
             }
-            self.attempt(keys, &window, &mut summary).await;
+            // Boxed: each chunk's future holds the whole publish path; unboxed, the
+            // Lambda binary's future is too deep for the compiler's layout queries
+            // (see "Future depth" in the `dynamodb-outbox` crate docs).
+            Box::pin(self.attempt(keys, &window, &mut summary)).await;
         }
         tracing::info!(
             found = summary.found,
@@ -147,6 +160,8 @@ impl<K: MessageSink, S: OutboxStore + SweepStore> Sweeper<K, S> {
             index_items_read = summary.index_items_read,
             scan_items_read = summary.scan_items_read,
             oldest_pending_age_ms = summary.oldest_pending_age_ms.unwrap_or(0),
+            unread_shards = summary.unread_shards,
+            errors = summary.errors,
             "sweep done"
         );
         summary

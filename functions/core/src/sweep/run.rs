@@ -1,33 +1,44 @@
-//! The I/O of one sweep: read due keys, claim, publish, reschedule; adopt unindexed
-//! items in scan mode. The decisions in between are [`crate::policy`]'s.
+//! The I/O of one sweep: read due keys, claim, publish, reschedule. The decisions in
+//! between are [`crate::policy`]'s.
 
 use super::{SweepSummary, Sweeper, Window};
-use crate::failure::Failure;
+use crate::failure::{Failure, FailureKind};
 use crate::policy::{
-    Attempt, AttemptVerdict, adopted_due, attempt_of, judge_attempt, millis, next_due_times,
-    order_attempts,
+    Attempt, AttemptVerdict, Gate, HELD_BACK, Retrying, attempt_of, held_back, judge_attempt,
+    millis, next_due_times, order_attempts, order_key, unclaimable,
 };
-use crate::ports::{Claim, DueKey, MarkOutcome, MessageSink, OutboxStore, PageToken, SweepStore};
+use crate::ports::{Claim, DueKey, MarkOutcome, MessageSink, OutboxStore, SweepStore};
 use crate::publish::WorkItem;
-use crate::schema::{ItemKey, all_sweep_shards, sweep_shard};
+use crate::schema::{STATUS, Status, all_sweep_shards, string_attr};
 use futures::StreamExt;
-use std::sync::PoisonError;
+
+/// What the claims of one chunk gave: attempts to make, and the earlier messages the
+/// later ones of their aggregate must wait behind.
+#[derive(Debug, Default)]
+struct Claims {
+    attempts: Vec<Attempt>,
+    gates: Vec<Gate>,
+}
+
+/// A message to reschedule, with why, whether it was sent at all, and what it must
+/// not be due before.
+struct Settle<'a> {
+    attempt: &'a Attempt,
+    reason: String,
+    attempted: bool,
+    not_before: i64,
+}
 
 impl<K: MessageSink, S: OutboxStore + SweepStore> Sweeper<K, S> {
-    /// Due keys of every shard, earliest first, within the per-run bound; the rest
-    /// are counted as skipped. Records how long the oldest has been due.
+    /// Due keys of every shard, earliest first. Records how long the oldest has been
+    /// due.
     pub(super) async fn due_keys(
         &self,
         window: &Window,
         summary: &mut SweepSummary,
     ) -> Vec<DueKey> {
-        let mut due = self.find_due(window, summary).await;
+        let due = self.find_due(window, summary).await;
         summary.found = due.len();
-        due.sort_by_key(|d| d.due_at_ms);
-        if due.len() > self.config.limits.max_items {
-            summary.skipped += due.len() - self.config.limits.max_items;
-            due.truncate(self.config.limits.max_items);
-        }
         for d in &due {
             let overdue = window.budget.now_ms.saturating_sub(d.due_at_ms);
             summary.oldest_pending_age_ms = summary.oldest_pending_age_ms.max(Some(overdue));
@@ -36,14 +47,13 @@ impl<K: MessageSink, S: OutboxStore + SweepStore> Sweeper<K, S> {
     }
 
     /// Due keys of every shard, each shard paged until it is exhausted, the per-run
-    /// bound is reached or the budget is used up. Shards are queried concurrently.
+    /// bound is reached or the budget is used up. Shards are queried concurrently; a
+    /// shard whose query fails is counted as unread.
     async fn find_due(&self, window: &Window, summary: &mut SweepSummary) -> Vec<DueKey> {
         let limits = self.config.limits;
         let now = window.budget.now_ms;
         let shards = all_sweep_shards().map(|shard| async move {
-            let mut keys = Vec::new();
-            let mut scanned = 0u64;
-            let mut queries = 0usize;
+            let (mut keys, mut scanned, mut queries, mut failed) = (Vec::new(), 0u64, 0usize, false);
             let mut start = None;
             loop {
                 queries += 1;
@@ -54,7 +64,8 @@ impl<K: MessageSink, S: OutboxStore + SweepStore> Sweeper<K, S> {
                         start = page.next;
                     }
                     Err(e) => {
-                        tracing::error!(%shard, error = %e, "index query failed; the next sweep retries this shard");
+                        tracing::error!(%shard, error = %e, "index query failed: this sweep cannot see what is due in the shard");
+                        failed = true;
                         break;
                     }
                 }
@@ -62,18 +73,21 @@ impl<K: MessageSink, S: OutboxStore + SweepStore> Sweeper<K, S> {
                     break;
                 }
             }
-            (keys, scanned, queries)
+            (keys, scanned, queries, failed)
         });
         let mut all = Vec::new();
-        for (keys, scanned, queries) in futures::future::join_all(shards).await {
+        for (keys, scanned, queries, failed) in futures::future::join_all(shards).await {
             all.extend(keys);
             summary.index_items_read += scanned;
             summary.index_queries += queries;
+            summary.unread_shards += usize::from(failed);
+            summary.errors += usize::from(failed);
         }
         all
     }
 
-    /// Claims a chunk of due keys, publishes what was claimed, and settles each item.
+    /// Claims a chunk of due keys, publishes what was claimed and may go now, and
+    /// settles each item.
     pub(super) async fn attempt(
         &self,
         keys: &[DueKey],
@@ -82,176 +96,210 @@ impl<K: MessageSink, S: OutboxStore + SweepStore> Sweeper<K, S> {
     ) {
         let now = window.budget.now_ms;
         let lease_until = now.saturating_add(millis(window.budget.lease));
-        let mut attempts = self.claim_all(keys, lease_until, summary).await;
-        summary.claimed += attempts.len();
+        let Claims {
+            mut attempts,
+            gates,
+        } = self.claim_all(keys, lease_until, summary).await;
         for a in attempts.iter().filter(|a| a.created_at > 0) {
             let age = now.saturating_sub(a.created_at);
             summary.oldest_pending_age_ms = summary.oldest_pending_age_ms.max(Some(age));
         }
         order_attempts(&mut attempts);
+        let holds = held_back(&attempts, &gates);
         let work: Vec<WorkItem> = attempts
             .iter()
+            .zip(&holds)
+            .filter(|(_, hold)| hold.is_none())
             .enumerate()
-            .map(|(i, a)| WorkItem {
+            .map(|(i, (a, _))| WorkItem {
                 id: i.to_string(),
                 work: a.work.clone(),
             })
             .collect();
-        let outcomes = self.publisher.process(&work).await;
-        let mut failed: Vec<(&Attempt, String)> = Vec::new();
-        for (a, outcome) in attempts.iter().zip(&outcomes) {
-            let (pk, sk, attempt) = (&a.key.pk, &a.key.sk, a.retry_count);
-            match judge_attempt(outcome) {
-                AttemptVerdict::Recovered { marked } => {
-                    summary.published += 1;
-                    summary.marked += usize::from(marked);
-                    tracing::info!(aggregate = %pk, %sk, attempt, marked, "recovered by the sweeper");
-                }
-                AttemptVerdict::DeadLettered { reason } => {
-                    summary.failed += 1;
-                    tracing::warn!(aggregate = %pk, %sk, attempt, %reason, "dead-lettered");
-                }
-                AttemptVerdict::Reschedule { reason } => failed.push((a, reason)),
+        let mut outcomes = self.publisher.process(&work).await.into_iter();
+        let mut settle: Vec<Settle<'_>> = Vec::new();
+        for (a, hold) in attempts.iter().zip(holds) {
+            let verdict = match hold {
+                Some(_) => AttemptVerdict::Reschedule {
+                    reason: HELD_BACK.to_owned(),
+                    attempted: false,
+                },
+                None => match outcomes.next() {
+                    Some(outcome) => judge_attempt(&outcome),
+                    None => continue,
+                },
+            };
+            if let Some(s) = tally(a, verdict, hold, summary) {
+                settle.push(s);
             }
         }
-        summary.retried += failed.len();
-        self.reschedule_all(&failed, now, lease_until).await;
+        summary.retried += settle.len();
+        self.reschedule_all(&settle, now, lease_until, summary)
+            .await;
     }
 
-    /// Claims each key, concurrently; what was lost or could not be claimed is
-    /// skipped (the next sweep sees it again).
+    /// Claims each key, concurrently. What someone else finished is skipped; what
+    /// someone else holds, or what could not be claimed, is skipped and holds back
+    /// the later messages of its aggregate; what refuses every claim is poison.
     async fn claim_all(
         &self,
         keys: &[DueKey],
         lease_until: i64,
         summary: &mut SweepSummary,
-    ) -> Vec<Attempt> {
+    ) -> Claims {
         let max_attempts = self.config.max_attempts;
-        let results: Vec<(ItemKey, Result<Claim, Failure>)> =
+        let results: Vec<(&DueKey, Result<Claim, Failure>)> =
             futures::stream::iter(keys.iter().map(|d| async move {
-                let r = self.store().claim(&d.key, d.due_at_ms, lease_until).await;
-                (d.key.clone(), r)
+                (
+                    d,
+                    self.store().claim(&d.key, &d.seen_due, lease_until).await,
+                )
             }))
             .buffer_unordered(self.config.limits.concurrency.max(1))
             .collect()
             .await;
-        let mut attempts = Vec::with_capacity(results.len());
-        for (key, result) in results {
+        let mut claims = Claims::default();
+        for (d, result) in results {
+            let (pk, sk) = (&d.key.pk, &d.key.sk);
             match result {
-                Ok(Claim::Claimed(item)) => attempts.push(attempt_of(*item, max_attempts)),
-                Ok(Claim::Lost) => summary.skipped += 1,
-                Err(e) => {
-                    tracing::warn!(aggregate = %key.pk, sk = %key.sk, error = %e, "claim failed; the next sweep retries");
+                Ok(Claim::Claimed(item)) => {
+                    summary.claimed += 1;
+                    claims.attempts.push(attempt_of(*item, max_attempts));
+                }
+                Ok(Claim::Finished) => summary.skipped += 1,
+                Ok(Claim::Held(held)) => {
                     summary.skipped += 1;
+                    claims.gates.push(Gate {
+                        aggregate: pk.clone(),
+                        position: Some(order_key(&d.key, held.created_at_ms, &held.message_id)),
+                        due_floor: held.due_at_ms.unwrap_or(lease_until),
+                    });
+                }
+                Err(f) if f.kind == FailureKind::ContentRefused => {
+                    tracing::error!(aggregate = %pk, %sk, error = %f, "the item refuses every claim: it is poison");
+                    match self.unclaimable(d, &f, lease_until, summary).await {
+                        Ok(Some(attempt)) => claims.attempts.push(attempt),
+                        Ok(None) => summary.skipped += 1,
+                        Err(gate) => claims.gates.push(gate),
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(aggregate = %pk, %sk, error = %e, "claim failed; the later messages of its aggregate wait, the next sweep retries");
+                    summary.skipped += 1;
+                    summary.errors += 1;
+                    claims.gates.push(unknown_gate(d, lease_until));
                 }
             }
         }
-        attempts
+        claims
     }
 
-    /// Records each failed attempt's reason and next due time, under our claim.
-    async fn reschedule_all(&self, failed: &[(&Attempt, String)], now: i64, lease_until: i64) {
-        let keys: Vec<(&ItemKey, u32)> = failed
+    /// The poison attempt of an item that refused its claim for good, read as it is
+    /// now; `None` when it is no longer pending, a gate when it cannot be read.
+    async fn unclaimable(
+        &self,
+        d: &DueKey,
+        refusal: &Failure,
+        lease_until: i64,
+        summary: &mut SweepSummary,
+    ) -> Result<Option<Attempt>, Gate> {
+        match self.store().load(&d.key).await {
+            Ok(Some(item)) if string_attr(&item, STATUS) == Some(Status::Pending.as_str()) => {
+                Ok(Some(unclaimable(d.key.clone(), &item, refusal)))
+            }
+            Ok(_) => Ok(None),
+            Err(e) => {
+                tracing::warn!(aggregate = %d.key.pk, sk = %d.key.sk, error = %e, "could not read an unclaimable item; the next sweep retries");
+                summary.skipped += 1;
+                summary.errors += 1;
+                Err(unknown_gate(d, lease_until))
+            }
+        }
+    }
+
+    /// Records each reason and next due time, under our claim: in publish order, so
+    /// that no message is due before an earlier one of its aggregate.
+    async fn reschedule_all(
+        &self,
+        settle: &[Settle<'_>],
+        now: i64,
+        lease_until: i64,
+        summary: &mut SweepSummary,
+    ) {
+        let retrying: Vec<Retrying<'_>> = settle
             .iter()
-            .map(|(a, _)| (&a.key, a.retry_count))
+            .map(|s| Retrying {
+                key: &s.attempt.key,
+                attempt: s.attempt.retry_count,
+                not_before: s.not_before,
+            })
             .collect();
         let dues = next_due_times(
-            &keys,
+            &retrying,
             now,
             self.config.base_backoff,
             self.config.max_backoff,
         );
-        let settled: Vec<Result<MarkOutcome, Failure>> =
-            futures::stream::iter(failed.iter().zip(dues).map(|((a, reason), next)| {
+        let results: Vec<Result<MarkOutcome, Failure>> =
+            futures::stream::iter(settle.iter().zip(dues).map(|(s, next)| {
+                let a = s.attempt;
                 tracing::warn!(aggregate = %a.key.pk, sk = %a.key.sk, attempt = a.retry_count,
-                    next_due_ms = next, %reason, "attempt failed; retrying later");
-                self.store().reschedule(&a.key, lease_until, next, reason)
+                    next_due_ms = next, reason = %s.reason, attempted = s.attempted, "not published; retrying later");
+                self.store()
+                    .reschedule(&a.key, lease_until, next, &s.reason, s.attempted)
             }))
             .buffer_unordered(self.config.limits.concurrency.max(1))
             .collect()
             .await;
-        for r in settled {
+        for r in results {
             if let Err(e) = r {
                 // The lease runs out instead; the item is retried then.
+                summary.errors += 1;
                 tracing::warn!(error = %e, "could not record the failed attempt; the claim's lease brings the item back");
             }
         }
     }
+}
 
-    /// Scan mode: adopts pending items without index attributes into the index,
-    /// reading a bounded number of pages per segment and remembering where each
-    /// segment stopped.
-    pub(super) async fn adopt_unindexed(&self, window: &Window, summary: &mut SweepSummary) {
-        let segments = self.config.limits.scan_segments.max(1);
-        let starts: Vec<Option<PageToken>> = {
-            let cursors = self
-                .scan_cursors
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner);
-            (0..segments as usize)
-                .map(|s| cursors.get(s).cloned().flatten())
-                .collect()
-        };
-        let runs = starts.into_iter().enumerate().map(|(segment, start)| {
-            let segment = u32::try_from(segment).unwrap_or(0);
-            self.adopt_segment(segment, segments, start, window)
-        });
-        let results = futures::future::join_all(runs).await;
-        let mut next = Vec::with_capacity(results.len());
-        for (start, scanned, adopted) in results {
-            next.push(start);
-            summary.scan_items_read += scanned;
-            summary.adopted += adopted;
-        }
-        *self
-            .scan_cursors
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner) = next;
+/// The gate of a key whose claim failed: its place is unknown, and it may have taken
+/// effect (a lost answer), so it may be due again only after our lease.
+fn unknown_gate(d: &DueKey, lease_until: i64) -> Gate {
+    Gate {
+        aggregate: d.key.pk.clone(),
+        position: None,
+        due_floor: d.due_at_ms.max(lease_until),
     }
+}
 
-    /// Reads a bounded number of pages of one scan segment, adopting what it finds;
-    /// returns where it stopped, the items read and the items adopted.
-    async fn adopt_segment(
-        &self,
-        segment: u32,
-        segments: u32,
-        mut start: Option<PageToken>,
-        window: &Window,
-    ) -> (Option<PageToken>, u64, usize) {
-        let limits = self.config.limits;
-        let (mut scanned, mut adopted) = (0u64, 0usize);
-        for _ in 0..limits.scan_pages_per_segment.max(1) {
-            let page = match self
-                .store()
-                .unindexed_page(segment, segments, limits.scan_page_size, start.clone())
-                .await
-            {
-                Ok(page) => page,
-                Err(e) => {
-                    tracing::error!(segment, error = %e, "adoption scan failed; the next sweep retries");
-                    break;
-                }
-            };
-            scanned += page.scanned;
-            start = page.next;
-            for item in page.items {
-                let due = adopted_due(item.created_at_ms, window.budget.now_ms, self.config.grace);
-                match self
-                    .store()
-                    .adopt(&item.key, &sweep_shard(&item.key.pk), due)
-                    .await
-                {
-                    Ok(MarkOutcome::Marked) => adopted += 1,
-                    Ok(MarkOutcome::AlreadyFinished) => {}
-                    Err(e) => {
-                        tracing::warn!(aggregate = %item.key.pk, sk = %item.key.sk, error = %e, "could not adopt; the scan finds it again");
-                    }
-                }
-            }
-            if start.is_none() || self.expired(window) {
-                break;
-            }
+/// Counts one attempt's verdict, and returns what to reschedule.
+fn tally<'a>(
+    a: &'a Attempt,
+    verdict: AttemptVerdict,
+    hold: Option<i64>,
+    summary: &mut SweepSummary,
+) -> Option<Settle<'a>> {
+    let (pk, sk, attempt) = (&a.key.pk, &a.key.sk, a.retry_count);
+    match verdict {
+        AttemptVerdict::Recovered { marked } => {
+            summary.published += 1;
+            summary.marked += usize::from(marked);
+            tracing::info!(aggregate = %pk, %sk, attempt, marked, "recovered by the sweeper");
+            None
         }
-        (start, scanned, adopted)
+        AttemptVerdict::DeadLettered { reason } => {
+            summary.failed += 1;
+            tracing::warn!(aggregate = %pk, %sk, attempt, %reason, "dead-lettered");
+            None
+        }
+        AttemptVerdict::Finished => {
+            summary.skipped += 1;
+            None
+        }
+        AttemptVerdict::Reschedule { reason, attempted } => Some(Settle {
+            attempt: a,
+            reason,
+            attempted,
+            not_before: hold.unwrap_or(i64::MIN),
+        }),
     }
 }

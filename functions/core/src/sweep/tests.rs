@@ -4,12 +4,12 @@
 use super::*;
 use crate::clock::ManualClock;
 use crate::config::PublisherConfig;
-use crate::fakes::{MemoryStore, RecordingSink, Refusals, key, pending_item};
+use crate::fakes::{MemoryStore, RecordingSink, Refusals, StoreFaults, key, pending_item};
 use crate::message::{ATTR_ERROR, OutboundMessage};
 use crate::policy::millis;
 use crate::ports::DueKey;
 use crate::route::{Destination, Routes};
-use crate::schema::{OutboxItem, Status};
+use crate::schema::{OutboxItem, Status, sweep_shard};
 use std::time::Duration;
 
 const NOW: i64 = 1_000_000;
@@ -165,10 +165,7 @@ async fn an_item_changed_since_the_query_is_skipped() {
     // A claim with a stale due time is refused, as the conditional update would.
     let sw = sweeper();
     put(&sw, "A", "1", pending("A", "1", "up", 0, NOW, 1));
-    let stale = DueKey {
-        key: key("A", "1"),
-        due_at_ms: NOW - 1,
-    };
+    let stale = DueKey::new(key("A", "1"), NOW - 1);
     let mut summary = SweepSummary::default();
     let budget = Budget::for_window(NOW, Duration::from_secs(5));
     let window = Window {
@@ -225,4 +222,156 @@ async fn scan_mode_adopts_an_unindexed_item_due_after_the_grace_from_its_write()
     let fresh = get(&sw, "A", "new");
     assert_eq!(fresh.sweep_due_at, Some(NOW - 1_000 + 60_000));
     assert_eq!(fresh.status(), Some(Status::Pending));
+}
+
+#[tokio::test]
+async fn a_shard_whose_query_fails_is_reported_not_taken_for_empty() {
+    let sw = sweeper();
+    put(&sw, "A", "1", pending("A", "1", "up", 0, NOW - 60_000, 1));
+    let broken = sweep_shard("A");
+    sw.publisher.store.fail(StoreFaults {
+        queries: vec![broken],
+        ..StoreFaults::default()
+    });
+    let summary = run(&sw, Duration::from_secs(5)).await;
+    assert_eq!(
+        (summary.unread_shards, summary.errors),
+        (1, 1),
+        "{summary:?}"
+    );
+    assert_eq!(summary.found, 0);
+    let names: Vec<&str> = crate::metrics::sweeper_metrics(&summary)
+        .iter()
+        .map(|m| m.name)
+        .collect();
+    assert!(!names.contains(&"OldestPendingAgeSeconds"), "{names:?}");
+}
+
+#[tokio::test]
+async fn a_later_message_waits_behind_an_earlier_one_whose_claim_failed() {
+    // A1's claim is throttled: A2, written after it, must not overtake it.
+    let sw = sweeper();
+    put(&sw, "A", "1", pending("A", "1", "up", 0, NOW - 9, 1));
+    put(&sw, "A", "2", pending("A", "2", "up", 0, NOW - 5, 2));
+    put(&sw, "B", "1", pending("B", "1", "up", 0, NOW - 5, 3));
+    sw.publisher.store.fail(StoreFaults {
+        claims: vec![key("A", "1")],
+        ..StoreFaults::default()
+    });
+    let summary = run(&sw, Duration::from_secs(5)).await;
+    assert_eq!((summary.published, summary.errors), (1, 1), "{summary:?}");
+    let bodies: Vec<String> = sent_to(&sw, "up").into_iter().map(|m| m.body).collect();
+    assert_eq!(bodies, ["payload-3"], "only B went out");
+    // A2 is due again only after the lease A1's claim may have taken, and was given
+    // its attempt back: it was never sent.
+    let later = get(&sw, "A", "2");
+    assert_eq!(later.retry_count, Some(0));
+    assert!(
+        later
+            .last_error
+            .as_deref()
+            .is_some_and(|e| e.contains("earlier message"))
+    );
+    let lease_until = NOW + millis(Budget::for_window(NOW, Duration::from_secs(5)).lease);
+    assert!(later.sweep_due_at > Some(lease_until), "{later:?}");
+}
+
+#[tokio::test]
+async fn a_later_message_waits_behind_an_earlier_one_another_sweep_holds() {
+    // A1 is under another sweep's lease (its due time changed since the query).
+    let sw = sweeper();
+    put(&sw, "A", "1", pending("A", "1", "up", 0, NOW - 9, 1));
+    put(&sw, "A", "2", pending("A", "2", "up", 0, NOW - 5, 2));
+    let mut summary = SweepSummary::default();
+    let budget = Budget::for_window(NOW, Duration::from_secs(5));
+    let window = Window {
+        budget,
+        stop_at_ms: budget.stop_at_ms(NOW),
+    };
+    let other_lease = NOW + 600_000;
+    let mut held = get(&sw, "A", "1");
+    held.sweep_due_at = Some(other_lease);
+    put(&sw, "A", "1", held);
+    let keys = [
+        DueKey::new(key("A", "1"), NOW - 9),
+        DueKey::new(key("A", "2"), NOW - 5),
+    ];
+    sw.attempt(&keys, &window, &mut summary).await;
+    assert_eq!((summary.published, summary.retried), (0, 1), "{summary:?}");
+    assert!(sent_to(&sw, "up").is_empty());
+    assert_eq!(get(&sw, "A", "2").sweep_due_at, Some(other_lease + 1));
+}
+
+#[tokio::test]
+async fn messages_of_one_aggregate_are_claimed_together_whatever_the_chunk_size() {
+    // Chunks of one key: before, A1 failed in one chunk and A2 went out in the next.
+    let mut sw = sweeper();
+    sw.config.limits.chunk = 1;
+    put(&sw, "A", "1", pending("A", "1", "down", 0, NOW - 9, 1));
+    put(&sw, "A", "2", pending("A", "2", "up", 0, NOW - 5, 2));
+    let summary = run(&sw, Duration::from_secs(5)).await;
+    assert_eq!((summary.published, summary.retried), (0, 2), "{summary:?}");
+    assert!(sent_to(&sw, "up").is_empty());
+    let (a1, a2) = (get(&sw, "A", "1"), get(&sw, "A", "2"));
+    assert!(a2.sweep_due_at > a1.sweep_due_at, "{a1:?} {a2:?}");
+}
+
+#[tokio::test]
+async fn an_item_that_refuses_every_claim_is_dead_lettered_once_with_the_reason() {
+    let sw = sweeper();
+    put(&sw, "A", "1", pending("A", "1", "up", 0, NOW - 9, 1));
+    sw.publisher.store.fail(StoreFaults {
+        unclaimable: vec![key("A", "1")],
+        ..StoreFaults::default()
+    });
+    let summary = run(&sw, Duration::from_secs(5)).await;
+    assert_eq!((summary.failed, summary.errors), (1, 0), "{summary:?}");
+    let stored = get(&sw, "A", "1");
+    assert_eq!(stored.status(), Some(Status::Failed));
+    assert!(
+        stored
+            .last_error
+            .is_some_and(|e| e.contains("cannot claim"))
+    );
+    assert_eq!(sent_to(&sw, "dlq").len(), 1);
+    // Out of the index: later sweeps do not see it, nor copy it again.
+    let later = sw
+        .sweep(Budget::for_window(NOW + 3_600_000, Duration::from_secs(5)))
+        .await;
+    assert_eq!(later.found, 0);
+    assert_eq!(sent_to(&sw, "dlq").len(), 1);
+}
+
+#[tokio::test]
+async fn an_item_at_its_size_limit_gives_its_payload_to_the_dead_letter_copy_to_be_failed() {
+    let sw = sweeper();
+    let mut item = pending("A", "1", "nowhere", 0, NOW - 9, 1);
+    item.payload = Some("big".into());
+    put(&sw, "A", "1", item);
+    sw.publisher.store.fail(StoreFaults {
+        full: vec![key("A", "1")],
+        ..StoreFaults::default()
+    });
+    let summary = run(&sw, Duration::from_secs(5)).await;
+    assert_eq!(summary.failed, 1, "{summary:?}");
+    let stored = get(&sw, "A", "1");
+    assert_eq!(stored.status(), Some(Status::Failed));
+    assert_eq!(stored.payload, None);
+    assert_eq!(stored.payload_on.as_deref(), Some("dead-letter queue"));
+    assert!(stored.last_error.is_some_and(|e| e.contains("no route")));
+    let dead = sent_to(&sw, "dlq");
+    assert_eq!(dead.len(), 1);
+    assert_eq!(dead[0].body, "big");
+}
+
+#[tokio::test]
+async fn scan_mode_saves_where_each_segment_stopped_and_adopts_foreign_index_values() {
+    let mut sw = sweeper();
+    sw.config.scan_mode = ScanMode::On;
+    let mut foreign = pending("A", "1", "up", 0, NOW - 9, 1);
+    foreign.sweep_shard = Some("99".into());
+    put(&sw, "A", "1", foreign);
+    let summary = run(&sw, Duration::from_secs(5)).await;
+    assert_eq!((summary.adopted, summary.published), (1, 1), "{summary:?}");
+    assert_eq!(get(&sw, "A", "1").status(), Some(Status::Sent));
 }

@@ -1,0 +1,53 @@
+//! In-memory fakes of the ports, for unit tests of the logic (here and in the crates
+//! built on this one, through the `test-fakes` feature). Behaviour against AWS is
+//! tested against the emulator, not here.
+//!
+//! [`MemoryStore`] keeps [`OutboxItem`]s — the schema's own type — and answers claims
+//! through the same decoding as the DynamoDB adapter; it can be told to fail what a
+//! test needs ([`StoreFaults`]). [`RecordingSink`] records every call and fails what
+//! it is told to.
+
+mod sink;
+mod store;
+
+pub use sink::{RecordingSink, Refusals};
+pub use store::{MemoryStore, StoreFaults};
+
+use crate::schema::{ItemKey, OutboxItem, PENDING_MESSAGE, Status, sweep_shard};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// A pending item as the library's producer writes it, due for the sweeper at
+/// `due_ms`, with payload `payload-<created_ms>`.
+pub fn pending_item(
+    key: &ItemKey,
+    topic: &str,
+    retry: u32,
+    due_ms: i64,
+    created_ms: i64,
+) -> OutboxItem {
+    OutboxItem {
+        pk: Some(key.pk.clone()),
+        sk: Some(key.sk.clone()),
+        item_type: Some(PENDING_MESSAGE.to_owned()),
+        topic: Some(topic.to_owned()),
+        payload: Some(format!("payload-{created_ms}")),
+        status: Some(Status::Pending.as_str().to_owned()),
+        retry_count: Some(retry),
+        created_at: Some(created_ms),
+        sweep_shard: Some(sweep_shard(&key.pk)),
+        sweep_due_at: Some(due_ms),
+        ..OutboxItem::default()
+    }
+}
+
+/// The key `pk` / `sk`.
+pub fn key(pk: &str, sk: &str) -> ItemKey {
+    ItemKey {
+        pk: pk.to_owned(),
+        sk: sk.to_owned(),
+    }
+}
