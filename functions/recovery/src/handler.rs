@@ -11,7 +11,7 @@ use outbox::config::{ConfigError, required, vars};
 use outbox::dynamo::DynamoStore;
 use outbox::metrics::{Emitter, Metric};
 use outbox::ports::{MarkOutcome, SweepStore};
-use outbox::schema::{ItemKey, sweep_shard};
+use outbox::schema::{ItemKey, SeenIndex, sweep_shard};
 use outbox::{SharedClock, SystemClock};
 use std::sync::Arc;
 
@@ -115,17 +115,23 @@ async fn recover<S: SweepStore>(
     adopt_all(&keys, deps).await
 }
 
+/// Adopts what no sweep would find: items written without valid index attributes.
+/// (An item the library indexed is the sweeper's already.)
 async fn adopt_all<S: SweepStore>(
-    keys: &[ItemKey],
+    items: &[(ItemKey, SeenIndex)],
     deps: &Deps<S>,
 ) -> Result<Recovered, RangeError> {
     let now = deps.clock.now_ms();
     let mut recovered = Recovered {
-        found: keys.len(),
+        found: items.len(),
         adopted: 0,
     };
-    for key in keys {
-        match deps.store.adopt(key, &sweep_shard(&key.pk), now).await {
+    for (key, seen) in items.iter().filter(|(_, seen)| !seen.is_valid()) {
+        match deps
+            .store
+            .adopt(key, &sweep_shard(&key.pk), now, seen)
+            .await
+        {
             Ok(MarkOutcome::Marked) => {
                 recovered.adopted += 1;
                 lambda_runtime::tracing::info!(aggregate = %key.pk, sk = %key.sk, "a discarded message is back in the sweeper's index");
@@ -187,7 +193,18 @@ mod tests {
         );
         let d = deps(store);
         // When their discarded records are recovered
-        let r = adopt_all(&[lost.clone(), indexed.clone(), sent.clone()], &d).await;
+        let as_inserted = |k: &ItemKey| {
+            (
+                k.clone(),
+                SeenIndex::of(&serde_dynamo::to_item(d.store.get(k)).unwrap_or_default()),
+            )
+        };
+        let inserted = [
+            as_inserted(&lost),
+            as_inserted(&indexed),
+            as_inserted(&sent),
+        ];
+        let r = adopt_all(&inserted, &d).await;
         // Then only the unindexed pending one is adopted, due now
         assert_eq!(
             r,

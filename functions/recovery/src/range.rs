@@ -2,7 +2,7 @@
 //! and reading the range back from the stream (the one piece of I/O).
 
 use aws_sdk_dynamodbstreams::types::{Record, ShardIteratorType};
-use outbox::schema::{self, ItemKey, OutboxItem, PENDING_MESSAGE, Status};
+use outbox::schema::{self, ItemKey, OutboxItem, PENDING_MESSAGE, SeenIndex, Status};
 use serde::Deserialize;
 use std::cmp::Ordering;
 
@@ -53,21 +53,23 @@ pub fn compare_sequence(a: &str, b: &str) -> Ordering {
     a.len().cmp(&b.len()).then_with(|| a.cmp(b))
 }
 
-/// The outbox item a stream record inserted as `PENDING`, if it did: the items the
-/// publisher would have published.
-pub fn pending_insert(record: &Record) -> Option<ItemKey> {
+/// The outbox item a stream record inserted as `PENDING`, if it did — the items the
+/// publisher would have published —, with its index attributes as inserted.
+pub fn pending_insert(record: &Record) -> Option<(ItemKey, SeenIndex)> {
     if record.event_name().map(|n| n.as_str()) != Some("INSERT") {
         return None;
     }
     let change = record.dynamodb()?;
     let image: serde_dynamo::Item = change.new_image()?.clone().into();
+    let seen = SeenIndex::of(&image);
     let item = OutboxItem::from_item(image).ok()?;
     if item.item_type.as_deref() != Some(PENDING_MESSAGE) || item.status() != Some(Status::Pending)
     {
         return None;
     }
     let keys: serde_dynamo::Item = change.keys()?.clone().into();
-    schema::item_key(&keys).or_else(|| item.key())
+    let key = schema::item_key(&keys).or_else(|| item.key())?;
+    Some((key, seen))
 }
 
 /// Why a range could not be read.
@@ -80,12 +82,12 @@ pub enum RangeError {
     Transient(String),
 }
 
-/// Reads the records of `batch` from the stream and returns the keys of the pending
-/// outbox items they inserted, in stream order.
+/// Reads the records of `batch` from the stream and returns the pending outbox items
+/// they inserted (key and index attributes as inserted), in stream order.
 pub async fn pending_items_in(
     streams: &aws_sdk_dynamodbstreams::Client,
     batch: &BatchInfo,
-) -> Result<Vec<ItemKey>, RangeError> {
+) -> Result<Vec<(ItemKey, SeenIndex)>, RangeError> {
     let iterator = streams
         .get_shard_iterator()
         .stream_arn(&batch.stream_arn)
@@ -224,22 +226,20 @@ mod tests {
 
     #[test]
     fn only_inserted_pending_outbox_items_are_recovered() {
+        let key = |r: Record| pending_insert(&r).map(|(k, _)| k);
         let want = Some(ItemKey {
             pk: "USER#1".into(),
             sk: "MESSAGE#X#1".into(),
         });
-        assert_eq!(
-            pending_insert(&record("INSERT", "PENDING_MESSAGE", "PENDING")),
-            want
-        );
-        assert_eq!(
-            pending_insert(&record("MODIFY", "PENDING_MESSAGE", "SENT")),
-            None
-        );
-        assert_eq!(pending_insert(&record("INSERT", "ORDER", "PENDING")), None);
-        assert_eq!(
-            pending_insert(&record("INSERT", "PENDING_MESSAGE", "FAILED")),
-            None
+        assert_eq!(key(record("INSERT", "PENDING_MESSAGE", "PENDING")), want);
+        assert_eq!(key(record("MODIFY", "PENDING_MESSAGE", "SENT")), None);
+        assert_eq!(key(record("INSERT", "ORDER", "PENDING")), None);
+        assert_eq!(key(record("INSERT", "PENDING_MESSAGE", "FAILED")), None);
+        let (_, seen) = pending_insert(&record("INSERT", "PENDING_MESSAGE", "PENDING"))
+            .unwrap_or_else(|| panic!("pending"));
+        assert!(
+            !seen.is_valid(),
+            "a minimal item carries no index attributes"
         );
     }
 }
