@@ -1,0 +1,58 @@
+//! The configurations the tests and the deep run check.
+
+use crate::params::{Consumer, Kind, Params, Txn};
+
+/// The bounded check CI runs: one small instance per concern.
+pub fn ci() -> Vec<(&'static str, Params)> {
+    vec![
+        (
+            "library producer, rollback, poison, marker consumer",
+            Params {
+                txns: vec![
+                    Txn::library(0, 1).or_roll_back(),
+                    Txn::library(1, 1).kinds(&[Kind::Refused]),
+                ],
+                ..Params::default()
+            },
+        ),
+        (
+            "minimal producer, discards, recovery",
+            Params {
+                txns: vec![Txn::minimal(0, 2)],
+                batch_size: 2,
+                esm_retries: 0,
+                ..Params::default()
+            },
+        ),
+        (
+            "two sweepers, exhausted attempts, business-key consumer",
+            Params {
+                txns: vec![Txn::library(0, 1)],
+                sweepers: 2,
+                max_attempts: 1,
+                faults: 2,
+                consumer: Consumer::BusinessKey,
+                ..Params::default()
+            },
+        ),
+    ]
+}
+
+/// The deep run: larger instances.
+pub fn deep() -> Vec<(&'static str, Params)> {
+    vec![(
+        "two aggregates, mixed producers, FIFO, two sweepers",
+        Params {
+            txns: vec![
+                Txn::library(0, 2).or_roll_back(),
+                Txn::minimal(1, 1),
+                Txn::library(1, 1).kinds(&[Kind::Unroutable]),
+            ],
+            fifo: true,
+            sweepers: 2,
+            faults: 2,
+            crashes: 1,
+            ..Params::default()
+        },
+    )]
+}
