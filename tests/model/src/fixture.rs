@@ -96,8 +96,7 @@ impl Fixture {
             let image = serde_json::json!({
                 "PK": {"S": business.pk}, "SK": {"S": business.sk}, "ItemType": {"S": "ORDER"}
             });
-            if record(&business, image, seq).is_some_and(|r| outbox::stream::classify(&r).is_ok())
-            {
+            if record(&business, image, seq).is_some_and(|r| outbox::stream::classify(&r).is_ok()) {
                 business_records_kept += 1;
             }
             seq += 1;
@@ -107,25 +106,37 @@ impl Fixture {
                     pk: pk.clone(),
                     sk: format!("MESSAGE#E#{n:03}"),
                 };
-                let topic = if *kind == Kind::Unroutable { "nowhere" } else { TOPIC };
+                let topic = if *kind == Kind::Unroutable {
+                    "nowhere"
+                } else {
+                    TOPIC
+                };
                 let mut image = serde_json::json!({
                     "PK": {"S": key.pk}, "SK": {"S": key.sk},
                     "ItemType": {"S": schema::PENDING_MESSAGE}, "Status": {"S": "PENDING"},
                     "Topic": {"S": topic}, "Payload": {"S": format!("{{\"order\":{n}}}")},
                     "RetryCount": {"N": "0"}
                 });
-                if *kind == Kind::Undecodable {
-                    image.as_object_mut().map(|o| o.remove("Topic"));
-                }
                 let indexed = txn.producer == Producer::Library;
-                if indexed {
-                    let o = image.as_object_mut();
-                    o.map(|o| {
-                        o.insert("MessageId".into(), serde_json::json!({"S": format!("m{n:03}")}));
-                        o.insert("CreatedAt".into(), serde_json::json!({"N": (t + 1).to_string()}));
-                        o.insert("SweepShard".into(), serde_json::json!({"S": schema::sweep_shard(&key.pk)}));
+                if let Some(o) = image.as_object_mut() {
+                    if *kind == Kind::Undecodable {
+                        o.remove("Topic");
+                    }
+                    if indexed {
+                        o.insert(
+                            "MessageId".into(),
+                            serde_json::json!({"S": format!("m{n:03}")}),
+                        );
+                        o.insert(
+                            "CreatedAt".into(),
+                            serde_json::json!({"N": (t + 1).to_string()}),
+                        );
+                        o.insert(
+                            "SweepShard".into(),
+                            serde_json::json!({"S": schema::sweep_shard(&key.pk)}),
+                        );
                         o.insert("SweepDueAt".into(), serde_json::json!({"N": "0"}));
-                    });
+                    }
                 }
                 let Some(rec) = record(&key, image, seq) else {
                     continue;

@@ -34,4 +34,4 @@ pub mod trace;
 
 pub use model::{Action, Fault, OutboxModel};
 pub use params::{Consumer, Kind, Mutation, Params, Producer, Txn};
-pub use trace::{Report, check};
+pub use trace::{Report, check, find};

@@ -3,8 +3,8 @@
 use crate::fixture::Fixture;
 use crate::params::{Consumer as Strategy, Kind, Mutation, Params};
 use crate::state::{
-    Consumer, Copy, GuardKey, Inv, Item, Out, Phase, Record, Shard, State, Status, TxnState,
-    Work, bit,
+    Consumer, Copy, GuardKey, Inv, Item, Out, Phase, Record, Shard, State, Status, TxnState, Work,
+    bit,
 };
 use aws_lambda_events::event::sqs::{SqsMessage, SqsMessageAttribute};
 use outbox_core::publish::{Work as CodeWork, WorkItem};
@@ -82,7 +82,8 @@ impl OutboxModel {
     fn set_status(&self, s: &mut State, m: u8, status: Status, redrive: bool) {
         let old = s.items[usize::from(m)].status;
         let terminal = matches!(old, Status::Sent | Status::Failed);
-        let allowed = old == status || (old == Status::Sent && status == Status::Deleted) || redrive;
+        let allowed =
+            old == status || (old == Status::Sent && status == Status::Deleted) || redrive;
         if terminal && !allowed {
             s.left_terminal = true;
         }
@@ -131,7 +132,8 @@ impl OutboxModel {
                 return;
             }
             s.dedup.retain(|&(d, _)| d != m);
-            s.dedup.push((m, s.now.saturating_add(self.params.dedup_window)));
+            s.dedup
+                .push((m, s.now.saturating_add(self.params.dedup_window)));
             s.dedup.sort_unstable();
         }
         s.queue.push(Copy {
@@ -170,7 +172,10 @@ impl OutboxModel {
         if sh.next >= len {
             return;
         }
-        let (from, to) = (sh.next, len.min(sh.next + sh.limit.min(self.params.batch_size)));
+        let (from, to) = (
+            sh.next,
+            len.min(sh.next + sh.limit.min(self.params.batch_size)),
+        );
         sh.busy = true;
         let msgs = self.records_in(s, shard, from, to);
         let works: Vec<Work> = msgs
@@ -278,7 +283,9 @@ impl OutboxModel {
     /// One step of a consumer.
     fn consume(&self, s: &mut State, c: usize) {
         let mut con = s.consumers[c];
-        let key = *con.key.get_or_insert_with(|| self.consumer_key(con.msg, con.sqs));
+        let key = *con
+            .key
+            .get_or_insert_with(|| self.consumer_key(con.msg, con.sqs));
         let m = usize::from(con.msg);
         let mut finished = false;
         match (self.params.consumer, con.step) {
@@ -286,8 +293,10 @@ impl OutboxModel {
                 let duplicate = match s.record(key) {
                     // The marker's condition fails: the cancellation reasons name
                     // action 0 (the marker); `classify_cancellation` calls it a duplicate.
-                    Some(_) => classify_cancellation(&[Some("ConditionalCheckFailed"), Some("None")])
-                        == Some(Ok(())),
+                    Some(_) => {
+                        classify_cancellation(&[Some("ConditionalCheckFailed"), Some("None")])
+                            == Some(Ok(()))
+                    }
                     None => false,
                 };
                 if !duplicate {
@@ -332,7 +341,11 @@ impl OutboxModel {
             return true;
         }
         let agg = self.msg(c.msg).aggregate;
-        s.queue.iter().find(|q| self.msg(q.msg).aggregate == agg).map(|q| q.sqs) == Some(c.sqs)
+        s.queue
+            .iter()
+            .find(|q| self.msg(q.msg).aggregate == agg)
+            .map(|q| q.sqs)
+            == Some(c.sqs)
     }
 
     fn receive(&self, s: &mut State, sqs: u8) {
@@ -363,8 +376,7 @@ impl OutboxModel {
             .iter()
             .any(|i| i.status == Status::Pending && i.due.is_some_and(|d| d > now))
             || s.queue.iter().any(|c| c.visible_at > now)
-            || s
-                .guard
+            || s.guard
                 .iter()
                 .any(|(_, r)| matches!(r, Record::InProgress(until) if *until >= now))
     }
@@ -415,7 +427,13 @@ impl Model for OutboxModel {
 
     fn init_states(&self) -> Vec<State> {
         let n = self.fixture.msgs.len();
-        let shards = self.params.txns.iter().map(|t| t.aggregate).max().map_or(0, |a| a + 1);
+        let shards = self
+            .params
+            .txns
+            .iter()
+            .map(|t| t.aggregate)
+            .max()
+            .map_or(0, |a| a + 1);
         vec![State {
             now: 0,
             crashes: self.params.crashes,
@@ -600,7 +618,10 @@ impl Model for OutboxModel {
             }
             Action::Crash(i) => {
                 s.crashes -= 1;
-                if let Inv::Stream { shard, from, to, .. } = s.invs.remove(usize::from(i)) {
+                if let Inv::Stream {
+                    shard, from, to, ..
+                } = s.invs.remove(usize::from(i))
+                {
                     self.esm_after(&mut s, shard, from, to, None);
                 }
             }

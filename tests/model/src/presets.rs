@@ -6,12 +6,24 @@ use crate::params::{Consumer, Kind, Params, Txn};
 pub fn ci() -> Vec<(&'static str, Params)> {
     vec![
         (
-            "library producer, rollback, poison, marker consumer",
+            "rollback and poison on one aggregate, a crash, marker consumer",
             Params {
                 txns: vec![
                     Txn::library(0, 1).or_roll_back(),
-                    Txn::library(1, 1).kinds(&[Kind::Refused]),
+                    Txn::library(0, 1).kinds(&[Kind::Refused]),
                 ],
+                faults: 0,
+                ..Params::default()
+            },
+        ),
+        (
+            "rollback and poison on one aggregate, a faulty call, marker consumer",
+            Params {
+                txns: vec![
+                    Txn::library(0, 1).or_roll_back(),
+                    Txn::library(0, 1).kinds(&[Kind::Refused]),
+                ],
+                crashes: 0,
                 ..Params::default()
             },
         ),
@@ -32,6 +44,26 @@ pub fn ci() -> Vec<(&'static str, Params)> {
                 max_attempts: 1,
                 faults: 2,
                 consumer: Consumer::BusinessKey,
+                ..Params::default()
+            },
+        ),
+        (
+            "FIFO destination, two messages of one aggregate, no fault",
+            Params {
+                txns: vec![Txn::library(0, 2)],
+                fifo: true,
+                crashes: 0,
+                faults: 0,
+                ..Params::default()
+            },
+        ),
+        (
+            "side-effect consumer, a faulty call",
+            Params {
+                txns: vec![Txn::library(0, 1)],
+                crashes: 0,
+                consumer: Consumer::SideEffect,
+                consumers: 2,
                 ..Params::default()
             },
         ),

@@ -99,8 +99,8 @@ impl OutboxModel {
     fn blocked(&self, s: &State, p: &Publish, pos: u8) -> bool {
         let msg = p.items[usize::from(pos)].msg;
         let agg = self.fixture.msgs[usize::from(msg)].aggregate;
-        let failed = !self.params.has(Mutation::NoAggregateBlocking)
-            && p.failed_aggs & (1 << agg) != 0;
+        let failed =
+            !self.params.has(Mutation::NoAggregateBlocking) && p.failed_aggs & (1 << agg) != 0;
         failed || self.fenced(s, p, msg)
     }
 
@@ -115,10 +115,7 @@ impl OutboxModel {
         (0..msg).any(|m| {
             self.fixture.msgs[usize::from(m)].aggregate == agg
                 && s.items[usize::from(m)].status == Status::Pending
-                && !p
-                    .sent
-                    .iter()
-                    .any(|&q| p.items[usize::from(q)].msg == m)
+                && !p.sent.iter().any(|&q| p.items[usize::from(q)].msg == m)
         })
     }
 
@@ -196,7 +193,8 @@ impl OutboxModel {
             }
             Phase::MarkSent(k) => {
                 let pos = p.sent[usize::from(k)];
-                let marked = fault == Fault::None && self.mark_sent(s, p.items[usize::from(pos)].msg);
+                let marked =
+                    fault == Fault::None && self.mark_sent(s, p.items[usize::from(pos)].msg);
                 p.outcome[usize::from(pos)] = Out::Sent(marked);
                 p.phase = if usize::from(k) + 1 < p.sent.len() {
                     Phase::MarkSent(k + 1)

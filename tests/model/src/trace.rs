@@ -3,7 +3,7 @@
 use crate::fixture::Msg;
 use crate::model::{Action, Fault, OutboxModel};
 use crate::state::{Inv, Phase, State, SweepPhase};
-use stateright::{Checker, Model, Path};
+use stateright::{Checker, HasDiscoveries, Model, Path};
 use std::fmt::Write;
 use std::time::{Duration, Instant};
 
@@ -63,10 +63,17 @@ fn step_of(model: &OutboxModel, s: &State, i: u8) -> String {
                     .collect::<Vec<_>>()
                     .join(", ")
             ),
-            Phase::PreFail(k) => format!("marks {} FAILED before its copy", at(p.poison[usize::from(k)])),
+            Phase::PreFail(k) => format!(
+                "marks {} FAILED before its copy",
+                at(p.poison[usize::from(k)])
+            ),
             Phase::DeadLetter => format!(
                 "copies [{}] to the dead-letter queue",
-                p.poison.iter().map(|&q| at(q)).collect::<Vec<_>>().join(", ")
+                p.poison
+                    .iter()
+                    .map(|&q| at(q))
+                    .collect::<Vec<_>>()
+                    .join(", ")
             ),
             Phase::MarkFailed(k) => format!("marks {} FAILED", at(p.to_fail[usize::from(k)])),
             Phase::MarkSent(k) => format!("marks {} SENT", at(p.sent[usize::from(k)])),
@@ -75,7 +82,12 @@ fn step_of(model: &OutboxModel, s: &State, i: u8) -> String {
         }
     };
     match s.invs.get(usize::from(i)) {
-        Some(Inv::Stream { shard, from, to, publish }) => {
+        Some(Inv::Stream {
+            shard,
+            from,
+            to,
+            publish,
+        }) => {
             let what = pub_step(publish);
             let _ = model;
             format!("publisher (shard {shard}, records {from}..{to}) {what}")
@@ -85,7 +97,11 @@ fn step_of(model: &OutboxModel, s: &State, i: u8) -> String {
                 SweepPhase::Query => "queries the index".into(),
                 SweepPhase::Claim(k) => {
                     let (m, due) = sw.keys[usize::from(sw.chunk_at) + usize::from(k)];
-                    format!("claims {} (due {due}, lease until {})", msg(m), sw.lease_until)
+                    format!(
+                        "claims {} (due {due}, lease until {})",
+                        msg(m),
+                        sw.lease_until
+                    )
                 }
                 SweepPhase::Publish => sw.publish.as_ref().map_or("ends the chunk".into(), |p| {
                     if p.phase == Phase::Done {
@@ -159,7 +175,7 @@ impl Report {
     pub fn failures(&self) -> Vec<String> {
         self.discoveries
             .iter()
-            .filter(|d| d.0 != crate::props::DUPLICATES_HAPPEN)
+            .filter(|d| d.0 != crate::props::DUPLICATES_HAPPEN && d.0 != crate::props::SOME_END)
             .map(|d| format!("{} ({} steps):\n{}", d.0, d.1, d.2))
             .collect()
     }
@@ -167,13 +183,33 @@ impl Report {
 
 /// Checks `model` exhaustively (breadth first, so counterexamples are shortest).
 pub fn check(model: OutboxModel, threads: usize) -> Report {
+    run(model, threads, HasDiscoveries::AllFailures)
+}
+
+/// Checks `model` until `property` has a discovery (or the space is exhausted).
+pub fn find(model: OutboxModel, threads: usize, property: &'static str) -> Report {
+    run(model, threads, HasDiscoveries::AnyOf([property].into()))
+}
+
+fn run(model: OutboxModel, threads: usize, until: HasDiscoveries) -> Report {
     let start = Instant::now();
-    let checker = model.checker().threads(threads).spawn_bfs().join();
+    let checker = model
+        .checker()
+        .threads(threads)
+        .finish_when(until)
+        .spawn_bfs()
+        .join();
     let model = checker.model();
     let mut discoveries: Vec<(&'static str, usize, String)> = checker
         .discoveries()
         .into_iter()
-        .map(|(name, path)| (name, path.clone().into_actions().len(), render(model, &path)))
+        .map(|(name, path)| {
+            (
+                name,
+                path.clone().into_actions().len(),
+                render(model, &path),
+            )
+        })
         .collect();
     discoveries.sort_by_key(|d| d.0);
     Report {
