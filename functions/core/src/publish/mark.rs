@@ -25,9 +25,17 @@ impl<K: MessageSink, S: OutboxStore> Publisher<K, S> {
             if let Some(key) = &p.key
                 && let Err(e) = self.store.mark_failed(key, &p.reason, now_ms).await
             {
-                // The copy is safe on the dead-letter queue; the item stays PENDING
-                // and the sweeper will fail it again. Not worth a stream retry.
-                tracing::error!(error = %e, sk = %key.sk, "could not mark FAILED; the sweeper will");
+                // The copy is safe on the dead-letter queue, but the item is still
+                // PENDING: report it for retry. An item outside the sweeper index (a
+                // minimal producer's) has nobody else to come back to it; the retry
+                // dead-letters it again (a second copy) and marks it then.
+                tracing::error!(error = %e, sk = %key.sk, "dead-lettered but could not mark FAILED; reporting it for retry");
+                return (
+                    index,
+                    Outcome::Retry {
+                        reason: format!("dead-lettered but could not mark FAILED: {e}"),
+                    },
+                );
             }
             (index, Outcome::DeadLettered { reason: p.reason })
         }))
@@ -72,31 +80,43 @@ impl<K: MessageSink, S: OutboxStore> Publisher<K, S> {
     /// Items from minimal producers carry no sweeper index keys, so if the stream path
     /// cannot finish them (a retry that may run out, a SENT mark that failed) nothing
     /// would ever look at them again. Put them in the index, due after the grace.
+    /// Returns the positions of published items the index could not take: the caller
+    /// reports them for retry, or nobody would come back to them.
     pub(super) async fn adopt_unfinished(
         &self,
         items: &[WorkItem],
         outcomes: &[Outcome],
         now_ms: i64,
-    ) {
+    ) -> Vec<usize> {
         let due = now_ms + ADOPT_GRACE_MS;
         let unfinished =
             items
                 .iter()
                 .zip(outcomes)
-                .filter_map(|(item, outcome)| match (&item.work, outcome) {
+                .enumerate()
+                .filter_map(|(index, (item, outcome))| match (&item.work, outcome) {
                     (
                         Work::Publish(msg),
                         Outcome::Retry { .. } | Outcome::Blocked | Outcome::Sent { marked: false },
-                    ) if !msg.indexed => Some(msg),
+                    ) if !msg.indexed => Some((index, msg, outcome)),
                     _ => None,
                 });
         futures::stream::iter(unfinished)
-            .for_each_concurrent(MARK_CONCURRENCY, |msg| async move {
+            .map(|(index, msg, outcome)| async move {
                 let shard = sweep_shard(&msg.key.pk);
-                if let Err(e) = self.store.adopt_unindexed(&msg.key, &shard, due).await {
-                    tracing::warn!(message_id = %msg.message_id, error = %e, "could not put the item in the sweeper index; scan mode will find it");
+                match self.store.adopt_unindexed(&msg.key, &shard, due).await {
+                    Ok(_) => None,
+                    Err(e) => {
+                        tracing::warn!(message_id = %msg.message_id, error = %e, "could not put the item in the sweeper index; reporting it for retry");
+                        // Retry and Blocked are reported already; a published item
+                        // must be reported now.
+                        matches!(outcome, Outcome::Sent { .. }).then_some(index)
+                    }
                 }
             })
-            .await;
+            .buffer_unordered(MARK_CONCURRENCY)
+            .filter_map(std::future::ready)
+            .collect()
+            .await
     }
 }
