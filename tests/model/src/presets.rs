@@ -70,21 +70,52 @@ pub fn ci() -> Vec<(&'static str, Params)> {
     ]
 }
 
-/// The deep run: larger instances.
+/// The deep run: larger instances (minutes, not seconds).
 pub fn deep() -> Vec<(&'static str, Params)> {
-    vec![(
-        "two aggregates, mixed producers, FIFO, two sweepers",
-        Params {
-            txns: vec![
-                Txn::library(0, 2).or_roll_back(),
-                Txn::minimal(1, 1),
-                Txn::library(1, 1).kinds(&[Kind::Unroutable]),
-            ],
-            fifo: true,
-            sweepers: 2,
-            faults: 2,
-            crashes: 1,
-            ..Params::default()
-        },
-    )]
+    vec![
+        (
+            "two aggregates, rollback, poison, a crash and a faulty call",
+            Params {
+                txns: vec![
+                    Txn::library(0, 1).or_roll_back(),
+                    Txn::library(1, 1).kinds(&[Kind::Refused]),
+                ],
+                ..Params::default()
+            },
+        ),
+        (
+            "mixed producers on one aggregate, discards, two sweepers, a redrive",
+            Params {
+                txns: vec![
+                    Txn::minimal(0, 1).kinds(&[Kind::Unroutable]),
+                    Txn::library(0, 1),
+                ],
+                esm_retries: 0,
+                sweepers: 2,
+                redrives: 1,
+                ..Params::default()
+            },
+        ),
+        (
+            "FIFO with the proposed order fence, two transactions, two faults and a crash",
+            Params {
+                txns: vec![Txn::library(0, 1), Txn::library(0, 1)],
+                fifo: true,
+                faults: 2,
+                order_fence: true,
+                ..Params::default()
+            },
+        ),
+        (
+            "side-effect consumer, two consumers, two faults",
+            Params {
+                txns: vec![Txn::library(0, 2)],
+                crashes: 0,
+                faults: 2,
+                consumer: Consumer::SideEffect,
+                consumers: 2,
+                ..Params::default()
+            },
+        ),
+    ]
 }

@@ -9,7 +9,7 @@
 //! which can miss a path that joins one already seen.
 
 use crate::model::OutboxModel;
-use crate::state::{Inv, State, SweepPhase, bit};
+use crate::state::{Inv, Out, State, SweepPhase, bit};
 use stateright::Property;
 
 /// Only committed messages are ever delivered, dead-lettered or applied.
@@ -21,7 +21,7 @@ pub const EFFECT_ONCE: &str = "effect at most once";
 /// On a FIFO destination, no message is first accepted after a later one of its
 /// aggregate.
 pub const FIFO_ORDER: &str = "per-aggregate order on FIFO";
-/// At most one live sweep holds a claim on an item.
+/// At most one sweep may still write an item under its claim (the lease's purpose).
 pub const EXCLUSIVE_CLAIMS: &str = "claims are exclusive";
 /// When nothing can happen any more, every committed message is `SENT` with its
 /// effect applied once, or `FAILED` with a dead-letter copy.
@@ -54,17 +54,31 @@ fn fifo_order(_: &OutboxModel, s: &State) -> bool {
     !s.overtaken
 }
 
+/// Whether sweep `sw` may still write item `m` under its claim: claimed and not yet
+/// finished (sent and marked, or dead-lettered), or waiting for its reschedule.
+fn holds(sw: &crate::state::Sweep, m: u8) -> bool {
+    if !sw.claimed.iter().any(|c| c.0 == m) {
+        return false;
+    }
+    match sw.phase {
+        SweepPhase::Query => false,
+        SweepPhase::Claim(_) => true,
+        SweepPhase::Publish => sw.publish.as_ref().is_none_or(|p| {
+            p.items
+                .iter()
+                .zip(&p.outcome)
+                .any(|(w, o)| w.msg == m && !matches!(o, Out::Sent(_) | Out::Dead))
+        }),
+        SweepPhase::Reschedule(k) => sw.resched[usize::from(k)..].iter().any(|r| r.0 == m),
+    }
+}
+
 fn exclusive_claims(m: &OutboxModel, s: &State) -> bool {
     msgs(m).all(|i| {
         let holders = s
             .invs
             .iter()
-            .filter(|inv| match inv {
-                Inv::Sweep(sw) => {
-                    sw.phase != SweepPhase::Query && sw.claimed.iter().any(|c| c.0 == i)
-                }
-                Inv::Stream { .. } => false,
-            })
+            .filter(|inv| matches!(inv, Inv::Sweep(sw) if holds(sw, i)))
             .count();
         holders <= 1
     })
