@@ -204,3 +204,41 @@ impl Fixture {
         (rounds, poison)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::params::Txn;
+
+    #[test]
+    fn the_fixture_is_what_the_real_code_makes_of_the_records() {
+        let params = Params {
+            txns: vec![
+                Txn::library(0, 1),
+                Txn::minimal(1, 1),
+                Txn::library(2, 2).kinds(&[Kind::Undecodable, Kind::Unroutable]),
+            ],
+            ..Params::default()
+        };
+        let f = Fixture::new(&params);
+        assert_eq!(f.business_records_kept, 0, "classify skips business items");
+        assert_eq!(f.msgs.len(), 4);
+        assert!(f.msgs[0].indexed && !f.msgs[1].indexed);
+        assert_eq!(f.msgs[1].id, schema::derive_message_id(&f.msgs[1].key));
+        assert!(
+            matches!(f.msgs[2].work, Work::Poison(_)),
+            "no Topic: poison"
+        );
+        assert!(f.msgs[2].decoded.is_err());
+        // The unroutable one is poison only once routed: `plan` finds it.
+        let items: Vec<WorkItem> = [0, 3]
+            .iter()
+            .map(|&i| WorkItem {
+                id: i.to_string(),
+                work: f.msgs[i].work.clone(),
+            })
+            .collect();
+        let (rounds, poison) = f.plan(&items);
+        assert_eq!((rounds, poison), (vec![vec![0]], vec![1]));
+    }
+}

@@ -669,3 +669,21 @@ impl Model for OutboxModel {
         crate::props::all()
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::params::Txn;
+
+    #[test]
+    fn the_consumer_keys_on_the_outbox_id_the_publisher_attached() {
+        let m = OutboxModel::new(Params {
+            txns: vec![Txn::library(0, 1), Txn::minimal(0, 1)],
+            ..Params::default()
+        });
+        assert_eq!(m.consumer_key(0, 7), GuardKey::Outbox(0));
+        assert_eq!(m.consumer_key(1, 8), GuardKey::Outbox(1), "derived ids too");
+        let broken = OutboxModel::new(m.params.clone().mutated(Mutation::ConsumerKeysOnSqsId));
+        assert_eq!(broken.consumer_key(0, 7), GuardKey::Sqs(7));
+    }
+}

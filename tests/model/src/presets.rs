@@ -6,24 +6,12 @@ use crate::params::{Consumer, Kind, Params, Txn};
 pub fn ci() -> Vec<(&'static str, Params)> {
     vec![
         (
-            "rollback and poison on one aggregate, a crash, marker consumer",
+            "rollback and poison on one aggregate, a crash and a faulty call, marker consumer",
             Params {
                 txns: vec![
                     Txn::library(0, 1).or_roll_back(),
                     Txn::library(0, 1).kinds(&[Kind::Refused]),
                 ],
-                faults: 0,
-                ..Params::default()
-            },
-        ),
-        (
-            "rollback and poison on one aggregate, a faulty call, marker consumer",
-            Params {
-                txns: vec![
-                    Txn::library(0, 1).or_roll_back(),
-                    Txn::library(0, 1).kinds(&[Kind::Refused]),
-                ],
-                crashes: 0,
                 ..Params::default()
             },
         ),
@@ -74,6 +62,18 @@ pub fn ci() -> Vec<(&'static str, Params)> {
 pub fn deep() -> Vec<(&'static str, Params)> {
     vec![
         (
+            "undecodable and unroutable items, exhausted attempts, a redrive",
+            Params {
+                txns: vec![
+                    Txn::minimal(0, 1).kinds(&[Kind::Undecodable]),
+                    Txn::library(0, 1).kinds(&[Kind::Unroutable]),
+                ],
+                max_attempts: 1,
+                redrives: 1,
+                ..Params::default()
+            },
+        ),
+        (
             "two aggregates, rollback, poison, a crash and a faulty call",
             Params {
                 txns: vec![
@@ -84,7 +84,7 @@ pub fn deep() -> Vec<(&'static str, Params)> {
             },
         ),
         (
-            "mixed producers on one aggregate, discards, two sweepers, a redrive",
+            "mixed producers on one aggregate, discards, two sweepers",
             Params {
                 txns: vec![
                     Txn::minimal(0, 1).kinds(&[Kind::Unroutable]),
@@ -92,7 +92,6 @@ pub fn deep() -> Vec<(&'static str, Params)> {
                 ],
                 esm_retries: 0,
                 sweepers: 2,
-                redrives: 1,
                 ..Params::default()
             },
         ),
@@ -109,7 +108,7 @@ pub fn deep() -> Vec<(&'static str, Params)> {
         (
             "side-effect consumer, two consumers, two faults",
             Params {
-                txns: vec![Txn::library(0, 2)],
+                txns: vec![Txn::library(0, 1)],
                 crashes: 0,
                 faults: 2,
                 consumer: Consumer::SideEffect,

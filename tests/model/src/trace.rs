@@ -2,6 +2,7 @@
 
 use crate::fixture::Msg;
 use crate::model::{Action, Fault, OutboxModel};
+use crate::params::Consumer;
 use crate::state::{Inv, Phase, State, SweepPhase};
 use stateright::{Checker, HasDiscoveries, Model, Path};
 use std::fmt::Write;
@@ -24,13 +25,13 @@ pub fn describe(model: &OutboxModel, action: &Action) -> String {
         Action::Commit(t) => format!("producer commits txn {t}"),
         Action::RollBack(t) => format!("producer's txn {t} rolls back"),
         Action::Deliver(s) => format!("stream mapping invokes the publisher on shard {s}"),
-        Action::Step(i, f) => format!("invocation {i} steps{}", fault(*f)),
-        Action::Crash(i) => format!("invocation {i} crashes"),
+        Action::Step(i, f) => format!("invocation #{i} steps{}", fault(*f)),
+        Action::Crash(i) => format!("invocation #{i} crashes"),
         Action::Sweep => "schedule starts a sweep".into(),
         Action::Recover(n, f) => format!("recovery reads on-failure record {n}{}", fault(*f)),
         Action::Receive(q) => format!("consumer receives sqs-{q}"),
-        Action::Consume(c) => format!("consumer {c} steps"),
-        Action::ConsumerCrash(c) => format!("consumer {c} crashes"),
+        Action::Consume(c) => format!("consumer #{c} steps"),
+        Action::ConsumerCrash(c) => format!("consumer #{c} crashes"),
         Action::Expire(m) => format!("TTL deletes {}", msg(*m)),
         Action::Redrive(m) => format!("operator redrives {}", msg(*m)),
         Action::Tick => "time passes".into(),
@@ -90,7 +91,7 @@ fn step_of(model: &OutboxModel, s: &State, i: u8) -> String {
         }) => {
             let what = pub_step(publish);
             let _ = model;
-            format!("publisher (shard {shard}, records {from}..{to}) {what}")
+            format!("publisher #{i} (shard {shard}, records {from}..{to}) {what}")
         }
         Some(Inv::Sweep(sw)) => {
             let what = match sw.phase {
@@ -115,10 +116,27 @@ fn step_of(model: &OutboxModel, s: &State, i: u8) -> String {
                     format!("reschedules {} to tick {due}", msg(m))
                 }
             };
-            format!("sweeper {what}")
+            format!("sweeper #{i} {what}")
         }
         None => "?".into(),
     }
+}
+
+/// What consumer `c` is about to do in `s`.
+fn consumer_step(model: &OutboxModel, s: &State, c: u8) -> String {
+    let Some(con) = s.consumers.get(usize::from(c)) else {
+        return "?".into();
+    };
+    let m = con.msg;
+    let what = match (model.params.consumer, con.step) {
+        (Consumer::Marker, 0) => format!("commits the effect of m{m} with its marker"),
+        (Consumer::BusinessKey, 0) => format!("puts m{m}'s business item (the effect)"),
+        (Consumer::SideEffect, 0) => format!("takes the IN_PROGRESS guard of m{m}"),
+        (Consumer::SideEffect, 1) => format!("runs m{m}'s side effect"),
+        (Consumer::SideEffect, 2) => format!("records m{m} COMPLETED"),
+        _ => format!("deletes sqs-{} (m{m}) from the queue", con.sqs),
+    };
+    format!("consumer #{c} {what}")
 }
 
 /// One line per action of `path`, with the time and what each step did.
@@ -131,6 +149,18 @@ pub fn render(model: &OutboxModel, path: &Path<State, Action>) -> String {
         let what = match action {
             Action::Step(i, f) => format!("{}{}", step_of(model, &state, i), fault(f)),
             Action::Crash(i) => format!("{} — CRASHES instead", step_of(model, &state, i)),
+            Action::Consume(c) => consumer_step(model, &state, c),
+            Action::ConsumerCrash(c) => {
+                format!("{} — CRASHES instead", consumer_step(model, &state, c))
+            }
+            Action::Receive(q) => {
+                let m = state
+                    .queue
+                    .iter()
+                    .find(|x| x.sqs == q)
+                    .map_or(u8::MAX, |x| x.msg);
+                format!("consumer receives sqs-{q} (m{m})")
+            }
             other => describe(model, &other),
         };
         let _ = writeln!(out, "{line:>3}. t={} {what}", state.now);

@@ -157,3 +157,16 @@ fn known_limit_a_side_effect_runs_again_after_a_crash_before_completed() {
     };
     caught(p, EFFECT_ONCE);
 }
+
+/// Found in the real code: a redrive ignores an attempt still in flight. A sweep
+/// claims an item another worker then fails; the operator redrives it; a second sweep
+/// claims it while the first still acts on it (and may fail it again).
+#[test]
+fn known_gap_a_redrive_during_an_attempt_gives_two_sweeps_the_item() {
+    let p = Params {
+        sweepers: 2,
+        redrives: 1,
+        ..one(Txn::library(0, 1).kinds(&[Kind::Unroutable]))
+    };
+    caught(p, EXCLUSIVE_CLAIMS);
+}
