@@ -18,7 +18,8 @@ pub enum Fault {
     None,
     /// It fails (throttled, 5xx, timeout before the service acted).
     Fail,
-    /// The service acted, but the answer was lost (timeout after it acted).
+    /// The service acted (sent, wrote), but the answer was lost (a timeout after it
+    /// acted): the caller sees a failure.
     Lost,
 }
 
@@ -387,11 +388,11 @@ impl OutboxModel {
             && (0..t).all(|e| self.params.txns[e].aggregate != agg || s.txns[e] != TxnState::Open)
     }
 
-    fn step_faults(&self, s: &State, (call, send): (bool, bool), out: &mut Vec<Fault>) {
+    fn step_faults(&self, s: &State, (call, writes): (bool, bool), out: &mut Vec<Fault>) {
         out.push(Fault::None);
         if call && s.faults > 0 {
             out.push(Fault::Fail);
-            if send {
+            if writes {
                 out.push(Fault::Lost);
             }
         }
@@ -516,6 +517,7 @@ impl Model for OutboxModel {
             actions.push(Action::Recover(u(i), Fault::None));
             if s.faults > 0 {
                 actions.push(Action::Recover(u(i), Fault::Fail));
+                actions.push(Action::Recover(u(i), Fault::Lost));
             }
         }
         if s.consumers.len() < usize::from(self.params.consumers) {
@@ -629,13 +631,17 @@ impl Model for OutboxModel {
                 let sw = self.start_sweep(s.now);
                 s.invs.push(Inv::Sweep(sw));
             }
-            Action::Recover(n, fault) => {
-                if fault == Fault::None {
-                    self.recover(&mut s, usize::from(n));
-                } else {
+            Action::Recover(n, fault) => match fault {
+                Fault::None => self.recover(&mut s, usize::from(n)),
+                Fault::Lost => {
+                    // The adoptions took effect; the record is reported and comes back.
                     s.faults -= 1;
+                    let record = s.on_failure[usize::from(n)];
+                    self.recover(&mut s, usize::from(n));
+                    s.on_failure.push(record);
                 }
-            }
+                Fault::Fail => s.faults -= 1,
+            },
             Action::Receive(sqs) => self.receive(&mut s, sqs),
             Action::Consume(c) => self.consume(&mut s, usize::from(c)),
             Action::ConsumerCrash(c) => {

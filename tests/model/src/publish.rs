@@ -81,7 +81,7 @@ impl OutboxModel {
     }
 
     /// Whether the current step of `p` makes a call (which can fail), and whether that
-    /// call is a send (whose answer can be lost after it took effect).
+    /// call writes (so it can take effect with its answer lost).
     pub fn publish_call(&self, s: &State, p: &Publish) -> (bool, bool) {
         match p.phase {
             Phase::Round(r) => {
@@ -92,7 +92,7 @@ impl OutboxModel {
             }
             Phase::DeadLetter => (true, true),
             Phase::Done => (false, false),
-            _ => (true, false),
+            _ => (true, true),
         }
     }
 
@@ -125,7 +125,7 @@ impl OutboxModel {
             Phase::PreMark(k) => {
                 let all: Vec<u8> = p.rounds.iter().flatten().copied().collect();
                 let pos = all[usize::from(k)];
-                if fault == Fault::None {
+                if fault != Fault::Fail {
                     self.mark_sent(s, p.items[usize::from(pos)].msg);
                 }
                 p.phase = if usize::from(k) + 1 < all.len() {
@@ -140,7 +140,7 @@ impl OutboxModel {
             }
             Phase::PreFail(k) => {
                 let pos = p.poison[usize::from(k)];
-                if fault == Fault::None {
+                if fault != Fault::Fail {
                     self.mark_failed(s, p.items[usize::from(pos)].msg);
                 }
                 p.outcome[usize::from(pos)] = Out::Dead;
@@ -173,10 +173,10 @@ impl OutboxModel {
             }
             Phase::MarkFailed(k) => {
                 let pos = p.to_fail[usize::from(k)];
-                let marked = fault == Fault::None && {
+                if fault != Fault::Fail {
                     self.mark_failed(s, p.items[usize::from(pos)].msg);
-                    true
-                };
+                }
+                let marked = fault == Fault::None;
                 // `mark_all_failed`: the copy is safe; a mark that failed is reported
                 // for retry (before this branch it was not: `StrandUnindexed`).
                 p.outcome[usize::from(pos)] =
@@ -193,8 +193,9 @@ impl OutboxModel {
             }
             Phase::MarkSent(k) => {
                 let pos = p.sent[usize::from(k)];
-                let marked =
-                    fault == Fault::None && self.mark_sent(s, p.items[usize::from(pos)].msg);
+                let changed =
+                    fault != Fault::Fail && self.mark_sent(s, p.items[usize::from(pos)].msg);
+                let marked = fault == Fault::None && changed;
                 p.outcome[usize::from(pos)] = Out::Sent(marked);
                 p.phase = if usize::from(k) + 1 < p.sent.len() {
                     Phase::MarkSent(k + 1)
@@ -205,12 +206,14 @@ impl OutboxModel {
             Phase::Adopt(k) => {
                 let pos = p.adopt[usize::from(k)];
                 let msg = p.items[usize::from(pos)].msg;
-                if fault == Fault::None {
+                if fault != Fault::Fail {
                     let item = &mut s.items[usize::from(msg)];
                     if item.status == Status::Pending && item.due.is_none() {
                         item.due = Some(s.now + 1);
                     }
-                } else if p.outcome[usize::from(pos)] == Out::Sent(false)
+                }
+                if fault != Fault::None
+                    && p.outcome[usize::from(pos)] == Out::Sent(false)
                     && !self.params.has(Mutation::StrandUnindexed)
                 {
                     // `adopt_unfinished`: an item the index could not take is reported

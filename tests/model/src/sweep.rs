@@ -56,7 +56,8 @@ impl OutboxModel {
         match (&sw.phase, &sw.publish) {
             (SweepPhase::Publish, Some(p)) => self.publish_call(s, p),
             (SweepPhase::Publish, None) => (false, false),
-            _ => (true, false),
+            (SweepPhase::Query, _) => (true, false),
+            _ => (true, true),
         }
     }
 
@@ -80,7 +81,7 @@ impl OutboxModel {
             }
             SweepPhase::Claim(k) => {
                 let (msg, seen) = sw.keys[usize::from(sw.chunk_at) + usize::from(k)];
-                if fault == Fault::None {
+                if fault != Fault::Fail {
                     let lease = !self.params.has(Mutation::NoLease);
                     let item = &mut s.items[usize::from(msg)];
                     if item.status == Status::Pending && item.due == Some(seen) {
@@ -88,7 +89,10 @@ impl OutboxModel {
                         if lease {
                             item.due = Some(sw.lease_until);
                         }
-                        sw.claimed.push((msg, item.retry, item.error));
+                        // An answer lost after the claim took effect: skipped.
+                        if fault == Fault::None {
+                            sw.claimed.push((msg, item.retry, item.error));
+                        }
                     }
                 }
                 if usize::from(k) + 1 < self.chunk_len(sw) {
@@ -120,7 +124,7 @@ impl OutboxModel {
             }
             SweepPhase::Reschedule(k) => {
                 let (msg, next) = sw.resched[usize::from(k)];
-                if fault == Fault::None {
+                if fault != Fault::Fail {
                     let item = &mut s.items[usize::from(msg)];
                     if item.status == Status::Pending && item.due == Some(sw.lease_until) {
                         item.due = Some(next);
