@@ -4,7 +4,7 @@ use crate::fixture::Msg;
 use crate::model::{Action, Fault, OutboxModel};
 use crate::params::Consumer;
 use crate::state::{Inv, Phase, State, SweepPhase};
-use stateright::{Checker, HasDiscoveries, Model, Path};
+use stateright::{Checker, Expectation, HasDiscoveries, Model, Path};
 use std::fmt::Write;
 use std::time::{Duration, Instant};
 
@@ -139,11 +139,36 @@ fn consumer_step(model: &OutboxModel, s: &State, c: u8) -> String {
     format!("consumer #{c} {what}")
 }
 
-/// One line per action of `path`, with the time and what each step did.
-pub fn render(model: &OutboxModel, path: &Path<State, Action>) -> String {
+/// The steps of `path` up to the first state where `property` is decided (violated,
+/// for an `always` property; met, for a `sometimes` one). stateright keeps the last
+/// discovery it makes, not the first, so its path can run on past the point.
+pub fn cut(
+    model: &OutboxModel,
+    path: &Path<State, Action>,
+    property: &str,
+) -> Vec<(State, Option<Action>)> {
+    let mut steps = path.clone().into_vec();
+    let Some(p) = model.properties().into_iter().find(|p| p.name == property) else {
+        return steps;
+    };
+    let decided = |s: &State| match p.expectation {
+        Expectation::Sometimes => (p.condition)(model, s),
+        _ => !(p.condition)(model, s),
+    };
+    if let Some(i) = steps.iter().position(|(s, _)| decided(s)) {
+        steps.truncate(i + 1);
+        if let Some(last) = steps.last_mut() {
+            last.1 = None;
+        }
+    }
+    steps
+}
+
+/// One line per action of `steps`, with the time and what each step did.
+pub fn render(model: &OutboxModel, steps: &[(State, Option<Action>)]) -> String {
     let mut out = String::new();
     let mut line = 0;
-    for (state, action) in path.clone().into_vec() {
+    for (state, action) in steps.iter().cloned() {
         let Some(action) = action else { continue };
         line += 1;
         let what = match action {
@@ -165,7 +190,9 @@ pub fn render(model: &OutboxModel, path: &Path<State, Action>) -> String {
         };
         let _ = writeln!(out, "{line:>3}. t={} {what}", state.now);
     }
-    let last = path.last_state();
+    let Some((last, _)) = steps.last() else {
+        return out;
+    };
     let _ = writeln!(
         out,
         "     end: items {:?}, effects {:?}, dlq {:#b}, consumer dlq {:#b}",
@@ -234,11 +261,8 @@ fn run(model: OutboxModel, threads: usize, until: HasDiscoveries) -> Report {
         .discoveries()
         .into_iter()
         .map(|(name, path)| {
-            (
-                name,
-                path.clone().into_actions().len(),
-                render(model, &path),
-            )
+            let steps = cut(model, &path, name);
+            (name, steps.len().saturating_sub(1), render(model, &steps))
         })
         .collect();
     discoveries.sort_by_key(|d| d.0);
