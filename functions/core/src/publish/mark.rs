@@ -113,39 +113,53 @@ impl<K: MessageSink, S: OutboxStore> Publisher<K, S> {
     /// Items from minimal producers carry no sweeper index keys (and foreign ones may
     /// carry values no sweep claims), so if the stream path cannot finish them (a
     /// retry that may run out, a SENT or FAILED mark that failed) nothing would ever
-    /// look at them again. Put them in the index, due after the grace.
+    /// look at them again. Put them in the index, due after the grace. Returns the
+    /// positions of finished-looking items (published, or dead-lettered) the index
+    /// could not take: the caller reports them for retry, or nobody would come back
+    /// to them (found by the model checker, docs/protocol.md).
     pub(super) async fn adopt_unfinished(
         &self,
         items: &[WorkItem],
         outcomes: &[Outcome],
         now_ms: i64,
-    ) {
+    ) -> Vec<usize> {
         let due = now_ms + ADOPT_GRACE_MS;
         let unfinished =
             items
                 .iter()
                 .zip(outcomes)
-                .filter_map(|(item, outcome)| match (&item.work, outcome) {
+                .enumerate()
+                .filter_map(|(index, (item, outcome))| match (&item.work, outcome) {
                     (
                         Work::Publish(msg),
                         Outcome::Retry { .. }
                         | Outcome::Blocked
                         | Outcome::Sent { marked: false }
                         | Outcome::DeadLettered { marked: false, .. },
-                    ) if !msg.indexed() => Some(msg),
+                    ) if !msg.indexed() => Some((index, msg, outcome)),
                     _ => None,
                 });
         futures::stream::iter(unfinished)
-            .for_each_concurrent(MARK_CONCURRENCY, |msg| async move {
+            .map(|(index, msg, outcome)| async move {
                 let shard = sweep_shard(&msg.key.pk);
-                if let Err(e) = self
+                match self
                     .store
                     .adopt_unindexed(&msg.key, &shard, due, &msg.index)
                     .await
                 {
-                    tracing::warn!(message_id = %msg.message_id, error = %e, "could not put the item in the sweeper index; scan mode will find it");
+                    Ok(_) => None,
+                    Err(e) => {
+                        tracing::warn!(message_id = %msg.message_id, error = %e, "could not put the item in the sweeper index; reporting it for retry");
+                        // Retry and Blocked are reported already; a published or
+                        // dead-lettered item must be reported now.
+                        matches!(outcome, Outcome::Sent { .. } | Outcome::DeadLettered { .. })
+                            .then_some(index)
+                    }
                 }
             })
-            .await;
+            .buffer_unordered(MARK_CONCURRENCY)
+            .filter_map(std::future::ready)
+            .collect()
+            .await
     }
 }

@@ -227,7 +227,13 @@ impl<K: MessageSink, S: OutboxStore> Publisher<K, S> {
                 })
             })
             .collect();
-        self.adopt_unfinished(items, &outcomes, now).await;
+        let mut outcomes = outcomes;
+        for index in self.adopt_unfinished(items, &outcomes, now).await {
+            outcomes[index] = Outcome::Retry {
+                reason: "published, but neither marked SENT nor put in the sweeper index"
+                    .to_owned(),
+            };
+        }
         outcomes
     }
 }

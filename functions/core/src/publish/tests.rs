@@ -228,3 +228,124 @@ async fn an_item_at_its_size_limit_whose_copy_was_refused_keeps_its_payload_and_
     assert_eq!(stored.status.as_deref(), Some("FAILED"));
     assert_eq!(stored.payload_on, None, "the payload was not moved");
 }
+
+/// The in-memory store whose `FAILED` marks, `SENT` marks or adoptions fail, as a
+/// throttled table would.
+#[derive(Debug, Default)]
+struct FlakyStore {
+    inner: MemoryStore,
+    fail_marks: bool,
+    fail_adoptions: bool,
+}
+
+impl OutboxStore for FlakyStore {
+    async fn mark_sent(
+        &self,
+        key: &ItemKey,
+        sent_at_ms: i64,
+        expires_at_s: i64,
+    ) -> Result<crate::ports::MarkOutcome, crate::failure::Failure> {
+        if self.fail_marks {
+            return Err(crate::failure::Failure::transient("Throttled"));
+        }
+        self.inner.mark_sent(key, sent_at_ms, expires_at_s).await
+    }
+
+    async fn adopt_unindexed(
+        &self,
+        key: &ItemKey,
+        shard: &str,
+        due_ms: i64,
+        seen: &crate::schema::SeenIndex,
+    ) -> Result<crate::ports::MarkOutcome, crate::failure::Failure> {
+        if self.fail_adoptions {
+            return Err(crate::failure::Failure::transient("Throttled"));
+        }
+        self.inner.adopt_unindexed(key, shard, due_ms, seen).await
+    }
+
+    async fn mark_failed(
+        &self,
+        key: &ItemKey,
+        mark: &crate::policy::FailedMark,
+        failed_at_ms: i64,
+    ) -> Result<crate::ports::MarkOutcome, crate::failure::Failure> {
+        if self.fail_marks {
+            return Err(crate::failure::Failure::transient("Throttled"));
+        }
+        self.inner.mark_failed(key, mark, failed_at_ms).await
+    }
+
+    async fn load(
+        &self,
+        key: &ItemKey,
+    ) -> Result<Option<serde_dynamo::Item>, crate::failure::Failure> {
+        self.inner.load(key).await
+    }
+}
+
+fn unindexed(mut item: WorkItem) -> WorkItem {
+    if let Work::Publish(m) = &mut item.work {
+        m.index = crate::schema::SeenIndex::default();
+    }
+    item
+}
+
+// Found by the model (tests/model, `Mutation::StrandUnindexed`): a minimal producer's
+// poison whose FAILED mark failed was reported as dead-lettered, so the stream moved on
+// and the item stayed PENDING outside the sweeper index, forever.
+#[tokio::test]
+async fn poison_neither_marked_failed_nor_adopted_is_reported_for_retry() {
+    // Given poison from a minimal producer, and a table that refuses the FAILED mark
+    // and the adoption into the index
+    let p = Publisher::new(
+        RecordingSink::new(Refusals {
+            refused: vec!["bad".into()],
+            ..Refusals::default()
+        }),
+        FlakyStore {
+            fail_marks: true,
+            fail_adoptions: true,
+            ..FlakyStore::default()
+        },
+        config(),
+    );
+    // When it is published
+    let outcomes = p.process(&[unindexed(work("A", "std", "bad"))]).await;
+    // Then its copy is on the dead-letter queue, and the record is reported for retry
+    assert_eq!(p.sink.delivered("dlq").len(), 1);
+    assert!(outcomes[0].needs_retry(), "{:?}", outcomes[0]);
+}
+
+// Found by the model (`Mutation::StrandUnindexed`): a minimal producer's message that
+// was published, whose SENT mark failed and whose adoption into the index failed too,
+// was reported as sent, so nothing ever came back to it.
+#[tokio::test]
+async fn a_published_item_neither_marked_nor_adopted_is_reported_for_retry() {
+    // Given a minimal producer's message, and a table that refuses marks and adoptions
+    let p = Publisher::new(
+        RecordingSink::default(),
+        FlakyStore {
+            fail_marks: true,
+            fail_adoptions: true,
+            ..FlakyStore::default()
+        },
+        config(),
+    );
+    // When it is published
+    let outcomes = p.process(&[unindexed(work("A", "std", "a1"))]).await;
+    // Then it went out, and the record is reported for retry
+    assert_eq!(p.sink.delivered("std").len(), 1);
+    assert!(outcomes[0].needs_retry(), "{:?}", outcomes[0]);
+    // (With the adoption working, it is left to the sweeper: not reported.)
+    let p = Publisher::new(
+        RecordingSink::default(),
+        FlakyStore {
+            fail_marks: true,
+            ..FlakyStore::default()
+        },
+        config(),
+    );
+    let outcomes = p.process(&[unindexed(work("A", "std", "a1"))]).await;
+    assert_eq!(outcomes[0], Outcome::Sent { marked: false });
+}

@@ -1,0 +1,193 @@
+//! What one model instance explores: the workload, the deployment's settings (in
+//! ticks), the fault budgets, and a deliberate mutation, if any.
+
+/// How a producer writes its outbox items.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Producer {
+    /// `OutboxWriter`: `MessageId`, `CreatedAt` and the sweeper index keys (due after
+    /// the grace).
+    Library,
+    /// A hand-written producer: `PK, SK, ItemType, Topic, Payload, Status, RetryCount`
+    /// only, so the item is outside the sweeper index until someone adopts it.
+    Minimal,
+}
+
+/// What kind of message an outbox item is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Kind {
+    /// A message the destination accepts.
+    Good,
+    /// The destination refuses it for good (`SenderFault=true`).
+    Refused,
+    /// Its topic has no route.
+    Unroutable,
+    /// It does not decode (no `Topic` attribute).
+    Undecodable,
+}
+
+/// One producer transaction: a business item and outbox items of one aggregate.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Txn {
+    /// The aggregate (`PK`); transactions of one aggregate commit in order.
+    pub aggregate: u8,
+    /// Its outbox items, in the order the producer adds them.
+    pub messages: Vec<Kind>,
+    /// Whether the model explores the transaction rolling back too.
+    pub may_roll_back: bool,
+    /// How the producer writes.
+    pub producer: Producer,
+}
+
+impl Txn {
+    /// A committed-or-rolled-back library transaction of `n` good messages.
+    pub fn library(aggregate: u8, n: usize) -> Self {
+        Txn {
+            aggregate,
+            messages: vec![Kind::Good; n],
+            may_roll_back: false,
+            producer: Producer::Library,
+        }
+    }
+
+    /// The same written by a minimal producer.
+    pub fn minimal(aggregate: u8, n: usize) -> Self {
+        Txn {
+            producer: Producer::Minimal,
+            ..Txn::library(aggregate, n)
+        }
+    }
+
+    /// This transaction may also roll back.
+    pub fn or_roll_back(mut self) -> Self {
+        self.may_roll_back = true;
+        self
+    }
+
+    /// With these message kinds.
+    pub fn kinds(mut self, kinds: &[Kind]) -> Self {
+        self.messages = kinds.to_vec();
+        self
+    }
+}
+
+/// How the consumer makes its effect happen once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Consumer {
+    /// `MessageMarker`: the effect and a marker keyed by the message key in one
+    /// transaction.
+    Marker,
+    /// `BusinessKeyGuard`: the effect is one conditional put keyed by the business id
+    /// in the payload.
+    BusinessKey,
+    /// `IdempotentEffects`: a guard record `IN_PROGRESS` (locked until the invocation's
+    /// deadline) → effect outside DynamoDB → `COMPLETED`.
+    SideEffect,
+}
+
+/// A deliberately broken variant of the protocol. Each must be caught by a property.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Mutation {
+    /// The publish path marks `SENT` before it publishes.
+    MarkBeforePublish,
+    /// A claim does not move `SweepDueAt` (no lease): a concurrent sweeper claims too.
+    NoLease,
+    /// The consumer keys its marker on the SQS `MessageId`, not the outbox one.
+    ConsumerKeysOnSqsId,
+    /// Nobody reads the stream mapping's on-failure records.
+    NoRecovery,
+    /// The publish path does not hold back later messages of an aggregate whose
+    /// earlier message failed in the same batch (stream or sweep).
+    NoAggregateBlocking,
+    /// `SENT` is set without the `Status = PENDING` condition.
+    UnconditionalMark,
+    /// The stream shows the writes of a rolled-back transaction (moto's quirk).
+    StreamShowsRolledBack,
+    /// Poison is marked `FAILED` before its dead-letter copy is sent.
+    FailBeforeDeadLetter,
+    /// The publish path as it was before this branch: a `FAILED` mark or an adoption
+    /// that fails is not reported for retry, so an unindexed item stays `PENDING`.
+    StrandUnindexed,
+}
+
+/// One model instance.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Params {
+    /// The producer transactions.
+    pub txns: Vec<Txn>,
+    /// The destination is a FIFO queue (per-group order, deduplication window).
+    pub fifo: bool,
+    /// The stream mapping's batch size.
+    pub batch_size: u8,
+    /// The stream mapping's `MaximumRetryAttempts`.
+    pub esm_retries: u8,
+    /// The stream mapping's `MaximumRecordAgeInSeconds`, in ticks.
+    pub max_record_age: u8,
+    /// Sweeper attempts before `FAILED` (`OUTBOX_MAX_ATTEMPTS`).
+    pub max_attempts: u32,
+    /// Sweeper invocations that may run at once.
+    pub sweepers: u8,
+    /// Items a sweep claims and publishes together (`SweepLimits::chunk`).
+    pub chunk: u8,
+    /// Crashes of a function between two of its steps (publisher, sweeper, consumer).
+    pub crashes: u8,
+    /// Calls that fail (throttled), or succeed with the answer lost.
+    pub faults: u8,
+    /// The consumer's strategy.
+    pub consumer: Consumer,
+    /// Consumer invocations that may run at once.
+    pub consumers: u8,
+    /// The queue's `maxReceiveCount` before its dead-letter queue.
+    pub max_receives: u8,
+    /// The queue's visibility timeout, in ticks.
+    pub visibility: u8,
+    /// The FIFO deduplication window, in ticks.
+    pub dedup_window: u8,
+    /// `OUTBOX_TTL_DAYS`, in ticks.
+    pub ttl: u8,
+    /// Operator redrives of `FAILED` items.
+    pub redrives: u8,
+    /// A fix this branch proposes, modelled: the publish path holds back a message
+    /// while an earlier message of its aggregate is still `PENDING` (an "order fence").
+    pub order_fence: bool,
+    /// A deliberate bug, or none.
+    pub mutation: Option<Mutation>,
+}
+
+impl Default for Params {
+    fn default() -> Self {
+        Params {
+            txns: vec![Txn::library(0, 1)],
+            fifo: false,
+            batch_size: 2,
+            esm_retries: 1,
+            max_record_age: 3,
+            max_attempts: 2,
+            sweepers: 1,
+            chunk: 4,
+            crashes: 1,
+            faults: 1,
+            consumer: Consumer::Marker,
+            consumers: 1,
+            max_receives: 3,
+            visibility: 1,
+            dedup_window: 2,
+            ttl: 1,
+            redrives: 0,
+            order_fence: false,
+            mutation: None,
+        }
+    }
+}
+
+impl Params {
+    /// With this mutation.
+    pub fn mutated(mut self, m: Mutation) -> Self {
+        self.mutation = Some(m);
+        self
+    }
+
+    /// Whether `m` is the mutation in force.
+    pub fn has(&self, m: Mutation) -> bool {
+        self.mutation == Some(m)
+    }
+}

@@ -1,0 +1,120 @@
+//! The configurations the tests and the deep run check.
+
+use crate::params::{Consumer, Kind, Params, Txn};
+
+/// The bounded check CI runs: one small instance per concern.
+pub fn ci() -> Vec<(&'static str, Params)> {
+    vec![
+        (
+            "rollback and poison on one aggregate, a crash and a faulty call, marker consumer",
+            Params {
+                txns: vec![
+                    Txn::library(0, 1).or_roll_back(),
+                    Txn::library(0, 1).kinds(&[Kind::Refused]),
+                ],
+                ..Params::default()
+            },
+        ),
+        (
+            "minimal producer, discards, recovery",
+            Params {
+                txns: vec![Txn::minimal(0, 2)],
+                batch_size: 2,
+                esm_retries: 0,
+                ..Params::default()
+            },
+        ),
+        (
+            "two sweepers, exhausted attempts, business-key consumer",
+            Params {
+                txns: vec![Txn::library(0, 1)],
+                sweepers: 2,
+                max_attempts: 1,
+                faults: 2,
+                consumer: Consumer::BusinessKey,
+                ..Params::default()
+            },
+        ),
+        (
+            "FIFO destination, two messages of one aggregate, no fault",
+            Params {
+                txns: vec![Txn::library(0, 2)],
+                fifo: true,
+                crashes: 0,
+                faults: 0,
+                ..Params::default()
+            },
+        ),
+        (
+            "side-effect consumer, a faulty call",
+            Params {
+                txns: vec![Txn::library(0, 1)],
+                crashes: 0,
+                consumer: Consumer::SideEffect,
+                consumers: 2,
+                ..Params::default()
+            },
+        ),
+    ]
+}
+
+/// The deep run: larger instances (minutes, not seconds).
+pub fn deep() -> Vec<(&'static str, Params)> {
+    vec![
+        (
+            "undecodable and unroutable items, exhausted attempts, a redrive",
+            Params {
+                txns: vec![
+                    Txn::minimal(0, 1).kinds(&[Kind::Undecodable]),
+                    Txn::library(0, 1).kinds(&[Kind::Unroutable]),
+                ],
+                max_attempts: 1,
+                redrives: 1,
+                ..Params::default()
+            },
+        ),
+        (
+            "two aggregates, rollback, poison, a crash and a faulty call",
+            Params {
+                txns: vec![
+                    Txn::library(0, 1).or_roll_back(),
+                    Txn::library(1, 1).kinds(&[Kind::Refused]),
+                ],
+                ..Params::default()
+            },
+        ),
+        (
+            "mixed producers on one aggregate, discards, two sweepers",
+            Params {
+                txns: vec![
+                    Txn::minimal(0, 1).kinds(&[Kind::Unroutable]),
+                    Txn::library(0, 1),
+                ],
+                esm_retries: 0,
+                sweepers: 2,
+                ..Params::default()
+            },
+        ),
+        (
+            "FIFO with the proposed order fence, two transactions, two faults and a crash",
+            Params {
+                txns: vec![Txn::library(0, 1), Txn::library(0, 1)],
+                fifo: true,
+                faults: 2,
+                order_fence: true,
+                ..Params::default()
+            },
+        ),
+        (
+            "side-effect consumer, two consumers, two faults",
+            Params {
+                txns: vec![Txn::library(0, 1)],
+                crashes: 0,
+                faults: 2,
+                consumer: Consumer::SideEffect,
+                consumers: 2,
+                ..Params::default()
+            },
+        ),
+    ]
+}

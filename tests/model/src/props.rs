@@ -1,0 +1,111 @@
+//! The properties the protocol must keep, as stateright properties.
+//!
+//! The liveness property is checked at quiescence: every path of the model ends
+//! (each action uses up a bounded resource or moves a bounded counter: transactions
+//! decide once, records are consumed, claims count `RetryCount` up to the limit,
+//! receives count up to `maxReceiveCount`, faults and crashes come from budgets, time
+//! only passes while a timer lies ahead), so "eventually" is "in every state where
+//! nothing can happen any more". This is stronger than stateright's `eventually`,
+//! which can miss a path that joins one already seen.
+
+use crate::model::OutboxModel;
+use crate::state::{Inv, Out, State, SweepPhase, bit};
+use stateright::Property;
+
+/// Only committed messages are ever delivered, dead-lettered or applied.
+pub const NOTHING_PHANTOM: &str = "nothing phantom";
+/// `SENT` and `FAILED` are left only by a redrive (and `SENT` by TTL deletion).
+pub const TERMINAL: &str = "terminal states stay terminal";
+/// Each message's effect is applied at most once.
+pub const EFFECT_ONCE: &str = "effect at most once";
+/// On a FIFO destination, no message is first accepted after a later one of its
+/// aggregate.
+pub const FIFO_ORDER: &str = "per-aggregate order on FIFO";
+/// At most one sweep may still write an item under its claim (the lease's purpose).
+pub const EXCLUSIVE_CLAIMS: &str = "claims are exclusive";
+/// When nothing can happen any more, every committed message is `SENT` with its
+/// effect applied once, or `FAILED` with a dead-letter copy.
+pub const SETTLES: &str = "every committed message settles";
+/// A copy reaches a consumer twice (the model is not too tame).
+pub const DUPLICATES_HAPPEN: &str = "duplicates reach the consumer";
+/// Some path ends with every message settled (the liveness check is not vacuous).
+pub const SOME_END: &str = "a run ends with every message settled";
+
+fn msgs(m: &OutboxModel) -> impl Iterator<Item = u8> {
+    0..u8::try_from(m.fixture.msgs.len()).unwrap_or(0)
+}
+
+fn nothing_phantom(m: &OutboxModel, s: &State) -> bool {
+    msgs(m).all(|i| {
+        let touched = (s.accepted | s.dlq) & bit(i) != 0 || s.effects[usize::from(i)] > 0;
+        !touched || m.committed(s, i)
+    })
+}
+
+fn terminal(_: &OutboxModel, s: &State) -> bool {
+    !s.left_terminal
+}
+
+fn effect_once(_: &OutboxModel, s: &State) -> bool {
+    s.effects.iter().all(|e| *e <= 1)
+}
+
+fn fifo_order(_: &OutboxModel, s: &State) -> bool {
+    !s.overtaken
+}
+
+/// Whether sweep `sw` may still write item `m` under its claim: claimed and not yet
+/// finished (sent and marked, or dead-lettered), or waiting for its reschedule.
+fn holds(sw: &crate::state::Sweep, m: u8) -> bool {
+    if !sw.claimed.iter().any(|c| c.0 == m) {
+        return false;
+    }
+    match sw.phase {
+        SweepPhase::Query => false,
+        SweepPhase::Claim(_) => true,
+        SweepPhase::Publish => sw.publish.as_ref().is_none_or(|p| {
+            p.items
+                .iter()
+                .zip(&p.outcome)
+                .any(|(w, o)| w.msg == m && !matches!(o, Out::Sent(_) | Out::Dead))
+        }),
+        SweepPhase::Reschedule(k) => sw.resched[usize::from(k)..].iter().any(|r| r.0 == m),
+    }
+}
+
+fn exclusive_claims(m: &OutboxModel, s: &State) -> bool {
+    msgs(m).all(|i| {
+        let holders = s
+            .invs
+            .iter()
+            .filter(|inv| matches!(inv, Inv::Sweep(sw) if holds(sw, i)))
+            .count();
+        holders <= 1
+    })
+}
+
+fn settles(m: &OutboxModel, s: &State) -> bool {
+    !m.quiescent(s) || msgs(m).all(|i| m.settled(s, i))
+}
+
+fn some_end(m: &OutboxModel, s: &State) -> bool {
+    msgs(m).all(|i| m.settled(s, i)) && m.quiescent(s)
+}
+
+fn duplicates_happen(_: &OutboxModel, s: &State) -> bool {
+    s.queue.iter().any(|c| c.receives > 1)
+}
+
+/// Every property.
+pub fn all() -> Vec<Property<OutboxModel>> {
+    vec![
+        Property::always(NOTHING_PHANTOM, nothing_phantom),
+        Property::always(TERMINAL, terminal),
+        Property::always(EFFECT_ONCE, effect_once),
+        Property::always(FIFO_ORDER, fifo_order),
+        Property::always(EXCLUSIVE_CLAIMS, exclusive_claims),
+        Property::always(SETTLES, settles),
+        Property::sometimes(DUPLICATES_HAPPEN, duplicates_happen),
+        Property::sometimes(SOME_END, some_end),
+    ]
+}

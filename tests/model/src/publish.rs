@@ -1,0 +1,301 @@
+//! `Publisher::process` as a step machine: one step per call it makes, so a crash can
+//! fall between any two. Every decision between the calls is the real code's: the
+//! plan (`outbox_core::publish::plan`), the verdict on a call and on each entry
+//! (`policy::judge_call`, `policy::judge_entry`), on a dead-letter copy
+//! (`policy::judge_dead_letter`). What the model writes itself is the order of the
+//! calls — the code's `process` runs them in this order: rounds, dead-letter copies,
+//! `FAILED` marks, `SENT` marks, adoptions — and the hold-back of an aggregate that
+//! failed earlier in the batch (a few lines inside the async `dispatch_round`).
+
+use crate::model::{Fault, OutboxModel};
+use crate::params::{Kind, Mutation};
+use crate::state::{Out, Phase, Publish, State, Status, Work, bit};
+use outbox_core::failure::Failure;
+use outbox_core::policy::{
+    CallVerdict, DeadLetterVerdict, EntryVerdict, judge_call, judge_dead_letter, judge_entry,
+};
+use outbox_core::ports::EntryResult;
+use outbox_core::publish::WorkItem;
+
+impl OutboxModel {
+    /// A publish of `works`, planned by the real `plan` from `items`.
+    pub fn start_publish(&self, works: Vec<Work>, items: &[WorkItem]) -> Publish {
+        let (rounds, poison) = self.fixture.plan(items);
+        let n = works.len();
+        let mut p = Publish {
+            items: works,
+            rounds,
+            phase: Phase::Round(0),
+            outcome: vec![Out::Open; n],
+            poison,
+            to_fail: Vec::new(),
+            sent: Vec::new(),
+            failed_aggs: 0,
+            adopt: Vec::new(),
+        };
+        p.phase = if self.params.has(Mutation::MarkBeforePublish) && !p.rounds.is_empty() {
+            Phase::PreMark(0)
+        } else {
+            self.after_round(&mut p, 0)
+        };
+        p
+    }
+
+    fn after_round(&self, p: &mut Publish, next: usize) -> Phase {
+        if next < p.rounds.len() {
+            return Phase::Round(u8::try_from(next).unwrap_or(u8::MAX));
+        }
+        if p.poison.is_empty() {
+            return self.after_dead_letter(p);
+        }
+        if self.params.has(Mutation::FailBeforeDeadLetter) {
+            Phase::PreFail(0)
+        } else {
+            Phase::DeadLetter
+        }
+    }
+
+    fn after_dead_letter(&self, p: &mut Publish) -> Phase {
+        if !p.to_fail.is_empty() {
+            Phase::MarkFailed(0)
+        } else {
+            self.after_fail_marks(p)
+        }
+    }
+
+    fn after_fail_marks(&self, p: &mut Publish) -> Phase {
+        if !p.sent.is_empty() && !self.params.has(Mutation::MarkBeforePublish) {
+            Phase::MarkSent(0)
+        } else {
+            self.after_sent_marks(p)
+        }
+    }
+
+    fn after_sent_marks(&self, p: &mut Publish) -> Phase {
+        p.adopt = self.adoptable(p);
+        if p.adopt.is_empty() {
+            Phase::Done
+        } else {
+            Phase::Adopt(0)
+        }
+    }
+
+    /// Whether the current step of `p` makes a call (which can fail), and whether that
+    /// call writes (so it can take effect with its answer lost).
+    pub fn publish_call(&self, s: &State, p: &Publish) -> (bool, bool) {
+        match p.phase {
+            Phase::Round(r) => {
+                let live = p.rounds[usize::from(r)]
+                    .iter()
+                    .any(|&pos| !self.blocked(s, p, pos));
+                (live, live)
+            }
+            Phase::DeadLetter => (true, true),
+            Phase::Done => (false, false),
+            _ => (true, true),
+        }
+    }
+
+    fn blocked(&self, s: &State, p: &Publish, pos: u8) -> bool {
+        let msg = p.items[usize::from(pos)].msg;
+        let agg = self.fixture.msgs[usize::from(msg)].aggregate;
+        let failed =
+            !self.params.has(Mutation::NoAggregateBlocking) && p.failed_aggs & (1 << agg) != 0;
+        failed || self.fenced(s, p, msg)
+    }
+
+    /// The order fence this branch proposes (off unless `Params::order_fence`): an
+    /// earlier message of the aggregate is still `PENDING` and was not sent by this
+    /// publish.
+    fn fenced(&self, s: &State, p: &Publish, msg: u8) -> bool {
+        if !self.params.order_fence || !self.params.fifo {
+            return false;
+        }
+        let agg = self.fixture.msgs[usize::from(msg)].aggregate;
+        (0..msg).any(|m| {
+            self.fixture.msgs[usize::from(m)].aggregate == agg
+                && s.items[usize::from(m)].status == Status::Pending
+                && !p.sent.iter().any(|&q| p.items[usize::from(q)].msg == m)
+        })
+    }
+
+    /// Takes one step of `p`.
+    pub fn publish_step(&self, s: &mut State, p: &mut Publish, fault: Fault) {
+        match p.phase {
+            Phase::PreMark(k) => {
+                let all: Vec<u8> = p.rounds.iter().flatten().copied().collect();
+                let pos = all[usize::from(k)];
+                if fault != Fault::Fail {
+                    self.mark_sent(s, p.items[usize::from(pos)].msg);
+                }
+                p.phase = if usize::from(k) + 1 < all.len() {
+                    Phase::PreMark(k + 1)
+                } else {
+                    self.after_round(p, 0)
+                };
+            }
+            Phase::Round(r) => {
+                self.send_round(s, p, usize::from(r), fault);
+                p.phase = self.after_round(p, usize::from(r) + 1);
+            }
+            Phase::PreFail(k) => {
+                let pos = p.poison[usize::from(k)];
+                if fault != Fault::Fail {
+                    self.mark_failed(s, p.items[usize::from(pos)].msg);
+                }
+                p.outcome[usize::from(pos)] = Out::Dead;
+                p.phase = if usize::from(k) + 1 < p.poison.len() {
+                    Phase::PreFail(k + 1)
+                } else {
+                    Phase::DeadLetter
+                };
+            }
+            Phase::DeadLetter => {
+                let result: EntryResult = match fault {
+                    Fault::None => Ok(()),
+                    Fault::Fail | Fault::Lost => Err(Failure::transient("Throttled")),
+                };
+                for &pos in &p.poison.clone() {
+                    let msg = p.items[usize::from(pos)].msg;
+                    if fault != Fault::Fail {
+                        s.dlq |= bit(msg);
+                    }
+                    match judge_dead_letter(result.clone(), "poison") {
+                        DeadLetterVerdict::MarkFailed { .. } => {
+                            if !self.params.has(Mutation::FailBeforeDeadLetter) {
+                                p.to_fail.push(pos);
+                            }
+                        }
+                        DeadLetterVerdict::Retry(_) => p.outcome[usize::from(pos)] = Out::Retry,
+                    }
+                }
+                p.phase = self.after_dead_letter(p);
+            }
+            Phase::MarkFailed(k) => {
+                let pos = p.to_fail[usize::from(k)];
+                if fault != Fault::Fail {
+                    self.mark_failed(s, p.items[usize::from(pos)].msg);
+                }
+                let marked = fault == Fault::None;
+                // `mark_all_failed`: the copy is safe; a mark that failed is reported
+                // for retry (before this branch it was not: `StrandUnindexed`).
+                p.outcome[usize::from(pos)] =
+                    if marked || self.params.has(Mutation::StrandUnindexed) {
+                        Out::Dead
+                    } else {
+                        Out::Retry
+                    };
+                p.phase = if usize::from(k) + 1 < p.to_fail.len() {
+                    Phase::MarkFailed(k + 1)
+                } else {
+                    self.after_fail_marks(p)
+                };
+            }
+            Phase::MarkSent(k) => {
+                let pos = p.sent[usize::from(k)];
+                let changed =
+                    fault != Fault::Fail && self.mark_sent(s, p.items[usize::from(pos)].msg);
+                let marked = fault == Fault::None && changed;
+                p.outcome[usize::from(pos)] = Out::Sent(marked);
+                p.phase = if usize::from(k) + 1 < p.sent.len() {
+                    Phase::MarkSent(k + 1)
+                } else {
+                    self.after_sent_marks(p)
+                };
+            }
+            Phase::Adopt(k) => {
+                let pos = p.adopt[usize::from(k)];
+                let msg = p.items[usize::from(pos)].msg;
+                if fault != Fault::Fail {
+                    let item = &mut s.items[usize::from(msg)];
+                    if item.status == Status::Pending && item.due.is_none() {
+                        item.due = Some(s.now + 1);
+                    }
+                }
+                if fault != Fault::None
+                    && p.outcome[usize::from(pos)] == Out::Sent(false)
+                    && !self.params.has(Mutation::StrandUnindexed)
+                {
+                    // `adopt_unfinished`: an item the index could not take is reported
+                    // for retry, so the stream brings it back.
+                    p.outcome[usize::from(pos)] = Out::Retry;
+                }
+                p.phase = if usize::from(k) + 1 < p.adopt.len() {
+                    Phase::Adopt(k + 1)
+                } else {
+                    Phase::Done
+                };
+            }
+            Phase::Done => {}
+        }
+    }
+
+    fn adoptable(&self, p: &Publish) -> Vec<u8> {
+        (0..p.items.len())
+            .filter(|&i| {
+                let w = p.items[i];
+                !w.poison
+                    && !self.fixture.msgs[usize::from(w.msg)].indexed
+                    && matches!(p.outcome[i], Out::Retry | Out::Blocked | Out::Sent(false))
+            })
+            .filter_map(|i| u8::try_from(i).ok())
+            .collect()
+    }
+
+    fn send_round(&self, s: &mut State, p: &mut Publish, r: usize, fault: Fault) {
+        let mut live = Vec::new();
+        for &pos in &p.rounds[r] {
+            if self.blocked(s, p, pos) {
+                p.outcome[usize::from(pos)] = Out::Blocked;
+                let agg = self.fixture.msgs[usize::from(p.items[usize::from(pos)].msg)].aggregate;
+                p.failed_aggs |= 1 << agg;
+            } else {
+                live.push(pos);
+            }
+        }
+        if live.is_empty() {
+            return;
+        }
+        let refused = |pos: u8| {
+            self.fixture.msgs[usize::from(p.items[usize::from(pos)].msg)].kind == Kind::Refused
+        };
+        let answer: Result<Vec<EntryResult>, Failure> = match fault {
+            Fault::None => Ok(live
+                .iter()
+                .map(|&pos| {
+                    if refused(pos) {
+                        Err(Failure::permanent("InvalidParameterValue"))
+                    } else {
+                        Ok(())
+                    }
+                })
+                .collect()),
+            Fault::Fail | Fault::Lost => Err(Failure::transient("Throttled")),
+        };
+        if fault != Fault::Fail {
+            for &pos in &live {
+                if !refused(pos) {
+                    self.accept(s, p.items[usize::from(pos)].msg);
+                }
+            }
+        }
+        let results = match judge_call(answer, &self.fixture.dest, live.len()) {
+            CallVerdict::Answered(results) => results,
+            CallVerdict::Every(f) => vec![Err(f); live.len()],
+            CallVerdict::OneByOne => vec![Err(Failure::transient("split")); live.len()],
+        };
+        for (pos, result) in live.into_iter().zip(results) {
+            let w = p.items[usize::from(pos)];
+            match judge_entry(result) {
+                EntryVerdict::Sent => p.sent.push(pos),
+                EntryVerdict::Poison { .. } if !w.poison => p.poison.push(pos),
+                EntryVerdict::Poison { .. } => p.outcome[usize::from(pos)] = Out::Retry,
+                EntryVerdict::Retry { .. } => {
+                    let agg = self.fixture.msgs[usize::from(w.msg)].aggregate;
+                    p.failed_aggs |= 1 << agg;
+                    p.outcome[usize::from(pos)] = Out::Retry;
+                }
+            }
+        }
+    }
+}

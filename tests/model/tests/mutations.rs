@@ -1,0 +1,204 @@
+//! Not vacuous: each property catches a deliberately broken protocol, with a
+//! counterexample; and what the model found in the real code, pinned.
+
+use outbox_model::props::{
+    EFFECT_ONCE, EXCLUSIVE_CLAIMS, FIFO_ORDER, NOTHING_PHANTOM, SETTLES, TERMINAL,
+};
+use outbox_model::{Consumer, Kind, Mutation, OutboxModel, Params, Txn, find};
+
+fn caught(params: Params, property: &'static str) -> usize {
+    let report = find(OutboxModel::new(params.clone()), 1, property);
+    let Some((len, trace)) = report.discovery(property) else {
+        panic!(
+            "{:?} was not caught by `{property}` ({} states)",
+            params.mutation, report.unique
+        );
+    };
+    println!(
+        "{:?} caught by `{property}` in {len} steps:\n{trace}",
+        params.mutation
+    );
+    len
+}
+
+fn one(txn: Txn) -> Params {
+    Params {
+        txns: vec![txn],
+        crashes: 0,
+        faults: 0,
+        ..Params::default()
+    }
+}
+
+#[test]
+fn marking_sent_before_publishing_loses_a_message_on_a_crash() {
+    let p = Params {
+        crashes: 1,
+        esm_retries: 0,
+        ..one(Txn::library(0, 1))
+    };
+    caught(p.mutated(Mutation::MarkBeforePublish), SETTLES);
+}
+
+#[test]
+fn claims_without_a_lease_let_two_sweepers_hold_one_item() {
+    let p = Params {
+        sweepers: 2,
+        ..one(Txn::library(0, 1))
+    };
+    caught(p.mutated(Mutation::NoLease), EXCLUSIVE_CLAIMS);
+}
+
+#[test]
+fn a_consumer_keyed_on_the_sqs_message_id_applies_a_republished_message_twice() {
+    let p = Params {
+        crashes: 1,
+        ..one(Txn::library(0, 1))
+    };
+    caught(p.mutated(Mutation::ConsumerKeysOnSqsId), EFFECT_ONCE);
+}
+
+#[test]
+fn without_recovery_a_minimal_producers_discarded_message_is_lost() {
+    let p = Params {
+        crashes: 1,
+        esm_retries: 0,
+        ..one(Txn::minimal(0, 1))
+    };
+    caught(p.mutated(Mutation::NoRecovery), SETTLES);
+}
+
+#[test]
+fn without_the_hold_back_a_later_message_overtakes_a_failed_one_on_fifo() {
+    let p = Params {
+        fifo: true,
+        faults: 1,
+        ..one(Txn::library(0, 2))
+    };
+    caught(p.mutated(Mutation::NoAggregateBlocking), FIFO_ORDER);
+}
+
+#[test]
+fn an_unconditional_sent_mark_revives_a_failed_item() {
+    let p = Params {
+        max_attempts: 0,
+        ..one(Txn::library(0, 1))
+    };
+    caught(p.mutated(Mutation::UnconditionalMark), TERMINAL);
+}
+
+#[test]
+fn a_stream_that_shows_rolled_back_writes_publishes_phantoms() {
+    let p = one(Txn::library(0, 1).or_roll_back());
+    caught(p.mutated(Mutation::StreamShowsRolledBack), NOTHING_PHANTOM);
+}
+
+#[test]
+fn failing_poison_before_its_copy_loses_the_copy_on_a_crash() {
+    let p = Params {
+        crashes: 1,
+        esm_retries: 0,
+        ..one(Txn::library(0, 1).kinds(&[Kind::Refused]))
+    };
+    caught(p.mutated(Mutation::FailBeforeDeadLetter), SETTLES);
+}
+
+#[test]
+fn before_this_branch_a_failed_mark_stranded_a_minimal_producers_poison() {
+    let p = Params {
+        faults: 1,
+        ..one(Txn::minimal(0, 1).kinds(&[Kind::Refused]))
+    };
+    caught(p.mutated(Mutation::StrandUnindexed), SETTLES);
+}
+
+#[test]
+fn before_this_branch_a_failed_adoption_stranded_a_published_minimal_message() {
+    let p = Params {
+        faults: 2,
+        ..one(Txn::minimal(0, 1))
+    };
+    caught(p.mutated(Mutation::StrandUnindexed), SETTLES);
+}
+
+/// Found in the real code: a sweep that cannot claim an earlier message of an
+/// aggregate (a failed claim here) still publishes the later one.
+#[test]
+fn known_gap_one_failed_claim_lets_a_later_message_overtake_on_fifo() {
+    let p = Params {
+        fifo: true,
+        faults: 1,
+        ..one(Txn::library(0, 2))
+    };
+    caught(p, FIFO_ORDER);
+}
+
+/// The proposed order fence closes it.
+#[test]
+fn the_order_fence_keeps_fifo_order_where_the_code_does_not() {
+    let p = Params {
+        fifo: true,
+        faults: 1,
+        order_fence: true,
+        ..one(Txn::library(0, 2))
+    };
+    let report = outbox_model::check(OutboxModel::new(p), 2);
+    assert!(report.failures().is_empty(), "{:#?}", report.failures());
+}
+
+/// Documented in `IdempotentEffects`: a crash between the effect and its
+/// `COMPLETED` record runs the effect again once the lock expires.
+#[test]
+fn known_limit_a_side_effect_runs_again_after_a_crash_before_completed() {
+    let p = Params {
+        crashes: 1,
+        consumer: Consumer::SideEffect,
+        ..one(Txn::library(0, 1))
+    };
+    caught(p, EFFECT_ONCE);
+}
+
+/// Found in the real code: a redrive ignores an attempt still in flight. A sweep
+/// claims an item another worker then fails; the operator redrives it; a second sweep
+/// claims it while the first still acts on it (and may fail it again).
+#[test]
+fn known_gap_a_redrive_during_an_attempt_gives_two_sweeps_the_item() {
+    let p = Params {
+        sweepers: 2,
+        redrives: 1,
+        ..one(Txn::library(0, 1).kinds(&[Kind::Unroutable]))
+    };
+    caught(p, EXCLUSIVE_CLAIMS);
+}
+
+/// The fence holds through discards and recovery too, without stranding anything.
+#[test]
+fn the_order_fence_keeps_fifo_order_through_discards() {
+    let p = Params {
+        txns: vec![Txn::minimal(0, 1), Txn::minimal(0, 1)],
+        fifo: true,
+        esm_retries: 0,
+        crashes: 1,
+        faults: 1,
+        order_fence: true,
+        ..Params::default()
+    };
+    let report = outbox_model::check(OutboxModel::new(p), 2);
+    println!("{} unique states, {:.1?}", report.unique, report.elapsed);
+    assert!(report.failures().is_empty(), "{:#?}", report.failures());
+}
+
+/// Found in the real code: after the mapping discards an earlier message's batch, the
+/// stream publisher sends the later message while the earlier one waits for recovery.
+#[test]
+fn known_gap_a_discard_lets_a_later_message_overtake_on_fifo() {
+    let p = Params {
+        txns: vec![Txn::minimal(0, 1), Txn::minimal(0, 1)],
+        fifo: true,
+        batch_size: 1,
+        esm_retries: 0,
+        crashes: 1,
+        ..one(Txn::minimal(0, 1))
+    };
+    caught(p, FIFO_ORDER);
+}
