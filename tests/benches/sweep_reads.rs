@@ -99,7 +99,7 @@ async fn main() {
         );
     }
     println!(
-        "sweeper: 16 Query calls on the empty partitions of the sparse index (KEYS_ONLY); naive: Scan reads every item, the filter only trims the answer"
+        "sweeper: 16 Query calls on the empty partitions of the sparse index (KEYS_ONLY), plus the backstop scan's one page (at most 100 items; OUTBOX_SWEEP_SCAN_MODE=backstop, the default; `off` reads none); naive: Scan reads every item, the filter only trims the answer"
     );
     println!(
         "emu ms is the emulator's wall time: moto answers an index query by walking the whole table in Python, so it says nothing about DynamoDB latency; items read is what DynamoDB bills"

@@ -20,9 +20,11 @@ use outbox_ops::{self as ops, Selection};
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
-/// Retry policy short enough to follow in a test.
+/// Retry policy short enough to follow in a test; the index only (the backstop scan,
+/// on by default, has tests of its own).
 fn config(publisher: PublisherConfig) -> SweeperConfig {
     let mut c = SweeperConfig::new(publisher);
+    c.scan_mode = ScanMode::Off;
     c.max_attempts = 3;
     c.grace = Duration::ZERO;
     c.base_backoff = Duration::from_secs(2);
@@ -787,4 +789,32 @@ async fn a_later_message_waits_behind_a_failed_earlier_one_in_another_chunk() {
         n(&a1, "SweepDueAt"),
         n(&a2, "SweepDueAt")
     );
+}
+
+#[tokio::test]
+async fn an_item_no_index_knows_is_found_by_the_default_backstop_scan() {
+    // Given a pending item written like the boto3 producer (no index attributes) whose
+    // stream records nobody will ever read again (a mapping disabled for a day)
+    let ob = Outbox::new().await;
+    ob.put_raw(boto3_item(
+        "USER#42",
+        "MESSAGE#LOST#1",
+        "orders",
+        r#"{"lost":1}"#,
+        "PENDING",
+    ))
+    .await;
+    // When a sweeper with the default configuration runs (grace 0 to see it at once)
+    let mut cfg = SweeperConfig::new(ob.config());
+    assert_eq!(cfg.scan_mode, ScanMode::Backstop, "the default");
+    cfg.grace = Duration::ZERO;
+    let sw = sweeper(&ob.clients, cfg);
+    let first = sweep_at(&sw, now_ms()).await;
+    // Then its bounded scan (one page) adopted the item into the index, and the same
+    // sweep published it
+    assert_eq!(first.adopted, 1, "{first:?}");
+    assert!(first.scan_items_read <= 100, "{first:?}");
+    assert_eq!(first.published, 1, "{first:?}");
+    let item = ob.item("USER#42", "MESSAGE#LOST#1").await.expect("item");
+    assert_eq!(s(&item, "Status").as_deref(), Some("SENT"));
 }

@@ -25,6 +25,11 @@ export const CONTRACT = {
   metricsNamespace: 'DynamoDbOutbox',
   /** The one metrics dimension; its value is the deployment's OUTBOX_DEPLOYMENT (the prefix). */
   metricsDimension: 'Service',
+  /**
+   * Partition key of the sweeper's scan cursor items (SK = SCAN#<segment>): not outbox items
+   * (no ItemType). The only items the sweeper may PutItem (scan mode).
+   */
+  scanCursorPartitionKey: 'OUTBOX#SWEEPER',
   binaries: {
     publisher: 'outbox-publisher',
     sweeper: 'outbox-sweeper',

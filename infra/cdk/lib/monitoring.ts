@@ -181,7 +181,7 @@ export function dashboardWidgets(s: OutboxSettings): Widget[] {
       ...common,
       stat: 'Sum',
       period: 300,
-      metrics: ['Published', 'PublishFailed', 'Failed', 'RecoveredBySweeper', 'SweepRetries'].map(outbox),
+      metrics: ['Published', 'PublishFailed', 'Failed', 'RecoveredBySweeper', 'SweepRetries', 'SweepErrors'].map(outbox),
     },
     {
       title: 'Oldest PENDING message (seconds)',

@@ -169,18 +169,10 @@ export class OutboxStack extends cdk.Stack {
     const useKey = (role: iam.Role) => key?.grant(role, 'kms:Decrypt', 'kms:DescribeKey', 'kms:Encrypt', 'kms:GenerateDataKey');
     const sendTo = (role: iam.Role) => {
       // Only the routed destinations and the outbox DLQ: no wildcard resources.
-      role.addToPolicy(
-        new iam.PolicyStatement({
-          sid: 'SendToRoutedQueues',
-          actions: ['sqs:SendMessage'],
-          resources: [
-            ordersQueue.queueArn,
-            fifoQueue.queueArn,
-            this.outboxDlq.queueArn,
-            ...external.filter((t) => t.kind === 'sqs').map((t) => t.arn),
-          ],
-        }),
-      );
+      const queues = [ordersQueue.queueArn, fifoQueue.queueArn, this.outboxDlq.queueArn, ...external.filter((t) => t.kind === 'sqs').map((t) => t.arn)];
+      role.addToPolicy(new iam.PolicyStatement({ sid: 'SendToRoutedQueues', actions: ['sqs:SendMessage'], resources: queues }));
+      // Each destination's real MaximumMessageSize, read at cold start: the same queues, nothing more.
+      role.addToPolicy(new iam.PolicyStatement({ sid: 'ReadRoutedQueueSizes', actions: ['sqs:GetQueueAttributes'], resources: queues }));
       const sns = external.filter((t) => t.kind === 'sns').map((t) => t.arn);
       if (sns.length) role.addToPolicy(new iam.PolicyStatement({ sid: 'PublishToRoutedTopics', actions: ['sns:Publish'], resources: sns }));
       const buses = external.filter((t) => t.kind === 'events').map((t) => t.arn);
@@ -237,6 +229,8 @@ export class OutboxStack extends cdk.Stack {
     publisherRole.addToPolicy(
       new iam.PolicyStatement({ sid: 'MarkSentOrFailed', actions: ['dynamodb:UpdateItem'], resources: [tableArn] }),
     );
+    // The item is read before it is dead-lettered: poison already FAILED is not copied twice.
+    publisherRole.addToPolicy(new iam.PolicyStatement({ sid: 'ReadOutboxItems', actions: ['dynamodb:GetItem'], resources: [tableArn] }));
     publisherRole.addToPolicy(
       new iam.PolicyStatement({
         sid: 'ReadOutboxStream',
@@ -286,6 +280,24 @@ export class OutboxStack extends cdk.Stack {
         resources: [tableArn],
       }),
     );
+    // An item whose claim was refused (finished, or still pending), an item before it is
+    // dead-lettered, and in scan mode the scan cursors.
+    sweeperRole.addToPolicy(new iam.PolicyStatement({ sid: 'ReadOutboxItems', actions: ['dynamodb:GetItem'], resources: [tableArn] }));
+    if (s.sweepScanMode) {
+      // The adoption scan's cursors (PK = OUTBOX#SWEEPER, SK = SCAN#<segment>), and no other item:
+      // the leading key must be present and be the sweeper's.
+      sweeperRole.addToPolicy(
+        new iam.PolicyStatement({
+          sid: 'SaveScanCursors',
+          actions: ['dynamodb:PutItem'],
+          resources: [tableArn],
+          conditions: {
+            'ForAllValues:StringEquals': { 'dynamodb:LeadingKeys': [CONTRACT.scanCursorPartitionKey] },
+            Null: { 'dynamodb:LeadingKeys': 'false' },
+          },
+        }),
+      );
+    }
     sendTo(sweeperRole);
     this.sweeper = fn('Sweeper', n.sweeper, CONTRACT.binaries.sweeper, sweeperRole, {
       description: 'Recovers outbox messages still PENDING after the grace period; FAILED + DLQ after max attempts',

@@ -170,6 +170,14 @@ describe('dashboard', () => {
       has(['DynamoDbOutbox', name, 'Service', 'outbox']);
     }
   });
+  it('shows the store requests sweeps could not make (SweepErrors) in the outbox messages widget', () => {
+    const widget = dashboardBody(t).widgets.find((w) => w.properties.title === 'Outbox messages (sum per 5 minutes)')!;
+    assert.ok(
+      (widget.properties.metrics as string[][]).some((m) => JSON.stringify(m) === JSON.stringify(['DynamoDbOutbox', 'SweepErrors', 'Service', 'outbox'])),
+      JSON.stringify(widget.properties.metrics),
+    );
+    assert.equal(widget.properties.stat, 'Sum');
+  });
   it("shows the publisher mapping's IteratorAge", () => {
     has(['AWS/Lambda', 'IteratorAge', 'FunctionName', 'outbox-publisher']);
   });

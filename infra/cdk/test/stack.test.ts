@@ -230,7 +230,7 @@ describe('default deployment', () => {
       assert.equal(Object.keys(t.findResources('AWS::IAM::ManagedPolicy')).length, 0);
       for (const r of Object.values(t.findResources('AWS::IAM::Role'))) assert.equal(r.Properties.ManagedPolicyArns, undefined);
     });
-    it('lets the publisher only update the outbox table, read its stream and send to routes + DLQ', () => {
+    it('lets the publisher only update and read items of the outbox table, read its stream and send to routes + DLQ', () => {
       const table = logicalId(t, 'AWS::DynamoDB::Table', { TableName: 'outbox-table' });
       const queue = (name: string) => getAtt(logicalId(t, 'AWS::SQS::Queue', { QueueName: name }));
       const st = statementsOf(t, 'outbox-publisher');
@@ -243,19 +243,30 @@ describe('default deployment', () => {
       );
       assert.deepEqual(bySid.SendToRoutedQueues.Resource, [queue('outbox-orders-queue'), queue('outbox-orders-events.fifo'), queue('outbox-dlq')]);
       assert.deepEqual(bySid.ReportDiscardedBatches.Resource, queue('outbox-stream-failures'));
+      assert.deepEqual(bySid.ReadOutboxItems, { Sid: 'ReadOutboxItems', Effect: 'Allow', Action: 'dynamodb:GetItem', Resource: getAtt(table) });
       assert.deepEqual(actionsOf(t, 'outbox-publisher').filter((a) => a.startsWith('dynamodb:') && !bySid.ReadOutboxStream.Action.includes(a)), [
+        'dynamodb:GetItem',
         'dynamodb:UpdateItem',
       ]);
     });
-    it('lets the sweeper query only the sweep index, update items, and never scan by default', () => {
+    it('lets the sweeper query only the sweep index, update and read items, and never scan or put by default', () => {
       const table = logicalId(t, 'AWS::DynamoDB::Table', { TableName: 'outbox-table' });
       const bySid = Object.fromEntries(statementsOf(t, 'outbox-sweeper').map((s) => [s.Sid, s]));
       assert.deepEqual(bySid.QuerySweepIndex.Action, 'dynamodb:Query');
       assert.deepEqual(bySid.QuerySweepIndex.Resource, { 'Fn::Join': ['', [getAtt(table), '/index/OutboxSweepIndex']] });
       assert.deepEqual(bySid.UpdateOutboxItems, { Sid: 'UpdateOutboxItems', Effect: 'Allow', Action: 'dynamodb:UpdateItem', Resource: getAtt(table) });
       const actions = actionsOf(t, 'outbox-sweeper');
-      assert.ok(!actions.includes('dynamodb:Scan'));
-      assert.deepEqual(actions, ['dynamodb:Query', 'dynamodb:UpdateItem', 'logs:CreateLogStream', 'logs:PutLogEvents', 'sqs:SendMessage']);
+      assert.deepEqual(bySid.ReadOutboxItems, { Sid: 'ReadOutboxItems', Effect: 'Allow', Action: 'dynamodb:GetItem', Resource: getAtt(table) });
+      assert.ok(!actions.includes('dynamodb:Scan') && !actions.includes('dynamodb:PutItem'));
+      assert.deepEqual(actions, [
+        'dynamodb:GetItem',
+        'dynamodb:Query',
+        'dynamodb:UpdateItem',
+        'logs:CreateLogStream',
+        'logs:PutLogEvents',
+        'sqs:GetQueueAttributes',
+        'sqs:SendMessage',
+      ]);
     });
     it('lets the consumer write only its orders table and receive/delete only its queue', () => {
       const orders = getAtt(logicalId(t, 'AWS::DynamoDB::Table', { TableName: 'outbox-orders' }));

@@ -17,7 +17,8 @@ view type, PITR, SSE, deletion protection), names, function runtime/arch/memory/
 timeout/env/reserved concurrency of the four functions, the sweeper's async invoke
 config and schedule retry policy, queue settings (retention, MaximumMessageSize,
 visibility, redrive: which queue goes to which DLQ after how many receives),
-OUTBOX_ROUTES, IAM actions and literal resources, alarms, the dashboard, log
+OUTBOX_ROUTES, IAM actions and literal resources, IAM grants (each action on which
+resource -- deployed ones by name -- under which condition), alarms, the dashboard, log
 retention.
 
 Usage: check_parity.py <default cdk template.json> [--keep DIR]   (run by infra/check.sh;
@@ -88,6 +89,16 @@ def same(what: str, cdk, tf) -> None:
     checked += 1
     if cdk != tf:
         failures.append(f"{what}: CDK {json.dumps(cdk, sort_keys=True)} != Terraform {json.dumps(tf, sort_keys=True)}")
+
+
+def same_set(what: str, cdk: list, tf: list) -> None:
+    """Like same(), for sets: a difference names only what one side has and the other has not."""
+    global checked
+    checked += 1
+    only_cdk = [x for x in cdk if x not in tf]
+    only_tf = [x for x in tf if x not in cdk]
+    if only_cdk or only_tf:
+        failures.append(f"{what}: only in CDK {json.dumps(only_cdk)}; only in Terraform {json.dumps(only_tf)}")
 
 
 def snake(name: str) -> str:
@@ -237,6 +248,61 @@ def literal_strings(v) -> list[str]:
     """The plain strings of a policy Resource (CDK tokens and Terraform placeholders dropped)."""
     items = v if isinstance(v, list) else [v]
     return [x for x in items if isinstance(x, str) and not x.startswith("PARITY:")]
+
+
+def cdk_resource(template: dict, value, names: dict) -> str:
+    """A CDK policy Resource as a name both stacks can be compared by: `table`, `stream`,
+    `orders-table`, `queue:<name>`, `logs:*` for the deployed resources (a GetAtt, or a
+    Fn::Join of one with text), the string itself for a literal ARN."""
+    if isinstance(value, str):
+        return value
+    if "Fn::GetAtt" in value:
+        rid, attr = value["Fn::GetAtt"]
+        r = template["Resources"][rid]
+        props = r.get("Properties", {})
+        if r["Type"] == "AWS::DynamoDB::Table":
+            table = "table" if props.get("TableName") == names["outbox_table"] else "orders-table" if props.get("TableName") == names["orders_table"] else rid
+            return {"Arn": table, "StreamArn": "stream"}.get(attr, f"{table}.{attr}")
+        if r["Type"] == "AWS::SQS::Queue" and attr == "Arn":
+            return f"queue:{props['QueueName']}"
+        if r["Type"] == "AWS::Logs::LogGroup" and attr == "Arn":
+            return "logs:*"  # CloudFormation's log group Arn ends with :*
+        return json.dumps(value, sort_keys=True)
+    if "Fn::Join" in value and value["Fn::Join"][0] == "":
+        return "".join(cdk_resource(template, p, names) for p in value["Fn::Join"][1])
+    return json.dumps(value, sort_keys=True)
+
+
+def tf_resource(value: str, names: dict) -> str:
+    """A Terraform policy Resource by the same names: the PARITY: placeholders of
+    terraform_config (a placeholder may be followed by text: the index, the log streams)."""
+    placeholders = {
+        "PARITY:table": "table",
+        "PARITY:stream": "stream",
+        "PARITY:orders-table": "orders-table",
+        "PARITY:outbox-dlq": f"queue:{names['outbox_dlq']}",
+        "PARITY:stream-failures": f"queue:{names['stream_failures']}",
+        "PARITY:orders-queue": f"queue:{names['orders_queue']}",
+        "PARITY:fifo-queue": f"queue:{names['fifo_queue']}",
+        "PARITY:logs": "logs",
+    }
+    for placeholder in sorted(placeholders, key=len, reverse=True):
+        if value.startswith(placeholder):
+            return placeholders[placeholder] + value[len(placeholder):]
+    return value
+
+
+def grants(statements: list, resource) -> list:
+    """Every (effect, action, resource, condition) a role's statements allow, sorted: what a
+    role may do, however the statements are split or named."""
+    return sorted(
+        {
+            (s["Effect"], a, resource(r), json.dumps(s.get("Condition"), sort_keys=True))
+            for s in statements
+            for a in (s["Action"] if isinstance(s["Action"], list) else [s["Action"]])
+            for r in (s["Resource"] if isinstance(s["Resource"], list) else [s["Resource"]])
+        }
+    )
 
 
 def compare_module_sources(src: dict) -> None:
@@ -462,6 +528,13 @@ def compare(variant: str, template: dict, tf: dict, tf_queues: dict) -> None:
         lits = lambda st: sorted({r for s in st for r in literal_strings(s["Resource"])})  # noqa: E731
         same(f"{v} {key} IAM actions", acts(cdk_st), acts(tf_st))
         same(f"{v} {key} IAM literal resources (routes, KMS key, existing table)", lits(cdk_st), lits(tf_st))
+        # Each action on exactly which resource under which condition (the scan cursors'
+        # dynamodb:LeadingKeys, GetQueueAttributes on exactly the queues SendMessage reaches, ...).
+        same_set(
+            f"{v} {key} IAM grants (effect, action, resource, condition)",
+            grants(cdk_st, lambda r: cdk_resource(template, r, names)),
+            grants(tf_st, lambda r: tf_resource(r, names)),
+        )
 
     # ---------------------------------------------------------------- schedule
     rule = resources_of(template, "AWS::Events::Rule")[0]["Properties"]
@@ -561,7 +634,7 @@ def main() -> int:
         return 1
     print(
         f"parity: CDK and Terraform agree on {checked} checks over {len(VARIANTS)} variants of the settings "
-        f"({', '.join(VARIANTS)}): filter, mappings, tables, names, functions, async invoke, IAM, queues, redrive, routes, alarms, dashboard"
+        f"({', '.join(VARIANTS)}): filter, mappings, tables, names, functions, async invoke, IAM grants, queues, redrive, routes, alarms, dashboard"
     )
     return 0
 

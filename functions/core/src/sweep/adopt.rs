@@ -18,9 +18,14 @@ struct SegmentRun {
 
 impl<K: MessageSink, S: OutboxStore + SweepStore> Sweeper<K, S> {
     /// Adopts what the scan finds, every segment concurrently.
-    pub(super) async fn adopt_unindexed(&self, window: &Window, summary: &mut SweepSummary) {
-        let segments = self.config.limits.scan_segments.max(1);
-        let runs = (0..segments).map(|segment| self.adopt_segment(segment, segments, window));
+    pub(super) async fn adopt_unindexed(
+        &self,
+        (segments, page_size, pages): (u32, i32, u32),
+        window: &Window,
+        summary: &mut SweepSummary,
+    ) {
+        let runs = (0..segments)
+            .map(|segment| self.adopt_segment(segment, segments, (page_size, pages), window));
         for run in futures::future::join_all(runs).await {
             summary.scan_items_read += run.scanned;
             summary.adopted += run.adopted;
@@ -31,8 +36,13 @@ impl<K: MessageSink, S: OutboxStore + SweepStore> Sweeper<K, S> {
     /// Reads a bounded number of pages of one segment from its saved cursor, adopting
     /// what it finds, and saves where it stopped. A page that cannot be read leaves
     /// the cursor where it was.
-    async fn adopt_segment(&self, segment: u32, segments: u32, window: &Window) -> SegmentRun {
-        let limits = self.config.limits;
+    async fn adopt_segment(
+        &self,
+        segment: u32,
+        segments: u32,
+        (page_size, pages): (i32, u32),
+        window: &Window,
+    ) -> SegmentRun {
         let mut run = SegmentRun::default();
         let mut start: Option<PageToken> = match self.store().scan_cursor(segment, segments).await {
             Ok(cursor) => cursor,
@@ -42,10 +52,10 @@ impl<K: MessageSink, S: OutboxStore + SweepStore> Sweeper<K, S> {
                 None
             }
         };
-        for _ in 0..limits.scan_pages_per_segment.max(1) {
+        for _ in 0..pages {
             let page = match self
                 .store()
-                .unindexed_page(segment, segments, limits.scan_page_size, start.clone())
+                .unindexed_page(segment, segments, page_size, start.clone())
                 .await
             {
                 Ok(page) => page,

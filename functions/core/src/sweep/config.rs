@@ -18,14 +18,37 @@ pub mod vars {
     pub const MAX_BACKOFF_SECONDS: &str = "OUTBOX_SWEEP_MAX_BACKOFF_SECONDS";
 }
 
-/// Whether the sweeper also scans for items without index attributes.
+/// Whether, and how fast, the sweeper also scans the table for pending items no index
+/// knows about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ScanMode {
-    /// Only the index (every producer using this library's API).
-    #[default]
+    /// Only the index.
     Off,
-    /// Also adopt items from minimal producers, with a bounded scan per run.
+    /// The default: a slow, bounded scan (one page of 100 items per sweep, resumed
+    /// from a saved cursor) that finds what nothing else would — an item whose stream
+    /// records were trimmed before anyone read them (a mapping disabled for a day), a
+    /// discarded range already past the stream's retention. Costs one small read per
+    /// sweep; covers a table of N items every N / 100 sweeps.
+    #[default]
+    Backstop,
+    /// Minimal producers as the rule, not the exception: every sweep reads up to 4 ×
+    /// 2 pages of 1000 items, so their items are found within minutes.
     On,
+}
+
+impl ScanMode {
+    /// Segments, items per page and pages per segment one sweep reads, if any.
+    pub fn scan_bounds(self, limits: &SweepLimits) -> Option<(u32, i32, u32)> {
+        match self {
+            ScanMode::Off => None,
+            ScanMode::Backstop => Some((1, 100, 1)),
+            ScanMode::On => Some((
+                limits.scan_segments.max(1),
+                limits.scan_page_size,
+                limits.scan_pages_per_segment.max(1),
+            )),
+        }
+    }
 }
 
 /// Bounds on one sweep, so that one invocation's work stays predictable.
@@ -70,7 +93,8 @@ pub struct SweeperConfig {
     pub max_attempts: u32,
     /// Grace before an adopted item is due (`OUTBOX_SWEEP_GRACE_SECONDS`, default 60).
     pub grace: Duration,
-    /// Scan for unindexed items (`OUTBOX_SWEEP_SCAN_MODE`, default off).
+    /// Scan for unindexed items (`OUTBOX_SWEEP_SCAN_MODE`: `off`, `backstop` — the
+    /// default —, `on`).
     pub scan_mode: ScanMode,
     /// First retry delay (default 30 s).
     pub base_backoff: Duration,
@@ -87,7 +111,7 @@ impl SweeperConfig {
             publisher,
             max_attempts: 8,
             grace: Duration::from_secs(60),
-            scan_mode: ScanMode::Off,
+            scan_mode: ScanMode::Backstop,
             base_backoff: Duration::from_secs(30),
             max_backoff: Duration::from_secs(900),
             limits: SweepLimits::default(),
@@ -138,12 +162,13 @@ impl SweeperConfig {
             .map(|v| v.trim().to_ascii_lowercase())
             .as_deref()
         {
-            None | Some("" | "off") => ScanMode::Off,
+            None | Some("" | "backstop") => ScanMode::Backstop,
+            Some("off") => ScanMode::Off,
             Some("on") => ScanMode::On,
             Some(other) => {
                 return Err(ConfigError::Invalid {
                     name: vars::SCAN_MODE,
-                    reason: format!("`{other}` is neither `on` nor `off`"),
+                    reason: format!("`{other}` is none of `off`, `backstop` (the default), `on`"),
                 });
             }
         };
@@ -169,7 +194,11 @@ mod tests {
         let cfg = SweeperConfig::from_lookup(lookup(GOOD)).expect("valid");
         assert_eq!(cfg.max_attempts, 8);
         assert_eq!(cfg.grace, Duration::from_secs(60));
-        assert_eq!(cfg.scan_mode, ScanMode::Off);
+        assert_eq!(
+            cfg.scan_mode,
+            ScanMode::Backstop,
+            "a slow backstop scan by default"
+        );
         assert_eq!(cfg.publisher.table_name, "outbox");
     }
 

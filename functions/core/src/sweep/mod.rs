@@ -129,8 +129,8 @@ impl<K: MessageSink, S: OutboxStore + SweepStore> Sweeper<K, S> {
             stop_at_ms: budget.stop_at_ms(self.publisher.clock.now_ms()),
         };
         let mut summary = SweepSummary::default();
-        if self.config.scan_mode == ScanMode::On {
-            self.adopt_unindexed(&window, &mut summary).await;
+        if let Some(bounds) = self.config.scan_mode.scan_bounds(&self.config.limits) {
+            self.adopt_unindexed(bounds, &window, &mut summary).await;
         }
         let due = self.due_keys(&window, &mut summary).await;
         let limits = self.config.limits;

@@ -46,6 +46,9 @@ locals {
       range_key       = "SweepDueAt"
       projection_type = "KEYS_ONLY"
     }
+    # Partition key of the sweeper's scan cursor items (SK = SCAN#<segment>): not outbox
+    # items (no ItemType). The only items the sweeper may PutItem (scan mode).
+    scan_cursor_pk = "OUTBOX#SWEEPER"
   }
   orders_table = {
     hash_key      = "id"
@@ -153,14 +156,12 @@ locals {
   external_bus_arns = distinct([for d in local.external_destinations : d if can(regex("^arn:aws[a-z-]*:events:", d))])
 
   # ---------------------------------------------------------------- IAM policy documents (least privilege, no wildcards)
-  r = var.resources
+  r                 = var.resources
+  routed_queue_arns = local.r == null ? null : distinct(concat(local.r.example_route_queue_arns, [local.r.outbox_dlq_arn], local.external_sqs_arns))
   send_statements = concat(
-    [for r in local.r == null ? [] : [local.r] : {
-      Sid      = "SendToRoutedQueues"
-      Effect   = "Allow"
-      Action   = "sqs:SendMessage"
-      Resource = distinct(concat(r.example_route_queue_arns, [r.outbox_dlq_arn], local.external_sqs_arns))
-    }],
+    [for arns in local.r == null ? [] : [local.routed_queue_arns] : { Sid = "SendToRoutedQueues", Effect = "Allow", Action = "sqs:SendMessage", Resource = arns }],
+    # Each destination's real MaximumMessageSize, read at cold start: the same queues, nothing more.
+    [for arns in local.r == null ? [] : [local.routed_queue_arns] : { Sid = "ReadRoutedQueueSizes", Effect = "Allow", Action = "sqs:GetQueueAttributes", Resource = arns }],
     # `[for ... if ...]` keeps 0 or 1 statement without a conditional of two tuple types.
     [for arns in [local.external_sns_arns] : { Sid = "PublishToRoutedTopics", Effect = "Allow", Action = "sns:Publish", Resource = arns } if length(arns) > 0],
     [for arns in [local.external_bus_arns] : { Sid = "PutToRoutedBuses", Effect = "Allow", Action = "events:PutEvents", Resource = arns } if length(arns) > 0],
@@ -174,6 +175,18 @@ locals {
     Action   = ["kms:Decrypt", "kms:DescribeKey", "kms:Encrypt", "kms:GenerateDataKey"]
     Resource = key
   }]
+  # Scan mode: the adoption scan's cursors (PK = OUTBOX#SWEEPER, SK = SCAN#<segment>), and no
+  # other item: the leading key must be present and be the sweeper's.
+  scan_cursor_statements = [for r in local.r == null ? [] : [local.r] : {
+    Sid      = "SaveScanCursors"
+    Effect   = "Allow"
+    Action   = "dynamodb:PutItem"
+    Resource = r.outbox_table_arn
+    Condition = {
+      "ForAllValues:StringEquals" = { "dynamodb:LeadingKeys" = [local.outbox_table.scan_cursor_pk] }
+      Null                        = { "dynamodb:LeadingKeys" = "false" }
+    }
+  } if var.sweep_scan_mode]
   logs_statement = { for fn in ["publisher", "sweeper", "consumer", "recovery"] : fn => {
     Sid      = "WriteOwnLogs"
     Effect   = "Allow"
@@ -186,6 +199,8 @@ locals {
       Version = "2012-10-17"
       Statement = concat([
         { Sid = "MarkSentOrFailed", Effect = "Allow", Action = "dynamodb:UpdateItem", Resource = local.r.outbox_table_arn },
+        # The item is read before it is dead-lettered: poison already FAILED is not copied twice.
+        { Sid = "ReadOutboxItems", Effect = "Allow", Action = "dynamodb:GetItem", Resource = local.r.outbox_table_arn },
         {
           Sid      = "ReadOutboxStream"
           Effect   = "Allow"
@@ -206,8 +221,11 @@ locals {
           Action   = var.sweep_scan_mode ? ["dynamodb:UpdateItem", "dynamodb:Scan"] : ["dynamodb:UpdateItem"]
           Resource = local.r.outbox_table_arn
         },
+        # An item whose claim was refused (finished, or still pending), an item before it is
+        # dead-lettered, and in scan mode the scan cursors.
+        { Sid = "ReadOutboxItems", Effect = "Allow", Action = "dynamodb:GetItem", Resource = local.r.outbox_table_arn },
         local.logs_statement.sweeper,
-      ], local.send_statements)
+      ], local.scan_cursor_statements, local.send_statements)
     }
     consumer = {
       Version = "2012-10-17"
@@ -390,7 +408,7 @@ locals {
 
   # ---------------------------------------------------------------- dashboard <prefix>-dashboard
   # Widgets without "region": each stack adds its own.
-  outbox_metric    = [for m in ["Published", "PublishFailed", "Failed", "RecoveredBySweeper", "SweepRetries"] : [local.metrics.namespace, m, "Service", var.prefix]]
+  outbox_metric    = [for m in ["Published", "PublishFailed", "Failed", "RecoveredBySweeper", "SweepRetries", "SweepErrors"] : [local.metrics.namespace, m, "Service", var.prefix]]
   function_metrics = { for metric in ["Errors", "Duration", "Throttles"] : metric => [for fn in ["publisher", "sweeper", "consumer", "recovery"] : ["AWS/Lambda", metric, "FunctionName", local.names[fn]]] }
   dashboard_widgets = [
     { title = "Outbox messages (sum per 5 minutes)", view = "timeSeries", stacked = false, stat = "Sum", period = 300, metrics = local.outbox_metric },

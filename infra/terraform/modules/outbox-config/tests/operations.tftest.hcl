@@ -176,3 +176,14 @@ run "dashboard_shows_the_pipeline" {
     error_message = "The dashboard shows the outbox metrics, IteratorAge, every DLQ depth, Errors and Duration of the functions."
   }
 }
+
+run "dashboard_shows_sweep_errors" {
+  command = apply
+  assert {
+    condition = contains(
+      [for w in output.dashboard.widgets : w.properties.metrics if w.properties.title == "Outbox messages (sum per 5 minutes)"][0],
+      ["DynamoDbOutbox", "SweepErrors", "Service", "outbox"],
+    )
+    error_message = "The outbox messages widget shows SweepErrors (store requests a sweep could not make), per deployment."
+  }
+}

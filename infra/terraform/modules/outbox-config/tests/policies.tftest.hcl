@@ -42,7 +42,7 @@ run "no_wildcards_anywhere" {
   }
 }
 
-run "publisher_only_updates_the_table_and_sends_to_routes" {
+run "publisher_only_updates_and_reads_the_table_and_sends_to_routes" {
   command = apply
 
   assert {
@@ -53,9 +53,9 @@ run "publisher_only_updates_the_table_and_sends_to_routes" {
   }
   assert {
     condition = sort(distinct([for a in flatten([for s in output.policies.publisher.Statement : flatten([s.Action])]) : a if startswith(a, "dynamodb:")])) == sort([
-      "dynamodb:UpdateItem", "dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator", "dynamodb:ListStreams"
+      "dynamodb:UpdateItem", "dynamodb:GetItem", "dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator", "dynamodb:ListStreams"
     ])
-    error_message = "The publisher's only DynamoDB actions are UpdateItem and the stream reads."
+    error_message = "The publisher's only DynamoDB actions are UpdateItem, GetItem and the stream reads."
   }
   assert {
     condition     = [for s in output.policies.publisher.Statement : s.Resource if s.Sid == "ReadOutboxStream"][0] == var.resources.outbox_stream_arn
@@ -163,5 +163,119 @@ run "kms_key_grants_what_an_encrypted_table_needs" {
       for s in output.policies[fn].Statement : flatten([s.Action]) if s.Sid == "UseKmsKey"
     ]))) == tolist(["kms:Decrypt", "kms:DescribeKey", "kms:Encrypt", "kms:GenerateDataKey"])])
     error_message = "Each function reading or writing a KMS-encrypted table (and stream, and queue) may Decrypt, Encrypt, GenerateDataKey and DescribeKey with the key."
+  }
+}
+
+# What the publisher and the sweeper read and write besides publishing and marking: the
+# item read before dead-lettering it, the sweeper's read of an item whose claim was
+# refused, its scan cursors (scan mode only, PK = OUTBOX#SWEEPER only), and each SQS
+# destination's MaximumMessageSize at cold start.
+run "publisher_and_sweeper_read_outbox_items" {
+  command = apply
+
+  assert {
+    condition = alltrue([for fn in ["publisher", "sweeper"] : [
+      for s in output.policies[fn].Statement : { Resource = s.Resource, Condition = try(s.Condition, null) } if contains(flatten([s.Action]), "dynamodb:GetItem")
+    ] == [{ Resource = var.resources.outbox_table_arn, Condition = null }]])
+    error_message = "The publisher (before dead-lettering) and the sweeper (after a refused claim) may GetItem on the outbox table, unconditioned, in one statement."
+  }
+  assert {
+    condition     = !contains(flatten([for s in output.policies.recovery.Statement : flatten([s.Action])]), "dynamodb:GetItem")
+    error_message = "The recovery function reads no items."
+  }
+}
+
+run "sweeper_writes_no_scan_cursor_without_scan_mode" {
+  command = apply
+
+  assert {
+    condition     = alltrue([for fn in ["publisher", "sweeper", "recovery"] : !contains(flatten([for s in output.policies[fn].Statement : flatten([s.Action])]), "dynamodb:PutItem")])
+    error_message = "Without scan mode no function may PutItem on the outbox table."
+  }
+}
+
+run "sweeper_writes_scan_cursors_under_its_own_partition_key" {
+  command = apply
+
+  variables {
+    sweep_scan_mode = true
+  }
+
+  assert {
+    condition = jsonencode([for s in output.policies.sweeper.Statement : s if contains(flatten([s.Action]), "dynamodb:PutItem")]) == jsonencode([{
+      Sid      = "SaveScanCursors"
+      Effect   = "Allow"
+      Action   = "dynamodb:PutItem"
+      Resource = var.resources.outbox_table_arn
+      Condition = {
+        "ForAllValues:StringEquals" = { "dynamodb:LeadingKeys" = ["OUTBOX#SWEEPER"] }
+        Null                        = { "dynamodb:LeadingKeys" = "false" }
+      }
+    }])
+    error_message = "Scan mode: PutItem on the outbox table only for items whose partition key is OUTBOX#SWEEPER (the scan cursors), in a statement of its own."
+  }
+  assert {
+    condition     = output.outbox_table.scan_cursor_pk == "OUTBOX#SWEEPER"
+    error_message = "The scan cursors' partition key is infra/CONTRACT.md's."
+  }
+  assert {
+    condition     = alltrue([for fn in ["publisher", "recovery"] : !contains(flatten([for s in output.policies[fn].Statement : flatten([s.Action])]), "dynamodb:PutItem")])
+    error_message = "Only the sweeper writes scan cursors."
+  }
+}
+
+run "destination_sizes_are_read_where_messages_are_sent" {
+  command = apply
+
+  assert {
+    condition = alltrue([for fn in ["publisher", "sweeper"] : [
+      for s in output.policies[fn].Statement : s.Resource if contains(flatten([s.Action]), "sqs:GetQueueAttributes")
+      ] == [tolist([
+        "arn:aws:sqs:eu-west-1:123456789012:outbox-orders-queue",
+        "arn:aws:sqs:eu-west-1:123456789012:outbox-orders-events.fifo",
+        "arn:aws:sqs:eu-west-1:123456789012:outbox-dlq",
+    ])]])
+    error_message = "The publisher and the sweeper may GetQueueAttributes on the example queues and the outbox DLQ (not the stream-failure queue), in one statement."
+  }
+  assert {
+    condition = (
+      flatten([for s in output.policies.consumer.Statement : flatten([s.Resource]) if contains(flatten([s.Action]), "sqs:GetQueueAttributes")]) == [var.resources.orders_queue_arn]
+      && flatten([for s in output.policies.recovery.Statement : flatten([s.Resource]) if contains(flatten([s.Action]), "sqs:GetQueueAttributes")]) == [var.resources.stream_failures_queue_arn]
+    )
+    error_message = "The consumer and the recovery function read the attributes of their own trigger queue only."
+  }
+}
+
+run "destination_sizes_follow_the_routes" {
+  command = apply
+
+  variables {
+    routes = {
+      mail    = { destination = "https://sqs.eu-west-1.amazonaws.com/123456789012/mail", max_message_bytes = 262144 }
+      billing = "https://sqs.eu-west-1.amazonaws.com/123456789012/billing"
+      audit   = "arn:aws:sns:eu-west-1:123456789012:audit"
+      shop    = { destination = "arn:aws:events:eu-west-1:123456789012:event-bus/shop", source = "shop.orders" }
+    }
+    default_destination = "https://sqs.eu-west-1.amazonaws.com/123456789012/catch-all"
+  }
+
+  assert {
+    condition = alltrue([for fn in ["publisher", "sweeper"] : (
+      flatten([for s in output.policies[fn].Statement : flatten([s.Resource]) if contains(flatten([s.Action]), "sqs:GetQueueAttributes")])
+      == flatten([for s in output.policies[fn].Statement : flatten([s.Resource]) if contains(flatten([s.Action]), "sqs:SendMessage") && s.Sid != "ReportDiscardedBatches"])
+    )])
+    error_message = "GetQueueAttributes goes to exactly the queues outbox messages are sent to (derived the same way)."
+  }
+  assert {
+    condition = alltrue([for q in ["mail", "billing", "catch-all"] : contains(
+      flatten([for s in output.policies.sweeper.Statement : flatten([s.Resource]) if contains(flatten([s.Action]), "sqs:GetQueueAttributes")]),
+      "arn:aws:sqs:eu-west-1:123456789012:${q}",
+    )])
+    error_message = "Routed queues and the default destination's queue are read."
+  }
+  assert {
+    condition = alltrue([for r in flatten([for s in output.policies.publisher.Statement : flatten([s.Resource]) if contains(flatten([s.Action]), "sqs:GetQueueAttributes")]) :
+    startswith(r, "arn:aws:sqs:")])
+    error_message = "No GetQueueAttributes on a topic or a bus."
   }
 }

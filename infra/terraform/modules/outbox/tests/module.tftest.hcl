@@ -238,3 +238,54 @@ run "recovery_function_consumes_the_failure_queue" {
     error_message = "StreamDiscards and RecoveryRangeLost replace StreamFailuresNotEmpty."
   }
 }
+
+# The publisher's and the sweeper's reads and the sweeper's scan cursors reach the roles
+# (the documents themselves are tested in ../outbox-config).
+run "roles_read_items_write_scan_cursors_and_read_queue_sizes" {
+  command = apply
+  variables {
+    sweep_scan_mode = true
+  }
+  assert {
+    condition = alltrue([for fn in ["publisher", "sweeper"] : [
+      for s in jsondecode(aws_iam_role_policy.function[fn].policy).Statement : s.Resource if contains(flatten([s.Action]), "dynamodb:GetItem")
+    ] == [aws_dynamodb_table.outbox[0].arn]])
+    error_message = "The publisher and the sweeper may GetItem on the outbox table."
+  }
+  assert {
+    condition = [for s in jsondecode(aws_iam_role_policy.function["sweeper"].policy).Statement : { Resource = s.Resource, Condition = s.Condition } if contains(flatten([s.Action]), "dynamodb:PutItem")] == [{
+      Resource = aws_dynamodb_table.outbox[0].arn
+      Condition = {
+        "ForAllValues:StringEquals" = { "dynamodb:LeadingKeys" = ["OUTBOX#SWEEPER"] }
+        Null                        = { "dynamodb:LeadingKeys" = "false" }
+      }
+    }]
+    error_message = "In scan mode the sweeper may PutItem on the outbox table, for PK = OUTBOX#SWEEPER only."
+  }
+  assert {
+    condition = alltrue([for fn in ["publisher", "sweeper"] : (
+      [for s in jsondecode(aws_iam_role_policy.function[fn].policy).Statement : s.Resource if contains(flatten([s.Action]), "sqs:GetQueueAttributes")]
+      == [for s in jsondecode(aws_iam_role_policy.function[fn].policy).Statement : s.Resource if s.Sid == "SendToRoutedQueues"]
+    )])
+    error_message = "The publisher and the sweeper read the attributes of the queues they send outbox messages to."
+  }
+}
+
+run "an_existing_tables_items_and_scan_cursors" {
+  command = apply
+  variables {
+    sweep_scan_mode = true
+    existing_table = {
+      table_name = "app"
+      stream_arn = "arn:aws:dynamodb:us-east-2:210987654321:table/app/stream/2024-01-01T00:00:00.000"
+    }
+  }
+  assert {
+    condition = (
+      [for s in jsondecode(aws_iam_role_policy.function["publisher"].policy).Statement : s.Resource if contains(flatten([s.Action]), "dynamodb:GetItem")] == ["arn:aws:dynamodb:us-east-2:210987654321:table/app"]
+      && [for s in jsondecode(aws_iam_role_policy.function["sweeper"].policy).Statement : s.Resource if contains(flatten([s.Action]), "dynamodb:GetItem")] == ["arn:aws:dynamodb:us-east-2:210987654321:table/app"]
+      && [for s in jsondecode(aws_iam_role_policy.function["sweeper"].policy).Statement : s.Resource if contains(flatten([s.Action]), "dynamodb:PutItem")] == ["arn:aws:dynamodb:us-east-2:210987654321:table/app"]
+    )
+    error_message = "GetItem (publisher, sweeper) and the scan cursors' PutItem (sweeper) are on the existing table's ARN, derived from its stream ARN."
+  }
+}
