@@ -94,7 +94,7 @@ export interface OutboxSettings {
   readonly sweepRateMinutes: number;
   /** OUTBOX_SWEEP_GRACE_SECONDS. */
   readonly sweepGraceSeconds: number;
-  /** OUTBOX_SWEEP_SCAN_MODE; when true the sweeper role may also Scan the table. */
+  /** OUTBOX_SWEEP_SCAN_MODE (on/off); when true the sweeper role may also Scan the table and PutItem its scan cursors (PK = OUTBOX#SWEEPER). */
   readonly sweepScanMode: boolean;
   /** OUTBOX_TTL_DAYS: how long SENT items stay before TTL deletes them. */
   readonly ttlDays: number;

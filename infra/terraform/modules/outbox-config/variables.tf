@@ -102,7 +102,7 @@ variable "sweep_grace_seconds" {
 }
 
 variable "sweep_scan_mode" {
-  description = "OUTBOX_SWEEP_SCAN_MODE: when true the sweeper also scans the table (and its role may Scan)."
+  description = "OUTBOX_SWEEP_SCAN_MODE (on/off): when true the sweeper also scans the table (and its role may Scan, and PutItem its scan cursors, PK = OUTBOX#SWEEPER only)."
   type        = bool
   default     = false
 }
