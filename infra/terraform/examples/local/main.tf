@@ -50,6 +50,7 @@ module "outbox" {
   routes              = var.routes
   sweep_grace_seconds = var.sweep_grace_seconds
   max_message_bytes   = var.max_message_bytes
+  sweep_scan_mode     = var.sweep_scan_mode
   # A local deployment is thrown away with its emulator; let destroy work.
   deletion_protection = false
 }

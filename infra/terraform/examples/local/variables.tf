@@ -38,6 +38,12 @@ variable "sweep_grace_seconds" {
   default     = 60
 }
 
+variable "sweep_scan_mode" {
+  description = "OUTBOX_SWEEP_SCAN_MODE on (true) or off: scan mode also grants the sweeper Scan and its scan cursors' PutItem."
+  type        = bool
+  default     = false
+}
+
 variable "max_message_bytes" {
   description = "MaximumMessageSize of every queue. 256 KiB here: hashicorp/aws accepts 1 MiB only from 6.8.0, and the machines this project runs on may have 5.x (set 1048576 with a newer provider)."
   type        = number
