@@ -27,7 +27,7 @@ export const CONTRACT = {
   metricsDimension: 'Service',
   /**
    * Partition key of the sweeper's scan cursor items (SK = SCAN#<segment>): not outbox items
-   * (no ItemType). The only items the sweeper may PutItem (scan mode).
+   * (no ItemType). The only items the sweeper may PutItem (unless the scan mode is off).
    */
   scanCursorPartitionKey: 'OUTBOX#SWEEPER',
   binaries: {
@@ -60,6 +60,30 @@ export const SWEEP_TARGET_RETRY = { maximumRetryAttempts: 0, maximumEventAgeSeco
 export const RECOVERY = { timeoutSeconds: 60, batchSize: 10, visibilityFactor: 6 } as const;
 
 export type Architecture = 'arm64' | 'x86_64';
+
+/**
+ * OUTBOX_SWEEP_SCAN_MODE: how the sweeper looks for PENDING items no index knows about.
+ * `off`: only the index. `backstop` (the default): one page of at most 100 items per
+ * sweep, from a cursor saved in the table — a slow, cheap pass over the whole table.
+ * `on`: 4 segments × 2 pages of 1000 items per sweep, for tables whose producers rarely
+ * index their items. Under `backstop` and `on` the sweeper may Scan the table and PutItem
+ * its scan cursors (PK = OUTBOX#SWEEPER).
+ */
+export const SWEEP_SCAN_MODES = ['off', 'backstop', 'on'] as const;
+export type SweepScanMode = (typeof SWEEP_SCAN_MODES)[number];
+
+/**
+ * The scan mode of a setting: one of SWEEP_SCAN_MODES, or the old boolean (true: `on`,
+ * false: `off` — no backstop), as a value or as the text of `-c outbox:sweepScanMode=...`.
+ */
+export function sweepScanModeOf(v: unknown): SweepScanMode {
+  if (v === true || v === 'true') return 'on';
+  if (v === false || v === 'false') return 'off';
+  if (typeof v === 'string' && (SWEEP_SCAN_MODES as readonly string[]).includes(v)) return v as SweepScanMode;
+  throw new Error(
+    `sweepScanMode must be off, backstop or on (or the old true = on, false = off), got ${JSON.stringify(v) ?? String(v)}`,
+  );
+}
 
 /** An existing outbox table to attach to instead of creating one. */
 export interface ExistingTable {
@@ -94,8 +118,11 @@ export interface OutboxSettings {
   readonly sweepRateMinutes: number;
   /** OUTBOX_SWEEP_GRACE_SECONDS. */
   readonly sweepGraceSeconds: number;
-  /** OUTBOX_SWEEP_SCAN_MODE (on/off); when true the sweeper role may also Scan the table and PutItem its scan cursors (PK = OUTBOX#SWEEPER). */
-  readonly sweepScanMode: boolean;
+  /**
+   * OUTBOX_SWEEP_SCAN_MODE: off | backstop | on (see SWEEP_SCAN_MODES). Except under `off`,
+   * the sweeper role may also Scan the table and PutItem its scan cursors (PK = OUTBOX#SWEEPER).
+   */
+  readonly sweepScanMode: SweepScanMode;
   /** OUTBOX_TTL_DAYS: how long SENT items stay before TTL deletes them. */
   readonly ttlDays: number;
   /** Stream event source mapping batch size. */
@@ -142,7 +169,7 @@ export const DEFAULTS: OutboxSettings = {
   maxAttempts: 8,
   sweepRateMinutes: 1,
   sweepGraceSeconds: 60,
-  sweepScanMode: false,
+  sweepScanMode: 'backstop',
   ttlDays: 7,
   batchSize: 100,
   streamRetryAttempts: 5,
@@ -246,10 +273,16 @@ function intIn(name: string, value: number, min: number, max: number): void {
   }
 }
 
+/** What a user may set: any of the settings; the scan mode also as the old boolean (true: on, false: off). */
+export type OutboxSettingsInput = Partial<Omit<OutboxSettings, 'sweepScanMode'>> & {
+  readonly sweepScanMode?: SweepScanMode | boolean;
+};
+
 /** Applies defaults and validates; throws an Error naming the bad setting. */
-export function resolveSettings(overrides: Partial<OutboxSettings> = {}): OutboxSettings {
+export function resolveSettings(overrides: OutboxSettingsInput = {}): OutboxSettings {
   const defined = Object.fromEntries(Object.entries(overrides).filter(([, v]) => v !== undefined));
-  const s: OutboxSettings = { ...DEFAULTS, ...defined };
+  const merged = { ...DEFAULTS, ...defined };
+  const s: OutboxSettings = { ...merged, sweepScanMode: sweepScanModeOf(merged.sweepScanMode) };
   if (!/^[a-z][a-z0-9-]{0,30}[a-z0-9]$/.test(s.prefix)) {
     throw new Error(`prefix must be 2-32 characters of a-z, 0-9 and "-", starting with a letter, got "${s.prefix}"`);
   }
@@ -274,7 +307,6 @@ export function resolveSettings(overrides: Partial<OutboxSettings> = {}): Outbox
   if (s.architecture !== 'arm64' && s.architecture !== 'x86_64') {
     throw new Error(`architecture must be arm64 or x86_64, got ${String(s.architecture)}`);
   }
-  if (typeof s.sweepScanMode !== 'boolean') throw new Error('sweepScanMode must be true or false');
   for (const [topic, route] of Object.entries(s.routes)) {
     if (!/^[A-Za-z0-9._:-]{1,256}$/.test(topic)) throw new Error(`route topic "${topic}" has characters other than A-Z a-z 0-9 . _ : -`);
     if (topic === EXAMPLE_TOPICS.standard || topic === EXAMPLE_TOPICS.fifo) {
@@ -328,7 +360,7 @@ export function names(prefix: string) {
 }
 
 /** Parses the CDK context (strings from `-c key=value`, or JSON values from cdk.json) into overrides. */
-export function settingsFromContext(get: (key: string) => unknown, env: NodeJS.ProcessEnv = process.env): Partial<OutboxSettings> {
+export function settingsFromContext(get: (key: string) => unknown, env: NodeJS.ProcessEnv = process.env): OutboxSettingsInput {
   const str = (k: string): string | undefined => {
     const v = get(`outbox:${k}`);
     return v === undefined || v === null || v === '' ? undefined : String(v);
@@ -346,6 +378,12 @@ export function settingsFromContext(get: (key: string) => unknown, env: NodeJS.P
     if (v === true || v === 'true' || v === 'on') return true;
     if (v === false || v === 'false' || v === 'off') return false;
     throw new Error(`context outbox:${k} must be true/false (or on/off), got "${String(v)}"`);
+  };
+  // off | backstop | on, or the old true/false (a JSON boolean in cdk.json): checked by resolveSettings.
+  const scanMode = (k: string): SweepScanMode | boolean | undefined => {
+    const v = get(`outbox:${k}`);
+    if (v === undefined || v === null || v === '') return undefined;
+    return typeof v === 'boolean' ? v : (String(v) as SweepScanMode);
   };
   const json = <T>(k: string): T | undefined => {
     const v = get(`outbox:${k}`);
@@ -369,7 +407,7 @@ export function settingsFromContext(get: (key: string) => unknown, env: NodeJS.P
     maxAttempts: num('maxAttempts'),
     sweepRateMinutes: num('sweepRateMinutes'),
     sweepGraceSeconds: num('sweepGraceSeconds'),
-    sweepScanMode: bool('sweepScanMode'),
+    sweepScanMode: scanMode('sweepScanMode'),
     ttlDays: num('ttlDays'),
     batchSize: num('batchSize'),
     streamRetryAttempts: num('streamRetryAttempts'),

@@ -24,6 +24,7 @@ import {
   CONTRACT,
   EXAMPLE_TOPICS,
   type OutboxSettings,
+  type OutboxSettingsInput,
   RECOVERY,
   type Route,
   SQS_MAX_MESSAGE_BYTES,
@@ -39,7 +40,7 @@ import {
 import { alarmDefinitions, dashboardWidgets } from './monitoring.ts';
 
 export interface OutboxStackProps extends cdk.StackProps {
-  readonly settings?: Partial<OutboxSettings>;
+  readonly settings?: OutboxSettingsInput;
 }
 
 /**
@@ -268,7 +269,9 @@ export class OutboxStack extends cdk.Stack {
     cfnMapping.addPropertyOverride('DestinationConfig', { OnFailure: { Destination: streamFailures.queueArn } });
     mapping.node.addDependency(publisherRole);
 
-    // Sweeper: schedule → recover stuck PENDING via the sparse index.
+    // Sweeper: schedule → recover stuck PENDING via the sparse index, and (backstop, on) a
+    // bounded scan of the table from cursors saved in it.
+    const scans = s.sweepScanMode !== 'off';
     const sweeperRole = roleFor('SweeperRole', 'outbox sweeper');
     sweeperRole.addToPolicy(
       new iam.PolicyStatement({ sid: 'QuerySweepIndex', actions: ['dynamodb:Query'], resources: [sweepIndexArn] }),
@@ -276,14 +279,14 @@ export class OutboxStack extends cdk.Stack {
     sweeperRole.addToPolicy(
       new iam.PolicyStatement({
         sid: 'UpdateOutboxItems',
-        actions: s.sweepScanMode ? ['dynamodb:UpdateItem', 'dynamodb:Scan'] : ['dynamodb:UpdateItem'],
+        actions: scans ? ['dynamodb:UpdateItem', 'dynamodb:Scan'] : ['dynamodb:UpdateItem'],
         resources: [tableArn],
       }),
     );
     // An item whose claim was refused (finished, or still pending), an item before it is
-    // dead-lettered, and in scan mode the scan cursors.
+    // dead-lettered, and (backstop, on) the scan cursors.
     sweeperRole.addToPolicy(new iam.PolicyStatement({ sid: 'ReadOutboxItems', actions: ['dynamodb:GetItem'], resources: [tableArn] }));
-    if (s.sweepScanMode) {
+    if (scans) {
       // The adoption scan's cursors (PK = OUTBOX#SWEEPER, SK = SCAN#<segment>), and no other item:
       // the leading key must be present and be the sweeper's.
       sweeperRole.addToPolicy(
@@ -311,7 +314,7 @@ export class OutboxStack extends cdk.Stack {
         ...commonEnv,
         OUTBOX_MAX_ATTEMPTS: String(s.maxAttempts),
         OUTBOX_SWEEP_GRACE_SECONDS: String(s.sweepGraceSeconds),
-        OUTBOX_SWEEP_SCAN_MODE: s.sweepScanMode ? 'on' : 'off',
+        OUTBOX_SWEEP_SCAN_MODE: s.sweepScanMode,
       },
     });
     new events.Rule(this, 'SweepSchedule', {

@@ -36,12 +36,12 @@ describe('stream filter', () => {
 });
 
 describe('settings', () => {
-  it('defaults match CONTRACT.md (max attempts 8, TTL 7 days, grace 60 s, scan off)', () => {
+  it('defaults match CONTRACT.md (max attempts 8, TTL 7 days, grace 60 s, the backstop scan)', () => {
     const s = resolveSettings();
     assert.equal(s.maxAttempts, 8);
     assert.equal(s.ttlDays, 7);
     assert.equal(s.sweepGraceSeconds, 60);
-    assert.equal(s.sweepScanMode, false);
+    assert.equal(s.sweepScanMode, 'backstop');
     assert.equal(s.architecture, 'arm64');
     assert.deepEqual(s, DEFAULTS);
   });
@@ -94,7 +94,7 @@ describe('settings', () => {
     const s = resolveSettings(settingsFromContext((k) => ctx[k], {}));
     assert.equal(s.prefix, 'shop');
     assert.equal(s.batchSize, 50);
-    assert.equal(s.sweepScanMode, true);
+    assert.equal(s.sweepScanMode, 'on');
     assert.deepEqual(s.routes, { billing: 'arn:aws:sns:eu-west-1:123456789012:billing' });
   });
   it('takes the asset directory from OUTBOX_LAMBDA_ASSET_DIR when the context has none', () => {

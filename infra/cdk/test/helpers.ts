@@ -7,7 +7,7 @@ import * as path from 'node:path';
 import * as zlib from 'node:zlib';
 import * as cdk from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
-import { type Architecture, CONTRACT, type OutboxSettings } from '../lib/config.ts';
+import { type Architecture, CONTRACT, type OutboxSettingsInput } from '../lib/config.ts';
 import { OutboxStack } from '../lib/outbox-stack.ts';
 
 /**
@@ -99,11 +99,11 @@ export function fakeAssetDir(arch: Architecture = 'arm64'): string {
 
 export const ENV = { account: '123456789012', region: 'eu-west-1' };
 
-export function newStack(settings: Partial<OutboxSettings> = {}, app = new cdk.App()): OutboxStack {
+export function newStack(settings: OutboxSettingsInput = {}, app = new cdk.App()): OutboxStack {
   return new OutboxStack(app, 'Outbox', { env: ENV, settings: { lambdaAssetDir: fakeAssetDir(settings.architecture), ...settings } });
 }
 
-export function synth(settings: Partial<OutboxSettings> = {}): Template {
+export function synth(settings: OutboxSettingsInput = {}): Template {
   return Template.fromStack(newStack(settings));
 }
 

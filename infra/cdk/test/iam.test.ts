@@ -1,7 +1,7 @@
 // IAM for what the publisher and the sweeper read and write besides publishing and
 // marking: the item read before dead-lettering it (GetItem; poison already FAILED is not
 // copied twice), the sweeper's read of an item whose claim was refused (GetItem), its
-// adoption scan's cursor items (PutItem, scan mode only, on PK = OUTBOX#SWEEPER only),
+// adoption scan's cursor items (PutItem, unless the scan mode is off, on PK = OUTBOX#SWEEPER only),
 // and each SQS destination's MaximumMessageSize, read at cold start (GetQueueAttributes
 // on exactly the queues they may send messages to).
 import assert from 'node:assert/strict';
@@ -55,12 +55,12 @@ describe('GetItem on the outbox table', () => {
 });
 
 describe("the sweeper's scan cursors (PutItem)", () => {
-  it('are not written without scan mode: no function may PutItem on the outbox table', () => {
-    const t = synth();
+  it('are not written with the scan mode off: no function may PutItem on the outbox table', () => {
+    const t = synth({ sweepScanMode: 'off' });
     for (const fn of ['outbox-publisher', 'outbox-sweeper', 'outbox-recovery']) assert.deepEqual(grants(t, fn, 'dynamodb:PutItem'), [], fn);
   });
-  it('in scan mode: PutItem on the outbox table, only for items whose partition key is OUTBOX#SWEEPER', () => {
-    const t = synth({ sweepScanMode: true });
+  it('backstop (the default) and on: PutItem on the outbox table, only for items whose partition key is OUTBOX#SWEEPER', () => {
+    const t = synth();
     const table = getAtt(logicalId(t, 'AWS::DynamoDB::Table', { TableName: 'outbox-table' }));
     assert.deepEqual(grants(t, 'outbox-sweeper', 'dynamodb:PutItem'), [{ Resource: table, Condition: LEADING_KEY_IS_THE_SWEEPER }]);
     // The condition holds the partition key the functions write (infra/CONTRACT.md), and
@@ -71,7 +71,7 @@ describe("the sweeper's scan cursors (PutItem)", () => {
     for (const fn of ['outbox-publisher', 'outbox-recovery']) assert.deepEqual(grants(t, fn, 'dynamodb:PutItem'), [], fn);
   });
   it('and GetItem stays unconditioned (the sweeper reads outbox items too)', () => {
-    const t = synth({ sweepScanMode: true });
+    const t = synth({ sweepScanMode: 'on' });
     assert.ok(grants(t, 'outbox-sweeper', 'dynamodb:GetItem').every((g) => g.Condition === undefined));
   });
 });

@@ -8,7 +8,7 @@ import { describe, it } from 'node:test';
 import * as cdk from 'aws-cdk-lib';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { AwsSolutionsChecks } from 'cdk-nag';
-import type { OutboxSettings } from '../lib/config.ts';
+import type { OutboxSettingsInput } from '../lib/config.ts';
 import { newStack } from './helpers.ts';
 
 interface Violation {
@@ -52,18 +52,19 @@ function nag(build: (app: cdk.App) => cdk.Stack) {
 const describeViolations = (v: Violation[]) =>
   v.map((x) => `${x.ruleName}: ${x.violatingConstructs.map((c) => c.constructPath).join(', ')}`).join('\n');
 
-const variants: Record<string, Partial<OutboxSettings>> = {
+const variants: Record<string, OutboxSettingsInput> = {
   'default settings': {},
-  'KMS key, scan mode, extra routes, alarm topic': {
+  'KMS key, scan mode on, extra routes, alarm topic': {
     kmsKeyArn: 'arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab',
-    sweepScanMode: true,
+    sweepScanMode: 'on',
     routes: {
       billing: 'https://sqs.eu-west-1.amazonaws.com/123456789012/billing',
       audit: 'arn:aws:sns:eu-west-1:123456789012:audit',
     },
     alarmTopicArn: 'arn:aws:sns:eu-west-1:123456789012:ops',
   },
-  'existing table': {
+  'existing table, scan mode off': {
+    sweepScanMode: 'off',
     existingTable: { tableName: 'app', streamArn: 'arn:aws:dynamodb:eu-west-1:123456789012:table/app/stream/2024-01-01T00:00:00.000' },
   },
 };

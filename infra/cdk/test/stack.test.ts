@@ -121,7 +121,7 @@ describe('default deployment', () => {
           Variables: Match.objectLike({
             OUTBOX_MAX_ATTEMPTS: '8',
             OUTBOX_SWEEP_GRACE_SECONDS: '60',
-            OUTBOX_SWEEP_SCAN_MODE: 'off',
+            OUTBOX_SWEEP_SCAN_MODE: 'backstop',
             OUTBOX_TTL_DAYS: '7',
             OUTBOX_ROUTES: Match.anyValue(),
             OUTBOX_DLQ_URL: Match.anyValue(),
@@ -249,18 +249,25 @@ describe('default deployment', () => {
         'dynamodb:UpdateItem',
       ]);
     });
-    it('lets the sweeper query only the sweep index, update and read items, and never scan or put by default', () => {
+    it('lets the sweeper query only the sweep index, update and read items, and (the backstop scan, by default) scan the table and put its scan cursors', () => {
       const table = logicalId(t, 'AWS::DynamoDB::Table', { TableName: 'outbox-table' });
       const bySid = Object.fromEntries(statementsOf(t, 'outbox-sweeper').map((s) => [s.Sid, s]));
       assert.deepEqual(bySid.QuerySweepIndex.Action, 'dynamodb:Query');
       assert.deepEqual(bySid.QuerySweepIndex.Resource, { 'Fn::Join': ['', [getAtt(table), '/index/OutboxSweepIndex']] });
-      assert.deepEqual(bySid.UpdateOutboxItems, { Sid: 'UpdateOutboxItems', Effect: 'Allow', Action: 'dynamodb:UpdateItem', Resource: getAtt(table) });
+      assert.deepEqual(bySid.UpdateOutboxItems, {
+        Sid: 'UpdateOutboxItems',
+        Effect: 'Allow',
+        Action: ['dynamodb:UpdateItem', 'dynamodb:Scan'],
+        Resource: getAtt(table),
+      });
       const actions = actionsOf(t, 'outbox-sweeper');
       assert.deepEqual(bySid.ReadOutboxItems, { Sid: 'ReadOutboxItems', Effect: 'Allow', Action: 'dynamodb:GetItem', Resource: getAtt(table) });
-      assert.ok(!actions.includes('dynamodb:Scan') && !actions.includes('dynamodb:PutItem'));
+      assert.deepEqual(bySid.SaveScanCursors.Action, 'dynamodb:PutItem');
       assert.deepEqual(actions, [
         'dynamodb:GetItem',
+        'dynamodb:PutItem',
         'dynamodb:Query',
+        'dynamodb:Scan',
         'dynamodb:UpdateItem',
         'logs:CreateLogStream',
         'logs:PutLogEvents',
@@ -412,8 +419,8 @@ describe('parameters', () => {
     const send = statementsOf(t, 'outbox-sweeper').find((s) => s.Sid === 'SendToRoutedQueues')!;
     assert.ok(asList(send.Resource).includes('arn:aws:sqs:eu-west-1:123456789012:catch-all'));
   });
-  it('grants Scan to the sweeper only in scan mode', () => {
-    const t = synth({ sweepScanMode: true });
+  it('grants Scan to the sweeper unless the scan mode is off', () => {
+    const t = synth({ sweepScanMode: 'on' });
     const update = statementsOf(t, 'outbox-sweeper').find((s) => s.Sid === 'UpdateOutboxItems')!;
     assert.deepEqual(update.Action, ['dynamodb:UpdateItem', 'dynamodb:Scan']);
     t.hasResourceProperties('AWS::Lambda::Function', {
@@ -421,6 +428,9 @@ describe('parameters', () => {
       Environment: { Variables: Match.objectLike({ OUTBOX_SWEEP_SCAN_MODE: 'on' }) },
     });
     assert.ok(!actionsOf(t, 'outbox-publisher').includes('dynamodb:Scan'));
+    const off = synth({ sweepScanMode: 'off' });
+    assert.deepEqual(statementsOf(off, 'outbox-sweeper').find((s) => s.Sid === 'UpdateOutboxItems')!.Action, 'dynamodb:UpdateItem');
+    assert.ok(!actionsOf(off, 'outbox-sweeper').includes('dynamodb:Scan'));
   });
   it('builds for x86_64 when asked', () => {
     const t = synth({ architecture: 'x86_64' });

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """The CDK app and the Terraform module must deploy the same system.
 
-For each variant of the settings (VARIANTS: the defaults, and one that changes
-every setting that changes the template), compares
+For each variant of the settings (VARIANTS: the defaults, one that changes every
+setting that changes the template, and the sweeper's scan mode off), compares
   * the synthesized CDK template (the default one is argument 1; the others are
     synthesized here with `npx cdk synth -c outbox:<name>=<value>`), and
   * the values of the provider-free module modules/outbox-config with the same
@@ -19,7 +19,8 @@ config and schedule retry policy, queue settings (retention, MaximumMessageSize,
 visibility, redrive: which queue goes to which DLQ after how many receives),
 OUTBOX_ROUTES, IAM actions and literal resources, IAM grants (each action on which
 resource -- deployed ones by name -- under which condition), alarms, the dashboard, log
-retention.
+retention; and that both do what the scan-mode setting says (OUTBOX_SWEEP_SCAN_MODE, and
+Scan and the scan cursors' PutItem granted unless it is off).
 
 Usage: check_parity.py <default cdk template.json> [--keep DIR]   (run by infra/check.sh;
        --keep writes the other variants' templates to DIR, for cfn-lint)
@@ -58,7 +59,7 @@ VARIANTS: dict[str, dict] = {
         "maxAttempts": 4,
         "sweepRateMinutes": 10,
         "sweepGraceSeconds": 30,
-        "sweepScanMode": True,
+        "sweepScanMode": "on",
         "ttlDays": 3,
         "batchSize": 50,
         "streamRetryAttempts": 2,
@@ -78,7 +79,19 @@ VARIANTS: dict[str, dict] = {
         "iteratorAgeThresholdMs": 120000,
         "oldestPendingThresholdSeconds": 900,
     },
+    # The default is the backstop scan and the variant above scans "on"; this one turns the
+    # scan off with the old boolean (false = "off": no backstop, no Scan, no cursor PutItem).
+    "scan mode off (the old false)": {"sweepScanMode": False},
 }
+
+# The sweeper's scan mode a setting means: off | backstop | on, the old booleans true = on,
+# false = off; "backstop" when unset.
+SCAN_MODE_DEFAULT = "backstop"
+
+
+def scan_mode_of(settings: dict) -> str:
+    v = settings.get("sweepScanMode", SCAN_MODE_DEFAULT)
+    return ("on" if v else "off") if isinstance(v, bool) else v
 
 failures: list[str] = []
 checked = 0
@@ -528,6 +541,16 @@ def compare(variant: str, template: dict, tf: dict, tf_queues: dict) -> None:
         lits = lambda st: sorted({r for s in st for r in literal_strings(s["Resource"])})  # noqa: E731
         same(f"{v} {key} IAM actions", acts(cdk_st), acts(tf_st))
         same(f"{v} {key} IAM literal resources (routes, KMS key, existing table)", lits(cdk_st), lits(tf_st))
+        if key == "sweeper":
+            # Both stacks do what the setting says, not merely the same thing: the mode reaches
+            # OUTBOX_SWEEP_SCAN_MODE, and Scan and the cursors' PutItem are granted unless it is off.
+            mode = scan_mode_of(VARIANTS[variant])
+            cdk_env = one(template, "AWS::Lambda::Function", FunctionName=names[key])["Environment"]["Variables"]
+            same(f"{v} sweeper OUTBOX_SWEEP_SCAN_MODE (CDK) is the setting's", cdk_env.get("OUTBOX_SWEEP_SCAN_MODE"), mode)
+            same(f"{v} sweeper OUTBOX_SWEEP_SCAN_MODE (Terraform) is the setting's", tf["sweeper_environment"].get("OUTBOX_SWEEP_SCAN_MODE"), mode)
+            for side, st in (("CDK", cdk_st), ("Terraform", tf_st)):
+                granted = [a for a in ("dynamodb:Scan", "dynamodb:PutItem") if a in acts(st)]
+                same(f"{v} sweeper Scan and scan-cursor PutItem under scan mode {mode} ({side})", granted, [] if mode == "off" else ["dynamodb:Scan", "dynamodb:PutItem"])
         # Each action on exactly which resource under which condition (the scan cursors'
         # dynamodb:LeadingKeys, GetQueueAttributes on exactly the queues SendMessage reaches, ...).
         same_set(

@@ -39,9 +39,9 @@ variable "sweep_grace_seconds" {
 }
 
 variable "sweep_scan_mode" {
-  description = "OUTBOX_SWEEP_SCAN_MODE on (true) or off: scan mode also grants the sweeper Scan and its scan cursors' PutItem."
-  type        = bool
-  default     = false
+  description = "OUTBOX_SWEEP_SCAN_MODE: \"off\", \"backstop\" or \"on\" (the old true is \"on\", false \"off\"); null (the default) takes the module's, \"backstop\". Except under \"off\" the sweeper may Scan the table and PutItem its scan cursors."
+  type        = string
+  default     = null
 }
 
 variable "max_message_bytes" {

@@ -47,7 +47,7 @@ locals {
       projection_type = "KEYS_ONLY"
     }
     # Partition key of the sweeper's scan cursor items (SK = SCAN#<segment>): not outbox
-    # items (no ItemType). The only items the sweeper may PutItem (scan mode).
+    # items (no ItemType). The only items the sweeper may PutItem (unless the scan mode is off).
     scan_cursor_pk = "OUTBOX#SWEEPER"
   }
   orders_table = {
@@ -118,6 +118,11 @@ locals {
   sweep_target_retry   = { maximum_retry_attempts = 0, maximum_event_age_in_seconds = 60 }
   sweep_schedule       = var.sweep_rate_minutes == 1 ? "rate(1 minute)" : "rate(${var.sweep_rate_minutes} minutes)"
 
+  # off | backstop | on; the old booleans (a bool variable value becomes "true"/"false") are on / off.
+  sweep_scan_mode = lookup({ "true" = "on", "false" = "off" }, var.sweep_scan_mode, var.sweep_scan_mode)
+  # backstop and on read the table from saved cursors: Scan, and PutItem of the cursors.
+  sweep_scans = local.sweep_scan_mode != "off"
+
   # Environment that does not depend on deployed resources; modules/outbox adds table name, routes and DLQ URL.
   publisher_environment = merge(
     { OUTBOX_TTL_DAYS = tostring(var.ttl_days), OUTBOX_DEPLOYMENT = var.prefix },
@@ -126,7 +131,7 @@ locals {
   sweeper_environment = merge(local.publisher_environment, {
     OUTBOX_MAX_ATTEMPTS        = tostring(var.max_attempts)
     OUTBOX_SWEEP_GRACE_SECONDS = tostring(var.sweep_grace_seconds)
-    OUTBOX_SWEEP_SCAN_MODE     = var.sweep_scan_mode ? "on" : "off"
+    OUTBOX_SWEEP_SCAN_MODE     = local.sweep_scan_mode
   })
   consumer_environment = { OUTBOX_DEPLOYMENT = var.prefix }
   recovery_environment = { OUTBOX_DEPLOYMENT = var.prefix }
@@ -175,7 +180,7 @@ locals {
     Action   = ["kms:Decrypt", "kms:DescribeKey", "kms:Encrypt", "kms:GenerateDataKey"]
     Resource = key
   }]
-  # Scan mode: the adoption scan's cursors (PK = OUTBOX#SWEEPER, SK = SCAN#<segment>), and no
+  # Backstop and on: the adoption scan's cursors (PK = OUTBOX#SWEEPER, SK = SCAN#<segment>), and no
   # other item: the leading key must be present and be the sweeper's.
   scan_cursor_statements = [for r in local.r == null ? [] : [local.r] : {
     Sid      = "SaveScanCursors"
@@ -186,7 +191,7 @@ locals {
       "ForAllValues:StringEquals" = { "dynamodb:LeadingKeys" = [local.outbox_table.scan_cursor_pk] }
       Null                        = { "dynamodb:LeadingKeys" = "false" }
     }
-  } if var.sweep_scan_mode]
+  } if local.sweep_scans]
   logs_statement = { for fn in ["publisher", "sweeper", "consumer", "recovery"] : fn => {
     Sid      = "WriteOwnLogs"
     Effect   = "Allow"
@@ -218,11 +223,11 @@ locals {
         {
           Sid      = "UpdateOutboxItems"
           Effect   = "Allow"
-          Action   = var.sweep_scan_mode ? ["dynamodb:UpdateItem", "dynamodb:Scan"] : ["dynamodb:UpdateItem"]
+          Action   = local.sweep_scans ? ["dynamodb:UpdateItem", "dynamodb:Scan"] : ["dynamodb:UpdateItem"]
           Resource = local.r.outbox_table_arn
         },
         # An item whose claim was refused (finished, or still pending), an item before it is
-        # dead-lettered, and in scan mode the scan cursors.
+        # dead-lettered, and (backstop, on) the scan cursors.
         { Sid = "ReadOutboxItems", Effect = "Allow", Action = "dynamodb:GetItem", Resource = local.r.outbox_table_arn },
         local.logs_statement.sweeper,
       ], local.scan_cursor_statements, local.send_statements)

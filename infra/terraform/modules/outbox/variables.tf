@@ -61,9 +61,10 @@ variable "sweep_grace_seconds" {
 }
 
 variable "sweep_scan_mode" {
-  description = "OUTBOX_SWEEP_SCAN_MODE (on/off): when true the sweeper also scans the table (and its role may Scan, and PutItem its scan cursors, PK = OUTBOX#SWEEPER only)."
-  type        = bool
-  default     = false
+  description = "OUTBOX_SWEEP_SCAN_MODE: how the sweeper looks for PENDING items no index knows about. \"off\": only the index; \"backstop\" (the default): one page of at most 100 items per sweep, from a cursor saved in the table -- a slow, cheap pass over the whole table; \"on\": 4 segments x 2 pages of 1000 items per sweep, for tables whose producers rarely index their items. Except under \"off\" the sweeper's role may Scan the table and PutItem its scan cursors (PK = OUTBOX#SWEEPER only). The old booleans still work: true is \"on\", false is \"off\" (no backstop). Validated in ../outbox-config."
+  type        = string
+  default     = "backstop"
+  nullable    = false
 }
 
 variable "ttl_days" {

@@ -106,9 +106,9 @@ run "environment_defaults" {
       OUTBOX_DEPLOYMENT          = "outbox"
       OUTBOX_MAX_ATTEMPTS        = "8"
       OUTBOX_SWEEP_GRACE_SECONDS = "60"
-      OUTBOX_SWEEP_SCAN_MODE     = "off"
+      OUTBOX_SWEEP_SCAN_MODE     = "backstop"
     }
-    error_message = "Sweeper defaults: TTL 7 days, 8 attempts, 60 s grace, scan off."
+    error_message = "Sweeper defaults: TTL 7 days, 8 attempts, 60 s grace, the backstop scan."
   }
   assert {
     condition     = output.publisher_environment == { OUTBOX_TTL_DAYS = "7", OUTBOX_DEPLOYMENT = "outbox" }

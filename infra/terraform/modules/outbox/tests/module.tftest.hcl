@@ -239,12 +239,44 @@ run "recovery_function_consumes_the_failure_queue" {
   }
 }
 
+# The sweeper's scan mode reaches its environment and its role: the backstop scan by
+# default (Scan, and PutItem of the scan cursors), neither with "off" (or the old false).
+run "the_sweeper_runs_the_backstop_scan_by_default" {
+  command = apply
+  assert {
+    condition     = aws_lambda_function.this["sweeper"].environment[0].variables.OUTBOX_SWEEP_SCAN_MODE == "backstop"
+    error_message = "The sweeper runs the backstop scan by default (OUTBOX_SWEEP_SCAN_MODE = backstop)."
+  }
+  assert {
+    condition = (
+      [for s in jsondecode(aws_iam_role_policy.function["sweeper"].policy).Statement : s.Resource if contains(flatten([s.Action]), "dynamodb:Scan")] == [aws_dynamodb_table.outbox[0].arn]
+      && [for s in jsondecode(aws_iam_role_policy.function["sweeper"].policy).Statement : s.Resource if contains(flatten([s.Action]), "dynamodb:PutItem")] == [aws_dynamodb_table.outbox[0].arn]
+    )
+    error_message = "The backstop scan: the sweeper may Scan the outbox table and PutItem its scan cursors."
+  }
+}
+
+run "scan_mode_off_and_the_old_false_grant_no_scan" {
+  command = apply
+  variables {
+    sweep_scan_mode = false
+  }
+  assert {
+    condition     = aws_lambda_function.this["sweeper"].environment[0].variables.OUTBOX_SWEEP_SCAN_MODE == "off"
+    error_message = "The old false is \"off\": no backstop."
+  }
+  assert {
+    condition     = !anytrue([for a in flatten([for s in jsondecode(aws_iam_role_policy.function["sweeper"].policy).Statement : flatten([s.Action])]) : contains(["dynamodb:Scan", "dynamodb:PutItem"], a)])
+    error_message = "With the scan mode off the sweeper may neither Scan nor PutItem."
+  }
+}
+
 # The publisher's and the sweeper's reads and the sweeper's scan cursors reach the roles
 # (the documents themselves are tested in ../outbox-config).
 run "roles_read_items_write_scan_cursors_and_read_queue_sizes" {
   command = apply
   variables {
-    sweep_scan_mode = true
+    sweep_scan_mode = "on"
   }
   assert {
     condition = alltrue([for fn in ["publisher", "sweeper"] : [
@@ -260,7 +292,7 @@ run "roles_read_items_write_scan_cursors_and_read_queue_sizes" {
         Null                        = { "dynamodb:LeadingKeys" = "false" }
       }
     }]
-    error_message = "In scan mode the sweeper may PutItem on the outbox table, for PK = OUTBOX#SWEEPER only."
+    error_message = "Scanning, the sweeper may PutItem on the outbox table, for PK = OUTBOX#SWEEPER only."
   }
   assert {
     condition = alltrue([for fn in ["publisher", "sweeper"] : (
