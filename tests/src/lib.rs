@@ -132,7 +132,9 @@ impl Outbox {
     /// The publisher as the Lambda binary builds it at a cold start: every SQS
     /// destination's size limit (routes and dead-letter queue) learned from the queue.
     pub async fn publisher_learning(&self, config: PublisherConfig) -> AwsPublisher {
-        self.publisher_with(config)
+        let sink = self.clients.sink();
+        let config = sink.learn_limits(config).await;
+        AwsPublisher::with_sink(config, self.clients.dynamodb.clone(), sink)
     }
 
     /// A queue created with `MaximumMessageSize` = `max_message_bytes`.

@@ -454,6 +454,60 @@ async fn a_copy_over_the_dead_letter_queues_limit_is_not_sent_and_the_item_keeps
 }
 
 #[tokio::test]
+async fn limits_are_read_once_per_queue_a_routes_own_wins_and_an_unreadable_queue_gets_the_default()
+{
+    // Given two routes to a queue at 256 KiB, a third with its own
+    // `max_message_bytes`, and a dead-letter queue at 1 MiB
+    let ob = Outbox::new().await;
+    let small = ob.sized_queue("small", KIB_256).await;
+    let dlq = ob.sized_queue("outbox-dlq", MIB_1).await;
+    let mut config = ob.config();
+    config.routes = Routes::parse(
+        &format!(
+            r#"{{"a":"{small}","b":"{small}","c":{{"destination":"{small}","max_message_bytes":100000}}}}"#
+        ),
+        None,
+    )
+    .expect("routes");
+    config.dead_letter = Destination::parse(&dlq, None).expect("dlq");
+    let max = |c: &outbox::PublisherConfig, topic: &str| {
+        c.routes
+            .resolve(topic)
+            .map(|d| (d.max_message_bytes(), d.limit_source()))
+    };
+
+    // When the limits are learned
+    ob.clients.counter.reset();
+    let learned = ob.clients.sink().learn_limits(config.clone()).await;
+    // Then each queue is read once, the one whose route sets a limit not at all
+    assert_eq!(ob.clients.counter.of(&["GetQueueAttributes"]), 2);
+    let queue = "the queue's MaximumMessageSize";
+    assert_eq!(max(&learned, "a"), Some((262_144, queue)));
+    assert_eq!(max(&learned, "b"), Some((262_144, queue)));
+    assert_eq!(
+        max(&learned, "c"),
+        Some((100_000, "the route's max_message_bytes"))
+    );
+    assert_eq!(learned.dead_letter.max_message_bytes(), 1_048_576);
+    assert_eq!(learned.dead_letter.limit_source(), queue);
+
+    // When every lookup is throttled
+    let plan = "GetQueueAttributes:throttle:1".parse().expect("plan");
+    let faulty = outbox_faults::with_plan(harness::sdk_config().await, plan, Some(1));
+    let unread = outbox::sink::AwsSink::from_conf(&faulty)
+        .learn_limits(config)
+        .await;
+    // Then the queues get SQS's default, the route's own limit still applies
+    let default = "SQS's largest message";
+    assert_eq!(max(&unread, "a"), Some((1_048_576, default)));
+    assert_eq!(
+        max(&unread, "c"),
+        Some((100_000, "the route's max_message_bytes"))
+    );
+    assert_eq!(unread.dead_letter.limit_source(), default);
+}
+
+#[tokio::test]
 async fn fifo_messages_carry_the_aggregate_as_group_and_message_id_as_dedup_id_in_order() {
     let mut ob = Outbox::new().await;
     let w = ob.writer();

@@ -36,7 +36,8 @@ fn sweeper(clients: &Clients, config: SweeperConfig) -> AwsSweeper {
 
 /// The sweeper as the Lambda binary builds it at a cold start: every SQS
 /// destination's size limit learned from the queue.
-async fn sweeper_learning(clients: &Clients, config: SweeperConfig) -> AwsSweeper {
+async fn sweeper_learning(clients: &Clients, mut config: SweeperConfig) -> AwsSweeper {
+    config.publisher = clients.sink().learn_limits(config.publisher).await;
     sweeper(clients, config)
 }
 
