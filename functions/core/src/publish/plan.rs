@@ -193,13 +193,17 @@ pub fn dead_letter_message(p: &Poison, dlq: &Destination) -> OutboundMessage {
     }
 }
 
-/// Splits poison into what the dead-letter queue can take and, marked to become
-/// `FAILED` without a copy (see [`judge_dead_letter_size`]), what is over its own
+/// Poison to mark `FAILED`: its position in the batch, itself (with the reason to
+/// record), and whether the dead-letter queue holds its copy.
+pub type ToFail = (usize, Poison, bool);
+
+/// Splits poison into what the dead-letter queue can take and, to become `FAILED`
+/// without a copy (see [`judge_dead_letter_size`]), what is over the queue's own
 /// message limit: a copy that would only be refused is never sent.
 pub fn dead_letter_fitting(
     poison: Vec<(usize, Poison)>,
     dlq: &Destination,
-) -> (Vec<(usize, Poison)>, Vec<(usize, Poison, bool)>) {
+) -> (Vec<(usize, Poison)>, Vec<ToFail>) {
     let mut fitting = Vec::with_capacity(poison.len());
     let mut too_large = Vec::new();
     for (index, mut p) in poison {
