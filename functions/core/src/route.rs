@@ -1,5 +1,6 @@
 //! Destinations and routing: which topic goes where.
 
+pub use crate::policy::limit::SqsLimit;
 use crate::policy::limit::{QueueLimits, sqs_limit};
 use serde::Deserialize;
 use std::collections::HashMap;
@@ -7,7 +8,7 @@ use std::fmt;
 
 /// SQS's largest message (body plus attributes): 1 MiB, and the default limit of an
 /// SQS destination whose own `MaximumMessageSize` is not known. A queue may set a
-/// lower one: the functions read it at start ([`SqsLimit`]), or the route says it.
+/// lower one: the functions read it at start ([`SqsLimit`]), or the route states it.
 pub const SQS_MAX_MESSAGE_BYTES: usize = 1_048_576;
 /// Most entries in one `SendMessageBatch`, `PublishBatch` or `PutEvents`.
 pub const SQS_MAX_BATCH_ENTRIES: usize = 10;
@@ -20,46 +21,6 @@ pub const SNS_MAX_BYTES: usize = 262_144;
 pub const EVENTBRIDGE_MAX_BYTES: usize = 262_144;
 /// `Source` of the events the outbox puts on an EventBridge bus, unless the route says.
 pub const DEFAULT_EVENT_SOURCE: &str = "dynamodb-outbox";
-
-/// The largest message an SQS destination accepts, and where that number comes from
-/// (which one applies is [`crate::policy::limit::sqs_limit`]'s decision).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum SqsLimit {
-    /// The route's `max_message_bytes`: it wins over what the queue says.
-    Route(usize),
-    /// The queue's own `MaximumMessageSize`, read once when the function started.
-    Queue(usize),
-    /// Not known (not read, or it could not be read): SQS's largest message, 1 MiB.
-    /// A message over the queue's real limit is then refused when it is sent.
-    Default,
-}
-
-impl SqsLimit {
-    /// The limit in bytes.
-    pub fn bytes(self) -> usize {
-        match self {
-            SqsLimit::Route(bytes) | SqsLimit::Queue(bytes) => bytes,
-            SqsLimit::Default => SQS_MAX_MESSAGE_BYTES,
-        }
-    }
-
-    /// The route's own limit, when it sets one.
-    pub fn configured(self) -> Option<usize> {
-        match self {
-            SqsLimit::Route(bytes) => Some(bytes),
-            SqsLimit::Queue(_) | SqsLimit::Default => None,
-        }
-    }
-
-    /// Where the limit comes from, for reasons an operator reads.
-    pub fn source(self) -> &'static str {
-        match self {
-            SqsLimit::Route(_) => "the route's max_message_bytes",
-            SqsLimit::Queue(_) => "the queue's MaximumMessageSize",
-            SqsLimit::Default => "SQS's largest message",
-        }
-    }
-}
 
 /// Where messages of a topic are published.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]

@@ -4,8 +4,48 @@
 //! when the queue could not be read. Plain functions of plain data; the lookup itself
 //! is the AWS adapter's (`outbox::sqs::learn_limits`).
 
-use crate::route::{SQS_MAX_MESSAGE_BYTES, SqsLimit};
+use crate::route::SQS_MAX_MESSAGE_BYTES;
 use std::collections::HashMap;
+
+/// The largest message an SQS destination accepts, and where that number comes from
+/// (which one applies is [`sqs_limit`]'s decision).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum SqsLimit {
+    /// The route's `max_message_bytes`: it wins over what the queue says.
+    Route(usize),
+    /// The queue's own `MaximumMessageSize`, read once when the function started.
+    Queue(usize),
+    /// Not known (not read, or it could not be read): SQS's largest message, 1 MiB.
+    /// A message over the queue's real limit is then refused when it is sent.
+    Default,
+}
+
+impl SqsLimit {
+    /// The limit in bytes.
+    pub fn bytes(self) -> usize {
+        match self {
+            SqsLimit::Route(bytes) | SqsLimit::Queue(bytes) => bytes,
+            SqsLimit::Default => SQS_MAX_MESSAGE_BYTES,
+        }
+    }
+
+    /// The route's own limit, when it sets one.
+    pub fn configured(self) -> Option<usize> {
+        match self {
+            SqsLimit::Route(bytes) => Some(bytes),
+            SqsLimit::Queue(_) | SqsLimit::Default => None,
+        }
+    }
+
+    /// Where the limit comes from, for reasons an operator reads.
+    pub fn source(self) -> &'static str {
+        match self {
+            SqsLimit::Route(_) => "the route's max_message_bytes",
+            SqsLimit::Queue(_) => "the queue's MaximumMessageSize",
+            SqsLimit::Default => "SQS's largest message",
+        }
+    }
+}
 
 /// What reading one queue's `MaximumMessageSize` gave: the value, or why it could not
 /// be read (no permission, throttled, a queue in another account, no such queue).
