@@ -129,6 +129,26 @@ impl Outbox {
         AwsPublisher::with_sink(config, self.clients.dynamodb.clone(), self.clients.sink())
     }
 
+    /// The publisher as the Lambda binary builds it at a cold start: every SQS
+    /// destination's size limit (routes and dead-letter queue) learned from the queue.
+    pub async fn publisher_learning(&self, config: PublisherConfig) -> AwsPublisher {
+        let sink = self.clients.sink();
+        let config = sink.learn_limits(config).await;
+        AwsPublisher::with_sink(config, self.clients.dynamodb.clone(), sink)
+    }
+
+    /// A queue created with `MaximumMessageSize` = `max_message_bytes`.
+    pub async fn sized_queue(&self, prefix: &str, max_message_bytes: u32) -> String {
+        provision::create_queue_sized(
+            &self.clients.sqs,
+            &unique(prefix),
+            30,
+            Some(max_message_bytes),
+        )
+        .await
+        .expect("create sized queue")
+    }
+
     pub fn writer(&self) -> outbox::OutboxWriter {
         outbox::OutboxWriter::new(self.clients.dynamodb.clone(), &self.table)
     }

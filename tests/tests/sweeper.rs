@@ -36,6 +36,13 @@ fn sweeper(clients: &Clients, config: SweeperConfig) -> AwsSweeper {
     AwsSweeper::with_sink(config, clients.dynamodb.clone(), clients.sink())
 }
 
+/// The sweeper as the Lambda binary builds it at a cold start: every SQS
+/// destination's size limit learned from the queue.
+async fn sweeper_learning(clients: &Clients, mut config: SweeperConfig) -> AwsSweeper {
+    config.publisher = clients.sink().learn_limits(config.publisher).await;
+    sweeper(clients, config)
+}
+
 /// A sweep at (virtual) time `now_ms` with 30 s of budget.
 async fn sweep_at(sweeper: &AwsSweeper, now_ms: i64) -> SweepSummary {
     sweeper
@@ -196,6 +203,51 @@ async fn a_failing_destination_is_retried_with_growing_delays_then_failed_and_de
     );
     // And later sweeps leave it alone
     assert_eq!(sweep_at(&sweeper, now + 3_600_000).await.found, 0);
+}
+
+#[tokio::test]
+async fn the_sweeper_learns_its_queues_limits_and_sends_nothing_a_queue_would_refuse() {
+    // Given a due 300 KiB message routed (without `max_message_bytes`) to a queue
+    // created at 256 KiB, and a dead-letter queue at 1 MiB
+    let ob = Outbox::new().await;
+    let small = ob.sized_queue("small", 262_144).await;
+    let dlq = ob.sized_queue("outbox-dlq", 1_048_576).await;
+    let mut publisher = ob.config();
+    publisher.routes = Routes::parse(&format!(r#"{{"small":"{small}"}}"#), None).expect("routes");
+    publisher.dead_letter = Destination::parse(&dlq, None).expect("dlq");
+    let payload = "p".repeat(300 * 1024);
+    let committed = ob
+        .writer()
+        .sweep_grace(Duration::ZERO)
+        .commit(vec![], &[NewMessage::new("BIG#1", "small", payload)])
+        .await
+        .expect("commit");
+    let sweeper = sweeper_learning(&ob.clients, config(publisher)).await;
+
+    // When it sweeps
+    ob.clients.counter.reset();
+    let summary = sweep_at(&sweeper, now_ms() + 1_000).await;
+
+    // Then the message is poison at once, with the queue's limit as the reason, and
+    // the only send is its dead-letter copy (no call the queue refuses)
+    assert_eq!((summary.claimed, summary.failed), (1, 1), "{summary:?}");
+    assert_eq!(
+        ob.clients.counter.of(&["SendMessageBatch"]),
+        1,
+        "{:?}",
+        ob.clients.counter.by_operation()
+    );
+    let item = ob
+        .item("BIG#1", &committed.sort_keys[0])
+        .await
+        .expect("item");
+    assert_eq!(s(&item, "Status").as_deref(), Some("FAILED"));
+    let reason = s(&item, "LastError").expect("LastError");
+    assert!(reason.contains("MaximumMessageSize"), "{reason}");
+    let dead = drain(&ob.clients.sqs, &dlq).await;
+    assert_eq!(dead.len(), 1);
+    assert_eq!(dead[0].body().map(str::len), Some(300 * 1024));
+    assert!(drain(&ob.clients.sqs, &small).await.is_empty());
 }
 
 #[tokio::test]

@@ -47,6 +47,7 @@ pub use producer::{OutboxWriter, ProducerError};
 use aws_types::SdkConfig;
 use dynamo::DynamoStore;
 use sink::AwsSink;
+use std::future::Future;
 
 /// The stream FilterCriteria the infrastructure deploys, as JSON text. The local
 /// runner applies the same filter; keep them one.
@@ -71,8 +72,13 @@ pub type AwsPublisher = Publisher<AwsSink, DynamoStore>;
 /// [`AwsSweeper`] are the core's generic types with this crate's adapters plugged in,
 /// and a crate cannot add inherent methods to another crate's type.
 pub trait FromSdkConfig<C>: Sized {
+    /// What the Lambda binaries build at a cold start: [`FromSdkConfig::from_conf`]
+    /// once every SQS destination's size limit — the routes' queues and the
+    /// dead-letter queue — has been read from the queue ([`sqs::learn_limits`]).
+    fn load(config: C, aws: &SdkConfig) -> impl Future<Output = Self> + Send;
+
     /// Every client built once from `aws`: whatever kind of destination a route
-    /// names is reachable.
+    /// names is reachable. The SQS destinations keep the limits `config` gives them.
     fn from_conf(config: C, aws: &SdkConfig) -> Self;
 
     /// Over clients built elsewhere (with interceptors, say).
@@ -80,6 +86,12 @@ pub trait FromSdkConfig<C>: Sized {
 }
 
 impl FromSdkConfig<PublisherConfig> for AwsPublisher {
+    async fn load(config: PublisherConfig, aws: &SdkConfig) -> Self {
+        let sink = AwsSink::from_conf(aws);
+        let config = sink.learn_limits(config).await;
+        Self::with_sink(config, aws_sdk_dynamodb::Client::new(aws), sink)
+    }
+
     fn from_conf(config: PublisherConfig, aws: &SdkConfig) -> Self {
         Self::with_sink(
             config,
@@ -99,6 +111,12 @@ impl FromSdkConfig<PublisherConfig> for AwsPublisher {
 }
 
 impl FromSdkConfig<sweep::SweeperConfig> for AwsSweeper {
+    async fn load(mut config: sweep::SweeperConfig, aws: &SdkConfig) -> Self {
+        let sink = AwsSink::from_conf(aws);
+        config.publisher = sink.learn_limits(config.publisher).await;
+        Self::with_sink(config, aws_sdk_dynamodb::Client::new(aws), sink)
+    }
+
     fn from_conf(config: sweep::SweeperConfig, aws: &SdkConfig) -> Self {
         Self::with_sink(
             config,
@@ -135,6 +153,28 @@ mod tests {
             )))
             .retry_config(aws_sdk_sns::config::retry::RetryConfig::disabled())
             .build()
+    }
+
+    #[tokio::test]
+    async fn queues_whose_limit_cannot_be_read_get_sqs_default_and_a_routes_own_limit_stays() {
+        let config = PublisherConfig::from_lookup(|name| match name {
+            "OUTBOX_TABLE_NAME" => Some("t".into()),
+            "OUTBOX_DLQ_URL" => Some("https://sqs.us-east-1.amazonaws.com/1/dlq".into()),
+            "OUTBOX_ROUTES" => Some(
+                r#"{"a":"https://sqs.us-east-1.amazonaws.com/1/a","b":{"destination":"https://sqs.us-east-1.amazonaws.com/1/b","max_message_bytes":4096}}"#.into(),
+            ),
+            _ => None,
+        })
+        .expect("valid");
+        let publisher = AwsPublisher::load(config, &unreachable()).await;
+        let routes = &publisher.config.routes;
+        let limit = |topic: &str| routes.resolve(topic).map(Destination::max_message_bytes);
+        assert_eq!(limit("a"), Some(1_048_576));
+        assert_eq!(limit("b"), Some(4096));
+        assert_eq!(
+            publisher.config.dead_letter.limit_source(),
+            "SQS's largest message"
+        );
     }
 
     #[tokio::test]

@@ -7,6 +7,7 @@ use crate::eventbridge::Bus;
 use crate::sns::Topic;
 use crate::sqs::Queue;
 use aws_types::SdkConfig;
+use outbox_core::PublisherConfig;
 use outbox_core::failure::Failure;
 use outbox_core::message::OutboundMessage;
 use outbox_core::ports::{EntryResult, MessageSink};
@@ -28,6 +29,12 @@ impl AwsSink {
             aws_sdk_sns::Client::new(config),
             aws_sdk_eventbridge::Client::new(config),
         )
+    }
+
+    /// `config` with every SQS destination's size limit learned from its queue, once:
+    /// see [`crate::sqs::learn_limits`].
+    pub async fn learn_limits(&self, config: PublisherConfig) -> PublisherConfig {
+        crate::sqs::learn_limits(&self.sqs, config).await
     }
 
     /// A sink over clients built elsewhere (with interceptors, say).

@@ -1,12 +1,37 @@
-//! SQS adapter: `SendMessageBatch` to one queue.
+//! SQS adapter: `SendMessageBatch` to one queue, and each queue's own message size
+//! limit (`GetQueueAttributes` `MaximumMessageSize`) read once when a function starts
+//! ([`learn_limits`]).
+//!
+//! ## Why at start, all at once
+//!
+//! The limits are read during the function's initialisation — before its first
+//! event, every queue concurrently, so one round trip whatever the number of routes —
+//! and kept in the configuration for the life of the process. The publish path stays
+//! immutable and the planning a pure function of it (no lock, no first invocation
+//! that pays for lookups or plans with a limit it does not know yet), and a queue
+//! whose limit cannot be read is reported once, at start, where configuration
+//! problems are reported. A lookup that fails at start (throttled, say) is not
+//! retried later: that process keeps SQS's default for the queue, as before this
+//! existed — a message over the real limit is refused when sent and becomes poison
+//! then. Lazily on first use would retry sooner, but would make every plan wait on
+//! or race with I/O.
 
 use crate::batch::{Answer, BatchApi, Refused, entry_id};
-use crate::sdk_error::send_failure;
+use crate::sdk_error::{describe, send_failure};
+use aws_sdk_sqs::config::timeout::TimeoutConfig;
 use aws_sdk_sqs::operation::send_message_batch::SendMessageBatchError;
-use aws_sdk_sqs::types::{MessageAttributeValue, SendMessageBatchRequestEntry};
+use aws_sdk_sqs::types::{MessageAttributeValue, QueueAttributeName, SendMessageBatchRequestEntry};
+use outbox_core::PublisherConfig;
 use outbox_core::failure::Failure;
 use outbox_core::message::OutboundMessage;
+use outbox_core::policy::limit::{LimitRead, QueueLimits, sqs_limit, unknown_limit_advice};
+use outbox_core::route::SqsLimit;
 use std::collections::HashMap;
+use std::time::Duration;
+
+/// How long reading one queue's limit may take at start, retries included: the
+/// function's initialisation has 10 s in all.
+pub const LIMIT_LOOKUP_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// One queue, through a client built once.
 #[derive(Debug, Clone, Copy)]
@@ -71,4 +96,66 @@ impl BatchApi for Queue<'_> {
                 .collect(),
         })
     }
+}
+
+/// Reads a queue's `MaximumMessageSize`, within [`LIMIT_LOOKUP_TIMEOUT`].
+pub async fn maximum_message_size(client: &aws_sdk_sqs::Client, url: &str) -> LimitRead {
+    let timeout = TimeoutConfig::builder()
+        .operation_timeout(LIMIT_LOOKUP_TIMEOUT)
+        .build();
+    // Boxed: see "Future depth" in the crate docs.
+    let out = Box::pin(
+        client
+            .get_queue_attributes()
+            .queue_url(url)
+            .attribute_names(QueueAttributeName::MaximumMessageSize)
+            .customize()
+            .config_override(aws_sdk_sqs::config::Builder::default().timeout_config(timeout))
+            .send(),
+    )
+    .await
+    .map_err(|e| describe(&e))?;
+    let text = out
+        .attributes()
+        .and_then(|a| a.get(&QueueAttributeName::MaximumMessageSize))
+        .ok_or("the answer has no MaximumMessageSize")?;
+    text.parse()
+        .map_err(|e| format!("MaximumMessageSize `{text}` is not a number: {e}"))
+}
+
+/// Learns the size limit of every SQS queue `config` sends to — the routes' queues
+/// whose route sets no `max_message_bytes`, and the dead-letter queue — by reading
+/// each one's `MaximumMessageSize` once, concurrently, and returns the configuration
+/// with the limits that apply ([`sqs_limit`]: the route's, else the queue's, else
+/// SQS's default of 1 MiB). Logs each limit learned, and once per queue that could
+/// not be read what is assumed and what to do about it.
+pub async fn learn_limits(
+    client: &aws_sdk_sqs::Client,
+    config: PublisherConfig,
+) -> PublisherConfig {
+    let queues = config.queues_to_learn();
+    if queues.is_empty() {
+        return config;
+    }
+    let reads = futures::future::join_all(queues.iter().map(|(url, role)| async move {
+        (url.clone(), *role, maximum_message_size(client, url).await)
+    }))
+    .await;
+    let mut limits = QueueLimits::with_capacity(reads.len());
+    for (url, role, read) in reads {
+        match (sqs_limit(None, Some(&read)), &read) {
+            (SqsLimit::Queue(bytes), _) => {
+                tracing::info!(queue = %url, max_message_bytes = bytes, ?role, "learned the queue's MaximumMessageSize");
+            }
+            (_, Err(error)) => {
+                tracing::warn!(queue = %url, ?role, %error, "{}", unknown_limit_advice(&url, role, error));
+            }
+            (_, Ok(bytes)) => {
+                let error = format!("it read as {bytes}");
+                tracing::warn!(queue = %url, ?role, %error, "{}", unknown_limit_advice(&url, role, &error));
+            }
+        }
+        limits.insert(url, read);
+    }
+    config.with_queue_limits(&limits)
 }

@@ -3,7 +3,9 @@
 //! Every reader takes a lookup function rather than touching the process environment,
 //! so tests pass a map and nothing calls `env::set_var`.
 
+use crate::policy::limit::{QueueLimits, QueueRole};
 use crate::route::{Destination, RouteError, Routes};
+use std::collections::BTreeMap;
 
 /// A missing or malformed variable, named.
 #[derive(Debug, thiserror::Error)]
@@ -116,6 +118,36 @@ impl PublisherConfig {
             ttl_days,
         })
     }
+
+    /// The SQS queues whose `MaximumMessageSize` is worth reading at start: the
+    /// routes' queues without `max_message_bytes` and the dead-letter queue, each
+    /// once, by URL (a queue that is also the dead-letter queue counts as that).
+    pub fn queues_to_learn(&self) -> Vec<(String, QueueRole)> {
+        let mut queues: BTreeMap<&str, QueueRole> = self
+            .routes
+            .destinations()
+            .filter_map(Destination::queue_to_learn)
+            .map(|url| (url, QueueRole::Route))
+            .collect();
+        if let Some(url) = self.dead_letter.queue_to_learn() {
+            queues.insert(url, QueueRole::DeadLetter);
+        }
+        queues
+            .into_iter()
+            .map(|(url, role)| (url.to_owned(), role))
+            .collect()
+    }
+
+    /// The same configuration with the limits read from the queues (by URL): every
+    /// route's destination and the dead-letter queue get the limit that applies
+    /// ([`crate::policy::limit::sqs_limit`]).
+    pub fn with_queue_limits(self, limits: &QueueLimits) -> Self {
+        PublisherConfig {
+            routes: self.routes.with_queue_limits(limits),
+            dead_letter: self.dead_letter.with_queue_limits(limits),
+            ..self
+        }
+    }
 }
 
 /// A required, non-empty variable.
@@ -213,6 +245,68 @@ mod tests {
         let mut bad = GOOD.to_vec();
         bad.push(("OUTBOX_TTL_DAYS", "0"));
         assert!(PublisherConfig::from_lookup(lookup(&bad)).is_err());
+    }
+
+    #[test]
+    fn the_queues_to_read_are_the_unsized_routes_and_the_dead_letter_queue_once_each() {
+        let cfg = PublisherConfig::from_lookup(lookup(&[
+            ("OUTBOX_TABLE_NAME", "t"),
+            (
+                "OUTBOX_ROUTES",
+                r#"{"a":"https://sqs.x/1/a","b":"https://sqs.x/1/a","c":{"destination":"https://sqs.x/1/c","max_message_bytes":4096},"d":"arn:aws:sns:eu-west-1:1:t"}"#,
+            ),
+            ("OUTBOX_DEFAULT_DESTINATION", "https://sqs.x/1/dlq"),
+            ("OUTBOX_DLQ_URL", "https://sqs.x/1/dlq"),
+        ]))
+        .expect("valid");
+        assert_eq!(
+            cfg.queues_to_learn(),
+            [
+                ("https://sqs.x/1/a".to_owned(), QueueRole::Route),
+                ("https://sqs.x/1/dlq".to_owned(), QueueRole::DeadLetter),
+            ]
+        );
+    }
+
+    #[test]
+    fn the_limits_read_apply_to_every_route_and_the_dead_letter_queue_unless_a_route_sets_one() {
+        let cfg = PublisherConfig::from_lookup(lookup(&[
+            ("OUTBOX_TABLE_NAME", "t"),
+            (
+                "OUTBOX_ROUTES",
+                r#"{"a":"https://sqs.x/1/a","c":{"destination":"https://sqs.x/1/a","max_message_bytes":4096},"u":"https://sqs.x/1/u"}"#,
+            ),
+            ("OUTBOX_DEFAULT_DESTINATION", "https://sqs.x/1/a"),
+            ("OUTBOX_DLQ_URL", "https://sqs.x/1/dlq"),
+        ]))
+        .expect("valid");
+        let limits = QueueLimits::from([
+            ("https://sqs.x/1/a".to_owned(), Ok(262_144)),
+            ("https://sqs.x/1/dlq".to_owned(), Ok(300_000)),
+            (
+                "https://sqs.x/1/u".to_owned(),
+                Err("AccessDenied".to_owned()),
+            ),
+        ]);
+        let cfg = cfg.with_queue_limits(&limits);
+        let max = |topic: &str| {
+            cfg.routes
+                .resolve(topic)
+                .map(Destination::max_message_bytes)
+        };
+        assert_eq!(max("a"), Some(262_144));
+        assert_eq!(
+            max("unrouted"),
+            Some(262_144),
+            "the default destination too"
+        );
+        assert_eq!(max("c"), Some(4096), "the route's own limit wins");
+        assert_eq!(max("u"), Some(1_048_576), "unreadable: SQS's default");
+        assert_eq!(cfg.dead_letter.max_message_bytes(), 300_000);
+        assert_eq!(
+            cfg.dead_letter.limit_source(),
+            "the queue's MaximumMessageSize"
+        );
     }
 
     #[test]

@@ -1,15 +1,19 @@
 //! Destinations and routing: which topic goes where.
 
+pub use crate::policy::limit::SqsLimit;
+use crate::policy::limit::{QueueLimits, sqs_limit};
 use serde::Deserialize;
 use std::collections::HashMap;
 use std::fmt;
 
-/// SQS's largest message (body plus attributes): 1 MiB. A queue may set a lower
-/// `MaximumMessageSize`; say so in the route.
+/// SQS's largest message (body plus attributes): 1 MiB, and the default limit of an
+/// SQS destination whose own `MaximumMessageSize` is not known. A queue may set a
+/// lower one: the functions read it at start ([`SqsLimit`]), or the route states it.
 pub const SQS_MAX_MESSAGE_BYTES: usize = 1_048_576;
 /// Most entries in one `SendMessageBatch`, `PublishBatch` or `PutEvents`.
 pub const SQS_MAX_BATCH_ENTRIES: usize = 10;
-/// Largest `SendMessageBatch` request payload (sum of its messages): 1 MiB.
+/// Largest `SendMessageBatch` request payload (sum of its messages): 1 MiB, whatever
+/// the queue's `MaximumMessageSize`.
 pub const SQS_MAX_BATCH_BYTES: usize = 1_048_576;
 /// SNS's largest message, and largest `PublishBatch` (sum of its messages): 256 KiB.
 pub const SNS_MAX_BYTES: usize = 262_144;
@@ -25,8 +29,8 @@ pub enum Destination {
     Sqs {
         /// Queue URL.
         url: String,
-        /// Largest message the queue accepts, in bytes.
-        max_message_bytes: usize,
+        /// Largest message the queue accepts.
+        limit: SqsLimit,
     },
     /// An SNS topic, by ARN. FIFO when the ARN ends in `.fifo`.
     Sns {
@@ -45,11 +49,36 @@ pub enum Destination {
 }
 
 impl Destination {
-    /// An SQS queue with the service's default size limit.
+    /// An SQS queue whose size limit is not known yet (SQS's largest message).
     pub fn sqs(url: impl Into<String>) -> Self {
         Destination::Sqs {
             url: url.into(),
-            max_message_bytes: SQS_MAX_MESSAGE_BYTES,
+            limit: SqsLimit::Default,
+        }
+    }
+
+    /// The URL of an SQS queue whose size limit the route does not set: the queue's
+    /// own `MaximumMessageSize` is worth reading.
+    pub fn queue_to_learn(&self) -> Option<&str> {
+        match self {
+            Destination::Sqs { url, limit } if limit.configured().is_none() => Some(url),
+            _ => None,
+        }
+    }
+
+    /// The same destination with the limit that applies once its queue's
+    /// `MaximumMessageSize` has been read (`limits`, by URL): see
+    /// [`crate::policy::limit::sqs_limit`]. A queue not in `limits` keeps its limit.
+    pub fn with_queue_limits(self, limits: &QueueLimits) -> Self {
+        match self {
+            Destination::Sqs { url, limit } => {
+                let limit = match limits.get(&url) {
+                    Some(read) => sqs_limit(limit.configured(), Some(read)),
+                    None => limit,
+                };
+                Destination::Sqs { url, limit }
+            }
+            other => other,
         }
     }
 
@@ -65,15 +94,24 @@ impl Destination {
     /// Largest message the destination accepts, as [`Destination::message_size`] counts.
     pub fn max_message_bytes(&self) -> usize {
         match self {
-            Destination::Sqs {
-                max_message_bytes, ..
-            } => *max_message_bytes,
+            Destination::Sqs { limit, .. } => limit.bytes(),
             Destination::Sns { .. } => SNS_MAX_BYTES,
             Destination::EventBridge { .. } => EVENTBRIDGE_MAX_BYTES,
         }
     }
 
-    /// Largest sum of message sizes in one batch call.
+    /// Where [`Destination::max_message_bytes`] comes from, for reasons an operator
+    /// reads.
+    pub fn limit_source(&self) -> &'static str {
+        match self {
+            Destination::Sqs { limit, .. } => limit.source(),
+            Destination::Sns { .. } => "SNS's largest message",
+            Destination::EventBridge { .. } => "EventBridge's largest request",
+        }
+    }
+
+    /// Largest sum of message sizes in one batch call: for SQS 1 MiB whatever the
+    /// queue's own message limit.
     pub fn max_batch_bytes(&self) -> usize {
         match self {
             Destination::Sqs { .. } => SQS_MAX_BATCH_BYTES,
@@ -111,16 +149,19 @@ impl Destination {
     ) -> Result<Self, RouteError> {
         let text = text.trim();
         if text.starts_with("https://") || text.starts_with("http://") {
-            let max = max_message_bytes.unwrap_or(SQS_MAX_MESSAGE_BYTES);
-            if max == 0 || max > SQS_MAX_MESSAGE_BYTES {
-                return Err(RouteError::BadLimit {
-                    destination: text.to_owned(),
-                    max,
-                });
-            }
+            let limit = match max_message_bytes {
+                None => SqsLimit::Default,
+                Some(max) if max == 0 || max > SQS_MAX_MESSAGE_BYTES => {
+                    return Err(RouteError::BadLimit {
+                        destination: text.to_owned(),
+                        max,
+                    });
+                }
+                Some(max) => SqsLimit::Route(max),
+            };
             return Ok(Destination::Sqs {
                 url: text.to_owned(),
-                max_message_bytes: max,
+                limit,
             });
         }
         let parts: Vec<&str> = text.split(':').collect();
@@ -257,6 +298,19 @@ impl Routes {
     /// Every destination that can be routed to (for permission checks and docs).
     pub fn destinations(&self) -> impl Iterator<Item = &Destination> {
         self.by_topic.values().chain(self.default.iter())
+    }
+
+    /// Every destination with the limits read from the queues (see
+    /// [`Destination::with_queue_limits`]).
+    pub fn with_queue_limits(self, limits: &QueueLimits) -> Self {
+        Routes {
+            by_topic: self
+                .by_topic
+                .into_iter()
+                .map(|(topic, d)| (topic, d.with_queue_limits(limits)))
+                .collect(),
+            default: self.default.map(|d| d.with_queue_limits(limits)),
+        }
     }
 }
 

@@ -145,11 +145,23 @@ pub struct QueuePair {
     pub dlq_url: String,
 }
 
-/// Creates a queue (FIFO when `name` ends in `.fifo`) with server-side encryption.
+/// Creates a queue (FIFO when `name` ends in `.fifo`) with server-side encryption and
+/// the service's default `MaximumMessageSize`.
 pub async fn create_queue(
     client: &aws_sdk_sqs::Client,
     name: &str,
     visibility_timeout_s: u32,
+) -> Result<String, ProvisionError> {
+    create_queue_sized(client, name, visibility_timeout_s, None).await
+}
+
+/// [`create_queue`] with `MaximumMessageSize` set to `max_message_bytes` (1024 to
+/// 1048576) when given.
+pub async fn create_queue_sized(
+    client: &aws_sdk_sqs::Client,
+    name: &str,
+    visibility_timeout_s: u32,
+    max_message_bytes: Option<u32>,
 ) -> Result<String, ProvisionError> {
     let mut req = client
         .create_queue()
@@ -159,6 +171,9 @@ pub async fn create_queue(
             QueueAttributeName::VisibilityTimeout,
             visibility_timeout_s.to_string(),
         );
+    if let Some(max) = max_message_bytes {
+        req = req.attributes(QueueAttributeName::MaximumMessageSize, max.to_string());
+    }
     if name.ends_with(".fifo") {
         req = req.attributes(QueueAttributeName::FifoQueue, "true");
     }

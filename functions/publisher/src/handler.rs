@@ -20,7 +20,9 @@ pub struct Deps<K, S> {
 }
 
 impl Deps<outbox::sink::AwsSink, outbox::dynamo::DynamoStore> {
-    /// Reads the configuration and builds every client from one AWS configuration.
+    /// Reads the configuration, builds every client from one AWS configuration, and
+    /// learns every SQS destination's size limit from its queue (once, concurrently;
+    /// a queue it cannot read is logged and gets SQS's default, 1 MiB).
     pub async fn from_env() -> Result<Self, lambda_runtime::Error> {
         let config = PublisherConfig::from_env().inspect_err(log)?;
         let metrics = Emitter::from_env().inspect_err(log)?;
@@ -28,7 +30,7 @@ impl Deps<outbox::sink::AwsSink, outbox::dynamo::DynamoStore> {
         #[cfg(feature = "fault-injection")]
         let aws = outbox_faults::from_env(aws)?;
         Ok(Deps {
-            publisher: AwsPublisher::from_conf(config, &aws),
+            publisher: AwsPublisher::load(config, &aws).await,
             metrics,
         })
     }

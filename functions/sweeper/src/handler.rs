@@ -18,7 +18,9 @@ pub struct Deps<K, S> {
 }
 
 impl Deps<outbox::sink::AwsSink, outbox::dynamo::DynamoStore> {
-    /// Reads the configuration and builds every client from one AWS configuration.
+    /// Reads the configuration, builds every client from one AWS configuration, and
+    /// learns every SQS destination's size limit from its queue (once, concurrently;
+    /// a queue it cannot read is logged and gets SQS's default, 1 MiB).
     pub async fn from_env() -> Result<Self, lambda_runtime::Error> {
         let config = SweeperConfig::from_env().inspect_err(log)?;
         let metrics = Emitter::from_env().inspect_err(log)?;
@@ -26,7 +28,7 @@ impl Deps<outbox::sink::AwsSink, outbox::dynamo::DynamoStore> {
         #[cfg(feature = "fault-injection")]
         let aws = outbox_faults::from_env(aws)?;
         Ok(Deps {
-            sweeper: AwsSweeper::from_conf(config, &aws),
+            sweeper: AwsSweeper::load(config, &aws).await,
             metrics,
         })
     }

@@ -1,5 +1,6 @@
-//! Every decision of the outbox, as plain functions of plain data: what to do with
-//! a destination's answer ([`send`]), how poison is marked `FAILED` so that the mark
+//! Every decision of the outbox, as plain functions of plain data: which size limit
+//! an SQS destination has ([`limit`]), what to do with a destination's answer
+//! ([`send`]) or with a dead-letter copy over the queue's limit, how poison is marked `FAILED` so that the mark
 //! fits ([`poison`]), what a claimed item becomes and when to try again ([`retry`]),
 //! how a sweep keeps each aggregate's order ([`order`]), and how much time a sweep
 //! may use ([`budget`]). The publish and sweep paths call them between their I/O; a
@@ -10,12 +11,14 @@
 //! publisher's decisions depend on each other's outcomes.)
 
 pub mod budget;
+pub mod limit;
 pub mod order;
 pub mod poison;
 pub mod retry;
 pub mod send;
 
 pub use budget::{Budget, adopted_due, expired, work_window};
+pub use limit::{LimitRead, QueueLimits, QueueRole, sqs_limit, unknown_limit_advice};
 pub use order::{
     Gate, OrderKey, Retrying, chunk_due, held_back, next_due_times, order_attempts, order_key,
 };
@@ -25,6 +28,6 @@ pub use retry::{
     judge_attempt, millis, unclaimable,
 };
 pub use send::{
-    CallVerdict, DeadLetterVerdict, EntryVerdict, judge_call, judge_dead_letter, judge_entry,
-    judge_single,
+    CallVerdict, DeadLetterVerdict, EntryVerdict, judge_call, judge_dead_letter,
+    judge_dead_letter_size, judge_entry, judge_single,
 };

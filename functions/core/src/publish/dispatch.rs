@@ -1,7 +1,7 @@
 //! Sending what the plan says, round by round, and the dead-letter copies of poison;
 //! every answer is judged by [`crate::policy`].
 
-use super::plan::{Entry, Round, chunk_by_limits, dead_letter_message};
+use super::plan::{Entry, Round, chunk_by_limits, dead_letter_fitting, dead_letter_message};
 use super::{Outcome, Poison, Progress, Publisher, Work, WorkItem, poison_of};
 use crate::message::OutboundMessage;
 use crate::policy::{
@@ -109,7 +109,7 @@ impl<K: MessageSink, S: OutboxStore> Publisher<K, S> {
         }
         let (poison, mut out) = self.still_pending(poison).await;
         let dlq = &self.config.dead_letter;
-        let mut to_fail: Vec<(usize, Poison, bool)> = Vec::new();
+        let (poison, mut to_fail) = dead_letter_fitting(poison, dlq);
         for chunk in chunk_by_limits(dlq, &poison, |(_, p)| dead_letter_message(p, dlq)) {
             let (members, messages): (Vec<&(usize, Poison)>, Vec<OutboundMessage>) =
                 chunk.into_iter().unzip();

@@ -239,4 +239,6 @@ impl<K: MessageSink, S: OutboxStore> Publisher<K, S> {
 }
 
 #[cfg(test)]
+mod limit_tests;
+#[cfg(test)]
 mod tests;

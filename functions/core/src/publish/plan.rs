@@ -6,6 +6,7 @@ use super::{Poison, Work, WorkItem, poison_of};
 use crate::config::PublisherConfig;
 use crate::message::{ATTR_AGGREGATE, ATTR_ERROR, ATTR_MESSAGE_ID, ATTR_SK, ATTR_TOPIC};
 use crate::message::{AttrValue, OutboundMessage, fifo_id};
+use crate::policy::judge_dead_letter_size;
 use crate::route::{Destination, SQS_MAX_BATCH_ENTRIES};
 use std::collections::{BTreeMap, HashMap};
 
@@ -123,8 +124,9 @@ fn route<'c>(
     let size = dest.message_size(&outbound);
     if size > dest.max_message_bytes() {
         return Err(format!(
-            "message is {size} bytes (payload plus attributes) but {dest} accepts at most {}: shrink the payload or store it elsewhere and send a reference",
-            dest.max_message_bytes()
+            "message is {size} bytes (payload plus attributes) but {dest} accepts at most {} bytes ({}): shrink the payload or store it elsewhere and send a reference",
+            dest.max_message_bytes(),
+            dest.limit_source()
         ));
     }
     Ok((dest, outbound, size))
@@ -189,6 +191,32 @@ pub fn dead_letter_message(p: &Poison, dlq: &Destination) -> OutboundMessage {
         group_id: fifo.then(|| fifo_id(group)),
         dedup_id: fifo.then(|| fifo_id(dedup)),
     }
+}
+
+/// Poison to mark `FAILED`: its position in the batch, itself (with the reason to
+/// record), and whether the dead-letter queue holds its copy.
+pub type ToFail = (usize, Poison, bool);
+
+/// Splits poison into what the dead-letter queue can take and, to become `FAILED`
+/// without a copy (see [`judge_dead_letter_size`]), what is over the queue's own
+/// message limit: a copy that would only be refused is never sent.
+pub fn dead_letter_fitting(
+    poison: Vec<(usize, Poison)>,
+    dlq: &Destination,
+) -> (Vec<(usize, Poison)>, Vec<ToFail>) {
+    let mut fitting = Vec::with_capacity(poison.len());
+    let mut too_large = Vec::new();
+    for (index, mut p) in poison {
+        let size = dlq.message_size(&dead_letter_message(&p, dlq));
+        match judge_dead_letter_size(&p.reason, size, dlq) {
+            Some(reason) => {
+                p.reason = reason;
+                too_large.push((index, p, false));
+            }
+            None => fitting.push((index, p)),
+        }
+    }
+    (fitting, too_large)
 }
 
 /// Groups items into chunks within `dest`'s batch limits (10 entries, its byte limit).

@@ -1,0 +1,151 @@
+//! The publish path with the queues' own size limits (read at start, see
+//! [`crate::policy::limit`]): what is over a queue's limit is poison before any send,
+//! and a dead-letter copy over the dead-letter queue's limit is never sent.
+
+use super::*;
+use crate::fakes::{MemoryStore, RecordingSink};
+use crate::policy::QueueLimits;
+use crate::route::{Destination, Routes};
+
+const KIB_256: usize = 262_144;
+
+/// `small` → a queue at 256 KiB, `large` → a queue at 1 MiB, both learned; the
+/// dead-letter queue at `dlq_bytes`.
+fn config(dlq_bytes: usize) -> PublisherConfig {
+    PublisherConfig {
+        table_name: "t".into(),
+        routes: Routes::new(
+            [
+                ("small".to_owned(), Destination::sqs("https://q/small")),
+                ("large".to_owned(), Destination::sqs("https://q/large")),
+            ],
+            None,
+        ),
+        dead_letter: Destination::sqs("https://q/dlq"),
+        ttl_days: 7,
+    }
+    .with_queue_limits(&QueueLimits::from([
+        ("https://q/small".to_owned(), Ok(KIB_256)),
+        ("https://q/large".to_owned(), Ok(1_048_576)),
+        ("https://q/dlq".to_owned(), Ok(dlq_bytes)),
+    ]))
+}
+
+fn work(pk: &str, topic: &str, payload: String) -> WorkItem {
+    WorkItem {
+        id: pk.to_owned(),
+        work: Work::Publish(OutboxMessage {
+            key: ItemKey {
+                pk: pk.into(),
+                sk: format!("MESSAGE#{pk}"),
+            },
+            message_id: format!("id-{pk}"),
+            topic: topic.into(),
+            payload,
+            created_at: 1,
+            retry_count: 0,
+            sequence: None,
+            index: crate::schema::SeenIndex::ours(crate::schema::sweep_shard(pk), 1),
+        }),
+    }
+}
+
+fn publisher(config: PublisherConfig) -> Publisher<RecordingSink, MemoryStore> {
+    Publisher::new(RecordingSink::default(), MemoryStore::default(), config)
+        .with_clock(crate::clock::ManualClock::at(1_700_000_000_000))
+}
+
+#[tokio::test]
+async fn a_message_over_its_queues_own_limit_is_poison_before_any_send() {
+    let p = publisher(config(1_048_576));
+    let big = "p".repeat(300 * 1024);
+    let outcomes = p
+        .process(&[work("A", "small", big.clone()), work("B", "large", big)])
+        .await;
+    match &outcomes[0] {
+        Outcome::DeadLettered {
+            reason,
+            marked: true,
+        } => assert!(
+            reason.contains(
+                "sqs:https://q/small accepts at most 262144 bytes (the queue's MaximumMessageSize)"
+            ),
+            "{reason}"
+        ),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(outcomes[1], Outcome::Sent { marked: true });
+    // Nothing went to the small queue: the only calls are the large queue's and the copy
+    let calls: Vec<String> = p.sink.calls().into_iter().map(|(d, _)| d).collect();
+    assert_eq!(calls.len(), 2, "{calls:?}");
+    assert!(!calls.iter().any(|d| d.contains("small")), "{calls:?}");
+    assert_eq!(p.sink.delivered("dlq").len(), 1);
+}
+
+#[tokio::test]
+async fn a_copy_over_the_dead_letter_queues_own_limit_is_never_sent_and_the_payload_stays() {
+    let p = publisher(config(KIB_256));
+    let outcomes = p
+        .process(&[work("A", "small", "p".repeat(300 * 1024))])
+        .await;
+    match &outcomes[0] {
+        Outcome::DeadLettered {
+            reason,
+            marked: true,
+        } => {
+            assert!(
+                reason.contains(
+                    "the dead-letter queue sqs:https://q/dlq accepts at most 262144 bytes"
+                ),
+                "{reason}"
+            );
+            assert!(
+                reason.ends_with("the payload is only on this item"),
+                "{reason}"
+            );
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(p.sink.calls().is_empty(), "{:?}", p.sink.calls());
+    let key = ItemKey {
+        pk: "A".into(),
+        sk: "MESSAGE#A".into(),
+    };
+    let stored = p.store.get(&key).expect("stored");
+    assert_eq!(stored.status.as_deref(), Some("FAILED"));
+    assert_eq!(stored.payload_on, None, "the payload was not moved");
+}
+
+#[tokio::test]
+async fn only_copies_over_the_limit_are_held_back_the_others_are_sent() {
+    // Poison for another reason (no route): a small copy fits the dead-letter queue
+    // and is sent; a larger one does not and is not.
+    let p = publisher(config(KIB_256));
+    let outcomes = p
+        .process(&[
+            work("A", "nowhere", "p".repeat(1000)),
+            work("B", "nowhere", "p".repeat(300 * 1024)),
+        ])
+        .await;
+    assert!(
+        matches!(&outcomes[0], Outcome::DeadLettered { reason, .. } if !reason.contains("only on this item")),
+        "{outcomes:?}"
+    );
+    assert!(
+        matches!(&outcomes[1], Outcome::DeadLettered { reason, .. } if reason.contains("only on this item")),
+        "{outcomes:?}"
+    );
+    assert_eq!(p.sink.delivered("dlq").len(), 1);
+}
+
+#[test]
+fn calls_to_a_small_queue_still_fill_up_to_one_mebibyte() {
+    // Four 200 KiB messages, each under the queue's 256 KiB: one call (800 KiB), as
+    // SendMessageBatch's 1 MiB applies whatever the queue's message limit.
+    let items: Vec<WorkItem> = (0..4)
+        .map(|i| work(&format!("A{i}"), "small", "p".repeat(200 * 1024)))
+        .collect();
+    let plan = plan(&config(KIB_256), &items);
+    assert_eq!(plan.poison_count(), 0);
+    assert_eq!(plan.call_count(), 1);
+}
