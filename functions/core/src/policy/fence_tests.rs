@@ -185,7 +185,7 @@ fn a_partition_read_orders_other_producers_messages_exactly() {
     let earlier = Sibling::read(key("MESSAGE#X#1"), None, None, None);
     let later = Sibling::read(key("MESSAGE#X#3"), Some(7), None, None);
     assert_eq!(
-        fenced(&batch, &pending(&reads, &[later.clone()])),
+        fenced(&batch, &pending(&reads, std::slice::from_ref(&later))),
         vec![None]
     );
     assert_eq!(
@@ -253,12 +253,9 @@ fn the_fence_never_holds_back_the_earliest_pending_message_and_has_no_cycle() {
         .min_by(|&a, &b| all[a].order.cmp(&all[b].order))
         .unwrap_or(0);
     assert!(!holds[earliest].iter().any(|h| *h), "{holds:?}");
-    for i in 0..all.len() {
-        for j in 0..all.len() {
-            assert!(
-                !(holds[i][j] && holds[j][i]),
-                "{i} and {j} wait for each other"
-            );
+    for (i, row) in holds.iter().enumerate() {
+        for (j, held) in row.iter().enumerate() {
+            assert!(!(*held && holds[j][i]), "{i} and {j} wait for each other");
         }
     }
 }

@@ -263,4 +263,6 @@ impl<K: MessageSink, S: OutboxStore> Publisher<K, S> {
 }
 
 #[cfg(test)]
+mod fence_tests;
+#[cfg(test)]
 mod tests;
