@@ -89,6 +89,7 @@ pub async fn handle_stream_event<K: MessageSink, S: OutboxStore>(
         unmarked = summary.unmarked,
         dead_lettered = summary.dead_lettered,
         retried = summary.retried,
+        deferred = summary.deferred,
         "stream batch done"
     );
     (response, summary)

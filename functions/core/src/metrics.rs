@@ -203,6 +203,7 @@ mod tests {
             unmarked: 1,
             dead_lettered: 2,
             retried: 3,
+            deferred: 0,
         };
         let doc = Emitter::default().emf(1_700_000_000_000, &publisher_metrics(&summary));
         assert_eq!(

@@ -4,7 +4,7 @@
 
 use crate::failure::Failure;
 use crate::message::OutboundMessage;
-use crate::policy::FailedMark;
+use crate::policy::{FailedMark, FenceRead, Sibling};
 use crate::route::Destination;
 use crate::schema::{
     ItemKey, LAST_ERROR, OutboxMessage, SeenIndex, Undecodable, decode, string_attr,
@@ -77,6 +77,30 @@ pub trait OutboxStore: Send + Sync {
         &self,
         key: &ItemKey,
     ) -> impl Future<Output = Result<Option<serde_dynamo::Item>, Failure>> + Send;
+
+    /// The pending outbox messages of `read`'s aggregates, for the order fence
+    /// ([`crate::policy::fence`]): from a sweeper index shard, every pending key
+    /// whatever its due time (the index holds only pending items, keys only); from an
+    /// aggregate's partition, its pending outbox items with `CreatedAt` and
+    /// `MessageId` (a consistent read). At most `max_pages` pages.
+    fn pending(
+        &self,
+        read: &FenceRead,
+        max_pages: u32,
+    ) -> impl Future<Output = Result<PendingPage, Failure>> + Send;
+}
+
+/// What a fence read found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PendingPage {
+    /// The pending messages of the aggregates asked for.
+    pub siblings: Vec<Sibling>,
+    /// False when the read stopped at its page bound with more to read.
+    pub complete: bool,
+    /// Requests made.
+    pub requests: usize,
+    /// Items read (their `ScannedCount`): what the reads are billed for.
+    pub scanned: u64,
 }
 
 /// Where a paginated read stopped, opaque to the logic: hand it back to continue.

@@ -8,6 +8,7 @@ use crate::params::{Kind, Params, Producer};
 use aws_lambda_events::event::dynamodb::EventRecord;
 use outbox_core::config::PublisherConfig;
 use outbox_core::message::AttrValue;
+use outbox_core::policy::{Member, Sibling};
 use outbox_core::publish::{Work, WorkItem, plan};
 use outbox_core::route::{Destination, Routes};
 use outbox_core::schema::{self, ItemKey, OutboxMessage, Undecodable};
@@ -40,6 +41,28 @@ pub struct Msg {
     pub id: String,
     /// The message attributes the destination receives.
     pub attributes: Vec<(&'static str, AttrValue)>,
+    /// What the order fence sees of it in a batch (none for poison).
+    pub member: Option<Member>,
+}
+
+impl Msg {
+    /// What the order fence's read returns for it while it is `PENDING`: from the
+    /// index, its key and due time; from its partition, its place too.
+    pub fn as_sibling(&self, due_tick: Option<u8>, partition: bool) -> Option<Sibling> {
+        let due = due_tick.map(|t| i64::from(t) * TICK_MS);
+        if !partition {
+            return due.map(|d| Sibling::indexed(self.key.clone(), d));
+        }
+        Some(match &self.decoded {
+            Ok(m) => Sibling::read(
+                self.key.clone(),
+                due,
+                (m.created_at > 0).then_some(m.created_at),
+                Some(&m.message_id),
+            ),
+            Err(_) => Sibling::read(self.key.clone(), due, None, None),
+        })
+    }
 }
 
 /// Everything fixed about a model instance.
@@ -102,9 +125,22 @@ impl Fixture {
             seq += 1;
             for kind in &txn.messages {
                 let n = msgs.len();
+                let indexed = txn.producer == Producer::Library;
+                // The library's ids are UUIDv7 made at the write (`CreatedAt`, in
+                // order); a minimal producer's sort key ends with its own counter.
+                let uuid = uuid::Builder::from_unix_timestamp_millis(
+                    u64::try_from(t + 1).unwrap_or(0),
+                    &[u8::try_from(n).unwrap_or(u8::MAX); 10],
+                )
+                .into_uuid()
+                .to_string();
                 let key = ItemKey {
                     pk: pk.clone(),
-                    sk: format!("MESSAGE#E#{n:03}"),
+                    sk: if indexed {
+                        format!("MESSAGE#E#{uuid}")
+                    } else {
+                        format!("MESSAGE#E#{n:03}")
+                    },
                 };
                 let topic = if *kind == Kind::Unroutable {
                     "nowhere"
@@ -117,16 +153,12 @@ impl Fixture {
                     "Topic": {"S": topic}, "Payload": {"S": format!("{{\"order\":{n}}}")},
                     "RetryCount": {"N": "0"}
                 });
-                let indexed = txn.producer == Producer::Library;
                 if let Some(o) = image.as_object_mut() {
                     if *kind == Kind::Undecodable {
                         o.remove("Topic");
                     }
                     if indexed {
-                        o.insert(
-                            "MessageId".into(),
-                            serde_json::json!({"S": format!("m{n:03}")}),
-                        );
+                        o.insert("MessageId".into(), serde_json::json!({ "S": uuid }));
                         o.insert(
                             "CreatedAt".into(),
                             serde_json::json!({"N": (t + 1).to_string()}),
@@ -156,6 +188,10 @@ impl Fixture {
                     }
                     Work::Poison(_) => Vec::new(),
                 };
+                let member = match &work {
+                    Work::Publish(m) => Some(Member::of(m, dest.is_fifo())),
+                    Work::Poison(_) => None,
+                };
                 msgs.push(Msg {
                     txn: u8::try_from(t).unwrap_or(u8::MAX),
                     aggregate: txn.aggregate,
@@ -166,6 +202,7 @@ impl Fixture {
                     indexed,
                     id,
                     attributes,
+                    member,
                 });
             }
         }
@@ -224,6 +261,11 @@ mod tests {
         assert_eq!(f.business_records_kept, 0, "classify skips business items");
         assert_eq!(f.msgs.len(), 4);
         assert!(f.msgs[0].indexed && !f.msgs[1].indexed);
+        // The library's messages are ordered by their sort keys' UUIDv7 in the index;
+        // a minimal producer's aggregate is read from its partition.
+        let library = |i: usize| f.msgs[i].member.as_ref().map(|m| m.library);
+        assert_eq!((library(0), library(1)), (Some(true), Some(false)));
+        assert!(outbox_core::policy::key_position(&f.msgs[0].key).is_some());
         assert_eq!(f.msgs[1].id, schema::derive_message_id(&f.msgs[1].key));
         assert!(
             matches!(f.msgs[2].work, Work::Poison(_)),

@@ -107,6 +107,10 @@ pub enum Mutation {
     /// The publish path as it was before this branch: a `FAILED` mark or an adoption
     /// that fails is not reported for retry, so an unindexed item stays `PENDING`.
     StrandUnindexed,
+    /// The publish path without the order fence (as before it): a message routed to
+    /// a FIFO destination goes out whatever earlier message of its aggregate is still
+    /// `PENDING` outside the batch.
+    NoOrderFence,
 }
 
 /// One model instance.
@@ -146,9 +150,6 @@ pub struct Params {
     pub ttl: u8,
     /// Operator redrives of `FAILED` items.
     pub redrives: u8,
-    /// A fix this branch proposes, modelled: the publish path holds back a message
-    /// while an earlier message of its aggregate is still `PENDING` (an "order fence").
-    pub order_fence: bool,
     /// A deliberate bug, or none.
     pub mutation: Option<Mutation>,
 }
@@ -173,7 +174,6 @@ impl Default for Params {
             dedup_window: 2,
             ttl: 1,
             redrives: 0,
-            order_fence: false,
             mutation: None,
         }
     }

@@ -36,12 +36,19 @@ pub fn ci() -> Vec<(&'static str, Params)> {
             },
         ),
         (
-            "FIFO destination, two messages of one aggregate, no fault",
+            "FIFO destination, two messages of one aggregate, the order fence, a crash and a faulty call",
             Params {
                 txns: vec![Txn::library(0, 2)],
                 fifo: true,
-                crashes: 0,
-                faults: 0,
+                ..Params::default()
+            },
+        ),
+        (
+            "FIFO destination, a minimal producer's aggregate through discards and recovery, a crash and a faulty call",
+            Params {
+                txns: vec![Txn::minimal(0, 1), Txn::minimal(0, 1)],
+                fifo: true,
+                esm_retries: 0,
                 ..Params::default()
             },
         ),
@@ -96,12 +103,11 @@ pub fn deep() -> Vec<(&'static str, Params)> {
             },
         ),
         (
-            "FIFO with the proposed order fence, two transactions, two faults and a crash",
+            "FIFO, two transactions, two faults and a crash",
             Params {
                 txns: vec![Txn::library(0, 1), Txn::library(0, 1)],
                 fifo: true,
                 faults: 2,
-                order_fence: true,
                 ..Params::default()
             },
         ),

@@ -6,7 +6,10 @@
 //! receives count up to `maxReceiveCount`, faults and crashes come from budgets, time
 //! only passes while a timer lies ahead), so "eventually" is "in every state where
 //! nothing can happen any more". This is stronger than stateright's `eventually`,
-//! which can miss a path that joins one already seen.
+//! which can miss a path that joins one already seen. One counter is not bounded by
+//! itself: a message held back behind an earlier one gets its claim's count back,
+//! so it could wait forever if what it waits behind never settled. Time stops at a
+//! horizon no correct run reaches, and `NO_LIVELOCK` fails at it: every run ends.
 
 use crate::model::OutboxModel;
 use crate::state::{Inv, Out, State, SweepPhase, bit};
@@ -26,6 +29,9 @@ pub const EXCLUSIVE_CLAIMS: &str = "claims are exclusive";
 /// When nothing can happen any more, every committed message is `SENT` with its
 /// effect applied once, or `FAILED` with a dead-letter copy.
 pub const SETTLES: &str = "every committed message settles";
+/// No run goes on until the horizon: every run ends (no livelock), which the
+/// liveness check at quiescence relies on.
+pub const NO_LIVELOCK: &str = "every run ends before the horizon";
 /// A copy reaches a consumer twice (the model is not too tame).
 pub const DUPLICATES_HAPPEN: &str = "duplicates reach the consumer";
 /// Some path ends with every message settled (the liveness check is not vacuous).
@@ -92,6 +98,10 @@ fn some_end(m: &OutboxModel, s: &State) -> bool {
     msgs(m).all(|i| m.settled(s, i)) && m.quiescent(s)
 }
 
+fn no_livelock(_: &OutboxModel, s: &State) -> bool {
+    s.now < crate::model::HORIZON
+}
+
 fn duplicates_happen(_: &OutboxModel, s: &State) -> bool {
     s.queue.iter().any(|c| c.receives > 1)
 }
@@ -105,6 +115,7 @@ pub fn all() -> Vec<Property<OutboxModel>> {
         Property::always(FIFO_ORDER, fifo_order),
         Property::always(EXCLUSIVE_CLAIMS, exclusive_claims),
         Property::always(SETTLES, settles),
+        Property::always(NO_LIVELOCK, no_livelock),
         Property::sometimes(DUPLICATES_HAPPEN, duplicates_happen),
         Property::sometimes(SOME_END, some_end),
     ]

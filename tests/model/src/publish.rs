@@ -1,18 +1,23 @@
 //! `Publisher::process` as a step machine: one step per call it makes, so a crash can
 //! fall between any two. Every decision between the calls is the real code's: the
-//! plan (`outbox_core::publish::plan`), the verdict on a call and on each entry
+//! plan (`outbox_core::publish::plan`), the order fence's reads and decision
+//! (`policy::fence_reads`, `policy::fenced`), the verdict on a call and on each entry
 //! (`policy::judge_call`, `policy::judge_entry`), on a dead-letter copy
 //! (`policy::judge_dead_letter`). What the model writes itself is the order of the
-//! calls — the code's `process` runs them in this order: rounds, dead-letter copies,
-//! `FAILED` marks, `SENT` marks, adoptions — and the hold-back of an aggregate that
-//! failed earlier in the batch (a few lines inside the async `dispatch_round`).
+//! calls — the code's `process` runs them in this order: the fence's reads, rounds,
+//! dead-letter copies, `FAILED` marks, `SENT` marks, adoptions —, what the reads
+//! return (the state's pending items, as the index or the partition shows them), and
+//! the hold-back of an aggregate that failed earlier in the batch (a few lines inside
+//! the async `dispatch_round`).
 
 use crate::model::{Fault, OutboxModel};
 use crate::params::{Kind, Mutation};
 use crate::state::{Out, Phase, Publish, State, Status, Work, bit};
+use crate::sweep::ticks;
 use outbox_core::failure::Failure;
 use outbox_core::policy::{
-    CallVerdict, DeadLetterVerdict, EntryVerdict, judge_call, judge_dead_letter, judge_entry,
+    CallVerdict, DeadLetterVerdict, EntryVerdict, Member, Pending, Scope, fence_reads, fenced,
+    judge_call, judge_dead_letter, judge_entry,
 };
 use outbox_core::ports::EntryResult;
 use outbox_core::publish::WorkItem;
@@ -33,12 +38,70 @@ impl OutboxModel {
             failed_aggs: 0,
             adopt: Vec::new(),
         };
-        p.phase = if self.params.has(Mutation::MarkBeforePublish) && !p.rounds.is_empty() {
-            Phase::PreMark(0)
+        p.phase = if self.fences(&p) {
+            Phase::Fence
         } else {
-            self.after_round(&mut p, 0)
+            self.after_fence(&mut p)
         };
         p
+    }
+
+    fn after_fence(&self, p: &mut Publish) -> Phase {
+        if self.params.has(Mutation::MarkBeforePublish) && !p.rounds.is_empty() {
+            Phase::PreMark(0)
+        } else {
+            self.after_round(p, 0)
+        }
+    }
+
+    /// The planned positions and what the fence sees of each.
+    fn members(&self, p: &Publish) -> (Vec<u8>, Vec<Member>) {
+        p.rounds
+            .iter()
+            .flatten()
+            .filter(|&&pos| !p.items[usize::from(pos)].poison)
+            .filter_map(|&pos| {
+                let msg = &self.fixture.msgs[usize::from(p.items[usize::from(pos)].msg)];
+                Some((pos, msg.member.clone()?))
+            })
+            .unzip()
+    }
+
+    /// Whether the publish reads pending messages first (a FIFO route).
+    fn fences(&self, p: &Publish) -> bool {
+        !self.params.has(Mutation::NoOrderFence) && !fence_reads(&self.members(p).1).is_empty()
+    }
+
+    /// The fence's reads (one call: the model's instances have one aggregate per
+    /// read) and its decision. Each read returns the pending items of its scope as
+    /// the state holds them now: from an index shard, the indexed ones (keys and due
+    /// times); from a partition, all of them with their places. A failed read fences.
+    fn fence_step(&self, s: &State, p: &mut Publish, fault: Fault) {
+        let (positions, members) = self.members(p);
+        let mut pending = Pending::default();
+        for read in fence_reads(&members) {
+            if fault != Fault::None {
+                pending.failed(&read);
+                continue;
+            }
+            let partition = matches!(read.scope, Scope::Partition(_));
+            let siblings = self
+                .fixture
+                .msgs
+                .iter()
+                .zip(&s.items)
+                .filter(|(m, item)| {
+                    item.status == Status::Pending && read.aggregates.contains(&m.key.pk)
+                })
+                .filter_map(|(m, item)| m.as_sibling(item.due, partition))
+                .collect();
+            pending.found(&read, siblings, true);
+        }
+        for (pos, fence) in positions.into_iter().zip(fenced(&members, &pending)) {
+            if let Some(f) = fence {
+                p.outcome[usize::from(pos)] = Out::Deferred(f.not_before.map(ticks));
+            }
+        }
     }
 
     fn after_round(&self, p: &mut Publish, next: usize) -> Phase {
@@ -82,46 +145,38 @@ impl OutboxModel {
 
     /// Whether the current step of `p` makes a call (which can fail), and whether that
     /// call writes (so it can take effect with its answer lost).
-    pub fn publish_call(&self, s: &State, p: &Publish) -> (bool, bool) {
+    pub fn publish_call(&self, p: &Publish) -> (bool, bool) {
         match p.phase {
             Phase::Round(r) => {
                 let live = p.rounds[usize::from(r)]
                     .iter()
-                    .any(|&pos| !self.blocked(s, p, pos));
+                    .any(|&pos| !self.deferred(p, pos) && !self.blocked(p, pos));
                 (live, live)
             }
+            Phase::Fence => (true, false),
             Phase::DeadLetter => (true, true),
             Phase::Done => (false, false),
             _ => (true, true),
         }
     }
 
-    fn blocked(&self, s: &State, p: &Publish, pos: u8) -> bool {
+    fn blocked(&self, p: &Publish, pos: u8) -> bool {
         let msg = p.items[usize::from(pos)].msg;
         let agg = self.fixture.msgs[usize::from(msg)].aggregate;
-        let failed =
-            !self.params.has(Mutation::NoAggregateBlocking) && p.failed_aggs & (1 << agg) != 0;
-        failed || self.fenced(s, p, msg)
+        !self.params.has(Mutation::NoAggregateBlocking) && p.failed_aggs & (1 << agg) != 0
     }
 
-    /// The order fence this branch proposes (off unless `Params::order_fence`): an
-    /// earlier message of the aggregate is still `PENDING` and was not sent by this
-    /// publish.
-    fn fenced(&self, s: &State, p: &Publish, msg: u8) -> bool {
-        if !self.params.order_fence || !self.params.fifo {
-            return false;
-        }
-        let agg = self.fixture.msgs[usize::from(msg)].aggregate;
-        (0..msg).any(|m| {
-            self.fixture.msgs[usize::from(m)].aggregate == agg
-                && s.items[usize::from(m)].status == Status::Pending
-                && !p.sent.iter().any(|&q| p.items[usize::from(q)].msg == m)
-        })
+    fn deferred(&self, p: &Publish, pos: u8) -> bool {
+        matches!(p.outcome[usize::from(pos)], Out::Deferred(_))
     }
 
     /// Takes one step of `p`.
     pub fn publish_step(&self, s: &mut State, p: &mut Publish, fault: Fault) {
         match p.phase {
+            Phase::Fence => {
+                self.fence_step(s, p, fault);
+                p.phase = self.after_fence(p);
+            }
             Phase::PreMark(k) => {
                 let all: Vec<u8> = p.rounds.iter().flatten().copied().collect();
                 let pos = all[usize::from(k)];
@@ -213,7 +268,10 @@ impl OutboxModel {
                     }
                 }
                 if fault != Fault::None
-                    && p.outcome[usize::from(pos)] == Out::Sent(false)
+                    && matches!(
+                        p.outcome[usize::from(pos)],
+                        Out::Sent(false) | Out::Deferred(_)
+                    )
                     && !self.params.has(Mutation::StrandUnindexed)
                 {
                     // `adopt_unfinished`: an item the index could not take is reported
@@ -236,7 +294,10 @@ impl OutboxModel {
                 let w = p.items[i];
                 !w.poison
                     && !self.fixture.msgs[usize::from(w.msg)].indexed
-                    && matches!(p.outcome[i], Out::Retry | Out::Blocked | Out::Sent(false))
+                    && matches!(
+                        p.outcome[i],
+                        Out::Retry | Out::Blocked | Out::Deferred(_) | Out::Sent(false)
+                    )
             })
             .filter_map(|i| u8::try_from(i).ok())
             .collect()
@@ -245,7 +306,10 @@ impl OutboxModel {
     fn send_round(&self, s: &mut State, p: &mut Publish, r: usize, fault: Fault) {
         let mut live = Vec::new();
         for &pos in &p.rounds[r] {
-            if self.blocked(s, p, pos) {
+            if self.deferred(p, pos) {
+                continue;
+            }
+            if self.blocked(p, pos) {
                 p.outcome[usize::from(pos)] = Out::Blocked;
                 let agg = self.fixture.msgs[usize::from(p.items[usize::from(pos)].msg)].aggregate;
                 p.failed_aggs |= 1 << agg;

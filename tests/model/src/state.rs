@@ -69,11 +69,17 @@ pub enum Out {
     Retry,
     /// Held back behind an earlier failed message of its aggregate.
     Blocked,
+    /// Held back by the order fence behind an earlier pending message (not before
+    /// the tick given, when known).
+    Deferred(Option<u8>),
 }
 
 /// Where a publish is in `Publisher::process`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Phase {
+    /// The order fence: reading the pending messages of the batch's FIFO-routed
+    /// aggregates.
+    Fence,
     /// (Mutation) marking `SENT` before publishing.
     PreMark(u8),
     /// Sending round `n` of the plan.
@@ -154,8 +160,9 @@ pub struct Sweep {
     pub claimed: Vec<(u8, u8, bool)>,
     /// The chunk's publish.
     pub publish: Option<Publish>,
-    /// `(message, next due tick)` to reschedule.
-    pub resched: Vec<(u8, u8)>,
+    /// `(message, next due tick, attempted)` to reschedule; a message not attempted
+    /// (held back) gets its claim's count back.
+    pub resched: Vec<(u8, u8, bool)>,
 }
 
 /// A running function invocation of the publish side.

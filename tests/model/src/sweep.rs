@@ -53,9 +53,9 @@ impl OutboxModel {
     }
 
     /// Whether the sweep's current step is a call, and a send.
-    pub fn sweep_call(&self, s: &State, sw: &Sweep) -> (bool, bool) {
+    pub fn sweep_call(&self, sw: &Sweep) -> (bool, bool) {
         match (&sw.phase, &sw.publish) {
-            (SweepPhase::Publish, Some(p)) => self.publish_call(s, p),
+            (SweepPhase::Publish, Some(p)) => self.publish_call(p),
             (SweepPhase::Publish, None) => (false, false),
             (SweepPhase::Query, _) => (true, false),
             _ => (true, true),
@@ -124,12 +124,15 @@ impl OutboxModel {
                 }
             }
             SweepPhase::Reschedule(k) => {
-                let (msg, next) = sw.resched[usize::from(k)];
+                let (msg, next, attempted) = sw.resched[usize::from(k)];
                 if fault != Fault::Fail {
                     let item = &mut s.items[usize::from(msg)];
                     if item.status == Status::Pending && item.due == Some(sw.lease_until) {
                         item.due = Some(next);
                         item.error = true;
+                        if !attempted {
+                            item.retry = item.retry.saturating_sub(1);
+                        }
                     }
                 }
                 if usize::from(k) + 1 < sw.resched.len() {
@@ -193,8 +196,9 @@ impl OutboxModel {
         self.start_publish(works, &items)
     }
 
-    /// `judge_attempt` on each outcome; the failed ones get `next_due_times`.
-    fn settle(&self, sw: &Sweep, p: &Publish) -> Vec<(u8, u8)> {
+    /// `judge_attempt` on each outcome; the failed ones get `next_due_times`, not
+    /// before what a fenced one waits behind.
+    fn settle(&self, sw: &Sweep, p: &Publish) -> Vec<(u8, u8, bool)> {
         let mut failed = Vec::new();
         for (w, out) in p.items.iter().zip(&p.outcome) {
             let outcome = match out {
@@ -207,30 +211,37 @@ impl OutboxModel {
                     reason: "Throttled".into(),
                 },
                 Out::Blocked => Outcome::Blocked,
+                Out::Deferred(tick) => Outcome::Deferred {
+                    not_before: tick.map(|t| i64::from(t) * TICK_MS),
+                },
             };
-            if let AttemptVerdict::Reschedule { .. } = judge_attempt(&outcome) {
+            let not_before = match outcome {
+                Outcome::Deferred { not_before } => not_before.unwrap_or(i64::MIN),
+                _ => i64::MIN,
+            };
+            if let AttemptVerdict::Reschedule { attempted, .. } = judge_attempt(&outcome) {
                 let retry = sw
                     .claimed
                     .iter()
                     .find(|c| c.0 == w.msg)
                     .map_or(0, |c| u32::from(c.1));
-                failed.push((w.msg, retry));
+                failed.push((w.msg, retry, not_before, attempted));
             }
         }
         let now_ms = i64::from(sw.now) * TICK_MS;
         let retrying: Vec<Retrying<'_>> = failed
             .iter()
-            .map(|(m, retry)| Retrying {
+            .map(|(m, retry, not_before, _)| Retrying {
                 key: &self.fixture.msgs[usize::from(*m)].key,
                 attempt: *retry,
-                not_before: now_ms,
+                not_before: *not_before,
             })
             .collect();
         let dues = next_due_times(&retrying, now_ms, BASE_BACKOFF, MAX_BACKOFF);
         failed
             .iter()
             .zip(dues)
-            .map(|((m, _), due)| (*m, ticks(due)))
+            .map(|((m, _, _, attempted), due)| (*m, ticks(due), *attempted))
             .collect()
     }
 }

@@ -52,6 +52,9 @@ fn step_of(model: &OutboxModel, s: &State, i: u8) -> String {
     let pub_step = |p: &crate::state::Publish| -> String {
         let at = |pos: u8| msg(p.items[usize::from(pos)].msg);
         match p.phase {
+            Phase::Fence => {
+                "reads the pending messages of its FIFO aggregates (the order fence)".into()
+            }
             Phase::PreMark(k) => {
                 let all: Vec<u8> = p.rounds.iter().flatten().copied().collect();
                 format!("marks {} SENT before publishing", at(all[usize::from(k)]))
@@ -112,8 +115,13 @@ fn step_of(model: &OutboxModel, s: &State, i: u8) -> String {
                     }
                 }),
                 SweepPhase::Reschedule(k) => {
-                    let (m, due) = sw.resched[usize::from(k)];
-                    format!("reschedules {} to tick {due}", msg(m))
+                    let (m, due, attempted) = sw.resched[usize::from(k)];
+                    let back = if attempted {
+                        ""
+                    } else {
+                        " (held back: its claim's count given back)"
+                    };
+                    format!("reschedules {} to tick {due}{back}", msg(m))
                 }
             };
             format!("sweeper #{i} {what}")

@@ -1,8 +1,9 @@
-//! DynamoDB adapter: conditional state changes on outbox items ([`OutboxStore`]), and
-//! the sweeper's index queries, claims, adoption scan and scan cursors
-//! ([`SweepStore`], in `sweep`). Items are read as the schema's [`OutboxItem`] through
-//! `serde_dynamo`; errors become [`Failure`]s.
+//! DynamoDB adapter: conditional state changes on outbox items ([`OutboxStore`]), the
+//! order fence's reads (`fence`), and the sweeper's index queries, claims, adoption
+//! scan and scan cursors ([`SweepStore`], in `sweep`). Items are read as the schema's
+//! [`OutboxItem`] through `serde_dynamo`; errors become [`Failure`]s.
 
+mod fence;
 mod sweep;
 
 use crate::sdk_error::{AwsError, store_failure};
@@ -10,8 +11,8 @@ use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder;
 use aws_sdk_dynamodb::types::AttributeValue;
 use outbox_core::failure::Failure;
-use outbox_core::policy::{FailedMark, PAYLOAD_ON_DEAD_LETTER_QUEUE};
-use outbox_core::ports::{MarkOutcome, OutboxStore, PageToken};
+use outbox_core::policy::{FailedMark, FenceRead, PAYLOAD_ON_DEAD_LETTER_QUEUE};
+use outbox_core::ports::{MarkOutcome, OutboxStore, PageToken, PendingPage};
 use outbox_core::schema::{
     EXPIRES_AT, FAILED_AT, ItemKey, LAST_ERROR, OutboxItem, PAYLOAD, PAYLOAD_ON, SENT_AT, STATUS,
     SeenIndex, Status, TABLE,
@@ -236,6 +237,10 @@ impl OutboxStore for DynamoStore {
         .await
         .map_err(|e| store_failure(&e))?;
         Ok(out.item.map(serde_dynamo::Item::from))
+    }
+
+    async fn pending(&self, read: &FenceRead, max_pages: u32) -> Result<PendingPage, Failure> {
+        self.fence_read(read, max_pages).await
     }
 }
 

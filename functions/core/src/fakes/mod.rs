@@ -51,3 +51,22 @@ pub fn key(pk: &str, sk: &str) -> ItemKey {
         sk: sk.to_owned(),
     }
 }
+
+/// A key as the library's producer writes it: the sort key ends with a UUIDv7 made
+/// at `ms` (`n` tells apart two of one millisecond), which orders it for the fence.
+pub fn library_key(pk: &str, ms: u64, n: u8) -> ItemKey {
+    let id = uuid::Builder::from_unix_timestamp_millis(ms, &[n; 10]).into_uuid();
+    ItemKey {
+        pk: pk.to_owned(),
+        sk: format!("MESSAGE#EVENT#{id}"),
+    }
+}
+
+/// A pending item of the library under `key` (made by [`library_key`] at
+/// `created_ms`): its `MessageId` is the sort key's UUIDv7.
+pub fn library_item(key: &ItemKey, topic: &str, due_ms: i64, created_ms: i64) -> OutboxItem {
+    OutboxItem {
+        message_id: key.sk.rsplit('#').next().map(str::to_owned),
+        ..pending_item(key, topic, 0, due_ms, created_ms)
+    }
+}

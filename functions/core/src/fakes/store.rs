@@ -2,10 +2,10 @@
 
 use super::lock;
 use crate::failure::Failure;
-use crate::policy::{FailedMark, PAYLOAD_ON_DEAD_LETTER_QUEUE};
+use crate::policy::{FailedMark, FenceRead, PAYLOAD_ON_DEAD_LETTER_QUEUE, Scope, Sibling};
 use crate::ports::{
-    Claim, ClaimedItem, DueKey, DuePage, Held, MarkOutcome, OutboxStore, PageToken, ScanPage,
-    SweepStore, UnindexedItem,
+    Claim, ClaimedItem, DueKey, DuePage, Held, MarkOutcome, OutboxStore, PageToken, PendingPage,
+    ScanPage, SweepStore, UnindexedItem,
 };
 use crate::schema::{
     ItemKey, OutboxItem, PENDING_MESSAGE, SeenIndex, Status, derive_message_id, number,
@@ -26,6 +26,8 @@ pub struct StoreFaults {
     /// Items at their size limit: a `FAILED` mark that adds a reason or a time without
     /// removing the payload is refused, as DynamoDB refuses it.
     pub full: Vec<ItemKey>,
+    /// The order fence's reads fail (transiently).
+    pub fence_reads: bool,
 }
 
 /// An outbox table in memory. Conditional changes behave as the DynamoDB adapter's:
@@ -176,6 +178,48 @@ impl OutboxStore for MemoryStore {
         serde_dynamo::to_item(&item)
             .map(Some)
             .map_err(|e| Failure::permanent(e.to_string()))
+    }
+
+    /// Only stored items count here.
+    async fn pending(&self, read: &FenceRead, _: u32) -> Result<PendingPage, Failure> {
+        if self.faults().fence_reads {
+            return Err(Failure::transient("ProvisionedThroughputExceededException"));
+        }
+        let items = lock(&self.items);
+        let siblings: Vec<Sibling> = items
+            .iter()
+            .filter_map(|(k, i)| siblings(read, k, i))
+            .collect();
+        Ok(PendingPage {
+            scanned: siblings.len() as u64,
+            siblings,
+            complete: true,
+            requests: 1,
+        })
+    }
+}
+
+/// The pending items `read` finds, as the adapter would return them.
+fn siblings(read: &FenceRead, key: &ItemKey, item: &OutboxItem) -> Option<Sibling> {
+    if item.status() != Some(Status::Pending) || !read.aggregates.contains(&key.pk) {
+        return None;
+    }
+    match &read.scope {
+        Scope::Shard(shard) => {
+            let due = item.sweep_due_at?;
+            (item.sweep_shard.as_deref() == Some(shard.as_str()))
+                .then(|| Sibling::indexed(key.clone(), due))
+        }
+        Scope::Partition(pk) => {
+            (key.pk == *pk && item.item_type.as_deref() == Some(PENDING_MESSAGE)).then(|| {
+                Sibling::read(
+                    key.clone(),
+                    item.sweep_due_at,
+                    item.created_at,
+                    item.message_id.as_deref(),
+                )
+            })
+        }
     }
 }
 

@@ -2,8 +2,9 @@
 //! an SQS destination has ([`limit`]), what to do with a destination's answer
 //! ([`send`]) or with a dead-letter copy over the queue's limit, how poison is marked `FAILED` so that the mark
 //! fits ([`poison`]), what a claimed item becomes and when to try again ([`retry`]),
-//! how a sweep keeps each aggregate's order ([`order`]), and how much time a sweep
-//! may use ([`budget`]). The publish and sweep paths call them between their I/O; a
+//! how a sweep keeps each aggregate's order ([`order`]), which messages routed to
+//! FIFO destinations wait behind an earlier pending one ([`fence`]), and how much
+//! time a sweep may use ([`budget`]). The publish and sweep paths call them between their I/O; a
 //! test or a model checker calls them directly.
 //!
 //! (STYLE.md's example keeps retryability in one `RetryLogic`; here every decision
@@ -11,6 +12,7 @@
 //! publisher's decisions depend on each other's outcomes.)
 
 pub mod budget;
+pub mod fence;
 pub mod limit;
 pub mod order;
 pub mod poison;
@@ -18,6 +20,9 @@ pub mod retry;
 pub mod send;
 
 pub use budget::{Budget, adopted_due, expired, work_window};
+pub use fence::{
+    Fence, FenceRead, Member, Pending, Scope, Sibling, fence_reads, fenced, key_position,
+};
 pub use limit::{LimitRead, QueueLimits, QueueRole, sqs_limit, unknown_limit_advice};
 pub use order::{
     Gate, OrderKey, Retrying, chunk_due, held_back, next_due_times, order_attempts, order_key,

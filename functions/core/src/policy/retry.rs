@@ -172,6 +172,10 @@ pub fn judge_attempt(outcome: &Outcome) -> AttemptVerdict {
             reason: format!("{HELD_BACK} (it failed in the same sweep)"),
             attempted: false,
         },
+        Outcome::Deferred { .. } => AttemptVerdict::Reschedule {
+            reason: format!("{HELD_BACK} (outside this sweep's claims)"),
+            attempted: false,
+        },
     }
 }
 

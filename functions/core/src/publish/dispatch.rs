@@ -14,7 +14,8 @@ use crate::schema::{STATUS, Status, string_attr};
 
 impl<K: MessageSink, S: OutboxStore> Publisher<K, S> {
     /// Sends the calls of one round concurrently, holding back entries of aggregates
-    /// that already failed in this batch, and records each entry's verdict.
+    /// that already failed in this batch, and records each entry's verdict. Entries
+    /// decided before sending (the order fence's) are left out.
     pub(super) async fn dispatch_round(
         &self,
         destinations: &[Destination],
@@ -27,6 +28,7 @@ impl<K: MessageSink, S: OutboxStore> Publisher<K, S> {
             let (blocked, live): (Vec<&Entry>, Vec<&Entry>) = call
                 .entries
                 .iter()
+                .filter(|e| progress.outcomes[e.index].is_none())
                 .partition(|e| progress.failed_aggregates.contains(&e.aggregate));
             for e in blocked {
                 progress.outcomes[e.index] = Some(Outcome::Blocked);

@@ -134,6 +134,7 @@ impl<K: MessageSink, S: OutboxStore> Publisher<K, S> {
                         Work::Publish(msg),
                         Outcome::Retry { .. }
                         | Outcome::Blocked
+                        | Outcome::Deferred { .. }
                         | Outcome::Sent { marked: false }
                         | Outcome::DeadLettered { marked: false, .. },
                     ) if !msg.indexed() => Some((index, msg, outcome)),
@@ -150,10 +151,15 @@ impl<K: MessageSink, S: OutboxStore> Publisher<K, S> {
                     Ok(_) => None,
                     Err(e) => {
                         tracing::warn!(message_id = %msg.message_id, error = %e, "could not put the item in the sweeper index; reporting it for retry");
-                        // Retry and Blocked are reported already; a published or
-                        // dead-lettered item must be reported now.
-                        matches!(outcome, Outcome::Sent { .. } | Outcome::DeadLettered { .. })
-                            .then_some(index)
+                        // Retry and Blocked are reported already; a published,
+                        // dead-lettered or deferred item must be reported now.
+                        matches!(
+                            outcome,
+                            Outcome::Sent { .. }
+                                | Outcome::DeadLettered { .. }
+                                | Outcome::Deferred { .. }
+                        )
+                        .then_some(index)
                     }
                 }
             })

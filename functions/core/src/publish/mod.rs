@@ -7,6 +7,7 @@
 //! only sequences the I/O around them.
 
 mod dispatch;
+mod fence;
 mod mark;
 pub mod plan;
 
@@ -24,6 +25,10 @@ const MARK_CONCURRENCY: usize = 32;
 
 /// When an unindexed item the stream path could not finish becomes the sweeper's.
 const ADOPT_GRACE_MS: i64 = 60_000;
+
+/// Pages each order-fence read may take (DynamoDB's pages hold up to 1 MB: some
+/// 7,000 index keys each). A read with more left fences its aggregates.
+pub const FENCE_MAX_PAGES: u32 = 8;
 
 /// One unit of work for the publish path.
 #[derive(Debug, Clone)]
@@ -90,6 +95,16 @@ pub enum Outcome {
     /// Not attempted: an earlier message of the same aggregate failed in this batch,
     /// and publishing this one first would break the aggregate's order.
     Blocked,
+    /// Not attempted: routed to a FIFO destination while an earlier message of its
+    /// aggregate is still `PENDING` outside this batch (or may be: the order fence,
+    /// [`crate::policy::fence`]). Left `PENDING` in the sweeper index for the
+    /// sweeper, which publishes an aggregate's messages in order; not reported for
+    /// retry, which would stall the stream shard behind the sweeper's backoff.
+    Deferred {
+        /// The latest due time of what it waits behind, when known: the sweeper does
+        /// not make it due before.
+        not_before: Option<i64>,
+    },
 }
 
 impl Outcome {
@@ -110,6 +125,8 @@ pub struct Summary {
     pub dead_lettered: usize,
     /// Reported for retry (failed or blocked).
     pub retried: usize,
+    /// Left for the sweeper behind an earlier pending message (the order fence).
+    pub deferred: usize,
 }
 
 impl Summary {
@@ -127,6 +144,7 @@ impl Summary {
                 Outcome::DeadLettered { .. } => s.dead_lettered += 1,
                 Outcome::AlreadyFinished => {}
                 Outcome::Retry { .. } | Outcome::Blocked => s.retried += 1,
+                Outcome::Deferred { .. } => s.deferred += 1,
             }
         }
         s
@@ -202,8 +220,14 @@ impl<K: MessageSink, S: OutboxStore> Publisher<K, S> {
     pub async fn process(&self, items: &[WorkItem]) -> Vec<Outcome> {
         let now = self.clock.now_ms();
         let plan = plan(&self.config, items);
+        let mut outcomes = vec![None; items.len()];
+        for (index, fence) in self.fence(&plan, items).await {
+            outcomes[index] = Some(Outcome::Deferred {
+                not_before: fence.not_before,
+            });
+        }
         let mut progress = Progress {
-            outcomes: vec![None; items.len()],
+            outcomes,
             failed_aggregates: HashSet::new(),
             sent: Vec::new(),
             poison: plan.poison,
@@ -230,7 +254,7 @@ impl<K: MessageSink, S: OutboxStore> Publisher<K, S> {
         let mut outcomes = outcomes;
         for index in self.adopt_unfinished(items, &outcomes, now).await {
             outcomes[index] = Outcome::Retry {
-                reason: "published, but neither marked SENT nor put in the sweeper index"
+                reason: "not finished (published and not marked SENT, or left for the sweeper) and not put in the sweeper index"
                     .to_owned(),
             };
         }
@@ -238,6 +262,8 @@ impl<K: MessageSink, S: OutboxStore> Publisher<K, S> {
     }
 }
 
+#[cfg(test)]
+mod fence_tests;
 #[cfg(test)]
 mod limit_tests;
 #[cfg(test)]

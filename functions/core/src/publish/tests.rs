@@ -282,6 +282,14 @@ impl OutboxStore for FlakyStore {
     ) -> Result<Option<serde_dynamo::Item>, crate::failure::Failure> {
         self.inner.load(key).await
     }
+
+    async fn pending(
+        &self,
+        read: &crate::policy::FenceRead,
+        max_pages: u32,
+    ) -> Result<crate::ports::PendingPage, crate::failure::Failure> {
+        self.inner.pending(read, max_pages).await
+    }
 }
 
 fn unindexed(mut item: WorkItem) -> WorkItem {

@@ -169,4 +169,6 @@ impl<K: MessageSink, S: OutboxStore + SweepStore> Sweeper<K, S> {
 }
 
 #[cfg(test)]
+mod fence_tests;
+#[cfg(test)]
 mod tests;

@@ -8,7 +8,7 @@ use crate::policy::{
     millis, next_due_times, order_attempts, order_key, unclaimable,
 };
 use crate::ports::{Claim, DueKey, MarkOutcome, MessageSink, OutboxStore, SweepStore};
-use crate::publish::WorkItem;
+use crate::publish::{Outcome, WorkItem};
 use crate::schema::{STATUS, Status, all_sweep_shards, string_attr};
 use futures::StreamExt;
 
@@ -118,14 +118,20 @@ impl<K: MessageSink, S: OutboxStore + SweepStore> Sweeper<K, S> {
             .collect();
         let mut outcomes = self.publisher.process(&work).await.into_iter();
         let mut settle: Vec<Settle<'_>> = Vec::new();
-        for (a, hold) in attempts.iter().zip(holds) {
+        for (a, mut hold) in attempts.iter().zip(holds) {
             let verdict = match hold {
                 Some(_) => AttemptVerdict::Reschedule {
                     reason: HELD_BACK.to_owned(),
                     attempted: false,
                 },
                 None => match outcomes.next() {
-                    Some(outcome) => judge_attempt(&outcome),
+                    Some(outcome) => {
+                        // Fenced: not due before what it waits behind.
+                        if let Outcome::Deferred { not_before } = outcome {
+                            hold = not_before;
+                        }
+                        judge_attempt(&outcome)
+                    }
                     None => continue,
                 },
             };

@@ -1,0 +1,151 @@
+//! The order fence's reads: the pending messages of some aggregates, from one sweeper
+//! index shard (keys only: every item in the sparse index is pending, so this reads
+//! only pending items, never an aggregate's `SENT` history) or, for another
+//! producer's aggregate whose pending items may be outside the index, from its
+//! partition (a consistent read, with `CreatedAt` and `MessageId`).
+
+use super::{DynamoStore, Item, request, s, scanned};
+use crate::sdk_error::store_failure;
+use aws_sdk_dynamodb::operation::query::QueryOutput;
+use outbox_core::failure::Failure;
+use outbox_core::policy::{FenceRead, Scope, Sibling};
+use outbox_core::ports::PendingPage;
+use outbox_core::schema::{
+    CREATED_AT, ITEM_TYPE, MESSAGE_ID, PENDING_MESSAGE, STATUS, SeenIndex, Status, TABLE, item_key,
+};
+
+impl DynamoStore {
+    /// Reads what `read` asks for, at most `max_pages` pages.
+    pub(super) async fn fence_read(
+        &self,
+        read: &FenceRead,
+        max_pages: u32,
+    ) -> Result<PendingPage, Failure> {
+        let mut page = PendingPage::default();
+        let mut start: Option<Item> = None;
+        loop {
+            let out = match &read.scope {
+                Scope::Shard(shard) => self.shard_page(shard, start).await?,
+                Scope::Partition(pk) => self.partition_page(pk, start).await?,
+            };
+            page.requests += 1;
+            page.scanned += scanned(out.scanned_count());
+            page.siblings
+                .extend(out.items().iter().filter_map(|raw| sibling(read, raw)));
+            start = out.last_evaluated_key.filter(|k| !k.is_empty());
+            if start.is_none() {
+                page.complete = true;
+                return Ok(page);
+            }
+            if page.requests >= usize::try_from(max_pages.max(1)).unwrap_or(usize::MAX) {
+                return Ok(page);
+            }
+        }
+    }
+
+    /// One page of an index shard: every pending key, whatever its due time.
+    async fn shard_page(&self, shard: &str, start: Option<Item>) -> Result<QueryOutput, Failure> {
+        request(
+            self.client
+                .query()
+                .table_name(&self.table)
+                .index_name(TABLE.sweep_index)
+                .key_condition_expression("#shard = :shard")
+                .expression_attribute_names("#shard", TABLE.sweep_index_partition_key)
+                .expression_attribute_values(":shard", s(shard))
+                .set_exclusive_start_key(start)
+                .send(),
+        )
+        .await
+        .map_err(|e| store_failure(&e))
+    }
+
+    /// One page of an aggregate's partition: its pending outbox items.
+    async fn partition_page(&self, pk: &str, start: Option<Item>) -> Result<QueryOutput, Failure> {
+        request(
+            self.client
+                .query()
+                .table_name(&self.table)
+                .key_condition_expression("#pk = :pk")
+                .filter_expression("#type = :message AND #status = :pending")
+                .projection_expression("#pk, #sk, #created, #id, #shard, #due")
+                .expression_attribute_names("#pk", TABLE.partition_key)
+                .expression_attribute_names("#sk", TABLE.sort_key)
+                .expression_attribute_names("#type", ITEM_TYPE)
+                .expression_attribute_names("#status", STATUS)
+                .expression_attribute_names("#created", CREATED_AT)
+                .expression_attribute_names("#id", MESSAGE_ID)
+                .expression_attribute_names("#shard", TABLE.sweep_index_partition_key)
+                .expression_attribute_names("#due", TABLE.sweep_index_sort_key)
+                .expression_attribute_values(":pk", s(pk))
+                .expression_attribute_values(":message", s(PENDING_MESSAGE))
+                .expression_attribute_values(":pending", s(Status::Pending.as_str()))
+                .consistent_read(true)
+                .set_exclusive_start_key(start)
+                .send(),
+        )
+        .await
+        .map_err(|e| store_failure(&e))
+    }
+}
+
+/// A returned item as a sibling, when it belongs to one of `read`'s aggregates. From
+/// the index: its key and due time. From the partition: its place too — unless its
+/// attributes do not read, and then its place is unknown (it fences).
+fn sibling(read: &FenceRead, raw: &Item) -> Option<Sibling> {
+    let item = serde_dynamo::Item::from(raw.clone());
+    let key = item_key(&item)?;
+    if !read.aggregates.contains(&key.pk) {
+        return None;
+    }
+    let due = SeenIndex::of(&item).due_ms();
+    match &read.scope {
+        Scope::Shard(_) => Some(Sibling::indexed(key, due?)),
+        Scope::Partition(_) => Some(match outbox_core::schema::OutboxItem::from_item(item) {
+            Ok(i) => Sibling::read(key, due, i.created_at, i.message_id.as_deref()),
+            Err(_) => Sibling {
+                key,
+                due_at_ms: due,
+                order: None,
+            },
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use aws_sdk_dynamodb::types::AttributeValue;
+    use std::collections::{BTreeSet, HashMap};
+
+    fn read(scope: Scope) -> FenceRead {
+        FenceRead {
+            scope,
+            aggregates: BTreeSet::from(["A".to_owned()]),
+        }
+    }
+
+    #[test]
+    fn only_the_aggregates_asked_for_are_siblings_with_what_each_read_tells() {
+        let raw = |pk: &str, extra: &[(&str, AttributeValue)]| -> Item {
+            let mut i: Item = HashMap::from([
+                ("PK".to_owned(), s(pk)),
+                ("SK".to_owned(), s("MESSAGE#X#1")),
+                ("SweepDueAt".to_owned(), AttributeValue::N("42.5".into())),
+            ]);
+            i.extend(extra.iter().map(|(k, v)| ((*k).to_owned(), v.clone())));
+            i
+        };
+        let shard = read(Scope::Shard("07".into()));
+        assert_eq!(sibling(&shard, &raw("B", &[])), None, "another aggregate");
+        let from_index = sibling(&shard, &raw("A", &[])).expect("a sibling");
+        assert_eq!((from_index.due_at_ms, from_index.order), (Some(42), None));
+        let partition = read(Scope::Partition("A".into()));
+        let created = [("CreatedAt", AttributeValue::N("5".into()))];
+        let exact = sibling(&partition, &raw("A", &created)).expect("a sibling");
+        assert!(exact.order.is_some());
+        let odd = [("CreatedAt", AttributeValue::Bool(true))];
+        let unknown = sibling(&partition, &raw("A", &odd)).expect("still a sibling");
+        assert_eq!(unknown.order, None, "unreadable: its place is unknown");
+    }
+}

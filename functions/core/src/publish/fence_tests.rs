@@ -1,0 +1,172 @@
+//! The order fence on the publish path, against the in-memory fakes.
+
+use super::*;
+use crate::fakes::{MemoryStore, RecordingSink, Refusals, StoreFaults, library_item, library_key};
+use crate::route::{Destination, Routes};
+use crate::schema::{OutboxItem, PENDING_MESSAGE, SeenIndex, Status, decode_message};
+
+const NOW: i64 = 1_700_000_000_000;
+
+fn publisher() -> Publisher<RecordingSink, MemoryStore> {
+    let config = PublisherConfig {
+        table_name: "t".into(),
+        routes: Routes::new(
+            [
+                (
+                    "ledger".to_owned(),
+                    Destination::sqs("https://q/ledger.fifo"),
+                ),
+                ("orders".to_owned(), Destination::sqs("https://q/orders")),
+            ],
+            None,
+        ),
+        dead_letter: Destination::sqs("https://q/dlq"),
+        ttl_days: 7,
+    };
+    Publisher::new(
+        RecordingSink::new(Refusals::default()),
+        MemoryStore::default(),
+        config,
+    )
+    .with_clock(crate::clock::ManualClock::at(NOW))
+}
+
+/// Stores `item` and returns the work its stream record makes.
+fn stored(p: &Publisher<RecordingSink, MemoryStore>, key: &ItemKey, item: OutboxItem) -> WorkItem {
+    p.store.put(key.clone(), item.clone());
+    let image = serde_dynamo::to_item(&item).expect("an item");
+    WorkItem {
+        id: key.sk.clone(),
+        work: Work::Publish(decode_message(image, Some(key)).expect("a message")),
+    }
+}
+
+fn library(
+    p: &Publisher<RecordingSink, MemoryStore>,
+    pk: &str,
+    topic: &str,
+    ms: u64,
+) -> (ItemKey, WorkItem) {
+    let key = library_key(pk, ms, 0);
+    let created = i64::try_from(ms).unwrap_or(0);
+    let work = stored(
+        p,
+        &key,
+        library_item(&key, topic, created + 60_000, created),
+    );
+    (key, work)
+}
+
+fn bodies(p: &Publisher<RecordingSink, MemoryStore>, dest: &str) -> Vec<String> {
+    p.sink.delivered(dest).into_iter().map(|m| m.body).collect()
+}
+
+#[tokio::test]
+async fn a_fifo_message_behind_an_earlier_pending_one_is_left_for_the_sweeper_not_retried() {
+    // Given A1 pending (its record discarded, or its claim lost), and a batch of A2,
+    // A3 (FIFO), A4 (standard queue) and B1 (FIFO)
+    let p = publisher();
+    let (a1, _) = library(&p, "A", "ledger", 1_000);
+    let (a2, w2) = library(&p, "A", "ledger", 2_000);
+    let (_, w3) = library(&p, "A", "ledger", 3_000);
+    let (_, w4) = library(&p, "A", "orders", 4_000);
+    let (_, b1) = library(&p, "B", "ledger", 2_500);
+    // When the stream publisher handles the batch
+    let outcomes = p.process(&[w2, w3, w4, b1]).await;
+    // Then A's messages wait for the sweeper, not before A1 is due, and none is
+    // reported for retry; B1 goes out
+    let wait = Outcome::Deferred {
+        not_before: Some(61_000),
+    };
+    assert_eq!(
+        outcomes,
+        vec![
+            wait.clone(),
+            wait.clone(),
+            wait,
+            Outcome::Sent { marked: true }
+        ]
+    );
+    assert!(outcomes.iter().all(|o| !o.needs_retry()));
+    assert_eq!(Summary::of(&outcomes).deferred, 3);
+    assert_eq!(bodies(&p, "ledger").len(), 1);
+    assert!(
+        bodies(&p, "orders").is_empty(),
+        "held back behind A2 in the batch"
+    );
+    // And they stay pending in the sweeper index, as they were
+    let left = p.store.get(&a2).expect("stored");
+    assert_eq!(left.status(), Some(Status::Pending));
+    assert_eq!(left.sweep_due_at, Some(62_000));
+    assert_eq!(
+        p.store.get(&a1).and_then(|i| i.status()),
+        Some(Status::Pending)
+    );
+}
+
+#[tokio::test]
+async fn a_later_pending_message_holds_back_nothing() {
+    let p = publisher();
+    let (_, w1) = library(&p, "A", "ledger", 1_000);
+    let _later = library(&p, "A", "ledger", 2_000);
+    let outcomes = p.process(&[w1]).await;
+    assert_eq!(outcomes, vec![Outcome::Sent { marked: true }]);
+}
+
+#[tokio::test]
+async fn a_minimal_producers_fifo_message_behind_an_unindexed_one_waits_in_the_index() {
+    // Given two items of a minimal producer (no CreatedAt, no index attributes), the
+    // first still pending outside the index (its record discarded, not yet recovered)
+    let p = publisher();
+    let minimal = |sk: &str| {
+        let key = ItemKey {
+            pk: "M".into(),
+            sk: sk.into(),
+        };
+        let item = OutboxItem {
+            pk: Some(key.pk.clone()),
+            sk: Some(key.sk.clone()),
+            item_type: Some(PENDING_MESSAGE.into()),
+            topic: Some("ledger".into()),
+            payload: Some("{}".into()),
+            status: Some("PENDING".into()),
+            retry_count: Some(0),
+            ..OutboxItem::default()
+        };
+        (key, item)
+    };
+    let (_, first) = minimal("MESSAGE#X#1");
+    p.store.put(minimal("MESSAGE#X#1").0, first);
+    let (second, item) = minimal("MESSAGE#X#2");
+    let work = stored(&p, &second, item);
+    // When the stream publisher handles the second alone
+    let outcomes = p.process(&[work]).await;
+    // Then it waits, and is put in the sweeper index so that the sweeper finds it
+    assert_eq!(outcomes, vec![Outcome::Deferred { not_before: None }]);
+    assert!(bodies(&p, "ledger").is_empty());
+    let left = p.store.get(&second).expect("stored");
+    let index = SeenIndex {
+        shard: left.sweep_shard.clone(),
+        due: left.sweep_due_at.map(|d| d.to_string()),
+    };
+    assert!(index.is_valid(), "{left:?}");
+}
+
+#[tokio::test]
+async fn when_the_pending_messages_cannot_be_read_fifo_messages_wait_and_others_go() {
+    let p = publisher();
+    let (_, fifo) = library(&p, "A", "ledger", 1_000);
+    let (_, standard) = library(&p, "B", "orders", 1_000);
+    p.store.fail(StoreFaults {
+        fence_reads: true,
+        ..StoreFaults::default()
+    });
+    let outcomes = p.process(&[fifo, standard]).await;
+    assert_eq!(
+        outcomes,
+        vec![
+            Outcome::Deferred { not_before: None },
+            Outcome::Sent { marked: true }
+        ]
+    );
+}
