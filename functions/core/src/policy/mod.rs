@@ -1,5 +1,6 @@
 //! Every decision of the outbox, as plain functions of plain data: what to do with
-//! a destination's answer ([`send`]), how poison is marked `FAILED` so that the mark
+//! a destination's answer ([`send`]), with each answer of a batched state change
+//! ([`marks`]), how poison is marked `FAILED` so that the mark
 //! fits ([`poison`]), what a claimed item becomes and when to try again ([`retry`]),
 //! how a sweep keeps each aggregate's order ([`order`]), and how much time a sweep
 //! may use ([`budget`]). The publish and sweep paths call them between their I/O; a
@@ -10,12 +11,16 @@
 //! publisher's decisions depend on each other's outcomes.)
 
 pub mod budget;
+pub mod marks;
 pub mod order;
 pub mod poison;
 pub mod retry;
 pub mod send;
 
 pub use budget::{Budget, adopted_due, expired, work_window};
+pub use marks::{
+    MARK_BATCH_ATTEMPTS, MARK_BATCH_LIMIT, StatementVerdict, batch_retry_delay, judge_statement,
+};
 pub use order::{
     Gate, OrderKey, Retrying, chunk_due, held_back, next_due_times, order_attempts, order_key,
 };
