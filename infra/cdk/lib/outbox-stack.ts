@@ -235,7 +235,8 @@ export class OutboxStack extends cdk.Stack {
     // Publisher: stream → publish → mark SENT.
     const publisherRole = roleFor('PublisherRole', 'outbox publisher');
     publisherRole.addToPolicy(
-      new iam.PolicyStatement({ sid: 'MarkSentOrFailed', actions: ['dynamodb:UpdateItem'], resources: [tableArn] }),
+      // PartiQLUpdate: the marks are batched as PartiQL UPDATE statements (BatchExecuteStatement).
+      new iam.PolicyStatement({ sid: 'MarkSentOrFailed', actions: ['dynamodb:UpdateItem', 'dynamodb:PartiQLUpdate'], resources: [tableArn] }),
     );
     publisherRole.addToPolicy(
       new iam.PolicyStatement({
@@ -282,7 +283,9 @@ export class OutboxStack extends cdk.Stack {
     sweeperRole.addToPolicy(
       new iam.PolicyStatement({
         sid: 'UpdateOutboxItems',
-        actions: s.sweepScanMode ? ['dynamodb:UpdateItem', 'dynamodb:Scan'] : ['dynamodb:UpdateItem'],
+        actions: s.sweepScanMode
+          ? ['dynamodb:UpdateItem', 'dynamodb:PartiQLUpdate', 'dynamodb:Scan']
+          : ['dynamodb:UpdateItem', 'dynamodb:PartiQLUpdate'],
         resources: [tableArn],
       }),
     );

@@ -235,7 +235,12 @@ describe('default deployment', () => {
       const queue = (name: string) => getAtt(logicalId(t, 'AWS::SQS::Queue', { QueueName: name }));
       const st = statementsOf(t, 'outbox-publisher');
       const bySid = Object.fromEntries(st.map((s) => [s.Sid, s]));
-      assert.deepEqual(bySid.MarkSentOrFailed, { Sid: 'MarkSentOrFailed', Effect: 'Allow', Action: 'dynamodb:UpdateItem', Resource: getAtt(table) });
+      assert.deepEqual(bySid.MarkSentOrFailed, {
+        Sid: 'MarkSentOrFailed',
+        Effect: 'Allow',
+        Action: ['dynamodb:UpdateItem', 'dynamodb:PartiQLUpdate'],
+        Resource: getAtt(table),
+      });
       assert.deepEqual(bySid.ReadOutboxStream.Resource, getAtt(table, 'StreamArn'));
       assert.deepEqual(
         [...bySid.ReadOutboxStream.Action].sort(),
@@ -244,6 +249,7 @@ describe('default deployment', () => {
       assert.deepEqual(bySid.SendToRoutedQueues.Resource, [queue('outbox-orders-queue'), queue('outbox-orders-events.fifo'), queue('outbox-dlq')]);
       assert.deepEqual(bySid.ReportDiscardedBatches.Resource, queue('outbox-stream-failures'));
       assert.deepEqual(actionsOf(t, 'outbox-publisher').filter((a) => a.startsWith('dynamodb:') && !bySid.ReadOutboxStream.Action.includes(a)), [
+        'dynamodb:PartiQLUpdate',
         'dynamodb:UpdateItem',
       ]);
     });
@@ -252,10 +258,22 @@ describe('default deployment', () => {
       const bySid = Object.fromEntries(statementsOf(t, 'outbox-sweeper').map((s) => [s.Sid, s]));
       assert.deepEqual(bySid.QuerySweepIndex.Action, 'dynamodb:Query');
       assert.deepEqual(bySid.QuerySweepIndex.Resource, { 'Fn::Join': ['', [getAtt(table), '/index/OutboxSweepIndex']] });
-      assert.deepEqual(bySid.UpdateOutboxItems, { Sid: 'UpdateOutboxItems', Effect: 'Allow', Action: 'dynamodb:UpdateItem', Resource: getAtt(table) });
+      assert.deepEqual(bySid.UpdateOutboxItems, {
+        Sid: 'UpdateOutboxItems',
+        Effect: 'Allow',
+        Action: ['dynamodb:UpdateItem', 'dynamodb:PartiQLUpdate'],
+        Resource: getAtt(table),
+      });
       const actions = actionsOf(t, 'outbox-sweeper');
       assert.ok(!actions.includes('dynamodb:Scan'));
-      assert.deepEqual(actions, ['dynamodb:Query', 'dynamodb:UpdateItem', 'logs:CreateLogStream', 'logs:PutLogEvents', 'sqs:SendMessage']);
+      assert.deepEqual(actions, [
+        'dynamodb:PartiQLUpdate',
+        'dynamodb:Query',
+        'dynamodb:UpdateItem',
+        'logs:CreateLogStream',
+        'logs:PutLogEvents',
+        'sqs:SendMessage',
+      ]);
     });
     it('lets the consumer write only its orders table and receive/delete only its queue', () => {
       const orders = getAtt(logicalId(t, 'AWS::DynamoDB::Table', { TableName: 'outbox-orders' }));
@@ -404,7 +422,7 @@ describe('parameters', () => {
   it('grants Scan to the sweeper only in scan mode', () => {
     const t = synth({ sweepScanMode: true });
     const update = statementsOf(t, 'outbox-sweeper').find((s) => s.Sid === 'UpdateOutboxItems')!;
-    assert.deepEqual(update.Action, ['dynamodb:UpdateItem', 'dynamodb:Scan']);
+    assert.deepEqual(update.Action, ['dynamodb:UpdateItem', 'dynamodb:PartiQLUpdate', 'dynamodb:Scan']);
     t.hasResourceProperties('AWS::Lambda::Function', {
       FunctionName: 'outbox-sweeper',
       Environment: { Variables: Match.objectLike({ OUTBOX_SWEEP_SCAN_MODE: 'on' }) },

@@ -185,7 +185,8 @@ locals {
     publisher = {
       Version = "2012-10-17"
       Statement = concat([
-        { Sid = "MarkSentOrFailed", Effect = "Allow", Action = "dynamodb:UpdateItem", Resource = local.r.outbox_table_arn },
+        # PartiQLUpdate: the marks are batched as PartiQL UPDATE statements (BatchExecuteStatement).
+        { Sid = "MarkSentOrFailed", Effect = "Allow", Action = ["dynamodb:UpdateItem", "dynamodb:PartiQLUpdate"], Resource = local.r.outbox_table_arn },
         {
           Sid      = "ReadOutboxStream"
           Effect   = "Allow"
@@ -203,7 +204,7 @@ locals {
         {
           Sid      = "UpdateOutboxItems"
           Effect   = "Allow"
-          Action   = var.sweep_scan_mode ? ["dynamodb:UpdateItem", "dynamodb:Scan"] : ["dynamodb:UpdateItem"]
+          Action   = var.sweep_scan_mode ? ["dynamodb:UpdateItem", "dynamodb:PartiQLUpdate", "dynamodb:Scan"] : ["dynamodb:UpdateItem", "dynamodb:PartiQLUpdate"]
           Resource = local.r.outbox_table_arn
         },
         local.logs_statement.sweeper,
