@@ -15,6 +15,7 @@
 
 pub mod aws;
 pub mod chaos;
+pub mod coldstart;
 pub mod cost;
 pub mod counter;
 pub mod demo;

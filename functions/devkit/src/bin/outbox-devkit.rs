@@ -28,6 +28,23 @@ enum Command {
     Demo(DemoArgs),
     /// The chaos benchmark: faults in every call, crashes, discards; then the counts.
     Chaos(ChaosArgs),
+    /// Benchmarks: cold start and memory of each binary, latency on a deployed stack.
+    #[command(subcommand)]
+    Bench(BenchCommand),
+}
+
+#[derive(Debug, Subcommand)]
+enum BenchCommand {
+    /// Init time to the first `/next`, first invocation, peak RSS and size of each
+    /// function, under a one-shot Lambda Runtime API on loopback.
+    Coldstart {
+        /// The functions as `scripts/package` laid them out (`<dir>/<name>/bootstrap`).
+        #[arg(long, default_value = "target/lambda")]
+        dir: std::path::PathBuf,
+        /// Runs per function.
+        #[arg(long, default_value_t = 5)]
+        runs: usize,
+    },
 }
 
 #[derive(Debug, clap::Args)]
@@ -89,10 +106,23 @@ struct DemoArgs {
 #[tokio::main]
 async fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Command::Bench(BenchCommand::Coldstart { dir, runs }) = &cli.command {
+        return match devkit::coldstart::report(dir, *runs) {
+            Ok(table) => {
+                print!("{table}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("bench coldstart: {e}");
+                ExitCode::from(2)
+            }
+        };
+    }
     let clients = Clients::new(&sdk_config(cli.endpoint.as_deref()).await);
     match cli.command {
         Command::Demo(args) => demo_command(&clients, args).await,
         Command::Chaos(args) => chaos_command(&clients, args).await,
+        Command::Bench(_) => ExitCode::SUCCESS,
     }
 }
 
