@@ -20,4 +20,5 @@ pub mod cost;
 pub mod counter;
 pub mod demo;
 pub mod deployment;
+pub mod latency;
 pub mod provision;

@@ -45,6 +45,31 @@ enum BenchCommand {
         #[arg(long, default_value_t = 5)]
         runs: usize,
     },
+    /// Commit -> publish percentiles, the highest rate with p99 under 1 s, and the
+    /// sweeper's recovery of a stuck item, on a deployed stack.
+    Latency(LatencyArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct LatencyArgs {
+    /// The deployment's prefix (scripts/deploy-local --prefix).
+    #[arg(long)]
+    prefix: String,
+    /// Rates for the percentiles, messages per second.
+    #[arg(long, value_delimiter = ',', default_value = "50,500")]
+    rates: Vec<u32>,
+    /// Rates tried in order for the highest with p99 under 1 s.
+    #[arg(long, value_delimiter = ',', default_value = "100,200,400,800")]
+    ladder: Vec<u32>,
+    /// Seconds of load per rate.
+    #[arg(long, default_value_t = 10)]
+    seconds: u32,
+    /// Skip the sweeper's recovery (it waits up to a schedule period).
+    #[arg(long)]
+    no_stuck: bool,
+    /// Where to write the billed durations (JSON) for the cost bench.
+    #[arg(long)]
+    json: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -122,7 +147,8 @@ async fn main() -> ExitCode {
     match cli.command {
         Command::Demo(args) => demo_command(&clients, args).await,
         Command::Chaos(args) => chaos_command(&clients, args).await,
-        Command::Bench(_) => ExitCode::SUCCESS,
+        Command::Bench(BenchCommand::Latency(args)) => latency_command(&clients, args).await,
+        Command::Bench(BenchCommand::Coldstart { .. }) => ExitCode::SUCCESS,
     }
 }
 
@@ -214,6 +240,38 @@ async fn chaos_command(clients: &Clients, args: ChaosArgs) -> ExitCode {
         }
         Err(e) => {
             eprintln!("chaos: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+async fn latency_command(clients: &Clients, args: LatencyArgs) -> ExitCode {
+    let deployment = match Deployment::discover(clients, &args.prefix).await {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("bench latency: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let opts = devkit::latency::LatencyOptions {
+        rates: args.rates,
+        ladder: args.ladder,
+        seconds: args.seconds,
+        stuck: !args.no_stuck,
+    };
+    match devkit::latency::run(clients, &deployment, &opts).await {
+        Ok((report, json)) => {
+            print!("{report}");
+            if let Some(path) = args.json {
+                if let Err(e) = std::fs::write(&path, json.to_string()) {
+                    eprintln!("bench latency: writing {}: {e}", path.display());
+                    return ExitCode::from(2);
+                }
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("bench latency: {e}");
             ExitCode::from(2)
         }
     }
