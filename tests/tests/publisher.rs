@@ -565,7 +565,7 @@ async fn batches_split_at_ten_entries() {
         "{:?}",
         ob.clients.counter.by_operation()
     );
-    assert_eq!(ob.clients.counter.of(&["UpdateItem"]), 25);
+    // (The marks are batched: tests/tests/marks.rs counts them.)
     assert_eq!(drain(&ob.clients.sqs, &ob.queue.url).await.len(), 25);
 }
 
@@ -603,7 +603,8 @@ async fn batches_split_by_size_under_one_mebibyte() {
 
 #[tokio::test]
 async fn modify_and_remove_records_are_ignored_even_without_the_filter() {
-    // Given a message published once (its SENT update is a MODIFY record)
+    // Given a message published once, then changed (its SENT mark is a MODIFY record
+    // too, where the emulator records one: MiniStack's PartiQL UPDATE writes none)
     let mut ob = Outbox::new().await;
     let c = ob
         .writer()
@@ -613,6 +614,17 @@ async fn modify_and_remove_records_are_ignored_even_without_the_filter() {
     let first = ob.stream_event().await;
     handle_stream_event(&ob.publisher(), &first).await;
     drain(&ob.clients.sqs, &ob.queue.url).await;
+    ob.clients
+        .dynamodb
+        .update_item()
+        .table_name(&ob.table)
+        .key("PK", sv("A"))
+        .key("SK", sv(&c.sort_keys[0]))
+        .update_expression("SET Note = :n")
+        .expression_attribute_values(":n", sv("looked at"))
+        .send()
+        .await
+        .expect("modify");
     // and then deleted (as TTL would)
     ob.clients
         .dynamodb
@@ -630,7 +642,12 @@ async fn modify_and_remove_records_are_ignored_even_without_the_filter() {
         .iter()
         .map(|r| r.event_name.as_str())
         .collect();
-    assert_eq!(names, ["MODIFY", "REMOVE"]);
+    let (last, before) = names.split_last().expect("records");
+    assert_eq!(*last, "REMOVE", "{names:?}");
+    assert!(
+        !before.is_empty() && before.iter().all(|n| *n == "MODIFY"),
+        "{names:?}"
+    );
     let (response, summary) = handle_stream_event(&ob.publisher(), &later).await;
     // Then nothing is published and nothing reported
     assert!(response.batch_item_failures.is_empty());

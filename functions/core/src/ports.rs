@@ -35,9 +35,61 @@ pub enum MarkOutcome {
     AlreadyFinished,
 }
 
+/// A conditional state change of one item, as a batched mark carries it. Each is
+/// conditional on the item being `PENDING`, like [`OutboxStore::mark_sent`] and
+/// [`OutboxStore::mark_failed`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MarkChange {
+    /// `PENDING` → `SENT`, as [`OutboxStore::mark_sent`].
+    Sent {
+        /// `SentAt`, epoch milliseconds.
+        sent_at_ms: i64,
+        /// `ExpiresAt` (the TTL), epoch seconds.
+        expires_at_s: i64,
+    },
+    /// `PENDING` → `FAILED`, as [`OutboxStore::mark_failed`].
+    Failed {
+        /// What the mark writes.
+        mark: FailedMark,
+        /// `FailedAt`, epoch milliseconds.
+        failed_at_ms: i64,
+    },
+}
+
+/// Why one statement of a batched change was not applied, as the service said it
+/// (DynamoDB's `BatchStatementError`): [`crate::policy::judge_statement`] decides.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StatementError {
+    /// The service's code (`ConditionalCheckFailed`, `ThrottlingError`, …).
+    pub code: String,
+    /// Its message.
+    pub message: String,
+}
+
+/// One statement's answer: applied, or why not.
+pub type StatementAnswer = Result<(), StatementError>;
+
 /// Conditional state changes on outbox items. An error leaves the item `PENDING`,
 /// which the sweeper recovers.
 pub trait OutboxStore: Send + Sync {
+    /// Applies up to [`crate::policy::MARK_BATCH_LIMIT`] changes, each on its own
+    /// condition, in one call, and answers for each, in order; `Err` when the whole
+    /// call failed. (The default has no batches: every change goes the per-item way.)
+    fn mark_batch(
+        &self,
+        changes: &[(ItemKey, MarkChange)],
+    ) -> impl Future<Output = Result<Vec<StatementAnswer>, Failure>> + Send {
+        let _ = changes;
+        std::future::ready(Err(Failure::permanent("this store marks items one by one")))
+    }
+
+    /// Waits `pause` before a batch retries throttled statements. (The default does
+    /// not wait: a store without batches has nothing to pace.)
+    fn pause(&self, pause: std::time::Duration) -> impl Future<Output = ()> + Send {
+        let _ = pause;
+        std::future::ready(())
+    }
+
     /// `PENDING` → `SENT`: sets `SentAt` and the TTL, removes the sweeper index keys.
     fn mark_sent(
         &self,

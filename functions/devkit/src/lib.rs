@@ -15,7 +15,10 @@
 
 pub mod aws;
 pub mod chaos;
+pub mod coldstart;
+pub mod cost;
 pub mod counter;
 pub mod demo;
 pub mod deployment;
+pub mod latency;
 pub mod provision;

@@ -228,7 +228,8 @@ export class OutboxStack extends cdk.Stack {
     // Publisher: stream → publish → mark SENT.
     const publisherRole = roleFor('PublisherRole', 'outbox publisher');
     publisherRole.addToPolicy(
-      new iam.PolicyStatement({ sid: 'MarkSentOrFailed', actions: ['dynamodb:UpdateItem'], resources: [tableArn] }),
+      // PartiQLUpdate: the marks are batched as PartiQL UPDATE statements (BatchExecuteStatement).
+      new iam.PolicyStatement({ sid: 'MarkSentOrFailed', actions: ['dynamodb:UpdateItem', 'dynamodb:PartiQLUpdate'], resources: [tableArn] }),
     );
     // The item is read before it is dead-lettered: poison already FAILED is not copied twice.
     publisherRole.addToPolicy(new iam.PolicyStatement({ sid: 'ReadOutboxItems', actions: ['dynamodb:GetItem'], resources: [tableArn] }));
@@ -279,7 +280,7 @@ export class OutboxStack extends cdk.Stack {
     sweeperRole.addToPolicy(
       new iam.PolicyStatement({
         sid: 'UpdateOutboxItems',
-        actions: scans ? ['dynamodb:UpdateItem', 'dynamodb:Scan'] : ['dynamodb:UpdateItem'],
+        actions: scans ? ['dynamodb:UpdateItem', 'dynamodb:PartiQLUpdate', 'dynamodb:Scan'] : ['dynamodb:UpdateItem', 'dynamodb:PartiQLUpdate'],
         resources: [tableArn],
       }),
     );

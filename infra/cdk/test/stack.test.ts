@@ -235,7 +235,12 @@ describe('default deployment', () => {
       const queue = (name: string) => getAtt(logicalId(t, 'AWS::SQS::Queue', { QueueName: name }));
       const st = statementsOf(t, 'outbox-publisher');
       const bySid = Object.fromEntries(st.map((s) => [s.Sid, s]));
-      assert.deepEqual(bySid.MarkSentOrFailed, { Sid: 'MarkSentOrFailed', Effect: 'Allow', Action: 'dynamodb:UpdateItem', Resource: getAtt(table) });
+      assert.deepEqual(bySid.MarkSentOrFailed, {
+        Sid: 'MarkSentOrFailed',
+        Effect: 'Allow',
+        Action: ['dynamodb:UpdateItem', 'dynamodb:PartiQLUpdate'],
+        Resource: getAtt(table),
+      });
       assert.deepEqual(bySid.ReadOutboxStream.Resource, getAtt(table, 'StreamArn'));
       assert.deepEqual(
         [...bySid.ReadOutboxStream.Action].sort(),
@@ -246,6 +251,7 @@ describe('default deployment', () => {
       assert.deepEqual(bySid.ReadOutboxItems, { Sid: 'ReadOutboxItems', Effect: 'Allow', Action: 'dynamodb:GetItem', Resource: getAtt(table) });
       assert.deepEqual(actionsOf(t, 'outbox-publisher').filter((a) => a.startsWith('dynamodb:') && !bySid.ReadOutboxStream.Action.includes(a)), [
         'dynamodb:GetItem',
+        'dynamodb:PartiQLUpdate',
         'dynamodb:UpdateItem',
       ]);
     });
@@ -257,7 +263,7 @@ describe('default deployment', () => {
       assert.deepEqual(bySid.UpdateOutboxItems, {
         Sid: 'UpdateOutboxItems',
         Effect: 'Allow',
-        Action: ['dynamodb:UpdateItem', 'dynamodb:Scan'],
+        Action: ['dynamodb:UpdateItem', 'dynamodb:PartiQLUpdate', 'dynamodb:Scan'],
         Resource: getAtt(table),
       });
       const actions = actionsOf(t, 'outbox-sweeper');
@@ -265,6 +271,7 @@ describe('default deployment', () => {
       assert.deepEqual(bySid.SaveScanCursors.Action, 'dynamodb:PutItem');
       assert.deepEqual(actions, [
         'dynamodb:GetItem',
+        'dynamodb:PartiQLUpdate',
         'dynamodb:PutItem',
         'dynamodb:Query',
         'dynamodb:Scan',
@@ -422,14 +429,14 @@ describe('parameters', () => {
   it('grants Scan to the sweeper unless the scan mode is off', () => {
     const t = synth({ sweepScanMode: 'on' });
     const update = statementsOf(t, 'outbox-sweeper').find((s) => s.Sid === 'UpdateOutboxItems')!;
-    assert.deepEqual(update.Action, ['dynamodb:UpdateItem', 'dynamodb:Scan']);
+    assert.deepEqual(update.Action, ['dynamodb:UpdateItem', 'dynamodb:PartiQLUpdate', 'dynamodb:Scan']);
     t.hasResourceProperties('AWS::Lambda::Function', {
       FunctionName: 'outbox-sweeper',
       Environment: { Variables: Match.objectLike({ OUTBOX_SWEEP_SCAN_MODE: 'on' }) },
     });
     assert.ok(!actionsOf(t, 'outbox-publisher').includes('dynamodb:Scan'));
     const off = synth({ sweepScanMode: 'off' });
-    assert.deepEqual(statementsOf(off, 'outbox-sweeper').find((s) => s.Sid === 'UpdateOutboxItems')!.Action, 'dynamodb:UpdateItem');
+    assert.deepEqual(statementsOf(off, 'outbox-sweeper').find((s) => s.Sid === 'UpdateOutboxItems')!.Action, ['dynamodb:UpdateItem', 'dynamodb:PartiQLUpdate']);
     assert.ok(!actionsOf(off, 'outbox-sweeper').includes('dynamodb:Scan'));
   });
   it('builds for x86_64 when asked', () => {

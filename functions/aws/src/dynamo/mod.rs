@@ -1,8 +1,10 @@
-//! DynamoDB adapter: conditional state changes on outbox items ([`OutboxStore`]), the
-//! order fence's reads (`fence`), and the sweeper's index queries, claims, adoption
-//! scan and scan cursors ([`SweepStore`], in `sweep`). Items are read as the schema's
-//! [`OutboxItem`] through `serde_dynamo`; errors become [`Failure`]s.
+//! DynamoDB adapter: conditional state changes on outbox items ([`OutboxStore`]; the
+//! batched ones in `batch`), the order fence's reads (`fence`), and the sweeper's
+//! index queries, claims, adoption scan and scan cursors ([`SweepStore`], in `sweep`).
+//! Items are read as the schema's [`OutboxItem`] through `serde_dynamo`; errors become
+//! [`Failure`]s.
 
+mod batch;
 mod fence;
 mod sweep;
 
@@ -12,7 +14,9 @@ use aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder;
 use aws_sdk_dynamodb::types::AttributeValue;
 use outbox_core::failure::Failure;
 use outbox_core::policy::{FailedMark, FenceRead, PAYLOAD_ON_DEAD_LETTER_QUEUE};
-use outbox_core::ports::{MarkOutcome, OutboxStore, PageToken, PendingPage};
+use outbox_core::ports::{
+    MarkChange, MarkOutcome, OutboxStore, PageToken, PendingPage, StatementAnswer,
+};
 use outbox_core::schema::{
     EXPIRES_AT, FAILED_AT, ItemKey, LAST_ERROR, OutboxItem, PAYLOAD, PAYLOAD_ON, SENT_AT, STATUS,
     SeenIndex, Status, TABLE,
@@ -171,6 +175,17 @@ fn failed_update(mark: &FailedMark) -> (String, Vec<(&'static str, AttributeValu
 }
 
 impl OutboxStore for DynamoStore {
+    async fn mark_batch(
+        &self,
+        changes: &[(ItemKey, MarkChange)],
+    ) -> Result<Vec<StatementAnswer>, Failure> {
+        self.batch_execute(changes).await
+    }
+
+    async fn pause(&self, pause: std::time::Duration) {
+        self.sleep(pause).await;
+    }
+
     async fn mark_sent(
         &self,
         key: &ItemKey,

@@ -1,11 +1,11 @@
 //! An outbox table in memory, with the failures a test asks for.
 
 use super::lock;
-use crate::failure::Failure;
+use crate::failure::{Failure, FailureKind};
 use crate::policy::{FailedMark, FenceRead, PAYLOAD_ON_DEAD_LETTER_QUEUE, Scope, Sibling};
 use crate::ports::{
-    Claim, ClaimedItem, DueKey, DuePage, Held, MarkOutcome, OutboxStore, PageToken, PendingPage,
-    ScanPage, SweepStore, UnindexedItem,
+    Claim, ClaimedItem, DueKey, DuePage, Held, MarkChange, MarkOutcome, OutboxStore, PageToken,
+    PendingPage, ScanPage, StatementAnswer, StatementError, SweepStore, UnindexedItem,
 };
 use crate::schema::{
     ItemKey, OutboxItem, PENDING_MESSAGE, SeenIndex, Status, derive_message_id, number,
@@ -28,6 +28,11 @@ pub struct StoreFaults {
     pub full: Vec<ItemKey>,
     /// The order fence's reads fail (transiently).
     pub fence_reads: bool,
+    /// Statements of batched marks that answer with an error code: the item, the
+    /// code (`ThrottlingError`, `InternalServerError`, …) and for how many batches.
+    pub statements: Vec<(ItemKey, String, u32)>,
+    /// Whether every batched mark fails as a whole (transiently).
+    pub batches: bool,
 }
 
 /// An outbox table in memory. Conditional changes behave as the DynamoDB adapter's:
@@ -40,6 +45,8 @@ pub struct MemoryStore {
     failed: Mutex<Vec<(ItemKey, String)>>,
     cursors: Mutex<HashMap<(u32, u32), PageToken>>,
     faults: Mutex<StoreFaults>,
+    batch_calls: Mutex<Vec<usize>>,
+    statement_errors: Mutex<HashMap<ItemKey, u32>>,
 }
 
 impl MemoryStore {
@@ -61,6 +68,11 @@ impl MemoryStore {
     /// Keys marked `FAILED` with their reasons, in order.
     pub fn failed(&self) -> Vec<(ItemKey, String)> {
         lock(&self.failed).clone()
+    }
+
+    /// The size of each batched mark call, in order.
+    pub fn batch_calls(&self) -> Vec<usize> {
+        lock(&self.batch_calls).clone()
     }
 
     /// Fails what `faults` says from now on.
@@ -101,7 +113,64 @@ fn seen(item: &OutboxItem) -> SeenIndex {
     }
 }
 
+impl MemoryStore {
+    /// One statement of a batched mark, with the faults asked for.
+    async fn statement(&self, key: &ItemKey, change: &MarkChange) -> StatementAnswer {
+        let faults = self.faults();
+        if let Some((_, code, times)) = faults.statements.iter().find(|(k, _, _)| k == key) {
+            let mut seen = lock(&self.statement_errors);
+            let count = seen.entry(key.clone()).or_insert(0);
+            if *count < *times {
+                *count += 1;
+                return Err(statement_error(code, "injected"));
+            }
+        }
+        let answer = match change {
+            MarkChange::Sent {
+                sent_at_ms,
+                expires_at_s,
+            } => self.mark_sent(key, *sent_at_ms, *expires_at_s).await,
+            MarkChange::Failed { mark, failed_at_ms } => {
+                self.mark_failed(key, mark, *failed_at_ms).await
+            }
+        };
+        match answer {
+            Ok(MarkOutcome::Marked) => Ok(()),
+            Ok(MarkOutcome::AlreadyFinished) => Err(statement_error(
+                "ConditionalCheckFailed",
+                "The conditional request failed",
+            )),
+            Err(f) if f.kind == FailureKind::ContentRefused => {
+                Err(statement_error("ValidationError", &f.reason))
+            }
+            Err(f) => Err(statement_error("InternalServerError", &f.reason)),
+        }
+    }
+}
+
+fn statement_error(code: &str, message: &str) -> StatementError {
+    StatementError {
+        code: code.to_owned(),
+        message: message.to_owned(),
+    }
+}
+
 impl OutboxStore for MemoryStore {
+    async fn mark_batch(
+        &self,
+        changes: &[(ItemKey, MarkChange)],
+    ) -> Result<Vec<StatementAnswer>, Failure> {
+        lock(&self.batch_calls).push(changes.len());
+        if self.faults().batches {
+            return Err(Failure::transient("InternalServerError"));
+        }
+        let mut answers = Vec::with_capacity(changes.len());
+        for (key, change) in changes {
+            answers.push(self.statement(key, change).await);
+        }
+        Ok(answers)
+    }
+
     async fn mark_sent(
         &self,
         key: &ItemKey,

@@ -1,6 +1,7 @@
 //! Every decision of the outbox, as plain functions of plain data: which size limit
 //! an SQS destination has ([`limit`]), what to do with a destination's answer
-//! ([`send`]) or with a dead-letter copy over the queue's limit, how poison is marked `FAILED` so that the mark
+//! ([`send`]), with each answer of a batched state change ([`marks`]) or with a
+//! dead-letter copy over the queue's limit, how poison is marked `FAILED` so that the mark
 //! fits ([`poison`]), what a claimed item becomes and when to try again ([`retry`]),
 //! how a sweep keeps each aggregate's order ([`order`]), which messages routed to
 //! FIFO destinations wait behind an earlier pending one ([`fence`]), and how much
@@ -14,6 +15,7 @@
 pub mod budget;
 pub mod fence;
 pub mod limit;
+pub mod marks;
 pub mod order;
 pub mod poison;
 pub mod retry;
@@ -24,6 +26,9 @@ pub use fence::{
     Fence, FenceRead, Member, Pending, Scope, Sibling, fence_reads, fenced, key_position,
 };
 pub use limit::{LimitRead, QueueLimits, QueueRole, sqs_limit, unknown_limit_advice};
+pub use marks::{
+    MARK_BATCH_ATTEMPTS, MARK_BATCH_LIMIT, StatementVerdict, batch_retry_delay, judge_statement,
+};
 pub use order::{
     Gate, OrderKey, Retrying, chunk_due, held_back, next_due_times, order_attempts, order_key,
 };

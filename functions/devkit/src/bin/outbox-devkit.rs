@@ -28,6 +28,48 @@ enum Command {
     Demo(DemoArgs),
     /// The chaos benchmark: faults in every call, crashes, discards; then the counts.
     Chaos(ChaosArgs),
+    /// Benchmarks: cold start and memory of each binary, latency on a deployed stack.
+    #[command(subcommand)]
+    Bench(BenchCommand),
+}
+
+#[derive(Debug, Subcommand)]
+enum BenchCommand {
+    /// Init time to the first `/next`, first invocation, peak RSS and size of each
+    /// function, under a one-shot Lambda Runtime API on loopback.
+    Coldstart {
+        /// The functions as `scripts/package` laid them out (`<dir>/<name>/bootstrap`).
+        #[arg(long, default_value = "target/lambda")]
+        dir: std::path::PathBuf,
+        /// Runs per function.
+        #[arg(long, default_value_t = 5)]
+        runs: usize,
+    },
+    /// Commit -> publish percentiles, the highest rate with p99 under 1 s, and the
+    /// sweeper's recovery of a stuck item, on a deployed stack.
+    Latency(LatencyArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct LatencyArgs {
+    /// The deployment's prefix (scripts/deploy-local --prefix).
+    #[arg(long)]
+    prefix: String,
+    /// Rates for the percentiles, messages per second.
+    #[arg(long, value_delimiter = ',', default_value = "50,500")]
+    rates: Vec<u32>,
+    /// Rates tried in order for the highest with p99 under 1 s.
+    #[arg(long, value_delimiter = ',', default_value = "100,200,400,800")]
+    ladder: Vec<u32>,
+    /// Seconds of load per rate.
+    #[arg(long, default_value_t = 10)]
+    seconds: u32,
+    /// Skip the sweeper's recovery (it waits up to a schedule period).
+    #[arg(long)]
+    no_stuck: bool,
+    /// Where to write the billed durations (JSON) for the cost bench.
+    #[arg(long)]
+    json: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -89,10 +131,24 @@ struct DemoArgs {
 #[tokio::main]
 async fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Command::Bench(BenchCommand::Coldstart { dir, runs }) = &cli.command {
+        return match devkit::coldstart::report(dir, *runs) {
+            Ok(table) => {
+                print!("{table}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("bench coldstart: {e}");
+                ExitCode::from(2)
+            }
+        };
+    }
     let clients = Clients::new(&sdk_config(cli.endpoint.as_deref()).await);
     match cli.command {
         Command::Demo(args) => demo_command(&clients, args).await,
         Command::Chaos(args) => chaos_command(&clients, args).await,
+        Command::Bench(BenchCommand::Latency(args)) => latency_command(&clients, args).await,
+        Command::Bench(BenchCommand::Coldstart { .. }) => ExitCode::SUCCESS,
     }
 }
 
@@ -184,6 +240,38 @@ async fn chaos_command(clients: &Clients, args: ChaosArgs) -> ExitCode {
         }
         Err(e) => {
             eprintln!("chaos: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+async fn latency_command(clients: &Clients, args: LatencyArgs) -> ExitCode {
+    let deployment = match Deployment::discover(clients, &args.prefix).await {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("bench latency: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let opts = devkit::latency::LatencyOptions {
+        rates: args.rates,
+        ladder: args.ladder,
+        seconds: args.seconds,
+        stuck: !args.no_stuck,
+    };
+    match devkit::latency::run(clients, &deployment, &opts).await {
+        Ok((report, json)) => {
+            print!("{report}");
+            if let Some(path) = args.json
+                && let Err(e) = std::fs::write(&path, json.to_string())
+            {
+                eprintln!("bench latency: writing {}: {e}", path.display());
+                return ExitCode::from(2);
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("bench latency: {e}");
             ExitCode::from(2)
         }
     }

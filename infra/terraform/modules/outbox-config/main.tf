@@ -203,7 +203,8 @@ locals {
     publisher = {
       Version = "2012-10-17"
       Statement = concat([
-        { Sid = "MarkSentOrFailed", Effect = "Allow", Action = "dynamodb:UpdateItem", Resource = local.r.outbox_table_arn },
+        # PartiQLUpdate: the marks are batched as PartiQL UPDATE statements (BatchExecuteStatement).
+        { Sid = "MarkSentOrFailed", Effect = "Allow", Action = ["dynamodb:UpdateItem", "dynamodb:PartiQLUpdate"], Resource = local.r.outbox_table_arn },
         # The item is read before it is dead-lettered: poison already FAILED is not copied twice.
         { Sid = "ReadOutboxItems", Effect = "Allow", Action = "dynamodb:GetItem", Resource = local.r.outbox_table_arn },
         {
@@ -223,7 +224,7 @@ locals {
         {
           Sid      = "UpdateOutboxItems"
           Effect   = "Allow"
-          Action   = local.sweep_scans ? ["dynamodb:UpdateItem", "dynamodb:Scan"] : ["dynamodb:UpdateItem"]
+          Action   = local.sweep_scans ? ["dynamodb:UpdateItem", "dynamodb:PartiQLUpdate", "dynamodb:Scan"] : ["dynamodb:UpdateItem", "dynamodb:PartiQLUpdate"]
           Resource = local.r.outbox_table_arn
         },
         # An item whose claim was refused (finished, or still pending), an item before it is

@@ -47,13 +47,13 @@ run "publisher_only_updates_and_reads_the_table_and_sends_to_routes" {
 
   assert {
     condition = [for s in output.policies.publisher.Statement : s if s.Sid == "MarkSentOrFailed"][0] == {
-      Sid = "MarkSentOrFailed", Effect = "Allow", Action = "dynamodb:UpdateItem", Resource = "arn:aws:dynamodb:eu-west-1:123456789012:table/outbox-table"
+      Sid = "MarkSentOrFailed", Effect = "Allow", Action = ["dynamodb:UpdateItem", "dynamodb:PartiQLUpdate"], Resource = "arn:aws:dynamodb:eu-west-1:123456789012:table/outbox-table"
     }
-    error_message = "The publisher may UpdateItem on the outbox table, and only that."
+    error_message = "The publisher may UpdateItem (and PartiQL UPDATE, its batched marks) on the outbox table, and only that."
   }
   assert {
     condition = sort(distinct([for a in flatten([for s in output.policies.publisher.Statement : flatten([s.Action])]) : a if startswith(a, "dynamodb:")])) == sort([
-      "dynamodb:UpdateItem", "dynamodb:GetItem", "dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator", "dynamodb:ListStreams"
+      "dynamodb:UpdateItem", "dynamodb:PartiQLUpdate", "dynamodb:GetItem", "dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator", "dynamodb:ListStreams"
     ])
     error_message = "The publisher's only DynamoDB actions are UpdateItem, GetItem and the stream reads."
   }
@@ -96,7 +96,7 @@ run "sweeper_scan_mode" {
   }
 
   assert {
-    condition     = [for s in output.policies.sweeper.Statement : s.Action if s.Sid == "UpdateOutboxItems"][0] == tolist(["dynamodb:UpdateItem", "dynamodb:Scan"])
+    condition     = [for s in output.policies.sweeper.Statement : s.Action if s.Sid == "UpdateOutboxItems"][0] == tolist(["dynamodb:UpdateItem", "dynamodb:PartiQLUpdate", "dynamodb:Scan"])
     error_message = "Scan mode adds dynamodb:Scan on the table."
   }
 }
