@@ -23,7 +23,7 @@
 //! No deadlock: between two library messages the UUIDv7 order is total, a partition
 //! read gives exact places, and messages claimed together are published in the
 //! sweep's own order, so the earliest pending message of an aggregate is never
-//! fenced (docs/protocol.md, "The order fence").
+//! fenced (docs/protocol.md, "What the model found").
 
 use super::order::{OrderKey, order_key};
 use crate::schema::{ItemKey, OutboxMessage, derive_message_id, sweep_shard};
