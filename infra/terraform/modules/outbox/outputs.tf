@@ -23,6 +23,11 @@ output "orders_table_name" {
   value       = aws_dynamodb_table.orders.name
 }
 
+output "large_payload_bucket_name" {
+  description = "The large-payload bucket (S3 claim check, objects under outbox/); null when large_payloads is off."
+  value       = one(aws_s3_bucket.large_payloads[*].bucket)
+}
+
 output "function_names" {
   description = "Function names by role."
   value       = { for k, f in aws_lambda_function.this : k => f.function_name }
