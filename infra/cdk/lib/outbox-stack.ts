@@ -171,12 +171,9 @@ export class OutboxStack extends cdk.Stack {
         objectOwnership: s3.ObjectOwnership.BUCKET_OWNER_ENFORCED,
         versioned: false,
         lifecycleRules: [
-          {
-            id: 'expire-large-payloads',
-            prefix: CONTRACT.largePayloadKeyPrefix,
-            expiration: cdk.Duration.days(s.largePayloadRetentionDays),
-            abortIncompleteMultipartUploadAfter: cdk.Duration.days(LARGE_PAYLOAD_ABORT_MULTIPART_DAYS),
-          },
+          { id: 'expire-large-payloads', prefix: CONTRACT.largePayloadKeyPrefix, expiration: cdk.Duration.days(s.largePayloadRetentionDays) },
+          // Whole bucket: an upload that never completed is billed until it is aborted.
+          { id: 'abort-incomplete-uploads', abortIncompleteMultipartUploadAfter: cdk.Duration.days(LARGE_PAYLOAD_ABORT_MULTIPART_DAYS) },
         ],
         // Like the tables: kept by `cdk destroy` unless deletion protection is off (CloudFormation
         // deletes only an empty bucket: the objects expire, or empty it first).

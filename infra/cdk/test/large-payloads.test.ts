@@ -51,16 +51,11 @@ describe('the large-payload bucket (default settings)', () => {
     assert.deepEqual(bucket.props.OwnershipControls, { Rules: [{ ObjectOwnership: 'BucketOwnerEnforced' }] });
     assert.equal(bucket.props.VersioningConfiguration, undefined);
   });
-  it('expires payloads under outbox/ after 30 days and aborts incomplete multipart uploads after 1 day', () => {
+  it('expires payloads under outbox/ after 30 days and aborts incomplete multipart uploads (whole bucket) after 1 day', () => {
     assert.deepEqual(bucket.props.LifecycleConfiguration, {
       Rules: [
-        {
-          Id: 'expire-large-payloads',
-          Prefix: 'outbox/',
-          Status: 'Enabled',
-          ExpirationInDays: 30,
-          AbortIncompleteMultipartUpload: { DaysAfterInitiation: 1 },
-        },
+        { Id: 'expire-large-payloads', Prefix: 'outbox/', Status: 'Enabled', ExpirationInDays: 30 },
+        { Id: 'abort-incomplete-uploads', Status: 'Enabled', AbortIncompleteMultipartUpload: { DaysAfterInitiation: 1 } },
       ],
     });
   });

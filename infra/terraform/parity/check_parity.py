@@ -422,7 +422,7 @@ def compare_module_sources(src: dict) -> None:
     for attr in ("sse_algorithm", "kms_key_arn", "bucket_key_enabled"):
         uses(f"large-payload bucket encryption {attr}", sse, f"local.large_payloads.{attr}")
     life = json.dumps(s3["aws_s3_bucket_lifecycle_configuration"].get("large_payloads", {}).get("rule"))
-    for attr in ("lifecycle_rule_id", "key_prefix", "retention_days", "abort_incomplete_multipart_days"):
+    for attr in ("lifecycle_rule_id", "key_prefix", "retention_days", "abort_rule_id", "abort_incomplete_multipart_days"):
         uses(f"large-payload bucket lifecycle {attr}", life, f"local.large_payloads.{attr}")
     holds("the large-payload lifecycle rule is enabled", '"Enabled"' in life)
     pol = json.dumps(s3["aws_s3_bucket_policy"].get("large_payloads_tls_only", {}).get("policy"))
@@ -662,9 +662,11 @@ def compare(variant: str, template: dict, tf: dict, tf_queues: dict) -> None:
         props = bucket["Properties"]
         retention = settings.get("largePayloadRetentionDays", LARGE_PAYLOAD_RETENTION_DAYS_DEFAULT)
         same(f"{v} large-payload retention (Terraform) is the setting's", lp["retention_days"], retention)
-        rule = {"Id": lp["lifecycle_rule_id"], "Prefix": lp["key_prefix"], "Status": "Enabled",
-                "ExpirationInDays": lp["retention_days"], "AbortIncompleteMultipartUpload": {"DaysAfterInitiation": lp["abort_incomplete_multipart_days"]}}
-        same(f"{v} large-payload lifecycle", props.get("LifecycleConfiguration"), {"Rules": [rule]})
+        rules = [
+            {"Id": lp["lifecycle_rule_id"], "Prefix": lp["key_prefix"], "Status": "Enabled", "ExpirationInDays": lp["retention_days"]},
+            {"Id": lp["abort_rule_id"], "Status": "Enabled", "AbortIncompleteMultipartUpload": {"DaysAfterInitiation": lp["abort_incomplete_multipart_days"]}},
+        ]
+        same(f"{v} large-payload lifecycle", props.get("LifecycleConfiguration"), {"Rules": rules})
         same(f"{v} large-payload retention > every queue's retention",
              lp["retention_days"] * 86400 > max([q["message_retention_seconds"], *(p["MessageRetentionPeriod"] for p in cdk_queues.values())]), True)
         default = {"SSEAlgorithm": lp["sse_algorithm"], **({"KMSMasterKeyID": lp["kms_key_arn"]} if lp["kms_key_arn"] else {})}

@@ -64,6 +64,7 @@ locals {
     bucket_prefix                   = "${trimsuffix(substr(var.prefix, 0, 27), "-")}-payloads-"
     key_prefix                      = "outbox/"
     lifecycle_rule_id               = "expire-large-payloads"
+    abort_rule_id                   = "abort-incomplete-uploads"
     retention_days                  = var.large_payload_retention_days
     abort_incomplete_multipart_days = 1
     # SSE-KMS with the deployment's key (S3 Bucket Key on: fewer KMS requests), else SSE-S3.

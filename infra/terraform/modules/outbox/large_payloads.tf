@@ -68,6 +68,12 @@ resource "aws_s3_bucket_lifecycle_configuration" "large_payloads" {
     expiration {
       days = local.large_payloads.retention_days
     }
+  }
+  # Whole bucket: an upload that never completed is billed until it is aborted.
+  rule {
+    id     = local.large_payloads.abort_rule_id
+    status = "Enabled"
+    filter {}
     abort_incomplete_multipart_upload {
       days_after_initiation = local.large_payloads.abort_incomplete_multipart_days
     }

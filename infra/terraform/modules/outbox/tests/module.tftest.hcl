@@ -348,10 +348,13 @@ run "large_payload_bucket_is_private_encrypted_tls_only_and_expires_payloads" {
     error_message = "SSE-S3 without a KMS key."
   }
   assert {
-    condition = alltrue([for r in aws_s3_bucket_lifecycle_configuration.large_payloads[0].rule : r.status == "Enabled" && r.filter[0].prefix == "outbox/" && r.expiration[0].days == 30 && (
-      r.abort_incomplete_multipart_upload[0].days_after_initiation == 1
-    )]) && length(aws_s3_bucket_lifecycle_configuration.large_payloads[0].rule) == 1
-    error_message = "One lifecycle rule: outbox/ expires after 30 days, incomplete multipart uploads are aborted after 1 day."
+    condition = jsonencode([for r in aws_s3_bucket_lifecycle_configuration.large_payloads[0].rule : {
+      id = r.id, status = r.status, expiration = try(r.expiration[0].days, null), abort = try(r.abort_incomplete_multipart_upload[0].days_after_initiation, null)
+      }]) == jsonencode([
+      { id = "expire-large-payloads", status = "Enabled", expiration = 30, abort = null },
+      { id = "abort-incomplete-uploads", status = "Enabled", expiration = null, abort = 1 },
+    ]) && aws_s3_bucket_lifecycle_configuration.large_payloads[0].rule[0].filter[0].prefix == "outbox/"
+    error_message = "Lifecycle: outbox/ expires after 30 days; incomplete multipart uploads anywhere in the bucket (an empty filter) are aborted after 1 day."
   }
   assert {
     condition = jsondecode(aws_s3_bucket_policy.large_payloads_tls_only[0].policy).Statement == [{
@@ -396,7 +399,7 @@ run "large_payload_bucket_with_the_kms_key_and_deleted_with_unprotected_deployme
     error_message = "SSE-KMS with the deployment's key, S3 Bucket Key on."
   }
   assert {
-    condition     = aws_s3_bucket.large_payloads[0].force_destroy == true && one(aws_s3_bucket_lifecycle_configuration.large_payloads[0].rule).expiration[0].days == 45
+    condition     = aws_s3_bucket.large_payloads[0].force_destroy == true && aws_s3_bucket_lifecycle_configuration.large_payloads[0].rule[0].expiration[0].days == 45
     error_message = "An unprotected deployment's destroy deletes the payloads; the retention follows the setting."
   }
 }
