@@ -169,6 +169,11 @@ export interface OutboxSettings {
    * the sweeper (OUTBOX_LARGE_PAYLOAD_BUCKET); false: no bucket, no S3 grants.
    */
   readonly largePayloads: boolean;
+  /**
+   * Attach this existing bucket instead of creating one (its encryption, policy and lifecycle
+   * are then its owner's: see infra/README.md); the grants and OUTBOX_LARGE_PAYLOAD_BUCKET name it.
+   */
+  readonly largePayloadBucketName?: string;
   /** Days a large payload stays in the bucket (lifecycle expiration); longer than any queue's retention. */
   readonly largePayloadRetentionDays: number;
   /** OUTBOX_LARGE_PAYLOAD_THRESHOLD_BYTES, unset by default (the functions then decide by each destination's limit). */
@@ -330,6 +335,12 @@ export function resolveSettings(overrides: OutboxSettingsInput = {}): OutboxSett
       `largePayloadRetentionDays must be an integer longer than the queues' ${QUEUE_RETENTION_DAYS}-day retention (${QUEUE_RETENTION_DAYS + 1} to 3650), got ${s.largePayloadRetentionDays}`,
     );
   }
+  if (s.largePayloadBucketName !== undefined) {
+    if (!s.largePayloads) throw new Error('largePayloadBucketName needs largePayloads (it names the bucket to use)');
+    if (!/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(s.largePayloadBucketName) || s.largePayloadBucketName.includes('..')) {
+      throw new Error(`largePayloadBucketName must be an S3 bucket name (3-63 characters of a-z, 0-9, "." and "-"), got "${s.largePayloadBucketName}"`);
+    }
+  }
   if (s.largePayloadThresholdBytes !== undefined) {
     if (!s.largePayloads) throw new Error('largePayloadThresholdBytes needs largePayloads (there is no bucket to put payloads in)');
     intIn('largePayloadThresholdBytes', s.largePayloadThresholdBytes, 1, SQS_MAX_MESSAGE_BYTES);
@@ -456,6 +467,7 @@ export function settingsFromContext(get: (key: string) => unknown, env: NodeJS.P
     deletionProtection: bool('deletionProtection'),
     logRetentionDays: num('logRetentionDays'),
     largePayloads: bool('largePayloads'),
+    largePayloadBucketName: str('largePayloadBucketName'),
     largePayloadRetentionDays: num('largePayloadRetentionDays'),
     largePayloadThresholdBytes: num('largePayloadThresholdBytes'),
     architecture: str('architecture') as Architecture | undefined,

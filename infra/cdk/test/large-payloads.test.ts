@@ -135,6 +135,34 @@ describe('largePayloads = false', () => {
   });
 });
 
+describe('an existing large-payload bucket (largePayloadBucketName)', () => {
+  let t: Template;
+  before(() => {
+    t = synth({ largePayloadBucketName: 'shop-payloads' });
+  });
+  it('is attached, not created: no bucket, no bucket policy', () => {
+    assert.equal(Object.keys(t.findResources('AWS::S3::Bucket')).length, 0);
+    assert.equal(Object.keys(t.findResources('AWS::S3::BucketPolicy')).length, 0);
+  });
+  it('is named to the publisher and the sweeper, and output', () => {
+    for (const fn of ['outbox-publisher', 'outbox-sweeper']) assert.equal(envOf(t, fn).OUTBOX_LARGE_PAYLOAD_BUCKET, 'shop-payloads', fn);
+    for (const fn of ['outbox-orders-consumer', 'outbox-recovery']) assert.equal(envOf(t, fn).OUTBOX_LARGE_PAYLOAD_BUCKET, undefined, fn);
+    assert.equal(t.findOutputs('LargePayloadBucketName').LargePayloadBucketName.Value, 'shop-payloads');
+  });
+  it('gets the same grants, on its outbox/ objects (in the stack\'s partition)', () => {
+    const objects = { 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':s3:::shop-payloads/outbox/*']] };
+    assert.deepEqual(s3Grants(t, 'outbox-publisher'), [{ action: 's3:PutObject', resource: objects }]);
+    assert.deepEqual(s3Grants(t, 'outbox-sweeper'), [{ action: 's3:PutObject', resource: objects }]);
+    assert.deepEqual(s3Grants(t, 'outbox-orders-consumer'), [{ action: 's3:GetObject', resource: objects }]);
+    assert.deepEqual(s3Grants(t, 'outbox-recovery'), []);
+  });
+  it('must be a bucket name, and needs largePayloads', () => {
+    assert.throws(() => resolveSettings({ largePayloadBucketName: 'Bad_Name' }), /largePayloadBucketName must be an S3 bucket name/);
+    assert.throws(() => resolveSettings({ largePayloadBucketName: 'a..b' }), /largePayloadBucketName/);
+    assert.throws(() => resolveSettings({ largePayloads: false, largePayloadBucketName: 'shop-payloads' }), /needs largePayloads/);
+  });
+});
+
 describe('large-payload settings', () => {
   it('pass the threshold to the publisher and the sweeper', () => {
     const t = synth({ largePayloadThresholdBytes: 200_000 });
@@ -157,10 +185,12 @@ describe('large-payload settings', () => {
     const ctx: Record<string, string> = {
       'outbox:largePayloads': 'false',
       'outbox:largePayloadRetentionDays': '45',
+      'outbox:largePayloadBucketName': 'shop-payloads',
     };
     const s = settingsFromContext((k) => ctx[k], {});
     assert.equal(s.largePayloads, false);
     assert.equal(s.largePayloadRetentionDays, 45);
+    assert.equal(s.largePayloadBucketName, 'shop-payloads');
     assert.equal(settingsFromContext((k) => ({ 'outbox:largePayloadThresholdBytes': '1000' })[k], {}).largePayloadThresholdBytes, 1000);
   });
 });

@@ -63,6 +63,7 @@ const variants: Record<string, OutboxSettingsInput> = {
     },
     alarmTopicArn: 'arn:aws:sns:eu-west-1:123456789012:ops',
   },
+  'existing large-payload bucket': { largePayloadBucketName: 'shop-payloads' },
   'existing table, scan mode off, no large-payload bucket': {
     sweepScanMode: 'off',
     largePayloads: false,

@@ -82,6 +82,7 @@ VARIANTS: dict[str, dict] = {
         "alarmTopicArn": "arn:aws:sns:eu-west-1:123456789012:ops",
         "iteratorAgeThresholdMs": 120000,
         "oldestPendingThresholdSeconds": 900,
+        "largePayloadBucketName": "shop-payloads",
         "largePayloadRetentionDays": 45,
         "largePayloadThresholdBytes": 200000,
     },
@@ -89,6 +90,11 @@ VARIANTS: dict[str, dict] = {
     # scan off with the old boolean (false = "off": no backstop, no Scan, no cursor PutItem),
     # and the large-payload bucket off (the other two create it).
     "scan mode off (the old false), no large-payload bucket": {"sweepScanMode": False, "largePayloads": False},
+    # The variant above attaches an existing bucket; this one creates it with the KMS key (SSE-KMS).
+    "KMS key, created large-payload bucket": {
+        "kmsKeyArn": "arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab",
+        "largePayloadRetentionDays": 60,
+    },
 }
 
 # The sweeper's scan mode a setting means: off | backstop | on, the old booleans true = on,
@@ -159,6 +165,16 @@ def synth(settings: dict, outdir: Path) -> dict:
     return json.loads((outdir / "DynamoDbOutbox.template.json").read_text())
 
 
+def large_payload_bucket_placeholder(settings: dict) -> str:
+    """The large-payload bucket ARN as modules/outbox passes it: none when off, a placeholder for
+    the created bucket, and for an attached one a placeholder that tf_resource turns into the ARN
+    the module builds (arn:<partition>:s3:::<name>)."""
+    if not settings.get("largePayloads", LARGE_PAYLOADS_DEFAULT):
+        return "null"
+    name = settings.get("largePayloadBucketName")
+    return f'"PARITY:bucket:{name}"' if name else '"PARITY:bucket"'
+
+
 def terraform_config(settings: dict) -> dict:
     """Outputs of modules/outbox-config with the variant's settings, and policies for placeholder resources."""
     variables = {snake(k): (v if k == "routes" else tf_value(v)) for k, v in settings.items()}
@@ -184,7 +200,7 @@ module "c" {{
     example_route_queue_arns  = ["PARITY:orders-queue", "PARITY:fifo-queue"]
     example_route_queue_urls  = {{ standard = "URL:${{module.c.names.orders_queue}}", fifo = "URL:${{module.c.names.fifo_queue}}" }}
     log_group_arns            = {{ publisher = "PARITY:logs", sweeper = "PARITY:logs", consumer = "PARITY:logs", recovery = "PARITY:logs" }}
-    large_payload_bucket_arn  = {'"PARITY:bucket"' if settings.get("largePayloads", LARGE_PAYLOADS_DEFAULT) else "null"}
+    large_payload_bucket_arn  = {large_payload_bucket_placeholder(settings)}
   }}
 }}
 output "c" {{
@@ -282,6 +298,8 @@ def cdk_resource(template: dict, value, names: dict) -> str:
     Fn::Join of one with text), the string itself for a literal ARN."""
     if isinstance(value, str):
         return value
+    if value == {"Ref": "AWS::Partition"}:
+        return "PARTITION"
     if "Fn::GetAtt" in value:
         rid, attr = value["Fn::GetAtt"]
         r = template["Resources"][rid]
@@ -314,6 +332,7 @@ def tf_resource(value: str, names: dict) -> str:
         "PARITY:fifo-queue": f"queue:{names['fifo_queue']}",
         "PARITY:logs": "logs",
         "PARITY:bucket": "bucket",
+        "PARITY:bucket:": "arn:PARTITION:s3:::",  # an attached bucket, by name
     }
     for placeholder in sorted(placeholders, key=len, reverse=True):
         if value.startswith(placeholder):
@@ -408,11 +427,11 @@ def compare_module_sources(src: dict) -> None:
     s3 = {k: src.get(k, {}) for k in ("aws_s3_bucket", "aws_s3_bucket_public_access_block", "aws_s3_bucket_ownership_controls",
                                        "aws_s3_bucket_server_side_encryption_configuration", "aws_s3_bucket_lifecycle_configuration", "aws_s3_bucket_policy")}
     bucket = s3["aws_s3_bucket"].get("large_payloads", {})
-    uses("large-payload bucket count", bucket.get("count"), "local.large_payloads.enabled")
+    uses("large-payload bucket count", bucket.get("count"), "local.large_payloads.create")
     uses("large-payload bucket_prefix", bucket.get("bucket_prefix"), "local.large_payloads.bucket_prefix")
     for rtype, body in s3.items():
         for name, r in body.items():
-            uses(f"{rtype}.{name} count", r.get("count"), "local.large_payloads.enabled")
+            uses(f"{rtype}.{name} count", r.get("count"), "local.large_payloads.create")
     pab = s3["aws_s3_bucket_public_access_block"].get("large_payloads", {})
     holds("the large-payload bucket blocks all public access",
           all(scalar(pab.get(k)) is True for k in ("block_public_acls", "block_public_policy", "ignore_public_acls", "restrict_public_buckets")))
@@ -547,8 +566,8 @@ def compare(variant: str, template: dict, tf: dict, tf_queues: dict) -> None:
         # The names of the variables modules/outbox fills in from deployed resources (table name,
         # routes, DLQ URL; functions.tf local.environment): the mocked-provider tests check them there.
         tf_dynamic = {"publisher": ["OUTBOX_DLQ_URL", "OUTBOX_ROUTES", "OUTBOX_TABLE_NAME"], "consumer": ["ORDERS_TABLE_NAME"], "recovery": ["OUTBOX_TABLE_NAME"]}
-        if tf["large_payloads"]["enabled"]:
-            tf_dynamic["publisher"].append(tf["large_payloads"]["env"]["bucket"])  # the bucket's name
+        if tf["large_payloads"]["create"]:
+            tf_dynamic["publisher"].append(tf["large_payloads"]["env"]["bucket"])  # the created bucket's name
         tf_dynamic["sweeper"] = tf_dynamic["publisher"]
         same(f"{v} {key} environment variable names", sorted(env), sorted([*env_by_fn[key], *tf_dynamic[key]]))
         if key in ("publisher", "sweeper"):
@@ -644,8 +663,10 @@ def compare(variant: str, template: dict, tf: dict, tf_queues: dict) -> None:
     settings = VARIANTS[variant]
     wanted = settings.get("largePayloads", LARGE_PAYLOADS_DEFAULT)
     buckets = {k: r for k, r in template["Resources"].items() if r["Type"] == "AWS::S3::Bucket"}
-    same(f"{v} large-payload bucket created (CDK) as the setting says", len(buckets), 1 if wanted else 0)
-    same(f"{v} large-payload bucket created (Terraform) as the setting says", lp["enabled"], wanted)
+    existing = settings.get("largePayloadBucketName") if wanted else None
+    same(f"{v} large-payload bucket created (CDK) as the settings say", len(buckets), 1 if wanted and not existing else 0)
+    same(f"{v} large-payload bucket created (Terraform) as the settings say", (lp["enabled"], lp["create"]), (wanted, wanted and not existing))
+    same(f"{v} large-payload bucket attached (Terraform)", lp["existing_name"], existing)
     same(f"{v} large-payload bucket output (CDK)", "LargePayloadBucketName" in template.get("Outputs", {}), wanted)
     env_var = lp["env"]["bucket"]
     for key in FUNCTIONS:
@@ -653,7 +674,7 @@ def compare(variant: str, template: dict, tf: dict, tf_queues: dict) -> None:
         writer = key in ("publisher", "sweeper")
         same(f"{v} {key} has {env_var} (CDK)", env_var in env, wanted and writer)
         if env_var in env:
-            same(f"{v} {key} {env_var} is the bucket's name (CDK)", env[env_var], {"Ref": next(iter(buckets), None)})
+            same(f"{v} {key} {env_var} is the bucket's name (CDK)", env[env_var], existing or {"Ref": next(iter(buckets), None)})
     same(f"{v} OUTBOX_LARGE_PAYLOAD_THRESHOLD_BYTES (Terraform) is the setting's",
          tf["publisher_environment"].get(lp["env"]["threshold_bytes"]),
          None if settings.get("largePayloadThresholdBytes") is None else str(settings["largePayloadThresholdBytes"]))

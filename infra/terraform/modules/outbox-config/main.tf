@@ -60,6 +60,9 @@ locals {
   queue_retention_days = 14
   large_payloads = {
     enabled = var.large_payloads
+    # The bucket is created unless an existing one is attached by name.
+    create        = var.large_payloads && var.large_payload_bucket_name == null
+    existing_name = var.large_payloads ? var.large_payload_bucket_name : null
     # Bucket names are global: the provider adds a unique suffix (bucket_prefix: at most 37 characters).
     bucket_prefix                   = "${trimsuffix(substr(var.prefix, 0, 27), "-")}-payloads-"
     key_prefix                      = "outbox/"
@@ -145,8 +148,9 @@ locals {
   sweep_scans = local.sweep_scan_mode != "off"
 
   # Environment that does not depend on deployed resources; modules/outbox adds table name, routes and DLQ URL.
-  # OUTBOX_LARGE_PAYLOAD_BUCKET (the bucket's name) is added by modules/outbox.
+  # OUTBOX_LARGE_PAYLOAD_BUCKET: an attached bucket's name here, a created one's by modules/outbox.
   publisher_environment = merge(
+    local.large_payloads.existing_name == null ? {} : { (local.large_payloads.env.bucket) = local.large_payloads.existing_name },
     { OUTBOX_TTL_DAYS = tostring(var.ttl_days), OUTBOX_DEPLOYMENT = var.prefix },
     var.default_destination == null ? {} : { OUTBOX_DEFAULT_DESTINATION = var.default_destination },
     var.large_payload_threshold_bytes == null ? {} : { (local.large_payloads.env.threshold_bytes) = tostring(var.large_payload_threshold_bytes) },

@@ -216,6 +216,19 @@ variable "large_payloads" {
   nullable    = false
 }
 
+variable "large_payload_bucket_name" {
+  description = "Attach this existing bucket instead of creating one (its owner then sets its encryption, TLS-only policy and lifecycle; see infra/README.md). The grants and OUTBOX_LARGE_PAYLOAD_BUCKET name it. Needs large_payloads."
+  type        = string
+  default     = null
+  validation {
+    condition = var.large_payload_bucket_name == null || try(
+      can(regex("^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$", var.large_payload_bucket_name)) && !strcontains(var.large_payload_bucket_name, "..") && var.large_payloads,
+      false,
+    )
+    error_message = "large_payload_bucket_name must be an S3 bucket name (3-63 characters of a-z, 0-9, \".\" and \"-\"), and needs large_payloads = true."
+  }
+}
+
 variable "large_payload_retention_days" {
   description = "Days a large payload stays in the bucket (lifecycle expiration). Must be longer than the queues' 14-day retention, so no message outlives its payload."
   type        = number

@@ -2,11 +2,16 @@
 # destination or a DynamoDB item are stored at outbox/<MessageId> and a pointer is sent.
 # Encrypted (SSE-S3, or SSE-KMS with var.kms_key_arn), TLS only, no public access, ACLs
 # disabled, objects expire after var.large_payload_retention_days (longer than any queue
-# keeps a pointer). Nothing here when var.large_payloads is false.
+# keeps a pointer). Nothing here when var.large_payloads is false or an existing bucket is
+# attached (var.large_payload_bucket_name: only the grants and the variable name it).
 
 locals {
   large_payloads = module.config.large_payloads
+  # The bucket in use: created here, or attached by name (var.large_payload_bucket_name); null when off.
+  large_payload_bucket_arn = local.large_payloads.existing_name != null ? "arn:${data.aws_partition.current.partition}:s3:::${local.large_payloads.existing_name}" : one(aws_s3_bucket.large_payloads[*].arn)
 }
+
+data "aws_partition" "current" {}
 
 resource "aws_s3_bucket" "large_payloads" {
   #checkov:skip=CKV_AWS_18:Server access logs need a second bucket (with its own logging question); this bucket holds only short-lived message payloads that the deployment's own roles write and read. Audit object access with CloudTrail data events when required.
@@ -14,7 +19,7 @@ resource "aws_s3_bucket" "large_payloads" {
   #checkov:skip=CKV_AWS_144:Cross-region replication: payloads are transient (days) and their messages live in one region; a replica would not make a message deliverable elsewhere.
   #checkov:skip=CKV_AWS_145:SSE-KMS with the deployment's key when var.kms_key_arn is set (as for the tables and queues); SSE-S3 otherwise, like the AWS-managed encryption of the tables.
   #checkov:skip=CKV2_AWS_62:Event notifications: nothing reacts to a payload being stored; the pointer message is the notification.
-  count = local.large_payloads.enabled ? 1 : 0
+  count = local.large_payloads.create ? 1 : 0
 
   bucket_prefix = local.large_payloads.bucket_prefix
   # Like the tables: a protected deployment keeps its payloads on destroy (Terraform refuses to
@@ -24,7 +29,7 @@ resource "aws_s3_bucket" "large_payloads" {
 }
 
 resource "aws_s3_bucket_public_access_block" "large_payloads" {
-  count = local.large_payloads.enabled ? 1 : 0
+  count = local.large_payloads.create ? 1 : 0
 
   bucket                  = aws_s3_bucket.large_payloads[0].id
   block_public_acls       = true
@@ -34,7 +39,7 @@ resource "aws_s3_bucket_public_access_block" "large_payloads" {
 }
 
 resource "aws_s3_bucket_ownership_controls" "large_payloads" {
-  count = local.large_payloads.enabled ? 1 : 0
+  count = local.large_payloads.create ? 1 : 0
 
   bucket = aws_s3_bucket.large_payloads[0].id
   rule {
@@ -43,7 +48,7 @@ resource "aws_s3_bucket_ownership_controls" "large_payloads" {
 }
 
 resource "aws_s3_bucket_server_side_encryption_configuration" "large_payloads" {
-  count = local.large_payloads.enabled ? 1 : 0
+  count = local.large_payloads.create ? 1 : 0
 
   bucket = aws_s3_bucket.large_payloads[0].id
   rule {
@@ -56,7 +61,7 @@ resource "aws_s3_bucket_server_side_encryption_configuration" "large_payloads" {
 }
 
 resource "aws_s3_bucket_lifecycle_configuration" "large_payloads" {
-  count = local.large_payloads.enabled ? 1 : 0
+  count = local.large_payloads.create ? 1 : 0
 
   bucket = aws_s3_bucket.large_payloads[0].id
   rule {
@@ -81,7 +86,7 @@ resource "aws_s3_bucket_lifecycle_configuration" "large_payloads" {
 }
 
 resource "aws_s3_bucket_policy" "large_payloads_tls_only" {
-  count = local.large_payloads.enabled ? 1 : 0
+  count = local.large_payloads.create ? 1 : 0
 
   bucket = aws_s3_bucket.large_payloads[0].id
   policy = jsonencode({

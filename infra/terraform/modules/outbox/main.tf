@@ -27,6 +27,7 @@ module "config" {
   lambda_asset_dir                 = var.lambda_asset_dir
   log_retention_days               = var.log_retention_days
   large_payloads                   = var.large_payloads
+  large_payload_bucket_name        = var.large_payload_bucket_name
   large_payload_retention_days     = var.large_payload_retention_days
   large_payload_threshold_bytes    = var.large_payload_threshold_bytes
   architecture                     = var.architecture
@@ -47,7 +48,7 @@ module "config" {
     example_route_queue_arns  = [local.all_queues["orders_queue"].arn, local.all_queues["fifo_queue"].arn]
     example_route_queue_urls  = { standard = local.all_queues["orders_queue"].url, fifo = local.all_queues["fifo_queue"].url }
     log_group_arns            = { for k, g in aws_cloudwatch_log_group.function : k => g.arn }
-    large_payload_bucket_arn  = one(aws_s3_bucket.large_payloads[*].arn)
+    large_payload_bucket_arn  = local.large_payload_bucket_arn
   }
 }
 
@@ -67,7 +68,8 @@ locals {
       OUTBOX_ROUTES     = module.config.routes_json # the example routes and var.routes, objects unchanged
       OUTBOX_DLQ_URL    = local.all_queues["outbox_dlq"].url
     },
-    # The claim check's bucket (publisher and sweeper; the consumer reads what a pointer names).
+    # The claim check's bucket when created here (publisher and sweeper; an attached one's name
+    # comes with module.config's environment; the consumer reads what a pointer names).
     { for b in aws_s3_bucket.large_payloads : module.config.large_payloads.env.bucket => b.bucket },
   )
 }

@@ -24,8 +24,8 @@ output "orders_table_name" {
 }
 
 output "large_payload_bucket_name" {
-  description = "The large-payload bucket (S3 claim check, objects under outbox/); null when large_payloads is off."
-  value       = one(aws_s3_bucket.large_payloads[*].bucket)
+  description = "The large-payload bucket (S3 claim check, objects under outbox/), created or attached; null when large_payloads is off."
+  value       = try(coalesce(module.config.large_payloads.existing_name, one(aws_s3_bucket.large_payloads[*].bucket)), null)
 }
 
 output "function_names" {

@@ -163,6 +163,12 @@ variable "large_payloads" {
   nullable    = false
 }
 
+variable "large_payload_bucket_name" {
+  description = "Attach this existing bucket instead of creating one (its owner then sets its encryption, TLS-only policy and lifecycle). Validated in ../outbox-config."
+  type        = string
+  default     = null
+}
+
 variable "large_payload_retention_days" {
   description = "Days a large payload stays in the bucket (lifecycle expiration); longer than the queues' 14-day retention. Validated in ../outbox-config."
   type        = number

@@ -181,3 +181,47 @@ run "threshold_without_a_bucket_is_refused" {
   }
   expect_failures = [var.large_payload_threshold_bytes]
 }
+
+run "an_existing_bucket_is_attached_by_name" {
+  command = apply
+  variables {
+    large_payload_bucket_name = "shop-payloads"
+  }
+  assert {
+    condition     = output.large_payloads.enabled && !output.large_payloads.create && output.large_payloads.existing_name == "shop-payloads"
+    error_message = "An existing bucket: nothing created, its name used."
+  }
+  assert {
+    condition     = output.publisher_environment.OUTBOX_LARGE_PAYLOAD_BUCKET == "shop-payloads" && output.sweeper_environment.OUTBOX_LARGE_PAYLOAD_BUCKET == "shop-payloads"
+    error_message = "The attached bucket's name reaches the publisher and the sweeper."
+  }
+  assert {
+    condition     = !contains(keys(output.consumer_environment), "OUTBOX_LARGE_PAYLOAD_BUCKET") && !contains(keys(output.recovery_environment), "OUTBOX_LARGE_PAYLOAD_BUCKET")
+    error_message = "Only the writers are told the bucket."
+  }
+}
+
+run "a_created_bucket_is_named_by_modules_outbox" {
+  command = apply
+  assert {
+    condition     = output.large_payloads.create && output.large_payloads.existing_name == null && !contains(keys(output.publisher_environment), "OUTBOX_LARGE_PAYLOAD_BUCKET")
+    error_message = "A created bucket's name is only known once created: modules/outbox adds it."
+  }
+}
+
+run "bucket_name_must_be_a_bucket_name" {
+  command = plan
+  variables {
+    large_payload_bucket_name = "Bad_Name"
+  }
+  expect_failures = [var.large_payload_bucket_name]
+}
+
+run "bucket_name_without_large_payloads_is_refused" {
+  command = plan
+  variables {
+    large_payloads            = false
+    large_payload_bucket_name = "shop-payloads"
+  }
+  expect_failures = [var.large_payload_bucket_name]
+}

@@ -422,3 +422,24 @@ run "no_large_payload_bucket" {
     error_message = "large_payloads = false: no bucket name in any environment, no S3 action in any policy."
   }
 }
+
+run "an_existing_large_payload_bucket_is_attached_not_created" {
+  command = apply
+  variables {
+    large_payload_bucket_name = "shop-payloads"
+  }
+  assert {
+    condition     = length(aws_s3_bucket.large_payloads) + length(aws_s3_bucket_policy.large_payloads_tls_only) + length(aws_s3_bucket_lifecycle_configuration.large_payloads) == 0
+    error_message = "An attached bucket is its owner's: nothing created or configured."
+  }
+  assert {
+    condition     = alltrue([for fn in ["publisher", "sweeper"] : aws_lambda_function.this[fn].environment[0].variables.OUTBOX_LARGE_PAYLOAD_BUCKET == "shop-payloads"]) && output.large_payload_bucket_name == "shop-payloads"
+    error_message = "The writers get the attached bucket's name; it is the output."
+  }
+  assert {
+    condition = [for s in jsondecode(aws_iam_role_policy.function["sweeper"].policy).Statement : s.Resource if s.Sid == "PutLargePayloads"] == ["arn:aws:s3:::shop-payloads/outbox/*"] && (
+      [for s in jsondecode(aws_iam_role_policy.function["consumer"].policy).Statement : s.Resource if s.Sid == "GetLargePayloads"] == ["arn:aws:s3:::shop-payloads/outbox/*"]
+    )
+    error_message = "The grants name the attached bucket's outbox/ objects, in the deployment's partition."
+  }
+}
