@@ -56,6 +56,12 @@ variable "large_payloads" {
   default     = null
 }
 
+variable "large_payload_bucket_name" {
+  description = "Attach this existing bucket instead of creating one; null (the default) creates one."
+  type        = string
+  default     = null
+}
+
 variable "large_payload_retention_days" {
   description = "Days a large payload stays in the bucket; null (the default) takes the module's, 30."
   type        = number
