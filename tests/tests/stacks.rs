@@ -294,9 +294,11 @@ async fn each_stack_deploys_the_functions_with_their_environment() {
 /// named to the publisher and the sweeper, private, encrypted, TLS only, payloads under
 /// `outbox/` expiring after 30 days. MiniStack's CloudFormation stores the public access
 /// block and the bucket policy but not `BucketEncryption`, `LifecycleConfiguration` or
-/// `OwnershipControls` (infra/README.md, "On the local AWS"): for the CDK stack those are
-/// checked when the emulator kept them and reported as the known gap otherwise; the CDK
-/// assertions check the template. Terraform sets each through the S3 API: all are checked.
+/// `OwnershipControls` (infra/README.md, "On the local AWS"): the CDK stack's lifecycle is
+/// checked when the emulator kept it and reported as the known gap otherwise; its encryption
+/// and ownership read back as S3's defaults for a new bucket (SSE-S3, `BucketOwnerEnforced`),
+/// which are also what the stacks ask for. The CDK assertions check the template. Terraform
+/// sets each through the S3 API: all are checked.
 #[tokio::test]
 async fn each_stack_creates_the_large_payload_bucket_and_names_it_to_the_writers() {
     for (tool, c, d) in each_stack().await {
@@ -399,6 +401,7 @@ async fn each_stack_creates_the_large_payload_bucket_and_names_it_to_the_writers
             }
         }
 
+        // S3 (and MiniStack) report BucketOwnerEnforced for a bucket never configured.
         let (status, ownership) = s3_get(&bucket, "ownershipControls").await;
         if status == 404 {
             gap("OwnershipControls");
