@@ -30,6 +30,13 @@ export const CONTRACT = {
    * (no ItemType). The only items the sweeper may PutItem (unless the scan mode is off).
    */
   scanCursorPartitionKey: 'OUTBOX#SWEEPER',
+  /**
+   * The large-payload bucket (S3 claim check): payloads too large for a destination or a
+   * DynamoDB item are stored at `<largePayloadKeyPrefix><MessageId>` and a pointer is sent.
+   * Publisher and sweeper PutObject there, the orders consumer GetObject; nothing else.
+   */
+  largePayloadKeyPrefix: 'outbox/',
+  largePayloadEnv: { bucket: 'OUTBOX_LARGE_PAYLOAD_BUCKET', thresholdBytes: 'OUTBOX_LARGE_PAYLOAD_THRESHOLD_BYTES' },
   binaries: {
     publisher: 'outbox-publisher',
     sweeper: 'outbox-sweeper',
@@ -58,6 +65,14 @@ export const SWEEP_TARGET_RETRY = { maximumRetryAttempts: 0, maximumEventAgeSeco
  * SQS trigger), so a message is not handed out again while an invocation still works on it.
  */
 export const RECOVERY = { timeoutSeconds: 60, batchSize: 10, visibilityFactor: 6 } as const;
+
+/**
+ * Retention of every queue the app creates, in days (SQS's longest). Large payloads must
+ * outlive any message that points at them: largePayloadRetentionDays must be longer.
+ */
+export const QUEUE_RETENTION_DAYS = 14;
+/** Incomplete multipart uploads to the large-payload bucket are aborted after this many days. */
+export const LARGE_PAYLOAD_ABORT_MULTIPART_DAYS = 1;
 
 export type Architecture = 'arm64' | 'x86_64';
 
@@ -149,6 +164,20 @@ export interface OutboxSettings {
   readonly deletionProtection: boolean;
   /** CloudWatch Logs retention, in days. */
   readonly logRetentionDays: number;
+  /**
+   * Create the large-payload bucket (S3 claim check) and pass its name to the publisher and
+   * the sweeper (OUTBOX_LARGE_PAYLOAD_BUCKET); false: no bucket, no S3 grants.
+   */
+  readonly largePayloads: boolean;
+  /**
+   * Attach this existing bucket instead of creating one (its encryption, policy and lifecycle
+   * are then its owner's: see infra/README.md); the grants and OUTBOX_LARGE_PAYLOAD_BUCKET name it.
+   */
+  readonly largePayloadBucketName?: string;
+  /** Days a large payload stays in the bucket (lifecycle expiration); longer than any queue's retention. */
+  readonly largePayloadRetentionDays: number;
+  /** OUTBOX_LARGE_PAYLOAD_THRESHOLD_BYTES, unset by default (the functions then decide by each destination's limit). */
+  readonly largePayloadThresholdBytes?: number;
   readonly architecture: Architecture;
   /** Customer-managed KMS key for the tables and queues; AWS-managed / SQS-managed SSE when absent. */
   readonly kmsKeyArn?: string;
@@ -180,6 +209,8 @@ export const DEFAULTS: OutboxSettings = {
   sweeperReservedConcurrency: 1,
   deletionProtection: true,
   logRetentionDays: 30,
+  largePayloads: true,
+  largePayloadRetentionDays: 30,
   architecture: 'arm64',
   iteratorAgeThresholdMs: 60_000,
   oldestPendingThresholdSeconds: 600,
@@ -297,6 +328,23 @@ export function resolveSettings(overrides: OutboxSettingsInput = {}): OutboxSett
   intIn('consumerBatchSize', s.consumerBatchSize, 1, 10);
   intIn('maxReceiveCount', s.maxReceiveCount, 1, 1000);
   intIn('maxMessageBytes', s.maxMessageBytes, 1024, SQS_MAX_MESSAGE_BYTES);
+  if (typeof s.largePayloads !== 'boolean') throw new Error('largePayloads must be true or false');
+  // A pointer may wait on a queue (or its DLQ) for up to QUEUE_RETENTION_DAYS: its payload must still be there.
+  if (!Number.isInteger(s.largePayloadRetentionDays) || s.largePayloadRetentionDays <= QUEUE_RETENTION_DAYS || s.largePayloadRetentionDays > 3650) {
+    throw new Error(
+      `largePayloadRetentionDays must be an integer longer than the queues' ${QUEUE_RETENTION_DAYS}-day retention (${QUEUE_RETENTION_DAYS + 1} to 3650), got ${s.largePayloadRetentionDays}`,
+    );
+  }
+  if (s.largePayloadBucketName !== undefined) {
+    if (!s.largePayloads) throw new Error('largePayloadBucketName needs largePayloads (it names the bucket to use)');
+    if (!/^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$/.test(s.largePayloadBucketName) || s.largePayloadBucketName.includes('..')) {
+      throw new Error(`largePayloadBucketName must be an S3 bucket name (3-63 characters of a-z, 0-9, "." and "-"), got "${s.largePayloadBucketName}"`);
+    }
+  }
+  if (s.largePayloadThresholdBytes !== undefined) {
+    if (!s.largePayloads) throw new Error('largePayloadThresholdBytes needs largePayloads (there is no bucket to put payloads in)');
+    intIn('largePayloadThresholdBytes', s.largePayloadThresholdBytes, 1, SQS_MAX_MESSAGE_BYTES);
+  }
   if (s.sweeperReservedConcurrency !== null) intIn('sweeperReservedConcurrency', s.sweeperReservedConcurrency, 0, 10_000);
   if (typeof s.deletionProtection !== 'boolean') throw new Error('deletionProtection must be true or false');
   intIn('iteratorAgeThresholdMs', s.iteratorAgeThresholdMs, 1000, 86_400_000);
@@ -418,6 +466,10 @@ export function settingsFromContext(get: (key: string) => unknown, env: NodeJS.P
     sweeperReservedConcurrency: nullableNum('sweeperReservedConcurrency'),
     deletionProtection: bool('deletionProtection'),
     logRetentionDays: num('logRetentionDays'),
+    largePayloads: bool('largePayloads'),
+    largePayloadBucketName: str('largePayloadBucketName'),
+    largePayloadRetentionDays: num('largePayloadRetentionDays'),
+    largePayloadThresholdBytes: num('largePayloadThresholdBytes'),
     architecture: str('architecture') as Architecture | undefined,
     kmsKeyArn: str('kmsKeyArn'),
     existingTable: json<ExistingTable>('existingTable'),

@@ -63,8 +63,10 @@ const variants: Record<string, OutboxSettingsInput> = {
     },
     alarmTopicArn: 'arn:aws:sns:eu-west-1:123456789012:ops',
   },
-  'existing table, scan mode off': {
+  'existing large-payload bucket': { largePayloadBucketName: 'shop-payloads' },
+  'existing table, scan mode off, no large-payload bucket': {
     sweepScanMode: 'off',
+    largePayloads: false,
     existingTable: { tableName: 'app', streamArn: 'arn:aws:dynamodb:eu-west-1:123456789012:table/app/stream/2024-01-01T00:00:00.000' },
   },
 };
@@ -77,11 +79,22 @@ describe('cdk-nag AwsSolutions', () => {
     });
   }
 
-  it('acknowledges only SQS3 on the two terminal dead-letter queues, each with a reason', () => {
+  it('acknowledges only SQS3 on the two terminal dead-letter queues, S1 on the large-payload bucket and its key prefix in IAM5, each with a reason', () => {
     const { acks } = nag((app) => newStack({}, app));
+    const objects = 'AwsSolutions-IAM5[Resource::<LargePayloadBucket813E1DA4.Arn>/outbox/*]';
     assert.deepEqual(
       acks.map((a) => `${a.resource} ${a.id}`).sort(),
-      ['outbox-dlq AwsSolutions-SQS3', 'outbox-stream-failures-dlq AwsSolutions-SQS3'],
+      [
+        `ConsumerRoleACB9B9F3 ${objects}`,
+        `ConsumerRoleDefaultPolicy2C8B36A4 ${objects}`,
+        'LargePayloadBucket813E1DA4 AwsSolutions-S1',
+        `PublisherRoleDefaultPolicy04D6B219 ${objects}`,
+        `PublisherRoleFDE2F285 ${objects}`,
+        `SweeperRole043E71E8 ${objects}`,
+        `SweeperRoleDefaultPolicy6A5EFD4C ${objects}`,
+        'outbox-dlq AwsSolutions-SQS3',
+        'outbox-stream-failures-dlq AwsSolutions-SQS3',
+      ].sort(),
     );
     for (const a of acks) assert.ok(a.reason.length > 60, `reason for ${a.id} on ${a.resource} is too short: ${a.reason}`);
   });

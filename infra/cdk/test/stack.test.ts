@@ -72,10 +72,10 @@ describe('default deployment', () => {
         LoggingConfig: Match.objectLike({ LogFormat: 'JSON' }),
       });
     });
-    it('gets the table, routes, DLQ and TTL from the environment (CONTRACT.md)', () => {
+    it('gets the table, routes, DLQ, TTL and large-payload bucket from the environment (CONTRACT.md)', () => {
       const fn = Object.values(t.findResources('AWS::Lambda::Function', { Properties: { FunctionName: 'outbox-publisher' } }))[0];
       const env = fn.Properties.Environment.Variables;
-      assert.deepEqual(Object.keys(env).sort(), ['OUTBOX_DEPLOYMENT', 'OUTBOX_DLQ_URL', 'OUTBOX_ROUTES', 'OUTBOX_TABLE_NAME', 'OUTBOX_TTL_DAYS']);
+      assert.deepEqual(Object.keys(env).sort(), ['OUTBOX_DEPLOYMENT', 'OUTBOX_DLQ_URL', 'OUTBOX_LARGE_PAYLOAD_BUCKET', 'OUTBOX_ROUTES', 'OUTBOX_TABLE_NAME', 'OUTBOX_TTL_DAYS']);
       assert.equal(env.OUTBOX_DEPLOYMENT, 'outbox');
       assert.deepEqual(env.OUTBOX_TABLE_NAME, { Ref: logicalId(t, 'AWS::DynamoDB::Table', { TableName: 'outbox-table' }) });
       assert.deepEqual(env.OUTBOX_DLQ_URL, { Ref: logicalId(t, 'AWS::SQS::Queue', { QueueName: 'outbox-dlq' }) });
@@ -278,6 +278,7 @@ describe('default deployment', () => {
         'dynamodb:UpdateItem',
         'logs:CreateLogStream',
         'logs:PutLogEvents',
+        's3:PutObject', // large payloads (test/large-payloads.test.ts)
         'sqs:GetQueueAttributes',
         'sqs:SendMessage',
       ]);

@@ -19,8 +19,12 @@ config and schedule retry policy, queue settings (retention, MaximumMessageSize,
 visibility, redrive: which queue goes to which DLQ after how many receives),
 OUTBOX_ROUTES, IAM actions and literal resources, IAM grants (each action on which
 resource -- deployed ones by name -- under which condition), alarms, the dashboard, log
-retention; and that both do what the scan-mode setting says (OUTBOX_SWEEP_SCAN_MODE, and
-Scan and the scan cursors' PutItem granted unless it is off).
+retention, the large-payload bucket (created or not, encryption, lifecycle: key prefix,
+expiration, incomplete multipart uploads; public access block, ownership, TLS-only policy,
+the writers' OUTBOX_LARGE_PAYLOAD_BUCKET and the threshold); and that both do what the
+scan-mode and large-payload settings say (OUTBOX_SWEEP_SCAN_MODE, and Scan and the scan
+cursors' PutItem granted unless it is off; the bucket and its grants unless largePayloads
+is false, its expiration the setting's, longer than the queues' retention).
 
 Usage: check_parity.py <default cdk template.json> [--keep DIR]   (run by infra/check.sh;
        --keep writes the other variants' templates to DIR, for cfn-lint)
@@ -78,10 +82,19 @@ VARIANTS: dict[str, dict] = {
         "alarmTopicArn": "arn:aws:sns:eu-west-1:123456789012:ops",
         "iteratorAgeThresholdMs": 120000,
         "oldestPendingThresholdSeconds": 900,
+        "largePayloadBucketName": "shop-payloads",
+        "largePayloadRetentionDays": 45,
+        "largePayloadThresholdBytes": 200000,
     },
     # The default is the backstop scan and the variant above scans "on"; this one turns the
-    # scan off with the old boolean (false = "off": no backstop, no Scan, no cursor PutItem).
-    "scan mode off (the old false)": {"sweepScanMode": False},
+    # scan off with the old boolean (false = "off": no backstop, no Scan, no cursor PutItem),
+    # and the large-payload bucket off (the other two create it).
+    "scan mode off (the old false), no large-payload bucket": {"sweepScanMode": False, "largePayloads": False},
+    # The variant above attaches an existing bucket; this one creates it with the KMS key (SSE-KMS).
+    "KMS key, created large-payload bucket": {
+        "kmsKeyArn": "arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab",
+        "largePayloadRetentionDays": 60,
+    },
 }
 
 # The sweeper's scan mode a setting means: off | backstop | on, the old booleans true = on,
@@ -92,6 +105,11 @@ SCAN_MODE_DEFAULT = "backstop"
 def scan_mode_of(settings: dict) -> str:
     v = settings.get("sweepScanMode", SCAN_MODE_DEFAULT)
     return ("on" if v else "off") if isinstance(v, bool) else v
+
+
+# The large-payload bucket's defaults (both stacks): created, payloads kept 30 days.
+LARGE_PAYLOADS_DEFAULT = True
+LARGE_PAYLOAD_RETENTION_DAYS_DEFAULT = 30
 
 failures: list[str] = []
 checked = 0
@@ -147,6 +165,16 @@ def synth(settings: dict, outdir: Path) -> dict:
     return json.loads((outdir / "DynamoDbOutbox.template.json").read_text())
 
 
+def large_payload_bucket_placeholder(settings: dict) -> str:
+    """The large-payload bucket ARN as modules/outbox passes it: none when off, a placeholder for
+    the created bucket, and for an attached one a placeholder that tf_resource turns into the ARN
+    the module builds (arn:<partition>:s3:::<name>)."""
+    if not settings.get("largePayloads", LARGE_PAYLOADS_DEFAULT):
+        return "null"
+    name = settings.get("largePayloadBucketName")
+    return f'"PARITY:bucket:{name}"' if name else '"PARITY:bucket"'
+
+
 def terraform_config(settings: dict) -> dict:
     """Outputs of modules/outbox-config with the variant's settings, and policies for placeholder resources."""
     variables = {snake(k): (v if k == "routes" else tf_value(v)) for k, v in settings.items()}
@@ -172,6 +200,7 @@ module "c" {{
     example_route_queue_arns  = ["PARITY:orders-queue", "PARITY:fifo-queue"]
     example_route_queue_urls  = {{ standard = "URL:${{module.c.names.orders_queue}}", fifo = "URL:${{module.c.names.fifo_queue}}" }}
     log_group_arns            = {{ publisher = "PARITY:logs", sweeper = "PARITY:logs", consumer = "PARITY:logs", recovery = "PARITY:logs" }}
+    large_payload_bucket_arn  = {large_payload_bucket_placeholder(settings)}
   }}
 }}
 output "c" {{
@@ -269,6 +298,8 @@ def cdk_resource(template: dict, value, names: dict) -> str:
     Fn::Join of one with text), the string itself for a literal ARN."""
     if isinstance(value, str):
         return value
+    if value == {"Ref": "AWS::Partition"}:
+        return "PARTITION"
     if "Fn::GetAtt" in value:
         rid, attr = value["Fn::GetAtt"]
         r = template["Resources"][rid]
@@ -280,6 +311,8 @@ def cdk_resource(template: dict, value, names: dict) -> str:
             return f"queue:{props['QueueName']}"
         if r["Type"] == "AWS::Logs::LogGroup" and attr == "Arn":
             return "logs:*"  # CloudFormation's log group Arn ends with :*
+        if r["Type"] == "AWS::S3::Bucket" and attr == "Arn":
+            return "bucket"
         return json.dumps(value, sort_keys=True)
     if "Fn::Join" in value and value["Fn::Join"][0] == "":
         return "".join(cdk_resource(template, p, names) for p in value["Fn::Join"][1])
@@ -298,6 +331,8 @@ def tf_resource(value: str, names: dict) -> str:
         "PARITY:orders-queue": f"queue:{names['orders_queue']}",
         "PARITY:fifo-queue": f"queue:{names['fifo_queue']}",
         "PARITY:logs": "logs",
+        "PARITY:bucket": "bucket",
+        "PARITY:bucket:": "arn:PARTITION:s3:::",  # an attached bucket, by name
     }
     for placeholder in sorted(placeholders, key=len, reverse=True):
         if value.startswith(placeholder):
@@ -387,6 +422,33 @@ def compare_module_sources(src: dict) -> None:
     for attr in ("namespace", "metric_name", "dimensions", "statistic", "period", "evaluation_periods",
                  "datapoints_to_alarm", "threshold", "comparison_operator", "treat_missing_data"):
         uses(f"alarm {attr}", alarm["this"][attr], f"each.value.{attr}")
+    # The large-payload bucket: every setting from module.config.large_payloads (local.large_payloads).
+    holds("local.large_payloads is module.config.large_payloads", scalar(src["locals"].get("large_payloads")) == "${module.config.large_payloads}")
+    s3 = {k: src.get(k, {}) for k in ("aws_s3_bucket", "aws_s3_bucket_public_access_block", "aws_s3_bucket_ownership_controls",
+                                       "aws_s3_bucket_server_side_encryption_configuration", "aws_s3_bucket_lifecycle_configuration", "aws_s3_bucket_policy")}
+    bucket = s3["aws_s3_bucket"].get("large_payloads", {})
+    uses("large-payload bucket count", bucket.get("count"), "local.large_payloads.create")
+    uses("large-payload bucket_prefix", bucket.get("bucket_prefix"), "local.large_payloads.bucket_prefix")
+    for rtype, body in s3.items():
+        for name, r in body.items():
+            uses(f"{rtype}.{name} count", r.get("count"), "local.large_payloads.create")
+    pab = s3["aws_s3_bucket_public_access_block"].get("large_payloads", {})
+    holds("the large-payload bucket blocks all public access",
+          all(scalar(pab.get(k)) is True for k in ("block_public_acls", "block_public_policy", "ignore_public_acls", "restrict_public_buckets")))
+    own = s3["aws_s3_bucket_ownership_controls"].get("large_payloads", {})
+    holds("the large-payload bucket disables ACLs (BucketOwnerEnforced)", "BucketOwnerEnforced" in json.dumps(own.get("rule")))
+    sse = json.dumps(s3["aws_s3_bucket_server_side_encryption_configuration"].get("large_payloads", {}).get("rule"))
+    for attr in ("sse_algorithm", "kms_key_arn", "bucket_key_enabled"):
+        uses(f"large-payload bucket encryption {attr}", sse, f"local.large_payloads.{attr}")
+    life = json.dumps(s3["aws_s3_bucket_lifecycle_configuration"].get("large_payloads", {}).get("rule"))
+    for attr in ("lifecycle_rule_id", "key_prefix", "retention_days", "abort_rule_id", "abort_incomplete_multipart_days"):
+        uses(f"large-payload bucket lifecycle {attr}", life, f"local.large_payloads.{attr}")
+    holds("the large-payload lifecycle rule is enabled", '"Enabled"' in life)
+    pol = json.dumps(s3["aws_s3_bucket_policy"].get("large_payloads_tls_only", {}).get("policy"))
+    holds("the large-payload bucket policy denies requests without TLS on the bucket and its objects",
+          all(x in pol for x in ("Deny", "aws:SecureTransport", "false", "s3:*", "/*")))
+    uses("OUTBOX_LARGE_PAYLOAD_BUCKET", src["locals"].get("common_environment"), "module.config.large_payloads.env.bucket")
+
     dash = src["aws_cloudwatch_dashboard"]["outbox"]
     uses("dashboard name", dash["dashboard_name"], "module.config.dashboard.name")
     uses("dashboard widgets", dash["dashboard_body"], "module.config.dashboard.widgets")
@@ -504,6 +566,8 @@ def compare(variant: str, template: dict, tf: dict, tf_queues: dict) -> None:
         # The names of the variables modules/outbox fills in from deployed resources (table name,
         # routes, DLQ URL; functions.tf local.environment): the mocked-provider tests check them there.
         tf_dynamic = {"publisher": ["OUTBOX_DLQ_URL", "OUTBOX_ROUTES", "OUTBOX_TABLE_NAME"], "consumer": ["ORDERS_TABLE_NAME"], "recovery": ["OUTBOX_TABLE_NAME"]}
+        if tf["large_payloads"]["create"]:
+            tf_dynamic["publisher"].append(tf["large_payloads"]["env"]["bucket"])  # the created bucket's name
         tf_dynamic["sweeper"] = tf_dynamic["publisher"]
         same(f"{v} {key} environment variable names", sorted(env), sorted([*env_by_fn[key], *tf_dynamic[key]]))
         if key in ("publisher", "sweeper"):
@@ -594,6 +658,51 @@ def compare(variant: str, template: dict, tf: dict, tf_queues: dict) -> None:
     for props in (r["Properties"] for r in resources_of(template, "AWS::Logs::LogGroup")):
         same(f"{v} log retention {props['LogGroupName']}", props["RetentionInDays"], tf["log_retention_days"])
 
+    # ---------------------------------------------------------------- large-payload bucket (S3 claim check)
+    lp = tf["large_payloads"]
+    settings = VARIANTS[variant]
+    wanted = settings.get("largePayloads", LARGE_PAYLOADS_DEFAULT)
+    buckets = {k: r for k, r in template["Resources"].items() if r["Type"] == "AWS::S3::Bucket"}
+    existing = settings.get("largePayloadBucketName") if wanted else None
+    same(f"{v} large-payload bucket created (CDK) as the settings say", len(buckets), 1 if wanted and not existing else 0)
+    same(f"{v} large-payload bucket created (Terraform) as the settings say", (lp["enabled"], lp["create"]), (wanted, wanted and not existing))
+    same(f"{v} large-payload bucket attached (Terraform)", lp["existing_name"], existing)
+    same(f"{v} large-payload bucket output (CDK)", "LargePayloadBucketName" in template.get("Outputs", {}), wanted)
+    env_var = lp["env"]["bucket"]
+    for key in FUNCTIONS:
+        env = one(template, "AWS::Lambda::Function", FunctionName=names[key])["Environment"]["Variables"]
+        writer = key in ("publisher", "sweeper")
+        same(f"{v} {key} has {env_var} (CDK)", env_var in env, wanted and writer)
+        if env_var in env:
+            same(f"{v} {key} {env_var} is the bucket's name (CDK)", env[env_var], existing or {"Ref": next(iter(buckets), None)})
+    same(f"{v} OUTBOX_LARGE_PAYLOAD_THRESHOLD_BYTES (Terraform) is the setting's",
+         tf["publisher_environment"].get(lp["env"]["threshold_bytes"]),
+         None if settings.get("largePayloadThresholdBytes") is None else str(settings["largePayloadThresholdBytes"]))
+    if wanted and buckets:
+        bid, bucket = next(iter(buckets.items()))
+        props = bucket["Properties"]
+        retention = settings.get("largePayloadRetentionDays", LARGE_PAYLOAD_RETENTION_DAYS_DEFAULT)
+        same(f"{v} large-payload retention (Terraform) is the setting's", lp["retention_days"], retention)
+        rules = [
+            {"Id": lp["lifecycle_rule_id"], "Prefix": lp["key_prefix"], "Status": "Enabled", "ExpirationInDays": lp["retention_days"]},
+            {"Id": lp["abort_rule_id"], "Status": "Enabled", "AbortIncompleteMultipartUpload": {"DaysAfterInitiation": lp["abort_incomplete_multipart_days"]}},
+        ]
+        same(f"{v} large-payload lifecycle", props.get("LifecycleConfiguration"), {"Rules": rules})
+        same(f"{v} large-payload retention > every queue's retention",
+             lp["retention_days"] * 86400 > max([q["message_retention_seconds"], *(p["MessageRetentionPeriod"] for p in cdk_queues.values())]), True)
+        default = {"SSEAlgorithm": lp["sse_algorithm"], **({"KMSMasterKeyID": lp["kms_key_arn"]} if lp["kms_key_arn"] else {})}
+        same(f"{v} large-payload encryption", props.get("BucketEncryption"), {
+            "ServerSideEncryptionConfiguration": [{"ServerSideEncryptionByDefault": default, **({"BucketKeyEnabled": True} if lp["bucket_key_enabled"] else {})}]})
+        same(f"{v} large-payload encryption uses the stack's KMS key", lp["kms_key_arn"], settings.get("kmsKeyArn"))
+        same(f"{v} large-payload public access block (CDK)", props.get("PublicAccessBlockConfiguration"),
+             {k: True for k in ("BlockPublicAcls", "BlockPublicPolicy", "IgnorePublicAcls", "RestrictPublicBuckets")})
+        same(f"{v} large-payload ownership (CDK)", props.get("OwnershipControls"), {"Rules": [{"ObjectOwnership": "BucketOwnerEnforced"}]})
+        same(f"{v} large-payload versioning (CDK: none)", props.get("VersioningConfiguration"), None)
+        policies = [r["Properties"] for r in resources_of(template, "AWS::S3::BucketPolicy") if r["Properties"]["Bucket"] == {"Ref": bid}]
+        same(f"{v} large-payload bucket policy (CDK): deny without TLS", [
+            (st["Effect"], st["Action"], st.get("Condition")) for p in policies for st in p["PolicyDocument"]["Statement"]
+        ], [("Deny", "s3:*", {"Bool": {"aws:SecureTransport": "false"}})])
+
     # ---------------------------------------------------------------- alarms
     prefix = names["outbox_table"].removesuffix("-table")
     cdk_alarms = {}
@@ -657,7 +766,7 @@ def main() -> int:
         return 1
     print(
         f"parity: CDK and Terraform agree on {checked} checks over {len(VARIANTS)} variants of the settings "
-        f"({', '.join(VARIANTS)}): filter, mappings, tables, names, functions, async invoke, IAM grants, queues, redrive, routes, alarms, dashboard"
+        f"({', '.join(VARIANTS)}): filter, mappings, tables, names, functions, async invoke, IAM grants, queues, redrive, routes, large-payload bucket, alarms, dashboard"
     )
     return 0
 

@@ -17,3 +17,8 @@ output "function_names" {
   description = "Deployed functions."
   value       = module.outbox.function_names
 }
+
+output "large_payload_bucket_name" {
+  description = "Large payloads (S3 claim check) are stored here under outbox/<MessageId>."
+  value       = module.outbox.large_payload_bucket_name
+}

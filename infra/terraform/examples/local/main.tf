@@ -51,6 +51,11 @@ module "outbox" {
   sweep_grace_seconds = var.sweep_grace_seconds
   max_message_bytes   = var.max_message_bytes
   sweep_scan_mode     = var.sweep_scan_mode
+  # null takes the module's defaults (a bucket, 30 days, no threshold), as the CDK app does.
+  large_payloads                = var.large_payloads
+  large_payload_bucket_name     = var.large_payload_bucket_name
+  large_payload_retention_days  = var.large_payload_retention_days
+  large_payload_threshold_bytes = var.large_payload_threshold_bytes
   # A local deployment is thrown away with its emulator; let destroy work.
   deletion_protection = false
 }

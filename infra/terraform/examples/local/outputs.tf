@@ -12,3 +12,8 @@ output "outbox_table_name" {
   description = "The outbox table."
   value       = module.outbox.outbox_table_name
 }
+
+output "large_payload_bucket_name" {
+  description = "The large-payload bucket (null when large_payloads is false)."
+  value       = module.outbox.large_payload_bucket_name
+}

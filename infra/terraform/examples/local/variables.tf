@@ -49,3 +49,27 @@ variable "max_message_bytes" {
   type        = number
   default     = 262144
 }
+
+variable "large_payloads" {
+  description = "Create the large-payload bucket (S3 claim check); null (the default) takes the module's, true."
+  type        = bool
+  default     = null
+}
+
+variable "large_payload_bucket_name" {
+  description = "Attach this existing bucket instead of creating one; null (the default) creates one."
+  type        = string
+  default     = null
+}
+
+variable "large_payload_retention_days" {
+  description = "Days a large payload stays in the bucket; null (the default) takes the module's, 30."
+  type        = number
+  default     = null
+}
+
+variable "large_payload_threshold_bytes" {
+  description = "OUTBOX_LARGE_PAYLOAD_THRESHOLD_BYTES for the publisher and the sweeper; null (the default) leaves it unset."
+  type        = number
+  default     = null
+}

@@ -55,6 +55,30 @@ locals {
     attributes    = [{ name = "id", type = "S" }]
     ttl_attribute = "ExpiresAt"
   }
+  # The large-payload bucket (S3 claim check): objects at <key_prefix><MessageId>, expiring after
+  # the retention -- longer than any queue keeps a pointer (queue_retention_days).
+  queue_retention_days = 14
+  large_payloads = {
+    enabled = var.large_payloads
+    # The bucket is created unless an existing one is attached by name.
+    create        = var.large_payloads && var.large_payload_bucket_name == null
+    existing_name = var.large_payloads ? var.large_payload_bucket_name : null
+    # Bucket names are global: the provider adds a unique suffix (bucket_prefix: at most 37 characters).
+    bucket_prefix                   = "${trimsuffix(substr(var.prefix, 0, 27), "-")}-payloads-"
+    key_prefix                      = "outbox/"
+    lifecycle_rule_id               = "expire-large-payloads"
+    abort_rule_id                   = "abort-incomplete-uploads"
+    retention_days                  = var.large_payload_retention_days
+    abort_incomplete_multipart_days = 1
+    # SSE-KMS with the deployment's key (S3 Bucket Key on: fewer KMS requests), else SSE-S3.
+    sse_algorithm      = var.kms_key_arn == null ? "AES256" : "aws:kms"
+    kms_key_arn        = var.kms_key_arn
+    bucket_key_enabled = var.kms_key_arn == null ? null : true
+    env = {
+      bucket          = "OUTBOX_LARGE_PAYLOAD_BUCKET"
+      threshold_bytes = "OUTBOX_LARGE_PAYLOAD_THRESHOLD_BYTES"
+    }
+  }
   metrics = {
     namespace = "DynamoDbOutbox"
     # The functions emit Service = OUTBOX_DEPLOYMENT (the prefix): two deployments in one account stay apart.
@@ -124,9 +148,12 @@ locals {
   sweep_scans = local.sweep_scan_mode != "off"
 
   # Environment that does not depend on deployed resources; modules/outbox adds table name, routes and DLQ URL.
+  # OUTBOX_LARGE_PAYLOAD_BUCKET: an attached bucket's name here, a created one's by modules/outbox.
   publisher_environment = merge(
+    local.large_payloads.existing_name == null ? {} : { (local.large_payloads.env.bucket) = local.large_payloads.existing_name },
     { OUTBOX_TTL_DAYS = tostring(var.ttl_days), OUTBOX_DEPLOYMENT = var.prefix },
     var.default_destination == null ? {} : { OUTBOX_DEFAULT_DESTINATION = var.default_destination },
+    var.large_payload_threshold_bytes == null ? {} : { (local.large_payloads.env.threshold_bytes) = tostring(var.large_payload_threshold_bytes) },
   )
   sweeper_environment = merge(local.publisher_environment, {
     OUTBOX_MAX_ATTEMPTS        = tostring(var.max_attempts)
@@ -192,6 +219,12 @@ locals {
       Null                        = { "dynamodb:LeadingKeys" = "false" }
     }
   } if local.sweep_scans]
+  # The claim check: publisher and sweeper put, the orders consumer gets, objects under the key
+  # prefix of the deployment's bucket only (one object per message id, so the prefix wildcard).
+  large_payload_objects = try("${local.r.large_payload_bucket_arn}/${local.large_payloads.key_prefix}*", null)
+  large_payload_statements = { for fn, a in { publisher = ["PutLargePayloads", "s3:PutObject"], sweeper = ["PutLargePayloads", "s3:PutObject"], consumer = ["GetLargePayloads", "s3:GetObject"] } : fn => [
+    for objects in compact([local.large_payload_objects]) : { Sid = a[0], Effect = "Allow", Action = a[1], Resource = objects } if var.large_payloads
+  ] }
   logs_statement = { for fn in ["publisher", "sweeper", "consumer", "recovery"] : fn => {
     Sid      = "WriteOwnLogs"
     Effect   = "Allow"
@@ -215,7 +248,7 @@ locals {
         },
         { Sid = "ReportDiscardedBatches", Effect = "Allow", Action = "sqs:SendMessage", Resource = local.r.stream_failures_queue_arn },
         local.logs_statement.publisher,
-      ], local.send_statements)
+      ], local.send_statements, local.large_payload_statements.publisher)
     }
     sweeper = {
       Version = "2012-10-17"
@@ -231,7 +264,7 @@ locals {
         # dead-lettered, and (backstop, on) the scan cursors.
         { Sid = "ReadOutboxItems", Effect = "Allow", Action = "dynamodb:GetItem", Resource = local.r.outbox_table_arn },
         local.logs_statement.sweeper,
-      ], local.scan_cursor_statements, local.send_statements)
+      ], local.scan_cursor_statements, local.send_statements, local.large_payload_statements.sweeper)
     }
     consumer = {
       Version = "2012-10-17"
@@ -250,7 +283,7 @@ locals {
           Resource = local.r.orders_queue_arn
         },
         local.logs_statement.consumer,
-      ], local.kms_statements)
+      ], local.large_payload_statements.consumer, local.kms_statements)
     }
     recovery = {
       Version = "2012-10-17"

@@ -103,11 +103,20 @@ output "queue_settings" {
   description = "Retention, size and redrive settings of the queues."
   value = {
     max_message_size          = var.max_message_bytes
-    message_retention_seconds = 1209600
+    message_retention_seconds = local.queue_retention_days * 86400
     max_receive_count         = var.max_receive_count
     consumer_visibility       = local.functions.timeouts.consumer * 6
     # The failure queue is the recovery function's trigger: 6 x its timeout, like the orders queue.
     stream_failures_visibility = local.functions.timeouts.recovery * 6
+  }
+}
+
+output "large_payloads" {
+  description = "The large-payload bucket (S3 claim check): whether it is created, its bucket_prefix, key prefix, lifecycle (retention, incomplete multipart uploads), encryption and the environment variable names."
+  value       = local.large_payloads
+  precondition {
+    condition     = var.large_payload_retention_days * 86400 > local.queue_retention_days * 86400
+    error_message = "Large payloads must outlive every queue's messages: large_payload_retention_days > the queues' retention."
   }
 }
 

@@ -209,6 +209,50 @@ variable "log_retention_days" {
   }
 }
 
+variable "large_payloads" {
+  description = "Create the large-payload bucket (S3 claim check: payloads too large for a destination or a DynamoDB item are stored at outbox/<MessageId> and a pointer is sent) and pass its name to the publisher and the sweeper (OUTBOX_LARGE_PAYLOAD_BUCKET). false: no bucket, no S3 grants."
+  type        = bool
+  default     = true
+  nullable    = false
+}
+
+variable "large_payload_bucket_name" {
+  description = "Attach this existing bucket instead of creating one (its owner then sets its encryption, TLS-only policy and lifecycle; see infra/README.md). The grants and OUTBOX_LARGE_PAYLOAD_BUCKET name it. Needs large_payloads."
+  type        = string
+  default     = null
+  validation {
+    condition = var.large_payload_bucket_name == null || try(
+      can(regex("^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$", var.large_payload_bucket_name)) && !strcontains(var.large_payload_bucket_name, "..") && var.large_payloads,
+      false,
+    )
+    error_message = "large_payload_bucket_name must be an S3 bucket name (3-63 characters of a-z, 0-9, \".\" and \"-\"), and needs large_payloads = true."
+  }
+}
+
+variable "large_payload_retention_days" {
+  description = "Days a large payload stays in the bucket (lifecycle expiration). Must be longer than the queues' 14-day retention, so no message outlives its payload."
+  type        = number
+  default     = 30
+  nullable    = false
+  validation {
+    condition     = var.large_payload_retention_days > local.queue_retention_days && var.large_payload_retention_days <= 3650 && floor(var.large_payload_retention_days) == var.large_payload_retention_days
+    error_message = "large_payload_retention_days must be a whole number longer than the queues' ${local.queue_retention_days}-day retention (${local.queue_retention_days + 1} to 3650)."
+  }
+}
+
+variable "large_payload_threshold_bytes" {
+  description = "OUTBOX_LARGE_PAYLOAD_THRESHOLD_BYTES for the publisher and the sweeper; null (the default) leaves it unset. Needs large_payloads."
+  type        = number
+  default     = null
+  validation {
+    condition = var.large_payload_threshold_bytes == null || try(
+      var.large_payload_threshold_bytes >= 1 && var.large_payload_threshold_bytes <= 1048576 && floor(var.large_payload_threshold_bytes) == var.large_payload_threshold_bytes && var.large_payloads,
+      false,
+    )
+    error_message = "large_payload_threshold_bytes must be null or a whole number from 1 to 1048576, and needs large_payloads = true (there is no bucket otherwise)."
+  }
+}
+
 variable "architecture" {
   description = "Lambda architecture: arm64 (default, cargo lambda build --arm64) or x86_64."
   type        = string
@@ -296,6 +340,7 @@ variable "resources" {
     example_route_queue_arns  = list(string)
     example_route_queue_urls  = optional(map(string), {}) # standard, fifo
     log_group_arns            = map(string)
+    large_payload_bucket_arn  = optional(string) # null when large_payloads is off
   })
   default = null
 }

@@ -26,6 +26,10 @@ module "config" {
   deletion_protection              = var.deletion_protection
   lambda_asset_dir                 = var.lambda_asset_dir
   log_retention_days               = var.log_retention_days
+  large_payloads                   = var.large_payloads
+  large_payload_bucket_name        = var.large_payload_bucket_name
+  large_payload_retention_days     = var.large_payload_retention_days
+  large_payload_threshold_bytes    = var.large_payload_threshold_bytes
   architecture                     = var.architecture
   kms_key_arn                      = var.kms_key_arn
   existing_table                   = var.existing_table
@@ -44,6 +48,7 @@ module "config" {
     example_route_queue_arns  = [local.all_queues["orders_queue"].arn, local.all_queues["fifo_queue"].arn]
     example_route_queue_urls  = { standard = local.all_queues["orders_queue"].url, fifo = local.all_queues["fifo_queue"].url }
     log_group_arns            = { for k, g in aws_cloudwatch_log_group.function : k => g.arn }
+    large_payload_bucket_arn  = local.large_payload_bucket_arn
   }
 }
 
@@ -57,9 +62,14 @@ locals {
   outbox_table_arn  = var.existing_table == null ? aws_dynamodb_table.outbox[0].arn : module.config.existing_table.arn
   outbox_stream_arn = var.existing_table == null ? aws_dynamodb_table.outbox[0].stream_arn : module.config.existing_table.stream_arn
 
-  common_environment = {
-    OUTBOX_TABLE_NAME = local.outbox_table_name
-    OUTBOX_ROUTES     = module.config.routes_json # the example routes and var.routes, objects unchanged
-    OUTBOX_DLQ_URL    = local.all_queues["outbox_dlq"].url
-  }
+  common_environment = merge(
+    {
+      OUTBOX_TABLE_NAME = local.outbox_table_name
+      OUTBOX_ROUTES     = module.config.routes_json # the example routes and var.routes, objects unchanged
+      OUTBOX_DLQ_URL    = local.all_queues["outbox_dlq"].url
+    },
+    # The claim check's bucket when created here (publisher and sweeper; an attached one's name
+    # comes with module.config's environment; the consumer reads what a pointer names).
+    { for b in aws_s3_bucket.large_payloads : module.config.large_payloads.env.bucket => b.bucket },
+  )
 }

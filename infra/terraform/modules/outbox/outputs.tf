@@ -23,6 +23,11 @@ output "orders_table_name" {
   value       = aws_dynamodb_table.orders.name
 }
 
+output "large_payload_bucket_name" {
+  description = "The large-payload bucket (S3 claim check, objects under outbox/), created or attached; null when large_payloads is off."
+  value       = try(coalesce(module.config.large_payloads.existing_name, one(aws_s3_bucket.large_payloads[*].bucket)), null)
+}
+
 output "function_names" {
   description = "Function names by role."
   value       = { for k, f in aws_lambda_function.this : k => f.function_name }

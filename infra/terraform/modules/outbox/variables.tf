@@ -156,6 +156,32 @@ variable "log_retention_days" {
   }
 }
 
+variable "large_payloads" {
+  description = "Create the large-payload bucket (S3 claim check: payloads too large for a destination or a DynamoDB item are stored at outbox/<MessageId> and a pointer is sent) and pass its name to the publisher and the sweeper (OUTBOX_LARGE_PAYLOAD_BUCKET). false: no bucket, no S3 grants. An unused bucket costs nothing."
+  type        = bool
+  default     = true
+  nullable    = false
+}
+
+variable "large_payload_bucket_name" {
+  description = "Attach this existing bucket instead of creating one (its owner then sets its encryption, TLS-only policy and lifecycle). Validated in ../outbox-config."
+  type        = string
+  default     = null
+}
+
+variable "large_payload_retention_days" {
+  description = "Days a large payload stays in the bucket (lifecycle expiration); longer than the queues' 14-day retention. Validated in ../outbox-config."
+  type        = number
+  default     = 30
+  nullable    = false
+}
+
+variable "large_payload_threshold_bytes" {
+  description = "OUTBOX_LARGE_PAYLOAD_THRESHOLD_BYTES for the publisher and the sweeper; null (the default) leaves it unset. Validated in ../outbox-config."
+  type        = number
+  default     = null
+}
+
 variable "architecture" {
   description = "Lambda architecture: arm64 (default, cargo lambda build --arm64) or x86_64."
   type        = string

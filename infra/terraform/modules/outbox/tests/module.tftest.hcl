@@ -28,6 +28,13 @@ mock_provider "aws" {
   mock_resource "aws_iam_role" {
     defaults = { arn = "arn:aws:iam::123456789012:role/fn" }
   }
+  mock_resource "aws_s3_bucket" {
+    defaults = {
+      arn    = "arn:aws:s3:::outbox-payloads-20240101"
+      bucket = "outbox-payloads-20240101"
+      id     = "outbox-payloads-20240101"
+    }
+  }
   mock_resource "aws_cloudwatch_event_rule" {
     defaults = { arn = "arn:aws:events:eu-west-1:123456789012:rule/outbox-sweep-schedule" }
   }
@@ -319,5 +326,120 @@ run "an_existing_tables_items_and_scan_cursors" {
       && [for s in jsondecode(aws_iam_role_policy.function["sweeper"].policy).Statement : s.Resource if contains(flatten([s.Action]), "dynamodb:PutItem")] == ["arn:aws:dynamodb:us-east-2:210987654321:table/app"]
     )
     error_message = "GetItem (publisher, sweeper) and the scan cursors' PutItem (sweeper) are on the existing table's ARN, derived from its stream ARN."
+  }
+}
+
+# The large-payload bucket (S3 claim check): the resources take module.config's settings, the
+# functions get its name and the grants on its outbox/ objects.
+run "large_payload_bucket_is_private_encrypted_tls_only_and_expires_payloads" {
+  command = apply
+  assert {
+    condition     = length(aws_s3_bucket.large_payloads) == 1 && aws_s3_bucket.large_payloads[0].bucket_prefix == "outbox-payloads-" && aws_s3_bucket.large_payloads[0].force_destroy == false
+    error_message = "One bucket, named from the prefix; protected deployments do not delete payloads on destroy."
+  }
+  assert {
+    condition = alltrue([for k in ["block_public_acls", "block_public_policy", "ignore_public_acls", "restrict_public_buckets"] : aws_s3_bucket_public_access_block.large_payloads[0][k]]) && (
+      aws_s3_bucket_ownership_controls.large_payloads[0].rule[0].object_ownership == "BucketOwnerEnforced"
+    )
+    error_message = "All public access blocked, ACLs disabled (bucket owner enforced)."
+  }
+  assert {
+    condition     = one([for r in aws_s3_bucket_server_side_encryption_configuration.large_payloads[0].rule : one(r.apply_server_side_encryption_by_default).sse_algorithm]) == "AES256"
+    error_message = "SSE-S3 without a KMS key."
+  }
+  assert {
+    condition = jsonencode([for r in aws_s3_bucket_lifecycle_configuration.large_payloads[0].rule : {
+      id = r.id, status = r.status, expiration = try(r.expiration[0].days, null), abort = try(r.abort_incomplete_multipart_upload[0].days_after_initiation, null)
+      }]) == jsonencode([
+      { id = "expire-large-payloads", status = "Enabled", expiration = 30, abort = null },
+      { id = "abort-incomplete-uploads", status = "Enabled", expiration = null, abort = 1 },
+    ]) && aws_s3_bucket_lifecycle_configuration.large_payloads[0].rule[0].filter[0].prefix == "outbox/"
+    error_message = "Lifecycle: outbox/ expires after 30 days; incomplete multipart uploads anywhere in the bucket (an empty filter) are aborted after 1 day."
+  }
+  assert {
+    condition = jsondecode(aws_s3_bucket_policy.large_payloads_tls_only[0].policy).Statement == [{
+      Sid       = "DenyWithoutTls"
+      Effect    = "Deny"
+      Principal = { AWS = "*" }
+      Action    = "s3:*"
+      Resource  = ["arn:aws:s3:::outbox-payloads-20240101", "arn:aws:s3:::outbox-payloads-20240101/*"]
+      Condition = { Bool = { "aws:SecureTransport" = "false" } }
+    }]
+    error_message = "The bucket policy refuses every request without TLS, on the bucket and its objects."
+  }
+  assert {
+    condition = alltrue([for fn in ["publisher", "sweeper"] : aws_lambda_function.this[fn].environment[0].variables.OUTBOX_LARGE_PAYLOAD_BUCKET == "outbox-payloads-20240101"]) && (
+      alltrue([for fn in ["consumer", "recovery"] : !contains(keys(aws_lambda_function.this[fn].environment[0].variables), "OUTBOX_LARGE_PAYLOAD_BUCKET")])
+    )
+    error_message = "The publisher and the sweeper get OUTBOX_LARGE_PAYLOAD_BUCKET, the others do not."
+  }
+  assert {
+    condition = [for s in jsondecode(aws_iam_role_policy.function["publisher"].policy).Statement : s.Resource if s.Sid == "PutLargePayloads"] == ["arn:aws:s3:::outbox-payloads-20240101/outbox/*"] && (
+      [for s in jsondecode(aws_iam_role_policy.function["consumer"].policy).Statement : s.Resource if s.Sid == "GetLargePayloads"] == ["arn:aws:s3:::outbox-payloads-20240101/outbox/*"]
+    )
+    error_message = "PutObject / GetObject on the deployed bucket's outbox/ objects."
+  }
+  assert {
+    condition     = output.large_payload_bucket_name == "outbox-payloads-20240101"
+    error_message = "The bucket's name is an output."
+  }
+}
+
+run "large_payload_bucket_with_the_kms_key_and_deleted_with_unprotected_deployments" {
+  command = apply
+  variables {
+    kms_key_arn                  = "arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+    deletion_protection          = false
+    large_payload_retention_days = 45
+  }
+  assert {
+    condition = one([for r in aws_s3_bucket_server_side_encryption_configuration.large_payloads[0].rule : one(r.apply_server_side_encryption_by_default)]) == {
+      sse_algorithm = "aws:kms", kms_master_key_id = "arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+    } && one(aws_s3_bucket_server_side_encryption_configuration.large_payloads[0].rule).bucket_key_enabled == true
+    error_message = "SSE-KMS with the deployment's key, S3 Bucket Key on."
+  }
+  assert {
+    condition     = aws_s3_bucket.large_payloads[0].force_destroy == true && aws_s3_bucket_lifecycle_configuration.large_payloads[0].rule[0].expiration[0].days == 45
+    error_message = "An unprotected deployment's destroy deletes the payloads; the retention follows the setting."
+  }
+}
+
+run "no_large_payload_bucket" {
+  command = apply
+  variables {
+    large_payloads = false
+  }
+  assert {
+    condition = length(aws_s3_bucket.large_payloads) + length(aws_s3_bucket_policy.large_payloads_tls_only) + length(aws_s3_bucket_lifecycle_configuration.large_payloads) == 0 && (
+      output.large_payload_bucket_name == null
+    )
+    error_message = "large_payloads = false: no bucket, no policy, no lifecycle."
+  }
+  assert {
+    condition = alltrue([for fn, f in aws_lambda_function.this : !contains(keys(f.environment[0].variables), "OUTBOX_LARGE_PAYLOAD_BUCKET")]) && (
+      !anytrue([for p in aws_iam_role_policy.function : strcontains(p.policy, "s3:")])
+    )
+    error_message = "large_payloads = false: no bucket name in any environment, no S3 action in any policy."
+  }
+}
+
+run "an_existing_large_payload_bucket_is_attached_not_created" {
+  command = apply
+  variables {
+    large_payload_bucket_name = "shop-payloads"
+  }
+  assert {
+    condition     = length(aws_s3_bucket.large_payloads) + length(aws_s3_bucket_policy.large_payloads_tls_only) + length(aws_s3_bucket_lifecycle_configuration.large_payloads) == 0
+    error_message = "An attached bucket is its owner's: nothing created or configured."
+  }
+  assert {
+    condition     = alltrue([for fn in ["publisher", "sweeper"] : aws_lambda_function.this[fn].environment[0].variables.OUTBOX_LARGE_PAYLOAD_BUCKET == "shop-payloads"]) && output.large_payload_bucket_name == "shop-payloads"
+    error_message = "The writers get the attached bucket's name; it is the output."
+  }
+  assert {
+    condition = [for s in jsondecode(aws_iam_role_policy.function["sweeper"].policy).Statement : s.Resource if s.Sid == "PutLargePayloads"] == ["arn:aws:s3:::shop-payloads/outbox/*"] && (
+      [for s in jsondecode(aws_iam_role_policy.function["consumer"].policy).Statement : s.Resource if s.Sid == "GetLargePayloads"] == ["arn:aws:s3:::shop-payloads/outbox/*"]
+    )
+    error_message = "The grants name the attached bucket's outbox/ objects, in the deployment's partition."
   }
 }

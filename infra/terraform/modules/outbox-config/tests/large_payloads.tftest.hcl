@@ -1,0 +1,227 @@
+# The large-payload bucket (S3 claim check, infra/CONTRACT.md): its settings, the functions'
+# environment and the grants -- PutObject (publisher, sweeper) and GetObject (orders
+# consumer) on <bucket>/outbox/* only, nothing for the recovery function.
+
+variables {
+  resources = {
+    outbox_table_arn          = "arn:aws:dynamodb:eu-west-1:123456789012:table/outbox-table"
+    outbox_stream_arn         = "arn:aws:dynamodb:eu-west-1:123456789012:table/outbox-table/stream/2024-01-01T00:00:00.000"
+    orders_table_arn          = "arn:aws:dynamodb:eu-west-1:123456789012:table/outbox-orders"
+    outbox_dlq_arn            = "arn:aws:sqs:eu-west-1:123456789012:outbox-dlq"
+    stream_failures_queue_arn = "arn:aws:sqs:eu-west-1:123456789012:outbox-stream-failures"
+    orders_queue_arn          = "arn:aws:sqs:eu-west-1:123456789012:outbox-orders-queue"
+    example_route_queue_arns  = ["arn:aws:sqs:eu-west-1:123456789012:outbox-orders-queue", "arn:aws:sqs:eu-west-1:123456789012:outbox-orders-events.fifo"]
+    log_group_arns = {
+      publisher = "arn:aws:logs:eu-west-1:123456789012:log-group:/aws/lambda/outbox-publisher"
+      sweeper   = "arn:aws:logs:eu-west-1:123456789012:log-group:/aws/lambda/outbox-sweeper"
+      consumer  = "arn:aws:logs:eu-west-1:123456789012:log-group:/aws/lambda/outbox-orders-consumer"
+      recovery  = "arn:aws:logs:eu-west-1:123456789012:log-group:/aws/lambda/outbox-recovery"
+    }
+    large_payload_bucket_arn = "arn:aws:s3:::outbox-payloads-20240101"
+  }
+}
+
+run "defaults_create_an_sse_s3_bucket_expiring_outbox_objects_after_30_days" {
+  command = apply
+  assert {
+    condition = output.large_payloads.enabled && output.large_payloads.key_prefix == "outbox/" && output.large_payloads.retention_days == 30 && (
+      output.large_payloads.abort_incomplete_multipart_days == 1
+    )
+    error_message = "By default the bucket is created; objects under outbox/ expire after 30 days, incomplete multipart uploads after 1 day."
+  }
+  assert {
+    condition     = output.large_payloads.sse_algorithm == "AES256" && output.large_payloads.kms_key_arn == null && output.large_payloads.bucket_key_enabled == null
+    error_message = "Without a KMS key: SSE-S3."
+  }
+  assert {
+    condition     = output.large_payloads.retention_days * 86400 > output.queue_settings.message_retention_seconds
+    error_message = "Payloads outlive every queue's messages."
+  }
+  assert {
+    condition     = output.large_payloads.bucket_prefix == "outbox-payloads-"
+    error_message = "bucket_prefix is <prefix>-payloads- (the provider adds a unique suffix)."
+  }
+}
+
+run "a_long_prefix_still_fits_bucket_prefix" {
+  command = apply
+  variables {
+    prefix = "a-very-long-deployment-prefix-x1"
+  }
+  assert {
+    condition     = length(output.large_payloads.bucket_prefix) <= 37 && output.large_payloads.bucket_prefix == "a-very-long-deployment-pref-payloads-"
+    error_message = "bucket_prefix may have at most 37 characters: the prefix is cut to 27."
+  }
+}
+
+run "grants_put_to_publisher_and_sweeper_get_to_the_consumer_on_outbox_objects_only" {
+  command = apply
+  assert {
+    condition = [for s in output.policies.publisher.Statement : s if s.Sid == "PutLargePayloads"] == [
+      { Sid = "PutLargePayloads", Effect = "Allow", Action = "s3:PutObject", Resource = "arn:aws:s3:::outbox-payloads-20240101/outbox/*" }
+    ]
+    error_message = "The publisher may PutObject under outbox/ of the bucket, nothing else of it."
+  }
+  assert {
+    condition = [for s in output.policies.sweeper.Statement : s if s.Sid == "PutLargePayloads"] == [
+      { Sid = "PutLargePayloads", Effect = "Allow", Action = "s3:PutObject", Resource = "arn:aws:s3:::outbox-payloads-20240101/outbox/*" }
+    ]
+    error_message = "The sweeper may PutObject under outbox/ of the bucket, nothing else of it."
+  }
+  assert {
+    condition = [for s in output.policies.consumer.Statement : s if s.Sid == "GetLargePayloads"] == [
+      { Sid = "GetLargePayloads", Effect = "Allow", Action = "s3:GetObject", Resource = "arn:aws:s3:::outbox-payloads-20240101/outbox/*" }
+    ]
+    error_message = "The orders consumer may GetObject under outbox/ of the bucket, nothing else of it."
+  }
+  assert {
+    condition     = length([for s in output.policies.recovery.Statement : s if anytrue([for a in flatten([s.Action]) : startswith(a, "s3:")])]) == 0
+    error_message = "The recovery function gets no S3 action."
+  }
+  assert {
+    condition     = join(",", sort(distinct([for a in flatten([for p in values(output.policies) : [for s in p.Statement : s.Action]]) : a if startswith(a, "s3:")]))) == "s3:GetObject,s3:PutObject"
+    error_message = "The only S3 actions anywhere are PutObject and GetObject."
+  }
+}
+
+run "environment_carries_no_threshold_by_default_and_the_setting_when_given" {
+  command = apply
+  variables {
+    large_payload_threshold_bytes = 200000
+  }
+  assert {
+    condition     = output.publisher_environment.OUTBOX_LARGE_PAYLOAD_THRESHOLD_BYTES == "200000" && output.sweeper_environment.OUTBOX_LARGE_PAYLOAD_THRESHOLD_BYTES == "200000"
+    error_message = "The threshold reaches the publisher and the sweeper."
+  }
+  assert {
+    condition     = !contains(keys(output.consumer_environment), "OUTBOX_LARGE_PAYLOAD_THRESHOLD_BYTES") && !contains(keys(output.recovery_environment), "OUTBOX_LARGE_PAYLOAD_THRESHOLD_BYTES")
+    error_message = "Only the writers get the threshold."
+  }
+}
+
+run "threshold_unset_by_default" {
+  command = apply
+  assert {
+    condition     = !contains(keys(output.publisher_environment), "OUTBOX_LARGE_PAYLOAD_THRESHOLD_BYTES") && !contains(keys(output.sweeper_environment), "OUTBOX_LARGE_PAYLOAD_THRESHOLD_BYTES")
+    error_message = "OUTBOX_LARGE_PAYLOAD_THRESHOLD_BYTES is unset unless the setting is given."
+  }
+}
+
+run "kms_key_encrypts_the_bucket_and_the_functions_may_use_it" {
+  command = apply
+  variables {
+    kms_key_arn = "arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+  }
+  assert {
+    condition     = output.large_payloads.sse_algorithm == "aws:kms" && output.large_payloads.kms_key_arn == var.kms_key_arn && output.large_payloads.bucket_key_enabled == true
+    error_message = "With a KMS key: SSE-KMS with it, S3 Bucket Key on."
+  }
+  assert {
+    condition = alltrue([for fn in ["publisher", "sweeper"] : contains(flatten([for s in output.policies[fn].Statement : flatten([s.Action]) if s.Resource == var.kms_key_arn]), "kms:GenerateDataKey")]) && (
+      contains(flatten([for s in output.policies.consumer.Statement : flatten([s.Action]) if s.Resource == var.kms_key_arn]), "kms:Decrypt")
+    )
+    error_message = "Writers may GenerateDataKey (PutObject under SSE-KMS), the consumer Decrypt (GetObject), on the key."
+  }
+}
+
+run "off_means_no_s3_grants" {
+  command = apply
+  variables {
+    large_payloads = false
+    resources = {
+      outbox_table_arn          = "arn:aws:dynamodb:eu-west-1:123456789012:table/outbox-table"
+      outbox_stream_arn         = "arn:aws:dynamodb:eu-west-1:123456789012:table/outbox-table/stream/2024-01-01T00:00:00.000"
+      orders_table_arn          = "arn:aws:dynamodb:eu-west-1:123456789012:table/outbox-orders"
+      outbox_dlq_arn            = "arn:aws:sqs:eu-west-1:123456789012:outbox-dlq"
+      stream_failures_queue_arn = "arn:aws:sqs:eu-west-1:123456789012:outbox-stream-failures"
+      orders_queue_arn          = "arn:aws:sqs:eu-west-1:123456789012:outbox-orders-queue"
+      example_route_queue_arns  = ["arn:aws:sqs:eu-west-1:123456789012:outbox-orders-queue"]
+      log_group_arns            = { publisher = "l", sweeper = "l", consumer = "l", recovery = "l" }
+    }
+  }
+  assert {
+    condition     = !output.large_payloads.enabled
+    error_message = "large_payloads = false: no bucket."
+  }
+  assert {
+    condition     = length(flatten([for fn, p in output.policies : [for s in p.Statement : s if anytrue([for a in flatten([s.Action]) : startswith(a, "s3:")])]])) == 0
+    error_message = "large_payloads = false: no S3 action in any policy."
+  }
+}
+
+run "retention_not_longer_than_the_queues_is_refused" {
+  command = plan
+  variables {
+    large_payload_retention_days = 14
+  }
+  expect_failures = [var.large_payload_retention_days]
+}
+
+run "fractional_retention_is_refused" {
+  command = plan
+  variables {
+    large_payload_retention_days = 20.5
+  }
+  expect_failures = [var.large_payload_retention_days]
+}
+
+run "threshold_out_of_range_is_refused" {
+  command = plan
+  variables {
+    large_payload_threshold_bytes = 0
+  }
+  expect_failures = [var.large_payload_threshold_bytes]
+}
+
+run "threshold_without_a_bucket_is_refused" {
+  command = plan
+  variables {
+    large_payloads                = false
+    large_payload_threshold_bytes = 1000
+  }
+  expect_failures = [var.large_payload_threshold_bytes]
+}
+
+run "an_existing_bucket_is_attached_by_name" {
+  command = apply
+  variables {
+    large_payload_bucket_name = "shop-payloads"
+  }
+  assert {
+    condition     = output.large_payloads.enabled && !output.large_payloads.create && output.large_payloads.existing_name == "shop-payloads"
+    error_message = "An existing bucket: nothing created, its name used."
+  }
+  assert {
+    condition     = output.publisher_environment.OUTBOX_LARGE_PAYLOAD_BUCKET == "shop-payloads" && output.sweeper_environment.OUTBOX_LARGE_PAYLOAD_BUCKET == "shop-payloads"
+    error_message = "The attached bucket's name reaches the publisher and the sweeper."
+  }
+  assert {
+    condition     = !contains(keys(output.consumer_environment), "OUTBOX_LARGE_PAYLOAD_BUCKET") && !contains(keys(output.recovery_environment), "OUTBOX_LARGE_PAYLOAD_BUCKET")
+    error_message = "Only the writers are told the bucket."
+  }
+}
+
+run "a_created_bucket_is_named_by_modules_outbox" {
+  command = apply
+  assert {
+    condition     = output.large_payloads.create && output.large_payloads.existing_name == null && !contains(keys(output.publisher_environment), "OUTBOX_LARGE_PAYLOAD_BUCKET")
+    error_message = "A created bucket's name is only known once created: modules/outbox adds it."
+  }
+}
+
+run "bucket_name_must_be_a_bucket_name" {
+  command = plan
+  variables {
+    large_payload_bucket_name = "Bad_Name"
+  }
+  expect_failures = [var.large_payload_bucket_name]
+}
+
+run "bucket_name_without_large_payloads_is_refused" {
+  command = plan
+  variables {
+    large_payloads            = false
+    large_payload_bucket_name = "shop-payloads"
+  }
+  expect_failures = [var.large_payload_bucket_name]
+}
