@@ -231,9 +231,10 @@ impl OutboxModel {
         let now_ms = i64::from(sw.now) * TICK_MS;
         let retrying: Vec<Retrying<'_>> = failed
             .iter()
-            .map(|(m, retry, not_before, _)| Retrying {
+            .map(|(m, retry, not_before, attempted)| Retrying {
                 key: &self.fixture.msgs[usize::from(*m)].key,
                 attempt: *retry,
+                attempted: *attempted,
                 not_before: *not_before,
             })
             .collect();

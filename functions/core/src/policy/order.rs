@@ -11,6 +11,7 @@
 //!   gate that held it back, nor before an earlier message rescheduled with it
 //!   ([`next_due_times`]). So the due order the next sweep reads is the publish order.
 
+use super::fence::key_position;
 use super::retry::{Attempt, backoff, jitter_of, millis};
 use crate::ports::DueKey;
 use crate::publish::Work;
@@ -97,8 +98,11 @@ pub struct Gate {
     /// Its aggregate.
     pub aggregate: String,
     /// Its place, when known; unknown (a claim that failed) holds back every message
-    /// of the aggregate.
+    /// of the aggregate — unless both sort keys end in the library's UUIDv7, which
+    /// orders them as the order fence does ([`super::fence::key_position`]).
     pub position: Option<OrderKey>,
+    /// Its key, for that comparison.
+    pub key: ItemKey,
     /// The earliest it may be due again: a message held back behind it is rescheduled
     /// after this.
     pub due_floor: i64,
@@ -116,28 +120,50 @@ pub fn held_back(attempts: &[Attempt], gates: &[Gate]) -> Vec<Option<i64>> {
             gates
                 .iter()
                 .filter(|g| g.aggregate == a.key.pk)
-                .filter(|g| g.position.as_ref().is_none_or(|p| *p < a.order))
+                .filter(|g| gate_is_earlier(g, a))
                 .map(|g| g.due_floor)
                 .max()
         })
         .collect()
 }
 
-/// A message to reschedule: its key, the attempts made (for the backoff), and the
-/// time it must not be due before (`i64::MIN` for none).
+/// Whether `gate` comes before `a` in its aggregate: by place when the gate's is
+/// known, else by the UUIDv7s of both keys, else (conservatively) yes.
+fn gate_is_earlier(gate: &Gate, a: &Attempt) -> bool {
+    match (
+        &gate.position,
+        key_position(&gate.key),
+        key_position(&a.key),
+    ) {
+        (Some(place), _, _) => *place < a.order,
+        (None, Some(gate_id), Some(id)) => gate_id < id,
+        _ => true,
+    }
+}
+
+/// A message to reschedule: its key, the attempts made (for the backoff), whether
+/// this sweep tried to send it, and the time it must not be due before (`i64::MIN`
+/// for none).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Retrying<'a> {
     /// Its key.
     pub key: &'a ItemKey,
     /// Attempts made, for the backoff.
     pub attempt: u32,
+    /// Whether it was sent (and failed). One that only waited behind an earlier
+    /// message did not fail: it backs off as after a first attempt, not by its count.
+    pub attempted: bool,
     /// It must be due after this (the gate it waits behind).
     pub not_before: i64,
 }
 
 /// When each message is due again, given in publish order: `now` plus its backoff,
 /// after what it waits behind, and after every earlier message of its aggregate in
-/// the list (each at least 1 ms after its predecessor).
+/// the list (each at least 1 ms after its predecessor). A message that only waited
+/// (held back, fenced) backs off as after one attempt: its own count says how often
+/// it failed before, and a long delay from that would keep it waiting long after
+/// what it waited behind has gone (the chaos run drained a backlog of 400 FIFO
+/// messages at a few per sweep that way).
 pub fn next_due_times(
     retrying: &[Retrying<'_>],
     now_ms: i64,
@@ -148,7 +174,8 @@ pub fn next_due_times(
     retrying
         .iter()
         .map(|r| {
-            let delay = backoff(r.attempt, base, max, jitter_of(r.key, r.attempt));
+            let attempt = if r.attempted { r.attempt } else { 1 };
+            let delay = backoff(attempt, base, max, jitter_of(r.key, r.attempt));
             let mut next = now_ms
                 .saturating_add(millis(delay))
                 .max(r.not_before.saturating_add(1));
@@ -262,6 +289,7 @@ mod tests {
         let gates = vec![Gate {
             aggregate: "A".into(),
             position: Some(order_key(&held, 20, "a2")),
+            key: held.clone(),
             due_floor: 500,
         }];
         assert_eq!(
@@ -272,11 +300,50 @@ mod tests {
         let unknown = vec![Gate {
             aggregate: "A".into(),
             position: None,
+            key: held.clone(),
             due_floor: 700,
         }];
         assert_eq!(
             held_back(&attempts, &unknown),
             vec![Some(700), Some(700), None, None]
+        );
+    }
+
+    #[test]
+    fn a_gate_of_unknown_place_with_a_library_key_holds_back_only_later_messages() {
+        // Three library messages of A, written in this order (UUIDv7 sort keys); the
+        // claim of the middle one failed, so its place is unknown but for its key.
+        let ids: Vec<String> = (0..3).map(|_| uuid::Uuid::now_v7().to_string()).collect();
+        let attempts = vec![publishable("A", 10, &ids[0]), publishable("A", 30, &ids[2])];
+        let failed = key("A", &format!("MESSAGE#X#{}", ids[1]));
+        let gate = vec![Gate {
+            aggregate: "A".into(),
+            position: None,
+            key: failed,
+            due_floor: 700,
+        }];
+        // The earlier message goes; only the later one waits.
+        assert_eq!(held_back(&attempts, &gate), vec![None, Some(700)]);
+    }
+
+    #[test]
+    fn a_message_that_only_waited_backs_off_as_after_one_attempt() {
+        let (a1, a2) = (key("A", "1"), key("A", "2"));
+        let (base, max) = (Duration::from_secs(30), Duration::from_secs(900));
+        let r = |key, attempted| Retrying {
+            key,
+            attempt: 6,
+            attempted,
+            not_before: 5_000,
+        };
+        // Six failures before: a sent-and-failed message waits 8 to 15 minutes,
+        // one that was held back waits 15 to 30 seconds (after its gate).
+        let failed = next_due_times(&[r(&a1, true)], 1_000, base, max)[0];
+        let waited = next_due_times(&[r(&a2, false)], 1_000, base, max)[0];
+        assert!(failed >= 1_000 + 450_000, "{failed}");
+        assert!(
+            (1_000 + 15_000..=1_000 + 30_000).contains(&waited),
+            "{waited}"
         );
     }
 
@@ -288,6 +355,7 @@ mod tests {
         let r = |key, attempt, not_before| Retrying {
             key,
             attempt,
+            attempted: true,
             not_before,
         };
         // A1 on its 5th attempt (long delay), A2 on its 1st (short delay).

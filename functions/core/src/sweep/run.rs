@@ -178,6 +178,7 @@ impl<K: MessageSink, S: OutboxStore + SweepStore> Sweeper<K, S> {
                     claims.gates.push(Gate {
                         aggregate: pk.clone(),
                         position: Some(order_key(&d.key, held.created_at_ms, &held.message_id)),
+                        key: d.key.clone(),
                         due_floor: held.due_at_ms.unwrap_or(lease_until),
                     });
                 }
@@ -237,6 +238,7 @@ impl<K: MessageSink, S: OutboxStore + SweepStore> Sweeper<K, S> {
             .map(|s| Retrying {
                 key: &s.attempt.key,
                 attempt: s.attempt.retry_count,
+                attempted: s.attempted,
                 not_before: s.not_before,
             })
             .collect();
@@ -267,12 +269,14 @@ impl<K: MessageSink, S: OutboxStore + SweepStore> Sweeper<K, S> {
     }
 }
 
-/// The gate of a key whose claim failed: its place is unknown, and it may have taken
-/// effect (a lost answer), so it may be due again only after our lease.
+/// The gate of a key whose claim failed: its place is unknown but for what its key
+/// tells (a library key's UUIDv7), and the claim may have taken effect (a lost
+/// answer), so it may be due again only after our lease.
 fn unknown_gate(d: &DueKey, lease_until: i64) -> Gate {
     Gate {
         aggregate: d.key.pk.clone(),
         position: None,
+        key: d.key.clone(),
         due_floor: d.due_at_ms.max(lease_until),
     }
 }
