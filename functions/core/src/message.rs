@@ -1,6 +1,7 @@
 //! Turning an outbox message into what a destination receives: body, attributes,
 //! FIFO group and deduplication ids, and its size as SQS counts it.
 
+use crate::claim::{ATTR_EXTENDED_PAYLOAD_SIZE, PayloadPointer};
 use crate::route::Destination;
 use crate::schema::{OutboxMessage, stable_hash};
 
@@ -84,6 +85,18 @@ impl OutboundMessage {
         }
     }
 
+    /// The same message carrying `pointer` instead of its payload of
+    /// `payload_bytes`, with the extended clients' `ExtendedPayloadSize` attribute
+    /// (see [`crate::claim`]).
+    pub fn offloaded(mut self, pointer: &PayloadPointer, payload_bytes: usize) -> Self {
+        self.body = pointer.encode();
+        self.attributes.push((
+            ATTR_EXTENDED_PAYLOAD_SIZE,
+            AttrValue::Number(payload_bytes.to_string()),
+        ));
+        self
+    }
+
     /// Adds an attribute (dead-letter copies carry the reason).
     pub fn with_attribute(mut self, name: &'static str, value: AttrValue) -> Self {
         self.attributes.push((name, value));
@@ -116,6 +129,7 @@ pub fn event_detail(m: &OutboundMessage) -> String {
             ATTR_SEQUENCE => "sequence",
             ATTR_ERROR => "error",
             ATTR_SK => "sk",
+            ATTR_EXTENDED_PAYLOAD_SIZE => "extendedPayloadSize",
             other => other,
         };
         let v = match value {
@@ -222,6 +236,30 @@ mod tests {
         };
         let detail: serde_json::Value = serde_json::from_str(&event_detail(&text)).expect("json");
         assert_eq!(detail["payload"], "not json");
+    }
+
+    #[test]
+    fn an_offloaded_message_carries_the_pointer_and_the_payloads_size() {
+        let pointer = PayloadPointer::for_message("large", "0190-abc");
+        let out =
+            OutboundMessage::for_destination(&msg("USER#1"), &Destination::sqs("https://q/x"))
+                .offloaded(&pointer, 300_000);
+        assert_eq!(PayloadPointer::decode(&out.body), Some(pointer));
+        assert_eq!(
+            out.attributes.last(),
+            Some(&(
+                ATTR_EXTENDED_PAYLOAD_SIZE,
+                AttrValue::Number("300000".into())
+            ))
+        );
+        // An event carries the pointer where the payload goes.
+        let detail: serde_json::Value = serde_json::from_str(&event_detail(&out)).expect("json");
+        assert_eq!(
+            detail["payload"][0],
+            "software.amazon.payloadoffloading.PayloadS3Pointer"
+        );
+        assert_eq!(detail["outbox"]["extendedPayloadSize"], 300_000);
+        assert_eq!(detail["outbox"]["messageId"], "0190-abc");
     }
 
     #[test]

@@ -7,6 +7,7 @@
 
 mod check;
 mod error;
+mod offload;
 mod prepared;
 
 pub use check::item_size;
@@ -39,6 +40,7 @@ pub struct OutboxWriter {
     sweep_grace: Duration,
     key_schemas: HashMap<String, Vec<String>>,
     clock: SharedClock,
+    large: Option<offload::Offloader>,
 }
 
 impl OutboxWriter {
@@ -51,7 +53,34 @@ impl OutboxWriter {
             sweep_grace: Duration::from_secs(60),
             key_schemas: HashMap::new(),
             clock: clock::system(),
+            large: None,
         }
+    }
+
+    /// Enables the claim check: a payload an outbox item cannot hold (400 KB with
+    /// the other attributes) is written to `bucket` under `outbox/<MessageId>` before
+    /// the transaction, and the item carries the extended clients' pointer instead;
+    /// the publisher forwards it as it is, and the consumer library resolves it.
+    /// Build `s3` with [`crate::s3::client`] (path-style addressing on an overridden
+    /// endpoint). An object whose transaction fails is left to the bucket's
+    /// lifecycle rule: no message refers to it.
+    pub fn large_payloads(mut self, s3: aws_sdk_s3::Client, bucket: impl Into<String>) -> Self {
+        let threshold = self.large.as_ref().and_then(|l| l.threshold);
+        self.large = Some(offload::Offloader {
+            client: s3,
+            bucket: bucket.into(),
+            threshold,
+        });
+        self
+    }
+
+    /// With the claim check enabled, payloads larger than `bytes` go to S3 even when
+    /// the item could hold them (smaller items, cheaper writes and streams).
+    pub fn large_payload_threshold(mut self, bytes: usize) -> Self {
+        if let Some(large) = &mut self.large {
+            large.threshold = Some(bytes);
+        }
+        self
     }
 
     /// How long after its write the sweeper may pick up a message the stream path
@@ -113,14 +142,28 @@ impl OutboxWriter {
             sort_keys: Vec::with_capacity(messages.len()),
         };
         let mut aggregates = Vec::with_capacity(messages.len());
+        let mut uploads = Vec::new();
         for (index, m) in messages.iter().enumerate() {
             if let Some(reason) = m.invalid() {
                 return Err(ProducerError::InvalidMessage { index, reason });
             }
             let id = uuid::Uuid::now_v7().to_string();
-            let item = m.outbox_item(&id, now_ms, self.sweep_grace);
+            let mut item = m.outbox_item(&id, now_ms, self.sweep_grace);
             let sk = item.sk.clone().unwrap_or_default();
-            actions.push(self.put(index, &item)?);
+            let mut put = self.put(index, &item)?;
+            let offload = self
+                .large
+                .as_ref()
+                .and_then(|l| l.decide(&put, &m.payload, &id));
+            if let Some(pointer) = offload {
+                item.payload = Some(pointer.encode());
+                put = self.put(index, &item)?;
+                uploads.push(offload::Upload {
+                    pointer,
+                    payload: m.payload.clone(),
+                });
+            }
+            actions.push(put);
             committed.message_ids.push(id);
             committed.sort_keys.push(sk);
             aggregates.push(m.aggregate.clone());
@@ -136,6 +179,7 @@ impl OutboxWriter {
             first_message,
             aggregates,
             committed,
+            uploads,
         ))
     }
 
@@ -178,6 +222,7 @@ impl OutboxWriter {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use outbox_core::claim::PayloadPointer;
     use outbox_core::schema::{
         CREATED_AT, ITEM_TYPE, SK, STATUS, SWEEP_DUE_AT, SWEEP_SHARD, sweep_shard,
     };
@@ -286,6 +331,68 @@ mod tests {
             }
             other => panic!("unexpected {other}"),
         }
+    }
+
+    fn s3() -> aws_sdk_s3::Client {
+        let conf = aws_sdk_s3::Config::builder()
+            .behavior_version(aws_sdk_s3::config::BehaviorVersion::latest())
+            .build();
+        aws_sdk_s3::Client::from_conf(conf)
+    }
+
+    #[test]
+    fn with_a_bucket_a_payload_an_item_cannot_hold_is_committed_as_a_pointer() {
+        let big = "x".repeat(MAX_ITEM_BYTES);
+        let writer = writer().large_payloads(s3(), "large");
+        let prepared = writer
+            .prepare_at(
+                vec![],
+                &[
+                    NewMessage::new("A", "orders", big),
+                    NewMessage::new("A", "orders", "{}"),
+                ],
+                0,
+            )
+            .expect("offloaded");
+        let id = &prepared.committed().message_ids[0];
+        let pointer = PayloadPointer::for_message("large", id);
+        assert_eq!(prepared.offloaded(), [&pointer]);
+        let payload = |i: usize| {
+            prepared.actions()[i]
+                .put
+                .as_ref()
+                .and_then(|p| p.item().get(outbox_core::schema::PAYLOAD).cloned())
+        };
+        assert_eq!(payload(0), Some(AttributeValue::S(pointer.encode())));
+        assert_eq!(payload(1), Some(AttributeValue::S("{}".into())));
+        let debug = format!("{prepared:?}");
+        assert!(
+            debug.contains("bytes: 409600"),
+            "sizes, not payloads: {debug}"
+        );
+    }
+
+    #[test]
+    fn above_the_threshold_a_payload_that_fits_goes_to_s3_too() {
+        let writer = writer()
+            .large_payloads(s3(), "large")
+            .large_payload_threshold(100);
+        let prepared = writer
+            .prepare_at(
+                vec![],
+                &[NewMessage::new("A", "orders", "y".repeat(101))],
+                0,
+            )
+            .expect("valid");
+        assert_eq!(prepared.offloaded().len(), 1);
+        let prepared = writer
+            .prepare_at(
+                vec![],
+                &[NewMessage::new("A", "orders", "y".repeat(100))],
+                0,
+            )
+            .expect("valid");
+        assert!(prepared.offloaded().is_empty());
     }
 
     #[test]
