@@ -246,6 +246,7 @@ async fn a_1_mib_producer_payload_round_trips_through_the_publisher_to_the_consu
         Some(pointer.encode()),
         "the item holds the pointer"
     );
+    assert_eq!(harness::n(&item, "PayloadSize"), Some(1024 * 1024));
     let event = ob.filtered_event().await;
     let (response, summary) = handle_stream_event(&ob.publisher(), &event).await;
     assert!(response.batch_item_failures.is_empty());
@@ -260,6 +261,15 @@ async fn a_1_mib_producer_payload_round_trips_through_the_publisher_to_the_consu
     let messages = received(&ob, &sub).await;
     assert_eq!(messages.len(), 1);
     assert_eq!(messages[0].body, Some(pointer.encode()));
+    let size = messages[0]
+        .message_attributes
+        .get(ATTR_EXTENDED_PAYLOAD_SIZE)
+        .and_then(|a| a.string_value.clone());
+    assert_eq!(
+        size,
+        Some(big.len().to_string()),
+        "the size the producer recorded"
+    );
     assert_eq!(keys(&ob, &bucket).await, [object_key(id)]);
     let report = consume(&ob, &messages).await;
     let (body, consumed_id) = report.outcomes[0].result.as_ref().expect("consumed");

@@ -76,6 +76,16 @@ impl OutboundMessage {
         if let Some(seq) = msg.sequence {
             attributes.push((ATTR_SEQUENCE, AttrValue::Number(seq.to_string())));
         }
+        // A producer's pointer goes out as it is, with the size it recorded: the
+        // extended clients resolve a body only when the attribute is there.
+        if let Some(size) = msg.payload_size
+            && PayloadPointer::decode(&msg.payload).is_some()
+        {
+            attributes.push((
+                ATTR_EXTENDED_PAYLOAD_SIZE,
+                AttrValue::Number(size.to_string()),
+            ));
+        }
         let fifo = dest.is_fifo();
         OutboundMessage {
             body: msg.payload.clone(),
@@ -180,6 +190,7 @@ mod tests {
             created_at: 1_700_000_000_000,
             retry_count: 0,
             sequence: Some(3),
+            payload_size: None,
             index: crate::schema::SeenIndex::ours("00", 1),
         }
     }
@@ -260,6 +271,28 @@ mod tests {
         );
         assert_eq!(detail["outbox"]["extendedPayloadSize"], 300_000);
         assert_eq!(detail["outbox"]["messageId"], "0190-abc");
+    }
+
+    #[test]
+    fn a_producers_pointer_carries_the_size_it_recorded_and_a_payload_never_does() {
+        let mut m = msg("USER#1");
+        m.payload_size = Some(1_048_576);
+        let plain = OutboundMessage::for_destination(&m, &Destination::sqs("https://q/x"));
+        assert!(
+            plain
+                .attributes
+                .iter()
+                .all(|(n, _)| *n != ATTR_EXTENDED_PAYLOAD_SIZE)
+        );
+        m.payload = PayloadPointer::for_message("large", "0190-abc").encode();
+        let pointer = OutboundMessage::for_destination(&m, &Destination::sqs("https://q/x"));
+        assert_eq!(
+            pointer.attributes.last(),
+            Some(&(
+                ATTR_EXTENDED_PAYLOAD_SIZE,
+                AttrValue::Number("1048576".into())
+            ))
+        );
     }
 
     #[test]

@@ -157,6 +157,7 @@ impl OutboxWriter {
                 .and_then(|l| l.decide(&put, &m.payload, &id));
             if let Some(pointer) = offload {
                 item.payload = Some(pointer.encode());
+                item.payload_size = u64::try_from(m.payload.len()).ok();
                 put = self.put(index, &item)?;
                 uploads.push(offload::Upload {
                     pointer,
@@ -364,6 +365,11 @@ mod tests {
                 .and_then(|p| p.item().get(outbox_core::schema::PAYLOAD).cloned())
         };
         assert_eq!(payload(0), Some(AttributeValue::S(pointer.encode())));
+        let size = prepared.actions()[0]
+            .put
+            .as_ref()
+            .and_then(|p| p.item().get(outbox_core::schema::PAYLOAD_SIZE).cloned());
+        assert_eq!(size, Some(AttributeValue::N(MAX_ITEM_BYTES.to_string())));
         assert_eq!(payload(1), Some(AttributeValue::S("{}".into())));
         let debug = format!("{prepared:?}");
         assert!(
