@@ -484,43 +484,6 @@ mod tests {
         }
     }
 
-    #[tokio::test]
-    async fn an_offloaded_payload_is_read_first_and_an_unreadable_one_fails_its_message_only() {
-        use crate::payload::MemoryPayloads;
-        use outbox_core::claim::PayloadPointer;
-        let stored = PayloadPointer::for_message("large", "m-1");
-        let deleted = PayloadPointer::for_message("large", "m-2");
-        let payloads = MemoryPayloads::default();
-        payloads.put(&stored, "big");
-        let ev = event(vec![
-            msg("a", None, &stored.encode()),
-            msg("b", None, &deleted.encode()),
-            msg("c", None, "small"),
-        ]);
-        let report = BatchProcessor::new()
-            .large_payloads(payloads)
-            .run(&ev, |m| async move {
-                Ok::<_, &str>(m.body().unwrap_or_default().to_owned())
-            })
-            .await;
-        assert_eq!(report.failed_ids(), ["b"]);
-        assert_eq!(
-            report.outcomes[0].result.as_ref().ok().map(String::as_str),
-            Some("big")
-        );
-        assert_eq!(
-            report.outcomes[2].result.as_ref().ok().map(String::as_str),
-            Some("small")
-        );
-        match &report.outcomes[1].result {
-            Err(MessageFailure::PayloadUnavailable(e)) => {
-                assert!(e.is_retryable());
-                assert!(e.to_string().contains("s3://large/outbox/m-2"), "{e}");
-            }
-            other => panic!("{other:?}"),
-        }
-    }
-
     #[test]
     fn lanes_group_fifo_messages_and_isolate_the_others() {
         let msgs = vec![

@@ -143,7 +143,7 @@ pub async fn resolve<'a>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use aws_lambda_events::event::sqs::SqsMessage;
+    use aws_lambda_events::event::sqs::{SqsEvent, SqsMessage};
 
     fn msg(body: &str) -> SqsMessage {
         let mut m = SqsMessage::default();
@@ -177,6 +177,48 @@ mod tests {
                 .expect_err("unavailable");
             assert!(err.is_retryable(), "{err}");
             assert!(err.to_string().contains("s3://large/outbox/m-1"), "{err}");
+        }
+    }
+
+    fn with_id(id: &str, body: &str) -> SqsMessage {
+        let mut m = msg(body);
+        m.message_id = Some(id.to_owned());
+        m
+    }
+
+    #[tokio::test]
+    async fn an_offloaded_payload_is_read_first_and_an_unreadable_one_fails_its_message_only() {
+        let stored = PayloadPointer::for_message("large", "m-1");
+        let deleted = PayloadPointer::for_message("large", "m-2");
+        let payloads = MemoryPayloads::default();
+        payloads.put(&stored, "big");
+        let mut ev = SqsEvent::default();
+        ev.records = vec![
+            with_id("a", &stored.encode()),
+            with_id("b", &deleted.encode()),
+            with_id("c", "small"),
+        ];
+        let report = crate::BatchProcessor::new()
+            .large_payloads(payloads)
+            .run(&ev, |m| async move {
+                Ok::<_, &str>(m.body().unwrap_or_default().to_owned())
+            })
+            .await;
+        assert_eq!(report.failed_ids(), ["b"]);
+        assert_eq!(
+            report.outcomes[0].result.as_ref().ok().map(String::as_str),
+            Some("big")
+        );
+        assert_eq!(
+            report.outcomes[2].result.as_ref().ok().map(String::as_str),
+            Some("small")
+        );
+        match &report.outcomes[1].result {
+            Err(crate::MessageFailure::PayloadUnavailable(e)) => {
+                assert!(e.is_retryable());
+                assert!(e.to_string().contains("s3://large/outbox/m-2"), "{e}");
+            }
+            other => panic!("{other:?}"),
         }
     }
 }
