@@ -7,9 +7,12 @@ use aws_lambda_events::event::sqs::SqsMessage;
 use devkit::provision;
 use harness::{Outbox, drain, lambda_message, s, unique};
 use outbox::claim::{ATTR_EXTENDED_PAYLOAD_SIZE, PayloadPointer, object_key};
+use outbox::publish::now_ms;
 use outbox::stream::handle_stream_event;
-use outbox::{NewMessage, PublisherConfig, Routes};
+use outbox::sweep::{AwsSweeper, Budget, ScanMode, SweeperConfig};
+use outbox::{FromSdkConfig, NewMessage, PublisherConfig, Routes};
 use outbox_idempotency::{BatchProcessor, BatchReport, MessageFailure, S3Payloads};
+use std::time::Duration;
 
 /// A queue the test reads: its URL and ARN.
 struct Subscriber {
@@ -278,6 +281,47 @@ async fn a_1_mib_producer_payload_round_trips_through_the_publisher_to_the_consu
         body.len() == big.len() && *body == big,
         "1 MiB arrives intact"
     );
+}
+
+#[tokio::test]
+async fn the_sweeper_sends_a_stuck_large_payload_through_the_bucket_too() {
+    // Given a 300 KiB message for an SNS topic that the stream path never published
+    let ob = Outbox::new().await;
+    let bucket = bucket(&ob).await;
+    let sub = subscriber(&ob, "large-sweep-sub").await;
+    let topic_arn = topic(&ob, &sub).await;
+    let big = payload(300 * 1024);
+    let committed = ob
+        .writer()
+        .sweep_grace(Duration::ZERO)
+        .commit(vec![], &[NewMessage::new("ORDER#1", "notify", big.clone())])
+        .await
+        .expect("commit");
+    // When the sweeper, configured with the bucket, finds it
+    let mut config = SweeperConfig::new(routes(&ob, "notify", &topic_arn, Some(&bucket)));
+    config.scan_mode = ScanMode::Off;
+    config.grace = Duration::ZERO;
+    let sweeper = AwsSweeper::with_sink(config, ob.clients.dynamodb.clone(), ob.clients.sink());
+    sweeper
+        .sweep(Budget::for_window(
+            now_ms() + 1_000,
+            Duration::from_secs(30),
+        ))
+        .await;
+    // Then it is SENT, its payload is in the bucket, and the consumer gets it whole
+    let item = ob
+        .item("ORDER#1", &committed.sort_keys[0])
+        .await
+        .expect("item");
+    assert_eq!(s(&item, "Status").as_deref(), Some("SENT"));
+    assert_eq!(
+        keys(&ob, &bucket).await,
+        [object_key(&committed.message_ids[0])]
+    );
+    let report = consume(&ob, &received(&ob, &sub).await).await;
+    assert_eq!(report.outcomes.len(), 1);
+    let (body, _) = report.outcomes[0].result.as_ref().expect("consumed");
+    assert!(*body == big, "the payload arrives intact");
 }
 
 #[tokio::test]
