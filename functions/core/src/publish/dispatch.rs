@@ -84,6 +84,8 @@ impl<K: MessageSink, S: OutboxStore> Publisher<K, S> {
                 progress.outcomes[entry.index] = Some(Outcome::Retry { reason });
             } else {
                 progress.poison.push((entry.index, poison_of(msg, reason)));
+                // Keeps its pointer out of this round's call; the dead-letter step
+                // that follows the rounds replaces it with the poison's outcome.
                 progress.outcomes[entry.index] = Some(Outcome::Blocked);
             }
         }

@@ -159,7 +159,8 @@ fn route<'c>(
             size,
             offload: None,
         }),
-        Placement::TooLarge => Err(too_large(size, dest, check.bucket.is_none())),
+        // A pointer over the limit cannot shrink by offloading: say so, not how to enable it.
+        Placement::TooLarge => Err(too_large(size, dest, !is_pointer && check.bucket.is_none())),
         Placement::Offload(pointer) => {
             let outbound = outbound.offloaded(&pointer, msg.payload.len());
             let size = dest.message_size(&outbound);
