@@ -29,6 +29,7 @@ pub mod batch;
 pub mod dynamo;
 pub mod eventbridge;
 pub mod producer;
+pub mod s3;
 pub mod sdk_error;
 pub mod sink;
 pub mod sns;
@@ -40,7 +41,7 @@ pub use outbox_core::{
     Routes, SharedClock, SystemClock,
 };
 pub use outbox_core::{
-    clock, config, failure, message, metrics, policy, ports, publish, route, schema,
+    claim, clock, config, failure, message, metrics, policy, ports, publish, route, schema,
 };
 pub use producer::{OutboxWriter, ProducerError};
 

@@ -8,6 +8,7 @@ use crate::sns::Topic;
 use crate::sqs::Queue;
 use aws_types::SdkConfig;
 use outbox_core::PublisherConfig;
+use outbox_core::claim::PayloadPointer;
 use outbox_core::failure::Failure;
 use outbox_core::message::OutboundMessage;
 use outbox_core::ports::{EntryResult, MessageSink};
@@ -19,16 +20,27 @@ pub struct AwsSink {
     sqs: aws_sdk_sqs::Client,
     sns: aws_sdk_sns::Client,
     eventbridge: aws_sdk_eventbridge::Client,
+    s3: Option<aws_sdk_s3::Client>,
 }
 
 impl AwsSink {
     /// A sink with a client for every kind of destination, from one configuration.
+    /// Building the S3 client costs nothing until a payload is offloaded, so every
+    /// sink from a configuration has one: a bucket set later needs no new sink.
     pub fn from_conf(config: &SdkConfig) -> Self {
         AwsSink::new(
             aws_sdk_sqs::Client::new(config),
             aws_sdk_sns::Client::new(config),
             aws_sdk_eventbridge::Client::new(config),
         )
+        .with_s3(crate::s3::client(config))
+    }
+
+    /// The same sink writing large payloads (the claim check) through `s3`; build it
+    /// with [`crate::s3::client`] for path-style addressing on an overridden endpoint.
+    pub fn with_s3(mut self, s3: aws_sdk_s3::Client) -> Self {
+        self.s3 = Some(s3);
+        self
     }
 
     /// `config` with every SQS destination's size limit learned from its queue, once:
@@ -47,6 +59,7 @@ impl AwsSink {
             sqs,
             sns,
             eventbridge,
+            s3: None,
         }
     }
 }
@@ -80,6 +93,15 @@ impl MessageSink for AwsSink {
                 };
                 send(&bus, messages).await
             }
+        }
+    }
+
+    async fn put_payload(&self, pointer: &PayloadPointer, payload: &str) -> Result<(), Failure> {
+        match &self.s3 {
+            Some(s3) => crate::s3::put_payload(s3, pointer, payload).await,
+            None => Err(Failure::permanent(format!(
+                "cannot write {pointer}: this sink was built without an S3 client (AwsSink::with_s3)"
+            ))),
         }
     }
 }

@@ -5,6 +5,7 @@ use crate::order::{Order, OrderJob};
 use aws_lambda_events::event::sqs::SqsEvent;
 use outbox_idempotency::{
     BatchProcessor, BatchReport, BusinessKeyGuard, Delivery, IdempotencyError, Outcome,
+    PayloadSource,
 };
 use serde::Serialize;
 
@@ -24,6 +25,13 @@ impl Deps {
             guard: BusinessKeyGuard::new(client, &config.table_name, "id"),
             batch: BatchProcessor::new(),
         }
+    }
+
+    /// The same, reading offloaded payloads (claim-check pointers) from `payloads`
+    /// before an order job is parsed.
+    pub fn with_large_payloads(mut self, payloads: impl PayloadSource + 'static) -> Self {
+        self.batch = self.batch.large_payloads(payloads);
+        self
     }
 }
 

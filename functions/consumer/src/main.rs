@@ -20,7 +20,9 @@ async fn main() -> Result<(), Error> {
     let aws = aws_config::load_from_env().await;
     #[cfg(feature = "fault-injection")]
     let aws = outbox_faults::from_env(aws)?;
-    let deps = Deps::new(aws_sdk_dynamodb::Client::new(&aws), &config);
+    // Offloaded payloads (the claim check) are read from S3 before a job is parsed.
+    let deps = Deps::new(aws_sdk_dynamodb::Client::new(&aws), &config)
+        .with_large_payloads(outbox_idempotency::S3Payloads::from_conf(&aws));
     lambda_runtime::run(service_fn(|event: LambdaEvent<SqsEvent>| {
         handle_event(event, &deps)
     }))

@@ -3,6 +3,7 @@
 //! Every reader takes a lookup function rather than touching the process environment,
 //! so tests pass a map and nothing calls `env::set_var`.
 
+use crate::claim::bucket_name_problem;
 use crate::policy::limit::{QueueLimits, QueueRole};
 use crate::route::{Destination, RouteError, Routes};
 use std::collections::BTreeMap;
@@ -40,6 +41,11 @@ pub mod vars {
     pub const DLQ_URL: &str = "OUTBOX_DLQ_URL";
     /// Days a `SENT` item is kept before TTL deletes it.
     pub const TTL_DAYS: &str = "OUTBOX_TTL_DAYS";
+    /// The bucket of every route's payloads too large for its destination (the claim
+    /// check), unless the route names its own `large_payload_bucket`.
+    pub const LARGE_PAYLOAD_BUCKET: &str = "OUTBOX_LARGE_PAYLOAD_BUCKET";
+    /// Payloads larger than this go to the bucket even when they fit.
+    pub const LARGE_PAYLOAD_THRESHOLD: &str = "OUTBOX_LARGE_PAYLOAD_THRESHOLD_BYTES";
 }
 
 /// What the publish path needs to know.
@@ -111,6 +117,8 @@ impl PublisherConfig {
                 .then_some(())
                 .ok_or("must be between 1 and 3650 days")
         })?;
+        let (bucket, threshold) = large_payloads(&lookup)?;
+        let routes = routes.with_large_payloads(bucket, threshold);
         Ok(PublisherConfig {
             table_name,
             routes,
@@ -148,6 +156,27 @@ impl PublisherConfig {
             ..self
         }
     }
+}
+
+/// The claim check's default bucket and threshold, both optional.
+fn large_payloads(
+    lookup: &impl Fn(&str) -> Option<String>,
+) -> Result<(Option<String>, Option<usize>), ConfigError> {
+    let bucket = lookup(vars::LARGE_PAYLOAD_BUCKET)
+        .map(|b| b.trim().to_owned())
+        .filter(|b| !b.is_empty());
+    if let Some(reason) = bucket.as_deref().and_then(bucket_name_problem) {
+        return Err(ConfigError::Invalid {
+            name: vars::LARGE_PAYLOAD_BUCKET,
+            reason,
+        });
+    }
+    let threshold = parse_or(lookup, vars::LARGE_PAYLOAD_THRESHOLD, 0usize, |t| {
+        (*t > 0)
+            .then_some(())
+            .ok_or("must be a positive number of bytes")
+    })?;
+    Ok((bucket, (threshold > 0).then_some(threshold)))
 }
 
 /// A required, non-empty variable.
@@ -222,6 +251,29 @@ mod tests {
         assert_eq!(cfg.table_name, "outbox");
         assert_eq!(cfg.ttl_days, 7);
         assert!(cfg.routes.resolve("orders").is_some());
+    }
+
+    #[test]
+    fn the_claim_checks_bucket_and_threshold_are_optional_and_checked() {
+        let cfg = PublisherConfig::from_lookup(lookup(GOOD)).expect("valid");
+        assert_eq!(cfg.routes.claim_check("orders").bucket, None);
+        let mut with = GOOD.to_vec();
+        with.push(("OUTBOX_LARGE_PAYLOAD_BUCKET", " large-payloads "));
+        with.push(("OUTBOX_LARGE_PAYLOAD_THRESHOLD_BYTES", "65536"));
+        let cfg = PublisherConfig::from_lookup(lookup(&with)).expect("valid");
+        let check = cfg.routes.claim_check("orders");
+        assert_eq!(check.bucket, Some("large-payloads"));
+        assert_eq!(check.threshold, Some(65_536));
+        for (name, value) in [
+            ("OUTBOX_LARGE_PAYLOAD_BUCKET", "s3://large-payloads"),
+            ("OUTBOX_LARGE_PAYLOAD_THRESHOLD_BYTES", "0"),
+            ("OUTBOX_LARGE_PAYLOAD_THRESHOLD_BYTES", "big"),
+        ] {
+            let mut bad = GOOD.to_vec();
+            bad.push((name, value));
+            let err = PublisherConfig::from_lookup(lookup(&bad)).expect_err(value);
+            assert!(err.to_string().contains(name), "{err}");
+        }
     }
 
     #[test]

@@ -12,6 +12,7 @@
 //! a test, a model checker.
 #![warn(missing_docs)]
 
+pub mod claim;
 pub mod clock;
 pub mod config;
 pub mod failure;

@@ -1,6 +1,7 @@
 //! Turning an outbox message into what a destination receives: body, attributes,
 //! FIFO group and deduplication ids, and its size as SQS counts it.
 
+use crate::claim::{ATTR_EXTENDED_PAYLOAD_SIZE, PayloadPointer};
 use crate::route::Destination;
 use crate::schema::{OutboxMessage, stable_hash};
 
@@ -75,6 +76,16 @@ impl OutboundMessage {
         if let Some(seq) = msg.sequence {
             attributes.push((ATTR_SEQUENCE, AttrValue::Number(seq.to_string())));
         }
+        // A producer's pointer goes out as it is, with the size it recorded: the
+        // extended clients resolve a body only when the attribute is there.
+        if let Some(size) = msg.payload_size
+            && PayloadPointer::decode(&msg.payload).is_some()
+        {
+            attributes.push((
+                ATTR_EXTENDED_PAYLOAD_SIZE,
+                AttrValue::Number(size.to_string()),
+            ));
+        }
         let fifo = dest.is_fifo();
         OutboundMessage {
             body: msg.payload.clone(),
@@ -82,6 +93,18 @@ impl OutboundMessage {
             group_id: fifo.then(|| fifo_id(&msg.key.pk)),
             dedup_id: fifo.then(|| fifo_id(&msg.message_id)),
         }
+    }
+
+    /// The same message carrying `pointer` instead of its payload of
+    /// `payload_bytes`, with the extended clients' `ExtendedPayloadSize` attribute
+    /// (see [`crate::claim`]).
+    pub fn offloaded(mut self, pointer: &PayloadPointer, payload_bytes: usize) -> Self {
+        self.body = pointer.encode();
+        self.attributes.push((
+            ATTR_EXTENDED_PAYLOAD_SIZE,
+            AttrValue::Number(payload_bytes.to_string()),
+        ));
+        self
     }
 
     /// Adds an attribute (dead-letter copies carry the reason).
@@ -116,6 +139,7 @@ pub fn event_detail(m: &OutboundMessage) -> String {
             ATTR_SEQUENCE => "sequence",
             ATTR_ERROR => "error",
             ATTR_SK => "sk",
+            ATTR_EXTENDED_PAYLOAD_SIZE => "extendedPayloadSize",
             other => other,
         };
         let v = match value {
@@ -166,6 +190,7 @@ mod tests {
             created_at: 1_700_000_000_000,
             retry_count: 0,
             sequence: Some(3),
+            payload_size: None,
             index: crate::schema::SeenIndex::ours("00", 1),
         }
     }
@@ -222,6 +247,52 @@ mod tests {
         };
         let detail: serde_json::Value = serde_json::from_str(&event_detail(&text)).expect("json");
         assert_eq!(detail["payload"], "not json");
+    }
+
+    #[test]
+    fn an_offloaded_message_carries_the_pointer_and_the_payloads_size() {
+        let pointer = PayloadPointer::for_message("large", "0190-abc");
+        let out =
+            OutboundMessage::for_destination(&msg("USER#1"), &Destination::sqs("https://q/x"))
+                .offloaded(&pointer, 300_000);
+        assert_eq!(PayloadPointer::decode(&out.body), Some(pointer));
+        assert_eq!(
+            out.attributes.last(),
+            Some(&(
+                ATTR_EXTENDED_PAYLOAD_SIZE,
+                AttrValue::Number("300000".into())
+            ))
+        );
+        // An event carries the pointer where the payload goes.
+        let detail: serde_json::Value = serde_json::from_str(&event_detail(&out)).expect("json");
+        assert_eq!(
+            detail["payload"][0],
+            "software.amazon.payloadoffloading.PayloadS3Pointer"
+        );
+        assert_eq!(detail["outbox"]["extendedPayloadSize"], 300_000);
+        assert_eq!(detail["outbox"]["messageId"], "0190-abc");
+    }
+
+    #[test]
+    fn a_producers_pointer_carries_the_size_it_recorded_and_a_payload_never_does() {
+        let mut m = msg("USER#1");
+        m.payload_size = Some(1_048_576);
+        let plain = OutboundMessage::for_destination(&m, &Destination::sqs("https://q/x"));
+        assert!(
+            plain
+                .attributes
+                .iter()
+                .all(|(n, _)| *n != ATTR_EXTENDED_PAYLOAD_SIZE)
+        );
+        m.payload = PayloadPointer::for_message("large", "0190-abc").encode();
+        let pointer = OutboundMessage::for_destination(&m, &Destination::sqs("https://q/x"));
+        assert_eq!(
+            pointer.attributes.last(),
+            Some(&(
+                ATTR_EXTENDED_PAYLOAD_SIZE,
+                AttrValue::Number("1048576".into())
+            ))
+        );
     }
 
     #[test]

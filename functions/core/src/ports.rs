@@ -2,6 +2,7 @@
 //! trait per capability. The AWS adapters implement them (`dynamodb-outbox`); unit
 //! tests of the logic use the in-memory fakes of `fakes` (feature `test-fakes`).
 
+use crate::claim::PayloadPointer;
 use crate::failure::Failure;
 use crate::message::OutboundMessage;
 use crate::policy::{FailedMark, FenceRead, Sibling};
@@ -24,6 +25,22 @@ pub trait MessageSink: Send + Sync {
         destination: &Destination,
         messages: &[&OutboundMessage],
     ) -> impl Future<Output = Result<Vec<EntryResult>, Failure>> + Send;
+
+    /// Writes a payload too large for its destination where `pointer` says (the
+    /// claim check, [`crate::claim`]), overwriting what a previous attempt wrote
+    /// there: the key is the message's, so a republish leaves one object. The
+    /// pointer is sent only after this succeeded. (The default has no object store:
+    /// it refuses for good, and the message becomes poison with the reason.)
+    fn put_payload(
+        &self,
+        pointer: &PayloadPointer,
+        payload: &str,
+    ) -> impl Future<Output = Result<(), Failure>> + Send {
+        let _ = payload;
+        std::future::ready(Err(Failure::permanent(format!(
+            "this sink cannot write {pointer}: it has no object store"
+        ))))
+    }
 }
 
 /// The outcome of a conditional state change.

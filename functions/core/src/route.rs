@@ -1,5 +1,6 @@
 //! Destinations and routing: which topic goes where.
 
+use crate::claim::{ClaimCheck, LargePayloads, bucket_name_problem};
 pub use crate::policy::limit::SqsLimit;
 use crate::policy::limit::{QueueLimits, sqs_limit};
 use serde::Deserialize;
@@ -204,7 +205,7 @@ impl fmt::Display for Destination {
 pub enum RouteError {
     /// The routes text is not the expected JSON.
     #[error(
-        "routes must be a JSON object mapping a topic to a destination (SQS queue URL, SNS topic ARN, EventBridge bus ARN), or to {{\"destination\": ..., \"max_message_bytes\": N, \"source\": S}}: {0}"
+        "routes must be a JSON object mapping a topic to a destination (SQS queue URL, SNS topic ARN, EventBridge bus ARN), or to {{\"destination\": ..., \"max_message_bytes\": N, \"source\": S, \"large_payload_bucket\": B}}: {0}"
     )]
     Json(String),
     /// The destination is not a queue URL, topic ARN or event bus ARN.
@@ -230,6 +231,14 @@ pub enum RouteError {
     /// A topic name that is empty.
     #[error("a route has an empty topic name")]
     EmptyTopic,
+    /// A `large_payload_bucket` that cannot be a bucket's name.
+    #[error("route `{topic}`: large_payload_bucket {reason}")]
+    BadBucket {
+        /// The route's topic.
+        topic: String,
+        /// What is wrong.
+        reason: String,
+    },
 }
 
 #[derive(Deserialize)]
@@ -242,14 +251,18 @@ enum RouteSpec {
         max_message_bytes: Option<usize>,
         #[serde(default)]
         source: Option<String>,
+        #[serde(default)]
+        large_payload_bucket: Option<String>,
     },
 }
 
-/// Topic → destination, with an optional default for unrouted topics.
+/// Topic → destination, with an optional default for unrouted topics, and where
+/// each route's large payloads go (the claim check).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Routes {
     by_topic: HashMap<String, Destination>,
     default: Option<Destination>,
+    large: LargePayloads,
 }
 
 impl Routes {
@@ -261,7 +274,40 @@ impl Routes {
         Routes {
             by_topic: pairs.into_iter().collect(),
             default,
+            large: LargePayloads::default(),
         }
+    }
+
+    /// The same routes with `default_bucket` for every route that names none, and
+    /// the offload threshold.
+    pub fn with_large_payloads(
+        mut self,
+        default_bucket: Option<String>,
+        threshold: Option<usize>,
+    ) -> Self {
+        self.large.default_bucket = default_bucket;
+        self.large.threshold = threshold;
+        self
+    }
+
+    /// The same routes with `topic`'s large payloads going to `bucket`.
+    pub fn with_route_bucket(
+        mut self,
+        topic: impl Into<String>,
+        bucket: impl Into<String>,
+    ) -> Self {
+        self.large.by_topic.insert(topic.into(), bucket.into());
+        self
+    }
+
+    /// Where `topic`'s payloads too large for its destination go, if anywhere.
+    pub fn claim_check(&self, topic: &str) -> ClaimCheck<'_> {
+        self.large.check(topic)
+    }
+
+    /// The claim check's configuration.
+    pub fn large_payloads(&self) -> &LargePayloads {
+        &self.large
     }
 
     /// Parses the `OUTBOX_ROUTES` JSON object and an optional default destination.
@@ -269,6 +315,7 @@ impl Routes {
         let specs: HashMap<String, RouteSpec> =
             serde_json::from_str(json).map_err(|e| RouteError::Json(e.to_string()))?;
         let mut by_topic = HashMap::with_capacity(specs.len());
+        let mut large = LargePayloads::default();
         for (topic, spec) in specs {
             if topic.trim().is_empty() {
                 return Err(RouteError::EmptyTopic);
@@ -279,7 +326,16 @@ impl Routes {
                     destination,
                     max_message_bytes,
                     source,
-                } => Destination::parse_with(&destination, max_message_bytes, source)?,
+                    large_payload_bucket,
+                } => {
+                    if let Some(bucket) = large_payload_bucket {
+                        if let Some(reason) = bucket_name_problem(&bucket) {
+                            return Err(RouteError::BadBucket { topic, reason });
+                        }
+                        large.by_topic.insert(topic.clone(), bucket);
+                    }
+                    Destination::parse_with(&destination, max_message_bytes, source)?
+                }
             };
             by_topic.insert(topic, dest);
         }
@@ -287,7 +343,11 @@ impl Routes {
             Some(d) if !d.is_empty() => Some(Destination::parse(d, None)?),
             _ => None,
         };
-        Ok(Routes { by_topic, default })
+        Ok(Routes {
+            by_topic,
+            default,
+            large,
+        })
     }
 
     /// The destination of a topic, if any.
@@ -310,78 +370,11 @@ impl Routes {
                 .map(|(topic, d)| (topic, d.with_queue_limits(limits)))
                 .collect(),
             default: self.default.map(|d| d.with_queue_limits(limits)),
+            large: self.large,
         }
     }
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn parses_plain_and_detailed_routes_and_default() {
-        let routes = Routes::parse(
-            r#"{"orders":"https://sqs.x/1/orders.fifo","mail":{"destination":"https://sqs.x/1/mail","max_message_bytes":262144}}"#,
-            Some("https://sqs.x/1/other"),
-        )
-        .expect("valid");
-        let orders = routes.resolve("orders").expect("routed");
-        assert!(orders.is_fifo());
-        assert_eq!(
-            routes.resolve("mail").expect("routed").max_message_bytes(),
-            262_144
-        );
-        assert_eq!(
-            routes.resolve("anything"),
-            Some(&Destination::sqs("https://sqs.x/1/other"))
-        );
-    }
-
-    #[test]
-    fn parses_sns_topics_and_eventbridge_buses() {
-        let routes = Routes::parse(
-            r#"{"a":"arn:aws:sns:eu-west-1:123456789012:orders","b":"arn:aws:sns:eu-west-1:123456789012:ledger.fifo","c":{"destination":"arn:aws:events:eu-west-1:123456789012:event-bus/shop","source":"shop.orders"}}"#,
-            None,
-        )
-        .expect("valid");
-        assert!(matches!(routes.resolve("a"), Some(Destination::Sns { .. })));
-        assert!(!routes.resolve("a").expect("a").is_fifo());
-        assert!(routes.resolve("b").expect("b").is_fifo());
-        assert_eq!(
-            routes.resolve("c"),
-            Some(&Destination::EventBridge {
-                bus: "arn:aws:events:eu-west-1:123456789012:event-bus/shop".into(),
-                source: "shop.orders".into()
-            })
-        );
-        let err = Routes::parse(
-            r#"{"a":{"destination":"arn:aws:sns:eu-west-1:1:t","max_message_bytes":100}}"#,
-            None,
-        )
-        .expect_err("fixed limit");
-        assert!(matches!(err, RouteError::LimitNotSupported(_)));
-    }
-
-    #[test]
-    fn unknown_topic_without_default_has_no_route() {
-        let routes = Routes::parse(r#"{"orders":"https://sqs.x/1/orders"}"#, None).expect("valid");
-        assert!(routes.resolve("nope").is_none());
-    }
-
-    #[test]
-    fn rejects_what_is_not_a_destination_with_a_hint() {
-        let err = Routes::parse(r#"{"orders":"orders-queue"}"#, None).expect_err("not a URL");
-        assert!(err.to_string().contains("SQS queue URL"), "{err}");
-        let err =
-            Routes::parse(r#"{"o":"arn:aws:s3:::bucket"}"#, None).expect_err("not a destination");
-        assert!(matches!(err, RouteError::Unrecognised(_)));
-        let err = Routes::parse("[1,2]", None).expect_err("not an object");
-        assert!(matches!(err, RouteError::Json(_)));
-        let err = Routes::parse(
-            r#"{"o":{"destination":"https://q","max_message_bytes":2000000}}"#,
-            None,
-        )
-        .expect_err("too big");
-        assert!(matches!(err, RouteError::BadLimit { .. }));
-    }
-}
+#[path = "route_tests.rs"]
+mod tests;

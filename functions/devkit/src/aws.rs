@@ -17,6 +17,8 @@ pub struct Clients {
     pub sns: aws_sdk_sns::Client,
     /// EventBridge.
     pub eventbridge: aws_sdk_eventbridge::Client,
+    /// S3 (the claim check's objects), path-style on an overridden endpoint.
+    pub s3: aws_sdk_s3::Client,
     /// Lambda (deployments on the local AWS).
     pub lambda: aws_sdk_lambda::Client,
     /// CloudWatch Logs (what deployed functions printed).
@@ -51,6 +53,7 @@ impl Clients {
     /// A sink reaching every kind of destination through these clients.
     pub fn sink(&self) -> outbox::sink::AwsSink {
         outbox::sink::AwsSink::new(self.sqs.clone(), self.sns.clone(), self.eventbridge.clone())
+            .with_s3(self.s3.clone())
     }
 
     /// Builds every client once from `config`.
@@ -81,7 +84,14 @@ impl Clients {
                 .interceptor(counter.clone())
                 .build(),
         );
+        let s3 = aws_sdk_s3::Client::from_conf(
+            aws_sdk_s3::config::Builder::from(config)
+                .force_path_style(outbox::s3::path_style(config))
+                .interceptor(counter.clone())
+                .build(),
+        );
         Clients {
+            s3,
             lambda: aws_sdk_lambda::Client::new(config),
             logs: aws_sdk_cloudwatchlogs::Client::new(config),
             dynamodb,

@@ -19,6 +19,7 @@
 
 use crate::IdempotencyError;
 use crate::delivery::Delivery;
+use crate::payload::{PayloadSource, resolve};
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
 use futures::FutureExt;
 use futures::stream::{self, StreamExt};
@@ -26,6 +27,7 @@ use serde::de::DeserializeOwned;
 use std::fmt;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
 
 /// Default number of messages (or FIFO groups) processed at once.
 pub const DEFAULT_CONCURRENCY: usize = 10;
@@ -37,6 +39,9 @@ pub enum MessageFailure<E> {
     Failed(E),
     /// The per-message function panicked (the message fails; the batch goes on).
     Panicked(String),
+    /// Not run: its payload is in S3 (a claim-check pointer) and could not be read
+    /// ([`IdempotencyError::PayloadUnavailable`], retryable).
+    PayloadUnavailable(IdempotencyError),
     /// Not run: an earlier message of its FIFO group failed.
     Skipped {
         /// The id of the message that failed first.
@@ -49,6 +54,7 @@ impl<E: fmt::Display> fmt::Display for MessageFailure<E> {
         match self {
             MessageFailure::Failed(e) => e.fmt(f),
             MessageFailure::Panicked(p) => write!(f, "the message handler panicked: {p}"),
+            MessageFailure::PayloadUnavailable(e) => write!(f, "not processed: {e}"),
             MessageFailure::Skipped { after } => write!(
                 f,
                 "not processed: message {after} of the same FIFO group failed first, and order within a group must hold"
@@ -103,6 +109,7 @@ impl<T, E> BatchReport<T, E> {
 pub struct BatchProcessor {
     concurrency: usize,
     sqs_id_fallback: bool,
+    payloads: Option<Arc<dyn PayloadSource>>,
 }
 
 impl Default for BatchProcessor {
@@ -110,6 +117,7 @@ impl Default for BatchProcessor {
         BatchProcessor {
             concurrency: DEFAULT_CONCURRENCY,
             sqs_id_fallback: false,
+            payloads: None,
         }
     }
 }
@@ -134,6 +142,15 @@ impl BatchProcessor {
     /// applied again.
     pub fn sqs_message_id_fallback(mut self) -> Self {
         self.sqs_id_fallback = true;
+        self
+    }
+
+    /// Reads offloaded payloads (claim-check pointers, [`crate::payload`]) from
+    /// `source` — [`S3Payloads`](crate::payload::S3Payloads) — before the
+    /// per-message function sees them. Without it, a message carrying a pointer
+    /// fails with [`IdempotencyError::PayloadUnavailable`].
+    pub fn large_payloads(mut self, source: impl PayloadSource + 'static) -> Self {
+        self.payloads = Some(Arc::new(source));
         self
     }
 
@@ -183,7 +200,10 @@ impl BatchProcessor {
                         Some(after) => Err(MessageFailure::Skipped {
                             after: after.clone(),
                         }),
-                        None => call(f, delivery).await,
+                        None => match resolve(self.payloads.as_deref(), delivery).await {
+                            Ok(delivery) => call(f, delivery).await,
+                            Err(e) => Err(MessageFailure::PayloadUnavailable(e)),
+                        },
                     };
                     if result.is_err() && failed_first.is_none() {
                         failed_first = Some(msg.message_id.clone().unwrap_or_default());

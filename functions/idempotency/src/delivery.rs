@@ -26,6 +26,7 @@
 use crate::IdempotencyError;
 use crate::batch::parse_json;
 use aws_lambda_events::event::sqs::SqsMessage;
+use outbox_core::claim::PayloadPointer;
 use outbox_core::message::ATTR_MESSAGE_ID;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -134,6 +135,19 @@ impl<'a> Delivery<'a> {
     /// The payload: the body without its envelope.
     pub fn body(&self) -> Option<&str> {
         self.body.as_deref()
+    }
+
+    /// The claim-check pointer the payload is, when it is one (see
+    /// [`crate::payload`]): the [`BatchProcessor`](crate::BatchProcessor) reads the
+    /// object before the handler sees the message.
+    pub fn payload_pointer(&self) -> Option<PayloadPointer> {
+        self.body().and_then(PayloadPointer::decode)
+    }
+
+    /// The same delivery with `payload` as its payload (an offloaded one, read).
+    pub fn with_payload(mut self, payload: String) -> Self {
+        self.body = Some(Cow::Owned(payload));
+        self
     }
 
     /// The payload parsed as JSON into `T`, with an error naming the path of the bad
@@ -352,6 +366,23 @@ mod tests {
         let m = with_attribute(msg("{}"), "outbox-7");
         let d = Delivery::open(&m).sqs_message_id_fallback();
         assert_eq!(d.message_id().expect("id"), "outbox-7");
+    }
+
+    #[test]
+    fn a_pointer_is_found_in_every_envelope() {
+        let pointer = PayloadPointer::for_message("large", "outbox-7");
+        let raw = with_attribute(msg(&pointer.encode()), "outbox-7");
+        let via_sns = msg(&sns(&pointer.encode(), Some("outbox-7")));
+        let detail: Value = serde_json::from_str(&pointer.encode()).expect("json");
+        let via_events = msg(&event(
+            json!({"outbox": {"messageId": "outbox-7", "extendedPayloadSize": 300000}, "payload": detail}),
+        ));
+        for m in [raw, via_sns, via_events] {
+            let d = Delivery::open(&m);
+            assert_eq!(d.payload_pointer().as_ref(), Some(&pointer), "{d:?}");
+            assert_eq!(d.message_id().expect("id"), "outbox-7");
+        }
+        assert_eq!(Delivery::open(&msg("[1,2]")).payload_pointer(), None);
     }
 
     #[test]

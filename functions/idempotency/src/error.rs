@@ -103,6 +103,17 @@ pub enum IdempotencyError {
         /// How the message arrived.
         envelope: crate::delivery::Envelope,
     },
+    /// The message carries a claim-check pointer whose object could not be read
+    /// (missing, expired, no permission, a network error). Retryable: the object may
+    /// become readable (a permission granted); if not, the message reaches the
+    /// queue's dead-letter queue after `maxReceiveCount` receives.
+    #[error("the payload at {pointer} could not be read: {reason}")]
+    PayloadUnavailable {
+        /// `s3://<bucket>/<key>`.
+        pointer: String,
+        /// Why.
+        reason: String,
+    },
     /// A stored record is not in the shape this crate writes.
     #[error("record {key} is unreadable: {reason}")]
     Corrupt {
@@ -143,7 +154,9 @@ impl IdempotencyError {
     /// operator (and metrics) whether the dead-letter queue is the expected end.
     pub fn is_retryable(&self) -> bool {
         match self {
-            IdempotencyError::InProgress { .. } | IdempotencyError::Effect { .. } => true,
+            IdempotencyError::InProgress { .. }
+            | IdempotencyError::Effect { .. }
+            | IdempotencyError::PayloadUnavailable { .. } => true,
             IdempotencyError::Cancelled { failures } => failures
                 .iter()
                 .all(|f| RETRYABLE_CANCELLATIONS.contains(&f.code.as_str())),

@@ -17,7 +17,8 @@
 //! - [`BatchProcessor`]: runs the per-message function over an `SqsEvent` and returns
 //!   the `SqsBatchResponse` naming exactly the failed messages. Each message is handed
 //!   over as a [`Delivery`]: the payload and the outbox message id, read through SNS
-//!   and EventBridge envelopes. The SQS `MessageId` is never the key unless the
+//!   and EventBridge envelopes, and a payload offloaded to S3 (the claim check) read
+//!   back first ([`payload`]). The SQS `MessageId` is never the key unless the
 //!   consumer opts in.
 //!
 //! Markers and effect records are kept for one [`Retention`] (14 days, SQS's longest,
@@ -40,6 +41,7 @@ pub mod guard;
 pub mod hash;
 pub mod item;
 pub mod marker;
+pub mod payload;
 pub mod retention;
 
 pub use batch::{BatchProcessor, BatchReport, MessageFailure, MessageOutcome};
@@ -50,6 +52,7 @@ pub use guard::BusinessKeyGuard;
 pub use hash::PayloadHash;
 pub use marker::MessageMarker;
 pub use outbox_core::clock::{Clock, ManualClock, SharedClock, SystemClock};
+pub use payload::{MemoryPayloads, PayloadSource, S3Payloads};
 pub use retention::{Retention, RetentionError};
 
 use aws_sdk_dynamodb::types::AttributeValue;

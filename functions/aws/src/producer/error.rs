@@ -42,7 +42,7 @@ pub enum ProducerError {
     },
     /// One item over 400 KB.
     #[error(
-        "action {index} ({action}) writes an item of {bytes} bytes but DynamoDB allows at most {MAX_ITEM_BYTES}: store large payloads elsewhere (e.g. S3) and send a reference"
+        "action {index} ({action}) writes an item of {bytes} bytes but DynamoDB allows at most {MAX_ITEM_BYTES}: shrink it, or — for a message's payload — enable the claim check with OutboxWriter::large_payloads(s3_client, bucket), which writes the payload to S3 first and commits a pointer"
     )]
     ItemTooLarge {
         /// Position in the transaction.
@@ -88,6 +88,20 @@ pub enum ProducerError {
         /// Why the read failed.
         message: String,
     },
+    /// A large payload could not be written to S3 before the transaction (the claim
+    /// check); the transaction was not sent, so nothing was written to the table.
+    #[error(
+        "the payload for {pointer} could not be written, so the transaction was not sent: {message}"
+    )]
+    PayloadNotStored {
+        /// Where it was to go.
+        pointer: String,
+        /// What S3 said.
+        message: String,
+        /// Transient when retrying may succeed (throttling, a missing bucket or
+        /// permission being fixed).
+        kind: FailureKind,
+    },
     /// Any other AWS error.
     #[error("TransactWriteItems failed: {message}")]
     Aws {
@@ -109,6 +123,9 @@ impl ProducerError {
         matches!(
             self,
             ProducerError::Aws {
+                kind: FailureKind::Transient,
+                ..
+            } | ProducerError::PayloadNotStored {
                 kind: FailureKind::Transient,
                 ..
             } | ProducerError::Unverified { .. }

@@ -7,6 +7,7 @@
 
 mod check;
 mod error;
+mod offload;
 mod prepared;
 
 pub use check::item_size;
@@ -39,6 +40,7 @@ pub struct OutboxWriter {
     sweep_grace: Duration,
     key_schemas: HashMap<String, Vec<String>>,
     clock: SharedClock,
+    large: Option<offload::Offloader>,
 }
 
 impl OutboxWriter {
@@ -51,7 +53,34 @@ impl OutboxWriter {
             sweep_grace: Duration::from_secs(60),
             key_schemas: HashMap::new(),
             clock: clock::system(),
+            large: None,
         }
+    }
+
+    /// Enables the claim check: a payload an outbox item cannot hold (400 KB with
+    /// the other attributes) is written to `bucket` under `outbox/<MessageId>` before
+    /// the transaction, and the item carries the extended clients' pointer instead;
+    /// the publisher forwards it as it is, and the consumer library resolves it.
+    /// Build `s3` with [`crate::s3::client`] (path-style addressing on an overridden
+    /// endpoint). An object whose transaction fails is left to the bucket's
+    /// lifecycle rule: no message refers to it.
+    pub fn large_payloads(mut self, s3: aws_sdk_s3::Client, bucket: impl Into<String>) -> Self {
+        let threshold = self.large.as_ref().and_then(|l| l.threshold);
+        self.large = Some(offload::Offloader {
+            client: s3,
+            bucket: bucket.into(),
+            threshold,
+        });
+        self
+    }
+
+    /// With the claim check enabled, payloads larger than `bytes` go to S3 even when
+    /// the item could hold them (smaller items, cheaper writes and streams).
+    pub fn large_payload_threshold(mut self, bytes: usize) -> Self {
+        if let Some(large) = &mut self.large {
+            large.threshold = Some(bytes);
+        }
+        self
     }
 
     /// How long after its write the sweeper may pick up a message the stream path
@@ -113,14 +142,29 @@ impl OutboxWriter {
             sort_keys: Vec::with_capacity(messages.len()),
         };
         let mut aggregates = Vec::with_capacity(messages.len());
+        let mut uploads = Vec::new();
         for (index, m) in messages.iter().enumerate() {
             if let Some(reason) = m.invalid() {
                 return Err(ProducerError::InvalidMessage { index, reason });
             }
             let id = uuid::Uuid::now_v7().to_string();
-            let item = m.outbox_item(&id, now_ms, self.sweep_grace);
+            let mut item = m.outbox_item(&id, now_ms, self.sweep_grace);
             let sk = item.sk.clone().unwrap_or_default();
-            actions.push(self.put(index, &item)?);
+            let mut put = self.put(index, &item)?;
+            let offload = self
+                .large
+                .as_ref()
+                .and_then(|l| l.decide(&put, &m.payload, &id));
+            if let Some(pointer) = offload {
+                item.payload = Some(pointer.encode());
+                item.payload_size = u64::try_from(m.payload.len()).ok();
+                put = self.put(index, &item)?;
+                uploads.push(offload::Upload {
+                    pointer,
+                    payload: m.payload.clone(),
+                });
+            }
+            actions.push(put);
             committed.message_ids.push(id);
             committed.sort_keys.push(sk);
             aggregates.push(m.aggregate.clone());
@@ -136,6 +180,7 @@ impl OutboxWriter {
             first_message,
             aggregates,
             committed,
+            uploads,
         ))
     }
 
@@ -176,184 +221,4 @@ impl OutboxWriter {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use outbox_core::schema::{
-        CREATED_AT, ITEM_TYPE, SK, STATUS, SWEEP_DUE_AT, SWEEP_SHARD, sweep_shard,
-    };
-
-    fn writer() -> OutboxWriter {
-        let conf = aws_sdk_dynamodb::Config::builder()
-            .behavior_version(aws_sdk_dynamodb::config::BehaviorVersion::latest())
-            .build();
-        OutboxWriter::new(aws_sdk_dynamodb::Client::from_conf(conf), "outbox")
-            .key_schema("orders", &["id"])
-    }
-
-    fn put(table: &str, item: &[(&str, &str)]) -> TransactWriteItem {
-        let p = Put::builder()
-            .table_name(table)
-            .set_item(Some(
-                item.iter()
-                    .map(|(k, v)| ((*k).to_owned(), AttributeValue::S((*v).to_owned())))
-                    .collect(),
-            ))
-            .build()
-            .expect("valid put");
-        TransactWriteItem::builder().put(p).build()
-    }
-
-    #[test]
-    fn message_items_follow_the_schema() {
-        let prepared = writer()
-            .prepare_at(
-                vec![],
-                &[NewMessage::new("USER#1", "orders", "{}").event_type("CREATED")],
-                1_000,
-            )
-            .expect("valid");
-        let committed = prepared.committed();
-        let item = prepared.actions()[0].put.as_ref().expect("a put").item();
-        assert_eq!(
-            item.get(ITEM_TYPE),
-            Some(&AttributeValue::S("PENDING_MESSAGE".into()))
-        );
-        assert_eq!(item.get(STATUS), Some(&AttributeValue::S("PENDING".into())));
-        assert_eq!(
-            item.get(CREATED_AT),
-            Some(&AttributeValue::N("1000".into()))
-        );
-        assert_eq!(
-            item.get(SWEEP_DUE_AT),
-            Some(&AttributeValue::N("61000".into()))
-        );
-        assert_eq!(
-            item.get(SWEEP_SHARD),
-            Some(&AttributeValue::S(sweep_shard("USER#1")))
-        );
-        let sk = format!("MESSAGE#CREATED#{}", committed.message_ids[0]);
-        assert_eq!(item.get(SK), Some(&AttributeValue::S(sk)));
-    }
-
-    #[test]
-    fn two_messages_in_one_millisecond_get_distinct_time_ordered_ids() {
-        let msgs: Vec<NewMessage> = (0..50)
-            .map(|i| NewMessage::new("A", "t", i.to_string()))
-            .collect();
-        let prepared = writer().prepare_at(vec![], &msgs, 5).expect("valid");
-        let committed = prepared.committed();
-        let mut sorted = committed.message_ids.clone();
-        sorted.sort();
-        sorted.dedup();
-        assert_eq!(sorted.len(), 50);
-        assert_eq!(
-            sorted, committed.message_ids,
-            "v7 ids sort in creation order"
-        );
-    }
-
-    #[test]
-    fn refuses_more_than_100_actions() {
-        let business: Vec<_> = (0..99)
-            .map(|i| put("orders", &[("id", &i.to_string())]))
-            .collect();
-        let err = writer()
-            .prepare_at(
-                business,
-                &[
-                    NewMessage::new("A", "t", "{}"),
-                    NewMessage::new("A", "t", "{}"),
-                ],
-                0,
-            )
-            .expect_err("101 actions");
-        assert!(
-            matches!(err, ProducerError::TooManyActions { count: 101 }),
-            "{err}"
-        );
-    }
-
-    #[test]
-    fn refuses_an_item_over_400_kb_naming_the_action() {
-        let big = "x".repeat(MAX_ITEM_BYTES);
-        let err = writer()
-            .prepare_at(vec![], &[NewMessage::new("A", "orders", big)], 0)
-            .expect_err("too big");
-        match err {
-            ProducerError::ItemTooLarge { index, action, .. } => {
-                assert_eq!(index, 0);
-                assert!(action.contains("orders"), "{action}");
-            }
-            other => panic!("unexpected {other}"),
-        }
-    }
-
-    #[test]
-    fn refuses_over_4_mb_in_total() {
-        let chunk = "x".repeat(300 * 1024);
-        let msgs: Vec<NewMessage> = (0..14)
-            .map(|_| NewMessage::new("A", "t", chunk.clone()))
-            .collect();
-        let err = writer()
-            .prepare_at(vec![], &msgs, 0)
-            .expect_err("over 4 MB");
-        assert!(
-            matches!(err, ProducerError::TransactionTooLarge { .. }),
-            "{err}"
-        );
-    }
-
-    #[test]
-    fn refuses_two_actions_on_one_item() {
-        let err = writer()
-            .prepare_at(
-                vec![
-                    put("orders", &[("id", "1"), ("x", "a")]),
-                    put("orders", &[("id", "1"), ("x", "b")]),
-                ],
-                &[NewMessage::new("A", "t", "{}")],
-                0,
-            )
-            .expect_err("same item twice");
-        assert!(
-            matches!(
-                err,
-                ProducerError::DuplicateItem {
-                    first: 0,
-                    second: 1,
-                    ..
-                }
-            ),
-            "{err}"
-        );
-        // Different keys in a table of known schema are fine.
-        writer()
-            .prepare_at(
-                vec![put("orders", &[("id", "1")]), put("orders", &[("id", "2")])],
-                &[NewMessage::new("A", "t", "{}")],
-                0,
-            )
-            .expect("distinct items");
-    }
-
-    #[test]
-    fn refuses_empty_topic_and_no_messages() {
-        assert!(matches!(
-            writer().prepare_at(vec![], &[], 0),
-            Err(ProducerError::NoMessages)
-        ));
-        assert!(matches!(
-            writer().prepare_at(vec![], &[NewMessage::new("A", " ", "{}")], 0),
-            Err(ProducerError::InvalidMessage { index: 0, .. })
-        ));
-    }
-
-    #[test]
-    fn item_size_counts_names_and_values() {
-        let item = HashMap::from([
-            ("ab".to_owned(), AttributeValue::S("xyz".into())),
-            ("n".to_owned(), AttributeValue::N("12345".into())),
-        ]);
-        assert_eq!(item_size(&item), 2 + 3 + 1 + 4);
-    }
-}
+mod tests;

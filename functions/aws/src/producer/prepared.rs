@@ -13,8 +13,10 @@
 //!   of their `MessageId`), the transaction had committed: the repeat succeeds too.
 
 use super::error::{self, ProducerError};
+use super::offload::Upload;
 use super::{Committed, OutboxWriter};
 use aws_sdk_dynamodb::types::{AttributeValue, TransactWriteItem};
+use outbox_core::claim::PayloadPointer;
 use outbox_core::schema::{MESSAGE_ID, TABLE};
 
 /// Namespace of the transaction tokens (UUID v5 of the message ids).
@@ -31,6 +33,7 @@ pub struct PreparedCommit {
     aggregates: Vec<String>,
     committed: Committed,
     token: String,
+    uploads: Vec<Upload>,
 }
 
 impl PreparedCommit {
@@ -40,6 +43,7 @@ impl PreparedCommit {
         first_message: usize,
         aggregates: Vec<String>,
         committed: Committed,
+        uploads: Vec<Upload>,
     ) -> Self {
         let token = client_request_token(&committed.message_ids);
         PreparedCommit {
@@ -49,7 +53,14 @@ impl PreparedCommit {
             aggregates,
             committed,
             token,
+            uploads,
         }
+    }
+
+    /// Where the payloads of the messages that go through S3 (the claim check) are
+    /// written before the transaction, in message order.
+    pub fn offloaded(&self) -> Vec<&PayloadPointer> {
+        self.uploads.iter().map(|u| &u.pointer).collect()
     }
 
     /// The message ids and sort keys this transaction writes.
@@ -85,6 +96,18 @@ impl OutboxWriter {
         &self,
         prepared: &PreparedCommit,
     ) -> Result<Committed, ProducerError> {
+        // The objects first: an item never points to one that is not there. Written
+        // again on a repeat (the same bytes, under the same key).
+        if let Some(offloader) = &self.large {
+            offloader.upload(&prepared.uploads).await?;
+        } else if !prepared.uploads.is_empty() {
+            return Err(ProducerError::PayloadNotStored {
+                pointer: prepared.uploads[0].pointer.to_string(),
+                message: "this writer has no S3 client: prepare and commit with the same writer"
+                    .to_owned(),
+                kind: outbox_core::failure::FailureKind::Permanent,
+            });
+        }
         // Boxed: see "Future depth" in the crate docs.
         let request = self
             .client

@@ -1,10 +1,12 @@
 //! A sink that records every call and fails what it is told to.
 
 use super::lock;
+use crate::claim::PayloadPointer;
 use crate::failure::Failure;
 use crate::message::OutboundMessage;
 use crate::ports::{EntryResult, MessageSink};
 use crate::route::Destination;
+use std::collections::HashMap;
 use std::sync::Mutex;
 
 /// What a [`RecordingSink`] refuses. By default nothing.
@@ -23,6 +25,11 @@ pub struct Refusals {
     /// Bodies for which the service refuses the whole call for its content
     /// (`BatchRequestTooLong`).
     pub refuse_call: Vec<String>,
+    /// Buckets whose payload writes (the claim check) fail transiently, like a
+    /// bucket the function may not write to yet.
+    pub buckets_down: Vec<String>,
+    /// Buckets whose payload writes are refused for good.
+    pub buckets_refused: Vec<String>,
 }
 
 /// One recorded call: destination, messages, and which of them were accepted.
@@ -34,6 +41,8 @@ type Recorded = (String, Vec<OutboundMessage>, Vec<bool>);
 pub struct RecordingSink {
     refusals: Refusals,
     calls: Mutex<Vec<Recorded>>,
+    objects: Mutex<HashMap<PayloadPointer, String>>,
+    writes: Mutex<usize>,
 }
 
 impl RecordingSink {
@@ -41,8 +50,18 @@ impl RecordingSink {
     pub fn new(refusals: Refusals) -> Self {
         RecordingSink {
             refusals,
-            calls: Mutex::default(),
+            ..RecordingSink::default()
         }
+    }
+
+    /// The payload written where `pointer` says (the claim check), if any.
+    pub fn object(&self, pointer: &PayloadPointer) -> Option<String> {
+        lock(&self.objects).get(pointer).cloned()
+    }
+
+    /// How many objects are stored, and how many writes made them.
+    pub fn object_counts(&self) -> (usize, usize) {
+        (lock(&self.objects).len(), *lock(&self.writes))
     }
 
     /// Every call: the destination and its messages' bodies, in order.
@@ -106,5 +125,18 @@ impl MessageSink for RecordingSink {
         };
         lock(&self.calls).push((dest, owned, accepted));
         answer
+    }
+
+    async fn put_payload(&self, pointer: &PayloadPointer, payload: &str) -> Result<(), Failure> {
+        let r = &self.refusals;
+        if r.buckets_down.contains(&pointer.bucket) {
+            return Err(Failure::transient("SlowDown"));
+        }
+        if r.buckets_refused.contains(&pointer.bucket) {
+            return Err(Failure::permanent("InvalidBucketState"));
+        }
+        *lock(&self.writes) += 1;
+        lock(&self.objects).insert(pointer.clone(), payload.to_owned());
+        Ok(())
     }
 }

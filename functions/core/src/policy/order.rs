@@ -231,6 +231,7 @@ mod tests {
             created_at: created,
             retry_count: 1,
             sequence: None,
+            payload_size: None,
             index: crate::schema::SeenIndex::default(),
         });
         a

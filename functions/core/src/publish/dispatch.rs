@@ -23,6 +23,7 @@ impl<K: MessageSink, S: OutboxStore> Publisher<K, S> {
         items: &[WorkItem],
         progress: &mut Progress,
     ) {
+        self.offload_round(round, items, progress).await;
         let mut calls = Vec::with_capacity(round.len());
         for (&d, call) in round {
             let (blocked, live): (Vec<&Entry>, Vec<&Entry>) = call
@@ -54,6 +55,38 @@ impl<K: MessageSink, S: OutboxStore> Publisher<K, S> {
                         progress.outcomes[entry.index] = Some(Outcome::Retry { reason });
                     }
                 }
+            }
+        }
+    }
+
+    /// Writes the payloads of the round's claim-check entries to S3, concurrently,
+    /// before any pointer is sent. An entry whose write failed transiently is
+    /// reported for retry and holds back its aggregate (as a failed send does); one
+    /// refused for good is poison, with the reason.
+    async fn offload_round(&self, round: &Round, items: &[WorkItem], progress: &mut Progress) {
+        let uploads = round
+            .values()
+            .flat_map(|call| &call.entries)
+            .filter(|e| progress.outcomes[e.index].is_none())
+            .filter_map(|e| match (&e.offload, &items[e.index].work) {
+                (Some(pointer), Work::Publish(msg)) => Some((e, msg, pointer)),
+                _ => None,
+            })
+            .map(|(e, msg, pointer)| async move {
+                (e, msg, self.sink.put_payload(pointer, &msg.payload).await)
+            });
+        for (entry, msg, result) in futures::future::join_all(uploads).await {
+            let Err(failure) = result else { continue };
+            let reason = format!("could not write the payload to S3: {failure}");
+            tracing::warn!(message_id = %msg.message_id, error = %failure, "claim check: payload not written");
+            if failure.is_transient() {
+                progress.failed_aggregates.insert(entry.aggregate.clone());
+                progress.outcomes[entry.index] = Some(Outcome::Retry { reason });
+            } else {
+                progress.poison.push((entry.index, poison_of(msg, reason)));
+                // Keeps its pointer out of this round's call; the dead-letter step
+                // that follows the rounds replaces it with the poison's outcome.
+                progress.outcomes[entry.index] = Some(Outcome::Blocked);
             }
         }
     }

@@ -45,6 +45,7 @@ fn work(pk: &str, topic: &str, payload: String) -> WorkItem {
             created_at: 1,
             retry_count: 0,
             sequence: None,
+            payload_size: None,
             index: crate::schema::SeenIndex::ours(crate::schema::sweep_shard(pk), 1),
         }),
     }

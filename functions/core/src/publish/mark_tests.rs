@@ -40,6 +40,7 @@ fn work(body: &str) -> WorkItem {
             created_at: 1,
             retry_count: 0,
             sequence: None,
+            payload_size: None,
         }),
     }
 }

@@ -263,6 +263,8 @@ impl<K: MessageSink, S: OutboxStore> Publisher<K, S> {
 }
 
 #[cfg(test)]
+mod claim_tests;
+#[cfg(test)]
 mod fence_tests;
 #[cfg(test)]
 mod limit_tests;

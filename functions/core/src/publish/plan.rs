@@ -3,6 +3,7 @@
 //! build the dead-letter copies of poison.
 
 use super::{Poison, Work, WorkItem, poison_of};
+use crate::claim::{self, PayloadPointer, Placement};
 use crate::config::PublisherConfig;
 use crate::message::{ATTR_AGGREGATE, ATTR_ERROR, ATTR_MESSAGE_ID, ATTR_SK, ATTR_TOPIC};
 use crate::message::{AttrValue, OutboundMessage, fifo_id};
@@ -19,6 +20,9 @@ pub struct Entry {
     pub aggregate: String,
     /// What the destination receives.
     pub message: OutboundMessage,
+    /// Where its payload must be written before it is sent, when the message
+    /// carries a claim-check pointer instead (see [`crate::claim`]).
+    pub offload: Option<PayloadPointer>,
 }
 
 /// One destination call: at most 10 entries within the destination's byte limit.
@@ -82,7 +86,12 @@ pub fn plan(config: &PublisherConfig, items: &[WorkItem]) -> Plan {
             }
             Work::Publish(msg) => msg,
         };
-        let (dest, outbound, size) = match route(config, msg) {
+        let Routed {
+            dest,
+            outbound,
+            size,
+            offload,
+        } = match route(config, msg) {
             Ok(routed) => routed,
             Err(reason) => {
                 plan.poison.push((index, poison_of(msg, reason)));
@@ -102,6 +111,7 @@ pub fn plan(config: &PublisherConfig, items: &[WorkItem]) -> Plan {
             index,
             aggregate: msg.key.pk.clone(),
             message: outbound,
+            offload,
         };
         let r = place(&mut plan.rounds, earliest, d, dest, entry, size);
         last_round.insert(msg.aggregate(), (r, d));
@@ -109,11 +119,21 @@ pub fn plan(config: &PublisherConfig, items: &[WorkItem]) -> Plan {
     plan
 }
 
-/// The destination of a message, its entry and its size; or why it cannot be sent.
+/// A message routed: where it goes, what it sends, its size there, and the payload's
+/// claim-check pointer when the payload goes to S3 first.
+struct Routed<'c> {
+    dest: &'c Destination,
+    outbound: OutboundMessage,
+    size: usize,
+    offload: Option<PayloadPointer>,
+}
+
+/// Routes a message and decides where its payload goes ([`claim::place`]); or says
+/// why it cannot be sent.
 fn route<'c>(
     config: &'c PublisherConfig,
     msg: &crate::schema::OutboxMessage,
-) -> Result<(&'c Destination, OutboundMessage, usize), String> {
+) -> Result<Routed<'c>, String> {
     let Some(dest) = config.routes.resolve(&msg.topic) else {
         return Err(format!(
             "no route for topic `{}`: add it to OUTBOX_ROUTES or set OUTBOX_DEFAULT_DESTINATION, then redrive the message",
@@ -122,14 +142,54 @@ fn route<'c>(
     };
     let outbound = OutboundMessage::for_destination(msg, dest);
     let size = dest.message_size(&outbound);
-    if size > dest.max_message_bytes() {
-        return Err(format!(
-            "message is {size} bytes (payload plus attributes) but {dest} accepts at most {} bytes ({}): shrink the payload or store it elsewhere and send a reference",
-            dest.max_message_bytes(),
-            dest.limit_source()
-        ));
+    let max = dest.max_message_bytes();
+    let is_pointer = PayloadPointer::decode(&msg.payload).is_some();
+    let check = config.routes.claim_check(&msg.topic);
+    match claim::place(
+        msg.payload.len(),
+        size,
+        max,
+        is_pointer,
+        check,
+        &msg.message_id,
+    ) {
+        Placement::Inline => Ok(Routed {
+            dest,
+            outbound,
+            size,
+            offload: None,
+        }),
+        // A pointer over the limit cannot shrink by offloading: say so, not how to enable it.
+        Placement::TooLarge => Err(too_large(size, dest, !is_pointer && check.bucket.is_none())),
+        Placement::Offload(pointer) => {
+            let outbound = outbound.offloaded(&pointer, msg.payload.len());
+            let size = dest.message_size(&outbound);
+            if size > max {
+                return Err(too_large(size, dest, false));
+            }
+            Ok(Routed {
+                dest,
+                outbound,
+                size,
+                offload: Some(pointer),
+            })
+        }
     }
-    Ok((dest, outbound, size))
+}
+
+/// Why a message of `size` bytes is not sent to `dest`, and what to do: without a
+/// bucket, how to enable the claim check.
+fn too_large(size: usize, dest: &Destination, no_bucket: bool) -> String {
+    let advice = if no_bucket {
+        "shrink the payload, or enable the claim check — set OUTBOX_LARGE_PAYLOAD_BUCKET (or large_payload_bucket on the route in OUTBOX_ROUTES) to a bucket the function may s3:PutObject to under outbox/, so that large payloads go to S3 and the message carries a pointer — then redrive the message"
+    } else {
+        "even its claim-check pointer does not fit: raise the destination's limit"
+    };
+    format!(
+        "message is {size} bytes (payload plus attributes) but {dest} accepts at most {} bytes ({}): {advice}",
+        dest.max_message_bytes(),
+        dest.limit_source()
+    )
 }
 
 /// Puts `entry` in the first call to destination `d` from round `earliest` on that

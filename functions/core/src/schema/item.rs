@@ -100,6 +100,15 @@ pub struct OutboxItem {
     /// `LastError`.
     #[serde(rename = "LastError", skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,
+    /// `PayloadSize`: the payload's size in bytes when `Payload` is a claim-check
+    /// pointer the producer wrote (see [`crate::claim`]).
+    #[serde(
+        rename = "PayloadSize",
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient::u64"
+    )]
+    pub payload_size: Option<u64>,
     /// `PayloadOn`: where the payload went when a `FAILED` item at its size limit
     /// gave it up (`dead-letter queue`: the dead-letter copy holds it).
     #[serde(rename = "PayloadOn", skip_serializing_if = "Option::is_none")]
@@ -123,6 +132,9 @@ pub struct OutboxMessage {
     pub retry_count: u32,
     /// Optional per-aggregate sequence number.
     pub sequence: Option<u64>,
+    /// The size of the payload a claim-check pointer in `payload` points to, when the
+    /// producer said (`PayloadSize`).
+    pub payload_size: Option<u64>,
     /// The sweeper index attributes as read. Items from minimal producers carry none,
     /// foreign producers may carry values no sweep claims: either way the item is not
     /// [`OutboxMessage::indexed`], and is adopted into the index when the stream path
@@ -238,6 +250,7 @@ impl OutboxItem {
             created_at: self.created_at.unwrap_or(0),
             retry_count: self.retry_count.unwrap_or(0),
             sequence: self.sequence,
+            payload_size: self.payload_size,
             index,
             key,
         })

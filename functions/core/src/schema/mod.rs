@@ -54,6 +54,10 @@ pub const LAST_ERROR: &str = "LastError";
 /// Where the payload went when a `FAILED` item at its size limit could not keep it
 /// and take its `LastError` too: `dead-letter queue` (the dead-letter copy holds it).
 pub const PAYLOAD_ON: &str = "PayloadOn";
+/// The size in bytes of a payload the producer wrote to S3 (the claim check):
+/// `Payload` then holds the pointer, and the published message carries this size as
+/// `ExtendedPayloadSize`, as the extended clients expect.
+pub const PAYLOAD_SIZE: &str = "PayloadSize";
 
 /// Partition key of the sweeper's own bookkeeping items in the outbox table (not
 /// outbox items: no `ItemType`, so neither the stream filter nor the publisher takes
