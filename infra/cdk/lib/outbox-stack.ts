@@ -286,6 +286,11 @@ export class OutboxStack extends cdk.Stack {
     publisherRole.addToPolicy(
       new iam.PolicyStatement({ sid: 'ReportDiscardedBatches', actions: ['sqs:SendMessage'], resources: [streamFailures.queueArn] }),
     );
+    // The order fence: an aggregate's pending messages, from the sweep index (keys only) or, for
+    // another producer's aggregate, from its partition.
+    publisherRole.addToPolicy(
+      new iam.PolicyStatement({ sid: 'ReadPendingSiblings', actions: ['dynamodb:Query'], resources: [tableArn, sweepIndexArn] }),
+    );
     sendTo(publisherRole);
     putPayloads(publisherRole);
     this.publisher = fn('Publisher', n.publisher, CONTRACT.binaries.publisher, publisherRole, {
@@ -321,6 +326,8 @@ export class OutboxStack extends cdk.Stack {
     sweeperRole.addToPolicy(
       new iam.PolicyStatement({ sid: 'QuerySweepIndex', actions: ['dynamodb:Query'], resources: [sweepIndexArn] }),
     );
+    // The order fence: another producer's aggregate is read from its partition.
+    sweeperRole.addToPolicy(new iam.PolicyStatement({ sid: 'ReadPendingSiblings', actions: ['dynamodb:Query'], resources: [tableArn] }));
     sweeperRole.addToPolicy(
       new iam.PolicyStatement({
         sid: 'UpdateOutboxItems',

@@ -249,24 +249,34 @@ describe('default deployment', () => {
       assert.deepEqual(bySid.SendToRoutedQueues.Resource, [queue('outbox-orders-queue'), queue('outbox-orders-events.fifo'), queue('outbox-dlq')]);
       assert.deepEqual(bySid.ReportDiscardedBatches.Resource, queue('outbox-stream-failures'));
       assert.deepEqual(bySid.ReadOutboxItems, { Sid: 'ReadOutboxItems', Effect: 'Allow', Action: 'dynamodb:GetItem', Resource: getAtt(table) });
+      // The order fence reads an aggregate's pending messages: the index, or a partition.
+      assert.deepEqual(bySid.ReadPendingSiblings, {
+        Sid: 'ReadPendingSiblings',
+        Effect: 'Allow',
+        Action: 'dynamodb:Query',
+        Resource: [getAtt(table), { 'Fn::Join': ['', [getAtt(table), '/index/OutboxSweepIndex']] }],
+      });
       assert.deepEqual(actionsOf(t, 'outbox-publisher').filter((a) => a.startsWith('dynamodb:') && !bySid.ReadOutboxStream.Action.includes(a)), [
         'dynamodb:GetItem',
         'dynamodb:PartiQLUpdate',
+        'dynamodb:Query',
         'dynamodb:UpdateItem',
       ]);
     });
-    it('lets the sweeper query only the sweep index, update and read items, and (the backstop scan, by default) scan the table and put its scan cursors', () => {
+    it('lets the sweeper query the sweep index and (the order fence) partitions, update and read items, and (the backstop scan, by default) scan the table and put its scan cursors', () => {
       const table = logicalId(t, 'AWS::DynamoDB::Table', { TableName: 'outbox-table' });
       const bySid = Object.fromEntries(statementsOf(t, 'outbox-sweeper').map((s) => [s.Sid, s]));
       assert.deepEqual(bySid.QuerySweepIndex.Action, 'dynamodb:Query');
       assert.deepEqual(bySid.QuerySweepIndex.Resource, { 'Fn::Join': ['', [getAtt(table), '/index/OutboxSweepIndex']] });
+      // The order fence reads another producer's aggregate from its partition.
+      assert.deepEqual(bySid.ReadPendingSiblings, { Sid: 'ReadPendingSiblings', Effect: 'Allow', Action: 'dynamodb:Query', Resource: getAtt(table) });
       assert.deepEqual(bySid.UpdateOutboxItems, {
         Sid: 'UpdateOutboxItems',
         Effect: 'Allow',
         Action: ['dynamodb:UpdateItem', 'dynamodb:PartiQLUpdate', 'dynamodb:Scan'],
         Resource: getAtt(table),
       });
-      const actions = actionsOf(t, 'outbox-sweeper');
+      const actions = [...new Set(actionsOf(t, 'outbox-sweeper'))]; // Query: on the index and (the fence) the table
       assert.deepEqual(bySid.ReadOutboxItems, { Sid: 'ReadOutboxItems', Effect: 'Allow', Action: 'dynamodb:GetItem', Resource: getAtt(table) });
       assert.deepEqual(bySid.SaveScanCursors.Action, 'dynamodb:PutItem');
       assert.deepEqual(actions, [

@@ -271,19 +271,25 @@ fn check_fifo(
     }
     for (group, want) in &want {
         let got = got.get(group).cloned().unwrap_or_default();
-        let sequences: Vec<u64> = want.iter().filter_map(|p| p.sequence).collect();
-        // Delivered in commit order, each once: a prefix of the committed
-        // sequences or a subsequence of them when some are still pending.
-        if !in_commit_order(&got, &sequences) {
+        // What must have arrived, in commit order: every message that did not end
+        // FAILED (poison leaves a gap). Still-pending ones may only be missing at the
+        // end: a later message delivered before a pending earlier one is out of order.
+        let expected: Vec<(u64, bool)> = want
+            .iter()
+            .filter(|p| !failed(items, p))
+            .filter_map(|p| Some((p.sequence?, pending(items, p))))
+            .collect();
+        if !delivered_in_order(&got, &expected) {
             r.fifo_violations += 1;
+            let committed: Vec<u64> = expected.iter().map(|(s, _)| *s).collect();
             problem(
                 r,
-                format!("FIFO {group}: delivered {got:?}, committed {sequences:?}"),
+                format!("FIFO {group}: delivered {got:?}, committed {committed:?}"),
             );
         }
         for p in want {
             let delivered = p.sequence.is_some_and(|s| got.contains(&s));
-            if !delivered && !p.poison && !pending(items, p) {
+            if !delivered && !failed(items, p) && !pending(items, p) {
                 r.lost += 1;
                 problem(r, format!("lost: FIFO {} never delivered", p.id));
             }
@@ -291,10 +297,19 @@ fn check_fifo(
     }
 }
 
-/// Whether `got` lists some of `committed`, each at most once, in their order.
-fn in_commit_order(got: &[u64], committed: &[u64]) -> bool {
-    let mut rest = committed.iter();
-    got.iter().all(|g| rest.any(|c| c == g))
+/// Whether the message ended `FAILED` (poison, counted by `check_items`).
+fn failed(items: &BTreeMap<String, &OutboxItem>, p: &Planned) -> bool {
+    items
+        .get(&p.id)
+        .is_some_and(|i| i.status() == Some(Status::Failed))
+}
+
+/// Whether `got` is `expected` (sequence, still pending) in order, each once, cut
+/// short only where every message left is still pending.
+fn delivered_in_order(got: &[u64], expected: &[(u64, bool)]) -> bool {
+    got.len() <= expected.len()
+        && got.iter().zip(expected).all(|(g, (e, _))| g == e)
+        && expected[got.len()..].iter().all(|(_, pending)| *pending)
 }
 
 impl ChaosReport {
@@ -345,19 +360,27 @@ impl ChaosReport {
 
 #[cfg(test)]
 mod tests {
-    use super::in_commit_order;
+    use super::delivered_in_order;
 
     #[test]
-    fn deliveries_in_commit_order_with_some_still_pending_are_no_violation() {
-        assert!(in_commit_order(&[0, 1, 2], &[0, 1, 2, 3]));
-        assert!(in_commit_order(&[0, 2], &[0, 1, 2]), "1 still pending");
-        assert!(in_commit_order(&[], &[0, 1]));
+    fn deliveries_in_commit_order_cut_short_by_pending_messages_are_no_violation() {
+        let all_sent = [(0, false), (1, false), (2, false)];
+        assert!(delivered_in_order(&[0, 1, 2], &all_sent));
+        let tail_pending = [(0, false), (1, false), (2, true), (3, true)];
+        assert!(delivered_in_order(&[0, 1], &tail_pending));
+        assert!(delivered_in_order(&[], &[(0, true), (1, true)]));
     }
 
     #[test]
-    fn a_reordering_or_a_repeat_is_a_violation() {
-        assert!(!in_commit_order(&[1, 0], &[0, 1]));
-        assert!(!in_commit_order(&[0, 1, 1], &[0, 1]));
-        assert!(!in_commit_order(&[0, 5], &[0, 1]), "never committed");
+    fn a_gap_a_reordering_or_a_repeat_is_a_violation() {
+        // 2 delivered while 1 is still pending: 1 will arrive after it.
+        assert!(!delivered_in_order(
+            &[0, 2],
+            &[(0, false), (1, true), (2, false)]
+        ));
+        assert!(!delivered_in_order(&[1, 0], &[(0, false), (1, false)]));
+        assert!(!delivered_in_order(&[0, 1, 1], &[(0, false), (1, false)]));
+        // A SENT message that never arrived.
+        assert!(!delivered_in_order(&[0], &[(0, false), (1, false)]));
     }
 }

@@ -247,6 +247,9 @@ locals {
           Resource = local.r.outbox_stream_arn
         },
         { Sid = "ReportDiscardedBatches", Effect = "Allow", Action = "sqs:SendMessage", Resource = local.r.stream_failures_queue_arn },
+        # The order fence: an aggregate's pending messages, from the sweep index (keys only) or,
+        # for another producer's aggregate, from its partition.
+        { Sid = "ReadPendingSiblings", Effect = "Allow", Action = "dynamodb:Query", Resource = [local.r.outbox_table_arn, "${local.r.outbox_table_arn}/index/${local.outbox_table.sweep_index.name}"] },
         local.logs_statement.publisher,
       ], local.send_statements, local.large_payload_statements.publisher)
     }
@@ -254,6 +257,8 @@ locals {
       Version = "2012-10-17"
       Statement = concat([
         { Sid = "QuerySweepIndex", Effect = "Allow", Action = "dynamodb:Query", Resource = "${local.r.outbox_table_arn}/index/${local.outbox_table.sweep_index.name}" },
+        # The order fence: another producer's aggregate is read from its partition.
+        { Sid = "ReadPendingSiblings", Effect = "Allow", Action = "dynamodb:Query", Resource = local.r.outbox_table_arn },
         {
           Sid      = "UpdateOutboxItems"
           Effect   = "Allow"
