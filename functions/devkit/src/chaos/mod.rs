@@ -118,7 +118,11 @@ async fn produce(
 }
 
 /// Waits until every outbox item is finished and every consumer queue is empty,
-/// invoking the sweeper every 5 s meanwhile.
+/// invoking the sweeper every 5 s meanwhile — and waiting for each sweep to end, as
+/// the deployed sweeper runs one sweep at a time (reserved concurrency 1). Sweeps
+/// started every 5 s regardless overlapped on the local AWS: each refused the
+/// other's claims, held back the later messages behind them, and a FIFO backlog
+/// drained a few messages per minute.
 async fn settle(
     clients: &Clients,
     d: &Deployment,
@@ -131,7 +135,7 @@ async fn settle(
             .lambda
             .invoke()
             .function_name(&d.sweeper)
-            .invocation_type(InvocationType::Event)
+            .invocation_type(InvocationType::RequestResponse)
             .payload(aws_sdk_lambda::primitives::Blob::new("{}"))
             .send()
             .await;
