@@ -139,7 +139,7 @@ def main():
             entries += built
             records += n
         rate = records / (time.perf_counter() - start)
-        print(f"python peer: {name:<26} {len(raw):>7} B of JSON: {rate:>9.0} records/s from JSON bytes, on one core ({entries} entries built)")
+        print(f"python peer: {name:<26} {len(raw):>7} B of JSON: {rate:>9.0f} records/s from JSON bytes, on one core ({entries} entries built)")
 
 
 if __name__ == "__main__":

@@ -40,8 +40,6 @@ pub struct DemoReport {
     pub publisher_invocations: usize,
     /// Commit → `SENT` latency percentiles (p50, p95, p99), milliseconds.
     pub latency_ms: (i64, i64, i64),
-    /// AWS requests the publisher made per message it published, when it reports them.
-    pub requests_per_message: Option<f64>,
     /// Guarantees that did not hold, in words. Empty when all held.
     pub broken: Vec<String>,
     /// Wall time of the workload (after the deployment).
@@ -167,10 +165,6 @@ fn count_logs(logs: &FunctionLogs, report: &mut DemoReport) {
         .iter()
         .filter(|l| l.message.starts_with("START RequestId"))
         .count();
-    let published = emf_sum(&logs.publisher, "Published") + report.recovered as f64;
-    let requests = emf_sum(&logs.publisher, "AwsRequests");
-    report.requests_per_message = (requests > 0.0 && published > 0.0)
-        .then(|| requests / emf_sum(&logs.publisher, "Published").max(1.0));
 }
 
 fn check_effects(
@@ -254,7 +248,7 @@ impl DemoReport {
     pub fn render(&self) -> String {
         let mut out = String::new();
         let mut line = |label: &str, value: String| {
-            let _ = writeln!(out, "{label:<34}{value}");
+            let _ = writeln!(out, "{label:<37}{value}");
         };
         line("deployment", self.deployment.clone());
         line(
@@ -285,11 +279,6 @@ impl DemoReport {
                 "p50 {} ms, p95 {} ms, p99 {} ms",
                 self.latency_ms.0, self.latency_ms.1, self.latency_ms.2
             ),
-        );
-        line(
-            "publisher AWS requests per msg",
-            self.requests_per_message
-                .map_or_else(|| "not reported".to_owned(), |r| format!("{r:.3}")),
         );
         line("wall time", format!("{:.1} s", self.elapsed.as_secs_f64()));
         if self.broken.is_empty() {
