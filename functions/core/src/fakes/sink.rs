@@ -30,6 +30,9 @@ pub struct Refusals {
     pub buckets_down: Vec<String>,
     /// Buckets whose payload writes are refused for good.
     pub buckets_refused: Vec<String>,
+    /// The process dies after this many calls: later calls never answer, as for a
+    /// function that crashed or timed out.
+    pub dies_after_calls: Option<usize>,
 }
 
 /// One recorded call: destination, messages, and which of them were accepted.
@@ -105,6 +108,13 @@ impl MessageSink for RecordingSink {
         destination: &Destination,
         messages: &[&OutboundMessage],
     ) -> Result<Vec<EntryResult>, Failure> {
+        if self
+            .refusals
+            .dies_after_calls
+            .is_some_and(|n| lock(&self.calls).len() >= n)
+        {
+            return std::future::pending().await;
+        }
         let dest = destination.to_string();
         let owned: Vec<OutboundMessage> = messages.iter().map(|m| (*m).clone()).collect();
         let r = &self.refusals;

@@ -8,7 +8,7 @@ use crate::ports::{
     PendingPage, ScanPage, StatementAnswer, StatementError, SweepStore, UnindexedItem,
 };
 use crate::schema::{
-    ItemKey, OutboxItem, PENDING_MESSAGE, SeenIndex, Status, derive_message_id, number,
+    ItemKey, OutboxItem, PENDING_MESSAGE, SeenIndex, Status, derive_message_id, number, sweep_shard,
 };
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
@@ -28,6 +28,11 @@ pub struct StoreFaults {
     pub full: Vec<ItemKey>,
     /// The order fence's reads fail (transiently).
     pub fence_reads: bool,
+    /// How many of the next reschedules fail (transiently) before the write.
+    pub flaky_reschedules: u32,
+    /// The sweeper index lags, as a global secondary index may: its reads still list
+    /// the items finished since they were pending.
+    pub stale_index: bool,
     /// Statements of batched marks that answer with an error code: the item, the
     /// code (`ThrottlingError`, `InternalServerError`, …) and for how many batches.
     pub statements: Vec<(ItemKey, String, u32)>,
@@ -254,10 +259,11 @@ impl OutboxStore for MemoryStore {
         if self.faults().fence_reads {
             return Err(Failure::transient("ProvisionedThroughputExceededException"));
         }
+        let stale = self.faults().stale_index;
         let items = lock(&self.items);
         let siblings: Vec<Sibling> = items
             .iter()
-            .filter_map(|(k, i)| siblings(read, k, i))
+            .filter_map(|(k, i)| siblings(read, k, i, stale))
             .collect();
         Ok(PendingPage {
             scanned: siblings.len() as u64,
@@ -268,12 +274,17 @@ impl OutboxStore for MemoryStore {
     }
 }
 
-/// The pending items `read` finds, as the adapter would return them.
-fn siblings(read: &FenceRead, key: &ItemKey, item: &OutboxItem) -> Option<Sibling> {
-    if item.status() != Some(Status::Pending) || !read.aggregates.contains(&key.pk) {
+/// The pending items `read` finds, as the adapter would return them; from a `stale`
+/// index, the finished ones too.
+fn siblings(read: &FenceRead, key: &ItemKey, item: &OutboxItem, stale: bool) -> Option<Sibling> {
+    if !read.aggregates.contains(&key.pk) {
         return None;
     }
+    let pending = item.status() == Some(Status::Pending);
     match &read.scope {
+        Scope::Shard(shard) if stale && !pending => (sweep_shard(&key.pk) == *shard)
+            .then(|| Sibling::indexed(key.clone(), item.sweep_due_at.unwrap_or(0))),
+        _ if !pending => None,
         Scope::Shard(shard) => {
             let due = item.sweep_due_at?;
             (item.sweep_shard.as_deref() == Some(shard.as_str()))
@@ -368,6 +379,13 @@ impl SweepStore for MemoryStore {
         reason: &str,
         attempted: bool,
     ) -> Result<MarkOutcome, Failure> {
+        {
+            let mut faults = lock(&self.faults);
+            if faults.flaky_reschedules > 0 {
+                faults.flaky_reschedules -= 1;
+                return Err(Failure::transient("InternalServerError"));
+            }
+        }
         Ok(self.change(key, |i| {
             if i.sweep_due_at != Some(claimed_due_ms) {
                 return false;

@@ -3,7 +3,8 @@
 //! ([`send`]), with each answer of a batched state change ([`marks`]) or with a
 //! dead-letter copy over the queue's limit, how poison is marked `FAILED` so that the mark
 //! fits ([`poison`]), what a claimed item becomes and when to try again ([`retry`]),
-//! how a sweep keeps each aggregate's order ([`order`]), which messages routed to
+//! how a sweep keeps each aggregate's order ([`order`]) and walks a chunk in waves
+//! ([`wave`]), which messages routed to
 //! FIFO destinations wait behind an earlier pending one ([`fence`]), and how much
 //! time a sweep may use ([`budget`]). The publish and sweep paths call them between their I/O; a
 //! test or a model checker calls them directly.
@@ -20,6 +21,7 @@ pub mod order;
 pub mod poison;
 pub mod retry;
 pub mod send;
+pub mod wave;
 
 pub use budget::{Budget, adopted_due, expired, work_window};
 pub use fence::{
@@ -41,3 +43,4 @@ pub use send::{
     CallVerdict, DeadLetterVerdict, EntryVerdict, judge_call, judge_dead_letter,
     judge_dead_letter_size, judge_entry, judge_single,
 };
+pub use wave::{WAVE_PER_AGGREGATE, Waves};

@@ -6,12 +6,20 @@ use super::plan::Plan;
 use super::{FENCE_MAX_PAGES, Publisher, Work, WorkItem};
 use crate::policy::{Fence, Member, Pending, fence_reads, fenced};
 use crate::ports::{MessageSink, OutboxStore};
+use crate::schema::ItemKey;
+use std::collections::HashSet;
 
 impl<K: MessageSink, S: OutboxStore> Publisher<K, S> {
     /// The planned messages that must wait behind an earlier pending message of their
     /// aggregate, by position in the batch. A read that fails or stops at its bound
-    /// fences its aggregates.
-    pub(super) async fn fence(&self, plan: &Plan, items: &[WorkItem]) -> Vec<(usize, Fence)> {
+    /// fences its aggregates; a sibling in `finished` (finished by the caller since
+    /// the index was written) does not fence.
+    pub(super) async fn fence(
+        &self,
+        plan: &Plan,
+        items: &[WorkItem],
+        finished: &HashSet<ItemKey>,
+    ) -> Vec<(usize, Fence)> {
         let mut positions = Vec::new();
         let mut members = Vec::new();
         for round in &plan.rounds {
@@ -43,7 +51,12 @@ impl<K: MessageSink, S: OutboxStore> Publisher<K, S> {
                         tracing::warn!(scope = ?read.scope, pages = FENCE_MAX_PAGES,
                             "too many pending messages to read them all: the FIFO messages of these aggregates wait for the sweeper");
                     }
-                    pending.found(read, page.siblings, page.complete);
+                    let siblings = page
+                        .siblings
+                        .into_iter()
+                        .filter(|s| !finished.contains(&s.key))
+                        .collect();
+                    pending.found(read, siblings, page.complete);
                 }
                 Err(e) => {
                     tracing::warn!(scope = ?read.scope, error = %e,

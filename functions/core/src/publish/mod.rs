@@ -49,6 +49,16 @@ pub enum Work {
     Poison(Poison),
 }
 
+impl Work {
+    /// The item's key, when known.
+    pub fn key(&self) -> Option<&ItemKey> {
+        match self {
+            Work::Publish(msg) => Some(&msg.key),
+            Work::Poison(p) => p.key.as_ref(),
+        }
+    }
+}
+
 /// An item that can never be published as it is.
 #[derive(Debug, Clone)]
 pub struct Poison {
@@ -108,6 +118,15 @@ pub enum Outcome {
 }
 
 impl Outcome {
+    /// Whether this call finished the item: it is `SENT` or `FAILED` now, no longer
+    /// pending.
+    pub fn finished_here(&self) -> bool {
+        matches!(
+            self,
+            Outcome::Sent { marked: true } | Outcome::DeadLettered { marked: true, .. }
+        )
+    }
+
     /// Whether the caller must deliver this item again.
     pub fn needs_retry(&self) -> bool {
         matches!(self, Outcome::Retry { .. } | Outcome::Blocked)
@@ -218,10 +237,21 @@ impl<K, S> Publisher<K, S> {
 impl<K: MessageSink, S: OutboxStore> Publisher<K, S> {
     /// Publishes `items`, returning one outcome per item, in the same order.
     pub async fn process(&self, items: &[WorkItem]) -> Vec<Outcome> {
+        self.process_after(items, &HashSet::new()).await
+    }
+
+    /// The same, after the caller finished the messages `finished` (marked them
+    /// `SENT` or `FAILED`): the order fence does not wait behind them, though the
+    /// sweeper index, eventually consistent, may still list them as pending.
+    pub async fn process_after(
+        &self,
+        items: &[WorkItem],
+        finished: &HashSet<ItemKey>,
+    ) -> Vec<Outcome> {
         let now = self.clock.now_ms();
         let plan = plan(&self.config, items);
         let mut outcomes = vec![None; items.len()];
-        for (index, fence) in self.fence(&plan, items).await {
+        for (index, fence) in self.fence(&plan, items, finished).await {
             outcomes[index] = Some(Outcome::Deferred {
                 not_before: fence.not_before,
             });

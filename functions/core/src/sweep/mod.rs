@@ -21,8 +21,10 @@
 //! bounded parallel scan that continues where the last sweep stopped — the cursors
 //! are saved in the table, so a cold start continues too.
 //!
-//! Each aggregate's order holds across the sweep: an aggregate's due keys are
-//! claimed and published together, a later message never goes before an earlier one
+//! Each aggregate's order holds across the sweep: an aggregate's due keys share a
+//! chunk, claimed and published in waves of a few keys of each aggregate
+//! ([`crate::policy::wave`]: a failed sweep charges an attempt to one wave of a
+//! backlog, not all of it), a later message never goes before an earlier one
 //! that this sweep could not claim or that failed, and a rescheduled message is never
 //! due before its earlier siblings ([`crate::policy::order`]).
 //!
@@ -172,3 +174,5 @@ impl<K: MessageSink, S: OutboxStore + SweepStore> Sweeper<K, S> {
 mod fence_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod wave_tests;

@@ -4,13 +4,14 @@
 use super::{SweepSummary, Sweeper, Window};
 use crate::failure::{Failure, FailureKind};
 use crate::policy::{
-    Attempt, AttemptVerdict, Gate, HELD_BACK, Retrying, attempt_of, held_back, judge_attempt,
-    millis, next_due_times, order_attempts, order_key, unclaimable,
+    Attempt, AttemptVerdict, Gate, HELD_BACK, Retrying, WAVE_PER_AGGREGATE, Waves, attempt_of,
+    held_back, judge_attempt, millis, next_due_times, order_attempts, order_key, unclaimable,
 };
 use crate::ports::{Claim, DueKey, MarkOutcome, MessageSink, OutboxStore, SweepStore};
 use crate::publish::{Outcome, WorkItem};
-use crate::schema::{STATUS, Status, all_sweep_shards, string_attr};
+use crate::schema::{ItemKey, STATUS, Status, all_sweep_shards, string_attr};
 use futures::StreamExt;
+use std::collections::HashSet;
 
 /// What the claims of one chunk gave: attempts to make, and the earlier messages the
 /// later ones of their aggregate must wait behind.
@@ -87,13 +88,43 @@ impl<K: MessageSink, S: OutboxStore + SweepStore> Sweeper<K, S> {
     }
 
     /// Claims a chunk of due keys, publishes what was claimed and may go now, and
-    /// settles each item.
+    /// settles each item: in waves of a few keys of each aggregate, an aggregate
+    /// leaving the chunk at its first message that did not go ([`Waves`]).
     pub(super) async fn attempt(
         &self,
         keys: &[DueKey],
         window: &Window,
         summary: &mut SweepSummary,
     ) {
+        let mut waves = Waves::new(keys, WAVE_PER_AGGREGATE);
+        let mut finished: HashSet<ItemKey> = HashSet::new();
+        loop {
+            let wave = waves.next_wave();
+            if wave.is_empty() {
+                break;
+            }
+            let stopped = self
+                .attempt_wave(&wave, window, &mut finished, summary)
+                .await;
+            summary.skipped += waves.stop(&stopped);
+            if self.expired(window) {
+                summary.skipped += waves.stop_all();
+                break;
+            }
+        }
+    }
+
+    /// One wave: claims its keys, publishes what was claimed and may go now, and
+    /// settles each item. Adds what it finished to `finished` (the fence of a later
+    /// wave must not wait behind them: the index may still list them for a while),
+    /// and returns the aggregates that must not go on in this sweep.
+    async fn attempt_wave(
+        &self,
+        keys: &[DueKey],
+        window: &Window,
+        finished: &mut HashSet<ItemKey>,
+        summary: &mut SweepSummary,
+    ) -> HashSet<String> {
         let now = window.budget.now_ms;
         let lease_until = now.saturating_add(millis(window.budget.lease));
         let Claims {
@@ -116,7 +147,15 @@ impl<K: MessageSink, S: OutboxStore + SweepStore> Sweeper<K, S> {
                 work: a.work.clone(),
             })
             .collect();
-        let mut outcomes = self.publisher.process(&work).await.into_iter();
+        let outcomes = self.publisher.process_after(&work, finished).await;
+        finished.extend(
+            work.iter()
+                .zip(&outcomes)
+                .filter(|(_, o)| o.finished_here())
+                .filter_map(|(w, _)| w.work.key().cloned()),
+        );
+        let mut outcomes = outcomes.into_iter();
+        let mut stopped: HashSet<String> = gates.iter().map(|g| g.aggregate.clone()).collect();
         let mut settle: Vec<Settle<'_>> = Vec::new();
         for (a, mut hold) in attempts.iter().zip(holds) {
             let verdict = match hold {
@@ -140,8 +179,10 @@ impl<K: MessageSink, S: OutboxStore + SweepStore> Sweeper<K, S> {
             }
         }
         summary.retried += settle.len();
+        stopped.extend(settle.iter().map(|s| s.attempt.key.pk.clone()));
         self.reschedule_all(&settle, now, lease_until, summary)
             .await;
+        stopped
     }
 
     /// Claims each key, concurrently. What someone else finished is skipped; what
@@ -253,8 +294,7 @@ impl<K: MessageSink, S: OutboxStore + SweepStore> Sweeper<K, S> {
                 let a = s.attempt;
                 tracing::warn!(aggregate = %a.key.pk, sk = %a.key.sk, attempt = a.retry_count,
                     next_due_ms = next, reason = %s.reason, attempted = s.attempted, "not published; retrying later");
-                self.store()
-                    .reschedule(&a.key, lease_until, next, &s.reason, s.attempted)
+                self.reschedule_once_more(s, lease_until, next)
             }))
             .buffer_unordered(self.config.limits.concurrency.max(1))
             .collect()
@@ -265,6 +305,35 @@ impl<K: MessageSink, S: OutboxStore + SweepStore> Sweeper<K, S> {
                 summary.errors += 1;
                 tracing::warn!(error = %e, "could not record the failed attempt; the claim's lease brings the item back");
             }
+        }
+    }
+}
+
+impl<K: MessageSink, S: OutboxStore + SweepStore> Sweeper<K, S> {
+    /// Records one reschedule, trying once more when the write fails for a passing
+    /// reason. Left unwritten, a message that waited gets its attempt back only when
+    /// it is claimed again — never, if every sweep dies the same way — and a backlog
+    /// behind a failing head would use up its attempts waiting. A retry of a write
+    /// that took effect finds the claim gone and changes nothing.
+    async fn reschedule_once_more(
+        &self,
+        s: &Settle<'_>,
+        lease_until: i64,
+        next: i64,
+    ) -> Result<MarkOutcome, Failure> {
+        let key = &s.attempt.key;
+        let first = self
+            .store()
+            .reschedule(key, lease_until, next, &s.reason, s.attempted)
+            .await;
+        match first {
+            Err(e) if e.is_transient() => {
+                tracing::info!(aggregate = %key.pk, sk = %key.sk, error = %e, "could not record the failed attempt; trying once more");
+                self.store()
+                    .reschedule(key, lease_until, next, &s.reason, s.attempted)
+                    .await
+            }
+            other => other,
         }
     }
 }
