@@ -209,6 +209,20 @@ export class OutboxStack extends cdk.Stack {
     // What a function needs of the key of a KMS-encrypted table, its stream and the queues
     // (CDK's grantReadWriteData less ReEncrypt*): every function reads or writes one of them.
     const useKey = (role: iam.Role) => key?.grant(role, 'kms:Decrypt', 'kms:DescribeKey', 'kms:Encrypt', 'kms:GenerateDataKey');
+    // The order fence reads the index shards a batch touches in one PartiQL select (`IN` on the
+    // shard key: a query of each shard); never a scan of the index.
+    const selectPendingKeys = (role: iam.Role) => {
+      role.addToPolicy(new iam.PolicyStatement({ sid: 'SelectPendingKeys', actions: ['dynamodb:PartiQLSelect'], resources: [sweepIndexArn] }));
+      role.addToPolicy(
+        new iam.PolicyStatement({
+          sid: 'NoFullIndexScan',
+          effect: iam.Effect.DENY,
+          actions: ['dynamodb:PartiQLSelect'],
+          resources: [sweepIndexArn],
+          conditions: { Bool: { 'dynamodb:FullTableScan': 'true' } },
+        }),
+      );
+    };
     const sendTo = (role: iam.Role) => {
       // Only the routed destinations and the outbox DLQ: no wildcard resources.
       const queues = [ordersQueue.queueArn, fifoQueue.queueArn, this.outboxDlq.queueArn, ...external.filter((t) => t.kind === 'sqs').map((t) => t.arn)];
@@ -291,6 +305,7 @@ export class OutboxStack extends cdk.Stack {
     publisherRole.addToPolicy(
       new iam.PolicyStatement({ sid: 'ReadPendingSiblings', actions: ['dynamodb:Query'], resources: [tableArn, sweepIndexArn] }),
     );
+    selectPendingKeys(publisherRole);
     sendTo(publisherRole);
     putPayloads(publisherRole);
     this.publisher = fn('Publisher', n.publisher, CONTRACT.binaries.publisher, publisherRole, {
@@ -328,6 +343,7 @@ export class OutboxStack extends cdk.Stack {
     );
     // The order fence: another producer's aggregate is read from its partition.
     sweeperRole.addToPolicy(new iam.PolicyStatement({ sid: 'ReadPendingSiblings', actions: ['dynamodb:Query'], resources: [tableArn] }));
+    selectPendingKeys(sweeperRole);
     sweeperRole.addToPolicy(
       new iam.PolicyStatement({
         sid: 'UpdateOutboxItems',

@@ -133,8 +133,12 @@ export function statementsOf(template: Template, functionName: string): Array<Re
 export const asList = <T>(v: T | T[]): T[] => (Array.isArray(v) ? v : [v]);
 
 /** Every action the function's role allows. */
+/** The actions a function's role allows (its Deny statements left out). */
 export function actionsOf(template: Template, functionName: string): string[] {
-  return statementsOf(template, functionName).flatMap((s) => asList(s.Action as string | string[])).sort();
+  return statementsOf(template, functionName)
+    .filter((s) => s.Effect !== 'Deny')
+    .flatMap((s) => asList(s.Action as string | string[]))
+    .sort();
 }
 
 /** The dashboard body as JSON, with the region token replaced by "REGION". */

@@ -219,12 +219,13 @@ describe('default deployment', () => {
       assert.equal(new Set(roles).size, 4);
       t.resourceCountIs('AWS::IAM::Role', 4);
     });
-    it('allows no wildcard action and no wildcard resource anywhere', () => {
+    it('allows no wildcard action and no wildcard resource anywhere, and denies only full scans of the sweep index', () => {
       for (const p of Object.values(t.findResources('AWS::IAM::Policy'))) {
         for (const s of p.Properties.PolicyDocument.Statement) {
           for (const a of asList(s.Action as string | string[])) assert.ok(!a.includes('*'), `action ${a}`);
           for (const r of asList(s.Resource)) assert.notEqual(r, '*');
-          assert.equal(s.Effect, 'Allow');
+          // The one Deny: no PartiQL select may scan the sweep index.
+          assert.equal(s.Effect, s.Sid === 'NoFullIndexScan' ? 'Deny' : 'Allow');
         }
       }
       assert.equal(Object.keys(t.findResources('AWS::IAM::ManagedPolicy')).length, 0);
@@ -256,8 +257,19 @@ describe('default deployment', () => {
         Action: 'dynamodb:Query',
         Resource: [getAtt(table), { 'Fn::Join': ['', [getAtt(table), '/index/OutboxSweepIndex']] }],
       });
+      // And reads the index shards a batch touches in one PartiQL select, never a scan of it.
+      const index = { 'Fn::Join': ['', [getAtt(table), '/index/OutboxSweepIndex']] };
+      assert.deepEqual(bySid.SelectPendingKeys, { Sid: 'SelectPendingKeys', Effect: 'Allow', Action: 'dynamodb:PartiQLSelect', Resource: index });
+      assert.deepEqual(bySid.NoFullIndexScan, {
+        Sid: 'NoFullIndexScan',
+        Effect: 'Deny',
+        Action: 'dynamodb:PartiQLSelect',
+        Resource: index,
+        Condition: { Bool: { 'dynamodb:FullTableScan': 'true' } },
+      });
       assert.deepEqual(actionsOf(t, 'outbox-publisher').filter((a) => a.startsWith('dynamodb:') && !bySid.ReadOutboxStream.Action.includes(a)), [
         'dynamodb:GetItem',
+        'dynamodb:PartiQLSelect',
         'dynamodb:PartiQLUpdate',
         'dynamodb:Query',
         'dynamodb:UpdateItem',
@@ -279,8 +291,11 @@ describe('default deployment', () => {
       const actions = [...new Set(actionsOf(t, 'outbox-sweeper'))]; // Query: on the index and (the fence) the table
       assert.deepEqual(bySid.ReadOutboxItems, { Sid: 'ReadOutboxItems', Effect: 'Allow', Action: 'dynamodb:GetItem', Resource: getAtt(table) });
       assert.deepEqual(bySid.SaveScanCursors.Action, 'dynamodb:PutItem');
+      assert.deepEqual(bySid.SelectPendingKeys.Resource, { 'Fn::Join': ['', [getAtt(table), '/index/OutboxSweepIndex']] });
+      assert.deepEqual(bySid.NoFullIndexScan.Effect, 'Deny');
       assert.deepEqual(actions, [
         'dynamodb:GetItem',
+        'dynamodb:PartiQLSelect',
         'dynamodb:PartiQLUpdate',
         'dynamodb:PutItem',
         'dynamodb:Query',

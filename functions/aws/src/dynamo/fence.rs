@@ -1,32 +1,86 @@
-//! The order fence's reads: the pending messages of some aggregates, from one sweeper
-//! index shard (keys only: every item in the sparse index is pending, so this reads
+//! The order fence's reads: the pending messages of some aggregates, from sweeper
+//! index shards (keys only: every item in the sparse index is pending, so this reads
 //! only pending items, never an aggregate's `SENT` history) or, for another
 //! producer's aggregate whose pending items may be outside the index, from its
 //! partition (a consistent read, with `CreatedAt` and `MessageId`).
+//!
+//! The shards a batch touches are read in one request: a PartiQL `SELECT` on the
+//! index with `IN` on its partition key, which DynamoDB serves as a query of each
+//! shard, not a scan. One request per batch instead of one per shard took the
+//! publisher from 0.30 to about 0.15 requests per message on a half-FIFO workload
+//! (`scripts/bench`). Where the select is refused for good — a role without
+//! `dynamodb:PartiQLSelect` (a stack from before it), an emulator without PartiQL
+//! on indexes (moto) — the store says so once and queries each shard instead.
 
 use super::{DynamoStore, Item, request, s, scanned};
 use crate::sdk_error::store_failure;
 use aws_sdk_dynamodb::operation::query::QueryOutput;
+use aws_sdk_dynamodb::types::AttributeValue;
 use outbox_core::failure::Failure;
 use outbox_core::policy::{FenceRead, Scope, Sibling};
 use outbox_core::ports::PendingPage;
 use outbox_core::schema::{
     CREATED_AT, ITEM_TYPE, MESSAGE_ID, PENDING_MESSAGE, STATUS, SeenIndex, Status, TABLE, item_key,
 };
+use std::collections::BTreeSet;
+use std::sync::atomic::Ordering;
 
 impl DynamoStore {
-    /// Reads what `read` asks for, at most `max_pages` pages.
+    /// Reads what `read` asks for, at most `max_pages` requests.
     pub(super) async fn fence_read(
         &self,
         read: &FenceRead,
         max_pages: u32,
     ) -> Result<PendingPage, Failure> {
-        let mut page = PendingPage::default();
+        let shards = match &read.scope {
+            Scope::Partition(pk) => {
+                let mut page = PendingPage::default();
+                self.query_pages(read, Target::Partition(pk), max_pages, &mut page)
+                    .await?;
+                return Ok(page);
+            }
+            Scope::Shards(shards) => shards,
+        };
+        if !self.select_refused.load(Ordering::Relaxed) {
+            match self.select_shards(read, shards, max_pages).await {
+                Err(e) if !e.is_transient() => {
+                    self.select_refused.store(true, Ordering::Relaxed);
+                    tracing::warn!(error = %e,
+                        "the order fence cannot read the index shards in one PartiQL select (grant dynamodb:PartiQLSelect on the sweep index); querying each shard instead");
+                }
+                answer => return answer,
+            }
+        }
+        let mut page = PendingPage {
+            complete: true,
+            ..PendingPage::default()
+        };
+        for shard in shards {
+            self.query_pages(read, Target::Shard(shard), max_pages, &mut page)
+                .await?;
+            if !page.complete {
+                break;
+            }
+        }
+        Ok(page)
+    }
+
+    /// Adds the pages of one query to `page`, at most `max_pages` of them;
+    /// `page.complete` says whether it got to the end.
+    async fn query_pages(
+        &self,
+        read: &FenceRead,
+        target: Target<'_>,
+        max_pages: u32,
+        page: &mut PendingPage,
+    ) -> Result<(), Failure> {
+        let max_pages = usize::try_from(max_pages.max(1)).unwrap_or(usize::MAX);
         let mut start: Option<Item> = None;
-        loop {
-            let out = match &read.scope {
-                Scope::Shard(shard) => self.shard_page(shard, start).await?,
-                Scope::Partition(pk) => self.partition_page(pk, start).await?,
+        page.complete = false;
+        for _ in 0..max_pages {
+            let out = match target {
+                Target::Shard(shard) => self.shard_page(shard, start).await?,
+                Target::Partition(pk) => self.partition_page(pk, start).await?,
             };
             page.requests += 1;
             page.scanned += scanned(out.scanned_count());
@@ -35,9 +89,47 @@ impl DynamoStore {
             start = out.last_evaluated_key.filter(|k| !k.is_empty());
             if start.is_none() {
                 page.complete = true;
+                return Ok(());
+            }
+        }
+        Ok(())
+    }
+
+    /// Every pending key of `shards`, in one PartiQL select (and its next pages, up
+    /// to `max_pages` requests in all). DynamoDB takes up to 50 partition keys in an
+    /// `IN`; the index has 16 shards.
+    async fn select_shards(
+        &self,
+        read: &FenceRead,
+        shards: &BTreeSet<String>,
+        max_pages: u32,
+    ) -> Result<PendingPage, Failure> {
+        let statement = select_statement(&self.table, shards.len());
+        let parameters: Vec<AttributeValue> = shards.iter().map(|shard| s(shard)).collect();
+        let max_pages = usize::try_from(max_pages.max(1)).unwrap_or(usize::MAX);
+        let mut page = PendingPage::default();
+        let mut next: Option<String> = None;
+        loop {
+            let out = request(
+                self.client
+                    .execute_statement()
+                    .statement(&statement)
+                    .set_parameters(Some(parameters.clone()))
+                    .set_next_token(next)
+                    .send(),
+            )
+            .await
+            .map_err(|e| store_failure(&e))?;
+            page.requests += 1;
+            page.scanned += out.items().len() as u64;
+            page.siblings
+                .extend(out.items().iter().filter_map(|raw| sibling(read, raw)));
+            next = out.next_token.filter(|t| !t.is_empty());
+            if next.is_none() {
+                page.complete = true;
                 return Ok(page);
             }
-            if page.requests >= usize::try_from(max_pages.max(1)).unwrap_or(usize::MAX) {
+            if page.requests >= max_pages {
                 return Ok(page);
             }
         }
@@ -89,6 +181,29 @@ impl DynamoStore {
     }
 }
 
+/// What one query reads.
+#[derive(Clone, Copy)]
+enum Target<'a> {
+    /// An index shard.
+    Shard(&'a str),
+    /// An aggregate's partition of the table.
+    Partition(&'a str),
+}
+
+/// The select of every key in `shards` shards of the sweep index: keys and due
+/// times only, the shards as parameters.
+fn select_statement(table: &str, shards: usize) -> String {
+    let marks = vec!["?"; shards.max(1)].join(", ");
+    format!(
+        r#"SELECT "{pk}", "{sk}", "{due}" FROM "{table}"."{index}" WHERE "{shard}" IN [{marks}]"#,
+        pk = TABLE.partition_key,
+        sk = TABLE.sort_key,
+        due = TABLE.sweep_index_sort_key,
+        index = TABLE.sweep_index,
+        shard = TABLE.sweep_index_partition_key,
+    )
+}
+
 /// A returned item as a sibling, when it belongs to one of `read`'s aggregates. From
 /// the index: its key and due time. From the partition: its place too — unless its
 /// attributes do not read, and then its place is unknown (it fences).
@@ -100,7 +215,7 @@ fn sibling(read: &FenceRead, raw: &Item) -> Option<Sibling> {
     }
     let due = SeenIndex::of(&item).due_ms();
     match &read.scope {
-        Scope::Shard(_) => Some(Sibling::indexed(key, due?)),
+        Scope::Shards(_) => Some(Sibling::indexed(key, due?)),
         Scope::Partition(_) => Some(match outbox_core::schema::OutboxItem::from_item(item) {
             Ok(i) => Sibling::read(key, due, i.created_at, i.message_id.as_deref()),
             Err(_) => Sibling {
@@ -114,6 +229,14 @@ fn sibling(read: &FenceRead, raw: &Item) -> Option<Sibling> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_select_names_the_index_and_one_parameter_per_shard() {
+        assert_eq!(
+            super::select_statement("orders", 3),
+            r#"SELECT "PK", "SK", "SweepDueAt" FROM "orders"."OutboxSweepIndex" WHERE "SweepShard" IN [?, ?, ?]"#
+        );
+    }
+
     use super::*;
     use aws_sdk_dynamodb::types::AttributeValue;
     use std::collections::{BTreeSet, HashMap};
@@ -136,7 +259,7 @@ mod tests {
             i.extend(extra.iter().map(|(k, v)| ((*k).to_owned(), v.clone())));
             i
         };
-        let shard = read(Scope::Shard("07".into()));
+        let shard = read(Scope::Shards(BTreeSet::from(["07".to_owned()])));
         assert_eq!(sibling(&shard, &raw("B", &[])), None, "another aggregate");
         let from_index = sibling(&shard, &raw("A", &[])).expect("a sibling");
         assert_eq!((from_index.due_at_ms, from_index.order), (Some(42), None));

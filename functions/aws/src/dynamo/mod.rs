@@ -22,6 +22,8 @@ use outbox_core::schema::{
     SeenIndex, Status, TABLE,
 };
 use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
 
 type Item = HashMap<String, AttributeValue>;
 
@@ -30,6 +32,9 @@ type Item = HashMap<String, AttributeValue>;
 pub struct DynamoStore {
     client: aws_sdk_dynamodb::Client,
     table: String,
+    /// Set once the order fence's PartiQL select was refused for good: the fence
+    /// queries each shard from then on (`fence.rs`).
+    select_refused: Arc<AtomicBool>,
 }
 
 impl DynamoStore {
@@ -38,6 +43,7 @@ impl DynamoStore {
         DynamoStore {
             client,
             table: table.into(),
+            select_refused: Arc::default(),
         }
     }
 

@@ -282,12 +282,15 @@ fn siblings(read: &FenceRead, key: &ItemKey, item: &OutboxItem, stale: bool) -> 
     }
     let pending = item.status() == Some(Status::Pending);
     match &read.scope {
-        Scope::Shard(shard) if stale && !pending => (sweep_shard(&key.pk) == *shard)
+        Scope::Shards(shards) if stale && !pending => shards
+            .contains(&sweep_shard(&key.pk))
             .then(|| Sibling::indexed(key.clone(), item.sweep_due_at.unwrap_or(0))),
         _ if !pending => None,
-        Scope::Shard(shard) => {
+        Scope::Shards(shards) => {
             let due = item.sweep_due_at?;
-            (item.sweep_shard.as_deref() == Some(shard.as_str()))
+            item.sweep_shard
+                .as_ref()
+                .is_some_and(|shard| shards.contains(shard))
                 .then(|| Sibling::indexed(key.clone(), due))
         }
         Scope::Partition(pk) => {

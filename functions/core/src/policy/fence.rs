@@ -69,9 +69,9 @@ impl Member {
 /// Where the fence reads pending messages.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Scope {
-    /// A sweeper index shard: every pending item in it, whatever its due time (keys
-    /// and due times only).
-    Shard(String),
+    /// Sweeper index shards: every pending item in them, whatever its due time (keys
+    /// and due times only), read together.
+    Shards(BTreeSet<String>),
     /// An aggregate's partition of the table: its pending outbox items, with their
     /// `CreatedAt` and `MessageId` (a consistent read).
     Partition(String),
@@ -86,9 +86,10 @@ pub struct FenceRead {
     pub aggregates: BTreeSet<String>,
 }
 
-/// The reads `members` need: one per index shard holding FIFO-routed aggregates of
-/// the library, one per partition of a FIFO-routed aggregate of another producer;
-/// none at all when no member is routed to a FIFO destination.
+/// The reads `members` need: one of the index shards holding FIFO-routed aggregates
+/// of the library (the adapter reads them in one request), one per partition of a
+/// FIFO-routed aggregate of another producer; none at all when no member is routed
+/// to a FIFO destination.
 pub fn fence_reads(members: &[Member]) -> Vec<FenceRead> {
     let mut library: BTreeMap<&str, bool> = BTreeMap::new();
     for m in members {
@@ -99,19 +100,29 @@ pub fn fence_reads(members: &[Member]) -> Vec<FenceRead> {
         .filter(|m| m.fifo)
         .map(|m| m.key.pk.as_str())
         .collect();
-    let mut reads: BTreeMap<Scope, BTreeSet<String>> = BTreeMap::new();
+    let (mut shards, mut indexed) = (BTreeSet::new(), BTreeSet::new());
+    let mut reads = Vec::new();
     for aggregate in fifo {
-        let scope = if library.get(aggregate).copied().unwrap_or(false) {
-            Scope::Shard(sweep_shard(aggregate))
+        if library.get(aggregate).copied().unwrap_or(false) {
+            shards.insert(sweep_shard(aggregate));
+            indexed.insert(aggregate.to_owned());
         } else {
-            Scope::Partition(aggregate.to_owned())
-        };
-        reads.entry(scope).or_default().insert(aggregate.to_owned());
+            reads.push(FenceRead {
+                scope: Scope::Partition(aggregate.to_owned()),
+                aggregates: BTreeSet::from([aggregate.to_owned()]),
+            });
+        }
+    }
+    if !shards.is_empty() {
+        reads.insert(
+            0,
+            FenceRead {
+                scope: Scope::Shards(shards),
+                aggregates: indexed,
+            },
+        );
     }
     reads
-        .into_iter()
-        .map(|(scope, aggregates)| FenceRead { scope, aggregates })
-        .collect()
 }
 
 /// A pending message a read found.

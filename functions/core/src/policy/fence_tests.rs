@@ -81,7 +81,7 @@ fn only_fifo_routed_aggregates_are_read_one_query_per_shard_or_partition() {
         reads,
         vec![
             FenceRead {
-                scope: Scope::Shard(sweep_shard("A")),
+                scope: Scope::Shards(BTreeSet::from([sweep_shard("A")])),
                 aggregates: BTreeSet::from(["A".to_owned()]),
             },
             FenceRead {
@@ -100,6 +100,18 @@ fn only_fifo_routed_aggregates_are_read_one_query_per_shard_or_partition() {
         .collect::<Vec<_>>();
     assert_eq!(same.len(), 2);
     assert_eq!(fence_reads(&same).len(), 1);
+    // And every library aggregate of the batch, whatever its shard, shares one read
+    // of all their shards: one request per batch, not one per shard.
+    let spread: Vec<Member> = pks.iter().map(|p| library(p, 1, 0, true)).collect();
+    let shards: BTreeSet<String> = pks.iter().map(|p| sweep_shard(p)).collect();
+    assert!(shards.len() > 8, "the keys spread over the shards");
+    assert_eq!(
+        fence_reads(&spread),
+        vec![FenceRead {
+            scope: Scope::Shards(shards),
+            aggregates: pks.iter().cloned().collect(),
+        }]
+    );
 }
 
 #[test]

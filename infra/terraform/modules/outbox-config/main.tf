@@ -225,6 +225,19 @@ locals {
   large_payload_statements = { for fn, a in { publisher = ["PutLargePayloads", "s3:PutObject"], sweeper = ["PutLargePayloads", "s3:PutObject"], consumer = ["GetLargePayloads", "s3:GetObject"] } : fn => [
     for objects in compact([local.large_payload_objects]) : { Sid = a[0], Effect = "Allow", Action = a[1], Resource = objects } if var.large_payloads
   ] }
+  # The order fence reads the index shards a batch touches in one PartiQL select (`IN` on the
+  # shard key: a query of each shard); never a scan of the index.
+  select_pending_keys = flatten([for index in local.r == null ? [] : ["${local.r.outbox_table_arn}/index/${local.outbox_table.sweep_index.name}"] : [
+    { Sid = "SelectPendingKeys", Effect = "Allow", Action = "dynamodb:PartiQLSelect", Resource = index },
+    {
+      Sid       = "NoFullIndexScan"
+      Effect    = "Deny"
+      Action    = "dynamodb:PartiQLSelect"
+      Resource  = index
+      Condition = { Bool = { "dynamodb:FullTableScan" = "true" } }
+    },
+  ]])
+
   logs_statement = { for fn in ["publisher", "sweeper", "consumer", "recovery"] : fn => {
     Sid      = "WriteOwnLogs"
     Effect   = "Allow"
@@ -251,7 +264,7 @@ locals {
         # for another producer's aggregate, from its partition.
         { Sid = "ReadPendingSiblings", Effect = "Allow", Action = "dynamodb:Query", Resource = [local.r.outbox_table_arn, "${local.r.outbox_table_arn}/index/${local.outbox_table.sweep_index.name}"] },
         local.logs_statement.publisher,
-      ], local.send_statements, local.large_payload_statements.publisher)
+      ], local.select_pending_keys, local.send_statements, local.large_payload_statements.publisher)
     }
     sweeper = {
       Version = "2012-10-17"
@@ -269,7 +282,7 @@ locals {
         # dead-lettered, and (backstop, on) the scan cursors.
         { Sid = "ReadOutboxItems", Effect = "Allow", Action = "dynamodb:GetItem", Resource = local.r.outbox_table_arn },
         local.logs_statement.sweeper,
-      ], local.scan_cursor_statements, local.send_statements, local.large_payload_statements.sweeper)
+      ], local.scan_cursor_statements, local.select_pending_keys, local.send_statements, local.large_payload_statements.sweeper)
     }
     consumer = {
       Version = "2012-10-17"

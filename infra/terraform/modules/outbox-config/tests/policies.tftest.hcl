@@ -53,9 +53,16 @@ run "publisher_only_updates_and_reads_the_table_and_sends_to_routes" {
   }
   assert {
     condition = sort(distinct([for a in flatten([for s in output.policies.publisher.Statement : flatten([s.Action])]) : a if startswith(a, "dynamodb:")])) == sort([
-      "dynamodb:UpdateItem", "dynamodb:PartiQLUpdate", "dynamodb:GetItem", "dynamodb:Query", "dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator", "dynamodb:ListStreams"
+      "dynamodb:UpdateItem", "dynamodb:PartiQLUpdate", "dynamodb:GetItem", "dynamodb:Query", "dynamodb:PartiQLSelect", "dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator", "dynamodb:ListStreams"
     ])
-    error_message = "The publisher's only DynamoDB actions are UpdateItem, GetItem, Query (the order fence) and the stream reads."
+    error_message = "The publisher's only DynamoDB actions are UpdateItem, GetItem, Query and PartiQLSelect (the order fence) and the stream reads."
+  }
+  assert {
+    condition = jsonencode([for s in output.policies.publisher.Statement : s if contains(["SelectPendingKeys", "NoFullIndexScan"], s.Sid)]) == jsonencode([
+      { Sid = "SelectPendingKeys", Effect = "Allow", Action = "dynamodb:PartiQLSelect", Resource = "arn:aws:dynamodb:eu-west-1:123456789012:table/outbox-table/index/OutboxSweepIndex" },
+      { Sid = "NoFullIndexScan", Effect = "Deny", Action = "dynamodb:PartiQLSelect", Resource = "arn:aws:dynamodb:eu-west-1:123456789012:table/outbox-table/index/OutboxSweepIndex", Condition = { Bool = { "dynamodb:FullTableScan" = "true" } } },
+    ])
+    error_message = "The order fence may PartiQL-select the sweep index, never scan it, and nothing else."
   }
   assert {
     condition = jsonencode([for s in output.policies.publisher.Statement : s.Resource if s.Sid == "ReadPendingSiblings"][0]) == jsonencode([
@@ -92,6 +99,14 @@ run "sweeper_queries_the_index_and_scans_only_in_scan_mode" {
   assert {
     condition     = [for s in output.policies.sweeper.Statement : s.Resource if s.Sid == "ReadPendingSiblings"][0] == "arn:aws:dynamodb:eu-west-1:123456789012:table/outbox-table"
     error_message = "The sweeper's order fence queries the table's partitions."
+  }
+  assert {
+    condition     = [for s in output.policies.sweeper.Statement : s.Resource if s.Sid == "SelectPendingKeys"][0] == "arn:aws:dynamodb:eu-west-1:123456789012:table/outbox-table/index/OutboxSweepIndex"
+    error_message = "The sweeper's order fence PartiQL-selects the sweep index only."
+  }
+  assert {
+    condition     = [for s in output.policies.sweeper.Statement : s.Effect if s.Sid == "NoFullIndexScan"][0] == "Deny"
+    error_message = "The sweeper may never scan the sweep index with PartiQL."
   }
   assert {
     condition     = !contains(flatten([for s in output.policies.sweeper.Statement : flatten([s.Action])]), "dynamodb:Scan")
