@@ -209,7 +209,8 @@ pub fn log_records(lines: &[LogLine], message: &str) -> Vec<Value> {
         .collect()
 }
 
-async fn environment(
+/// The environment variables a deployed function is configured with.
+pub async fn environment(
     clients: &Clients,
     function: &str,
 ) -> Result<BTreeMap<String, String>, String> {

@@ -36,7 +36,8 @@ enum Command {
 #[derive(Debug, Subcommand)]
 enum BenchCommand {
     /// Init time to the first `/next`, first invocation, peak RSS and size of each
-    /// function, under a one-shot Lambda Runtime API on loopback.
+    /// function, under a one-shot Lambda Runtime API on loopback, its AWS calls going to
+    /// the local AWS (`--endpoint`); without one, the sizes only.
     Coldstart {
         /// The functions as `scripts/package` laid them out (`<dir>/<name>/bootstrap`).
         #[arg(long, default_value = "target/lambda")]
@@ -44,6 +45,11 @@ enum BenchCommand {
         /// Runs per function.
         #[arg(long, default_value_t = 5)]
         runs: usize,
+        /// The stack deployed on the local AWS (scripts/deploy-local --prefix) whose
+        /// table and queues the functions use, each with its deployed configuration;
+        /// without it, a table and queues are made for the bench and removed after.
+        #[arg(long)]
+        prefix: Option<String>,
     },
     /// Commit -> publish percentiles, the highest rate with p99 under 1 s, and the
     /// sweeper's recovery of a stuck item, on a deployed stack.
@@ -131,8 +137,36 @@ struct DemoArgs {
 #[tokio::main]
 async fn main() -> ExitCode {
     let cli = Cli::parse();
-    if let Command::Bench(BenchCommand::Coldstart { dir, runs }) = &cli.command {
-        return match devkit::coldstart::report(dir, *runs) {
+    if let Command::Bench(BenchCommand::Coldstart { dir, runs, prefix }) = &cli.command {
+        return coldstart_command(cli.endpoint.as_deref(), dir, *runs, prefix.as_deref()).await;
+    }
+    let clients = Clients::new(&sdk_config(cli.endpoint.as_deref()).await);
+    match cli.command {
+        Command::Demo(args) => demo_command(&clients, args).await,
+        Command::Chaos(args) => chaos_command(&clients, args).await,
+        Command::Bench(BenchCommand::Latency(args)) => latency_command(&clients, args).await,
+        Command::Bench(BenchCommand::Coldstart { .. }) => ExitCode::SUCCESS,
+    }
+}
+
+/// The cold-start table, the functions calling the local AWS at `endpoint` (a
+/// deployment's resources, or ones made for the bench); without an endpoint, the
+/// sizes only and a line saying why.
+async fn coldstart_command(
+    endpoint: Option<&str>,
+    dir: &std::path::Path,
+    runs: usize,
+    prefix: Option<&str>,
+) -> ExitCode {
+    use devkit::coldstart;
+    let Some(endpoint) = endpoint else {
+        if prefix.is_some() {
+            eprintln!(
+                "bench coldstart: --prefix names a deployment on a local AWS: pass --endpoint (or OUTBOX_ENDPOINT) too"
+            );
+            return ExitCode::from(2);
+        }
+        return match coldstart::report(dir, runs, None) {
             Ok(table) => {
                 print!("{table}");
                 ExitCode::SUCCESS
@@ -142,13 +176,30 @@ async fn main() -> ExitCode {
                 ExitCode::from(2)
             }
         };
-    }
-    let clients = Clients::new(&sdk_config(cli.endpoint.as_deref()).await);
-    match cli.command {
-        Command::Demo(args) => demo_command(&clients, args).await,
-        Command::Chaos(args) => chaos_command(&clients, args).await,
-        Command::Bench(BenchCommand::Latency(args)) => latency_command(&clients, args).await,
-        Command::Bench(BenchCommand::Coldstart { .. }) => ExitCode::SUCCESS,
+    };
+    let clients = Clients::new(&sdk_config(Some(endpoint)).await);
+    let aws = match prefix {
+        Some(prefix) => coldstart::deployed(&clients, endpoint, prefix).await,
+        None => coldstart::provisioned(&clients, endpoint).await,
+    };
+    let aws = match aws {
+        Ok(aws) => aws,
+        Err(e) => {
+            eprintln!("bench coldstart: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let table = coldstart::report(dir, runs, Some(&aws));
+    aws.remove_made(&clients).await;
+    match table {
+        Ok(table) => {
+            print!("{table}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("bench coldstart: {e}");
+            ExitCode::from(2)
+        }
     }
 }
 

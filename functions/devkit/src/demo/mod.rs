@@ -49,6 +49,12 @@ pub struct DemoOptions {
     pub settle_timeout: Duration,
     /// Print live counters.
     pub progress: bool,
+    /// This run's mark: the prefix of every order id it commits (so of its outbox
+    /// items' aggregates and of the orders the consumer stores). The wait and the
+    /// verdict count only what carries it, so that runs one after another against
+    /// one deployment are each judged on their own messages. Empty: everything in
+    /// the tables counts (a demo on a fresh deployment).
+    pub tag: String,
 }
 
 impl Default for DemoOptions {
@@ -63,6 +69,7 @@ impl Default for DemoOptions {
             consumer_crash: 0.0,
             settle_timeout: Duration::from_secs(180),
             progress: true,
+            tag: String::new(),
         }
     }
 }
@@ -112,7 +119,7 @@ pub async fn run(
         }
     };
     while !producing.is_finished() {
-        progress(&observe::snapshot(clients, deployment).await?);
+        progress(&observe::snapshot(clients, deployment, &opts.tag).await?);
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
     let produced = producing.await.map_err(|e| e.to_string())?;
@@ -173,7 +180,8 @@ async fn judge(
 }
 
 /// Waits until every committed message is finished, every order stored and the
-/// consumer's queue empty — or the timeout.
+/// consumer's queue empty — or the timeout (this run's messages and orders only, when
+/// it has a tag).
 async fn settle(
     clients: &Clients,
     deployment: &Deployment,
@@ -184,7 +192,7 @@ async fn settle(
     let deadline = Instant::now() + opts.settle_timeout;
     let mut announced = false;
     loop {
-        let snap = observe::snapshot(clients, deployment).await?;
+        let snap = observe::snapshot(clients, deployment, &opts.tag).await?;
         progress(&snap);
         let settled = snap.pending == 0
             && snap.sent + snap.failed >= committed

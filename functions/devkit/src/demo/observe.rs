@@ -27,10 +27,18 @@ pub struct Snapshot {
     pub in_queue: usize,
 }
 
-/// Reads the snapshot.
-pub async fn snapshot(clients: &Clients, deployment: &Deployment) -> Result<Snapshot, String> {
+/// Reads the snapshot: of the outbox items and stored orders, only those of the run
+/// tagged `tag` (every one when it is empty); the queue as a whole.
+pub async fn snapshot(
+    clients: &Clients,
+    deployment: &Deployment,
+    tag: &str,
+) -> Result<Snapshot, String> {
     let mut snap = Snapshot::default();
     for item in outbox_items(scan_all(clients, &deployment.table).await?) {
+        if !own_message(&item, tag) {
+            continue;
+        }
         match item.status() {
             Some(Status::Pending) => snap.pending += 1,
             Some(Status::Sent) => snap.sent += 1,
@@ -38,9 +46,31 @@ pub async fn snapshot(clients: &Clients, deployment: &Deployment) -> Result<Snap
             None => {}
         }
     }
-    snap.stored = scan_all(clients, &deployment.orders_table).await?.len();
+    snap.stored = scan_all(clients, &deployment.orders_table)
+        .await?
+        .iter()
+        .filter(|order| own_order(order, tag))
+        .count();
     snap.in_queue = queue_depth(clients, &deployment.consumer_queue_url).await?;
     Ok(snap)
+}
+
+/// The order id an aggregate (`ORDER#<id>`) names; anything else as it is.
+pub fn order_id(aggregate: &str) -> &str {
+    aggregate.strip_prefix("ORDER#").unwrap_or(aggregate)
+}
+
+/// Whether an outbox item belongs to the run tagged `tag`: its aggregate names an
+/// order whose id starts with the tag. With an empty tag, every item does.
+pub fn own_message(item: &OutboxItem, tag: &str) -> bool {
+    tag.is_empty() || order_id(item.pk.as_deref().unwrap_or_default()).starts_with(tag)
+}
+
+/// Whether an item of the orders table is an order of the run tagged `tag` (the
+/// consumer's processed-message markers never are). With an empty tag, every item
+/// counts, as before tags.
+pub fn own_order(item: &Item, tag: &str) -> bool {
+    tag.is_empty() || text(item, "id").is_some_and(|id| id.starts_with(tag))
 }
 
 /// The outbox items among a table's items, read through the schema's one serde type

@@ -36,6 +36,8 @@ pub struct Produced {
     pub rolled_back: BTreeSet<String>,
     /// Orders whose transaction failed for another reason, with the reason.
     pub errors: Vec<(String, String)>,
+    /// The prefix of every order id of this run ([`DemoOptions::tag`]).
+    pub tag: String,
 }
 
 /// Commits `opts.orders` orders into `table` at `opts.rate` per second, counting
@@ -77,7 +79,10 @@ pub async fn produce(
             tokio::time::sleep(pause).await;
         }
     }
-    let mut produced = Produced::default();
+    let mut produced = Produced {
+        tag: opts.tag.clone(),
+        ..Produced::default()
+    };
     while let Some(joined) = tasks.join_next().await {
         let Ok((plan, commit_ms, result)) = joined else {
             continue;
@@ -115,7 +120,7 @@ impl OrderPlan {
     fn of(i: usize, opts: &DemoOptions) -> Self {
         let every = |n: usize| n > 0 && i % n == n - 1;
         OrderPlan {
-            id: format!("order-{i:05}"),
+            id: format!("{}order-{i:05}", opts.tag),
             quantity: u8::try_from(i % 10 + 1).unwrap_or(1),
             rollback: every(opts.rollback_every),
             minimal: every(opts.minimal_every),

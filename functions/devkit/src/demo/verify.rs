@@ -2,7 +2,7 @@
 //! table and the orders table, and what the deployed functions logged, whether every
 //! guarantee of the README held — and the figures a reader wants.
 
-use super::observe::{Item, number, text};
+use super::observe::{Item, number, order_id, own_message, own_order, text};
 use super::produce::Produced;
 use crate::deployment::{LogLine, emf_sum, log_records};
 use outbox::schema::{OutboxItem, Status};
@@ -57,22 +57,30 @@ pub struct FunctionLogs {
     pub consumer: Vec<LogLine>,
 }
 
-/// Builds the report and checks every guarantee.
+/// Builds the report and checks every guarantee, on the run's own outbox items,
+/// orders and consumer results (those carrying its tag, [`Produced::tag`]): the
+/// tables may hold earlier runs' too.
 pub fn verify(
     produced: &Produced,
     outbox_items: &[OutboxItem],
     orders: &[Item],
     logs: &FunctionLogs,
 ) -> DemoReport {
+    let tag = produced.tag.as_str();
+    let outbox_items: Vec<&OutboxItem> = outbox_items
+        .iter()
+        .filter(|item| own_message(item, tag))
+        .collect();
+    let orders: Vec<&Item> = orders.iter().filter(|o| own_order(o, tag)).collect();
     let mut report = DemoReport {
         committed: produced.committed.len(),
         minimal: produced.committed.values().filter(|c| c.minimal).count(),
         rolled_back: produced.rolled_back.len(),
         ..DemoReport::default()
     };
-    count_outbox(produced, outbox_items, &mut report);
+    count_outbox(produced, &outbox_items, &mut report);
     count_logs(logs, &mut report);
-    check_effects(produced, orders, logs, &mut report);
+    check_effects(produced, &orders, logs, &mut report);
     for (id, error) in produced.errors.iter().take(3) {
         report
             .broken
@@ -81,11 +89,7 @@ pub fn verify(
     report
 }
 
-fn order_id(aggregate: &str) -> &str {
-    aggregate.strip_prefix("ORDER#").unwrap_or(aggregate)
-}
-
-fn count_outbox(produced: &Produced, items: &[OutboxItem], report: &mut DemoReport) {
+fn count_outbox(produced: &Produced, items: &[&OutboxItem], report: &mut DemoReport) {
     let mut latencies = Vec::new();
     let mut stuck = Vec::new();
     let mut messages_per_order: BTreeMap<String, usize> = BTreeMap::new();
@@ -169,11 +173,20 @@ fn count_logs(logs: &FunctionLogs, report: &mut DemoReport) {
 
 fn check_effects(
     produced: &Produced,
-    orders: &[Item],
+    orders: &[&Item],
     logs: &FunctionLogs,
     report: &mut DemoReport,
 ) {
-    let results = log_records(&logs.consumer, "RESULT");
+    let tag = produced.tag.as_str();
+    let results: Vec<serde_json::Value> = log_records(&logs.consumer, "RESULT")
+        .into_iter()
+        .filter(|r| {
+            tag.is_empty()
+                || r.get("id")
+                    .and_then(|v| v.as_str())
+                    .is_some_and(|id| id.starts_with(tag))
+        })
+        .collect();
     // The verdict on effects reads these lines: not finding any is a failure to
     // check, never a pass.
     if results.is_empty() && !produced.committed.is_empty() {
