@@ -9,6 +9,7 @@ use aws_sdk_lambda::types::EventSourceMappingConfiguration;
 use aws_smithy_types::error::display::DisplayErrorContext;
 use serde_json::Value;
 use std::collections::BTreeMap;
+use std::collections::HashSet;
 
 /// The deployment could not be read or changed.
 #[derive(Debug, thiserror::Error)]
@@ -155,31 +156,89 @@ impl Deployment {
         function: &str,
         since_ms: i64,
     ) -> Result<Vec<LogLine>, DeploymentError> {
-        let group = format!("/aws/lambda/{function}");
-        let mut lines = Vec::new();
-        let mut token = None;
-        loop {
-            let page = clients
-                .logs
-                .filter_log_events()
-                .log_group_name(&group)
-                .start_time(since_ms)
-                .set_next_token(token)
-                .send()
-                .await
-                .map_err(|e| DeploymentError {
-                    prefix: self.prefix.clone(),
-                    what: format!("reading {group}: {}", DisplayErrorContext(&e)),
-                })?;
-            lines.extend(page.events().iter().map(|e| LogLine {
+        function_logs(clients, function, since_ms)
+            .await
+            .map_err(|what| DeploymentError {
+                prefix: self.prefix.clone(),
+                what,
+            })
+    }
+}
+
+/// Everything `function` printed since `since_ms` (epoch ms), oldest first: every page,
+/// also past the local AWS's cap on one answer.
+pub async fn function_logs(
+    clients: &Clients,
+    function: &str,
+    since_ms: i64,
+) -> Result<Vec<LogLine>, String> {
+    let group = format!("/aws/lambda/{function}");
+    let mut lines = Vec::new();
+    let mut ids: HashSet<String> = HashSet::new();
+    let (mut start, mut token) = (since_ms, None);
+    loop {
+        let page = clients
+            .logs
+            .filter_log_events()
+            .log_group_name(&group)
+            .start_time(start)
+            .set_next_token(token)
+            .send()
+            .await
+            .map_err(|e| format!("reading {group}: {}", DisplayErrorContext(&e)))?;
+        let before = lines.len();
+        for e in page.events() {
+            if e.event_id().is_some_and(|id| !ids.insert(id.to_owned())) {
+                continue;
+            }
+            lines.push(LogLine {
                 timestamp_ms: e.timestamp().unwrap_or_default(),
                 message: e.message().unwrap_or_default().to_owned(),
-            }));
-            token = page.next_token().map(str::to_owned);
-            if token.is_none() {
-                return Ok(lines);
-            }
+            });
         }
+        let last = page.events().last().and_then(|e| e.timestamp());
+        let next = next_logs_page(
+            page.events().len(),
+            lines.len() > before,
+            last,
+            page.next_token(),
+        );
+        match next {
+            NextLogs::Token(t) => (start, token) = (since_ms, Some(t)),
+            NextLogs::From(ms) => (start, token) = (ms, None),
+            NextLogs::Done => return Ok(lines),
+        }
+    }
+}
+
+/// Most events the local AWS returns from one `FilterLogEvents`, with no token to go
+/// on: a bigger log group was silently cut at this many lines (the chaos run counts
+/// each consumer's effects from its log, so a cut log would hide an effect applied
+/// twice).
+const LOCAL_LOGS_PAGE_CAP: usize = 10_000;
+
+/// Where the next page of a log read starts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum NextLogs {
+    /// Where the service's token says.
+    Token(String),
+    /// Again from this time: the page was cut at the local AWS's cap, without a token
+    /// (events of that millisecond come again and are told apart by their ids).
+    From(i64),
+    /// Everything was read.
+    Done,
+}
+
+fn next_logs_page(
+    events: usize,
+    new_lines: bool,
+    last_ms: Option<i64>,
+    token: Option<&str>,
+) -> NextLogs {
+    match (token, last_ms) {
+        (Some(t), _) => NextLogs::Token(t.to_owned()),
+        (None, Some(ms)) if events >= LOCAL_LOGS_PAGE_CAP && new_lines => NextLogs::From(ms),
+        _ => NextLogs::Done,
     }
 }
 
@@ -277,4 +336,28 @@ async fn queue_url(clients: &Clients, queue_arn: &str) -> Result<String, String>
     out.queue_url()
         .map(str::to_owned)
         .ok_or_else(|| format!("queue {queue_arn} has no URL"))
+}
+
+#[cfg(test)]
+mod log_page_tests {
+    use super::*;
+
+    #[test]
+    fn a_page_cut_at_the_local_cap_is_read_on_from_its_last_millisecond() {
+        assert_eq!(
+            next_logs_page(10_000, true, Some(42), None),
+            NextLogs::From(42)
+        );
+        assert_eq!(
+            next_logs_page(10_000, true, Some(42), Some("t")),
+            NextLogs::Token("t".into())
+        );
+        assert_eq!(next_logs_page(9_999, true, Some(42), None), NextLogs::Done);
+        // A millisecond holding more than the cap cannot be read further: stop rather
+        // than ask for the same page forever.
+        assert_eq!(
+            next_logs_page(10_000, false, Some(42), None),
+            NextLogs::Done
+        );
+    }
 }
