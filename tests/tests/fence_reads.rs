@@ -15,8 +15,7 @@ use std::collections::BTreeSet;
 
 #[tokio::test]
 async fn one_request_reads_the_pending_keys_of_every_shard_a_batch_touches() {
-    // Given forty pending messages of forty aggregates, spread over the shards, and
-    // one already sent (out of the index)
+    // Given forty pending messages of forty aggregates, spread over the shards
     let ob = Outbox::new().await;
     let writer = ob.writer();
     let aggregates: Vec<String> = (0..40).map(|i| format!("ACCOUNT#{i}")).collect();

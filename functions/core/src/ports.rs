@@ -148,10 +148,11 @@ pub trait OutboxStore: Send + Sync {
     ) -> impl Future<Output = Result<Option<serde_dynamo::Item>, Failure>> + Send;
 
     /// The pending outbox messages of `read`'s aggregates, for the order fence
-    /// ([`crate::policy::fence`]): from a sweeper index shard, every pending key
+    /// ([`crate::policy::fence`]): from sweeper index shards, every pending key
     /// whatever its due time (the index holds only pending items, keys only); from an
     /// aggregate's partition, its pending outbox items with `CreatedAt` and
-    /// `MessageId` (a consistent read). At most `max_pages` pages.
+    /// `MessageId` (a consistent read). At most `max_pages` pages per shard or
+    /// partition.
     fn pending(
         &self,
         read: &FenceRead,

@@ -207,6 +207,11 @@ pub async fn function_logs(
             NextLogs::Token(t) => (start, token) = (since_ms, Some(t)),
             NextLogs::From(ms) => (start, token) = (ms, None),
             NextLogs::Done => return Ok(lines),
+            NextLogs::Cut(ms) => {
+                return Err(format!(
+                    "reading {group}: more than {LOCAL_LOGS_PAGE_CAP} lines at {ms} ms, which the local AWS cannot page through: the log would be cut"
+                ));
+            }
         }
     }
 }
@@ -227,6 +232,8 @@ enum NextLogs {
     From(i64),
     /// Everything was read.
     Done,
+    /// The page was cut at the cap within one millisecond: it cannot be read on.
+    Cut(i64),
 }
 
 fn next_logs_page(
@@ -238,6 +245,7 @@ fn next_logs_page(
     match (token, last_ms) {
         (Some(t), _) => NextLogs::Token(t.to_owned()),
         (None, Some(ms)) if events >= LOCAL_LOGS_PAGE_CAP && new_lines => NextLogs::From(ms),
+        (None, Some(ms)) if events >= LOCAL_LOGS_PAGE_CAP => NextLogs::Cut(ms),
         _ => NextLogs::Done,
     }
 }
@@ -353,11 +361,11 @@ mod log_page_tests {
             NextLogs::Token("t".into())
         );
         assert_eq!(next_logs_page(9_999, true, Some(42), None), NextLogs::Done);
-        // A millisecond holding more than the cap cannot be read further: stop rather
-        // than ask for the same page forever.
+        // A millisecond holding more than the cap cannot be read further: say so
+        // rather than ask for the same page forever, or hand back a cut log.
         assert_eq!(
             next_logs_page(10_000, false, Some(42), None),
-            NextLogs::Done
+            NextLogs::Cut(42)
         );
     }
 }

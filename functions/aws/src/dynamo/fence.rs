@@ -39,6 +39,12 @@ impl DynamoStore {
                     .await?;
                 return Ok(page);
             }
+            Scope::Shards(shards) if shards.is_empty() => {
+                return Ok(PendingPage {
+                    complete: true,
+                    ..PendingPage::default()
+                });
+            }
             Scope::Shards(shards) => shards,
         };
         if !self.select_refused.load(Ordering::Relaxed) {
@@ -96,7 +102,7 @@ impl DynamoStore {
     }
 
     /// Every pending key of `shards`, in one PartiQL select (and its next pages, up
-    /// to `max_pages` requests in all). DynamoDB takes up to 50 partition keys in an
+    /// to `max_pages` requests per shard). DynamoDB takes up to 50 partition keys in an
     /// `IN`; the index has 16 shards.
     async fn select_shards(
         &self,
@@ -106,7 +112,10 @@ impl DynamoStore {
     ) -> Result<PendingPage, Failure> {
         let statement = select_statement(&self.table, shards.len());
         let parameters: Vec<AttributeValue> = shards.iter().map(|shard| s(shard)).collect();
-        let max_pages = usize::try_from(max_pages.max(1)).unwrap_or(usize::MAX);
+        // The bound is per shard, as when each shard is queried on its own.
+        let max_pages = usize::try_from(max_pages.max(1))
+            .unwrap_or(usize::MAX)
+            .saturating_mul(shards.len());
         let mut page = PendingPage::default();
         let mut next: Option<String> = None;
         loop {

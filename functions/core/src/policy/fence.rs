@@ -9,8 +9,8 @@
 //! records (found by the model checker, docs/protocol.md).
 //!
 //! The I/O reads the pending messages of the batch's FIFO-routed aggregates
-//! ([`fence_reads`]: one sweeper index query per shard, keys only, or for an aggregate
-//! written by another producer, its partition); [`fenced`] decides, without I/O,
+//! ([`fence_reads`]: the sweeper index shards they are in, keys only, in one read, or
+//! for an aggregate written by another producer, its partition); [`fenced`] decides, without I/O,
 //! which messages wait:
 //!
 //! - a sibling is earlier when its place says so: exactly ([`OrderKey`]) when the

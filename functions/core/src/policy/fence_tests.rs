@@ -64,7 +64,7 @@ fn only_the_librarys_uuid7_sort_keys_give_a_position() {
 }
 
 #[test]
-fn only_fifo_routed_aggregates_are_read_one_query_per_shard_or_partition() {
+fn only_fifo_routed_aggregates_are_read_in_one_read_of_their_shards_or_by_partition() {
     let standard = [library("A", 1, 0, false), library("B", 1, 0, false)];
     assert!(
         fence_reads(&standard).is_empty(),

@@ -48,9 +48,9 @@ pub fn order_attempts(attempts: &mut [Attempt]) {
 
 /// Groups due keys into the chunks a sweep claims and publishes one after another,
 /// earliest due first, with every aggregate's keys in one chunk (a chunk holds `chunk`
-/// keys, or one aggregate's when it has more). A sweep takes at most `max_items`
-/// keys, whole aggregates only — except an aggregate that alone has more, of which it
-/// takes the earliest due. Returns the chunks and how many keys are left for the
+/// keys, or one aggregate's when it has more), each aggregate's in write order when
+/// their keys tell it. A sweep takes at most `max_items` keys, whole aggregates only
+/// — except an aggregate that alone has more, of which it takes the earliest. Returns the chunks and how many keys are left for the
 /// next sweep.
 pub fn chunk_due(
     mut due: Vec<DueKey>,
@@ -67,6 +67,9 @@ pub fn chunk_due(
             groups.len() - 1
         });
         groups[g].push(d);
+    }
+    for group in &mut groups {
+        by_place(group);
     }
     let (max_items, chunk) = (max_items.max(1), chunk.max(1));
     let mut chunks: Vec<Vec<DueKey>> = Vec::new();
@@ -89,6 +92,17 @@ pub fn chunk_due(
         chunks.push(current);
     }
     (chunks, total - taken)
+}
+
+/// Puts one aggregate's due keys in write order when every key tells it (the UUIDv7
+/// that ends the library's sort keys), else leaves them in due order. Due order is
+/// not write order after a failure: the head of a backlog, rescheduled, comes due
+/// after the messages behind it, and a sweep that took them in due order would claim
+/// ten that must wait behind it, and leave the head for a later sweep.
+fn by_place(group: &mut [DueKey]) {
+    if group.iter().all(|d| key_position(&d.key).is_some()) {
+        group.sort_by_key(|d| key_position(&d.key));
+    }
 }
 
 /// An earlier message of an aggregate that this sweep does not send, though it is

@@ -66,7 +66,8 @@ pub struct SweepSummary {
     /// Attempts that failed and were rescheduled with backoff (metric `SweepRetries`).
     pub retried: usize,
     /// Not attempted: finished or claimed by someone else since the query, left for
-    /// the next sweep by the time budget or the per-run bound, or a store error.
+    /// the next sweep by the time budget, the per-run bound or behind an earlier
+    /// message of its aggregate that did not go (never claimed), or a store error.
     pub skipped: usize,
     /// Unindexed items adopted into the index (scan mode).
     pub adopted: usize,

@@ -154,8 +154,16 @@ impl<K: MessageSink, S: OutboxStore + SweepStore> Sweeper<K, S> {
                 .filter(|(_, o)| o.finished_here())
                 .filter_map(|(w, _)| w.work.key().cloned()),
         );
-        let mut outcomes = outcomes.into_iter();
+        // Published but not marked: still pending (and charged) as far as this sweep
+        // knows, so its aggregate goes no further, as after a failure.
+        let unmarked = work
+            .iter()
+            .zip(&outcomes)
+            .filter(|(_, o)| matches!(o, Outcome::Sent { marked: false }))
+            .filter_map(|(w, _)| w.work.key().map(|k| k.pk.clone()));
         let mut stopped: HashSet<String> = gates.iter().map(|g| g.aggregate.clone()).collect();
+        stopped.extend(unmarked);
+        let mut outcomes = outcomes.into_iter();
         let mut settle: Vec<Settle<'_>> = Vec::new();
         for (a, mut hold) in attempts.iter().zip(holds) {
             let verdict = match hold {
@@ -290,7 +298,10 @@ impl<K: MessageSink, S: OutboxStore + SweepStore> Sweeper<K, S> {
             self.config.max_backoff,
         );
         let results: Vec<Result<MarkOutcome, Failure>> =
-            futures::stream::iter(settle.iter().zip(dues).map(|(s, next)| {
+            futures::stream::iter(settle.iter().zip(dues).map(|(s, due)| {
+                // Never the claim's own due time: the write is conditional on it, so
+                // a retry of a write that took effect must find it changed.
+                let next = if due == lease_until { due + 1 } else { due };
                 let a = s.attempt;
                 tracing::warn!(aggregate = %a.key.pk, sk = %a.key.sk, attempt = a.retry_count,
                     next_due_ms = next, reason = %s.reason, attempted = s.attempted, "not published; retrying later");

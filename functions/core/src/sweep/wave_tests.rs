@@ -177,3 +177,32 @@ async fn a_waiting_message_gets_its_attempt_back_though_the_first_write_fails() 
     assert_eq!(held.retry_count, Some(0));
     assert_eq!(held.sweep_due_at, Some(NOW + 600_001));
 }
+
+#[tokio::test]
+async fn the_head_of_a_backlog_goes_first_though_it_came_due_after_the_rest() {
+    // Given a FIFO backlog of 30 whose first three failed once and were rescheduled:
+    // they come due after the 27 messages written behind them
+    let sw = sweeper(Refusals::default());
+    let keys = backlog(&sw, 30);
+    for k in &keys[..3] {
+        let mut item = sw.publisher.store.get(k).expect("stored");
+        item.sweep_due_at = Some(NOW - 1_000);
+        sw.publisher.store.put(k.clone(), item);
+    }
+
+    // When one sweep runs
+    let summary = sw.sweep(budget()).await;
+
+    // Then it claimed the head first and published the whole backlog, in order,
+    // rather than claiming ten that had to wait behind it
+    assert_eq!((summary.published, summary.retried), (30, 0), "{summary:?}");
+    let bodies: Vec<String> = sw
+        .publisher
+        .sink
+        .delivered("ledger")
+        .into_iter()
+        .map(|m| m.body)
+        .collect();
+    let expected: Vec<String> = (0..30).map(|i| format!("payload-{}", 1_000 + i)).collect();
+    assert_eq!(bodies, expected);
+}
