@@ -72,6 +72,7 @@ pub async fn run(
     let seen = observe_all(clients, d, &chaos, since_ms).await?;
     let mut report = verify::verdict(&planned, &seen);
     report.wall = wall;
+    report.fault_rate = opts.fault_rate;
     Ok(report)
 }
 
@@ -233,15 +234,23 @@ async fn observe_all(
     Ok(seen)
 }
 
+/// Counts the faults the functions' logs report: `injected fault` lines in JSON
+/// (`"message":"injected fault"`) or text (`injected fault operation=…`) — the
+/// functions log either way — and `injected crash` lines; a crash's own
+/// `injected fault` line is not counted twice.
 fn count_faults(lines: &[crate::deployment::LogLine], seen: &mut verify::Observed) {
     for l in lines {
         if l.message.starts_with("injected crash") {
             seen.crashes += 1;
             seen.faults_injected += 1;
-        } else if l.message.contains("\"injected fault\"") && !l.message.contains("crash_") {
+        } else if is_fault_line(&l.message) && !l.message.contains("crash_") {
             seen.faults_injected += 1;
         }
     }
+}
+
+fn is_fault_line(message: &str) -> bool {
+    message.contains("\"injected fault\"") || message.contains("injected fault operation=")
 }
 
 async fn drain(clients: &Clients, url: &str) -> Result<Vec<aws_sdk_sqs::types::Message>, String> {
@@ -274,5 +283,38 @@ async fn drain(clients: &Clients, url: &str) -> Result<Vec<aws_sdk_sqs::types::M
             }
         }
         all.extend(msgs);
+    }
+}
+
+#[cfg(test)]
+mod fault_count_tests {
+    use super::*;
+    use crate::deployment::LogLine;
+
+    fn line(message: &str) -> LogLine {
+        LogLine {
+            timestamp_ms: 0,
+            message: message.to_owned(),
+        }
+    }
+
+    #[test]
+    fn faults_are_counted_from_json_and_text_logs_and_a_crash_once() {
+        let lines = [
+            line(
+                r#"{"level":"WARN","fields":{"message":"injected fault","operation":"PutItem","fault":"lost_response"}}"#,
+            ),
+            line(
+                r#" WARN Lambda runtime invoke{requestId="a"}: injected fault operation=SendMessageBatch fault=throttle"#,
+            ),
+            line(
+                r#" WARN Lambda runtime invoke{requestId="b"}: injected fault operation=SendMessageBatch fault=crash_after"#,
+            ),
+            line("injected crash after SendMessageBatch"),
+            line("sweep done found=18"),
+        ];
+        let mut seen = verify::Observed::default();
+        count_faults(&lines, &mut seen);
+        assert_eq!((seen.faults_injected, seen.crashes), (3, 1));
     }
 }

@@ -77,6 +77,8 @@ pub struct ChaosReport {
     pub faults_injected: usize,
     /// Process crashes.
     pub crashes: usize,
+    /// The share of every function's AWS calls set to fail (crashes on top).
+    pub fault_rate: f64,
     /// Examples of what went wrong.
     pub problems: Vec<String>,
     /// From the first commit to quiescence.
@@ -342,7 +344,12 @@ impl ChaosReport {
         line("dead-letter copies", self.dead_letter_copies.to_string());
         line(
             "faults injected (crashes)",
-            format!("{} ({})", self.faults_injected, self.crashes),
+            format!(
+                "{} ({}); {:.0}% of every function's calls set to fail, crashes on top",
+                self.faults_injected,
+                self.crashes,
+                self.fault_rate * 100.0
+            ),
         );
         line("lost", self.lost.to_string());
         line("still PENDING at the end", self.pending.to_string());
