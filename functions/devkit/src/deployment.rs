@@ -9,7 +9,7 @@ use aws_sdk_lambda::types::EventSourceMappingConfiguration;
 use aws_smithy_types::error::display::DisplayErrorContext;
 use serde_json::Value;
 use std::collections::BTreeMap;
-use std::collections::HashSet;
+use std::collections::HashMap;
 
 /// The deployment could not be read or changed.
 #[derive(Debug, thiserror::Error)]
@@ -174,7 +174,7 @@ pub async fn function_logs(
 ) -> Result<Vec<LogLine>, String> {
     let group = format!("/aws/lambda/{function}");
     let mut lines = Vec::new();
-    let mut ids: HashSet<String> = HashSet::new();
+    let mut boundary = Boundary::default();
     let (mut start, mut token) = (since_ms, None);
     loop {
         let page = clients
@@ -186,23 +186,23 @@ pub async fn function_logs(
             .send()
             .await
             .map_err(|e| format!("reading {group}: {}", DisplayErrorContext(&e)))?;
-        let before = lines.len();
-        for e in page.events() {
-            if e.event_id().is_some_and(|id| !ids.insert(id.to_owned())) {
-                continue;
-            }
-            lines.push(LogLine {
+        let events: Vec<PageEvent> = page
+            .events()
+            .iter()
+            .map(|e| PageEvent {
                 timestamp_ms: e.timestamp().unwrap_or_default(),
+                stream: e.log_stream_name().unwrap_or_default().to_owned(),
                 message: e.message().unwrap_or_default().to_owned(),
-            });
+            })
+            .collect();
+        let fresh = boundary.admit(&events);
+        let new_lines = !fresh.is_empty();
+        lines.extend(fresh);
+        let last = events.last().map(|e| e.timestamp_ms);
+        let next = next_logs_page(events.len(), new_lines, last, page.next_token());
+        if let NextLogs::Token(_) = next {
+            boundary = Boundary::default();
         }
-        let last = page.events().last().and_then(|e| e.timestamp());
-        let next = next_logs_page(
-            page.events().len(),
-            lines.len() > before,
-            last,
-            page.next_token(),
-        );
         match next {
             NextLogs::Token(t) => (start, token) = (since_ms, Some(t)),
             NextLogs::From(ms) => (start, token) = (ms, None),
@@ -213,6 +213,55 @@ pub async fn function_logs(
                 ));
             }
         }
+    }
+}
+
+/// One event of a page, as the reader compares them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct PageEvent {
+    timestamp_ms: i64,
+    stream: String,
+    message: String,
+}
+
+/// The events of the last millisecond read: a page read on from that millisecond
+/// returns them again. The local AWS gives a function's own lines no event id, so
+/// they are told apart by stream and text, counted (a function may print the same
+/// line twice in one millisecond).
+#[derive(Debug, Default)]
+struct Boundary {
+    ms: Option<i64>,
+    seen: HashMap<(String, String), usize>,
+}
+
+impl Boundary {
+    /// The lines of `events` not read before; remembers the page's last millisecond.
+    fn admit(&mut self, events: &[PageEvent]) -> Vec<LogLine> {
+        let mut fresh = Vec::new();
+        for e in events {
+            if Some(e.timestamp_ms) == self.ms {
+                let key = (e.stream.clone(), e.message.clone());
+                if let Some(n) = self.seen.get_mut(&key).filter(|n| **n > 0) {
+                    *n -= 1;
+                    continue;
+                }
+            }
+            fresh.push(LogLine {
+                timestamp_ms: e.timestamp_ms,
+                message: e.message.clone(),
+            });
+        }
+        if let Some(last) = events.last().map(|e| e.timestamp_ms) {
+            self.ms = Some(last);
+            self.seen.clear();
+            for e in events.iter().filter(|e| e.timestamp_ms == last) {
+                *self
+                    .seen
+                    .entry((e.stream.clone(), e.message.clone()))
+                    .or_default() += 1;
+            }
+        }
+        fresh
     }
 }
 
@@ -349,6 +398,48 @@ async fn queue_url(clients: &Clients, queue_arn: &str) -> Result<String, String>
 #[cfg(test)]
 mod log_page_tests {
     use super::*;
+
+    fn ev(ms: i64, stream: &str, message: &str) -> PageEvent {
+        PageEvent {
+            timestamp_ms: ms,
+            stream: stream.into(),
+            message: message.into(),
+        }
+    }
+
+    #[test]
+    fn a_page_read_on_from_its_last_millisecond_gives_each_line_once_without_event_ids() {
+        // A page cut inside millisecond 2: its lines of that millisecond come again
+        // in the next page, among others of the same millisecond (one repeated on
+        // purpose by the function, one in another stream).
+        let mut b = Boundary::default();
+        let first = [
+            ev(1, "s", "a"),
+            ev(2, "s", "RESULT x"),
+            ev(2, "t", "RESULT y"),
+        ];
+        assert_eq!(b.admit(&first).len(), 3);
+        let next = [
+            ev(2, "s", "RESULT x"),
+            ev(2, "t", "RESULT y"),
+            ev(2, "s", "RESULT x"),
+            ev(2, "u", "RESULT y"),
+            ev(3, "s", "b"),
+        ];
+        let fresh: Vec<(i64, String)> = b
+            .admit(&next)
+            .into_iter()
+            .map(|l| (l.timestamp_ms, l.message))
+            .collect();
+        assert_eq!(
+            fresh,
+            [
+                (2, "RESULT x".to_owned()),
+                (2, "RESULT y".to_owned()),
+                (3, "b".to_owned())
+            ]
+        );
+    }
 
     #[test]
     fn a_page_cut_at_the_local_cap_is_read_on_from_its_last_millisecond() {
