@@ -277,7 +277,7 @@ enum NextLogs {
     /// Where the service's token says.
     Token(String),
     /// Again from this time: the page was cut at the local AWS's cap, without a token
-    /// (events of that millisecond come again and are told apart by their ids).
+    /// (events of that millisecond come again; [`Boundary`] tells them apart).
     From(i64),
     /// Everything was read.
     Done,

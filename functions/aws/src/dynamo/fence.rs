@@ -238,17 +238,17 @@ fn sibling(read: &FenceRead, raw: &Item) -> Option<Sibling> {
 
 #[cfg(test)]
 mod tests {
-    #[test]
-    fn the_select_names_the_index_and_one_parameter_per_shard() {
-        assert_eq!(
-            super::select_statement("orders", 3),
-            r#"SELECT "PK", "SK", "SweepDueAt" FROM "orders"."OutboxSweepIndex" WHERE "SweepShard" IN [?, ?, ?]"#
-        );
-    }
-
     use super::*;
     use aws_sdk_dynamodb::types::AttributeValue;
     use std::collections::{BTreeSet, HashMap};
+
+    #[test]
+    fn the_select_names_the_index_and_one_parameter_per_shard() {
+        assert_eq!(
+            select_statement("orders", 3),
+            r#"SELECT "PK", "SK", "SweepDueAt" FROM "orders"."OutboxSweepIndex" WHERE "SweepShard" IN [?, ?, ?]"#
+        );
+    }
 
     fn read(scope: Scope) -> FenceRead {
         FenceRead {

@@ -9,9 +9,15 @@ use crate::route::{Destination, Routes};
 use crate::schema::Status;
 use std::time::Duration;
 
-const NOW: i64 = 1_700_000_000_000;
+pub(super) const NOW: i64 = 1_700_000_000_000;
 
 fn sweeper() -> Sweeper<RecordingSink, MemoryStore> {
+    fifo_sweeper(Refusals::default())
+}
+
+/// A sweeper at `NOW` whose topic `ledger` goes to a FIFO queue, with a sink that
+/// refuses what `refusals` says (shared with `wave_tests`).
+pub(super) fn fifo_sweeper(refusals: Refusals) -> Sweeper<RecordingSink, MemoryStore> {
     let publisher_config = PublisherConfig {
         table_name: "t".into(),
         routes: Routes::new(
@@ -25,7 +31,7 @@ fn sweeper() -> Sweeper<RecordingSink, MemoryStore> {
         ttl_days: 7,
     };
     let publisher = Publisher::new(
-        RecordingSink::new(Refusals::default()),
+        RecordingSink::new(refusals),
         MemoryStore::default(),
         publisher_config.clone(),
     )

@@ -148,21 +148,20 @@ impl<K: MessageSink, S: OutboxStore + SweepStore> Sweeper<K, S> {
             })
             .collect();
         let outcomes = self.publisher.process_after(&work, finished).await;
-        finished.extend(
-            work.iter()
-                .zip(&outcomes)
-                .filter(|(_, o)| o.finished_here())
-                .filter_map(|(w, _)| w.work.key().cloned()),
-        );
-        // Published but not marked: still pending (and charged) as far as this sweep
-        // knows, so its aggregate goes no further, as after a failure.
-        let unmarked = work
+        let mut stopped: HashSet<String> = gates.iter().map(|g| g.aggregate.clone()).collect();
+        for (key, outcome) in work
             .iter()
             .zip(&outcomes)
-            .filter(|(_, o)| matches!(o, Outcome::Sent { marked: false }))
-            .filter_map(|(w, _)| w.work.key().map(|k| k.pk.clone()));
-        let mut stopped: HashSet<String> = gates.iter().map(|g| g.aggregate.clone()).collect();
-        stopped.extend(unmarked);
+            .filter_map(|(w, o)| Some((w.work.key()?, o)))
+        {
+            if outcome.finished_here() {
+                finished.insert(key.clone());
+            } else if matches!(outcome, Outcome::Sent { marked: false }) {
+                // Published but not marked: still pending (and charged) as far as this
+                // sweep knows, so its aggregate goes no further, as after a failure.
+                stopped.insert(key.pk.clone());
+            }
+        }
         let mut outcomes = outcomes.into_iter();
         let mut settle: Vec<Settle<'_>> = Vec::new();
         for (a, mut hold) in attempts.iter().zip(holds) {
@@ -318,9 +317,7 @@ impl<K: MessageSink, S: OutboxStore + SweepStore> Sweeper<K, S> {
             }
         }
     }
-}
 
-impl<K: MessageSink, S: OutboxStore + SweepStore> Sweeper<K, S> {
     /// Records one reschedule, trying once more when the write fails for a passing
     /// reason. Left unwritten, a message that waited gets its attempt back only when
     /// it is claimed again — never, if every sweep dies the same way — and a backlog

@@ -1,37 +1,26 @@
 //! A sweep walks a backlog in waves, against the in-memory fakes: what a sweep that
 //! dies charges, and a backlog drained in order in one sweep though the index lags.
 
+use super::fence_tests::{NOW, fifo_sweeper as sweeper};
 use super::*;
-use crate::clock::ManualClock;
-use crate::config::PublisherConfig;
 use crate::fakes::{MemoryStore, RecordingSink, Refusals, StoreFaults, library_item, library_key};
-use crate::route::{Destination, Routes};
 use crate::schema::{ItemKey, Status};
 use futures::FutureExt;
 use std::time::Duration;
 
-const NOW: i64 = 1_700_000_000_000;
+/// The bodies the FIFO queue received, in order.
+fn delivered(sw: &Sweeper<RecordingSink, MemoryStore>) -> Vec<String> {
+    sw.publisher
+        .sink
+        .delivered("ledger")
+        .into_iter()
+        .map(|m| m.body)
+        .collect()
+}
 
-fn sweeper(refusals: Refusals) -> Sweeper<RecordingSink, MemoryStore> {
-    let publisher_config = PublisherConfig {
-        table_name: "t".into(),
-        routes: Routes::new(
-            [(
-                "ledger".to_owned(),
-                Destination::sqs("https://q/ledger.fifo"),
-            )],
-            None,
-        ),
-        dead_letter: Destination::sqs("https://q/dlq"),
-        ttl_days: 7,
-    };
-    let publisher = Publisher::new(
-        RecordingSink::new(refusals),
-        MemoryStore::default(),
-        publisher_config.clone(),
-    )
-    .with_clock(ManualClock::at(NOW));
-    Sweeper::new(publisher, SweeperConfig::new(publisher_config))
+/// The payloads of the first `n` messages of [`backlog`], in write order.
+fn payloads(n: usize) -> Vec<String> {
+    (0..n).map(|i| format!("payload-{}", 1_000 + i)).collect()
 }
 
 /// `n` pending messages of aggregate `A` to the FIFO queue, all due, oldest first.
@@ -101,15 +90,7 @@ async fn one_sweep_drains_a_fifo_backlog_in_order_though_the_index_still_lists_w
     // Then it published them all, in order, wave after wave: a later wave does not
     // wait behind the messages an earlier one finished
     assert_eq!((summary.published, summary.retried), (35, 0), "{summary:?}");
-    let bodies: Vec<String> = sw
-        .publisher
-        .sink
-        .delivered("ledger")
-        .into_iter()
-        .map(|m| m.body)
-        .collect();
-    let expected: Vec<String> = (0..35).map(|i| format!("payload-{}", 1_000 + i)).collect();
-    assert_eq!(bodies, expected);
+    assert_eq!(delivered(&sw), payloads(35));
     assert!(
         keys.iter()
             .all(|k| { sw.publisher.store.get(k).and_then(|i| i.status()) == Some(Status::Sent) })
@@ -196,13 +177,5 @@ async fn the_head_of_a_backlog_goes_first_though_it_came_due_after_the_rest() {
     // Then it claimed the head first and published the whole backlog, in order,
     // rather than claiming ten that had to wait behind it
     assert_eq!((summary.published, summary.retried), (30, 0), "{summary:?}");
-    let bodies: Vec<String> = sw
-        .publisher
-        .sink
-        .delivered("ledger")
-        .into_iter()
-        .map(|m| m.body)
-        .collect();
-    let expected: Vec<String> = (0..30).map(|i| format!("payload-{}", 1_000 + i)).collect();
-    assert_eq!(bodies, expected);
+    assert_eq!(delivered(&sw), payloads(30));
 }
