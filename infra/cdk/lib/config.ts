@@ -31,7 +31,7 @@ export const CONTRACT = {
    */
   scanCursorPartitionKey: 'OUTBOX#SWEEPER',
   /**
-   * The large-payload bucket (S3 claim check): payloads too large for a destination or a
+   * The large-payload bucket (S3 large-payload offload): payloads too large for a destination or a
    * DynamoDB item are stored at `<largePayloadKeyPrefix><MessageId>` and a pointer is sent.
    * Publisher and sweeper PutObject there, the orders consumer GetObject; nothing else.
    */
@@ -165,7 +165,7 @@ export interface OutboxSettings {
   /** CloudWatch Logs retention, in days. */
   readonly logRetentionDays: number;
   /**
-   * Create the large-payload bucket (S3 claim check) and pass its name to the publisher and
+   * Create the large-payload bucket (S3 large-payload offload) and pass its name to the publisher and
    * the sweeper (OUTBOX_LARGE_PAYLOAD_BUCKET); false: no bucket, no S3 grants.
    */
   readonly largePayloads: boolean;

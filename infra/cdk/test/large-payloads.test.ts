@@ -1,4 +1,4 @@
-// The large-payload bucket (S3 claim check, infra/CONTRACT.md): payloads too large for a
+// The large-payload bucket (S3 large-payload offload, infra/CONTRACT.md): payloads too large for a
 // destination or a DynamoDB item are stored at outbox/<MessageId> and a pointer is sent.
 // The bucket, its lifecycle and policy, the functions' environment and grants.
 import assert from 'node:assert/strict';

@@ -19,6 +19,6 @@ output "function_names" {
 }
 
 output "large_payload_bucket_name" {
-  description = "Large payloads (S3 claim check) are stored here under outbox/<MessageId>."
+  description = "Large payloads (S3 large-payload offload) are stored here under outbox/<MessageId>."
   value       = module.outbox.large_payload_bucket_name
 }

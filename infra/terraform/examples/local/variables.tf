@@ -51,7 +51,7 @@ variable "max_message_bytes" {
 }
 
 variable "large_payloads" {
-  description = "Create the large-payload bucket (S3 claim check); null (the default) takes the module's, true."
+  description = "Create the large-payload bucket (S3 large-payload offload); null (the default) takes the module's, true."
   type        = bool
   default     = null
 }

@@ -55,7 +55,7 @@ locals {
     attributes    = [{ name = "id", type = "S" }]
     ttl_attribute = "ExpiresAt"
   }
-  # The large-payload bucket (S3 claim check): objects at <key_prefix><MessageId>, expiring after
+  # The large-payload bucket (S3 large-payload offload): objects at <key_prefix><MessageId>, expiring after
   # the retention -- longer than any queue keeps a pointer (queue_retention_days).
   queue_retention_days = 14
   large_payloads = {
@@ -219,7 +219,7 @@ locals {
       Null                        = { "dynamodb:LeadingKeys" = "false" }
     }
   } if local.sweep_scans]
-  # The claim check: publisher and sweeper put, the orders consumer gets, objects under the key
+  # The large-payload offload: publisher and sweeper put, the orders consumer gets, objects under the key
   # prefix of the deployment's bucket only (one object per message id, so the prefix wildcard).
   large_payload_objects = try("${local.r.large_payload_bucket_arn}/${local.large_payloads.key_prefix}*", null)
   large_payload_statements = { for fn, a in { publisher = ["PutLargePayloads", "s3:PutObject"], sweeper = ["PutLargePayloads", "s3:PutObject"], consumer = ["GetLargePayloads", "s3:GetObject"] } : fn => [

@@ -112,7 +112,7 @@ output "queue_settings" {
 }
 
 output "large_payloads" {
-  description = "The large-payload bucket (S3 claim check): whether it is created, its bucket_prefix, key prefix, lifecycle (retention, incomplete multipart uploads), encryption and the environment variable names."
+  description = "The large-payload bucket (S3 large-payload offload): whether it is created, its bucket_prefix, key prefix, lifecycle (retention, incomplete multipart uploads), encryption and the environment variable names."
   value       = local.large_payloads
   precondition {
     condition     = var.large_payload_retention_days * 86400 > local.queue_retention_days * 86400

@@ -1,4 +1,4 @@
-# The large-payload bucket (S3 claim check, infra/CONTRACT.md): payloads too large for a
+# The large-payload bucket (S3 large-payload offload, infra/CONTRACT.md): payloads too large for a
 # destination or a DynamoDB item are stored at outbox/<MessageId> and a pointer is sent.
 # Encrypted (SSE-S3, or SSE-KMS with var.kms_key_arn), TLS only, no public access, ACLs
 # disabled, objects expire after var.large_payload_retention_days (longer than any queue

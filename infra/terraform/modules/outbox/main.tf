@@ -68,7 +68,7 @@ locals {
       OUTBOX_ROUTES     = module.config.routes_json # the example routes and var.routes, objects unchanged
       OUTBOX_DLQ_URL    = local.all_queues["outbox_dlq"].url
     },
-    # The claim check's bucket when created here (publisher and sweeper; an attached one's name
+    # The large-payload offload's bucket when created here (publisher and sweeper; an attached one's name
     # comes with module.config's environment; the consumer reads what a pointer names).
     { for b in aws_s3_bucket.large_payloads : module.config.large_payloads.env.bucket => b.bucket },
   )

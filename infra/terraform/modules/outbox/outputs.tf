@@ -24,7 +24,7 @@ output "orders_table_name" {
 }
 
 output "large_payload_bucket_name" {
-  description = "The large-payload bucket (S3 claim check, objects under outbox/), created or attached; null when large_payloads is off."
+  description = "The large-payload bucket (S3 large-payload offload, objects under outbox/), created or attached; null when large_payloads is off."
   value       = try(coalesce(module.config.large_payloads.existing_name, one(aws_s3_bucket.large_payloads[*].bucket)), null)
 }
 

@@ -1,0 +1,245 @@
+//! A discarded range of stream records: parsing Lambda's on-failure record (pure),
+//! and reading the range back from the stream (the one piece of I/O).
+
+use aws_sdk_dynamodbstreams::types::{Record, ShardIteratorType};
+use dynamodb_outbox::schema::{self, ItemKey, OutboxItem, PENDING_MESSAGE, SeenIndex, Status};
+use serde::Deserialize;
+use std::cmp::Ordering;
+
+/// What Lambda sends to a stream mapping's on-failure destination: where the
+/// discarded batch was, never the records themselves.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct OnFailureRecord {
+    /// Why the batch was discarded (`MaxRecordAgeExceeded`, `RetryAttemptsExhausted`).
+    #[serde(rename = "requestContext", default)]
+    pub context: Option<RequestContext>,
+    /// The range.
+    #[serde(rename = "DDBStreamBatchInfo")]
+    pub batch: BatchInfo,
+}
+
+/// The invocation that gave up.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct RequestContext {
+    /// `MaxRecordAgeExceeded`, `RetryAttemptsExhausted`, ...
+    #[serde(default)]
+    pub condition: Option<String>,
+}
+
+/// The discarded records: one shard, from one sequence number to another, inclusive.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BatchInfo {
+    /// The shard.
+    pub shard_id: String,
+    /// The first discarded record.
+    pub start_sequence_number: String,
+    /// The last discarded record.
+    pub end_sequence_number: String,
+    /// The stream.
+    pub stream_arn: String,
+}
+
+/// Reads an on-failure record from a message body, saying what is wrong with it.
+pub fn parse(body: &str) -> Result<OnFailureRecord, String> {
+    serde_json::from_str(body).map_err(|e| {
+        format!("not a DynamoDB stream on-failure record ({e}): is this function subscribed to the stream mapping's on-failure queue?")
+    })
+}
+
+/// Compares two stream sequence numbers: decimal strings of any length.
+pub fn compare_sequence(a: &str, b: &str) -> Ordering {
+    let (a, b) = (a.trim_start_matches('0'), b.trim_start_matches('0'));
+    a.len().cmp(&b.len()).then_with(|| a.cmp(b))
+}
+
+/// The outbox item a stream record inserted as `PENDING`, if it did — the items the
+/// publisher would have published —, with its index attributes as inserted.
+pub fn pending_insert(record: &Record) -> Option<(ItemKey, SeenIndex)> {
+    if record.event_name().map(|n| n.as_str()) != Some("INSERT") {
+        return None;
+    }
+    let change = record.dynamodb()?;
+    let image: serde_dynamo::Item = change.new_image()?.clone().into();
+    let seen = SeenIndex::of(&image);
+    let item = OutboxItem::from_item(image).ok()?;
+    if item.item_type.as_deref() != Some(PENDING_MESSAGE) || item.status() != Some(Status::Pending)
+    {
+        return None;
+    }
+    let keys: serde_dynamo::Item = change.keys()?.clone().into();
+    let key = schema::item_key(&keys).or_else(|| item.key())?;
+    Some((key, seen))
+}
+
+/// Why a range could not be read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RangeError {
+    /// The records are gone from the stream (older than its 24 hours): reading again
+    /// cannot help. The sweeper's backstop scan finds their items.
+    Lost(String),
+    /// Throttling, a network failure: worth another try.
+    Transient(String),
+}
+
+/// Reads the records of `batch` from the stream and returns the pending outbox items
+/// they inserted (key and index attributes as inserted), in stream order.
+pub async fn pending_items_in(
+    streams: &aws_sdk_dynamodbstreams::Client,
+    batch: &BatchInfo,
+) -> Result<Vec<(ItemKey, SeenIndex)>, RangeError> {
+    let iterator = streams
+        .get_shard_iterator()
+        .stream_arn(&batch.stream_arn)
+        .shard_id(&batch.shard_id)
+        .shard_iterator_type(ShardIteratorType::AtSequenceNumber)
+        .sequence_number(&batch.start_sequence_number)
+        .send()
+        .await
+        .map_err(classify)?;
+    let mut next = iterator.shard_iterator().map(str::to_owned);
+    let mut keys = Vec::new();
+    while let Some(iterator) = next {
+        let page = streams
+            .get_records()
+            .shard_iterator(iterator)
+            .send()
+            .await
+            .map_err(classify)?;
+        let records = page.records();
+        for record in records {
+            let seq = record
+                .dynamodb()
+                .and_then(|d| d.sequence_number())
+                .unwrap_or_default();
+            if compare_sequence(seq, &batch.end_sequence_number) == Ordering::Greater {
+                return Ok(keys);
+            }
+            keys.extend(pending_insert(record));
+        }
+        // An open shard answers an empty page once the reader has caught up: the
+        // range, written long ago, has been read.
+        if records.is_empty() {
+            return Ok(keys);
+        }
+        next = page.next_shard_iterator().map(str::to_owned);
+    }
+    Ok(keys)
+}
+
+fn classify<E, R>(err: aws_sdk_dynamodbstreams::error::SdkError<E, R>) -> RangeError
+where
+    E: aws_sdk_dynamodbstreams::error::ProvideErrorMetadata + std::error::Error + 'static,
+    R: std::fmt::Debug,
+{
+    let text = aws_sdk_dynamodbstreams::error::DisplayErrorContext(&err).to_string();
+    match err.as_service_error().and_then(|e| e.code()) {
+        Some("TrimmedDataAccessException" | "ResourceNotFoundException") => RangeError::Lost(text),
+        _ => RangeError::Transient(text),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Lambda's on-failure record for a DynamoDB stream, as documented.
+    const ON_FAILURE: &str = r#"{
+        "requestContext": {"requestId": "316aa6d0-8154-xmpl-9af7-85d5f4a6bc81",
+            "functionArn": "arn:aws:lambda:us-east-1:123456789012:function:outbox-publisher",
+            "condition": "RetryAttemptsExhausted", "approximateInvokeCount": 1},
+        "responseContext": {"statusCode": 200, "executedVersion": "$LATEST", "functionError": "Unhandled"},
+        "version": "1.0", "timestamp": "2026-11-29T10:00:00.000Z",
+        "DDBStreamBatchInfo": {
+            "shardId": "shardId-00000001631211445843-cd8f4b5a",
+            "startSequenceNumber": "800000000003126276362",
+            "endSequenceNumber": "800000000003126276363",
+            "approximateArrivalOfFirstRecord": "2026-11-29T09:59:00Z",
+            "approximateArrivalOfLastRecord": "2026-11-29T09:59:00Z",
+            "batchSize": 2,
+            "streamArn": "arn:aws:dynamodb:us-east-1:123456789012:table/outbox/stream/2026-11-29T00:00:00.000"}
+    }"#;
+
+    #[test]
+    fn an_on_failure_record_names_the_discarded_range() {
+        let record = parse(ON_FAILURE).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(
+            record.context.and_then(|c| c.condition).as_deref(),
+            Some("RetryAttemptsExhausted")
+        );
+        assert_eq!(record.batch.start_sequence_number, "800000000003126276362");
+        assert_eq!(record.batch.end_sequence_number, "800000000003126276363");
+        assert!(
+            record
+                .batch
+                .stream_arn
+                .ends_with("/stream/2026-11-29T00:00:00.000")
+        );
+    }
+
+    #[test]
+    fn anything_else_is_refused_saying_where_the_function_should_listen() {
+        let err = parse(r#"{"orderId": 1}"#).err().unwrap_or_default();
+        assert!(err.contains("on-failure queue"), "{err}");
+    }
+
+    #[test]
+    fn sequence_numbers_compare_as_numbers_of_any_length() {
+        assert_eq!(compare_sequence("9", "10"), Ordering::Less);
+        assert_eq!(
+            compare_sequence("800000000003126276363", "800000000003126276362"),
+            Ordering::Greater
+        );
+        assert_eq!(compare_sequence("0042", "42"), Ordering::Equal);
+        assert_eq!(
+            compare_sequence("111111111111111111111111111111", "99999999999999999999"),
+            Ordering::Greater
+        );
+    }
+
+    fn record(event: &str, item_type: &str, status: &str) -> Record {
+        use aws_sdk_dynamodbstreams::types::{AttributeValue as Av, OperationType, StreamRecord};
+        let s = |v: &str| Av::S(v.to_owned());
+        let image = std::collections::HashMap::from([
+            ("PK".to_owned(), s("USER#1")),
+            ("SK".to_owned(), s("MESSAGE#X#1")),
+            ("ItemType".to_owned(), s(item_type)),
+            ("Status".to_owned(), s(status)),
+            ("Topic".to_owned(), s("orders")),
+            ("Payload".to_owned(), s("{}")),
+        ]);
+        let keys = std::collections::HashMap::from([
+            ("PK".to_owned(), s("USER#1")),
+            ("SK".to_owned(), s("MESSAGE#X#1")),
+        ]);
+        Record::builder()
+            .event_name(OperationType::from(event))
+            .dynamodb(
+                StreamRecord::builder()
+                    .set_keys(Some(keys))
+                    .set_new_image(Some(image))
+                    .sequence_number("1")
+                    .build(),
+            )
+            .build()
+    }
+
+    #[test]
+    fn only_inserted_pending_outbox_items_are_recovered() {
+        let key = |r: Record| pending_insert(&r).map(|(k, _)| k);
+        let want = Some(ItemKey {
+            pk: "USER#1".into(),
+            sk: "MESSAGE#X#1".into(),
+        });
+        assert_eq!(key(record("INSERT", "PENDING_MESSAGE", "PENDING")), want);
+        assert_eq!(key(record("MODIFY", "PENDING_MESSAGE", "SENT")), None);
+        assert_eq!(key(record("INSERT", "ORDER", "PENDING")), None);
+        assert_eq!(key(record("INSERT", "PENDING_MESSAGE", "FAILED")), None);
+        let (_, seen) = pending_insert(&record("INSERT", "PENDING_MESSAGE", "PENDING"))
+            .unwrap_or_else(|| panic!("pending"));
+        assert!(
+            !seen.is_valid(),
+            "a minimal item carries no index attributes"
+        );
+    }
+}

@@ -1,0 +1,142 @@
+//! The sweeper's handler: one sweep within the invocation's deadline, its metrics
+//! printed, its summary returned. The event itself carries nothing the sweep needs
+//! (any JSON is accepted, so a manual test invoke works too).
+
+use dynamodb_outbox::metrics::{Emitter, sweeper_metrics};
+use dynamodb_outbox::ports::{MessageSink, OutboxStore, SweepStore};
+use dynamodb_outbox::sweep::{
+    AwsSweeper, SweepSummary, Sweeper, SweeperConfig, handle_scheduled_event,
+};
+use dynamodb_outbox::{ConfigError, FromSdkConfig};
+use lambda_runtime::{Error, LambdaEvent};
+
+/// What every invocation shares, built once.
+#[derive(Debug)]
+pub struct Deps<K, S> {
+    /// The sweeper (and its publish path).
+    pub sweeper: Sweeper<K, S>,
+    /// Prints the metrics under the deployment's name.
+    pub metrics: Emitter,
+}
+
+impl Deps<dynamodb_outbox::sink::AwsSink, dynamodb_outbox::dynamo::DynamoStore> {
+    /// Reads the configuration, builds every client from one AWS configuration, and
+    /// learns every SQS destination's size limit from its queue (once, concurrently;
+    /// a queue it cannot read is logged and gets SQS's default, 1 MiB).
+    pub async fn from_env() -> Result<Self, lambda_runtime::Error> {
+        let config = SweeperConfig::from_env().inspect_err(log)?;
+        let metrics = Emitter::from_env().inspect_err(log)?;
+        let aws = aws_config::load_from_env().await;
+        #[cfg(feature = "fault-injection")]
+        let aws = outbox_faults::from_env(aws)?;
+        Ok(Deps {
+            sweeper: AwsSweeper::load(config, &aws).await,
+            metrics,
+        })
+    }
+}
+
+fn log(e: &ConfigError) {
+    lambda_runtime::tracing::error!(error = %e, "bad configuration");
+}
+
+/// One sweep within the invocation's remaining time. A sweep whose store requests
+/// failed — it could not see every shard, or claim or reschedule what it saw — fails
+/// the invocation (after printing its metrics), so that the function's `Errors`
+/// metric and its alarm show a sweeper that cannot do its work; its summary is logged.
+pub async fn handle<K: MessageSink, S: OutboxStore + SweepStore>(
+    event: LambdaEvent<serde_json::Value>,
+    deps: &Deps<K, S>,
+) -> Result<SweepSummary, Error> {
+    let summary = handle_scheduled_event(&deps.sweeper, event.context.deadline).await;
+    let now = deps.sweeper.publisher.clock.now_ms();
+    deps.metrics.emit(now, &sweeper_metrics(&summary));
+    if summary.errors > 0 {
+        return Err(format!(
+            "the sweep failed {} store request(s) ({} of the index's shards unread): see the log for each; {summary:?}",
+            summary.errors, summary.unread_shards
+        )
+        .into());
+    }
+    Ok(summary)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dynamodb_outbox::{Destination, Publisher, PublisherConfig, Routes};
+    use dynamodb_outbox_core::clock::ManualClock;
+    use dynamodb_outbox_core::fakes::{MemoryStore, RecordingSink, StoreFaults, key, pending_item};
+
+    const NOW: i64 = 1_700_000_000_000;
+
+    #[tokio::test]
+    async fn a_scheduled_invocation_sweeps_within_its_deadline() {
+        let config = PublisherConfig {
+            table_name: "t".into(),
+            routes: Routes::new(
+                [("orders".to_owned(), Destination::sqs("https://q/orders"))],
+                None,
+            ),
+            dead_letter: Destination::sqs("https://q/dlq"),
+            ttl_days: 7,
+        };
+        let publisher = Publisher::new(
+            RecordingSink::default(),
+            MemoryStore::default(),
+            config.clone(),
+        )
+        .with_clock(ManualClock::at(NOW));
+        let k = key("A", "MESSAGE#X#1");
+        publisher.store.put(
+            k.clone(),
+            pending_item(&k, "orders", 0, NOW - 1, NOW - 90_000),
+        );
+        let deps = Deps {
+            sweeper: Sweeper::new(publisher, SweeperConfig::new(config)),
+            metrics: Emitter::new("test"),
+        };
+        let mut context = lambda_runtime::Context::default();
+        context.deadline = u64::try_from(NOW + 60_000).unwrap_or(0);
+        let summary = handle(LambdaEvent::new(serde_json::json!({}), context), &deps)
+            .await
+            .expect("handled");
+        assert_eq!((summary.found, summary.published), (1, 1), "{summary:?}");
+        assert_eq!(summary.oldest_pending_age_ms, Some(90_000));
+    }
+
+    #[tokio::test]
+    async fn an_invocation_whose_index_queries_fail_is_an_error() {
+        // Before, the queries' errors were logged and the invocation succeeded, with
+        // an oldest pending age of 0: a broken sweeper looked healthy.
+        let config = PublisherConfig {
+            table_name: "t".into(),
+            routes: Routes::new([], None),
+            dead_letter: Destination::sqs("https://q/dlq"),
+            ttl_days: 7,
+        };
+        let publisher = Publisher::new(
+            RecordingSink::default(),
+            MemoryStore::default(),
+            config.clone(),
+        )
+        .with_clock(ManualClock::at(NOW));
+        publisher.store.fail(StoreFaults {
+            queries: dynamodb_outbox::schema::all_sweep_shards().collect(),
+            ..StoreFaults::default()
+        });
+        let deps = Deps {
+            sweeper: Sweeper::new(publisher, SweeperConfig::new(config)),
+            metrics: Emitter::new("test"),
+        };
+        let mut context = lambda_runtime::Context::default();
+        context.deadline = u64::try_from(NOW + 60_000).unwrap_or(0);
+        let err = handle(LambdaEvent::new(serde_json::json!({}), context), &deps)
+            .await
+            .expect_err("a sweep that could not look is an error");
+        assert!(
+            err.to_string().contains("16 of the index's shards unread"),
+            "{err}"
+        );
+    }
+}

@@ -1,0 +1,376 @@
+//! Configuration, read once from the environment at start-up.
+//!
+//! Every reader takes a lookup function rather than touching the process environment,
+//! so tests pass a map and nothing calls `env::set_var`.
+
+use crate::large_payload::bucket_name_problem;
+use crate::policy::limit::{QueueLimits, QueueRole};
+use crate::route::{Destination, RouteError, Routes};
+use std::collections::BTreeMap;
+
+/// A missing or malformed variable, named.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// A required variable is not set.
+    #[error("environment variable {name} is not set: {hint}")]
+    Missing {
+        /// Variable name.
+        name: &'static str,
+        /// What it should hold.
+        hint: &'static str,
+    },
+    /// A variable is set to something unusable.
+    #[error("environment variable {name} is invalid: {reason}")]
+    Invalid {
+        /// Variable name.
+        name: &'static str,
+        /// What is wrong and what to do.
+        reason: String,
+    },
+}
+
+/// Names of the variables, in one place.
+pub mod vars {
+    /// Outbox table name.
+    pub const TABLE_NAME: &str = "OUTBOX_TABLE_NAME";
+    /// Topic → destination JSON map.
+    pub const ROUTES: &str = "OUTBOX_ROUTES";
+    /// Destination for topics without a route.
+    pub const DEFAULT_DESTINATION: &str = "OUTBOX_DEFAULT_DESTINATION";
+    /// Dead-letter queue URL.
+    pub const DLQ_URL: &str = "OUTBOX_DLQ_URL";
+    /// Days a `SENT` item is kept before TTL deletes it.
+    pub const TTL_DAYS: &str = "OUTBOX_TTL_DAYS";
+    /// The bucket of every route's payloads too large for its destination (the claim
+    /// check), unless the route names its own `large_payload_bucket`.
+    pub const LARGE_PAYLOAD_BUCKET: &str = "OUTBOX_LARGE_PAYLOAD_BUCKET";
+    /// Payloads larger than this go to the bucket even when they fit.
+    pub const LARGE_PAYLOAD_THRESHOLD: &str = "OUTBOX_LARGE_PAYLOAD_THRESHOLD_BYTES";
+}
+
+/// What the publish path needs to know.
+#[derive(Debug, Clone)]
+pub struct PublisherConfig {
+    /// Outbox table name.
+    pub table_name: String,
+    /// Topic routing.
+    pub routes: Routes,
+    /// Where poison messages go.
+    pub dead_letter: Destination,
+    /// Days a `SENT` item is kept.
+    pub ttl_days: u32,
+}
+
+impl PublisherConfig {
+    /// Reads the configuration from the process environment.
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    /// Reads the configuration through `lookup` (a map in tests).
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let table_name = required(
+            &lookup,
+            vars::TABLE_NAME,
+            "set it to the outbox table's name",
+        )?;
+        let routes_json = lookup(vars::ROUTES).unwrap_or_else(|| "{}".to_owned());
+        let default = lookup(vars::DEFAULT_DESTINATION);
+        let routes = Routes::parse(&routes_json, default.as_deref()).map_err(|e| {
+            let name = match e {
+                RouteError::Json(_) | RouteError::EmptyTopic => vars::ROUTES,
+                _ if default
+                    .as_deref()
+                    .is_some_and(|d| e.to_string().contains(d.trim())) =>
+                {
+                    vars::DEFAULT_DESTINATION
+                }
+                _ => vars::ROUTES,
+            };
+            ConfigError::Invalid {
+                name,
+                reason: e.to_string(),
+            }
+        })?;
+        if routes.destinations().next().is_none() {
+            return Err(ConfigError::Invalid {
+                name: vars::ROUTES,
+                reason: format!(
+                    "no topic is routed anywhere: set {} to a JSON object such as {{\"orders\":\"https://sqs...\"}} or set {}",
+                    vars::ROUTES,
+                    vars::DEFAULT_DESTINATION
+                ),
+            });
+        }
+        let dlq = required(
+            &lookup,
+            vars::DLQ_URL,
+            "set it to the URL of the SQS queue that receives messages the outbox gives up on",
+        )?;
+        let dead_letter = Destination::parse(&dlq, None).map_err(|e| ConfigError::Invalid {
+            name: vars::DLQ_URL,
+            reason: e.to_string(),
+        })?;
+        let ttl_days = parse_or(&lookup, vars::TTL_DAYS, 7u32, |d| {
+            (1..=3650)
+                .contains(d)
+                .then_some(())
+                .ok_or("must be between 1 and 3650 days")
+        })?;
+        let (bucket, threshold) = large_payloads(&lookup)?;
+        let routes = routes.with_large_payloads(bucket, threshold);
+        Ok(PublisherConfig {
+            table_name,
+            routes,
+            dead_letter,
+            ttl_days,
+        })
+    }
+
+    /// The SQS queues whose `MaximumMessageSize` is worth reading at start: the
+    /// routes' queues without `max_message_bytes` and the dead-letter queue, each
+    /// once, by URL (a queue that is also the dead-letter queue counts as that).
+    pub fn queues_to_learn(&self) -> Vec<(String, QueueRole)> {
+        let mut queues: BTreeMap<&str, QueueRole> = self
+            .routes
+            .destinations()
+            .filter_map(Destination::queue_to_learn)
+            .map(|url| (url, QueueRole::Route))
+            .collect();
+        if let Some(url) = self.dead_letter.queue_to_learn() {
+            queues.insert(url, QueueRole::DeadLetter);
+        }
+        queues
+            .into_iter()
+            .map(|(url, role)| (url.to_owned(), role))
+            .collect()
+    }
+
+    /// The same configuration with the limits read from the queues (by URL): every
+    /// route's destination and the dead-letter queue get the limit that applies
+    /// ([`crate::policy::limit::sqs_limit`]).
+    pub fn with_queue_limits(self, limits: &QueueLimits) -> Self {
+        PublisherConfig {
+            routes: self.routes.with_queue_limits(limits),
+            dead_letter: self.dead_letter.with_queue_limits(limits),
+            ..self
+        }
+    }
+}
+
+/// The large-payload offload's default bucket and threshold, both optional.
+fn large_payloads(
+    lookup: &impl Fn(&str) -> Option<String>,
+) -> Result<(Option<String>, Option<usize>), ConfigError> {
+    let bucket = lookup(vars::LARGE_PAYLOAD_BUCKET)
+        .map(|b| b.trim().to_owned())
+        .filter(|b| !b.is_empty());
+    if let Some(reason) = bucket.as_deref().and_then(bucket_name_problem) {
+        return Err(ConfigError::Invalid {
+            name: vars::LARGE_PAYLOAD_BUCKET,
+            reason,
+        });
+    }
+    let threshold = parse_or(lookup, vars::LARGE_PAYLOAD_THRESHOLD, 0usize, |t| {
+        (*t > 0)
+            .then_some(())
+            .ok_or("must be a positive number of bytes")
+    })?;
+    Ok((bucket, (threshold > 0).then_some(threshold)))
+}
+
+/// A required, non-empty variable.
+pub fn required(
+    lookup: &impl Fn(&str) -> Option<String>,
+    name: &'static str,
+    hint: &'static str,
+) -> Result<String, ConfigError> {
+    match lookup(name) {
+        Some(v) if !v.trim().is_empty() => Ok(v.trim().to_owned()),
+        _ => Err(ConfigError::Missing { name, hint }),
+    }
+}
+
+/// An optional parsed variable with a default and a range check.
+pub fn parse_or<T>(
+    lookup: &impl Fn(&str) -> Option<String>,
+    name: &'static str,
+    default: T,
+    check: impl Fn(&T) -> Result<(), &'static str>,
+) -> Result<T, ConfigError>
+where
+    T: std::str::FromStr,
+    T::Err: std::fmt::Display,
+{
+    let Some(text) = lookup(name).filter(|v| !v.trim().is_empty()) else {
+        return Ok(default);
+    };
+    let value: T = text
+        .trim()
+        .parse()
+        .map_err(|e: T::Err| ConfigError::Invalid {
+            name,
+            reason: format!("`{text}` is not a valid number: {e}"),
+        })?;
+    check(&value).map_err(|why| ConfigError::Invalid {
+        name,
+        reason: format!("`{text}` {why}"),
+    })?;
+    Ok(value)
+}
+
+/// An environment made of pairs, and a complete one, for the configuration tests here
+/// and in `sweep`.
+#[cfg(test)]
+pub(crate) mod test_env {
+    use std::collections::HashMap;
+
+    pub(crate) fn lookup(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> {
+        let map: HashMap<String, String> = pairs
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        move |k| map.get(k).cloned()
+    }
+
+    pub(crate) const GOOD: &[(&str, &str)] = &[
+        ("OUTBOX_TABLE_NAME", "outbox"),
+        ("OUTBOX_ROUTES", r#"{"orders":"https://sqs.x/1/orders"}"#),
+        ("OUTBOX_DLQ_URL", "https://sqs.x/1/dlq"),
+    ];
+}
+
+#[cfg(test)]
+mod tests {
+    use super::test_env::{GOOD, lookup};
+    use super::*;
+
+    #[test]
+    fn reads_a_complete_configuration_with_defaults() {
+        let cfg = PublisherConfig::from_lookup(lookup(GOOD)).expect("valid");
+        assert_eq!(cfg.table_name, "outbox");
+        assert_eq!(cfg.ttl_days, 7);
+        assert!(cfg.routes.resolve("orders").is_some());
+    }
+
+    #[test]
+    fn the_claim_checks_bucket_and_threshold_are_optional_and_checked() {
+        let cfg = PublisherConfig::from_lookup(lookup(GOOD)).expect("valid");
+        assert_eq!(cfg.routes.offload("orders").bucket, None);
+        let mut with = GOOD.to_vec();
+        with.push(("OUTBOX_LARGE_PAYLOAD_BUCKET", " large-payloads "));
+        with.push(("OUTBOX_LARGE_PAYLOAD_THRESHOLD_BYTES", "65536"));
+        let cfg = PublisherConfig::from_lookup(lookup(&with)).expect("valid");
+        let check = cfg.routes.offload("orders");
+        assert_eq!(check.bucket, Some("large-payloads"));
+        assert_eq!(check.threshold, Some(65_536));
+        for (name, value) in [
+            ("OUTBOX_LARGE_PAYLOAD_BUCKET", "s3://large-payloads"),
+            ("OUTBOX_LARGE_PAYLOAD_THRESHOLD_BYTES", "0"),
+            ("OUTBOX_LARGE_PAYLOAD_THRESHOLD_BYTES", "big"),
+        ] {
+            let mut bad = GOOD.to_vec();
+            bad.push((name, value));
+            let err = PublisherConfig::from_lookup(lookup(&bad)).expect_err(value);
+            assert!(err.to_string().contains(name), "{err}");
+        }
+    }
+
+    #[test]
+    fn missing_table_names_the_variable() {
+        let err = PublisherConfig::from_lookup(lookup(&GOOD[1..])).expect_err("no table");
+        assert!(err.to_string().contains("OUTBOX_TABLE_NAME"), "{err}");
+    }
+
+    #[test]
+    fn malformed_routes_and_ttl_name_the_variable() {
+        let mut bad = GOOD.to_vec();
+        bad[1] = ("OUTBOX_ROUTES", "{not json");
+        let err = PublisherConfig::from_lookup(lookup(&bad)).expect_err("bad json");
+        assert!(err.to_string().contains("OUTBOX_ROUTES"), "{err}");
+
+        let mut bad = GOOD.to_vec();
+        bad.push(("OUTBOX_TTL_DAYS", "seven"));
+        let err = PublisherConfig::from_lookup(lookup(&bad)).expect_err("bad ttl");
+        assert!(err.to_string().contains("OUTBOX_TTL_DAYS"), "{err}");
+
+        let mut bad = GOOD.to_vec();
+        bad.push(("OUTBOX_TTL_DAYS", "0"));
+        assert!(PublisherConfig::from_lookup(lookup(&bad)).is_err());
+    }
+
+    #[test]
+    fn the_queues_to_read_are_the_unsized_routes_and_the_dead_letter_queue_once_each() {
+        let cfg = PublisherConfig::from_lookup(lookup(&[
+            ("OUTBOX_TABLE_NAME", "t"),
+            (
+                "OUTBOX_ROUTES",
+                r#"{"a":"https://sqs.x/1/a","b":"https://sqs.x/1/a","c":{"destination":"https://sqs.x/1/c","max_message_bytes":4096},"d":"arn:aws:sns:eu-west-1:1:t"}"#,
+            ),
+            ("OUTBOX_DEFAULT_DESTINATION", "https://sqs.x/1/dlq"),
+            ("OUTBOX_DLQ_URL", "https://sqs.x/1/dlq"),
+        ]))
+        .expect("valid");
+        assert_eq!(
+            cfg.queues_to_learn(),
+            [
+                ("https://sqs.x/1/a".to_owned(), QueueRole::Route),
+                ("https://sqs.x/1/dlq".to_owned(), QueueRole::DeadLetter),
+            ]
+        );
+    }
+
+    #[test]
+    fn the_limits_read_apply_to_every_route_and_the_dead_letter_queue_unless_a_route_sets_one() {
+        let cfg = PublisherConfig::from_lookup(lookup(&[
+            ("OUTBOX_TABLE_NAME", "t"),
+            (
+                "OUTBOX_ROUTES",
+                r#"{"a":"https://sqs.x/1/a","c":{"destination":"https://sqs.x/1/a","max_message_bytes":4096},"u":"https://sqs.x/1/u"}"#,
+            ),
+            ("OUTBOX_DEFAULT_DESTINATION", "https://sqs.x/1/a"),
+            ("OUTBOX_DLQ_URL", "https://sqs.x/1/dlq"),
+        ]))
+        .expect("valid");
+        let limits = QueueLimits::from([
+            ("https://sqs.x/1/a".to_owned(), Ok(262_144)),
+            ("https://sqs.x/1/dlq".to_owned(), Ok(300_000)),
+            (
+                "https://sqs.x/1/u".to_owned(),
+                Err("AccessDenied".to_owned()),
+            ),
+        ]);
+        let cfg = cfg.with_queue_limits(&limits);
+        let max = |topic: &str| {
+            cfg.routes
+                .resolve(topic)
+                .map(Destination::max_message_bytes)
+        };
+        assert_eq!(max("a"), Some(262_144));
+        assert_eq!(
+            max("unrouted"),
+            Some(262_144),
+            "the default destination too"
+        );
+        assert_eq!(max("c"), Some(4096), "the route's own limit wins");
+        assert_eq!(max("u"), Some(1_048_576), "unreadable: SQS's default");
+        assert_eq!(cfg.dead_letter.max_message_bytes(), 300_000);
+        assert_eq!(
+            cfg.dead_letter.limit_source(),
+            "the queue's MaximumMessageSize"
+        );
+    }
+
+    #[test]
+    fn no_routes_at_all_is_an_error() {
+        let err = PublisherConfig::from_lookup(lookup(&[
+            ("OUTBOX_TABLE_NAME", "t"),
+            ("OUTBOX_DLQ_URL", "https://sqs.x/1/dlq"),
+        ]))
+        .expect_err("nothing routed");
+        assert!(
+            err.to_string().contains("OUTBOX_DEFAULT_DESTINATION"),
+            "{err}"
+        );
+    }
+}

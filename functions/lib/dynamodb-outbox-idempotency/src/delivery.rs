@@ -1,0 +1,409 @@
+//! What an SQS message carries once its envelope is opened: the outbox message id
+//! (the key duplicates share) and the payload the producer wrote.
+//!
+//! The outbox reaches a queue three ways, and each puts the id somewhere else:
+//!
+//! | route to the queue | SQS body | outbox message id |
+//! |---|---|---|
+//! | SQS directly, or SNS with raw message delivery | the payload | message attribute `outbox-message-id` |
+//! | SNS without raw message delivery | an SNS notification: `{"Type": "Notification", "Message": <payload>, "MessageAttributes": {"outbox-message-id": {"Type": "String", "Value": ...}}, ...}` | in the notification's `MessageAttributes` |
+//! | an EventBridge rule targeting the queue | the whole event: `{"detail-type": <topic>, "source": ..., "detail": {"outbox": {"messageId": ...}, "payload": <payload>}, ...}` | `detail.outbox.messageId` |
+//!
+//! [`Delivery::open`] reads all three and hands the handler the payload, not the
+//! envelope. The SQS `MessageId` is never the key by default: a message republished
+//! by the sweeper, re-sent after a lost answer, or published twice by a retried
+//! stream batch is a new SQS message each time, so keying by it would apply the
+//! effect once per copy. When no outbox id can be found, [`Delivery::message_id`]
+//! refuses the message ([`IdempotencyError::NoMessageId`], not retryable) and says
+//! what to configure — unless the consumer opted in to the SQS id
+//! ([`BatchProcessor::sqs_message_id_fallback`](crate::BatchProcessor::sqs_message_id_fallback)),
+//! which is right only for a queue nothing ever republishes to.
+//!
+//! An EventBridge payload that was not JSON travels as a JSON string and comes back
+//! as that text; a payload that was JSON comes back as equivalent JSON (same values,
+//! possibly other spacing).
+
+use crate::IdempotencyError;
+use crate::batch::parse_json;
+use aws_lambda_events::event::sqs::SqsMessage;
+use dynamodb_outbox_core::large_payload::PayloadPointer;
+use dynamodb_outbox_core::message::ATTR_MESSAGE_ID;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use std::borrow::Cow;
+use std::fmt;
+
+/// How the message reached the queue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Envelope {
+    /// No envelope: sent to the queue directly, or through SNS with raw message
+    /// delivery.
+    Sqs,
+    /// An SNS notification (an SNS subscription without raw message delivery).
+    Sns,
+    /// An EventBridge event (a rule targeting the queue).
+    EventBridge,
+}
+
+impl fmt::Display for Envelope {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Envelope::Sqs => "an SQS message without the outbox-message-id attribute",
+            Envelope::Sns => {
+                "an SNS notification without outbox-message-id in its MessageAttributes"
+            }
+            Envelope::EventBridge => "an EventBridge event without detail.outbox.messageId",
+        })
+    }
+}
+
+/// One SQS message, its envelope opened.
+#[derive(Debug, Clone)]
+pub struct Delivery<'a> {
+    message: &'a SqsMessage,
+    envelope: Envelope,
+    body: Option<Cow<'a, str>>,
+    outbox_id: Option<Cow<'a, str>>,
+    sqs_id_fallback: bool,
+}
+
+impl<'a> Delivery<'a> {
+    /// Opens `message`: reads the outbox message id and the payload from the
+    /// `outbox-message-id` attribute, an SNS notification or an EventBridge event.
+    /// A body that is none of these is the payload as it is.
+    pub fn open(message: &'a SqsMessage) -> Self {
+        let attribute = message
+            .message_attributes
+            .get(ATTR_MESSAGE_ID)
+            .and_then(|a| a.string_value.as_deref())
+            .filter(|s| !s.is_empty());
+        let body = message.body.as_deref();
+        let (envelope, body, outbox_id) = match (attribute, body) {
+            (Some(id), body) => (
+                Envelope::Sqs,
+                body.map(Cow::Borrowed),
+                Some(Cow::Borrowed(id)),
+            ),
+            (None, Some(text)) => match unwrap(text) {
+                Some(Unwrapped {
+                    envelope,
+                    body,
+                    outbox_id,
+                }) => (envelope, body.map(Cow::Owned), outbox_id.map(Cow::Owned)),
+                None => (Envelope::Sqs, Some(Cow::Borrowed(text)), None),
+            },
+            (None, None) => (Envelope::Sqs, None, None),
+        };
+        Delivery {
+            message,
+            envelope,
+            body,
+            outbox_id,
+            sqs_id_fallback: false,
+        }
+    }
+
+    /// Uses the SQS `MessageId` as the key when the message carries no outbox id.
+    /// Only for queues nothing ever republishes to: a copy sent again is a new SQS
+    /// message, and its effect would be applied again.
+    pub fn sqs_message_id_fallback(mut self) -> Self {
+        self.sqs_id_fallback = true;
+        self
+    }
+
+    /// The key duplicates share: the outbox message id, or — when opted in and the
+    /// message carries none — the SQS `MessageId`. Otherwise
+    /// [`IdempotencyError::NoMessageId`], which is not retryable.
+    pub fn message_id(&self) -> Result<&str, IdempotencyError> {
+        if let Some(id) = self.outbox_message_id() {
+            return Ok(id);
+        }
+        match self.message.message_id.as_deref() {
+            Some(id) if self.sqs_id_fallback && !id.is_empty() => Ok(id),
+            _ => Err(IdempotencyError::NoMessageId {
+                sqs_message_id: self.sqs_message_id().to_owned(),
+                envelope: self.envelope,
+            }),
+        }
+    }
+
+    /// The outbox message id, if the message carries one.
+    pub fn outbox_message_id(&self) -> Option<&str> {
+        self.outbox_id.as_deref()
+    }
+
+    /// The payload: the body without its envelope.
+    pub fn body(&self) -> Option<&str> {
+        self.body.as_deref()
+    }
+
+    /// The large-payload offload pointer the payload is, when it is one (see
+    /// [`crate::payload`]): the [`BatchProcessor`](crate::BatchProcessor) reads the
+    /// object before the handler sees the message.
+    pub fn payload_pointer(&self) -> Option<PayloadPointer> {
+        self.body().and_then(PayloadPointer::decode)
+    }
+
+    /// The same delivery with `payload` as its payload (an offloaded one, read).
+    pub fn with_payload(mut self, payload: String) -> Self {
+        self.body = Some(Cow::Owned(payload));
+        self
+    }
+
+    /// The payload parsed as JSON into `T`, with an error naming the path of the bad
+    /// field. Quoted strings are redacted from the reason, which is logged: payloads
+    /// carry personal data.
+    pub fn parse<T: DeserializeOwned>(&self) -> Result<T, IdempotencyError> {
+        let body = self.body().ok_or_else(|| IdempotencyError::MalformedBody {
+            reason: "the message has no body".to_owned(),
+        })?;
+        parse_json(body)
+    }
+
+    /// How the message reached the queue.
+    pub fn envelope(&self) -> Envelope {
+        self.envelope
+    }
+
+    /// The SQS message as Lambda delivered it (envelope included).
+    pub fn sqs(&self) -> &'a SqsMessage {
+        self.message
+    }
+
+    /// The SQS `MessageId` (empty if the event had none): what the partial batch
+    /// response names.
+    pub fn sqs_message_id(&self) -> &'a str {
+        self.message.message_id.as_deref().unwrap_or_default()
+    }
+}
+
+struct Unwrapped {
+    envelope: Envelope,
+    body: Option<String>,
+    outbox_id: Option<String>,
+}
+
+/// Reads `text` as an SNS notification or an EventBridge event; `None` when it is
+/// neither (then it is the payload itself).
+fn unwrap(text: &str) -> Option<Unwrapped> {
+    if !text.trim_start().starts_with('{') {
+        return None;
+    }
+    let value: Value = serde_json::from_str(text).ok()?;
+    let object = value.as_object()?;
+    let is_sns = object.get("Type").and_then(Value::as_str) == Some("Notification")
+        && object.get("TopicArn").is_some_and(Value::is_string)
+        && object.get("Message").is_some_and(Value::is_string);
+    if is_sns {
+        return Some(Unwrapped {
+            envelope: Envelope::Sns,
+            body: object
+                .get("Message")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+            outbox_id: object
+                .get("MessageAttributes")
+                .and_then(|a| a.get(ATTR_MESSAGE_ID))
+                .and_then(|a| a.get("Value"))
+                .and_then(Value::as_str)
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned),
+        });
+    }
+    let is_event = object.get("detail-type").is_some_and(Value::is_string)
+        && object.get("source").is_some_and(Value::is_string)
+        && object.contains_key("detail");
+    if is_event {
+        let outbox = object.get("detail").and_then(|d| d.get("outbox"));
+        // Only the outbox's own events are opened: another producer's event stays
+        // whole, as it was sent.
+        let body = match outbox {
+            Some(_) => match object.get("detail").and_then(|d| d.get("payload")) {
+                Some(Value::String(s)) => Some(s.clone()),
+                Some(other) => Some(other.to_string()),
+                None => None,
+            },
+            None => Some(text.to_owned()),
+        };
+        return Some(Unwrapped {
+            envelope: Envelope::EventBridge,
+            body,
+            outbox_id: outbox
+                .and_then(|o| o.get("messageId"))
+                .and_then(Value::as_str)
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned),
+        });
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use aws_lambda_events::event::sqs::SqsMessageAttribute;
+    use serde_json::json;
+
+    fn msg(body: &str) -> SqsMessage {
+        let mut m = SqsMessage::default();
+        m.message_id = Some("sqs-1".to_owned());
+        m.body = Some(body.to_owned());
+        m
+    }
+
+    fn with_attribute(mut m: SqsMessage, id: &str) -> SqsMessage {
+        let mut attr = SqsMessageAttribute::default();
+        attr.string_value = Some(id.to_owned());
+        attr.data_type = Some("String".to_owned());
+        m.message_attributes
+            .insert(ATTR_MESSAGE_ID.to_owned(), attr);
+        m
+    }
+
+    fn sns(message: &str, id: Option<&str>) -> String {
+        let mut n = json!({
+            "Type": "Notification",
+            "MessageId": "95df01b4-ee98-5cb9-9903-4c221d41eb5e",
+            "TopicArn": "arn:aws:sns:eu-west-1:123456789012:orders",
+            "Message": message,
+            "Timestamp": "2024-09-22T10:13:20.000Z",
+            "SignatureVersion": "1",
+        });
+        if let Some(id) = id {
+            n["MessageAttributes"] = json!({
+                "outbox-message-id": {"Type": "String", "Value": id},
+                "outbox-topic": {"Type": "String", "Value": "orders"},
+            });
+        }
+        n.to_string()
+    }
+
+    fn event(detail: Value) -> String {
+        json!({
+            "version": "0",
+            "id": "7bf73129-1428-4cd3-a780-95db273d1602",
+            "detail-type": "orders",
+            "source": "dynamodb-outbox",
+            "account": "123456789012",
+            "time": "2024-09-22T10:13:20Z",
+            "region": "eu-west-1",
+            "resources": [],
+            "detail": detail,
+        })
+        .to_string()
+    }
+
+    #[test]
+    fn the_attribute_gives_the_id_and_the_body_is_the_payload() {
+        let m = with_attribute(msg(r#"{"id":"o-1"}"#), "outbox-7");
+        let d = Delivery::open(&m);
+        assert_eq!(d.message_id().expect("id"), "outbox-7");
+        assert_eq!(d.body(), Some(r#"{"id":"o-1"}"#));
+        assert_eq!(d.envelope(), Envelope::Sqs);
+        assert_eq!(d.sqs_message_id(), "sqs-1");
+    }
+
+    #[test]
+    fn an_sns_notification_gives_the_id_from_its_attributes_and_its_message_as_payload() {
+        let m = msg(&sns(r#"{"id":"o-1","quantity":2}"#, Some("outbox-7")));
+        let d = Delivery::open(&m);
+        assert_eq!(d.envelope(), Envelope::Sns);
+        assert_eq!(d.message_id().expect("id"), "outbox-7");
+        assert_eq!(d.body(), Some(r#"{"id":"o-1","quantity":2}"#));
+        // A payload that is not JSON comes through as it was.
+        let m = msg(&sns("plain text", Some("outbox-8")));
+        assert_eq!(Delivery::open(&m).body(), Some("plain text"));
+    }
+
+    #[test]
+    fn an_eventbridge_event_gives_the_id_from_its_detail_and_the_payload_inside() {
+        let m = msg(&event(json!({
+            "outbox": {"messageId": "outbox-7", "topic": "orders", "aggregate": "ORDER#1"},
+            "payload": {"id": "o-1", "quantity": 2},
+        })));
+        let d = Delivery::open(&m);
+        assert_eq!(d.envelope(), Envelope::EventBridge);
+        assert_eq!(d.message_id().expect("id"), "outbox-7");
+        let payload: Value = d.parse().expect("json");
+        assert_eq!(payload, json!({"id": "o-1", "quantity": 2}));
+        // A payload that was not JSON travels as a string and comes back as its text.
+        let m = msg(&event(
+            json!({"outbox": {"messageId": "x"}, "payload": "plain text"}),
+        ));
+        assert_eq!(Delivery::open(&m).body(), Some("plain text"));
+    }
+
+    #[test]
+    fn without_an_outbox_id_the_key_is_refused_naming_what_to_configure() {
+        let foreign_event = event(json!({"orderId": "o-1"}));
+        for (body, envelope) in [
+            (r#"{"id":"o-1"}"#.to_owned(), Envelope::Sqs),
+            (sns(r#"{"id":"o-1"}"#, None), Envelope::Sns),
+            (foreign_event.clone(), Envelope::EventBridge),
+        ] {
+            let m = msg(&body);
+            let d = Delivery::open(&m);
+            assert_eq!(d.envelope(), envelope);
+            let err = d.message_id().expect_err("no outbox id");
+            assert!(!err.is_retryable(), "{err}");
+            let text = err.to_string();
+            assert!(
+                text.contains("sqs-1") && text.contains("sqs_message_id_fallback"),
+                "{text}"
+            );
+        }
+        // Another producer's event is handed over whole.
+        let m = msg(&foreign_event);
+        assert_eq!(Delivery::open(&m).body(), Some(foreign_event.as_str()));
+    }
+
+    #[test]
+    fn the_sqs_id_is_the_key_only_when_opted_in() {
+        let m = msg(r#"{"id":"o-1"}"#);
+        let d = Delivery::open(&m).sqs_message_id_fallback();
+        assert_eq!(d.message_id().expect("opted in"), "sqs-1");
+        // The outbox id still wins when there is one.
+        let m = with_attribute(msg("{}"), "outbox-7");
+        let d = Delivery::open(&m).sqs_message_id_fallback();
+        assert_eq!(d.message_id().expect("id"), "outbox-7");
+    }
+
+    #[test]
+    fn a_pointer_is_found_in_every_envelope() {
+        let pointer = PayloadPointer::for_message("large", "outbox-7");
+        let raw = with_attribute(msg(&pointer.encode()), "outbox-7");
+        let via_sns = msg(&sns(&pointer.encode(), Some("outbox-7")));
+        let detail: Value = serde_json::from_str(&pointer.encode()).expect("json");
+        let via_events = msg(&event(
+            json!({"outbox": {"messageId": "outbox-7", "extendedPayloadSize": 300000}, "payload": detail}),
+        ));
+        for m in [raw, via_sns, via_events] {
+            let d = Delivery::open(&m);
+            assert_eq!(d.payload_pointer().as_ref(), Some(&pointer), "{d:?}");
+            assert_eq!(d.message_id().expect("id"), "outbox-7");
+        }
+        assert_eq!(Delivery::open(&msg("[1,2]")).payload_pointer(), None);
+    }
+
+    #[test]
+    fn bodies_that_only_look_like_envelopes_are_payloads() {
+        for body in [
+            "not json",
+            "[1,2]",
+            r#"{"Type":"Notification"}"#,
+            r#"{"detail-type":"x"}"#,
+            "{",
+        ] {
+            let m = msg(body);
+            let d = Delivery::open(&m);
+            assert_eq!(d.envelope(), Envelope::Sqs, "{body}");
+            assert_eq!(d.body(), Some(body));
+        }
+        let mut m = SqsMessage::default();
+        m.body = None;
+        assert!(matches!(
+            Delivery::open(&m).parse::<Value>(),
+            Err(IdempotencyError::MalformedBody { .. })
+        ));
+    }
+}

@@ -1,0 +1,230 @@
+//! Batched state changes: up to 25 conditional PartiQL `UPDATE` statements in one
+//! `BatchExecuteStatement`, each conditional on `Status = 'PENDING'`, each billed as
+//! its own write and answered on its own (not a transaction: one refused statement
+//! leaves the others applied). What each answer means is the core's decision
+//! ([`dynamodb_outbox_core::policy::judge_statement`]); here the statements are written and the
+//! answers read.
+
+use super::{DynamoStore, n, request, s};
+use crate::sdk_error::store_failure;
+use aws_sdk_dynamodb::types::{AttributeValue, BatchStatementRequest, BatchStatementResponse};
+use dynamodb_outbox_core::failure::Failure;
+use dynamodb_outbox_core::policy::{FailedMark, PAYLOAD_ON_DEAD_LETTER_QUEUE};
+use dynamodb_outbox_core::ports::{MarkChange, StatementAnswer, StatementError};
+use dynamodb_outbox_core::schema::{
+    EXPIRES_AT, FAILED_AT, ItemKey, LAST_ERROR, PAYLOAD, PAYLOAD_ON, SENT_AT, STATUS, Status, TABLE,
+};
+
+/// A PartiQL identifier: double-quoted, so that no attribute name is taken for a
+/// reserved word.
+fn quoted(name: &str) -> String {
+    format!("\"{}\"", name.replace('"', "\"\""))
+}
+
+/// `WHERE` on the item's key, conditional on it being `PENDING`: the last two
+/// parameters are the key.
+fn where_pending() -> String {
+    format!(
+        "WHERE {} = ? AND {} = ? AND {} = '{}'",
+        quoted(TABLE.partition_key),
+        quoted(TABLE.sort_key),
+        quoted(STATUS),
+        Status::Pending.as_str()
+    )
+}
+
+/// `REMOVE` of the sweeper index keys: the item leaves the sparse index.
+fn leave_index() -> String {
+    format!(
+        "REMOVE {} REMOVE {}",
+        quoted(TABLE.sweep_index_partition_key),
+        quoted(TABLE.sweep_index_sort_key)
+    )
+}
+
+/// The `SENT` mark as a statement and its parameters (before the key's).
+fn sent_statement(
+    table: &str,
+    sent_at_ms: i64,
+    expires_at_s: i64,
+) -> (String, Vec<AttributeValue>) {
+    let statement = format!(
+        "UPDATE {} SET {} = '{}' SET {} = ? SET {} = ? {} {}",
+        quoted(table),
+        quoted(STATUS),
+        Status::Sent.as_str(),
+        quoted(SENT_AT),
+        quoted(EXPIRES_AT),
+        leave_index(),
+        where_pending()
+    );
+    (statement, vec![n(sent_at_ms), n(expires_at_s)])
+}
+
+/// The `FAILED` mark as a statement and its parameters (before the key's): the same
+/// changes as the per-item update (`failed_update`), removals first.
+fn failed_statement(
+    table: &str,
+    mark: &FailedMark,
+    failed_at_ms: i64,
+) -> (String, Vec<AttributeValue>) {
+    let mut clauses = vec![leave_index()];
+    let mut parameters = Vec::new();
+    if mark.payload_moved {
+        clauses.push(format!("REMOVE {}", quoted(PAYLOAD)));
+        clauses.push(format!("SET {} = ?", quoted(PAYLOAD_ON)));
+        parameters.push(s(PAYLOAD_ON_DEAD_LETTER_QUEUE));
+    }
+    if let Some(reason) = &mark.last_error {
+        clauses.push(format!("SET {} = ?", quoted(LAST_ERROR)));
+        parameters.push(s(reason));
+    }
+    if mark.failed_at {
+        clauses.push(format!("SET {} = ?", quoted(FAILED_AT)));
+        parameters.push(n(failed_at_ms));
+    }
+    clauses.push(format!(
+        "SET {} = '{}'",
+        quoted(STATUS),
+        Status::Failed.as_str()
+    ));
+    let statement = format!(
+        "UPDATE {} {} {}",
+        quoted(table),
+        clauses.join(" "),
+        where_pending()
+    );
+    (statement, parameters)
+}
+
+/// One change as a statement of the batch.
+fn statement(
+    table: &str,
+    key: &ItemKey,
+    change: &MarkChange,
+) -> Result<BatchStatementRequest, Failure> {
+    let (statement, mut parameters) = match change {
+        MarkChange::Sent {
+            sent_at_ms,
+            expires_at_s,
+        } => sent_statement(table, *sent_at_ms, *expires_at_s),
+        MarkChange::Failed { mark, failed_at_ms } => failed_statement(table, mark, *failed_at_ms),
+    };
+    parameters.extend([s(&key.pk), s(&key.sk)]);
+    BatchStatementRequest::builder()
+        .statement(statement)
+        .set_parameters(Some(parameters))
+        .build()
+        .map_err(|e| Failure::permanent(format!("could not build a batched mark: {e}")))
+}
+
+/// One statement's answer, in the core's words.
+fn answer(response: &BatchStatementResponse) -> StatementAnswer {
+    match response.error() {
+        None => Ok(()),
+        Some(e) => Err(StatementError {
+            code: e
+                .code()
+                .map_or_else(|| "Unknown".to_owned(), |c| c.as_str().to_owned()),
+            message: e.message().unwrap_or_default().to_owned(),
+        }),
+    }
+}
+
+impl DynamoStore {
+    /// Applies `changes` in one `BatchExecuteStatement`.
+    pub(super) async fn batch_execute(
+        &self,
+        changes: &[(ItemKey, MarkChange)],
+    ) -> Result<Vec<StatementAnswer>, Failure> {
+        let statements = changes
+            .iter()
+            .map(|(key, change)| statement(&self.table, key, change))
+            .collect::<Result<Vec<_>, _>>()?;
+        let out = request(
+            self.client
+                .batch_execute_statement()
+                .set_statements(Some(statements))
+                .send(),
+        )
+        .await
+        .map_err(|e| store_failure(&e))?;
+        Ok(out.responses().iter().map(answer).collect())
+    }
+
+    /// Waits on the SDK's own sleep (the runtime the client was built on).
+    pub(super) async fn sleep(&self, pause: std::time::Duration) {
+        use aws_sdk_dynamodb::config::AsyncSleep;
+        if let Some(sleep) = self.client.config().sleep_impl() {
+            sleep.sleep(pause).await;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_sent_statement_sets_the_state_and_times_and_leaves_the_index_only_if_pending() {
+        let (statement, parameters) = sent_statement("t", 1_700_000_000_000, 1_700_604_800);
+        assert_eq!(
+            statement,
+            "UPDATE \"t\" SET \"Status\" = 'SENT' SET \"SentAt\" = ? SET \"ExpiresAt\" = ? \
+             REMOVE \"SweepShard\" REMOVE \"SweepDueAt\" \
+             WHERE \"PK\" = ? AND \"SK\" = ? AND \"Status\" = 'PENDING'"
+        );
+        assert_eq!(parameters, vec![n(1_700_000_000_000), n(1_700_604_800)]);
+    }
+
+    #[test]
+    fn the_failed_statement_changes_only_what_the_mark_says() {
+        let full = FailedMark {
+            last_error: Some("why".into()),
+            failed_at: true,
+            payload_moved: false,
+        };
+        let (statement, parameters) = failed_statement("t", &full, 7);
+        assert_eq!(
+            statement,
+            "UPDATE \"t\" REMOVE \"SweepShard\" REMOVE \"SweepDueAt\" SET \"LastError\" = ? \
+             SET \"FailedAt\" = ? SET \"Status\" = 'FAILED' \
+             WHERE \"PK\" = ? AND \"SK\" = ? AND \"Status\" = 'PENDING'"
+        );
+        assert_eq!(parameters, vec![s("why"), n(7)]);
+        let moved = FailedMark {
+            payload_moved: true,
+            ..full
+        };
+        let (statement, parameters) = failed_statement("t", &moved, 7);
+        assert!(statement.contains("REMOVE \"Payload\" SET \"PayloadOn\" = ?"));
+        assert_eq!(parameters[0], s("dead-letter queue"));
+        let bare = FailedMark {
+            last_error: None,
+            failed_at: false,
+            payload_moved: false,
+        };
+        let (statement, parameters) = failed_statement("t", &bare, 7);
+        assert_eq!(statement.matches('?').count(), 2, "only the key's");
+        assert!(parameters.is_empty());
+    }
+
+    #[test]
+    fn the_key_comes_last_and_identifiers_are_quoted() {
+        let key = ItemKey {
+            pk: "USER#1".into(),
+            sk: "MESSAGE#X#1".into(),
+        };
+        let change = MarkChange::Sent {
+            sent_at_ms: 1,
+            expires_at_s: 2,
+        };
+        let request = statement("my-table", &key, &change).expect("builds");
+        assert!(request.statement().starts_with("UPDATE \"my-table\" "));
+        assert_eq!(
+            request.parameters(),
+            &[n(1), n(2), s("USER#1"), s("MESSAGE#X#1")]
+        );
+        assert_eq!(quoted("a\"b"), "\"a\"\"b\"");
+    }
+}

@@ -1,0 +1,224 @@
+//! Producer API: the application's own writes and its outbox messages in one
+//! `TransactWriteItems`, so both land or neither does.
+//!
+//! Everything AWS would refuse is refused here first (`check`), with an error
+//! that says what to change ([`ProducerError`]). The items are the schema's
+//! [`OutboxItem`](dynamodb_outbox_core::schema::OutboxItem), written through `serde_dynamo`.
+
+mod check;
+mod error;
+mod offload;
+mod prepared;
+
+pub use check::item_size;
+pub use dynamodb_outbox_core::producer::{
+    CancelledAction, MAX_ITEM_BYTES, MAX_TRANSACTION_ACTIONS, MAX_TRANSACTION_BYTES, NewMessage,
+};
+pub use error::ProducerError;
+pub use prepared::PreparedCommit;
+
+use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem};
+use dynamodb_outbox_core::clock::{self, SharedClock};
+use dynamodb_outbox_core::schema::TABLE;
+use std::collections::HashMap;
+use std::time::Duration;
+
+/// A committed transaction.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Committed {
+    /// The `MessageId`s written, in the order of the messages given.
+    pub message_ids: Vec<String>,
+    /// Their sort keys.
+    pub sort_keys: Vec<String>,
+}
+
+/// Writes business changes and outbox messages atomically.
+#[derive(Debug, Clone)]
+pub struct OutboxWriter {
+    client: aws_sdk_dynamodb::Client,
+    table: String,
+    sweep_grace: Duration,
+    key_schemas: HashMap<String, Vec<String>>,
+    clock: SharedClock,
+    large: Option<offload::Offloader>,
+}
+
+impl OutboxWriter {
+    /// A writer for the outbox `table`. Messages become due for the sweeper one
+    /// minute after they are written.
+    pub fn new(client: aws_sdk_dynamodb::Client, table: impl Into<String>) -> Self {
+        OutboxWriter {
+            client,
+            table: table.into(),
+            sweep_grace: Duration::from_secs(60),
+            key_schemas: HashMap::new(),
+            clock: clock::system(),
+            large: None,
+        }
+    }
+
+    /// Enables the large-payload offload: a payload an outbox item cannot hold (400 KB with
+    /// the other attributes) is written to `bucket` under `outbox/<MessageId>` before
+    /// the transaction, and the item carries the extended clients' pointer instead;
+    /// the publisher forwards it as it is, and the consumer library resolves it.
+    /// Build `s3` with [`crate::s3::client`] (path-style addressing on an overridden
+    /// endpoint). An object whose transaction fails is left to the bucket's
+    /// lifecycle rule: no message refers to it.
+    pub fn large_payloads(mut self, s3: aws_sdk_s3::Client, bucket: impl Into<String>) -> Self {
+        let threshold = self.large.as_ref().and_then(|l| l.threshold);
+        self.large = Some(offload::Offloader {
+            client: s3,
+            bucket: bucket.into(),
+            threshold,
+        });
+        self
+    }
+
+    /// With the large-payload offload enabled, payloads larger than `bytes` go to S3 even when
+    /// the item could hold them (smaller items, cheaper writes and streams).
+    pub fn large_payload_threshold(mut self, bytes: usize) -> Self {
+        if let Some(large) = &mut self.large {
+            large.threshold = Some(bytes);
+        }
+        self
+    }
+
+    /// How long after its write the sweeper may pick up a message the stream path
+    /// has not finished.
+    pub fn sweep_grace(mut self, grace: Duration) -> Self {
+        self.sweep_grace = grace;
+        self
+    }
+
+    /// The clock that stamps `CreatedAt` (the system clock by default).
+    pub fn clock(mut self, clock: SharedClock) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// Names the key attributes of another table, so that two `Put`s of one item in
+    /// that table are caught before AWS refuses them. (Updates, deletes and
+    /// condition checks carry their key and need no schema.)
+    pub fn key_schema(mut self, table: impl Into<String>, keys: &[&str]) -> Self {
+        self.key_schemas
+            .insert(table.into(), keys.iter().map(|k| (*k).to_owned()).collect());
+        self
+    }
+
+    /// The outbox table name.
+    pub fn table(&self) -> &str {
+        &self.table
+    }
+
+    /// Builds and checks the transaction without sending it: new message ids, the
+    /// items, and the idempotency token of this transaction. Send it with
+    /// [`OutboxWriter::commit_prepared`] — again, if an attempt's outcome is unknown.
+    pub fn prepare(
+        &self,
+        business: Vec<TransactWriteItem>,
+        messages: &[NewMessage],
+    ) -> Result<PreparedCommit, ProducerError> {
+        self.prepare_at(business, messages, self.clock.now_ms())
+    }
+
+    /// [`OutboxWriter::prepare`] with `CreatedAt` = `now_ms`.
+    pub fn prepare_at(
+        &self,
+        business: Vec<TransactWriteItem>,
+        messages: &[NewMessage],
+        now_ms: i64,
+    ) -> Result<PreparedCommit, ProducerError> {
+        if messages.is_empty() {
+            return Err(ProducerError::NoMessages);
+        }
+        let count = business.len() + messages.len();
+        if count > MAX_TRANSACTION_ACTIONS {
+            return Err(ProducerError::TooManyActions { count });
+        }
+        let first_message = business.len();
+        let mut actions = business;
+        let mut committed = Committed {
+            message_ids: Vec::with_capacity(messages.len()),
+            sort_keys: Vec::with_capacity(messages.len()),
+        };
+        let mut aggregates = Vec::with_capacity(messages.len());
+        let mut uploads = Vec::new();
+        for (index, m) in messages.iter().enumerate() {
+            if let Some(reason) = m.invalid() {
+                return Err(ProducerError::InvalidMessage { index, reason });
+            }
+            let id = uuid::Uuid::now_v7().to_string();
+            let mut item = m.outbox_item(&id, now_ms, self.sweep_grace);
+            let sk = item.sk.clone().unwrap_or_default();
+            let mut put = self.put(index, &item)?;
+            let offload = self
+                .large
+                .as_ref()
+                .and_then(|l| l.decide(&put, &m.payload, &id));
+            if let Some(pointer) = offload {
+                item.payload = Some(pointer.encode());
+                item.payload_size = u64::try_from(m.payload.len()).ok();
+                put = self.put(index, &item)?;
+                uploads.push(offload::Upload {
+                    pointer,
+                    payload: m.payload.clone(),
+                });
+            }
+            actions.push(put);
+            committed.message_ids.push(id);
+            committed.sort_keys.push(sk);
+            aggregates.push(m.aggregate.clone());
+        }
+        check::check(&actions, &self.table, &self.key_schemas)?;
+        let described = actions
+            .iter()
+            .map(|a| check::describe(a, &self.table))
+            .collect();
+        Ok(PreparedCommit::new(
+            actions,
+            described,
+            first_message,
+            aggregates,
+            committed,
+            uploads,
+        ))
+    }
+
+    /// The conditional `Put` of one outbox item: never over an existing item.
+    fn put(
+        &self,
+        index: usize,
+        item: &dynamodb_outbox_core::schema::OutboxItem,
+    ) -> Result<TransactWriteItem, ProducerError> {
+        let invalid = |reason| ProducerError::InvalidMessage { index, reason };
+        let item: HashMap<String, AttributeValue> =
+            serde_dynamo::to_item(item).map_err(|_| invalid("could not serialise the item"))?;
+        let put = Put::builder()
+            .table_name(&self.table)
+            .set_item(Some(item))
+            .condition_expression("attribute_not_exists(#pk)")
+            .expression_attribute_names("#pk", TABLE.partition_key)
+            .build()
+            .map_err(|_| invalid("could not build the Put"))?;
+        Ok(TransactWriteItem::builder().put(put).build())
+    }
+
+    /// Writes the application's actions and the messages in one transaction: both
+    /// land, or neither does. Calling it again after an error mints new message ids;
+    /// to retry an attempt whose outcome is unknown (a timeout), [`prepare`] once
+    /// and call [`commit_prepared`] again.
+    ///
+    /// [`prepare`]: OutboxWriter::prepare
+    /// [`commit_prepared`]: OutboxWriter::commit_prepared
+    pub async fn commit(
+        &self,
+        business: Vec<TransactWriteItem>,
+        messages: &[NewMessage],
+    ) -> Result<Committed, ProducerError> {
+        let prepared = self.prepare(business, messages)?;
+        self.commit_prepared(&prepared).await
+    }
+}
+
+#[cfg(test)]
+mod tests;

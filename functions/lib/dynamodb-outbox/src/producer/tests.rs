@@ -1,0 +1,250 @@
+//! The producer's transactions as built: the schema, ids, the limits, the large-payload offload.
+
+use super::*;
+use dynamodb_outbox_core::large_payload::PayloadPointer;
+use dynamodb_outbox_core::schema::{
+    CREATED_AT, ITEM_TYPE, SK, STATUS, SWEEP_DUE_AT, SWEEP_SHARD, sweep_shard,
+};
+
+fn writer() -> OutboxWriter {
+    let conf = aws_sdk_dynamodb::Config::builder()
+        .behavior_version(aws_sdk_dynamodb::config::BehaviorVersion::latest())
+        .build();
+    OutboxWriter::new(aws_sdk_dynamodb::Client::from_conf(conf), "outbox")
+        .key_schema("orders", &["id"])
+}
+
+fn put(table: &str, item: &[(&str, &str)]) -> TransactWriteItem {
+    let p = Put::builder()
+        .table_name(table)
+        .set_item(Some(
+            item.iter()
+                .map(|(k, v)| ((*k).to_owned(), AttributeValue::S((*v).to_owned())))
+                .collect(),
+        ))
+        .build()
+        .expect("valid put");
+    TransactWriteItem::builder().put(p).build()
+}
+
+#[test]
+fn message_items_follow_the_schema() {
+    let prepared = writer()
+        .prepare_at(
+            vec![],
+            &[NewMessage::new("USER#1", "orders", "{}").event_type("CREATED")],
+            1_000,
+        )
+        .expect("valid");
+    let committed = prepared.committed();
+    let item = prepared.actions()[0].put.as_ref().expect("a put").item();
+    assert_eq!(
+        item.get(ITEM_TYPE),
+        Some(&AttributeValue::S("PENDING_MESSAGE".into()))
+    );
+    assert_eq!(item.get(STATUS), Some(&AttributeValue::S("PENDING".into())));
+    assert_eq!(
+        item.get(CREATED_AT),
+        Some(&AttributeValue::N("1000".into()))
+    );
+    assert_eq!(
+        item.get(SWEEP_DUE_AT),
+        Some(&AttributeValue::N("61000".into()))
+    );
+    assert_eq!(
+        item.get(SWEEP_SHARD),
+        Some(&AttributeValue::S(sweep_shard("USER#1")))
+    );
+    let sk = format!("MESSAGE#CREATED#{}", committed.message_ids[0]);
+    assert_eq!(item.get(SK), Some(&AttributeValue::S(sk)));
+}
+
+#[test]
+fn two_messages_in_one_millisecond_get_distinct_time_ordered_ids() {
+    let msgs: Vec<NewMessage> = (0..50)
+        .map(|i| NewMessage::new("A", "t", i.to_string()))
+        .collect();
+    let prepared = writer().prepare_at(vec![], &msgs, 5).expect("valid");
+    let committed = prepared.committed();
+    let mut sorted = committed.message_ids.clone();
+    sorted.sort();
+    sorted.dedup();
+    assert_eq!(sorted.len(), 50);
+    assert_eq!(
+        sorted, committed.message_ids,
+        "v7 ids sort in creation order"
+    );
+}
+
+#[test]
+fn refuses_more_than_100_actions() {
+    let business: Vec<_> = (0..99)
+        .map(|i| put("orders", &[("id", &i.to_string())]))
+        .collect();
+    let err = writer()
+        .prepare_at(
+            business,
+            &[
+                NewMessage::new("A", "t", "{}"),
+                NewMessage::new("A", "t", "{}"),
+            ],
+            0,
+        )
+        .expect_err("101 actions");
+    assert!(
+        matches!(err, ProducerError::TooManyActions { count: 101 }),
+        "{err}"
+    );
+}
+
+#[test]
+fn refuses_an_item_over_400_kb_naming_the_action() {
+    let big = "x".repeat(MAX_ITEM_BYTES);
+    let err = writer()
+        .prepare_at(vec![], &[NewMessage::new("A", "orders", big)], 0)
+        .expect_err("too big");
+    match err {
+        ProducerError::ItemTooLarge { index, action, .. } => {
+            assert_eq!(index, 0);
+            assert!(action.contains("orders"), "{action}");
+        }
+        other => panic!("unexpected {other}"),
+    }
+}
+
+fn s3() -> aws_sdk_s3::Client {
+    let conf = aws_sdk_s3::Config::builder()
+        .behavior_version(aws_sdk_s3::config::BehaviorVersion::latest())
+        .build();
+    aws_sdk_s3::Client::from_conf(conf)
+}
+
+#[test]
+fn with_a_bucket_a_payload_an_item_cannot_hold_is_committed_as_a_pointer() {
+    let big = "x".repeat(MAX_ITEM_BYTES);
+    let writer = writer().large_payloads(s3(), "large");
+    let prepared = writer
+        .prepare_at(
+            vec![],
+            &[
+                NewMessage::new("A", "orders", big),
+                NewMessage::new("A", "orders", "{}"),
+            ],
+            0,
+        )
+        .expect("offloaded");
+    let id = &prepared.committed().message_ids[0];
+    let pointer = PayloadPointer::for_message("large", id);
+    assert_eq!(prepared.offloaded(), [&pointer]);
+    let payload = |i: usize| {
+        prepared.actions()[i]
+            .put
+            .as_ref()
+            .and_then(|p| p.item().get(dynamodb_outbox_core::schema::PAYLOAD).cloned())
+    };
+    assert_eq!(payload(0), Some(AttributeValue::S(pointer.encode())));
+    let size = prepared.actions()[0].put.as_ref().and_then(|p| {
+        p.item()
+            .get(dynamodb_outbox_core::schema::PAYLOAD_SIZE)
+            .cloned()
+    });
+    assert_eq!(size, Some(AttributeValue::N(MAX_ITEM_BYTES.to_string())));
+    assert_eq!(payload(1), Some(AttributeValue::S("{}".into())));
+    let debug = format!("{prepared:?}");
+    assert!(
+        debug.contains("bytes: 409600"),
+        "sizes, not payloads: {debug}"
+    );
+}
+
+#[test]
+fn above_the_threshold_a_payload_that_fits_goes_to_s3_too() {
+    let writer = writer()
+        .large_payloads(s3(), "large")
+        .large_payload_threshold(100);
+    let prepared = writer
+        .prepare_at(
+            vec![],
+            &[NewMessage::new("A", "orders", "y".repeat(101))],
+            0,
+        )
+        .expect("valid");
+    assert_eq!(prepared.offloaded().len(), 1);
+    let prepared = writer
+        .prepare_at(
+            vec![],
+            &[NewMessage::new("A", "orders", "y".repeat(100))],
+            0,
+        )
+        .expect("valid");
+    assert!(prepared.offloaded().is_empty());
+}
+
+#[test]
+fn refuses_over_4_mb_in_total() {
+    let chunk = "x".repeat(300 * 1024);
+    let msgs: Vec<NewMessage> = (0..14)
+        .map(|_| NewMessage::new("A", "t", chunk.clone()))
+        .collect();
+    let err = writer()
+        .prepare_at(vec![], &msgs, 0)
+        .expect_err("over 4 MB");
+    assert!(
+        matches!(err, ProducerError::TransactionTooLarge { .. }),
+        "{err}"
+    );
+}
+
+#[test]
+fn refuses_two_actions_on_one_item() {
+    let err = writer()
+        .prepare_at(
+            vec![
+                put("orders", &[("id", "1"), ("x", "a")]),
+                put("orders", &[("id", "1"), ("x", "b")]),
+            ],
+            &[NewMessage::new("A", "t", "{}")],
+            0,
+        )
+        .expect_err("same item twice");
+    assert!(
+        matches!(
+            err,
+            ProducerError::DuplicateItem {
+                first: 0,
+                second: 1,
+                ..
+            }
+        ),
+        "{err}"
+    );
+    // Different keys in a table of known schema are fine.
+    writer()
+        .prepare_at(
+            vec![put("orders", &[("id", "1")]), put("orders", &[("id", "2")])],
+            &[NewMessage::new("A", "t", "{}")],
+            0,
+        )
+        .expect("distinct items");
+}
+
+#[test]
+fn refuses_empty_topic_and_no_messages() {
+    assert!(matches!(
+        writer().prepare_at(vec![], &[], 0),
+        Err(ProducerError::NoMessages)
+    ));
+    assert!(matches!(
+        writer().prepare_at(vec![], &[NewMessage::new("A", " ", "{}")], 0),
+        Err(ProducerError::InvalidMessage { index: 0, .. })
+    ));
+}
+
+#[test]
+fn item_size_counts_names_and_values() {
+    let item = HashMap::from([
+        ("ab".to_owned(), AttributeValue::S("xyz".into())),
+        ("n".to_owned(), AttributeValue::N("12345".into())),
+    ]);
+    assert_eq!(item_size(&item), 2 + 3 + 1 + 4);
+}

@@ -1,0 +1,163 @@
+//! SQS adapter: `SendMessageBatch` to one queue, and each queue's own message size
+//! limit (`GetQueueAttributes` `MaximumMessageSize`) read once when a function starts
+//! ([`learn_limits`]).
+//!
+//! ## Why at start, all at once
+//!
+//! The limits are read during the function's initialisation — before its first
+//! event, every queue concurrently, so one round trip whatever the number of routes —
+//! and kept in the configuration for the life of the process. The publish path stays
+//! immutable and the planning a pure function of it (no lock, no first invocation
+//! that pays for lookups or plans with a limit it does not know yet), and a queue
+//! whose limit cannot be read is reported once, at start, where configuration
+//! problems are reported. A lookup that fails at start (throttled, say) is not
+//! retried later: that process keeps SQS's default for the queue, as before this
+//! existed — a message over the real limit is refused when sent and becomes poison
+//! then. Lazily on first use would retry sooner, but would make every plan wait on
+//! or race with I/O.
+
+use crate::batch::{Answer, BatchApi, Refused, entry_id};
+use crate::sdk_error::{describe, send_failure};
+use aws_sdk_sqs::config::timeout::TimeoutConfig;
+use aws_sdk_sqs::operation::send_message_batch::SendMessageBatchError;
+use aws_sdk_sqs::types::{MessageAttributeValue, QueueAttributeName, SendMessageBatchRequestEntry};
+use dynamodb_outbox_core::PublisherConfig;
+use dynamodb_outbox_core::failure::Failure;
+use dynamodb_outbox_core::message::OutboundMessage;
+use dynamodb_outbox_core::policy::limit::{
+    LimitRead, QueueLimits, sqs_limit, unknown_limit_advice,
+};
+use dynamodb_outbox_core::route::SqsLimit;
+use std::collections::HashMap;
+use std::time::Duration;
+
+/// How long reading one queue's limit may take at start, retries included: the
+/// function's initialisation has 10 s in all.
+pub const LIMIT_LOOKUP_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// One queue, through a client built once.
+#[derive(Debug, Clone, Copy)]
+pub struct Queue<'a> {
+    /// The client.
+    pub client: &'a aws_sdk_sqs::Client,
+    /// The queue URL.
+    pub url: &'a str,
+}
+
+/// Builds the request entry for the `index`th message of a call.
+pub fn batch_entry(
+    index: usize,
+    m: &OutboundMessage,
+) -> Result<SendMessageBatchRequestEntry, String> {
+    let mut attributes = HashMap::with_capacity(m.attributes.len());
+    for (name, value) in &m.attributes {
+        let v = MessageAttributeValue::builder()
+            .data_type(value.data_type())
+            .string_value(value.text())
+            .build()
+            .map_err(|e| format!("attribute {name}: {e}"))?;
+        attributes.insert((*name).to_owned(), v);
+    }
+    SendMessageBatchRequestEntry::builder()
+        .id(entry_id(index))
+        .message_body(&m.body)
+        .set_message_attributes(Some(attributes))
+        .set_message_group_id(m.group_id.clone())
+        .set_message_deduplication_id(m.dedup_id.clone())
+        .build()
+        .map_err(|e| e.to_string())
+}
+
+impl BatchApi for Queue<'_> {
+    type Entry = SendMessageBatchRequestEntry;
+    const SERVICE: &'static str = "SQS";
+
+    fn entry(&self, index: usize, m: &OutboundMessage) -> Result<Self::Entry, String> {
+        batch_entry(index, m)
+    }
+
+    async fn call(&self, entries: Vec<Self::Entry>) -> Result<Answer, Failure> {
+        let out = self
+            .client
+            .send_message_batch()
+            .queue_url(self.url)
+            .set_entries(Some(entries))
+            .send()
+            .await
+            .map_err(|e| send_failure(&e, SendMessageBatchError::is_batch_request_too_long))?;
+        Ok(Answer {
+            sent: out.successful().iter().map(|e| e.id().to_owned()).collect(),
+            refused: out
+                .failed()
+                .iter()
+                .map(|f| Refused {
+                    id: f.id().to_owned(),
+                    sender_fault: f.sender_fault(),
+                    reason: format!("{}: {}", f.code(), f.message().unwrap_or("no message")),
+                })
+                .collect(),
+        })
+    }
+}
+
+/// Reads a queue's `MaximumMessageSize`, within [`LIMIT_LOOKUP_TIMEOUT`].
+pub async fn maximum_message_size(client: &aws_sdk_sqs::Client, url: &str) -> LimitRead {
+    let timeout = TimeoutConfig::builder()
+        .operation_timeout(LIMIT_LOOKUP_TIMEOUT)
+        .build();
+    // Boxed: see "Future depth" in the crate docs.
+    let out = Box::pin(
+        client
+            .get_queue_attributes()
+            .queue_url(url)
+            .attribute_names(QueueAttributeName::MaximumMessageSize)
+            .customize()
+            .config_override(aws_sdk_sqs::config::Builder::default().timeout_config(timeout))
+            .send(),
+    )
+    .await
+    .map_err(|e| describe(&e))?;
+    let text = out
+        .attributes()
+        .and_then(|a| a.get(&QueueAttributeName::MaximumMessageSize))
+        .ok_or("the answer has no MaximumMessageSize")?;
+    text.parse()
+        .map_err(|e| format!("MaximumMessageSize `{text}` is not a number: {e}"))
+}
+
+/// Learns the size limit of every SQS queue `config` sends to — the routes' queues
+/// whose route sets no `max_message_bytes`, and the dead-letter queue — by reading
+/// each one's `MaximumMessageSize` once, concurrently, and returns the configuration
+/// with the limits that apply ([`sqs_limit`]: the route's, else the queue's, else
+/// SQS's default of 1 MiB). Logs each limit learned, and once per queue that could
+/// not be read what is assumed and what to do about it.
+pub async fn learn_limits(
+    client: &aws_sdk_sqs::Client,
+    config: PublisherConfig,
+) -> PublisherConfig {
+    let queues = config.queues_to_learn();
+    if queues.is_empty() {
+        return config;
+    }
+    let reads = futures::future::join_all(queues.iter().map(|(url, role)| async move {
+        (url.clone(), *role, maximum_message_size(client, url).await)
+    }))
+    .await;
+    let mut limits = QueueLimits::with_capacity(reads.len());
+    for (url, role, read) in reads {
+        match (sqs_limit(None, Some(&read)), &read) {
+            (SqsLimit::Queue(bytes), _) => {
+                tracing::info!(queue = %url, max_message_bytes = bytes, ?role, "learned the queue's MaximumMessageSize");
+            }
+            (_, Err(error)) => {
+                tracing::warn!(queue = %url, ?role, %error, "{}", unknown_limit_advice(&url, role, error));
+            }
+            (_, Ok(bytes)) => {
+                let error = format!("it read as {bytes}");
+                tracing::warn!(queue = %url, ?role, %error, "{}", unknown_limit_advice(&url, role, &error));
+            }
+        }
+        limits.insert(url, read);
+    }
+    config.with_queue_limits(&limits)
+}

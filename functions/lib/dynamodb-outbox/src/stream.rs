@@ -1,0 +1,96 @@
+//! The stream publisher's edge: DynamoDB stream event in, partial batch response
+//! out. Each record is decoded here, at the boundary, into work for the publish path.
+//! The Lambda binary calls it; so do the integration tests, with events read from the stream.
+
+use aws_lambda_events::event::dynamodb::{Event, EventRecord};
+use aws_lambda_events::event::streams::{DynamoDbBatchItemFailure, DynamoDbEventResponse};
+use dynamodb_outbox_core::ports::{MessageSink, OutboxStore};
+use dynamodb_outbox_core::publish::{Outcome, Publisher, Summary, Work, WorkItem};
+use dynamodb_outbox_core::schema::{self, ITEM_TYPE, PENDING_MESSAGE, STATUS, Status};
+
+/// Why a record is not for the publisher.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Skip {
+    /// Not an insert: the `SENT`/`FAILED` updates (`MODIFY`) and TTL deletes (`REMOVE`).
+    NotAnInsert,
+    /// Some other item type in the same table (the business items).
+    NotAnOutboxItem,
+    /// An outbox item inserted in a state other than `PENDING`.
+    NotPending,
+}
+
+/// Turns one stream record into work for the publish path, or says why it is skipped.
+///
+/// Mirrors the FilterCriteria in `infra/stream-filter.json`, so the handler is safe
+/// even when deployed without the filter.
+pub fn classify(record: &EventRecord) -> Result<WorkItem, Skip> {
+    if record.event_name != "INSERT" {
+        return Err(Skip::NotAnInsert);
+    }
+    let image = &record.change.new_image;
+    if schema::string_attr(image, ITEM_TYPE) != Some(PENDING_MESSAGE) {
+        return Err(Skip::NotAnOutboxItem);
+    }
+    if schema::string_attr(image, STATUS) != Some(Status::Pending.as_str()) {
+        return Err(Skip::NotPending);
+    }
+    let id = record_id(record);
+    let key = schema::item_key(&record.change.keys).or_else(|| schema::item_key(image));
+    let work = match schema::decode(image, key.as_ref()) {
+        Ok(msg) => Work::Publish(msg),
+        Err(undecodable) => Work::Poison(undecodable.into()),
+    };
+    Ok(WorkItem { id, work })
+}
+
+/// The identifier Lambda expects in a partial batch response: the sequence number.
+fn record_id(record: &EventRecord) -> String {
+    record
+        .change
+        .sequence_number
+        .clone()
+        .unwrap_or_else(|| record.event_id.clone())
+}
+
+/// Publishes the pending messages of a stream event and reports the records to retry.
+pub async fn handle_stream_event<K: MessageSink, S: OutboxStore>(
+    publisher: &Publisher<K, S>,
+    event: &Event,
+) -> (DynamoDbEventResponse, Summary) {
+    let mut skipped = 0usize;
+    let work: Vec<WorkItem> = event
+        .records
+        .iter()
+        .filter_map(|r| match classify(r) {
+            Ok(w) => Some(w),
+            Err(_) => {
+                skipped += 1;
+                None
+            }
+        })
+        .collect();
+    let outcomes = publisher.process(&work).await;
+    let summary = Summary::of(&outcomes);
+    let mut response = DynamoDbEventResponse::default();
+    for (item, outcome) in work.iter().zip(&outcomes) {
+        if let Outcome::Retry { reason } = outcome {
+            tracing::warn!(sequence_number = %item.id, %reason, "reporting record for retry");
+        }
+        if outcome.needs_retry() {
+            let mut failure = DynamoDbBatchItemFailure::default();
+            failure.item_identifier = Some(item.id.clone());
+            response.batch_item_failures.push(failure);
+        }
+    }
+    tracing::info!(
+        records = event.records.len(),
+        skipped,
+        sent = summary.sent,
+        unmarked = summary.unmarked,
+        dead_lettered = summary.dead_lettered,
+        retried = summary.retried,
+        deferred = summary.deferred,
+        "stream batch done"
+    );
+    (response, summary)
+}

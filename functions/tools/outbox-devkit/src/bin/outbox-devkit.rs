@@ -1,0 +1,329 @@
+//! `outbox-devkit`: development commands around a stack deployed into the local AWS.
+//!
+//! `scripts/demo` builds, deploys and then runs `outbox-devkit demo`; see `--help`.
+
+use clap::{Parser, Subcommand};
+use outbox_devkit::aws::{Clients, sdk_config};
+use outbox_devkit::demo::{self, DemoOptions};
+use outbox_devkit::deployment::Deployment;
+use std::process::ExitCode;
+use std::time::Duration;
+
+#[derive(Debug, Parser)]
+#[command(
+    version,
+    about = "Development commands for dynamodb-outbox on the local AWS"
+)]
+struct Cli {
+    /// The local AWS (MiniStack); without it, the standard AWS configuration is used.
+    #[arg(long, env = "OUTBOX_ENDPOINT", global = true)]
+    endpoint: Option<String>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Drives orders through a deployed stack and checks every guarantee.
+    Demo(DemoArgs),
+    /// The chaos benchmark: faults in every call, crashes, discards; then the counts.
+    Chaos(ChaosArgs),
+    /// Benchmarks: cold start and memory of each binary, latency on a deployed stack.
+    #[command(subcommand)]
+    Bench(BenchCommand),
+}
+
+#[derive(Debug, Subcommand)]
+enum BenchCommand {
+    /// Init time to the first `/next`, first invocation, peak RSS and size of each
+    /// function, under a one-shot Lambda Runtime API on loopback, its AWS calls going to
+    /// the local AWS (`--endpoint`); without one, the sizes only.
+    Coldstart {
+        /// The functions as `scripts/package` laid them out (`<dir>/<name>/bootstrap`).
+        #[arg(long, default_value = "target/lambda")]
+        dir: std::path::PathBuf,
+        /// Runs per function.
+        #[arg(long, default_value_t = 5)]
+        runs: usize,
+        /// The stack deployed on the local AWS (scripts/deploy-local --prefix) whose
+        /// table and queues the functions use, each with its deployed configuration;
+        /// without it, a table and queues are made for the bench and removed after.
+        #[arg(long)]
+        prefix: Option<String>,
+    },
+    /// Commit -> publish percentiles, the highest rate with p99 under 1 s, and the
+    /// sweeper's recovery of a stuck item, on a deployed stack.
+    Latency(LatencyArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct LatencyArgs {
+    /// The deployment's prefix (scripts/deploy-local --prefix).
+    #[arg(long)]
+    prefix: String,
+    /// Rates for the percentiles, messages per second.
+    #[arg(long, value_delimiter = ',', default_value = "50,500")]
+    rates: Vec<u32>,
+    /// Rates tried in order for the highest with p99 under 1 s.
+    #[arg(long, value_delimiter = ',', default_value = "100,200,400,800")]
+    ladder: Vec<u32>,
+    /// Seconds of load per rate.
+    #[arg(long, default_value_t = 10)]
+    seconds: u32,
+    /// Skip the sweeper's recovery (it waits up to a schedule period).
+    #[arg(long)]
+    no_stuck: bool,
+    /// Where to write the billed durations (JSON) for the cost bench.
+    #[arg(long)]
+    json: Option<std::path::PathBuf>,
+}
+
+#[derive(Debug, clap::Args)]
+struct ChaosArgs {
+    /// The deployment's prefix (a fresh one: the run changes its routes and faults).
+    #[arg(long)]
+    prefix: String,
+    /// Transactions.
+    #[arg(long, default_value_t = 10_000)]
+    messages: usize,
+    /// Share of every function's AWS calls that fail (crashes come on top).
+    #[arg(long, default_value_t = 0.05)]
+    fault_rate: f64,
+    /// Seed of the workload and the faults.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// The functions as `scripts/package --debug --features fault-injection` laid them out.
+    #[arg(long, default_value = "target/lambda-dev")]
+    assets: std::path::PathBuf,
+    /// Seconds to wait for quiescence after the last commit.
+    #[arg(long, default_value_t = 900)]
+    settle_seconds: u64,
+}
+
+#[derive(Debug, clap::Args)]
+struct DemoArgs {
+    /// The deployment's prefix (scripts/deploy-local --prefix).
+    #[arg(long)]
+    prefix: String,
+    /// The tool that deployed it, for the summary.
+    #[arg(long, default_value = "terraform")]
+    tool: String,
+    /// Orders to commit.
+    #[arg(long, default_value_t = 200)]
+    orders: usize,
+    /// Orders per second (0: as fast as the local AWS takes them).
+    #[arg(long, default_value_t = 50)]
+    rate: u32,
+    /// One transaction in N rolls back on purpose (0: none).
+    #[arg(long, default_value_t = 10)]
+    rollback_every: usize,
+    /// One order in N is written the way a minimal hand-written producer writes it (0: none).
+    #[arg(long, default_value_t = 7)]
+    minimal_every: usize,
+    /// Probability, per call to a destination, that the publisher dies after the call and before marking its batch SENT.
+    #[arg(long, default_value_t = 0.0)]
+    publisher_crash: f64,
+    /// Probability, per order stored, that the consumer dies after the write and before answering the queue (its batch comes back).
+    #[arg(long, default_value_t = 0.0)]
+    consumer_crash: f64,
+    /// Seconds to wait for the pipeline to settle after the last commit.
+    #[arg(long, default_value_t = 180)]
+    settle_seconds: u64,
+    /// No live counters.
+    #[arg(long)]
+    quiet: bool,
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let cli = Cli::parse();
+    if let Command::Bench(BenchCommand::Coldstart { dir, runs, prefix }) = &cli.command {
+        return coldstart_command(cli.endpoint.as_deref(), dir, *runs, prefix.as_deref()).await;
+    }
+    let clients = Clients::new(&sdk_config(cli.endpoint.as_deref()).await);
+    match cli.command {
+        Command::Demo(args) => demo_command(&clients, args).await,
+        Command::Chaos(args) => chaos_command(&clients, args).await,
+        Command::Bench(BenchCommand::Latency(args)) => latency_command(&clients, args).await,
+        Command::Bench(BenchCommand::Coldstart { .. }) => ExitCode::SUCCESS,
+    }
+}
+
+/// The cold-start table, the functions calling the local AWS at `endpoint` (a
+/// deployment's resources, or ones made for the bench); without an endpoint, the
+/// sizes only and a line saying why.
+async fn coldstart_command(
+    endpoint: Option<&str>,
+    dir: &std::path::Path,
+    runs: usize,
+    prefix: Option<&str>,
+) -> ExitCode {
+    use outbox_devkit::coldstart;
+    let Some(endpoint) = endpoint else {
+        if prefix.is_some() {
+            eprintln!(
+                "bench coldstart: --prefix names a deployment on a local AWS: pass --endpoint (or OUTBOX_ENDPOINT) too"
+            );
+            return ExitCode::from(2);
+        }
+        return match coldstart::report(dir, runs, None) {
+            Ok(table) => {
+                print!("{table}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("bench coldstart: {e}");
+                ExitCode::from(2)
+            }
+        };
+    };
+    let clients = Clients::new(&sdk_config(Some(endpoint)).await);
+    let aws = match prefix {
+        Some(prefix) => coldstart::deployed(&clients, endpoint, prefix).await,
+        None => coldstart::provisioned(&clients, endpoint).await,
+    };
+    let aws = match aws {
+        Ok(aws) => aws,
+        Err(e) => {
+            eprintln!("bench coldstart: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let table = coldstart::report(dir, runs, Some(&aws));
+    aws.remove_made(&clients).await;
+    match table {
+        Ok(table) => {
+            print!("{table}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("bench coldstart: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+async fn demo_command(clients: &Clients, args: DemoArgs) -> ExitCode {
+    for (name, p) in [
+        ("--publisher-crash", args.publisher_crash),
+        ("--consumer-crash", args.consumer_crash),
+    ] {
+        if !(0.0..1.0).contains(&p) {
+            eprintln!("demo: {name} is a probability from 0 to below 1, got {p}");
+            return ExitCode::from(2);
+        }
+    }
+    let deployment = match Deployment::discover(clients, &args.prefix).await {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!(
+                "demo: {e}\n  deploy first: scripts/deploy-local terraform --prefix {}",
+                args.prefix
+            );
+            return ExitCode::from(2);
+        }
+    };
+    let opts = DemoOptions {
+        orders: args.orders,
+        rate: args.rate,
+        rollback_every: args.rollback_every,
+        minimal_every: args.minimal_every,
+        publisher_crash: args.publisher_crash,
+        consumer_crash: args.consumer_crash,
+        settle_timeout: Duration::from_secs(args.settle_seconds),
+        progress: !args.quiet,
+        ..DemoOptions::default()
+    };
+    eprintln!(
+        "demo: {} orders into {} ({} stack `{}`), through {} -> {} -> {}",
+        opts.orders,
+        deployment.table,
+        args.tool,
+        deployment.prefix,
+        deployment.publisher,
+        deployment.consumer_queue_url,
+        deployment.consumer
+    );
+    match demo::run(clients, &deployment, &opts).await {
+        Ok(mut report) => {
+            report.deployment = format!(
+                "{} stack `{}` on {}",
+                args.tool, deployment.prefix, clients.region
+            );
+            println!("{}", report.render());
+            if report.broken.is_empty() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            }
+        }
+        Err(e) => {
+            eprintln!("\ndemo: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+async fn chaos_command(clients: &Clients, args: ChaosArgs) -> ExitCode {
+    let deployment = match Deployment::discover(clients, &args.prefix).await {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("chaos: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let opts = outbox_devkit::chaos::ChaosOptions {
+        messages: args.messages,
+        fault_rate: args.fault_rate,
+        seed: args.seed,
+        assets: args.assets,
+        settle_timeout: Duration::from_secs(args.settle_seconds),
+        progress: true,
+    };
+    match outbox_devkit::chaos::run(clients, &deployment, &opts).await {
+        Ok(report) => {
+            println!("{}", report.render());
+            if report.held() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            }
+        }
+        Err(e) => {
+            eprintln!("chaos: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+async fn latency_command(clients: &Clients, args: LatencyArgs) -> ExitCode {
+    let deployment = match Deployment::discover(clients, &args.prefix).await {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("bench latency: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let opts = outbox_devkit::latency::LatencyOptions {
+        rates: args.rates,
+        ladder: args.ladder,
+        seconds: args.seconds,
+        stuck: !args.no_stuck,
+    };
+    match outbox_devkit::latency::run(clients, &deployment, &opts).await {
+        Ok((report, json)) => {
+            print!("{report}");
+            if let Some(path) = args.json
+                && let Err(e) = std::fs::write(&path, json.to_string())
+            {
+                eprintln!("bench latency: writing {}: {e}", path.display());
+                return ExitCode::from(2);
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("bench latency: {e}");
+            ExitCode::from(2)
+        }
+    }
+}

@@ -1,0 +1,213 @@
+//! The demo's producers: orders committed with their outbox message in one
+//! transaction, through the library (`OutboxWriter`) and the way the seed document's
+//! hand-written boto3 producer does it (a minimal item: no message id, no sweeper
+//! index). One transaction in N rolls back on purpose.
+
+use super::DemoOptions;
+use crate::aws::Clients;
+use aws_sdk_dynamodb::types::{AttributeValue, ConditionCheck, Put, TransactWriteItem};
+use dynamodb_outbox::NewMessage;
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+use tokio::sync::Semaphore;
+
+/// Transactions in flight at once when the rate allows it.
+const IN_FLIGHT: usize = 16;
+
+/// One committed order, as the verification needs it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CommittedOrder {
+    /// Its quantity (1..=10): the consumer stores it and a total derived from it.
+    pub quantity: u8,
+    /// Written as the minimal producer writes it.
+    pub minimal: bool,
+    /// Epoch ms just before the transaction was sent.
+    pub commit_ms: i64,
+}
+
+/// What the producers did.
+#[derive(Debug, Default)]
+pub struct Produced {
+    /// Order id → what was committed.
+    pub committed: BTreeMap<String, CommittedOrder>,
+    /// Orders whose transaction rolled back as intended.
+    pub rolled_back: BTreeSet<String>,
+    /// Orders whose transaction failed for another reason, with the reason.
+    pub errors: Vec<(String, String)>,
+    /// The prefix of every order id of this run ([`DemoOptions::tag`]).
+    pub tag: String,
+}
+
+/// Commits `opts.orders` orders into `table` at `opts.rate` per second, counting
+/// commits into `committed_so_far` for the live counters.
+pub async fn produce(
+    clients: &Clients,
+    table: &str,
+    opts: &DemoOptions,
+    committed_so_far: Arc<AtomicUsize>,
+) -> Produced {
+    let writer = dynamodb_outbox::OutboxWriter::new(clients.dynamodb.clone(), table)
+        .sweep_grace(opts.sweep_grace);
+    let permits = Arc::new(Semaphore::new(IN_FLIGHT));
+    let mut tasks = tokio::task::JoinSet::new();
+    let pause = (opts.rate > 0).then(|| Duration::from_secs_f64(1.0 / f64::from(opts.rate)));
+    for i in 0..opts.orders {
+        let plan = OrderPlan::of(i, opts);
+        let permit = permits.clone().acquire_owned().await;
+        let (writer, dynamodb, table, counter) = (
+            writer.clone(),
+            clients.dynamodb.clone(),
+            table.to_owned(),
+            committed_so_far.clone(),
+        );
+        tasks.spawn(async move {
+            let _permit = permit;
+            let commit_ms = dynamodb_outbox::publish::now_ms();
+            let result = if plan.minimal {
+                commit_minimal(&dynamodb, &table, &plan).await
+            } else {
+                commit_with_library(&writer, &table, &plan).await
+            };
+            if result.is_ok() {
+                counter.fetch_add(1, Ordering::Relaxed);
+            }
+            (plan, commit_ms, result)
+        });
+        if let Some(pause) = pause {
+            tokio::time::sleep(pause).await;
+        }
+    }
+    let mut produced = Produced {
+        tag: opts.tag.clone(),
+        ..Produced::default()
+    };
+    while let Some(joined) = tasks.join_next().await {
+        let Ok((plan, commit_ms, result)) = joined else {
+            continue;
+        };
+        match result {
+            Ok(()) => {
+                produced.committed.insert(
+                    plan.id,
+                    CommittedOrder {
+                        quantity: plan.quantity,
+                        minimal: plan.minimal,
+                        commit_ms,
+                    },
+                );
+            }
+            Err(_) if plan.rollback => {
+                produced.rolled_back.insert(plan.id);
+            }
+            Err(e) => produced.errors.push((plan.id, e)),
+        }
+    }
+    produced
+}
+
+/// What one order will be.
+#[derive(Debug, Clone)]
+struct OrderPlan {
+    id: String,
+    quantity: u8,
+    rollback: bool,
+    minimal: bool,
+}
+
+impl OrderPlan {
+    fn of(i: usize, opts: &DemoOptions) -> Self {
+        let every = |n: usize| n > 0 && i % n == n - 1;
+        OrderPlan {
+            id: format!("{}order-{i:05}", opts.tag),
+            quantity: u8::try_from(i % 10 + 1).unwrap_or(1),
+            rollback: every(opts.rollback_every),
+            minimal: every(opts.minimal_every),
+        }
+    }
+
+    fn payload(&self) -> String {
+        serde_json::json!({"id": self.id, "quantity": self.quantity}).to_string()
+    }
+
+    fn aggregate(&self) -> String {
+        format!("ORDER#{}", self.id)
+    }
+}
+
+async fn commit_with_library(
+    writer: &dynamodb_outbox::OutboxWriter,
+    table: &str,
+    plan: &OrderPlan,
+) -> Result<(), String> {
+    let business = business_actions(table, plan)?;
+    writer
+        .commit(
+            business,
+            &[NewMessage::new(plan.aggregate(), "orders", plan.payload())
+                .event_type("ORDER_PLACED")],
+        )
+        .await
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+}
+
+/// As the seed document's boto3 producer writes it: `PK, SK, ItemType, Topic,
+/// Payload, Status, RetryCount` and nothing else.
+async fn commit_minimal(
+    client: &aws_sdk_dynamodb::Client,
+    table: &str,
+    plan: &OrderPlan,
+) -> Result<(), String> {
+    let s = |v: &str| AttributeValue::S(v.to_owned());
+    let message = Put::builder()
+        .table_name(table)
+        .item("PK", s(&plan.aggregate()))
+        .item(
+            "SK",
+            s(&format!("MESSAGE#ORDER_PLACED#{}", uuid::Uuid::now_v7())),
+        )
+        .item("ItemType", s("PENDING_MESSAGE"))
+        .item("Topic", s("orders"))
+        .item("Payload", s(&plan.payload()))
+        .item("Status", s("PENDING"))
+        .item("RetryCount", AttributeValue::N("0".into()))
+        .build()
+        .map_err(|e| e.to_string())?;
+    let mut actions = business_actions(table, plan)?;
+    actions.push(TransactWriteItem::builder().put(message).build());
+    client
+        .transact_write_items()
+        .set_transact_items(Some(actions))
+        .send()
+        .await
+        .map(|_| ())
+        .map_err(|e| aws_smithy_types::error::display::DisplayErrorContext(&e).to_string())
+}
+
+/// The business write: the order record in the aggregate's partition, plus — for a
+/// transaction meant to roll back — a condition that cannot hold.
+fn business_actions(table: &str, plan: &OrderPlan) -> Result<Vec<TransactWriteItem>, String> {
+    let s = |v: &str| AttributeValue::S(v.to_owned());
+    let order = Put::builder()
+        .table_name(table)
+        .item("PK", s(&plan.aggregate()))
+        .item("SK", s("ORDER"))
+        .item("ItemType", s("ORDER"))
+        .item("Quantity", AttributeValue::N(plan.quantity.to_string()))
+        .build()
+        .map_err(|e| e.to_string())?;
+    let mut actions = vec![TransactWriteItem::builder().put(order).build()];
+    if plan.rollback {
+        let never = ConditionCheck::builder()
+            .table_name(table)
+            .key("PK", s(&format!("{}#NEVER", plan.aggregate())))
+            .key("SK", s("NEVER"))
+            .condition_expression("attribute_exists(PK)")
+            .build()
+            .map_err(|e| e.to_string())?;
+        actions.push(TransactWriteItem::builder().condition_check(never).build());
+    }
+    Ok(actions)
+}

@@ -1,0 +1,234 @@
+//! Creates what the outbox needs, for local runs and tests: the outbox table (stream,
+//! sparse sweeper index, TTL) and queues with dead-letter queues. On AWS, deploy with
+//! the CDK app or the Terraform module instead.
+
+use aws_sdk_dynamodb::types::{
+    AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection,
+    ProjectionType, ScalarAttributeType, StreamSpecification, StreamViewType,
+    TimeToLiveSpecification,
+};
+use aws_sdk_sqs::types::QueueAttributeName;
+use aws_smithy_types::error::display::DisplayErrorContext;
+use dynamodb_outbox::schema::{ScalarType, TABLE};
+
+/// Provisioning failed.
+#[derive(Debug, thiserror::Error)]
+#[error("{what}: {detail}")]
+pub struct ProvisionError {
+    what: String,
+    detail: String,
+}
+
+fn perr(what: impl Into<String>) -> impl FnOnce(&dyn std::error::Error) -> ProvisionError {
+    let what = what.into();
+    move |e| ProvisionError {
+        what,
+        detail: DisplayErrorContext(e).to_string(),
+    }
+}
+
+fn key(name: &str, kind: KeyType) -> Result<KeySchemaElement, ProvisionError> {
+    KeySchemaElement::builder()
+        .attribute_name(name)
+        .key_type(kind)
+        .build()
+        .map_err(|e| perr("key schema")(&e))
+}
+
+fn attr(name: &str, kind: ScalarAttributeType) -> Result<AttributeDefinition, ProvisionError> {
+    AttributeDefinition::builder()
+        .attribute_name(name)
+        .attribute_type(kind)
+        .build()
+        .map_err(|e| perr("attribute definition")(&e))
+}
+
+/// Creates the outbox table: `PK`/`SK`, stream `NEW_IMAGE`, the sparse sweeper
+/// index, TTL on `ExpiresAt`. Returns the stream ARN.
+pub async fn create_outbox_table(
+    client: &aws_sdk_dynamodb::Client,
+    table: &str,
+) -> Result<String, ProvisionError> {
+    let index = GlobalSecondaryIndex::builder()
+        .index_name(TABLE.sweep_index)
+        .key_schema(key(TABLE.sweep_index_partition_key, KeyType::Hash)?)
+        .key_schema(key(TABLE.sweep_index_sort_key, KeyType::Range)?)
+        .projection(
+            Projection::builder()
+                .projection_type(ProjectionType::KeysOnly)
+                .build(),
+        )
+        .build()
+        .map_err(|e| perr("sweeper index")(&e))?;
+    let out = client
+        .create_table()
+        .table_name(table)
+        .billing_mode(BillingMode::PayPerRequest)
+        .key_schema(key(TABLE.partition_key, KeyType::Hash)?)
+        .key_schema(key(TABLE.sort_key, KeyType::Range)?)
+        .set_attribute_definitions(Some(
+            TABLE
+                .key_attributes()
+                .into_iter()
+                .map(|(name, kind)| match kind {
+                    ScalarType::S => attr(name, ScalarAttributeType::S),
+                    ScalarType::N => attr(name, ScalarAttributeType::N),
+                })
+                .collect::<Result<Vec<_>, _>>()?,
+        ))
+        .global_secondary_indexes(index)
+        .stream_specification(
+            StreamSpecification::builder()
+                .stream_enabled(true)
+                .stream_view_type(StreamViewType::NewImage)
+                .build()
+                .map_err(|e| perr("stream specification")(&e))?,
+        )
+        .send()
+        .await
+        .map_err(|e| perr(format!("creating table {table}"))(&e))?;
+    enable_ttl(client, table).await?;
+    out.table_description()
+        .and_then(|t| t.latest_stream_arn())
+        .map(str::to_owned)
+        .ok_or_else(|| ProvisionError {
+            what: format!("creating table {table}"),
+            detail: "no stream ARN in the answer".into(),
+        })
+}
+
+/// Turns on TTL on `ExpiresAt`.
+pub async fn enable_ttl(
+    client: &aws_sdk_dynamodb::Client,
+    table: &str,
+) -> Result<(), ProvisionError> {
+    client
+        .update_time_to_live()
+        .table_name(table)
+        .time_to_live_specification(
+            TimeToLiveSpecification::builder()
+                .enabled(true)
+                .attribute_name(TABLE.ttl_attribute)
+                .build()
+                .map_err(|e| perr("TTL specification")(&e))?,
+        )
+        .send()
+        .await
+        .map_err(|e| perr(format!("enabling TTL on {table}"))(&e))?;
+    Ok(())
+}
+
+/// Creates a table with a single string hash key (the reference consumer's orders).
+pub async fn create_keyed_table(
+    client: &aws_sdk_dynamodb::Client,
+    table: &str,
+    hash_key: &str,
+) -> Result<(), ProvisionError> {
+    client
+        .create_table()
+        .table_name(table)
+        .billing_mode(BillingMode::PayPerRequest)
+        .key_schema(key(hash_key, KeyType::Hash)?)
+        .attribute_definitions(attr(hash_key, ScalarAttributeType::S)?)
+        .send()
+        .await
+        .map_err(|e| perr(format!("creating table {table}"))(&e))?;
+    Ok(())
+}
+
+/// A queue and its dead-letter queue.
+#[derive(Debug, Clone)]
+pub struct QueuePair {
+    /// The queue's URL.
+    pub url: String,
+    /// Its dead-letter queue's URL.
+    pub dlq_url: String,
+}
+
+/// Creates a queue (FIFO when `name` ends in `.fifo`) with server-side encryption and
+/// the service's default `MaximumMessageSize`.
+pub async fn create_queue(
+    client: &aws_sdk_sqs::Client,
+    name: &str,
+    visibility_timeout_s: u32,
+) -> Result<String, ProvisionError> {
+    create_queue_sized(client, name, visibility_timeout_s, None).await
+}
+
+/// [`create_queue`] with `MaximumMessageSize` set to `max_message_bytes` (1024 to
+/// 1048576) when given.
+pub async fn create_queue_sized(
+    client: &aws_sdk_sqs::Client,
+    name: &str,
+    visibility_timeout_s: u32,
+    max_message_bytes: Option<u32>,
+) -> Result<String, ProvisionError> {
+    let mut req = client
+        .create_queue()
+        .queue_name(name)
+        .attributes(QueueAttributeName::SqsManagedSseEnabled, "true")
+        .attributes(
+            QueueAttributeName::VisibilityTimeout,
+            visibility_timeout_s.to_string(),
+        );
+    if let Some(max) = max_message_bytes {
+        req = req.attributes(QueueAttributeName::MaximumMessageSize, max.to_string());
+    }
+    if name.ends_with(".fifo") {
+        req = req.attributes(QueueAttributeName::FifoQueue, "true");
+    }
+    let out = req
+        .send()
+        .await
+        .map_err(|e| perr(format!("creating queue {name}"))(&e))?;
+    out.queue_url()
+        .map(str::to_owned)
+        .ok_or_else(|| ProvisionError {
+            what: format!("creating queue {name}"),
+            detail: "no URL in the answer".into(),
+        })
+}
+
+/// Creates `name` and `name-dlq` (keeping a `.fifo` suffix last) with a redrive policy
+/// that moves a message to the dead-letter queue after `max_receives` receives.
+pub async fn create_queue_with_dlq(
+    client: &aws_sdk_sqs::Client,
+    name: &str,
+    visibility_timeout_s: u32,
+    max_receives: u32,
+) -> Result<QueuePair, ProvisionError> {
+    let dlq_name = match name.strip_suffix(".fifo") {
+        Some(base) => format!("{base}-dlq.fifo"),
+        None => format!("{name}-dlq"),
+    };
+    let dlq_url = create_queue(client, &dlq_name, visibility_timeout_s).await?;
+    let arn = queue_arn(client, &dlq_url).await?;
+    let url = create_queue(client, name, visibility_timeout_s).await?;
+    let policy = serde_json::json!({"deadLetterTargetArn": arn, "maxReceiveCount": max_receives.to_string()});
+    client
+        .set_queue_attributes()
+        .queue_url(&url)
+        .attributes(QueueAttributeName::RedrivePolicy, policy.to_string())
+        .send()
+        .await
+        .map_err(|e| perr(format!("setting the redrive policy of {name}"))(&e))?;
+    Ok(QueuePair { url, dlq_url })
+}
+
+/// A queue's ARN.
+pub async fn queue_arn(client: &aws_sdk_sqs::Client, url: &str) -> Result<String, ProvisionError> {
+    let out = client
+        .get_queue_attributes()
+        .queue_url(url)
+        .attribute_names(QueueAttributeName::QueueArn)
+        .send()
+        .await
+        .map_err(|e| perr(format!("reading attributes of {url}"))(&e))?;
+    out.attributes()
+        .and_then(|a| a.get(&QueueAttributeName::QueueArn))
+        .cloned()
+        .ok_or_else(|| ProvisionError {
+            what: format!("reading attributes of {url}"),
+            detail: "no QueueArn".into(),
+        })
+}

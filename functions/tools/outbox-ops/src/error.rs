@@ -1,0 +1,150 @@
+//! What can go wrong at the operator's terminal, each with what to do about it.
+
+use aws_smithy_types::error::metadata::ProvideErrorMetadata;
+use aws_smithy_types::retry::ProvideErrorKind;
+use dynamodb_outbox::schema::ItemKey;
+use dynamodb_outbox::sdk_error::{AwsError, describe, is_retryable};
+
+/// An operator command failed.
+#[derive(Debug, thiserror::Error)]
+pub enum OpsError {
+    /// No table was named.
+    #[error("no table: pass --table NAME or set OUTBOX_TABLE_NAME")]
+    NoTable,
+    /// The table does not exist where the command looked.
+    #[error(
+        "table {table} does not exist here: check --table, the region (AWS_REGION or the profile's) and, for the emulator, --endpoint"
+    )]
+    TableNotFound {
+        /// The table.
+        table: String,
+        /// What AWS said.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// The caller may not do this.
+    #[error(
+        "not allowed to {action} table {table}: the caller needs dynamodb:{permission} on it ({message})"
+    )]
+    AccessDenied {
+        /// What was attempted.
+        action: &'static str,
+        /// The table.
+        table: String,
+        /// The IAM action needed.
+        permission: &'static str,
+        /// What AWS said.
+        message: String,
+        /// The SDK error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// Any other AWS error.
+    #[error("could not {action} table {table}: {message}{}", if *.retryable { " (a transient failure: run the command again)" } else { "" })]
+    Aws {
+        /// What was attempted.
+        action: &'static str,
+        /// The table.
+        table: String,
+        /// What AWS said, with its context.
+        message: String,
+        /// Whether running the command again may succeed.
+        retryable: bool,
+        /// The SDK error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// A redrive stopped part-way.
+    #[error(
+        "redrive stopped at {key} after {redriven} message(s) were redriven: {source}. Run the same command again: messages already redriven are no longer FAILED and are left alone"
+    )]
+    RedriveStopped {
+        /// The item it stopped at.
+        key: ItemKey,
+        /// Messages redriven before it.
+        redriven: usize,
+        /// Why.
+        #[source]
+        source: Box<OpsError>,
+    },
+}
+
+impl OpsError {
+    /// Classifies an SDK error of `action` (`scan`, `update`) on `table`.
+    pub(crate) fn aws<E>(action: &'static str, table: &str, err: AwsError<E>) -> Self
+    where
+        E: ProvideErrorKind + ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
+    {
+        let table = table.to_owned();
+        let code = err
+            .as_service_error()
+            .and_then(|e| ProvideErrorMetadata::code(e))
+            .unwrap_or_default()
+            .to_owned();
+        let message = describe(&err);
+        let retryable = is_retryable(&err);
+        let source = Box::new(err);
+        match code.as_str() {
+            "ResourceNotFoundException" => OpsError::TableNotFound { table, source },
+            "AccessDeniedException" | "UnrecognizedClientException" => OpsError::AccessDenied {
+                permission: if action == "scan" {
+                    "Scan"
+                } else {
+                    "UpdateItem"
+                },
+                action,
+                table,
+                message,
+                source,
+            },
+            _ => OpsError::Aws {
+                action,
+                table,
+                message,
+                retryable,
+                source,
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use aws_sdk_dynamodb::operation::scan::ScanError;
+    use aws_smithy_runtime_api::client::result::SdkError;
+    use aws_smithy_runtime_api::http::{Response, StatusCode};
+    use aws_smithy_types::body::SdkBody;
+    use aws_smithy_types::error::ErrorMetadata;
+
+    fn scan_error(code: &str, status: u16) -> OpsError {
+        let meta = ErrorMetadata::builder()
+            .code(code)
+            .message("said so")
+            .build();
+        let raw = Response::new(
+            StatusCode::try_from(status).expect("status"),
+            SdkBody::empty(),
+        );
+        OpsError::aws(
+            "scan",
+            "outbox",
+            SdkError::service_error(ScanError::generic(meta), raw),
+        )
+    }
+
+    #[test]
+    fn every_error_says_what_to_do() {
+        let missing = scan_error("ResourceNotFoundException", 400).to_string();
+        assert!(missing.contains("check --table, the region"), "{missing}");
+        let denied = scan_error("AccessDeniedException", 400).to_string();
+        assert!(denied.contains("needs dynamodb:Scan"), "{denied}");
+        let throttled = scan_error("ThrottlingException", 400).to_string();
+        assert!(throttled.contains("run the command again"), "{throttled}");
+        let other = scan_error("ValidationException", 400).to_string();
+        assert!(
+            !other.contains("again") && other.contains("said so"),
+            "{other}"
+        );
+    }
+}

@@ -1,0 +1,198 @@
+//! `outbox-ops`: operator commands on an outbox table.
+//!
+//! ```text
+//! outbox-ops status                       counts per status, oldest pending age
+//! outbox-ops failed [--topic T]           FAILED messages with their LastError
+//! outbox-ops redrive --key PK SK ...      chosen FAILED messages back to PENDING
+//! outbox-ops redrive --topic T | --all
+//! ```
+//!
+//! `--endpoint URL` talks to the emulator; without it the standard AWS configuration
+//! chain picks the account. `--table` defaults to `OUTBOX_TABLE_NAME`.
+
+use aws_config::{BehaviorVersion, Region};
+use clap::{ArgGroup, Parser, Subcommand};
+use dynamodb_outbox::clock::now_ms;
+use dynamodb_outbox::schema::ItemKey;
+use outbox_ops::{OpsError, Selection};
+use std::process::ExitCode;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "outbox-ops",
+    about = "Operator commands on a dynamodb-outbox table"
+)]
+struct Cli {
+    /// AWS endpoint (the emulator). Without it, the standard AWS configuration picks
+    /// the account.
+    #[arg(long, global = true)]
+    endpoint: Option<String>,
+    /// The outbox table.
+    #[arg(long, env = "OUTBOX_TABLE_NAME", global = true)]
+    table: Option<String>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Counts per status and the age of the oldest pending message (scans the table).
+    Status,
+    /// Lists FAILED messages with the reason the outbox gave up.
+    Failed {
+        /// Only this topic.
+        #[arg(long)]
+        topic: Option<String>,
+    },
+    /// Moves FAILED messages back to PENDING with a fresh retry budget; the sweeper
+    /// republishes them (same MessageId: consumers deduplicate).
+    #[command(group(ArgGroup::new("which").required(true).args(["key", "topic", "all"])))]
+    Redrive {
+        /// One message by its key (repeatable).
+        #[arg(long, num_args = 2, value_names = ["PK", "SK"], action = clap::ArgAction::Append)]
+        key: Vec<String>,
+        /// Every FAILED message of this topic.
+        #[arg(long)]
+        topic: Option<String>,
+        /// Every FAILED message.
+        #[arg(long)]
+        all: bool,
+    },
+}
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let Some(table) = cli.table.clone() else {
+        eprintln!("outbox-ops: {}", OpsError::NoTable);
+        return ExitCode::from(2);
+    };
+    let client = aws_sdk_dynamodb::Client::new(&sdk_config(cli.endpoint.as_deref()).await);
+    match run(&client, &table, cli.command).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("outbox-ops: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// The standard AWS configuration chain, or the emulator at `endpoint` (any
+/// credentials, one region, a few more retries: emulators drop connections now and
+/// then).
+async fn sdk_config(endpoint: Option<&str>) -> aws_config::SdkConfig {
+    let mut loader = aws_config::defaults(BehaviorVersion::latest());
+    if let Some(endpoint) = endpoint {
+        loader = loader
+            .retry_config(aws_config::retry::RetryConfig::standard().with_max_attempts(5))
+            .endpoint_url(endpoint)
+            .region(Region::new("us-east-1"))
+            .credentials_provider(aws_sdk_dynamodb::config::Credentials::new(
+                "testing", "testing", None, None, "emulator",
+            ));
+    }
+    loader.load().await
+}
+
+async fn run(
+    client: &aws_sdk_dynamodb::Client,
+    table: &str,
+    command: Command,
+) -> Result<(), OpsError> {
+    let now = now_ms();
+    match command {
+        Command::Status => print_status(&outbox_ops::status(client, table, now).await?, table),
+        Command::Failed { topic } => {
+            print_failed(&outbox_ops::failed(client, table, topic.as_deref()).await?);
+        }
+        Command::Redrive { key, topic, all } => {
+            let selection = selection(key, topic, all);
+            print_redrive(&outbox_ops::redrive(client, table, selection, now).await?);
+        }
+    }
+    Ok(())
+}
+
+fn print_status(report: &outbox_ops::StatusReport, table: &str) {
+    println!("table {table} ({} items read)", report.items_read);
+    for (status, count) in &report.counts {
+        println!("  {status:<12} {count}");
+    }
+    match report.oldest_pending_age_ms {
+        Some(age) => println!("oldest pending: {:.1} s", age as f64 / 1000.0),
+        None => println!("oldest pending: -"),
+    }
+    if report.pending_without_created_at > 0 {
+        println!(
+            "pending without CreatedAt (age unknown): {}",
+            report.pending_without_created_at
+        );
+    }
+    if report.pending_unindexed > 0 {
+        println!(
+            "pending outside the sweeper index: {} (recovered only with OUTBOX_SWEEP_SCAN_MODE=on)",
+            report.pending_unindexed
+        );
+    }
+}
+
+fn print_failed(failed: &[outbox_ops::FailedMessage]) {
+    for f in failed {
+        println!(
+            "{}\t{}\t{}\t{}\tattempts={}\t{}",
+            f.key.pk,
+            f.key.sk,
+            f.topic.as_deref().unwrap_or("-"),
+            f.message_id,
+            f.retry_count.unwrap_or(0),
+            f.last_error.as_deref().unwrap_or("-"),
+        );
+    }
+    println!("{} failed message(s)", failed.len());
+}
+
+fn selection(key: Vec<String>, topic: Option<String>, all: bool) -> Selection {
+    if all {
+        return Selection::All;
+    }
+    if let Some(topic) = topic {
+        return Selection::Topic(topic);
+    }
+    Selection::Keys(
+        key.chunks(2)
+            .filter_map(|pair| match pair {
+                [pk, sk] => Some(ItemKey {
+                    pk: pk.clone(),
+                    sk: sk.clone(),
+                }),
+                _ => None,
+            })
+            .collect(),
+    )
+}
+
+fn print_redrive(report: &outbox_ops::RedriveReport) {
+    for k in &report.redriven {
+        println!("redriven\t{}\t{}", k.pk, k.sk);
+    }
+    for k in &report.not_failed {
+        println!("not FAILED, left alone\t{}\t{}", k.pk, k.sk);
+    }
+    for k in &report.payload_elsewhere {
+        println!(
+            "payload on the dead-letter queue (PayloadOn), left alone\t{}\t{}",
+            k.pk, k.sk
+        );
+    }
+    println!(
+        "{} redriven, {} left alone; the sweeper republishes them on its next run",
+        report.redriven.len(),
+        report.not_failed.len() + report.payload_elsewhere.len()
+    );
+    if !report.payload_elsewhere.is_empty() {
+        println!(
+            "{} FAILED item(s) gave their payload to the dead-letter copy (they were at the 400 KB limit): put the payload back (or a reference to it), remove PayloadOn, then redrive them",
+            report.payload_elsewhere.len()
+        );
+    }
+}

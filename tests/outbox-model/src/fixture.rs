@@ -1,0 +1,289 @@
+//! The model's messages, made by the real code: each outbox item becomes a DynamoDB
+//! stream record in Lambda's event format, which `dynamodb_outbox::stream::classify` turns into
+//! the publish path's work (or skips, as it skips the business item); a claim returns
+//! what `dynamodb_outbox_core::schema::decode` reads from the same image; and the destination
+//! receives what `plan` builds for it.
+
+use crate::params::{Kind, Params, Producer};
+use aws_lambda_events::event::dynamodb::EventRecord;
+use dynamodb_outbox_core::config::PublisherConfig;
+use dynamodb_outbox_core::message::AttrValue;
+use dynamodb_outbox_core::policy::{Member, Sibling};
+use dynamodb_outbox_core::publish::{Work, WorkItem, plan};
+use dynamodb_outbox_core::route::{Destination, Routes};
+use dynamodb_outbox_core::schema::{self, ItemKey, OutboxMessage, Undecodable};
+
+/// One abstract tick of time, in milliseconds: the unit of every due time, lease,
+/// visibility timeout, window and TTL in the model.
+pub const TICK_MS: i64 = 60_000;
+
+/// The routed topic.
+pub const TOPIC: &str = "orders";
+
+/// One outbox item, as the real code sees it.
+#[derive(Debug, Clone)]
+pub struct Msg {
+    /// Its transaction.
+    pub txn: u8,
+    /// Its aggregate.
+    pub aggregate: u8,
+    /// Its kind.
+    pub kind: Kind,
+    /// Its key.
+    pub key: ItemKey,
+    /// What `classify` made of its INSERT record.
+    pub work: Work,
+    /// What a claim decodes from the stored item.
+    pub decoded: Result<OutboxMessage, Undecodable>,
+    /// Whether the producer wrote the sweeper index keys.
+    pub indexed: bool,
+    /// The outbox message id (written or derived).
+    pub id: String,
+    /// The message attributes the destination receives.
+    pub attributes: Vec<(&'static str, AttrValue)>,
+    /// What the order fence sees of it in a batch (none for poison).
+    pub member: Option<Member>,
+}
+
+impl Msg {
+    /// What the order fence's read returns for it while it is `PENDING`: from the
+    /// index, its key and due time; from its partition, its place too.
+    pub fn as_sibling(&self, due_tick: Option<u8>, partition: bool) -> Option<Sibling> {
+        let due = due_tick.map(|t| i64::from(t) * TICK_MS);
+        if !partition {
+            return due.map(|d| Sibling::indexed(self.key.clone(), d));
+        }
+        Some(match &self.decoded {
+            Ok(m) => Sibling::read(
+                self.key.clone(),
+                due,
+                (m.created_at > 0).then_some(m.created_at),
+                Some(&m.message_id),
+            ),
+            Err(_) => Sibling::read(self.key.clone(), due, None, None),
+        })
+    }
+}
+
+/// Everything fixed about a model instance.
+#[derive(Debug, Clone)]
+pub struct Fixture {
+    /// Every outbox item, in creation order.
+    pub msgs: Vec<Msg>,
+    /// Routing and dead-letter queue, as the functions are configured.
+    pub config: PublisherConfig,
+    /// The destination of `orders`.
+    pub dest: Destination,
+    /// Business items of the transactions that `classify` keeps (must be none).
+    pub business_records_kept: usize,
+}
+
+fn record(key: &ItemKey, image: serde_json::Value, seq: usize) -> Option<EventRecord> {
+    let value = serde_json::json!({
+        "eventID": seq.to_string(), "eventName": "INSERT", "eventSource": "aws:dynamodb",
+        "eventVersion": "1.1", "awsRegion": "eu-west-1",
+        "eventSourceARN": "arn:aws:dynamodb:eu-west-1:123456789012:table/t/stream/x",
+        "dynamodb": {
+            "ApproximateCreationDateTime": 1_732_870_800, "SizeBytes": 400,
+            "SequenceNumber": format!("{:021}", seq + 1), "StreamViewType": "NEW_IMAGE",
+            "Keys": {"PK": {"S": key.pk}, "SK": {"S": key.sk}}, "NewImage": image
+        }
+    });
+    serde_json::from_value(value).ok()
+}
+
+impl Fixture {
+    /// The messages of `params`.
+    pub fn new(params: &Params) -> Self {
+        let url = if params.fifo {
+            "https://sqs.eu-west-1.amazonaws.com/123456789012/orders.fifo"
+        } else {
+            "https://sqs.eu-west-1.amazonaws.com/123456789012/orders"
+        };
+        let dest = Destination::sqs(url);
+        let config = PublisherConfig {
+            table_name: "outbox".into(),
+            routes: Routes::new([(TOPIC.to_owned(), dest.clone())], None),
+            dead_letter: Destination::sqs("https://sqs.eu-west-1.amazonaws.com/123456789012/dlq"),
+            ttl_days: 7,
+        };
+        let mut msgs = Vec::new();
+        let mut business_records_kept = 0;
+        let mut seq = 0usize;
+        for (t, txn) in params.txns.iter().enumerate() {
+            let pk = format!("AGG#{}", txn.aggregate);
+            let business = ItemKey {
+                pk: pk.clone(),
+                sk: format!("ORDER#{t}"),
+            };
+            let image = serde_json::json!({
+                "PK": {"S": business.pk}, "SK": {"S": business.sk}, "ItemType": {"S": "ORDER"}
+            });
+            if record(&business, image, seq)
+                .is_some_and(|r| dynamodb_outbox::stream::classify(&r).is_ok())
+            {
+                business_records_kept += 1;
+            }
+            seq += 1;
+            for kind in &txn.messages {
+                let n = msgs.len();
+                let indexed = txn.producer == Producer::Library;
+                // The library's ids are UUIDv7 made at the write (`CreatedAt`, in
+                // order); a minimal producer's sort key ends with its own counter.
+                let uuid = uuid::Builder::from_unix_timestamp_millis(
+                    u64::try_from(t + 1).unwrap_or(0),
+                    &[u8::try_from(n).unwrap_or(u8::MAX); 10],
+                )
+                .into_uuid()
+                .to_string();
+                let key = ItemKey {
+                    pk: pk.clone(),
+                    sk: if indexed {
+                        format!("MESSAGE#E#{uuid}")
+                    } else {
+                        format!("MESSAGE#E#{n:03}")
+                    },
+                };
+                let topic = if *kind == Kind::Unroutable {
+                    "nowhere"
+                } else {
+                    TOPIC
+                };
+                let mut image = serde_json::json!({
+                    "PK": {"S": key.pk}, "SK": {"S": key.sk},
+                    "ItemType": {"S": schema::PENDING_MESSAGE}, "Status": {"S": "PENDING"},
+                    "Topic": {"S": topic}, "Payload": {"S": format!("{{\"order\":{n}}}")},
+                    "RetryCount": {"N": "0"}
+                });
+                if let Some(o) = image.as_object_mut() {
+                    if *kind == Kind::Undecodable {
+                        o.remove("Topic");
+                    }
+                    if indexed {
+                        o.insert("MessageId".into(), serde_json::json!({ "S": uuid }));
+                        o.insert(
+                            "CreatedAt".into(),
+                            serde_json::json!({"N": (t + 1).to_string()}),
+                        );
+                        o.insert(
+                            "SweepShard".into(),
+                            serde_json::json!({"S": schema::sweep_shard(&key.pk)}),
+                        );
+                        o.insert("SweepDueAt".into(), serde_json::json!({"N": "0"}));
+                    }
+                }
+                let Some(rec) = record(&key, image, seq) else {
+                    continue;
+                };
+                seq += 1;
+                let Ok(WorkItem { work, .. }) = dynamodb_outbox::stream::classify(&rec) else {
+                    continue;
+                };
+                let decoded = schema::decode(&rec.change.new_image, Some(&key));
+                let id = match &work {
+                    Work::Publish(m) => m.message_id.clone(),
+                    Work::Poison(p) => p.message_id.clone().unwrap_or_default(),
+                };
+                let attributes = match &work {
+                    Work::Publish(m) => {
+                        dynamodb_outbox_core::message::OutboundMessage::for_destination(m, &dest)
+                            .attributes
+                    }
+                    Work::Poison(_) => Vec::new(),
+                };
+                let member = match &work {
+                    Work::Publish(m) => Some(Member::of(m, dest.is_fifo())),
+                    Work::Poison(_) => None,
+                };
+                msgs.push(Msg {
+                    txn: u8::try_from(t).unwrap_or(u8::MAX),
+                    aggregate: txn.aggregate,
+                    kind: *kind,
+                    key,
+                    work,
+                    decoded,
+                    indexed,
+                    id,
+                    attributes,
+                    member,
+                });
+            }
+        }
+        Fixture {
+            msgs,
+            config,
+            dest,
+            business_records_kept,
+        }
+    }
+
+    /// The message whose key is `key`.
+    pub fn by_key(&self, key: &ItemKey) -> Option<u8> {
+        self.msgs
+            .iter()
+            .position(|m| &m.key == key)
+            .and_then(|i| u8::try_from(i).ok())
+    }
+
+    /// The rounds `plan` makes of these work items (positions per round) and the
+    /// positions it finds poison while routing.
+    pub fn plan(&self, items: &[WorkItem]) -> (Vec<Vec<u8>>, Vec<u8>) {
+        let p = plan(&self.config, items);
+        let pos = |i: usize| u8::try_from(i).unwrap_or(u8::MAX);
+        let rounds = p
+            .rounds
+            .iter()
+            .map(|round| {
+                round
+                    .values()
+                    .flat_map(|call| call.entries.iter().map(|e| pos(e.index)))
+                    .collect()
+            })
+            .collect();
+        let poison = p.poison.iter().map(|(i, _)| pos(*i)).collect();
+        (rounds, poison)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::params::Txn;
+
+    #[test]
+    fn the_fixture_is_what_the_real_code_makes_of_the_records() {
+        let params = Params {
+            txns: vec![
+                Txn::library(0, 1),
+                Txn::minimal(1, 1),
+                Txn::library(2, 2).kinds(&[Kind::Undecodable, Kind::Unroutable]),
+            ],
+            ..Params::default()
+        };
+        let f = Fixture::new(&params);
+        assert_eq!(f.business_records_kept, 0, "classify skips business items");
+        assert_eq!(f.msgs.len(), 4);
+        assert!(f.msgs[0].indexed && !f.msgs[1].indexed);
+        // The library's messages are ordered by their sort keys' UUIDv7 in the index;
+        // a minimal producer's aggregate is read from its partition.
+        let library = |i: usize| f.msgs[i].member.as_ref().map(|m| m.library);
+        assert_eq!((library(0), library(1)), (Some(true), Some(false)));
+        assert!(dynamodb_outbox_core::policy::key_position(&f.msgs[0].key).is_some());
+        assert_eq!(f.msgs[1].id, schema::derive_message_id(&f.msgs[1].key));
+        assert!(
+            matches!(f.msgs[2].work, Work::Poison(_)),
+            "no Topic: poison"
+        );
+        assert!(f.msgs[2].decoded.is_err());
+        // The unroutable one is poison only once routed: `plan` finds it.
+        let items: Vec<WorkItem> = [0, 3]
+            .iter()
+            .map(|&i| WorkItem {
+                id: i.to_string(),
+                work: f.msgs[i].work.clone(),
+            })
+            .collect();
+        let (rounds, poison) = f.plan(&items);
+        assert_eq!((rounds, poison), (vec![vec![0]], vec![1]));
+    }
+}

@@ -1,0 +1,708 @@
+//! The model: every actor's enabled actions and what each does.
+
+use crate::fixture::Fixture;
+use crate::params::{Consumer as Strategy, Kind, Mutation, Params};
+use crate::state::{
+    Consumer, Copy, GuardKey, Inv, Item, Out, Phase, Record, Shard, State, Status, TxnState, Work,
+    bit,
+};
+use aws_lambda_events::event::sqs::{SqsMessage, SqsMessageAttribute};
+use dynamodb_outbox_core::publish::{Work as CodeWork, WorkItem};
+use dynamodb_outbox_idempotency::marker::classify_cancellation;
+use stateright::{Model, Property};
+
+/// The tick no run of a correct protocol reaches: a held-back message given its
+/// attempt back at every sweep could otherwise wait forever without using up a
+/// bounded resource.
+pub const HORIZON: u8 = 24;
+
+/// What a call does when it goes wrong.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Fault {
+    /// It works.
+    None,
+    /// It fails (throttled, 5xx, timeout before the service acted).
+    Fail,
+    /// The service acted (sent, wrote), but the answer was lost (a timeout after it
+    /// acted): the caller sees a failure.
+    Lost,
+}
+
+/// One step of one actor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Action {
+    /// The producer commits transaction `n`.
+    Commit(u8),
+    /// The producer's transaction `n` rolls back.
+    RollBack(u8),
+    /// The event source mapping invokes the publisher on a shard's next batch.
+    Deliver(u8),
+    /// Invocation `n` (publisher or sweeper) takes its next step.
+    Step(u8, Fault),
+    /// Invocation `n` crashes before its next step.
+    Crash(u8),
+    /// The schedule starts a sweep.
+    Sweep,
+    /// The recovery function handles on-failure record `n`.
+    Recover(u8, Fault),
+    /// A consumer receives the copy with SQS id `n`.
+    Receive(u8),
+    /// Consumer invocation `n` takes its next step.
+    Consume(u8),
+    /// Consumer invocation `n` crashes before its next step.
+    ConsumerCrash(u8),
+    /// TTL deletes item `n`.
+    Expire(u8),
+    /// An operator redrives `FAILED` item `n`.
+    Redrive(u8),
+    /// Time passes.
+    Tick,
+}
+
+/// The whole protocol, for stateright.
+#[derive(Debug, Clone)]
+pub struct OutboxModel {
+    /// What is explored.
+    pub params: Params,
+    /// The messages, made by the real code.
+    pub fixture: Fixture,
+}
+
+impl OutboxModel {
+    /// The model of `params`.
+    pub fn new(params: Params) -> Self {
+        let fixture = Fixture::new(&params);
+        OutboxModel { params, fixture }
+    }
+
+    fn msg(&self, m: u8) -> &crate::fixture::Msg {
+        &self.fixture.msgs[usize::from(m)]
+    }
+
+    /// Whether message `m`'s transaction committed.
+    pub fn committed(&self, s: &State, m: u8) -> bool {
+        s.txns[usize::from(self.msg(m).txn)] == TxnState::Committed
+    }
+
+    /// Changes an item's status, noting any way out of a terminal state.
+    fn set_status(&self, s: &mut State, m: u8, status: Status, redrive: bool) {
+        let old = s.items[usize::from(m)].status;
+        let terminal = matches!(old, Status::Sent | Status::Failed);
+        let allowed =
+            old == status || (old == Status::Sent && status == Status::Deleted) || redrive;
+        if terminal && !allowed {
+            s.left_terminal = true;
+        }
+        s.items[usize::from(m)].status = status;
+    }
+
+    /// The conditional `PENDING` → `SENT` update; whether it changed the item.
+    pub fn mark_sent(&self, s: &mut State, m: u8) -> bool {
+        let item = s.items[usize::from(m)];
+        let pass = item.status == Status::Pending
+            || (self.params.has(Mutation::UnconditionalMark)
+                && matches!(item.status, Status::Failed | Status::Sent));
+        if pass {
+            self.set_status(s, m, Status::Sent, false);
+            let item = &mut s.items[usize::from(m)];
+            item.due = None;
+            item.expires = s.now.saturating_add(self.params.ttl);
+        }
+        pass
+    }
+
+    /// The conditional `PENDING` → `FAILED` update.
+    pub fn mark_failed(&self, s: &mut State, m: u8) {
+        if s.items[usize::from(m)].status == Status::Pending {
+            self.set_status(s, m, Status::Failed, false);
+            let item = &mut s.items[usize::from(m)];
+            item.due = None;
+            item.error = true;
+        }
+    }
+
+    /// The destination accepts a copy of `m` (FIFO: unless within its deduplication
+    /// window).
+    pub fn accept(&self, s: &mut State, m: u8) {
+        if s.accepted & bit(m) == 0 {
+            let agg = self.msg(m).aggregate;
+            let later = (m + 1..u8::try_from(self.fixture.msgs.len()).unwrap_or(0))
+                .any(|j| self.msg(j).aggregate == agg && s.accepted & bit(j) != 0);
+            if later && self.params.fifo {
+                s.overtaken = true;
+            }
+            s.accepted |= bit(m);
+        }
+        if self.params.fifo {
+            if s.dedup.iter().any(|&(d, until)| d == m && s.now < until) {
+                return;
+            }
+            s.dedup.retain(|&(d, _)| d != m);
+            s.dedup
+                .push((m, s.now.saturating_add(self.params.dedup_window)));
+            s.dedup.sort_unstable();
+        }
+        s.queue.push(Copy {
+            msg: m,
+            sqs: s.sqs_ids,
+            receives: 0,
+            visible_at: s.now,
+        });
+        s.sqs_ids = s.sqs_ids.saturating_add(1);
+    }
+
+    fn records_in(&self, s: &State, shard: u8, from: u8, to: u8) -> Vec<u8> {
+        s.shards[usize::from(shard)].records[usize::from(from)..usize::from(to)]
+            .iter()
+            .map(|r| r.0)
+            .collect()
+    }
+
+    /// The event source mapping's next invocation on `shard`: records past the
+    /// maximum age are discarded (an on-failure record each run of them), the rest
+    /// batched.
+    fn deliver(&self, s: &mut State, shard: u8) {
+        let now = s.now;
+        let sh = &mut s.shards[usize::from(shard)];
+        let start = sh.next;
+        while usize::from(sh.next) < sh.records.len()
+            && sh.records[usize::from(sh.next)].1 + self.params.max_record_age < now
+        {
+            sh.next += 1;
+        }
+        if sh.next > start {
+            s.on_failure.push((shard, start, sh.next));
+            sh.attempts = 0;
+        }
+        let len = u8::try_from(sh.records.len()).unwrap_or(u8::MAX);
+        if sh.next >= len {
+            return;
+        }
+        let (from, to) = (
+            sh.next,
+            len.min(sh.next + sh.limit.min(self.params.batch_size)),
+        );
+        sh.busy = true;
+        let msgs = self.records_in(s, shard, from, to);
+        let works: Vec<Work> = msgs
+            .iter()
+            .map(|&m| Work {
+                msg: m,
+                poison: matches!(self.msg(m).work, CodeWork::Poison(_)),
+            })
+            .collect();
+        let items: Vec<WorkItem> = msgs
+            .iter()
+            .enumerate()
+            .map(|(i, &m)| WorkItem {
+                id: i.to_string(),
+                work: self.msg(m).work.clone(),
+            })
+            .collect();
+        let publish = self.start_publish(works, &items);
+        s.invs.push(Inv::Stream {
+            shard,
+            from,
+            to,
+            publish,
+        });
+    }
+
+    /// The mapping after an invocation: checkpoint at the lowest reported failure
+    /// (`None`: the function failed as a whole, so bisect, or count a retry).
+    fn esm_after(&self, s: &mut State, shard: u8, from: u8, to: u8, failed: Option<Option<u8>>) {
+        let batch = self.params.batch_size;
+        let retries = self.params.esm_retries;
+        let sh = &mut s.shards[usize::from(shard)];
+        sh.busy = false;
+        let discard_from = match failed {
+            Some(None) => {
+                sh.next = to;
+                sh.attempts = 0;
+                sh.limit = batch;
+                None
+            }
+            Some(Some(pos)) => {
+                sh.next = from + pos;
+                sh.attempts += 1;
+                (sh.attempts > retries).then_some(from + pos)
+            }
+            None if to - from > 1 => {
+                // Bisection does not count against the retries.
+                sh.limit = (to - from) / 2;
+                None
+            }
+            None => {
+                sh.attempts += 1;
+                (sh.attempts > retries).then_some(from)
+            }
+        };
+        if let Some(first) = discard_from {
+            sh.next = to;
+            sh.attempts = 0;
+            sh.limit = batch;
+            if !self.params.has(Mutation::NoRecovery) {
+                s.on_failure.push((shard, first, to));
+            }
+        }
+    }
+
+    /// The recovery function: adopts the pending unindexed items of a discarded range,
+    /// due now.
+    fn recover(&self, s: &mut State, n: usize) {
+        let (shard, from, to) = s.on_failure.remove(n);
+        for m in self.records_in(s, shard, from, to) {
+            let now = s.now;
+            let item = &mut s.items[usize::from(m)];
+            if item.status == Status::Pending && item.due.is_none() {
+                item.due = Some(now);
+            }
+        }
+    }
+
+    /// The consumer's idempotency key for a copy: `message_key` on the SQS message the
+    /// consumer receives (its outbox `MessageId` attribute, else the SQS id).
+    fn consumer_key(&self, m: u8, sqs: u8) -> GuardKey {
+        match self.params.consumer {
+            Strategy::BusinessKey => return GuardKey::Business(m),
+            _ if self.params.has(Mutation::ConsumerKeysOnSqsId) => return GuardKey::Sqs(sqs),
+            _ => {}
+        }
+        let mut msg = SqsMessage::default();
+        msg.message_id = Some(format!("sqs-{sqs}"));
+        for (name, value) in &self.msg(m).attributes {
+            let mut attr = SqsMessageAttribute::default();
+            attr.string_value = Some(value.text().to_owned());
+            attr.data_type = Some(value.data_type().to_owned());
+            msg.message_attributes.insert((*name).to_owned(), attr);
+        }
+        match dynamodb_outbox_idempotency::Delivery::open(&msg).message_id() {
+            Ok(k) if k == self.msg(m).id => GuardKey::Outbox(m),
+            _ => GuardKey::Sqs(sqs),
+        }
+    }
+
+    fn ack(s: &mut State, sqs: u8) {
+        s.queue.retain(|c| c.sqs != sqs);
+    }
+
+    /// One step of a consumer.
+    fn consume(&self, s: &mut State, c: usize) {
+        let mut con = s.consumers[c];
+        let key = *con
+            .key
+            .get_or_insert_with(|| self.consumer_key(con.msg, con.sqs));
+        let m = usize::from(con.msg);
+        let mut finished = false;
+        match (self.params.consumer, con.step) {
+            (Strategy::Marker | Strategy::BusinessKey, 0) => {
+                let duplicate = match s.record(key) {
+                    // The marker's condition fails: the cancellation reasons name
+                    // action 0 (the marker); `classify_cancellation` calls it a duplicate.
+                    Some(_) => {
+                        classify_cancellation(&[Some("ConditionalCheckFailed"), Some("None")])
+                            == Some(Ok(()))
+                    }
+                    None => false,
+                };
+                if !duplicate {
+                    s.effects[m] = s.effects[m].saturating_add(1);
+                    s.set_record(key, Record::Done);
+                }
+                con.step = 1;
+            }
+            (Strategy::SideEffect, 0) => match s.record(key) {
+                Some(Record::InProgress(until)) if until >= s.now => finished = true,
+                Some(Record::Completed | Record::Done) => con.step = 3,
+                _ => {
+                    s.set_record(key, Record::InProgress(s.now));
+                    con.step = 1;
+                }
+            },
+            (Strategy::SideEffect, 1) => {
+                s.effects[m] = s.effects[m].saturating_add(1);
+                con.step = 2;
+            }
+            (Strategy::SideEffect, 2) => {
+                s.set_record(key, Record::Completed);
+                con.step = 3;
+            }
+            _ => {
+                Self::ack(s, con.sqs);
+                finished = true;
+            }
+        }
+        if finished {
+            s.consumers.remove(c);
+        } else {
+            s.consumers[c] = con;
+        }
+    }
+
+    fn receivable(&self, s: &State, c: &Copy) -> bool {
+        if c.visible_at > s.now || s.consumers.iter().any(|k| k.sqs == c.sqs) {
+            return false;
+        }
+        if !self.params.fifo {
+            return true;
+        }
+        let agg = self.msg(c.msg).aggregate;
+        s.queue
+            .iter()
+            .find(|q| self.msg(q.msg).aggregate == agg)
+            .map(|q| q.sqs)
+            == Some(c.sqs)
+    }
+
+    fn receive(&self, s: &mut State, sqs: u8) {
+        let Some(i) = s.queue.iter().position(|c| c.sqs == sqs) else {
+            return;
+        };
+        let copy = &mut s.queue[i];
+        copy.receives += 1;
+        if copy.receives > self.params.max_receives {
+            let m = copy.msg;
+            s.queue.remove(i);
+            s.consumer_dlq |= bit(m);
+            return;
+        }
+        copy.visible_at = s.now + self.params.visibility;
+        let msg = copy.msg;
+        s.consumers.push(Consumer {
+            sqs,
+            msg,
+            key: None,
+            step: 0,
+        });
+    }
+
+    fn timers_ahead(&self, s: &State) -> bool {
+        let now = s.now;
+        s.items
+            .iter()
+            .any(|i| i.status == Status::Pending && i.due.is_some_and(|d| d > now))
+            || s.queue.iter().any(|c| c.visible_at > now)
+            || s.guard
+                .iter()
+                .any(|(_, r)| matches!(r, Record::InProgress(until) if *until >= now))
+    }
+
+    fn txn_ready(&self, s: &State, t: usize) -> bool {
+        let agg = self.params.txns[t].aggregate;
+        s.txns[t] == TxnState::Open
+            && (0..t).all(|e| self.params.txns[e].aggregate != agg || s.txns[e] != TxnState::Open)
+    }
+
+    fn step_faults(&self, s: &State, (call, writes): (bool, bool), out: &mut Vec<Fault>) {
+        out.push(Fault::None);
+        if call && s.faults > 0 {
+            out.push(Fault::Fail);
+            if writes {
+                out.push(Fault::Lost);
+            }
+        }
+    }
+
+    /// Whether message `m` has reached its end: `SENT` with its effect applied once,
+    /// or `FAILED` with a dead-letter copy; nothing for an uncommitted one.
+    pub fn settled(&self, s: &State, m: u8) -> bool {
+        let item = s.items[usize::from(m)];
+        if !self.committed(s, m) {
+            return item.status == Status::Absent && s.effects[usize::from(m)] == 0;
+        }
+        match item.status {
+            Status::Sent | Status::Deleted => {
+                self.msg(m).kind == Kind::Good && s.effects[usize::from(m)] == 1
+            }
+            Status::Failed => s.dlq & bit(m) != 0,
+            Status::Absent | Status::Pending => false,
+        }
+    }
+
+    /// Whether nothing can happen any more.
+    pub fn quiescent(&self, s: &State) -> bool {
+        let mut actions = Vec::new();
+        self.actions(s, &mut actions);
+        actions.is_empty()
+    }
+}
+
+impl Model for OutboxModel {
+    type State = State;
+    type Action = Action;
+
+    fn init_states(&self) -> Vec<State> {
+        let n = self.fixture.msgs.len();
+        let shards = self
+            .params
+            .txns
+            .iter()
+            .map(|t| t.aggregate)
+            .max()
+            .map_or(0, |a| a + 1);
+        vec![State {
+            now: 0,
+            crashes: self.params.crashes,
+            faults: self.params.faults,
+            redrives: self.params.redrives,
+            txns: vec![TxnState::Open; self.params.txns.len()],
+            items: vec![
+                Item {
+                    status: Status::Absent,
+                    retry: 0,
+                    due: None,
+                    error: false,
+                    expires: 0,
+                };
+                n
+            ],
+            shards: vec![
+                Shard {
+                    records: Vec::new(),
+                    next: 0,
+                    attempts: 0,
+                    limit: self.params.batch_size,
+                    busy: false,
+                };
+                usize::from(shards)
+            ],
+            on_failure: Vec::new(),
+            invs: Vec::new(),
+            queue: Vec::new(),
+            dedup: Vec::new(),
+            sqs_ids: 0,
+            dlq: 0,
+            consumer_dlq: 0,
+            accepted: 0,
+            effects: vec![0; n],
+            guard: Vec::new(),
+            consumers: Vec::new(),
+            left_terminal: false,
+            overtaken: false,
+        }]
+    }
+
+    fn actions(&self, s: &State, actions: &mut Vec<Action>) {
+        let u = |i: usize| u8::try_from(i).unwrap_or(u8::MAX);
+        for t in 0..s.txns.len() {
+            if self.txn_ready(s, t) {
+                actions.push(Action::Commit(u(t)));
+                if self.params.txns[t].may_roll_back {
+                    actions.push(Action::RollBack(u(t)));
+                }
+            }
+        }
+        for (i, sh) in s.shards.iter().enumerate() {
+            if !sh.busy && usize::from(sh.next) < sh.records.len() {
+                actions.push(Action::Deliver(u(i)));
+            }
+        }
+        let mut faults = Vec::new();
+        for (i, inv) in s.invs.iter().enumerate() {
+            let call = match inv {
+                Inv::Stream { publish, .. } => self.publish_call(publish),
+                Inv::Sweep(sw) => self.sweep_call(sw),
+            };
+            faults.clear();
+            self.step_faults(s, call, &mut faults);
+            actions.extend(faults.iter().map(|f| Action::Step(u(i), *f)));
+            if s.crashes > 0 {
+                actions.push(Action::Crash(u(i)));
+            }
+        }
+        let sweeps = s.invs.iter().filter(|i| matches!(i, Inv::Sweep(_))).count();
+        let due = s
+            .items
+            .iter()
+            .any(|i| i.status == Status::Pending && i.due.is_some_and(|d| d <= s.now));
+        if due && sweeps < usize::from(self.params.sweepers) {
+            actions.push(Action::Sweep);
+        }
+        for i in 0..s.on_failure.len() {
+            actions.push(Action::Recover(u(i), Fault::None));
+            if s.faults > 0 {
+                actions.push(Action::Recover(u(i), Fault::Fail));
+                actions.push(Action::Recover(u(i), Fault::Lost));
+            }
+        }
+        if s.consumers.len() < usize::from(self.params.consumers) {
+            for c in &s.queue {
+                if self.receivable(s, c) {
+                    actions.push(Action::Receive(c.sqs));
+                }
+            }
+        }
+        for i in 0..s.consumers.len() {
+            actions.push(Action::Consume(u(i)));
+            if s.crashes > 0 {
+                actions.push(Action::ConsumerCrash(u(i)));
+            }
+        }
+        for (m, item) in s.items.iter().enumerate() {
+            if item.status == Status::Sent && item.expires <= s.now {
+                actions.push(Action::Expire(u(m)));
+            }
+            if item.status == Status::Failed && s.redrives > 0 {
+                actions.push(Action::Redrive(u(m)));
+            }
+        }
+        // Time passes only between invocations, while no on-failure record waits for
+        // the recovery function (its queue's mapping invokes it within seconds), and
+        // up to the horizon: a run still going there is a livelock (`NO_LIVELOCK`).
+        if s.invs.is_empty()
+            && s.consumers.is_empty()
+            && s.on_failure.is_empty()
+            && s.now < HORIZON
+            && self.timers_ahead(s)
+        {
+            actions.push(Action::Tick);
+        }
+    }
+
+    fn next_state(&self, last: &State, action: Action) -> Option<State> {
+        let mut s = last.clone();
+        match action {
+            Action::Commit(t) => {
+                s.txns[usize::from(t)] = TxnState::Committed;
+                let agg = self.params.txns[usize::from(t)].aggregate;
+                for m in 0..u8::try_from(self.fixture.msgs.len()).unwrap_or(0) {
+                    if self.msg(m).txn != t {
+                        continue;
+                    }
+                    let indexed = self.msg(m).indexed;
+                    s.items[usize::from(m)] = Item {
+                        status: Status::Pending,
+                        retry: 0,
+                        due: indexed.then_some(s.now + 1),
+                        error: false,
+                        expires: 0,
+                    };
+                    s.shards[usize::from(agg)].records.push((m, s.now));
+                }
+            }
+            Action::RollBack(t) => {
+                s.txns[usize::from(t)] = TxnState::RolledBack;
+                if self.params.has(Mutation::StreamShowsRolledBack) {
+                    let agg = self.params.txns[usize::from(t)].aggregate;
+                    for m in 0..u8::try_from(self.fixture.msgs.len()).unwrap_or(0) {
+                        if self.msg(m).txn == t {
+                            s.shards[usize::from(agg)].records.push((m, s.now));
+                        }
+                    }
+                }
+            }
+            Action::Deliver(shard) => self.deliver(&mut s, shard),
+            Action::Step(i, fault) => {
+                if fault != Fault::None {
+                    s.faults -= 1;
+                }
+                let inv = s.invs.remove(usize::from(i));
+                match inv {
+                    Inv::Stream {
+                        shard,
+                        from,
+                        to,
+                        mut publish,
+                    } => {
+                        if publish.phase == Phase::Done {
+                            let failed = publish
+                                .outcome
+                                .iter()
+                                .position(|o| matches!(o, Out::Retry | Out::Blocked | Out::Open))
+                                .and_then(|p| u8::try_from(p).ok());
+                            self.esm_after(&mut s, shard, from, to, Some(failed));
+                        } else {
+                            self.publish_step(&mut s, &mut publish, fault);
+                            s.invs.insert(
+                                usize::from(i),
+                                Inv::Stream {
+                                    shard,
+                                    from,
+                                    to,
+                                    publish,
+                                },
+                            );
+                        }
+                    }
+                    Inv::Sweep(mut sw) => {
+                        if self.sweep_step(&mut s, &mut sw, fault) {
+                            s.invs.insert(usize::from(i), Inv::Sweep(sw));
+                        }
+                    }
+                }
+            }
+            Action::Crash(i) => {
+                s.crashes -= 1;
+                if let Inv::Stream {
+                    shard, from, to, ..
+                } = s.invs.remove(usize::from(i))
+                {
+                    self.esm_after(&mut s, shard, from, to, None);
+                }
+            }
+            Action::Sweep => {
+                let sw = self.start_sweep(s.now);
+                s.invs.push(Inv::Sweep(sw));
+            }
+            Action::Recover(n, fault) => match fault {
+                Fault::None => self.recover(&mut s, usize::from(n)),
+                Fault::Lost => {
+                    // The adoptions took effect; the record is reported and comes back.
+                    s.faults -= 1;
+                    let record = s.on_failure[usize::from(n)];
+                    self.recover(&mut s, usize::from(n));
+                    s.on_failure.push(record);
+                }
+                Fault::Fail => s.faults -= 1,
+            },
+            Action::Receive(sqs) => self.receive(&mut s, sqs),
+            Action::Consume(c) => self.consume(&mut s, usize::from(c)),
+            Action::ConsumerCrash(c) => {
+                s.crashes -= 1;
+                s.consumers.remove(usize::from(c));
+            }
+            Action::Expire(m) => self.set_status(&mut s, m, Status::Deleted, false),
+            Action::Redrive(m) => {
+                s.redrives -= 1;
+                self.set_status(&mut s, m, Status::Pending, true);
+                let now = s.now;
+                let item = &mut s.items[usize::from(m)];
+                item.retry = 0;
+                item.due = Some(now);
+                item.error = false;
+            }
+            Action::Tick => {
+                s.now += 1;
+                let now = s.now;
+                s.dedup.retain(|&(_, until)| until > now);
+            }
+        }
+        Some(s)
+    }
+
+    fn format_action(&self, action: &Action) -> String {
+        crate::trace::describe(self, action)
+    }
+
+    fn properties(&self) -> Vec<Property<Self>> {
+        crate::props::all()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::params::Txn;
+
+    #[test]
+    fn the_consumer_keys_on_the_outbox_id_the_publisher_attached() {
+        let m = OutboxModel::new(Params {
+            txns: vec![Txn::library(0, 1), Txn::minimal(0, 1)],
+            ..Params::default()
+        });
+        assert_eq!(m.consumer_key(0, 7), GuardKey::Outbox(0));
+        assert_eq!(m.consumer_key(1, 8), GuardKey::Outbox(1), "derived ids too");
+        let broken = OutboxModel::new(m.params.clone().mutated(Mutation::ConsumerKeysOnSqsId));
+        assert_eq!(broken.consumer_key(0, 7), GuardKey::Sqs(7));
+    }
+}

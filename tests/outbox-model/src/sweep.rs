@@ -1,0 +1,248 @@
+//! A sweep as a step machine: query, claim each due key, publish what was claimed,
+//! reschedule what failed, chunk by chunk. The decisions are the real code's: the
+//! lease (`policy::Budget`), what a claimed item becomes (`policy::attempt_of`, which
+//! calls `exhausted`), the publish order (`policy::order_attempts`), the verdict on
+//! each outcome (`policy::judge_attempt`) and the next due times
+//! (`policy::next_due_times`, which calls `backoff` and `jitter_of`).
+
+use crate::fixture::TICK_MS;
+use crate::model::{Fault, OutboxModel};
+use crate::params::Mutation;
+use crate::state::{Out, Phase, Publish, State, Status, Sweep, SweepPhase, Work};
+use dynamodb_outbox_core::policy::{
+    AttemptVerdict, Budget, Retrying, attempt_of, judge_attempt, millis, next_due_times,
+    order_attempts,
+};
+use dynamodb_outbox_core::ports::ClaimedItem;
+use dynamodb_outbox_core::publish::{Outcome, Work as CodeWork, WorkItem};
+use std::time::Duration;
+
+/// The sweeper's first retry delay in the model (`OUTBOX_SWEEP_BASE_BACKOFF_SECONDS`).
+pub const BASE_BACKOFF: Duration = Duration::from_secs(60);
+/// The sweeper's longest retry delay in the model.
+pub const MAX_BACKOFF: Duration = Duration::from_secs(120);
+/// What is left of a sweep invocation when it starts (its deadline minus now).
+pub const SWEEP_REMAINING_MS: i64 = 30_000;
+
+/// Milliseconds to ticks, rounding up: a due time is never earlier in the model.
+pub fn ticks(ms: i64) -> u8 {
+    u8::try_from((ms + TICK_MS - 1).div_euclid(TICK_MS)).unwrap_or(u8::MAX)
+}
+
+impl OutboxModel {
+    /// A new sweep at `now`, its lease from the real `Budget`.
+    pub fn start_sweep(&self, now: u8) -> Sweep {
+        let now_ms = i64::from(now) * TICK_MS;
+        let deadline = u64::try_from(now_ms + SWEEP_REMAINING_MS).unwrap_or(0);
+        let budget = Budget::until_deadline(deadline, now_ms);
+        Sweep {
+            now,
+            lease_until: ticks(now_ms.saturating_add(millis(budget.lease))),
+            keys: Vec::new(),
+            chunk_at: 0,
+            phase: SweepPhase::Query,
+            claimed: Vec::new(),
+            publish: None,
+            resched: Vec::new(),
+        }
+    }
+
+    fn chunk_len(&self, sw: &Sweep) -> usize {
+        let rest = sw.keys.len().saturating_sub(usize::from(sw.chunk_at));
+        rest.min(usize::from(self.params.chunk.max(1)))
+    }
+
+    /// Whether the sweep's current step is a call, and a send.
+    pub fn sweep_call(&self, sw: &Sweep) -> (bool, bool) {
+        match (&sw.phase, &sw.publish) {
+            (SweepPhase::Publish, Some(p)) => self.publish_call(p),
+            (SweepPhase::Publish, None) => (false, false),
+            (SweepPhase::Query, _) => (true, false),
+            _ => (true, true),
+        }
+    }
+
+    /// Takes one step of `sw`; `false` when the sweep is over.
+    pub fn sweep_step(&self, s: &mut State, sw: &mut Sweep, fault: Fault) -> bool {
+        match sw.phase {
+            SweepPhase::Query => {
+                if fault == Fault::None {
+                    let mut keys: Vec<(u8, u8)> = (0..s.items.len())
+                        .filter_map(|m| {
+                            let item = s.items[m];
+                            let due = item.due.filter(|d| *d <= sw.now)?;
+                            (item.status == Status::Pending)
+                                .then(|| (u8::try_from(m).unwrap_or(u8::MAX), due))
+                        })
+                        .collect();
+                    keys.sort_by_key(|(m, d)| (*d, *m));
+                    sw.keys = keys;
+                }
+                self.next_chunk(sw, 0)
+            }
+            SweepPhase::Claim(k) => {
+                let (msg, seen) = sw.keys[usize::from(sw.chunk_at) + usize::from(k)];
+                if fault != Fault::Fail {
+                    let lease = !self.params.has(Mutation::NoLease);
+                    let item = &mut s.items[usize::from(msg)];
+                    if item.status == Status::Pending && item.due == Some(seen) {
+                        item.retry = item.retry.saturating_add(1);
+                        if lease {
+                            item.due = Some(sw.lease_until);
+                        }
+                        // An answer lost after the claim took effect: skipped.
+                        if fault == Fault::None {
+                            sw.claimed.push((msg, item.retry, item.error));
+                        }
+                    }
+                }
+                if usize::from(k) + 1 < self.chunk_len(sw) {
+                    sw.phase = SweepPhase::Claim(k + 1);
+                } else if sw.claimed.is_empty() {
+                    return self.next_chunk(sw, self.chunk_len(sw));
+                } else {
+                    sw.publish = Some(self.publish_claimed(sw));
+                    sw.phase = SweepPhase::Publish;
+                }
+                true
+            }
+            SweepPhase::Publish => {
+                let Some(mut p) = sw.publish.take() else {
+                    return self.next_chunk(sw, self.chunk_len(sw));
+                };
+                if p.phase != Phase::Done {
+                    self.publish_step(s, &mut p, fault);
+                    sw.publish = Some(p);
+                    return true;
+                }
+                sw.resched = self.settle(sw, &p);
+                if sw.resched.is_empty() {
+                    self.next_chunk(sw, self.chunk_len(sw))
+                } else {
+                    sw.phase = SweepPhase::Reschedule(0);
+                    true
+                }
+            }
+            SweepPhase::Reschedule(k) => {
+                let (msg, next, attempted) = sw.resched[usize::from(k)];
+                if fault != Fault::Fail {
+                    let item = &mut s.items[usize::from(msg)];
+                    if item.status == Status::Pending && item.due == Some(sw.lease_until) {
+                        item.due = Some(next);
+                        item.error = true;
+                        if !attempted {
+                            item.retry = item.retry.saturating_sub(1);
+                        }
+                    }
+                }
+                if usize::from(k) + 1 < sw.resched.len() {
+                    sw.phase = SweepPhase::Reschedule(k + 1);
+                    true
+                } else {
+                    self.next_chunk(sw, self.chunk_len(sw))
+                }
+            }
+        }
+    }
+
+    fn next_chunk(&self, sw: &mut Sweep, done: usize) -> bool {
+        sw.chunk_at = u8::try_from(usize::from(sw.chunk_at) + done).unwrap_or(u8::MAX);
+        sw.claimed.clear();
+        sw.publish = None;
+        sw.resched.clear();
+        if usize::from(sw.chunk_at) < sw.keys.len() {
+            sw.phase = SweepPhase::Claim(0);
+            true
+        } else {
+            false
+        }
+    }
+
+    /// The claimed items as the code sees them: `attempt_of` each, `order_attempts`,
+    /// then the plan.
+    fn publish_claimed(&self, sw: &Sweep) -> Publish {
+        let mut attempts: Vec<_> = sw
+            .claimed
+            .iter()
+            .map(|&(msg, retry, error)| {
+                let m = &self.fixture.msgs[usize::from(msg)];
+                let claimed = ClaimedItem {
+                    key: m.key.clone(),
+                    last_error: error.then(|| "sending to sqs:orders failed: Throttled".into()),
+                    message: m.decoded.clone().map(|mut d| {
+                        d.retry_count = u32::from(retry);
+                        d
+                    }),
+                };
+                attempt_of(claimed, self.params.max_attempts)
+            })
+            .collect();
+        order_attempts(&mut attempts);
+        let works: Vec<Work> = attempts
+            .iter()
+            .map(|a| Work {
+                msg: self.fixture.by_key(&a.key).unwrap_or(u8::MAX),
+                poison: matches!(a.work, CodeWork::Poison(_)),
+            })
+            .collect();
+        let items: Vec<WorkItem> = attempts
+            .into_iter()
+            .enumerate()
+            .map(|(i, a)| WorkItem {
+                id: i.to_string(),
+                work: a.work,
+            })
+            .collect();
+        self.start_publish(works, &items)
+    }
+
+    /// `judge_attempt` on each outcome; the failed ones get `next_due_times`, not
+    /// before what a fenced one waits behind.
+    fn settle(&self, sw: &Sweep, p: &Publish) -> Vec<(u8, u8, bool)> {
+        let mut failed = Vec::new();
+        for (w, out) in p.items.iter().zip(&p.outcome) {
+            let outcome = match out {
+                Out::Sent(marked) => Outcome::Sent { marked: *marked },
+                Out::Dead => Outcome::DeadLettered {
+                    marked: true,
+                    reason: "poison".into(),
+                },
+                Out::Retry | Out::Open => Outcome::Retry {
+                    reason: "Throttled".into(),
+                },
+                Out::Blocked => Outcome::Blocked,
+                Out::Deferred(tick) => Outcome::Deferred {
+                    not_before: tick.map(|t| i64::from(t) * TICK_MS),
+                },
+            };
+            let not_before = match outcome {
+                Outcome::Deferred { not_before } => not_before.unwrap_or(i64::MIN),
+                _ => i64::MIN,
+            };
+            if let AttemptVerdict::Reschedule { attempted, .. } = judge_attempt(&outcome) {
+                let retry = sw
+                    .claimed
+                    .iter()
+                    .find(|c| c.0 == w.msg)
+                    .map_or(0, |c| u32::from(c.1));
+                failed.push((w.msg, retry, not_before, attempted));
+            }
+        }
+        let now_ms = i64::from(sw.now) * TICK_MS;
+        let retrying: Vec<Retrying<'_>> = failed
+            .iter()
+            .map(|(m, retry, not_before, attempted)| Retrying {
+                key: &self.fixture.msgs[usize::from(*m)].key,
+                attempt: *retry,
+                attempted: *attempted,
+                not_before: *not_before,
+            })
+            .collect();
+        let dues = next_due_times(&retrying, now_ms, BASE_BACKOFF, MAX_BACKOFF);
+        failed
+            .iter()
+            .zip(dues)
+            .map(|((m, _, _, attempted), due)| (*m, ticks(due), *attempted))
+            .collect()
+    }
+}

@@ -1,0 +1,334 @@
+//! What a million published messages cost, at us-east-1 list prices
+//! (`outbox_devkit::cost`), from operations counted here against the emulator and the sizes
+//! of the items written: this outbox (producer transaction, batched marks, the
+//! publisher and the sweeper's index queries) beside a scan-based polling worker as
+//! the seed document describes it (every minute: scan the table for `PENDING`, send
+//! each, mark each `SENT`), with 1,000 and 10,000 items in the table.
+//!
+//! Lambda durations: the publisher's and the sweeper's billed duration per
+//! invocation as measured on the deployed local stack (`outbox-devkit bench latency`
+//! writes them to the file `OUTBOX_BENCH_LAMBDA` names; `scripts/bench` runs it
+//! first), else this run's wall time of the handler (said so). The polling worker's
+//! duration is its wall time here (emulator latency, said so).
+//!
+//! `scripts/bench`, or with an emulator running:
+//! `OUTBOX_ENDPOINT=http://127.0.0.1:PORT cargo bench -p outbox-tests --bench cost`
+#![allow(clippy::expect_used, clippy::unwrap_used, missing_docs)]
+
+use aws_sdk_dynamodb::types::AttributeValue;
+use dynamodb_outbox::publish::now_ms;
+use dynamodb_outbox::stream::handle_stream_event;
+use dynamodb_outbox::sweep::{AwsSweeper, Budget, SweeperConfig};
+use dynamodb_outbox::{AwsPublisher, FromSdkConfig, NewMessage};
+use outbox_devkit::cost::{
+    US_EAST_1, Usage, bill, bill_total, billed_chunks, eventual_read_units, gb_seconds, item_bytes,
+    transactional_write_units, write_units,
+};
+use outbox_tests::stream::event_of;
+use outbox_tests::{Item, Outbox, bulk_put, clients, nv, sv};
+use std::collections::HashMap;
+use std::time::{Duration, Instant};
+
+const MESSAGES: usize = 1000;
+const BATCH: usize = 100;
+const MEMORY_MB: u32 = 256;
+const POLL_INTERVAL_S: f64 = 60.0;
+const SWEEP_INTERVAL_S: f64 = 60.0;
+
+/// Billed duration per invocation, ms, and messages per publisher invocation, as the
+/// latency bench measured them on the deployed stack.
+struct Measured {
+    publisher_ms: f64,
+    publisher_batch: f64,
+    sweeper_ms: f64,
+    source: String,
+}
+
+fn measured(fallback_publisher_ms: f64) -> Measured {
+    let file = std::env::var("OUTBOX_BENCH_LAMBDA").ok();
+    let json: Option<serde_json::Value> = file
+        .as_ref()
+        .and_then(|f| std::fs::read_to_string(f).ok())
+        .and_then(|t| serde_json::from_str(&t).ok());
+    match json {
+        Some(j) => Measured {
+            publisher_ms: j["publisher"]["billed_ms_mean"].as_f64().unwrap_or(fallback_publisher_ms),
+            publisher_batch: j["publisher"]["messages_per_invocation"].as_f64().unwrap_or(BATCH as f64),
+            sweeper_ms: j["sweeper"]["billed_ms_mean"].as_f64().unwrap_or(100.0),
+            source: format!("billed durations measured on the deployed local stack ({})", file.unwrap_or_default()),
+        },
+        None => Measured {
+            publisher_ms: fallback_publisher_ms,
+            publisher_batch: BATCH as f64,
+            sweeper_ms: 100.0,
+            source: "no deployed-stack measurement (OUTBOX_BENCH_LAMBDA): publisher = this run's handler wall time per batch of 100; sweeper = 100 ms assumed".to_owned(),
+        },
+    }
+}
+
+fn rate() -> f64 {
+    std::env::var("OUTBOX_BENCH_RATE")
+        .ok()
+        .and_then(|r| r.parse().ok())
+        .unwrap_or(50.0)
+}
+
+/// Our path: per-message usage, per-sweep usage, the handler's wall ms per batch.
+async fn outbox_usage() -> (Usage, Usage, f64) {
+    let mut ob = Outbox::new().await;
+    let own = clients().await;
+    let writer = dynamodb_outbox::OutboxWriter::new(own.dynamodb.clone(), &ob.table);
+    for chunk in (0..MESSAGES).collect::<Vec<_>>().chunks(25) {
+        let msgs: Vec<NewMessage> = chunk
+            .iter()
+            .map(|i| {
+                NewMessage::new(
+                    format!("ORDER#{}", i % 97),
+                    "orders",
+                    format!("{{\"order\":{i},\"lines\":3}}"),
+                )
+            })
+            .collect();
+        writer.commit(vec![], &msgs).await.expect("commit");
+    }
+    let pending: Vec<u64> = ob.all_items().await.iter().map(item_bytes).collect();
+    let event = ob.filtered_event().await;
+    own.counter.reset();
+    let publisher = AwsPublisher::with_sink(ob.config(), own.dynamodb.clone(), own.sink());
+    let start = Instant::now();
+    for chunk in event.records.chunks(BATCH) {
+        let (response, _) = handle_stream_event(&publisher, &event_of(chunk.to_vec())).await;
+        assert!(response.batch_item_failures.is_empty());
+    }
+    let handler_ms = start.elapsed().as_secs_f64() * 1000.0 / (MESSAGES / BATCH) as f64;
+    let sent: Vec<u64> = ob.all_items().await.iter().map(item_bytes).collect();
+    let sqs_calls = own.counter.of(&["SendMessageBatch"]) as f64;
+    let mean = |v: &[u64]| v.iter().sum::<u64>() as f64 / v.len() as f64;
+    let per_call_bytes = (mean(&pending) as u64) * 10; // payload + attributes < the item
+    let n = MESSAGES as f64;
+    let per_message = Usage {
+        producer_write_units: pending
+            .iter()
+            .map(|b| transactional_write_units(*b))
+            .sum::<u64>() as f64
+            / n,
+        mark_write_units: pending
+            .iter()
+            .zip(&sent)
+            .map(|(a, b)| write_units(*a.max(b)))
+            .sum::<u64>() as f64
+            / n,
+        sqs_standard_requests: sqs_calls * billed_chunks(per_call_bytes) as f64 / n,
+        ..Usage::default()
+    };
+    println!(
+        "  outbox: {MESSAGES} messages, item {:.0} B pending / {:.0} B sent; requests: {:?}",
+        mean(&pending),
+        mean(&sent),
+        own.counter.by_operation()
+    );
+    own.counter.reset();
+    let sweeper = AwsSweeper::with_sink(
+        SweeperConfig::new(ob.config()),
+        own.dynamodb.clone(),
+        own.sink(),
+    );
+    let summary = sweeper
+        .sweep(Budget::for_window(now_ms(), Duration::from_secs(60)))
+        .await;
+    assert_eq!(summary.found, 0);
+    // Each Query of an empty index partition is billed half a unit at least.
+    let queries = own.counter.of(&["Query"]) as f64;
+    let per_sweep = Usage {
+        finder_read_units: queries * eventual_read_units(0),
+        ..Usage::default()
+    };
+    (per_message, per_sweep, handler_ms)
+}
+
+/// A polling worker's per-message usage, per-poll usage and wall ms per poll, over a
+/// table of `history` sent items and `MESSAGES / 10` pending ones.
+async fn polling_usage(history: usize) -> (Usage, Usage, f64) {
+    let ob = Outbox::new().await;
+    let now = now_ms();
+    let item = |i: usize, status: &str| -> Item {
+        HashMap::from([
+            ("PK".to_owned(), sv(&format!("ORDER#{}", i % 97))),
+            (
+                "SK".to_owned(),
+                sv(&format!("MESSAGE#ORDER_PLACED#{now}{i:06}")),
+            ),
+            ("ItemType".to_owned(), sv("PENDING_MESSAGE")),
+            ("Topic".to_owned(), sv("orders")),
+            (
+                "Payload".to_owned(),
+                sv(&format!("{{\"order\":{i},\"lines\":3}}")),
+            ),
+            ("Status".to_owned(), sv(status)),
+            ("RetryCount".to_owned(), nv(0)),
+        ])
+    };
+    let fresh = MESSAGES / 10;
+    let items: Vec<Item> = (0..history)
+        .map(|i| item(i, "SENT"))
+        .chain((history..history + fresh).map(|i| item(i, "PENDING")))
+        .collect();
+    let table_bytes: u64 = items.iter().map(item_bytes).sum();
+    let pending_bytes = item_bytes(&items[history]);
+    bulk_put(&ob.clients.dynamodb, &ob.table, items).await;
+    let own = clients().await;
+    let start = Instant::now();
+    let (found, pages) = poll_once(&own, &ob).await;
+    let poll_ms = start.elapsed().as_secs_f64() * 1000.0;
+    assert_eq!(found, fresh);
+    let n = fresh as f64;
+    let per_message = Usage {
+        producer_write_units: transactional_write_units(pending_bytes) as f64,
+        mark_write_units: own.counter.of(&["UpdateItem"]) as f64
+            * write_units(pending_bytes + 20) as f64
+            / n,
+        sqs_standard_requests: own.counter.of(&["SendMessage"]) as f64
+            * billed_chunks(pending_bytes) as f64
+            / n,
+        ..Usage::default()
+    };
+    // A Scan is billed for every item it reads, page by page (1 MB pages).
+    let per_poll = Usage {
+        finder_read_units: eventual_read_units(table_bytes)
+            + 0.5 * (pages.saturating_sub(1)) as f64,
+        ..Usage::default()
+    };
+    (per_message, per_poll, poll_ms)
+}
+
+/// One poll as the seed describes it: scan for PENDING, send each, mark each SENT.
+async fn poll_once(own: &outbox_devkit::aws::Clients, ob: &Outbox) -> (usize, usize) {
+    let (mut found, mut pages) = (0, 0);
+    let mut start: Option<HashMap<String, AttributeValue>> = None;
+    loop {
+        let out = own
+            .dynamodb
+            .scan()
+            .table_name(&ob.table)
+            .filter_expression("#s = :p")
+            .expression_attribute_names("#s", "Status")
+            .expression_attribute_values(":p", sv("PENDING"))
+            .set_exclusive_start_key(start)
+            .send()
+            .await
+            .expect("scan");
+        pages += 1;
+        for item in out.items() {
+            let body = item
+                .get("Payload")
+                .and_then(|p| p.as_s().ok())
+                .cloned()
+                .unwrap_or_default();
+            own.sqs
+                .send_message()
+                .queue_url(&ob.queue.url)
+                .message_body(body)
+                .send()
+                .await
+                .expect("send");
+            own.dynamodb
+                .update_item()
+                .table_name(&ob.table)
+                .key("PK", item["PK"].clone())
+                .key("SK", item["SK"].clone())
+                .update_expression("SET #s = :sent")
+                .condition_expression("#s = :p")
+                .expression_attribute_names("#s", "Status")
+                .expression_attribute_values(":sent", sv("SENT"))
+                .expression_attribute_values(":p", sv("PENDING"))
+                .send()
+                .await
+                .expect("mark");
+            found += 1;
+        }
+        start = out.last_evaluated_key.filter(|k| !k.is_empty());
+        if start.is_none() {
+            return (found, pages);
+        }
+    }
+}
+
+fn lambda(invocations: f64, billed_ms: f64) -> Usage {
+    Usage {
+        lambda_invocations: invocations,
+        lambda_gb_seconds: invocations * gb_seconds(billed_ms, MEMORY_MB),
+        ..Usage::default()
+    }
+}
+
+fn print_table(columns: &[(String, Usage)]) {
+    let bills: Vec<_> = columns.iter().map(|(_, u)| bill(u, &US_EAST_1)).collect();
+    print!("{:<52} {:>12}", "per million published messages", "unit");
+    for (name, _) in columns {
+        print!(" | {name:>26}");
+    }
+    println!();
+    for (row, line) in bills[0].iter().enumerate() {
+        print!("{:<52} {:>12}", line.item, line.unit);
+        for b in &bills {
+            print!(" | {:>14.1} ${:>10.4}", b[row].quantity, b[row].dollars);
+        }
+        println!();
+    }
+    print!("{:<52} {:>12}", "total", "USD");
+    for b in &bills {
+        print!(" | {:>26}", format!("${:.4}", bill_total(b)));
+    }
+    println!();
+}
+
+#[tokio::main]
+async fn main() {
+    let rate = rate();
+    let seconds = 1e6 / rate;
+    println!(
+        "cost per million published messages, {} list prices read {} (outbox_devkit::cost::US_EAST_1)",
+        US_EAST_1.region, US_EAST_1.read_on
+    );
+    println!(
+        "assumed: a sustained {rate} messages/s (OUTBOX_BENCH_RATE), so a million take {:.0} s; sweeper and poller every {SWEEP_INTERVAL_S} s; Lambda at {MEMORY_MB} MB; standard SQS destination",
+        seconds
+    );
+    let (per_message, per_sweep, handler_ms) = outbox_usage().await;
+    let m = measured(handler_ms);
+    println!("  lambda: {}", m.source);
+    println!(
+        "  publisher: {:.1} ms billed per invocation, {:.1} messages per invocation; sweeper {:.1} ms",
+        m.publisher_ms, m.publisher_batch, m.sweeper_ms
+    );
+    let sweeps = seconds / SWEEP_INTERVAL_S;
+    let publishes = 1e6 / m.publisher_batch;
+    let ours = per_message
+        .scaled(1e6)
+        .plus(per_sweep.scaled(sweeps))
+        .plus(lambda(publishes, m.publisher_ms))
+        .plus(lambda(sweeps, m.sweeper_ms));
+    let mut columns = vec![("this outbox".to_owned(), ours)];
+    for history in [1_000usize, 10_000] {
+        let (per_message, per_poll, poll_ms) = polling_usage(history).await;
+        let polls = seconds / POLL_INTERVAL_S;
+        println!(
+            "  polling worker, {history} items in the table: one poll {poll_ms:.0} ms wall time on the emulator (its Lambda duration here)"
+        );
+        let usage = per_message
+            .scaled(1e6)
+            .plus(per_poll.scaled(polls))
+            .plus(lambda(
+                polls,
+                poll_ms * (1e6 / polls) / (MESSAGES / 10) as f64,
+            ));
+        columns.push((format!("polling, {history} items"), usage));
+    }
+    print_table(&columns);
+    println!(
+        "routing to SNS instead: the same calls (10 per PublishBatch, per 64 KB chunk) at ${}/M; to EventBridge: one event per message at ${}/M = ${:.4} per million",
+        US_EAST_1.sns_per_million,
+        US_EAST_1.eventbridge_per_million,
+        US_EAST_1.eventbridge_per_million
+    );
+}
