@@ -16,7 +16,7 @@
 #![allow(clippy::expect_used, clippy::unwrap_used, missing_docs)]
 
 use aws_sdk_dynamodb::types::AttributeValue;
-use dynamodb_outbox::publish::now_ms;
+use dynamodb_outbox::clock::now_ms;
 use dynamodb_outbox::stream::handle_stream_event;
 use dynamodb_outbox::sweep::{AwsSweeper, Budget, SweeperConfig};
 use dynamodb_outbox::{AwsPublisher, FromSdkConfig, NewMessage};

@@ -8,7 +8,7 @@
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use dynamodb_outbox::FromSdkConfig;
-use dynamodb_outbox::publish::now_ms;
+use dynamodb_outbox::clock::now_ms;
 use dynamodb_outbox::sweep::{AwsSweeper, Budget, SweeperConfig};
 use outbox_tests::{Item, Outbox, bulk_put, clients, nv, sv};
 use std::collections::HashMap;

@@ -4,8 +4,8 @@
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
 use aws_lambda_events::event::sqs::SqsMessage;
+use dynamodb_outbox::clock::now_ms;
 use dynamodb_outbox::large_payload::{ATTR_EXTENDED_PAYLOAD_SIZE, PayloadPointer, object_key};
-use dynamodb_outbox::publish::now_ms;
 use dynamodb_outbox::stream::handle_stream_event;
 use dynamodb_outbox::sweep::{AwsSweeper, Budget, ScanMode, SweeperConfig};
 use dynamodb_outbox::{FromSdkConfig, NewMessage, PublisherConfig, Routes};

@@ -977,7 +977,7 @@ async fn a_fifo_message_whose_earlier_one_is_still_pending_is_left_for_the_sweep
         ob.clients.sink(),
     );
     let budget = dynamodb_outbox::sweep::Budget::for_window(
-        dynamodb_outbox::publish::now_ms() + 1_000,
+        dynamodb_outbox::clock::now_ms() + 1_000,
         std::time::Duration::from_secs(30),
     );
     let swept = sweeper.sweep(budget).await;

@@ -7,9 +7,9 @@
 //! would be minutes apart run back to back.
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
+use dynamodb_outbox::clock::now_ms;
 use dynamodb_outbox::message::{ATTR_ERROR, ATTR_MESSAGE_ID, OutboundMessage};
 use dynamodb_outbox::ports::{MarkOutcome, MessageSink, OutboxStore};
-use dynamodb_outbox::publish::now_ms;
 use dynamodb_outbox::schema::{ItemKey, decode_message, derive_message_id, sweep_shard};
 use dynamodb_outbox::stream::handle_stream_event;
 use dynamodb_outbox::sweep::{AwsSweeper, Budget, ScanMode, SweepSummary, SweeperConfig};

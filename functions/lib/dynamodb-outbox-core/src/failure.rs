@@ -85,6 +85,52 @@ pub fn retryable(s: Signals) -> bool {
         || s.status.is_some_and(|c| c >= 500 || c == 429)
 }
 
+/// What an SDK error of any operation says about itself, for [`retryable`]: no
+/// answer (timeouts, network, unreadable responses), the modelled retryable kind, the
+/// code against the SDK's own throttling and transient lists, and the HTTP status.
+/// The one reading of SDK errors that the AWS adapters and the consumer side share.
+#[cfg(feature = "aws-sdk-errors")]
+pub fn signals<E, R>(err: &aws_smithy_runtime_api::client::result::SdkError<E, R>) -> Signals
+where
+    E: aws_smithy_types::retry::ProvideErrorKind,
+    R: HttpStatus,
+{
+    use aws_runtime::retries::classifiers::{THROTTLING_ERRORS, TRANSIENT_ERRORS};
+    use aws_smithy_runtime_api::client::result::SdkError;
+    match err {
+        SdkError::TimeoutError(_) | SdkError::DispatchFailure(_) | SdkError::ResponseError(_) => {
+            Signals {
+                no_answer: true,
+                ..Signals::default()
+            }
+        }
+        SdkError::ServiceError(s) => Signals {
+            no_answer: false,
+            modelled_retryable: s.err().retryable_error_kind().is_some(),
+            throttling_code: s
+                .err()
+                .code()
+                .is_some_and(|c| THROTTLING_ERRORS.contains(&c) || TRANSIENT_ERRORS.contains(&c)),
+            status: Some(s.raw().status_code()),
+        },
+        _ => Signals::default(),
+    }
+}
+
+/// The HTTP status of an SDK response, whatever its type.
+#[cfg(feature = "aws-sdk-errors")]
+pub trait HttpStatus {
+    /// The status code.
+    fn status_code(&self) -> u16;
+}
+
+#[cfg(feature = "aws-sdk-errors")]
+impl HttpStatus for aws_smithy_runtime_api::http::Response {
+    fn status_code(&self) -> u16 {
+        self.status().as_u16()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

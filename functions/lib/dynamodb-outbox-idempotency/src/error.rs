@@ -5,11 +5,10 @@
 //! personal data); the values are in the fields for the caller to inspect.
 
 use crate::Item;
-use aws_runtime::retries::classifiers::{THROTTLING_ERRORS, TRANSIENT_ERRORS};
 use aws_sdk_dynamodb::error::SdkError;
 use aws_smithy_types::error::display::DisplayErrorContext;
 use aws_smithy_types::retry::ProvideErrorKind;
-use dynamodb_outbox_core::failure::{Signals, retryable};
+use dynamodb_outbox_core::failure::{retryable, signals};
 pub use dynamodb_outbox_core::producer::CancelledAction;
 
 /// Any error of this crate.
@@ -187,30 +186,6 @@ impl IdempotencyError {
             retryable: retryable(signals(&err)),
             source: Box::new(err),
         }
-    }
-}
-
-/// What an SDK error says about itself, for the core's retry decision
-/// ([`dynamodb_outbox_core::failure::retryable`]): the same reading as the outbox's AWS
-/// adapters, kept here so that consumers do not depend on the producer side.
-fn signals<E: ProvideErrorKind>(err: &SdkError<E>) -> Signals {
-    match err {
-        SdkError::TimeoutError(_) | SdkError::DispatchFailure(_) | SdkError::ResponseError(_) => {
-            Signals {
-                no_answer: true,
-                ..Signals::default()
-            }
-        }
-        SdkError::ServiceError(s) => Signals {
-            no_answer: false,
-            modelled_retryable: s.err().retryable_error_kind().is_some(),
-            throttling_code: s
-                .err()
-                .code()
-                .is_some_and(|c| THROTTLING_ERRORS.contains(&c) || TRANSIENT_ERRORS.contains(&c)),
-            status: Some(s.raw().status().as_u16()),
-        },
-        _ => Signals::default(),
     }
 }
 

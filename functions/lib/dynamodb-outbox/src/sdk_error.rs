@@ -2,18 +2,18 @@
 //! kind of `SdkError` (timeouts, network, unreadable answers), the modelled
 //! retryable kind ([`ProvideErrorKind::retryable_error_kind`]), the error code
 //! against the SDK's own throttling and transient lists
-//! ([`aws_runtime::retries::classifiers`]), the raw HTTP status, and each
+//! (`aws_runtime::retries::classifiers`), the raw HTTP status, and each
 //! operation's modelled error variants for content refusals. The one place the
 //! adapters read errors; the decision itself is the core's
 //! ([`dynamodb_outbox_core::failure::retryable`]), which the consumer side shares.
 
-use aws_runtime::retries::classifiers::{THROTTLING_ERRORS, TRANSIENT_ERRORS};
 use aws_smithy_runtime_api::client::result::SdkError;
 use aws_smithy_runtime_api::http::Response;
 use aws_smithy_types::error::display::DisplayErrorContext;
 use aws_smithy_types::error::metadata::ProvideErrorMetadata;
 use aws_smithy_types::retry::ProvideErrorKind;
-use dynamodb_outbox_core::failure::{Failure, FailureKind, Signals, retryable};
+pub use dynamodb_outbox_core::failure::signals;
+use dynamodb_outbox_core::failure::{Failure, FailureKind, retryable};
 
 /// Codes with which SQS, SNS and EventBridge refuse a request for what it carries
 /// when the operation does not model them (or an emulator answers without the
@@ -33,30 +33,6 @@ const SQS_CODE_PREFIX: &str = "AWS.SimpleQueueService.";
 
 /// An SDK error of any operation of any AWS client.
 pub type AwsError<E> = SdkError<E, Response>;
-
-/// What the error says about itself, from the SDK's metadata.
-pub fn signals<E: ProvideErrorKind>(err: &AwsError<E>) -> Signals {
-    match err {
-        SdkError::TimeoutError(_) | SdkError::DispatchFailure(_) | SdkError::ResponseError(_) => {
-            Signals {
-                no_answer: true,
-                ..Signals::default()
-            }
-        }
-        SdkError::ServiceError(s) => {
-            let e = s.err();
-            Signals {
-                no_answer: false,
-                modelled_retryable: e.retryable_error_kind().is_some(),
-                throttling_code: e.code().is_some_and(|c| {
-                    THROTTLING_ERRORS.contains(&c) || TRANSIENT_ERRORS.contains(&c)
-                }),
-                status: Some(s.raw().status().as_u16()),
-            }
-        }
-        _ => Signals::default(),
-    }
-}
 
 /// Whether retrying the same request may succeed ([`retryable`] of its [`signals`]).
 pub fn is_retryable<E: ProvideErrorKind>(err: &AwsError<E>) -> bool {

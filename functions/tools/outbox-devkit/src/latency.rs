@@ -8,7 +8,7 @@ use crate::aws::Clients;
 use crate::demo::{self, DemoOptions, DemoReport};
 use crate::deployment::{Deployment, LogLine};
 use aws_sdk_dynamodb::types::AttributeValue;
-use dynamodb_outbox::publish::now_ms;
+use dynamodb_outbox::clock::now_ms;
 use std::time::{Duration, Instant};
 
 /// What to run.

@@ -11,7 +11,6 @@ mod fence;
 mod mark;
 pub mod plan;
 
-pub use crate::clock::now_ms;
 pub use plan::{Plan, chunk_by_limits, dead_letter_message, plan};
 
 use crate::clock::{self, SharedClock};

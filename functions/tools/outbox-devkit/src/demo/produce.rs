@@ -64,7 +64,7 @@ pub async fn produce(
         );
         tasks.spawn(async move {
             let _permit = permit;
-            let commit_ms = dynamodb_outbox::publish::now_ms();
+            let commit_ms = dynamodb_outbox::clock::now_ms();
             let result = if plan.minimal {
                 commit_minimal(&dynamodb, &table, &plan).await
             } else {
