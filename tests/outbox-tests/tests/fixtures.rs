@@ -71,17 +71,17 @@ fn only_the_pending_insert_in_the_fixture_is_work_for_the_publisher() {
     }
     assert_eq!(
         verdicts[1].as_ref().err(),
-        Some(&Skip::NotAnInsert),
+        Some(&Skip::Update),
         "the SENT update"
     );
     assert_eq!(
         verdicts[2].as_ref().err(),
-        Some(&Skip::NotAnInsert),
+        Some(&Skip::Update),
         "the TTL delete"
     );
     assert_eq!(
         verdicts[3].as_ref().err(),
-        Some(&Skip::NotAnOutboxItem),
+        Some(&Skip::BusinessItem),
         "the business item"
     );
 }

@@ -13,14 +13,15 @@
 #[cfg(all(feature = "fault-injection", not(debug_assertions)))]
 compile_error!("the fault-injection feature must never be compiled into a release build");
 
-mod handler;
-mod range;
-
+use dynamodb_outbox::lambda::RecoveryFunction;
 use lambda_runtime::{Error, service_fn};
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     lambda_runtime::tracing::init_default_subscriber();
-    let deps = handler::Deps::from_env().await?;
-    lambda_runtime::run(service_fn(|event| handler::handle(event, &deps))).await
+    let aws = aws_config::load_from_env().await;
+    #[cfg(feature = "fault-injection")]
+    let aws = outbox_faults::from_env(aws)?;
+    let function = RecoveryFunction::from_env(&aws)?;
+    lambda_runtime::run(service_fn(|event| function.handle(event))).await
 }

@@ -2,7 +2,7 @@
 //! stream publisher did not finish (see `dynamodb_outbox::sweep`).
 //!
 //! Configuration is read, clients are built and the SQS destinations' size limits
-//! are read from their queues once, at start-up ([`handler::Deps`]); a missing or
+//! are read from their queues once, at start-up (`dynamodb_outbox::lambda`); a missing or
 //! malformed variable stops the function with a message naming it.
 //! Logs follow Lambda's log level and format settings.
 
@@ -10,13 +10,15 @@
 #[cfg(all(feature = "fault-injection", not(debug_assertions)))]
 compile_error!("the fault-injection feature must never be compiled into a release build");
 
-mod handler;
-
+use dynamodb_outbox::lambda::SweeperFunction;
 use lambda_runtime::{Error, service_fn};
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     lambda_runtime::tracing::init_default_subscriber();
-    let deps = handler::Deps::from_env().await?;
-    lambda_runtime::run(service_fn(|event| handler::handle(event, &deps))).await
+    let aws = aws_config::load_from_env().await;
+    #[cfg(feature = "fault-injection")]
+    let aws = outbox_faults::from_env(aws)?;
+    let function = SweeperFunction::from_env(&aws).await?;
+    lambda_runtime::run(service_fn(|event| function.handle(event))).await
 }

@@ -1,37 +1,79 @@
 //! # dynamodb-outbox-core
 //!
-//! The transactional outbox without AWS SDKs: what an outbox item is ([`schema`]),
-//! what a destination receives ([`message`]) and where ([`route`]), the one failure
-//! vocabulary ([`failure`]), every decision as a plain function ([`policy`]), the
-//! narrow capabilities the logic needs ([`ports`]), time as an input ([`clock`]), and
-//! the publish and sweep paths written against those ports ([`publish`], [`sweep`]).
+//! The transactional outbox for Amazon DynamoDB without AWS SDKs. Most applications
+//! depend on [`dynamodb-outbox`](https://docs.rs/dynamodb-outbox) (the producer, the
+//! Lambda functions and the AWS adapters), which builds on this crate; depend on this
+//! one alone to name the outbox's pieces without I/O:
 //!
-//! The AWS adapters live in `dynamodb-outbox` (lib `outbox`), which re-exports this
-//! crate's API; depend on that one to use the outbox. Depend on this one to reason
-//! about the outbox without I/O: a consumer that needs the message attribute names,
-//! a test, a model checker.
+//! - [`NewMessage`]: a message an application hands to the producer;
+//! - [`Routes`] and [`Destination`]: which topic goes where (SQS, SNS, EventBridge);
+//! - [`PublisherConfig`] and [`ConfigError`]: configuration read once, with errors
+//!   that name the variable and what to set;
+//! - [`Failure`] and [`FailureKind`]: the one failure vocabulary — what a retry may
+//!   fix and what it cannot ([`failure::retryable`]);
+//! - [`Clock`]: time as an input ([`clock::now_ms`] is the one system-time reading);
+//! - [`message`]: the message attributes a consumer reads (`outbox-message-id`, …);
+//! - [`large_payload`]: the pointer a payload stored in S3 travels as.
+//!
+//! ```
+//! use dynamodb_outbox_core::{Destination, NewMessage, Routes};
+//!
+//! let message = NewMessage::new("ORDER#42", "orders", r#"{"id":42}"#).event_type("OrderPlaced");
+//! assert!(message.invalid().is_none());
+//!
+//! let routes = Routes::parse(
+//!     r#"{"orders":"https://sqs.eu-west-1.amazonaws.com/123456789012/orders"}"#,
+//!     None,
+//! )?;
+//! assert!(matches!(routes.resolve("orders"), Some(Destination::Sqs { .. })));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
+//!
+//! The engine — the item schema, every decision as a plain function, the narrow ports
+//! the logic needs, and the publish and sweep paths written against them — is public
+//! only with the `unstable-internals` feature, which `dynamodb-outbox`, the model
+//! checker and the tests turn on. It is not covered by semver.
 #![warn(missing_docs)]
 
+// The stable surface: what producers, consumers and Lambda authors name.
 pub mod clock;
 pub mod config;
 pub mod failure;
-#[cfg(any(test, feature = "test-fakes"))]
-pub mod fakes;
 pub mod large_payload;
 pub mod message;
-pub mod metrics;
-pub mod policy;
-pub mod ports;
 pub mod producer;
-pub mod publish;
 pub mod route;
-pub mod schema;
-pub mod sweep;
 
-pub use clock::{Clock, SharedClock, SystemClock};
+// The engine: decisions, ports, the publish and sweep paths over them. Public only with
+// the `unstable-internals` feature, for `dynamodb-outbox` (whose adapters implement the
+// ports), the model checker and the tests; not covered by semver.
+#[cfg(any(test, feature = "test-fakes"))]
+pub mod fakes;
+macro_rules! internal {
+    ($($(#[$doc:meta])* $name:ident;)*) => {$(
+        $(#[$doc])*
+        #[cfg(feature = "unstable-internals")]
+        pub mod $name;
+        #[cfg(not(feature = "unstable-internals"))]
+        #[allow(dead_code, unused_imports)]
+        mod $name;
+    )*};
+}
+internal! {
+    metrics;
+    policy;
+    ports;
+    publish;
+    schema;
+    sweep;
+}
+
+pub use clock::{Clock, ManualClock, SharedClock, SystemClock};
 pub use config::{ConfigError, PublisherConfig};
 pub use failure::{Failure, FailureKind};
 pub use producer::NewMessage;
+#[cfg(feature = "unstable-internals")]
 pub use publish::Publisher;
 pub use route::{Destination, Routes};
+#[cfg(feature = "unstable-internals")]
 pub use sweep::Sweeper;

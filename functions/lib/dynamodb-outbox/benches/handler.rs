@@ -3,7 +3,7 @@
 //! and build the SQS request entries. Prints records per second on one core (the loop
 //! runs on one thread), and the same from an already parsed event.
 //!
-//! `cargo bench -p dynamodb-outbox --bench handler`. Writes the events it uses to
+//! `cargo bench -p dynamodb-outbox --features unstable-internals --bench handler`. Writes the events it uses to
 //! `HANDLER_BENCH_EVENTS` (a directory), for the Python peer (`handler_peer.py`)
 //! to run on the same records. `HANDLER_BENCH_ITERATIONS=N` runs the first case N
 //! times and nothing else: for `valgrind --tool=callgrind`, which counts

@@ -12,11 +12,11 @@ use dynamodb_outbox_core::schema::{self, ITEM_TYPE, PENDING_MESSAGE, STATUS, Sta
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Skip {
     /// Not an insert: the `SENT`/`FAILED` updates (`MODIFY`) and TTL deletes (`REMOVE`).
-    NotAnInsert,
+    Update,
     /// Some other item type in the same table (the business items).
-    NotAnOutboxItem,
+    BusinessItem,
     /// An outbox item inserted in a state other than `PENDING`.
-    NotPending,
+    NotPendingWhenInserted,
 }
 
 /// Turns one stream record into work for the publish path, or says why it is skipped.
@@ -25,14 +25,14 @@ pub enum Skip {
 /// even when deployed without the filter.
 pub fn classify(record: &EventRecord) -> Result<WorkItem, Skip> {
     if record.event_name != "INSERT" {
-        return Err(Skip::NotAnInsert);
+        return Err(Skip::Update);
     }
     let image = &record.change.new_image;
     if schema::string_attr(image, ITEM_TYPE) != Some(PENDING_MESSAGE) {
-        return Err(Skip::NotAnOutboxItem);
+        return Err(Skip::BusinessItem);
     }
     if schema::string_attr(image, STATUS) != Some(Status::Pending.as_str()) {
-        return Err(Skip::NotPending);
+        return Err(Skip::NotPendingWhenInserted);
     }
     let id = record_id(record);
     let key = schema::item_key(&record.change.keys).or_else(|| schema::item_key(image));

@@ -10,10 +10,7 @@ mod error;
 mod offload;
 mod prepared;
 
-pub use check::item_size;
-pub use dynamodb_outbox_core::producer::{
-    CancelledAction, MAX_ITEM_BYTES, MAX_TRANSACTION_ACTIONS, MAX_TRANSACTION_BYTES, NewMessage,
-};
+pub use dynamodb_outbox_core::producer::{CancelledAction, MAX_TRANSACTION_ACTIONS, NewMessage};
 pub use error::ProducerError;
 pub use prepared::PreparedCommit;
 
@@ -33,6 +30,20 @@ pub struct Committed {
 }
 
 /// Writes business changes and outbox messages atomically.
+///
+/// One writer per outbox table, built once and shared (it is cheap to clone).
+///
+/// ```no_run
+/// use dynamodb_outbox::OutboxWriter;
+/// use std::time::Duration;
+///
+/// # async fn build() -> OutboxWriter {
+/// let aws = aws_config::load_from_env().await;
+/// OutboxWriter::new(dynamodb_outbox::aws_sdk_dynamodb::Client::new(&aws), "orders")
+///     // the sweeper may pick up an unfinished message two minutes after its write
+///     .sweep_grace(Duration::from_secs(120))
+/// # }
+/// ```
 #[derive(Debug, Clone)]
 pub struct OutboxWriter {
     client: aws_sdk_dynamodb::Client,
@@ -61,9 +72,21 @@ impl OutboxWriter {
     /// the other attributes) is written to `bucket` under `outbox/<MessageId>` before
     /// the transaction, and the item carries the extended clients' pointer instead;
     /// the publisher forwards it as it is, and the consumer library resolves it.
-    /// Build `s3` with [`crate::s3::client`] (path-style addressing on an overridden
+    /// Build `s3` with [`crate::s3_client`] (path-style addressing on an overridden
     /// endpoint). An object whose transaction fails is left to the bucket's
     /// lifecycle rule: no message refers to it.
+    ///
+    /// ```no_run
+    /// use dynamodb_outbox::{OutboxWriter, s3_client};
+    ///
+    /// # async fn writer() -> OutboxWriter {
+    /// let aws = aws_config::load_from_env().await;
+    /// OutboxWriter::new(dynamodb_outbox::aws_sdk_dynamodb::Client::new(&aws), "orders")
+    ///     .large_payloads(s3_client(&aws), "orders-outbox-large-payloads")
+    ///     // payloads over 64 KiB go to S3 even where the item could hold them
+    ///     .large_payload_threshold(64 * 1024)
+    /// # }
+    /// ```
     pub fn large_payloads(mut self, s3: aws_sdk_s3::Client, bucket: impl Into<String>) -> Self {
         let threshold = self.large.as_ref().and_then(|l| l.threshold);
         self.large = Some(offload::Offloader {
@@ -113,6 +136,25 @@ impl OutboxWriter {
     /// Builds and checks the transaction without sending it: new message ids, the
     /// items, and the idempotency token of this transaction. Send it with
     /// [`OutboxWriter::commit_prepared`] — again, if an attempt's outcome is unknown.
+    ///
+    /// ```no_run
+    /// use dynamodb_outbox::{NewMessage, OutboxWriter, ProducerError};
+    ///
+    /// # async fn announce(writer: &OutboxWriter) -> Result<(), ProducerError> {
+    /// let message = NewMessage::new("ORDER#42", "orders", r#"{"orderId":42}"#);
+    /// let prepared = writer.prepare(vec![], &[message])?;
+    /// // The same ids and the same idempotency token on every attempt: a retry after a
+    /// // timeout whose request may have committed never writes the message twice.
+    /// let committed = loop {
+    ///     match writer.commit_prepared(&prepared).await {
+    ///         Err(e) if e.is_retryable() => continue,
+    ///         other => break other?,
+    ///     }
+    /// };
+    /// assert_eq!(committed.message_ids, prepared.committed().message_ids);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn prepare(
         &self,
         business: Vec<TransactWriteItem>,
@@ -207,6 +249,29 @@ impl OutboxWriter {
     /// land, or neither does. Calling it again after an error mints new message ids;
     /// to retry an attempt whose outcome is unknown (a timeout), [`prepare`] once
     /// and call [`commit_prepared`] again.
+    ///
+    /// ```no_run
+    /// use dynamodb_outbox::aws_sdk_dynamodb::types::{AttributeValue, TransactWriteItem, Update};
+    /// use dynamodb_outbox::{NewMessage, OutboxWriter};
+    ///
+    /// # async fn ship(writer: &OutboxWriter) -> Result<(), Box<dyn std::error::Error>> {
+    /// let shipped = Update::builder()
+    ///     .table_name("orders")
+    ///     .key("PK", AttributeValue::S("ORDER#42".into()))
+    ///     .key("SK", AttributeValue::S("ORDER".into()))
+    ///     .update_expression("SET #s = :shipped")
+    ///     .expression_attribute_names("#s", "Status")
+    ///     .expression_attribute_values(":shipped", AttributeValue::S("SHIPPED".into()))
+    ///     .build()?;
+    /// let message = NewMessage::new("ORDER#42", "orders", r#"{"orderId":42,"status":"SHIPPED"}"#)
+    ///     .event_type("OrderShipped");
+    /// let committed = writer
+    ///     .commit(vec![TransactWriteItem::builder().update(shipped).build()], &[message])
+    ///     .await?;
+    /// println!("announced as {}", committed.message_ids[0]);
+    /// # Ok(())
+    /// # }
+    /// ```
     ///
     /// [`prepare`]: OutboxWriter::prepare
     /// [`commit_prepared`]: OutboxWriter::commit_prepared

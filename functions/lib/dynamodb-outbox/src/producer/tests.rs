@@ -1,7 +1,9 @@
 //! The producer's transactions as built: the schema, ids, the limits, the large-payload offload.
 
+use super::check::item_size;
 use super::*;
 use dynamodb_outbox_core::large_payload::PayloadPointer;
+use dynamodb_outbox_core::producer::MAX_ITEM_BYTES;
 use dynamodb_outbox_core::schema::{
     CREATED_AT, ITEM_TYPE, SK, STATUS, SWEEP_DUE_AT, SWEEP_SHARD, sweep_shard,
 };

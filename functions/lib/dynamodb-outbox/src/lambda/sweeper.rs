@@ -1,50 +1,84 @@
-//! The sweeper's handler: one sweep within the invocation's deadline, its metrics
+//! The sweeper function: one sweep within the invocation's deadline, its metrics
 //! printed, its summary returned. The event itself carries nothing the sweep needs
 //! (any JSON is accepted, so a manual test invoke works too).
 
-use dynamodb_outbox::metrics::{Emitter, sweeper_metrics};
-use dynamodb_outbox::ports::{MessageSink, OutboxStore, SweepStore};
-use dynamodb_outbox::sweep::{
-    AwsSweeper, SweepSummary, Sweeper, SweeperConfig, handle_scheduled_event,
-};
-use dynamodb_outbox::{ConfigError, FromSdkConfig};
+use super::log_config_error;
+use crate::dynamo::DynamoStore;
+use crate::sink::AwsSink;
+use crate::sweep::{AwsSweeper, SweepSummary, Sweeper, SweeperConfig, handle_scheduled_event};
+use crate::wiring::FromSdkConfig;
+use aws_types::SdkConfig;
+use dynamodb_outbox_core::ConfigError;
+use dynamodb_outbox_core::metrics::{Emitter, sweeper_metrics};
+use dynamodb_outbox_core::ports::{MessageSink, OutboxStore, SweepStore};
 use lambda_runtime::{Error, LambdaEvent};
 
-/// What every invocation shares, built once.
+/// The sweeper Lambda function, run on a schedule: messages still `PENDING` past
+/// their due time are published again with backoff, and after the attempt limit
+/// marked `FAILED` with a copy on the dead-letter queue.
+///
+/// ```no_run
+/// use dynamodb_outbox::lambda::SweeperFunction;
+/// use lambda_runtime::{Error, service_fn};
+///
+/// #[tokio::main]
+/// async fn main() -> Result<(), Error> {
+///     lambda_runtime::tracing::init_default_subscriber();
+///     let aws = aws_config::load_from_env().await;
+///     let function = SweeperFunction::from_env(&aws).await?;
+///     lambda_runtime::run(service_fn(|event| function.handle(event))).await
+/// }
+/// ```
 #[derive(Debug)]
-pub struct Deps<K, S> {
-    /// The sweeper (and its publish path).
-    pub sweeper: Sweeper<K, S>,
-    /// Prints the metrics under the deployment's name.
-    pub metrics: Emitter,
-}
+pub struct SweeperFunction(Deps<AwsSink, DynamoStore>);
 
-impl Deps<dynamodb_outbox::sink::AwsSink, dynamodb_outbox::dynamo::DynamoStore> {
-    /// Reads the configuration, builds every client from one AWS configuration, and
-    /// learns every SQS destination's size limit from its queue (once, concurrently;
-    /// a queue it cannot read is logged and gets SQS's default, 1 MiB).
-    pub async fn from_env() -> Result<Self, lambda_runtime::Error> {
-        let config = SweeperConfig::from_env().inspect_err(log)?;
-        let metrics = Emitter::from_env().inspect_err(log)?;
-        let aws = aws_config::load_from_env().await;
-        #[cfg(feature = "fault-injection")]
-        let aws = outbox_faults::from_env(aws)?;
-        Ok(Deps {
-            sweeper: AwsSweeper::load(config, &aws).await,
+impl SweeperFunction {
+    /// Reads [`SweeperConfig`] (the publisher's settings plus `OUTBOX_MAX_ATTEMPTS`,
+    /// `OUTBOX_SWEEP_GRACE_SECONDS`, …) and the metrics namespace from the
+    /// environment, then builds the function. A missing or malformed variable is
+    /// logged and returned, naming the variable and what to set.
+    pub async fn from_env(aws: &SdkConfig) -> Result<Self, ConfigError> {
+        let config = SweeperConfig::from_env().inspect_err(log_config_error)?;
+        let metrics = Emitter::from_env().inspect_err(log_config_error)?;
+        Ok(Self::build(config, metrics, aws).await)
+    }
+
+    /// With a configuration of your own; metrics go to the `namespace`.
+    pub async fn new(config: SweeperConfig, namespace: &str, aws: &SdkConfig) -> Self {
+        Self::build(config, Emitter::new(namespace), aws).await
+    }
+
+    async fn build(config: SweeperConfig, metrics: Emitter, aws: &SdkConfig) -> Self {
+        SweeperFunction(Deps {
+            sweeper: AwsSweeper::load(config, aws).await,
             metrics,
         })
     }
+
+    /// One sweep within the invocation's remaining time; an error when the sweep
+    /// could not do its work (so the function's `Errors` alarm shows it).
+    pub async fn handle(
+        &self,
+        event: LambdaEvent<serde_json::Value>,
+    ) -> Result<SweepSummary, Error> {
+        handle(event, &self.0).await
+    }
 }
 
-fn log(e: &ConfigError) {
-    lambda_runtime::tracing::error!(error = %e, "bad configuration");
+/// What every invocation shares, built once.
+#[derive(Debug)]
+pub(crate) struct Deps<K, S> {
+    /// The sweeper (and its publish path).
+    pub(crate) sweeper: Sweeper<K, S>,
+    /// Prints the metrics under the deployment's name.
+    pub(crate) metrics: Emitter,
 }
 
 /// One sweep within the invocation's remaining time. A sweep whose store requests
 /// failed — it could not see every shard, or claim or reschedule what it saw — fails
 /// the invocation (after printing its metrics), so that the function's `Errors`
 /// metric and its alarm show a sweeper that cannot do its work; its summary is logged.
-pub async fn handle<K: MessageSink, S: OutboxStore + SweepStore>(
+pub(crate) async fn handle<K: MessageSink, S: OutboxStore + SweepStore>(
     event: LambdaEvent<serde_json::Value>,
     deps: &Deps<K, S>,
 ) -> Result<SweepSummary, Error> {
@@ -64,9 +98,9 @@ pub async fn handle<K: MessageSink, S: OutboxStore + SweepStore>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use dynamodb_outbox::{Destination, Publisher, PublisherConfig, Routes};
     use dynamodb_outbox_core::clock::ManualClock;
     use dynamodb_outbox_core::fakes::{MemoryStore, RecordingSink, StoreFaults, key, pending_item};
+    use dynamodb_outbox_core::{Destination, Publisher, PublisherConfig, Routes};
 
     const NOW: i64 = 1_700_000_000_000;
 
@@ -122,7 +156,7 @@ mod tests {
         )
         .with_clock(ManualClock::at(NOW));
         publisher.store.fail(StoreFaults {
-            queries: dynamodb_outbox::schema::all_sweep_shards().collect(),
+            queries: dynamodb_outbox_core::schema::all_sweep_shards().collect(),
             ..StoreFaults::default()
         });
         let deps = Deps {

@@ -1,77 +1,116 @@
-//! The recovery handler: each on-failure record read back from the stream, each
-//! pending outbox item found put into the sweeper's index, due now. Adoption is
-//! conditional (still `PENDING`, not yet indexed), so items the library wrote, items
-//! already finished and repeated deliveries of the same record change nothing.
+//! The recovery function: each on-failure record of the stream mapping read back
+//! from the stream, each pending outbox item found put into the sweeper's index, due
+//! now. Adoption is conditional (still `PENDING`, not yet indexed), so items the
+//! library wrote, items already finished and repeated deliveries of the same record
+//! change nothing.
 
-use crate::range::{self, RangeError};
+mod range;
+
+use self::range::RangeError;
+use super::log_config_error;
+use crate::dynamo::DynamoStore;
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
 use aws_lambda_events::sqs::BatchItemFailure;
-use dynamodb_outbox::config::{ConfigError, required, vars};
-use dynamodb_outbox::dynamo::DynamoStore;
-use dynamodb_outbox::metrics::{Emitter, Metric};
-use dynamodb_outbox::ports::{MarkOutcome, SweepStore};
-use dynamodb_outbox::schema::{ItemKey, SeenIndex, sweep_shard};
-use dynamodb_outbox::{SharedClock, SystemClock};
+use aws_types::SdkConfig;
+use dynamodb_outbox_core::config::{ConfigError, required, vars};
+use dynamodb_outbox_core::metrics::{Emitter, Metric};
+use dynamodb_outbox_core::ports::{MarkOutcome, SweepStore};
+use dynamodb_outbox_core::schema::{ItemKey, SeenIndex, sweep_shard};
+use dynamodb_outbox_core::{SharedClock, SystemClock};
 use lambda_runtime::{Error, LambdaEvent};
 use std::sync::Arc;
 
 /// Outbox items put back into the sweeper's index.
-pub const RECOVERED_FROM_STREAM: &str = "RecoveredFromStream";
+pub(crate) const RECOVERED_FROM_STREAM: &str = "RecoveredFromStream";
 /// Discarded ranges the stream no longer holds (their items are left to the
 /// sweeper's backstop scan).
-pub const RECOVERY_RANGE_LOST: &str = "RecoveryRangeLost";
+pub(crate) const RECOVERY_RANGE_LOST: &str = "RecoveryRangeLost";
 
-/// What every invocation shares, built once.
+/// The recovery Lambda function, behind the SQS queue that is the publisher's stream
+/// mapping's on-failure destination.
+///
+/// Lambda discards stream records it gave up on (past `MaximumRecordAgeInSeconds`,
+/// after `MaximumRetryAttempts`, when every invocation holding them timed out) and
+/// sends only their sequence range to the on-failure destination. This function reads
+/// that range back from the stream (which keeps records 24 hours) and puts every
+/// pending outbox item it finds that no index knows about into the sweeper's index,
+/// due now: what saves the items of minimal producers.
+///
+/// ```no_run
+/// use dynamodb_outbox::lambda::RecoveryFunction;
+/// use lambda_runtime::{Error, service_fn};
+///
+/// #[tokio::main]
+/// async fn main() -> Result<(), Error> {
+///     lambda_runtime::tracing::init_default_subscriber();
+///     let aws = aws_config::load_from_env().await;
+///     let function = RecoveryFunction::from_env(&aws)?;
+///     lambda_runtime::run(service_fn(|event| function.handle(event))).await
+/// }
+/// ```
 #[derive(Debug)]
-pub struct Deps<S> {
-    /// Reads the stream.
-    pub streams: aws_sdk_dynamodbstreams::Client,
-    /// Adopts items into the index.
-    pub store: S,
-    /// Now.
-    pub clock: SharedClock,
-    /// Prints the metrics under the deployment's name.
-    pub metrics: Emitter,
-}
+pub struct RecoveryFunction(Deps<DynamoStore>);
 
-impl Deps<DynamoStore> {
-    /// Reads the configuration and builds the clients from one AWS configuration.
-    pub async fn from_env() -> Result<Self, Error> {
+impl RecoveryFunction {
+    /// Reads the outbox table's name (`OUTBOX_TABLE_NAME`) and the metrics namespace
+    /// from the environment, then builds the clients. A missing variable is logged
+    /// and returned, naming it.
+    pub fn from_env(aws: &SdkConfig) -> Result<Self, ConfigError> {
         let lookup = |name: &str| std::env::var(name).ok();
         let table = required(
             &lookup,
             vars::TABLE_NAME,
             "set it to the outbox table's name",
         )
-        .inspect_err(log)?;
-        let metrics = Emitter::from_env().inspect_err(log)?;
-        let aws = aws_config::load_from_env().await;
-        #[cfg(feature = "fault-injection")]
-        let aws = outbox_faults::from_env(aws)?;
-        Ok(Deps {
-            streams: aws_sdk_dynamodbstreams::Client::new(&aws),
-            store: DynamoStore::new(aws_sdk_dynamodb::Client::new(&aws), table),
+        .inspect_err(log_config_error)?;
+        let metrics = Emitter::from_env().inspect_err(log_config_error)?;
+        Ok(Self::build(table, metrics, aws))
+    }
+
+    /// For the outbox table `table`; metrics go to the `namespace`.
+    pub fn new(table: impl Into<String>, namespace: &str, aws: &SdkConfig) -> Self {
+        Self::build(table.into(), Emitter::new(namespace), aws)
+    }
+
+    fn build(table: String, metrics: Emitter, aws: &SdkConfig) -> Self {
+        RecoveryFunction(Deps {
+            streams: aws_sdk_dynamodbstreams::Client::new(aws),
+            store: DynamoStore::new(aws_sdk_dynamodb::Client::new(aws), table),
             clock: Arc::new(SystemClock),
             metrics,
         })
     }
+
+    /// Handles one batch of on-failure records; the ones to try again are reported.
+    pub async fn handle(&self, event: LambdaEvent<SqsEvent>) -> Result<SqsBatchResponse, Error> {
+        handle(event, &self.0).await
+    }
 }
 
-fn log(e: &ConfigError) {
-    lambda_runtime::tracing::error!(error = %e, "bad configuration");
+/// What every invocation shares, built once.
+#[derive(Debug)]
+pub(crate) struct Deps<S> {
+    /// Reads the stream.
+    pub(crate) streams: aws_sdk_dynamodbstreams::Client,
+    /// Adopts items into the index.
+    pub(crate) store: S,
+    /// Now.
+    pub(crate) clock: SharedClock,
+    /// Prints the metrics under the deployment's name.
+    pub(crate) metrics: Emitter,
 }
 
 /// What one on-failure record led to.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
-pub struct Recovered {
+pub(crate) struct Recovered {
     /// Pending outbox items found in the range.
-    pub found: usize,
+    pub(crate) found: usize,
     /// Of those, put into the index by this call.
-    pub adopted: usize,
+    pub(crate) adopted: usize,
 }
 
 /// Handles one batch of on-failure records; the ones to try again are reported.
-pub async fn handle<S: SweepStore>(
+pub(crate) async fn handle<S: SweepStore>(
     event: LambdaEvent<SqsEvent>,
     deps: &Deps<S>,
 ) -> Result<SqsBatchResponse, Error> {
@@ -82,10 +121,10 @@ pub async fn handle<S: SweepStore>(
             Ok(r) => adopted += r.adopted,
             Err(RangeError::Lost(reason)) => {
                 lost += 1;
-                lambda_runtime::tracing::error!(%reason, "the discarded records are past the stream's retention: the sweeper's backstop scan will find their items");
+                tracing::error!(%reason, "the discarded records are past the stream's retention: the sweeper's backstop scan will find their items");
             }
             Err(RangeError::Transient(reason)) => {
-                lambda_runtime::tracing::warn!(%reason, "could not read the discarded range; trying again");
+                tracing::warn!(%reason, "could not read the discarded range; trying again");
                 let mut failure = BatchItemFailure::default();
                 failure.item_identifier = message.message_id.clone().unwrap_or_default();
                 response.batch_item_failures.push(failure);
@@ -134,7 +173,7 @@ async fn adopt_all<S: SweepStore>(
         {
             Ok(MarkOutcome::Marked) => {
                 recovered.adopted += 1;
-                lambda_runtime::tracing::info!(aggregate = %key.pk, sk = %key.sk, "a discarded message is back in the sweeper's index");
+                tracing::info!(aggregate = %key.pk, sk = %key.sk, "a discarded message is back in the sweeper's index");
             }
             Ok(MarkOutcome::AlreadyFinished) => {}
             Err(e) => return Err(RangeError::Transient(e.to_string())),
@@ -146,9 +185,9 @@ async fn adopt_all<S: SweepStore>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use dynamodb_outbox::clock::ManualClock;
-    use dynamodb_outbox::schema::OutboxItem;
+    use dynamodb_outbox_core::clock::ManualClock;
     use dynamodb_outbox_core::fakes::{MemoryStore, key, pending_item};
+    use dynamodb_outbox_core::schema::OutboxItem;
 
     fn deps(store: MemoryStore) -> Deps<MemoryStore> {
         let aws = aws_config::SdkConfig::builder()

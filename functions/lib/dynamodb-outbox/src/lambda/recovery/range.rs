@@ -2,14 +2,14 @@
 //! and reading the range back from the stream (the one piece of I/O).
 
 use aws_sdk_dynamodbstreams::types::{Record, ShardIteratorType};
-use dynamodb_outbox::schema::{self, ItemKey, OutboxItem, PENDING_MESSAGE, SeenIndex, Status};
+use dynamodb_outbox_core::schema::{self, ItemKey, OutboxItem, PENDING_MESSAGE, SeenIndex, Status};
 use serde::Deserialize;
 use std::cmp::Ordering;
 
 /// What Lambda sends to a stream mapping's on-failure destination: where the
 /// discarded batch was, never the records themselves.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-pub struct OnFailureRecord {
+pub(crate) struct OnFailureRecord {
     /// Why the batch was discarded (`MaxRecordAgeExceeded`, `RetryAttemptsExhausted`).
     #[serde(rename = "requestContext", default)]
     pub context: Option<RequestContext>,
@@ -20,7 +20,7 @@ pub struct OnFailureRecord {
 
 /// The invocation that gave up.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-pub struct RequestContext {
+pub(crate) struct RequestContext {
     /// `MaxRecordAgeExceeded`, `RetryAttemptsExhausted`, ...
     #[serde(default)]
     pub condition: Option<String>,
@@ -29,7 +29,7 @@ pub struct RequestContext {
 /// The discarded records: one shard, from one sequence number to another, inclusive.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct BatchInfo {
+pub(crate) struct BatchInfo {
     /// The shard.
     pub shard_id: String,
     /// The first discarded record.
@@ -41,21 +41,21 @@ pub struct BatchInfo {
 }
 
 /// Reads an on-failure record from a message body, saying what is wrong with it.
-pub fn parse(body: &str) -> Result<OnFailureRecord, String> {
+pub(crate) fn parse(body: &str) -> Result<OnFailureRecord, String> {
     serde_json::from_str(body).map_err(|e| {
         format!("not a DynamoDB stream on-failure record ({e}): is this function subscribed to the stream mapping's on-failure queue?")
     })
 }
 
 /// Compares two stream sequence numbers: decimal strings of any length.
-pub fn compare_sequence(a: &str, b: &str) -> Ordering {
+pub(crate) fn compare_sequence(a: &str, b: &str) -> Ordering {
     let (a, b) = (a.trim_start_matches('0'), b.trim_start_matches('0'));
     a.len().cmp(&b.len()).then_with(|| a.cmp(b))
 }
 
 /// The outbox item a stream record inserted as `PENDING`, if it did — the items the
 /// publisher would have published —, with its index attributes as inserted.
-pub fn pending_insert(record: &Record) -> Option<(ItemKey, SeenIndex)> {
+pub(crate) fn pending_insert(record: &Record) -> Option<(ItemKey, SeenIndex)> {
     if record.event_name().map(|n| n.as_str()) != Some("INSERT") {
         return None;
     }
@@ -74,7 +74,7 @@ pub fn pending_insert(record: &Record) -> Option<(ItemKey, SeenIndex)> {
 
 /// Why a range could not be read.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum RangeError {
+pub(crate) enum RangeError {
     /// The records are gone from the stream (older than its 24 hours): reading again
     /// cannot help. The sweeper's backstop scan finds their items.
     Lost(String),
@@ -84,7 +84,7 @@ pub enum RangeError {
 
 /// Reads the records of `batch` from the stream and returns the pending outbox items
 /// they inserted (key and index attributes as inserted), in stream order.
-pub async fn pending_items_in(
+pub(crate) async fn pending_items_in(
     streams: &aws_sdk_dynamodbstreams::Client,
     batch: &BatchInfo,
 ) -> Result<Vec<(ItemKey, SeenIndex)>, RangeError> {

@@ -1,0 +1,174 @@
+//! The publisher function: one stream batch published, its metrics printed, the
+//! partial batch response returned. The work itself is [`crate::stream`]'s.
+
+use super::log_config_error;
+use crate::dynamo::DynamoStore;
+use crate::sink::AwsSink;
+use crate::stream::handle_stream_event;
+use crate::wiring::{AwsPublisher, FromSdkConfig};
+use aws_lambda_events::event::dynamodb::Event;
+use aws_lambda_events::event::streams::DynamoDbEventResponse;
+use aws_types::SdkConfig;
+use dynamodb_outbox_core::metrics::{Emitter, publisher_metrics};
+use dynamodb_outbox_core::ports::{MessageSink, OutboxStore};
+use dynamodb_outbox_core::{ConfigError, Publisher, PublisherConfig};
+use lambda_runtime::{Error, LambdaEvent};
+
+/// The publisher Lambda function: the outbox table's DynamoDB stream in, every new
+/// pending message published to its destination and marked `SENT`, the records to
+/// retry reported in a partial batch response.
+///
+/// Build it once per execution environment (it reads every SQS destination's size
+/// limit from its queue) and hand [`PublisherFunction::handle`] to the runtime:
+///
+/// ```no_run
+/// use dynamodb_outbox::lambda::PublisherFunction;
+/// use lambda_runtime::{Error, service_fn};
+///
+/// #[tokio::main]
+/// async fn main() -> Result<(), Error> {
+///     lambda_runtime::tracing::init_default_subscriber();
+///     let aws = aws_config::load_from_env().await;
+///     let function = PublisherFunction::from_env(&aws).await?;
+///     lambda_runtime::run(service_fn(|event| function.handle(event))).await
+/// }
+/// ```
+#[derive(Debug)]
+pub struct PublisherFunction(Deps<AwsSink, DynamoStore>);
+
+impl PublisherFunction {
+    /// Reads [`PublisherConfig`] from the environment (`OUTBOX_TABLE_NAME`,
+    /// `OUTBOX_ROUTES`, `OUTBOX_DLQ_URL`, …) and the metrics namespace, then builds
+    /// the function. A missing or malformed variable is logged and returned, naming
+    /// the variable and what to set.
+    pub async fn from_env(aws: &SdkConfig) -> Result<Self, ConfigError> {
+        let config = PublisherConfig::from_env().inspect_err(log_config_error)?;
+        let metrics = Emitter::from_env().inspect_err(log_config_error)?;
+        Ok(Self::build(config, metrics, aws).await)
+    }
+
+    /// With a configuration of your own (routes built in code, say); metrics go to the
+    /// `namespace` (the deployment's name).
+    ///
+    /// ```no_run
+    /// use dynamodb_outbox::lambda::PublisherFunction;
+    /// use dynamodb_outbox::{Destination, PublisherConfig, Routes};
+    ///
+    /// # async fn build() -> PublisherFunction {
+    /// let config = PublisherConfig {
+    ///     table_name: "orders".into(),
+    ///     routes: Routes::new(
+    ///         [("orders".to_owned(), Destination::sqs("https://sqs.eu-west-1.amazonaws.com/123456789012/orders"))],
+    ///         None,
+    ///     ),
+    ///     dead_letter: Destination::sqs("https://sqs.eu-west-1.amazonaws.com/123456789012/outbox-dlq"),
+    ///     ttl_days: 7,
+    /// };
+    /// let aws = aws_config::load_from_env().await;
+    /// PublisherFunction::new(config, "orders-outbox", &aws).await
+    /// # }
+    /// ```
+    pub async fn new(config: PublisherConfig, namespace: &str, aws: &SdkConfig) -> Self {
+        Self::build(config, Emitter::new(namespace), aws).await
+    }
+
+    async fn build(config: PublisherConfig, metrics: Emitter, aws: &SdkConfig) -> Self {
+        PublisherFunction(Deps {
+            publisher: AwsPublisher::load(config, aws).await,
+            metrics,
+        })
+    }
+
+    /// Publishes the batch's pending messages and reports the records to retry.
+    pub async fn handle(&self, event: LambdaEvent<Event>) -> Result<DynamoDbEventResponse, Error> {
+        handle(event, &self.0).await
+    }
+}
+
+/// What every invocation shares, built once.
+#[derive(Debug)]
+pub(crate) struct Deps<K, S> {
+    /// The publish path.
+    pub(crate) publisher: Publisher<K, S>,
+    /// Prints the metrics under the deployment's name.
+    pub(crate) metrics: Emitter,
+}
+
+/// Publishes the batch's pending messages and reports the records to retry.
+pub(crate) async fn handle<K: MessageSink, S: OutboxStore>(
+    event: LambdaEvent<Event>,
+    deps: &Deps<K, S>,
+) -> Result<DynamoDbEventResponse, Error> {
+    let (response, summary) = handle_stream_event(&deps.publisher, &event.payload).await;
+    let now = deps.publisher.clock.now_ms();
+    deps.metrics.emit(now, &publisher_metrics(&summary));
+    Ok(response)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dynamodb_outbox_core::clock::ManualClock;
+    use dynamodb_outbox_core::fakes::{MemoryStore, RecordingSink, Refusals};
+    use dynamodb_outbox_core::{Destination, Routes};
+
+    fn record(seq: &str, pk: &str, topic: &str) -> serde_json::Value {
+        let image = serde_json::json!({
+            "PK": {"S": pk}, "SK": {"S": format!("MESSAGE#X#{seq}")},
+            "ItemType": {"S": "PENDING_MESSAGE"}, "Status": {"S": "PENDING"},
+            "Topic": {"S": topic}, "Payload": {"S": seq}, "RetryCount": {"N": "0"},
+            "SweepShard": {"S": "00"}, "SweepDueAt": {"N": "1"}
+        });
+        serde_json::json!({
+            "eventID": seq, "eventName": "INSERT", "eventSource": "aws:dynamodb",
+            "eventVersion": "1.1", "awsRegion": "eu-west-1",
+            "eventSourceARN": "arn:aws:dynamodb:eu-west-1:123456789012:table/t/stream/x",
+            "dynamodb": {
+                "ApproximateCreationDateTime": 1732870800, "SizeBytes": 400,
+                "SequenceNumber": seq, "StreamViewType": "NEW_IMAGE",
+                "Keys": {"PK": image["PK"], "SK": image["SK"]}, "NewImage": image
+            }
+        })
+    }
+
+    fn deps(refusals: Refusals) -> Deps<RecordingSink, MemoryStore> {
+        let config = PublisherConfig {
+            table_name: "t".into(),
+            routes: Routes::new(
+                [("orders".to_owned(), Destination::sqs("https://q/orders"))],
+                None,
+            ),
+            dead_letter: Destination::sqs("https://q/dlq"),
+            ttl_days: 7,
+        };
+        let publisher =
+            Publisher::new(RecordingSink::new(refusals), MemoryStore::default(), config)
+                .with_clock(ManualClock::at(1_700_000_000_000));
+        Deps {
+            publisher,
+            metrics: Emitter::new("test"),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_batch_is_published_and_only_its_failed_records_are_reported() {
+        let event: Event = serde_json::from_value(serde_json::json!({
+            "Records": [record("1", "A", "orders"), record("2", "B", "orders")]
+        }))
+        .expect("event");
+        let deps = deps(Refusals {
+            transient: vec!["2".into()],
+            ..Refusals::default()
+        });
+        let response = handle(LambdaEvent::new(event, Default::default()), &deps)
+            .await
+            .expect("handled");
+        let failed: Vec<_> = response
+            .batch_item_failures
+            .iter()
+            .filter_map(|f| f.item_identifier.as_deref())
+            .collect();
+        assert_eq!(failed, ["2"]);
+        assert_eq!(deps.publisher.store.sent().len(), 1);
+    }
+}

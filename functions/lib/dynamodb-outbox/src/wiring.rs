@@ -1,0 +1,159 @@
+//! The publish path and the sweeper with this crate's adapters plugged in, built from
+//! configuration read once at start-up.
+
+use crate::dynamo::DynamoStore;
+use crate::sink::AwsSink;
+use crate::sweep::{self, AwsSweeper};
+use aws_types::SdkConfig;
+use dynamodb_outbox_core::{Publisher, PublisherConfig};
+use std::future::Future;
+
+/// The publisher on DynamoDB, SQS, SNS and EventBridge.
+pub type AwsPublisher = Publisher<AwsSink, DynamoStore>;
+
+/// Builds the publish path and the sweeper from configuration read once at start-up.
+///
+/// A trait rather than inherent constructors because [`AwsPublisher`] and
+/// [`AwsSweeper`] are the core's generic types with this crate's adapters plugged in,
+/// and a crate cannot add inherent methods to another crate's type.
+pub trait FromSdkConfig<C>: Sized {
+    /// What the Lambda binaries build at a cold start: [`FromSdkConfig::from_conf`]
+    /// once every SQS destination's size limit — the routes' queues and the
+    /// dead-letter queue — has been read from the queue ([`sqs::learn_limits`]).
+    fn load(config: C, aws: &SdkConfig) -> impl Future<Output = Self> + Send;
+
+    /// Every client built once from `aws`: whatever kind of destination a route
+    /// names is reachable. The SQS destinations keep the limits `config` gives them.
+    fn from_conf(config: C, aws: &SdkConfig) -> Self;
+
+    /// Over clients built elsewhere (with interceptors, say).
+    fn with_sink(config: C, dynamodb: aws_sdk_dynamodb::Client, sink: AwsSink) -> Self;
+}
+
+impl FromSdkConfig<PublisherConfig> for AwsPublisher {
+    async fn load(config: PublisherConfig, aws: &SdkConfig) -> Self {
+        let sink = AwsSink::from_conf(aws);
+        let config = sink.learn_limits(config).await;
+        Self::with_sink(config, aws_sdk_dynamodb::Client::new(aws), sink)
+    }
+
+    fn from_conf(config: PublisherConfig, aws: &SdkConfig) -> Self {
+        Self::with_sink(
+            config,
+            aws_sdk_dynamodb::Client::new(aws),
+            AwsSink::from_conf(aws),
+        )
+    }
+
+    fn with_sink(
+        config: PublisherConfig,
+        dynamodb: aws_sdk_dynamodb::Client,
+        sink: AwsSink,
+    ) -> Self {
+        let store = DynamoStore::new(dynamodb, config.table_name.clone());
+        Publisher::new(sink, store, config)
+    }
+}
+
+impl FromSdkConfig<sweep::SweeperConfig> for AwsSweeper {
+    async fn load(mut config: sweep::SweeperConfig, aws: &SdkConfig) -> Self {
+        let sink = AwsSink::from_conf(aws);
+        config.publisher = sink.learn_limits(config.publisher).await;
+        Self::with_sink(config, aws_sdk_dynamodb::Client::new(aws), sink)
+    }
+
+    fn from_conf(config: sweep::SweeperConfig, aws: &SdkConfig) -> Self {
+        Self::with_sink(
+            config,
+            aws_sdk_dynamodb::Client::new(aws),
+            AwsSink::from_conf(aws),
+        )
+    }
+
+    fn with_sink(
+        config: sweep::SweeperConfig,
+        dynamodb: aws_sdk_dynamodb::Client,
+        sink: AwsSink,
+    ) -> Self {
+        let publisher = AwsPublisher::with_sink(config.publisher.clone(), dynamodb, sink);
+        sweep::Sweeper::new(publisher, config)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dynamodb_outbox_core::Destination;
+    use aws_sdk_sns::config::{BehaviorVersion, Credentials, Region, SharedCredentialsProvider};
+    use dynamodb_outbox_core::message::OutboundMessage;
+    use dynamodb_outbox_core::ports::MessageSink;
+
+    /// A configuration whose every request fails at once: nothing listens there.
+    fn unreachable() -> SdkConfig {
+        SdkConfig::builder()
+            .behavior_version(BehaviorVersion::latest())
+            .region(Region::new("us-east-1"))
+            .endpoint_url("http://127.0.0.1:1")
+            .credentials_provider(SharedCredentialsProvider::new(Credentials::new(
+                "a", "b", None, None, "test",
+            )))
+            .retry_config(aws_sdk_sns::config::retry::RetryConfig::disabled())
+            .build()
+    }
+
+    #[tokio::test]
+    async fn queues_whose_limit_cannot_be_read_get_sqs_default_and_a_routes_own_limit_stays() {
+        let config = PublisherConfig::from_lookup(|name| match name {
+            "OUTBOX_TABLE_NAME" => Some("t".into()),
+            "OUTBOX_DLQ_URL" => Some("https://sqs.us-east-1.amazonaws.com/1/dlq".into()),
+            "OUTBOX_ROUTES" => Some(
+                r#"{"a":"https://sqs.us-east-1.amazonaws.com/1/a","b":{"destination":"https://sqs.us-east-1.amazonaws.com/1/b","max_message_bytes":4096}}"#.into(),
+            ),
+            _ => None,
+        })
+        .expect("valid");
+        let publisher = AwsPublisher::load(config, &unreachable()).await;
+        let routes = &publisher.config.routes;
+        let limit = |topic: &str| routes.resolve(topic).map(Destination::max_message_bytes);
+        assert_eq!(limit("a"), Some(1_048_576));
+        assert_eq!(limit("b"), Some(4096));
+        assert_eq!(
+            publisher.config.dead_letter.limit_source(),
+            "SQS's largest message"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_publisher_built_from_one_configuration_reaches_sns_and_eventbridge_routes() {
+        // Before, the binaries' shared constructor built an SQS-only sink: a route to
+        // SNS or EventBridge failed "transiently" forever without a request being made.
+        let config = PublisherConfig::from_lookup(|name| match name {
+            "OUTBOX_TABLE_NAME" => Some("t".into()),
+            "OUTBOX_DLQ_URL" => Some("https://sqs.us-east-1.amazonaws.com/1/dlq".into()),
+            "OUTBOX_DEFAULT_DESTINATION" => Some("https://sqs.us-east-1.amazonaws.com/1/q".into()),
+            _ => None,
+        })
+        .expect("valid");
+        let publisher = AwsPublisher::from_conf(config, &unreachable());
+        let message = OutboundMessage {
+            body: "{}".into(),
+            attributes: vec![],
+            group_id: None,
+            dedup_id: None,
+        };
+        for dest in [
+            "arn:aws:sns:us-east-1:123456789012:orders",
+            "arn:aws:events:us-east-1:123456789012:event-bus/shop",
+        ] {
+            let dest = Destination::parse(dest, None).expect("destination");
+            let err = publisher
+                .sink
+                .send_batch(&dest, &[&message])
+                .await
+                .expect_err("nothing listens");
+            // The request went out (and found nobody), rather than being refused here.
+            assert!(err.reason.contains("dispatch failure"), "{dest}: {err}");
+            assert!(err.is_retryable());
+        }
+    }
+}
