@@ -58,6 +58,27 @@ impl fmt::Display for Envelope {
 }
 
 /// One SQS message, its envelope opened.
+///
+/// ```
+/// use dynamodb_outbox_idempotency::{Delivery, Envelope, SqsMessage};
+///
+/// // What an SNS subscription without raw message delivery puts on the queue.
+/// let notification = serde_json::json!({
+///     "Type": "Notification",
+///     "TopicArn": "arn:aws:sns:eu-west-1:123456789012:orders",
+///     "Message": r#"{"id":"o-1"}"#,
+///     "MessageAttributes": {"outbox-message-id": {"Type": "String", "Value": "outbox-7"}},
+/// });
+/// let mut message = SqsMessage::default();
+/// message.message_id = Some("sqs-1".into());
+/// message.body = Some(notification.to_string());
+///
+/// let delivery = Delivery::open(&message);
+/// assert_eq!(delivery.envelope(), Envelope::Sns);
+/// assert_eq!(delivery.message_id().ok(), Some("outbox-7")); // the key copies share
+/// assert_eq!(delivery.body(), Some(r#"{"id":"o-1"}"#)); // the payload, not the envelope
+/// assert_eq!(delivery.sqs_message_id(), "sqs-1"); // what the batch response names
+/// ```
 #[derive(Debug, Clone)]
 pub struct Delivery<'a> {
     message: &'a SqsMessage,
