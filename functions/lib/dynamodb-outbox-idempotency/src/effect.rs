@@ -72,7 +72,7 @@ use crate::{IdempotencyError, Item};
 use aws_sdk_dynamodb::operation::delete_item::DeleteItemError;
 use aws_sdk_dynamodb::types::AttributeValue;
 use dynamodb_outbox_core::clock;
-use record::{Existing, IN_PROGRESS, LOCKED_UNTIL, STATUS, Stored, new_token};
+use record::{Existing, LOCKED_UNTIL, Stored, new_token};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use std::future::Future;
@@ -305,15 +305,8 @@ impl IdempotentEffects {
     /// `Ok(false)` when there was no such record (none, still locked, or completed).
     pub async fn forget(&self, key: &str) -> Result<bool, IdempotencyError> {
         let result = self
-            .table
-            .client()
-            .delete_item()
-            .table_name(self.table.name())
-            .set_key(Some(self.record_key(key)))
-            .condition_expression("#status = :in_progress AND #locked < :now_ms")
-            .expression_attribute_names("#status", STATUS)
+            .delete_in_progress(key, "#locked < :now_ms")
             .expression_attribute_names("#locked", LOCKED_UNTIL)
-            .expression_attribute_values(":in_progress", AttributeValue::S(IN_PROGRESS.to_owned()))
             .expression_attribute_values(
                 ":now_ms",
                 AttributeValue::N(self.table.now_ms().to_string()),

@@ -241,13 +241,7 @@ fn describe(action: &TransactWriteItem, key_attribute: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn client() -> aws_sdk_dynamodb::Client {
-        let conf = aws_sdk_dynamodb::Config::builder()
-            .behavior_version(aws_sdk_dynamodb::config::BehaviorVersion::latest())
-            .build();
-        aws_sdk_dynamodb::Client::from_conf(conf)
-    }
+    use crate::table::offline_client as client;
 
     fn marker() -> MessageMarker {
         MessageMarker::new(client(), "orders")

@@ -170,16 +170,19 @@ impl IdempotencyTable {
     }
 }
 
+/// A client that is never called: unit tests build requests and items with it.
+#[cfg(test)]
+pub(crate) fn offline_client() -> aws_sdk_dynamodb::Client {
+    let conf = aws_sdk_dynamodb::Config::builder()
+        .behavior_version(aws_sdk_dynamodb::config::BehaviorVersion::latest())
+        .build();
+    aws_sdk_dynamodb::Client::from_conf(conf)
+}
+
 #[cfg(test)]
 mod tests {
+    use super::offline_client as client;
     use super::*;
-
-    fn client() -> aws_sdk_dynamodb::Client {
-        let conf = aws_sdk_dynamodb::Config::builder()
-            .behavior_version(aws_sdk_dynamodb::config::BehaviorVersion::latest())
-            .build();
-        aws_sdk_dynamodb::Client::from_conf(conf)
-    }
 
     #[test]
     fn by_default_records_are_keyed_by_id_alone() {

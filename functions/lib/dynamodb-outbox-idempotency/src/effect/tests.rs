@@ -3,6 +3,7 @@ use super::record::{
 };
 use super::retry::{MAX_RETRIES, retry_delay};
 use super::*;
+use crate::table::offline_client as client;
 use serde_json::json;
 
 fn record(status: &str, hash: &str) -> Item {
@@ -154,13 +155,6 @@ fn a_lambda_deadline_is_epoch_milliseconds() {
 
 fn effects_on(table: IdempotencyTable) -> IdempotentEffects {
     IdempotentEffects::in_table(table)
-}
-
-fn client() -> aws_sdk_dynamodb::Client {
-    let conf = aws_sdk_dynamodb::Config::builder()
-        .behavior_version(aws_sdk_dynamodb::config::BehaviorVersion::latest())
-        .build();
-    aws_sdk_dynamodb::Client::from_conf(conf)
 }
 
 #[test]

@@ -9,6 +9,7 @@ use super::{Deadline, IdempotentEffects};
 use crate::hash::PayloadHash;
 use crate::{IdempotencyError, Item};
 use aws_sdk_dynamodb::operation::delete_item::DeleteItemError;
+use aws_sdk_dynamodb::operation::delete_item::builders::DeleteItemFluentBuilder;
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure};
 
@@ -220,24 +221,27 @@ impl IdempotentEffects {
         }
     }
 
+    /// A delete of `key`'s record, conditional on it being `IN_PROGRESS` and on
+    /// `and` (whose names and values the caller adds).
+    pub(super) fn delete_in_progress(&self, key: &str, and: &str) -> DeleteItemFluentBuilder {
+        self.table
+            .client()
+            .delete_item()
+            .table_name(self.table.name())
+            .set_key(Some(self.record_key(key)))
+            .condition_expression(format!("#status = :in_progress AND {and}"))
+            .expression_attribute_names("#status", STATUS)
+            .expression_attribute_values(":in_progress", AttributeValue::S(IN_PROGRESS.to_owned()))
+    }
+
     /// Deletes our `IN_PROGRESS` record after a failed effect, retrying until the
     /// deadline. If that fails, duplicates are refused as an unknown outcome once the
     /// lock expires.
     pub(super) async fn release(&self, key: &str, token: &str, deadline: Deadline) {
         let once = || async {
             let result = self
-                .table
-                .client()
-                .delete_item()
-                .table_name(self.table.name())
-                .set_key(Some(self.record_key(key)))
-                .condition_expression("#status = :in_progress AND #token = :token")
-                .expression_attribute_names("#status", STATUS)
+                .delete_in_progress(key, "#token = :token")
                 .expression_attribute_names("#token", TOKEN)
-                .expression_attribute_values(
-                    ":in_progress",
-                    AttributeValue::S(IN_PROGRESS.to_owned()),
-                )
                 .expression_attribute_values(":token", AttributeValue::S(token.to_owned()))
                 .send()
                 .await;
