@@ -12,7 +12,7 @@ use serde::Serialize;
 /// Built once at start-up, shared by every invocation.
 #[derive(Debug, Clone)]
 pub struct Deps {
-    /// Writes an order once per id.
+    /// Writes an order once per id (the table's hash key).
     pub guard: BusinessKeyGuard,
     /// Runs the batch.
     pub batch: BatchProcessor,
@@ -22,7 +22,7 @@ impl Deps {
     /// The orders table of `config`, through `client`.
     pub fn new(client: aws_sdk_dynamodb::Client, config: &Config) -> Self {
         Deps {
-            guard: BusinessKeyGuard::new(client, &config.table_name, "id"),
+            guard: BusinessKeyGuard::new(client, &config.table_name),
             batch: BatchProcessor::new(),
         }
     }

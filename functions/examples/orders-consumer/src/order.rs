@@ -112,11 +112,14 @@ pub fn total_cents(quantity: u8) -> u32 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use dynamodb_outbox_idempotency::IdempotencyError;
-    use dynamodb_outbox_idempotency::batch::parse_json;
+    use dynamodb_outbox_idempotency::{Delivery, IdempotencyError, SqsMessage};
 
+    /// The body as the worker reads it: the payload of an SQS message.
     fn parse(body: &str) -> Result<Order, String> {
-        parse_json::<OrderJob>(body)
+        let mut message = SqsMessage::default();
+        message.body = Some(body.to_owned());
+        Delivery::open(&message)
+            .parse::<OrderJob>()
             .map(Order::from)
             .map_err(|e| match e {
                 IdempotencyError::MalformedBody { reason } => reason,

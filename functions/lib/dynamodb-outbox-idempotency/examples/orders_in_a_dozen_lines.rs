@@ -1,7 +1,6 @@
 //! The README's idempotent consumer: each order stored once, copies acknowledged,
 //! conflicts and malformed bodies reported (and, after the redrive limit, on the DLQ).
-use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
-use dynamodb_outbox_idempotency::{BatchProcessor, BusinessKeyGuard};
+use dynamodb_outbox_idempotency::{BatchProcessor, BusinessKeyGuard, SqsBatchResponse, SqsEvent};
 use lambda_runtime::{Error, LambdaEvent, service_fn};
 
 #[derive(serde::Deserialize, serde::Serialize)]
@@ -16,7 +15,7 @@ async fn main() -> Result<(), Error> {
     let table = std::env::var("ORDERS_TABLE_NAME").map_err(|_| "set ORDERS_TABLE_NAME")?;
     let dynamodb = aws_sdk_dynamodb::Client::new(&aws_config::load_from_env().await);
     let (guard, batch) = (
-        &BusinessKeyGuard::new(dynamodb, table, "id"),
+        &BusinessKeyGuard::new(dynamodb, table),
         &BatchProcessor::new(),
     );
     lambda_runtime::run(service_fn(move |event: LambdaEvent<SqsEvent>| async move {

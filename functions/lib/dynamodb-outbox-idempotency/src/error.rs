@@ -100,7 +100,7 @@ pub enum IdempotencyError {
         /// The SQS `MessageId`.
         sqs_message_id: String,
         /// How the message arrived.
-        envelope: crate::delivery::Envelope,
+        envelope: crate::Envelope,
     },
     /// The message carries a large-payload offload pointer whose object could not be read
     /// (missing, expired, no permission, a network error). Retryable: the object may

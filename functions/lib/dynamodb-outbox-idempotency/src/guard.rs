@@ -9,31 +9,52 @@
 //! sends the same order twice as two messages.
 
 use crate::item::differing_attributes;
-use crate::{IdempotencyError, Item, Outcome, render_key};
+use crate::table::IdempotencyTable;
+use crate::{IdempotencyError, Item, Outcome};
 use aws_sdk_dynamodb::operation::put_item::PutItemError;
 use aws_sdk_dynamodb::types::ReturnValuesOnConditionCheckFailure;
 use serde::Serialize;
 
 /// Writes an item once per business key.
+///
+/// The table's partition key is the business key (`id` unless the
+/// [`IdempotencyTable`] says otherwise); on a table with a sort key, each item brings
+/// both.
+///
+/// ```no_run
+/// use dynamodb_outbox_idempotency::{BusinessKeyGuard, IdempotencyError, Outcome};
+///
+/// #[derive(serde::Serialize)]
+/// struct Order { id: String, quantity: u8 }
+///
+/// # async fn example(client: aws_sdk_dynamodb::Client) -> Result<(), IdempotencyError> {
+/// let guard = BusinessKeyGuard::new(client, "orders").ignoring(["ProcessedAt"]);
+/// let order = Order { id: "o-1".into(), quantity: 4 };
+/// match guard.put(&order).await? {
+///     Outcome::Applied => println!("stored now"),
+///     Outcome::Duplicate => println!("already stored with the same details"),
+/// }
+/// // The same id with other details is `Err(IdempotencyError::Conflict { .. })`.
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug, Clone)]
 pub struct BusinessKeyGuard {
-    client: aws_sdk_dynamodb::Client,
-    table: String,
-    key_attribute: String,
+    table: IdempotencyTable,
     ignore: Vec<String>,
 }
 
 impl BusinessKeyGuard {
-    /// A guard on `table`, whose hash key is `key_attribute` (e.g. `id`).
-    pub fn new(
-        client: aws_sdk_dynamodb::Client,
-        table: impl Into<String>,
-        key_attribute: impl Into<String>,
-    ) -> Self {
+    /// A guard on `table`, whose hash key `id` is the business key; shorthand for
+    /// [`in_table`](Self::in_table) with [`IdempotencyTable::new`].
+    pub fn new(client: aws_sdk_dynamodb::Client, table: impl Into<String>) -> Self {
+        Self::in_table(IdempotencyTable::new(client, table))
+    }
+
+    /// A guard on `table`, keyed by its partition key (and sort key, if it has one).
+    pub fn in_table(table: IdempotencyTable) -> Self {
         BusinessKeyGuard {
-            client,
-            table: table.into(),
-            key_attribute: key_attribute.into(),
+            table,
             ignore: Vec::new(),
         }
     }
@@ -49,11 +70,6 @@ impl BusinessKeyGuard {
         self
     }
 
-    /// The table written to.
-    pub fn table(&self) -> &str {
-        &self.table
-    }
-
     /// Writes `value` (serialised with `serde_dynamo`) unless its key exists; see
     /// [`put_item`](Self::put_item).
     pub async fn put<T: Serialize>(&self, value: &T) -> Result<Outcome, IdempotencyError> {
@@ -67,22 +83,15 @@ impl BusinessKeyGuard {
     /// duplicate; with other details, a conflict carrying both versions. Every error
     /// other than `ConditionalCheckFailedException` propagates as it is.
     pub async fn put_item(&self, item: Item) -> Result<Outcome, IdempotencyError> {
-        let key = match item.get(&self.key_attribute) {
-            Some(v) => render_key(&self.key_attribute, v),
-            None => {
-                return Err(IdempotencyError::Invalid(format!(
-                    "the item has no key attribute `{}`",
-                    self.key_attribute
-                )));
-            }
-        };
+        let key = self.table.rendered_key(&item)?;
         let result = self
-            .client
+            .table
+            .client()
             .put_item()
-            .table_name(&self.table)
+            .table_name(self.table.name())
             .set_item(Some(item.clone()))
             .condition_expression("attribute_not_exists(#key)")
-            .expression_attribute_names("#key", &self.key_attribute)
+            .expression_attribute_names("#key", self.table.partition_key_name())
             .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
             .send()
             .await;
@@ -107,7 +116,7 @@ impl BusinessKeyGuard {
 }
 
 /// Duplicate or conflict, from the stored and the requested item.
-pub fn decide(
+fn decide(
     key: String,
     stored: Item,
     requested: Item,

@@ -49,7 +49,7 @@ impl PayloadHash {
 
 /// JSON with object keys sorted at every level, whatever serde_json's map order
 /// (its `preserve_order` feature may be switched on by any crate in the build).
-pub fn canonical_json(value: &Value) -> String {
+pub(crate) fn canonical_json(value: &Value) -> String {
     match value {
         Value::Object(map) => {
             let mut entries: Vec<(&String, &Value)> = map.iter().collect();

@@ -9,7 +9,11 @@ use std::collections::BTreeSet;
 /// Names of the attributes whose values differ between `stored` and `requested`
 /// (present in one only, or with different values), sorted, leaving out `ignore`.
 /// Empty means the two items are the same.
-pub fn differing_attributes(stored: &Item, requested: &Item, ignore: &[String]) -> Vec<String> {
+pub(crate) fn differing_attributes(
+    stored: &Item,
+    requested: &Item,
+    ignore: &[String],
+) -> Vec<String> {
     let names: BTreeSet<&String> = stored.keys().chain(requested.keys()).collect();
     names
         .into_iter()
@@ -23,7 +27,7 @@ pub fn differing_attributes(stored: &Item, requested: &Item, ignore: &[String]) 
 }
 
 /// Whether two attribute values are equal as DynamoDB stores them.
-pub fn same_value(a: &AttributeValue, b: &AttributeValue) -> bool {
+pub(crate) fn same_value(a: &AttributeValue, b: &AttributeValue) -> bool {
     use AttributeValue as A;
     match (a, b) {
         (A::N(x), A::N(y)) => same_number(x, y),
@@ -55,7 +59,7 @@ fn number_set(values: &[String]) -> BTreeSet<String> {
 
 /// A decimal number in one spelling: `-12.50`, `-1.25e1` and `-0012.5` all become
 /// `-125e-1`; every zero becomes `0`. `None` when `text` is not a decimal number.
-pub fn canonical_number(text: &str) -> Option<String> {
+pub(crate) fn canonical_number(text: &str) -> Option<String> {
     let text = text.trim();
     let (negative, rest) = match text.strip_prefix('-') {
         Some(r) => (true, r),

@@ -1,64 +1,70 @@
-//! Idempotent SQS consumers on DynamoDB.
+#![doc = include_str!("../README.md")]
 //!
-//! Delivery is at-least-once: the outbox may publish a message twice, SQS may deliver
-//! it twice, a producer may send the same request twice. This crate makes the
-//! *effect* happen once, with one of three strategies, and runs a consumer over SQS
-//! batches with partial batch responses:
+//! # The API at a glance
 //!
-//! - [`BusinessKeyGuard`]: the effect is one item keyed by a business id (an order).
-//!   One conditional `PutItem`; an existing item with the same details is a
-//!   duplicate, with other details a conflict that is never acknowledged.
-//! - [`MessageMarker`]: the effect is several writes, or writes that are not naturally
-//!   idempotent (counters). They and a marker keyed by the message id commit in one
+//! - [`BatchProcessor`] runs a per-message function over an [`SqsEvent`] and returns
+//!   the [`SqsBatchResponse`] naming exactly the failed messages
+//!   ([`BatchReport`], [`MessageOutcome`], [`MessageFailure`]). Each message is
+//!   handed over as a [`Delivery`]: the payload and the outbox message id, read
+//!   through SNS and EventBridge envelopes ([`Envelope`]), and a payload offloaded to
+//!   S3 read back first ([`PayloadSource`]: [`S3Payloads`], or [`MemoryPayloads`] in
+//!   tests).
+//! - [`BusinessKeyGuard`]: the effect is one item keyed by a business id. One
+//!   conditional `PutItem`; an existing item with the same details is a
+//!   [`Outcome::Duplicate`], with other details an [`IdempotencyError::Conflict`].
+//! - [`MessageMarker`]: the effect is several writes, or writes that are not
+//!   naturally idempotent. They and a marker keyed by the message id commit in one
 //!   `TransactWriteItems`.
-//! - [`IdempotentEffects`]: the effect is outside DynamoDB (an API call, an email). A
-//!   guard record `IN_PROGRESS` → `COMPLETED` per idempotency key, with the stored
-//!   result answering duplicates.
-//! - [`BatchProcessor`]: runs the per-message function over an `SqsEvent` and returns
-//!   the `SqsBatchResponse` naming exactly the failed messages. Each message is handed
-//!   over as a [`Delivery`]: the payload and the outbox message id, read through SNS
-//!   and EventBridge envelopes, and a payload offloaded to S3 (the large-payload offload) read
-//!   back first ([`payload`]). The SQS `MessageId` is never the key unless the
-//!   consumer opts in.
+//! - [`IdempotentEffects`]: the effect is outside DynamoDB. A guard record
+//!   `IN_PROGRESS` → `COMPLETED` per idempotency key ([`PayloadHash`] tells a
+//!   duplicate from a reused key, [`Deadline`] bounds the lock), the stored result
+//!   answering duplicates ([`Effect`]).
+//! - [`IdempotencyTable`]: the table the three write to — its name, key attribute
+//!   names, TTL attribute, [`Retention`] and [`Clock`] — stated once and cloned into
+//!   each.
+//! - [`IdempotencyError`]: every failure, with
+//!   [`is_retryable`](IdempotencyError::is_retryable) saying whether the dead-letter
+//!   queue is the expected end.
 //!
-//! Markers and effect records are kept for one [`Retention`] (14 days, SQS's longest,
-//! by default), and a record is never treated as free because its TTL passed: only
-//! DynamoDB's deletion frees a key.
-//!
-//! See the crate's README for a consumer in a dozen lines.
-//!
-//! The consumer side depends on the outbox's core only (message attribute names,
-//! the clock port, the retry decision), never on the producer and publisher side.
-//! Time is read from a [`Clock`] each guard is given (the
-//! system clock unless set), so tests set it instead of sleeping.
+//! The consumer side depends on the outbox's core only (message attribute names, the
+//! clock port, the retry decision), never on the producer and publisher side.
 #![warn(missing_docs)]
 
-pub mod batch;
-pub mod delivery;
-pub mod effect;
-pub mod error;
-pub mod guard;
-pub mod hash;
-pub mod item;
+mod batch;
+mod delivery;
+mod effect;
+mod error;
+mod guard;
+mod hash;
+mod item;
+#[cfg(feature = "unstable-internals")]
 pub mod marker;
-pub mod payload;
-pub mod retention;
+#[cfg(not(feature = "unstable-internals"))]
+mod marker;
+mod parse;
+mod payload;
+mod retention;
+mod table;
 
+pub use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
 pub use batch::{BatchProcessor, BatchReport, MessageFailure, MessageOutcome};
 pub use delivery::{Delivery, Envelope};
 pub use dynamodb_outbox_core::clock::{Clock, ManualClock, SharedClock, SystemClock};
+pub use dynamodb_outbox_core::large_payload::PayloadPointer;
 pub use effect::{Deadline, Effect, IdempotentEffects};
-pub use error::IdempotencyError;
+pub use error::{CancelledAction, IdempotencyError};
 pub use guard::BusinessKeyGuard;
 pub use hash::PayloadHash;
 pub use marker::MessageMarker;
-pub use payload::{MemoryPayloads, PayloadSource, S3Payloads};
+pub use payload::{Fetched, MemoryPayloads, PayloadSource, S3Payloads};
 pub use retention::{Retention, RetentionError};
+pub use table::IdempotencyTable;
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use std::collections::HashMap;
 
-/// A DynamoDB item.
+/// A DynamoDB item, as the AWS SDK holds it: what
+/// [`BusinessKeyGuard::put_item`] writes and an [`IdempotencyError::Conflict`] carries.
 pub type Item = HashMap<String, AttributeValue>;
 
 /// What a guarded write did.

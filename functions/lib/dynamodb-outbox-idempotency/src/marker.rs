@@ -16,105 +16,96 @@
 //! has passed but that DynamoDB has not deleted yet still makes a duplicate, since
 //! the condition is `attribute_not_exists`.
 
-use crate::retention::Retention;
+use crate::table::IdempotencyTable;
 use crate::{IdempotencyError, Item, Outcome, render_key};
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem};
-use dynamodb_outbox_core::clock::{self, SharedClock};
 use dynamodb_outbox_core::producer::{CancelledAction, MAX_TRANSACTION_ACTIONS};
 
-/// Default marker key prefix (the orders table contract: `id = "MSG#<MessageId>"`).
-pub const MARKER_PREFIX: &str = "MSG#";
-/// Default TTL attribute.
-pub const TTL_ATTRIBUTE: &str = "ExpiresAt";
+/// Marker key prefix (the orders table contract: `id = "MSG#<MessageId>"`).
+const MARKER_PREFIX: &str = "MSG#";
 
 /// Writes a consumer's changes once per message.
+///
+/// ```no_run
+/// use aws_sdk_dynamodb::types::{AttributeValue, TransactWriteItem, Update};
+/// use dynamodb_outbox_idempotency::{Delivery, IdempotencyError, MessageMarker, Outcome};
+///
+/// # async fn example(client: aws_sdk_dynamodb::Client, msg: Delivery<'_>)
+/// #     -> Result<(), Box<dyn std::error::Error>> {
+/// let marker = MessageMarker::new(client, "orders"); // markers under id = "MSG#<id>"
+/// // A counter is not idempotent: it moves once per message only with the marker.
+/// let add_one = Update::builder()
+///     .table_name("orders")
+///     .key("id", AttributeValue::S("STATS".into()))
+///     .update_expression("ADD orders_seen :one")
+///     .expression_attribute_values(":one", AttributeValue::N("1".into()))
+///     .build()?;
+/// let writes = vec![TransactWriteItem::builder().update(add_one).build()];
+/// match marker.commit(msg.message_id()?, writes).await? {
+///     Outcome::Applied => {}                // the counter moved, and the marker is there
+///     Outcome::Duplicate => {}              // nothing written: acknowledge the copy
+/// }
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug, Clone)]
 pub struct MessageMarker {
-    client: aws_sdk_dynamodb::Client,
-    table: String,
-    key_attribute: String,
-    sort_key: Option<(String, String)>,
+    table: IdempotencyTable,
     prefix: String,
-    retention: Retention,
-    ttl_attribute: String,
-    clock: SharedClock,
 }
 
 impl MessageMarker {
     /// Markers in `table` under `id = "MSG#<message id>"`, kept for the default
-    /// [`Retention`] (14 days) through the TTL attribute `ExpiresAt`.
+    /// [`Retention`](crate::Retention) (14 days) through the TTL attribute `ExpiresAt`;
+    /// shorthand for [`in_table`](Self::in_table) with [`IdempotencyTable::new`].
     pub fn new(client: aws_sdk_dynamodb::Client, table: impl Into<String>) -> Self {
+        Self::in_table(IdempotencyTable::new(client, table))
+    }
+
+    /// Markers in `table`, keyed `"MSG#<message id>"` in its key attributes, kept for
+    /// its retention.
+    pub fn in_table(table: IdempotencyTable) -> Self {
         MessageMarker {
-            client,
-            table: table.into(),
-            key_attribute: "id".to_owned(),
-            sort_key: None,
+            table,
             prefix: MARKER_PREFIX.to_owned(),
-            retention: Retention::default(),
-            ttl_attribute: TTL_ATTRIBUTE.to_owned(),
-            clock: clock::system(),
         }
     }
 
-    /// The clock that stamps the markers' expiry (the system clock by default).
-    pub fn clock(mut self, clock: SharedClock) -> Self {
-        self.clock = clock;
-        self
-    }
-
-    /// The table's hash key attribute (default `id`).
-    pub fn key_attribute(mut self, name: impl Into<String>) -> Self {
-        self.key_attribute = name.into();
-        self
-    }
-
-    /// For tables with a range key: its name and the value markers use.
-    pub fn sort_key(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
-        self.sort_key = Some((name.into(), value.into()));
-        self
-    }
-
-    /// How long markers are kept (default 14 days); use the same value for the
-    /// [`IdempotentEffects`](crate::IdempotentEffects) of the same consumer.
-    pub fn retention(mut self, retention: Retention) -> Self {
-        self.retention = retention;
+    /// The clock that stamps the markers' expiry. Kept for the workspace's tests: set
+    /// it with [`IdempotencyTable::clock`].
+    #[cfg(feature = "unstable-internals")]
+    pub fn clock(mut self, clock: dynamodb_outbox_core::clock::SharedClock) -> Self {
+        self.table = self.table.clock(clock);
         self
     }
 
     /// The marker item for `message_id`, written at `now_ms` (epoch milliseconds).
-    pub fn marker_item(&self, message_id: &str, now_ms: i64) -> Item {
-        let mut item = Item::from([
-            (
-                self.key_attribute.clone(),
-                AttributeValue::S(format!("{}{message_id}", self.prefix)),
-            ),
-            (
-                "ItemType".to_owned(),
-                AttributeValue::S("PROCESSED_MESSAGE".to_owned()),
-            ),
-            (
-                self.ttl_attribute.clone(),
-                AttributeValue::N(self.retention.expires_at(now_ms).to_string()),
-            ),
-        ]);
-        if let Some((name, value)) = &self.sort_key {
-            item.insert(name.clone(), AttributeValue::S(value.clone()));
-        }
+    fn marker_item(&self, message_id: &str, now_ms: i64) -> Item {
+        let mut item = self
+            .table
+            .record_key(&format!("{}{message_id}", self.prefix));
+        item.insert(
+            "ItemType".to_owned(),
+            AttributeValue::S("PROCESSED_MESSAGE".to_owned()),
+        );
+        item.insert(
+            self.table.ttl_attribute_name().to_owned(),
+            self.table.expires_at(now_ms),
+        );
         item
     }
 
-    /// The conditional `Put` of the marker, for callers building their own transaction.
-    pub fn marker_action(
-        &self,
-        message_id: &str,
-        now_ms: i64,
-    ) -> Result<TransactWriteItem, IdempotencyError> {
+    /// The conditional `Put` of the marker for `message_id`, for callers building
+    /// their own transaction (put it first: [`commit`](Self::commit) reads a
+    /// cancellation of action 0 as a duplicate).
+    pub fn marker_action(&self, message_id: &str) -> Result<TransactWriteItem, IdempotencyError> {
+        let now_ms = self.table.now_ms();
         let put = Put::builder()
-            .table_name(&self.table)
+            .table_name(self.table.name())
             .set_item(Some(self.marker_item(message_id, now_ms)))
             .condition_expression("attribute_not_exists(#key)")
-            .expression_attribute_names("#key", &self.key_attribute)
+            .expression_attribute_names("#key", self.table.partition_key_name())
             .build()
             .map_err(|e| IdempotencyError::Invalid(format!("marker put: {e}")))?;
         Ok(TransactWriteItem::builder().put(put).build())
@@ -140,7 +131,7 @@ impl MessageMarker {
             )));
         }
         let mut actions = Vec::with_capacity(writes.len() + 1);
-        actions.push(self.marker_action(message_id, self.clock.now_ms())?);
+        actions.push(self.marker_action(message_id)?);
         actions.extend(writes);
         let described: Vec<String> = actions
             .iter()
@@ -149,12 +140,13 @@ impl MessageMarker {
                 if i == 0 {
                     format!("processed-message marker {}{message_id}", self.prefix)
                 } else {
-                    describe(a, &self.key_attribute)
+                    describe(a, self.table.partition_key_name())
                 }
             })
             .collect();
         let err = match self
-            .client
+            .table
+            .client()
             .transact_write_items()
             .set_transact_items(Some(actions))
             .send()
@@ -249,12 +241,19 @@ fn describe(action: &TransactWriteItem, key_attribute: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::table::offline_client as client;
 
     fn marker() -> MessageMarker {
-        let conf = aws_sdk_dynamodb::Config::builder()
-            .behavior_version(aws_sdk_dynamodb::config::BehaviorVersion::latest())
-            .build();
-        MessageMarker::new(aws_sdk_dynamodb::Client::from_conf(conf), "orders")
+        MessageMarker::new(client(), "orders")
+    }
+
+    fn pk_sk_marker() -> MessageMarker {
+        MessageMarker::in_table(
+            IdempotencyTable::new(client(), "app")
+                .partition_key("PK")
+                .sort_key("SK")
+                .ttl_attribute("ttl"),
+        )
     }
 
     #[test]
@@ -266,15 +265,28 @@ mod tests {
             item.get("ExpiresAt"),
             Some(&AttributeValue::N((1_000 + 14 * 86_400).to_string()))
         );
-        let with_sk = marker()
-            .key_attribute("PK")
-            .sort_key("SK", "MARKER")
-            .marker_item("abc", now);
+    }
+
+    #[test]
+    fn on_a_pk_sk_table_the_marker_is_keyed_in_both_and_expires_through_its_ttl() {
+        let item = pk_sk_marker().marker_item("abc", 1_000_000);
+        assert_eq!(item.get("PK"), Some(&AttributeValue::S("MSG#abc".into())));
+        assert_eq!(item.get("SK"), Some(&AttributeValue::S("MSG#abc".into())));
+        assert_eq!(item.get("id"), None);
         assert_eq!(
-            with_sk.get("PK"),
-            Some(&AttributeValue::S("MSG#abc".into()))
+            item.get("ttl"),
+            Some(&AttributeValue::N((1_000 + 14 * 86_400).to_string()))
         );
-        assert_eq!(with_sk.get("SK"), Some(&AttributeValue::S("MARKER".into())));
+        let action = pk_sk_marker().marker_action("abc").expect("valid put");
+        let put = action.put.as_ref().expect("a put");
+        assert_eq!(put.table_name(), "app");
+        assert_eq!(
+            put.expression_attribute_names()
+                .and_then(|n| n.get("#key"))
+                .map(String::as_str),
+            Some("PK"),
+            "the marker's condition is on the partition key"
+        );
     }
 
     #[test]

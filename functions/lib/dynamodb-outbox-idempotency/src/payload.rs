@@ -28,6 +28,33 @@ pub type Fetched<'a> = Pin<Box<dyn Future<Output = Result<String, IdempotencyErr
 
 /// Where offloaded payloads are read from: S3 ([`S3Payloads`]), or memory in tests
 /// ([`MemoryPayloads`]).
+///
+/// The [`BatchProcessor`](crate::BatchProcessor) calls it for each message whose payload is a pointer; a test
+/// of a handler gives the processor a [`MemoryPayloads`] holding the objects:
+///
+/// ```
+/// use dynamodb_outbox_idempotency::{BatchProcessor, MemoryPayloads, PayloadPointer, SqsEvent, SqsMessage};
+///
+/// # #[tokio::main(flavor = "current_thread")]
+/// # async fn main() {
+/// let pointer = PayloadPointer::for_message("large-payloads", "m-1");
+/// let payloads = MemoryPayloads::default();
+/// payloads.put(&pointer, r#"{"lines": 5000}"#);
+/// let mut message = SqsMessage::default();
+/// message.message_id = Some("sqs-1".into());
+/// message.body = Some(pointer.encode());
+/// let mut event = SqsEvent::default();
+/// event.records = vec![message];
+///
+/// let report = BatchProcessor::new()
+///     .large_payloads(payloads)
+///     .run(&event, |msg| async move {
+///         Ok::<_, &str>(msg.body().unwrap_or_default().to_owned())
+///     })
+///     .await;
+/// assert_eq!(report.outcomes[0].result.as_deref().ok(), Some(r#"{"lines": 5000}"#));
+/// # }
+/// ```
 pub trait PayloadSource: Send + Sync + fmt::Debug {
     /// The payload `pointer` points to, as text.
     fn fetch<'a>(&'a self, pointer: &'a PayloadPointer) -> Fetched<'a>;
@@ -123,7 +150,7 @@ impl PayloadSource for MemoryPayloads {
 /// `delivery` with its payload read from where its pointer says, when it carries
 /// one; as it is otherwise. Without a `source`, a pointer is an error rather than a
 /// payload the handler would misread.
-pub async fn resolve<'a>(
+pub(crate) async fn resolve<'a>(
     source: Option<&dyn PayloadSource>,
     delivery: Delivery<'a>,
 ) -> Result<Delivery<'a>, IdempotencyError> {

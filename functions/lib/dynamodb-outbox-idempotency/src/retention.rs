@@ -18,11 +18,11 @@ use std::fmt;
 use std::time::Duration;
 
 /// SQS's longest message retention, and the default [`Retention`].
-pub const SQS_MAX_RETENTION: Duration = Duration::from_secs(14 * 86_400);
+const SQS_MAX_RETENTION: Duration = Duration::from_secs(14 * 86_400);
 /// SQS's shortest message retention: a shorter retention cannot outlive any queue.
-pub const MIN_RETENTION: Duration = Duration::from_secs(60);
+const MIN_RETENTION: Duration = Duration::from_secs(60);
 /// The longest accepted retention (ten years): longer is a unit mistake.
-pub const MAX_RETENTION: Duration = Duration::from_secs(3650 * 86_400);
+const MAX_RETENTION: Duration = Duration::from_secs(3650 * 86_400);
 
 /// How long markers and effect records are kept (default 14 days).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -67,7 +67,7 @@ impl Retention {
     }
 
     /// The TTL value (epoch seconds) of a record written at `now_ms` (epoch ms).
-    pub fn expires_at(self, now_ms: i64) -> u64 {
+    pub(crate) fn expires_at(self, now_ms: i64) -> u64 {
         crate::epoch_seconds(now_ms).saturating_add(self.0.as_secs())
     }
 }

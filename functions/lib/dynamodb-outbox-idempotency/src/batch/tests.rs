@@ -1,0 +1,179 @@
+use super::*;
+use aws_lambda_events::event::sqs::SqsMessageAttribute;
+use std::sync::Mutex;
+use std::time::Duration;
+
+fn msg(id: &str, group: Option<&str>, body: &str) -> SqsMessage {
+    let mut m = SqsMessage::default();
+    m.message_id = Some(id.to_owned());
+    m.body = Some(body.to_owned());
+    if let Some(g) = group {
+        m.attributes.insert("MessageGroupId".into(), g.into());
+    }
+    m
+}
+
+fn event(msgs: Vec<SqsMessage>) -> SqsEvent {
+    let mut e = SqsEvent::default();
+    e.records = msgs;
+    e
+}
+
+#[tokio::test]
+async fn only_failed_messages_are_reported() {
+    let ev = event(vec![
+        msg("a", None, "ok"),
+        msg("b", None, "bad"),
+        msg("c", None, "ok"),
+    ]);
+    let report = BatchProcessor::new()
+        .run(&ev, |m| async move {
+            match m.body() {
+                Some("ok") => Ok(()),
+                _ => Err("bad body"),
+            }
+        })
+        .await;
+    assert_eq!(report.failed_ids(), ["b"]);
+    let response = report.response();
+    assert_eq!(response.batch_item_failures.len(), 1);
+    assert_eq!(response.batch_item_failures[0].item_identifier, "b");
+    let ids: Vec<&str> = report
+        .outcomes
+        .iter()
+        .map(|o| o.message_id.as_str())
+        .collect();
+    assert_eq!(ids, ["a", "b", "c"], "outcomes keep batch order");
+}
+
+#[tokio::test]
+async fn standard_messages_run_concurrently() {
+    let ev = event((0..5).map(|i| msg(&i.to_string(), None, "x")).collect());
+    let running = Mutex::new((0usize, 0usize)); // (now, max)
+    let report = BatchProcessor::new()
+        .concurrency(3)
+        .run(&ev, |_| async {
+            {
+                let mut r = running.lock().map_err(|_| "poisoned")?;
+                r.0 += 1;
+                r.1 = r.1.max(r.0);
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            running.lock().map_err(|_| "poisoned")?.0 -= 1;
+            Ok::<_, &str>(())
+        })
+        .await;
+    assert!(report.failed_ids().is_empty());
+    assert_eq!(
+        running.lock().expect("lock").1,
+        3,
+        "at most 3 at once, and 3 did"
+    );
+}
+
+#[tokio::test]
+async fn a_fifo_group_stops_at_its_first_failure_and_reports_the_rest() {
+    let ev = event(vec![
+        msg("a1", Some("A"), "ok"),
+        msg("b1", Some("B"), "ok"),
+        msg("a2", Some("A"), "bad"),
+        msg("a3", Some("A"), "ok"),
+        msg("b2", Some("B"), "ok"),
+    ]);
+    let ran = Mutex::new(Vec::new());
+    let report = BatchProcessor::new()
+        .run(&ev, |m| {
+            let ran = &ran;
+            async move {
+                let id = m.sqs_message_id().to_owned();
+                ran.lock().map_err(|_| "poisoned")?.push(id);
+                match m.body() {
+                    Some("ok") => Ok(()),
+                    _ => Err("bad"),
+                }
+            }
+        })
+        .await;
+    assert_eq!(report.failed_ids(), ["a2", "a3"]);
+    let mut ran = ran.into_inner().expect("lock");
+    assert!(!ran.contains(&"a3".to_owned()), "a3 never ran");
+    let a: Vec<&String> = ran.iter().filter(|id| id.starts_with('a')).collect();
+    assert_eq!(a, ["a1", "a2"], "in order within the group");
+    ran.sort();
+    assert_eq!(ran, ["a1", "a2", "b1", "b2"]);
+    match &report.outcomes[3].result {
+        Err(MessageFailure::Skipped { after }) => assert_eq!(after, "a2"),
+        other => panic!("a3 should be skipped, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_panic_fails_only_its_message() {
+    let ev = event(vec![msg("a", None, "ok"), msg("b", None, "boom")]);
+    let report = BatchProcessor::new()
+        .run(&ev, |m| async move {
+            if m.body() == Some("boom") {
+                panic!("handler bug");
+            }
+            Ok::<_, &str>(())
+        })
+        .await;
+    assert_eq!(report.failed_ids(), ["b"]);
+    match &report.outcomes[1].result {
+        Err(e @ MessageFailure::Panicked(_)) => {
+            assert!(e.to_string().contains("handler bug"), "{e}")
+        }
+        other => panic!("expected a panic failure, got {other:?}"),
+    }
+}
+
+#[test]
+fn lanes_group_fifo_messages_and_isolate_the_others() {
+    let msgs = vec![
+        msg("1", Some("A"), ""),
+        msg("2", None, ""),
+        msg("3", Some("B"), ""),
+        msg("4", Some("A"), ""),
+        msg("5", None, ""),
+    ];
+    assert_eq!(lanes(&msgs), vec![vec![0, 3], vec![1], vec![2], vec![4]]);
+}
+
+#[tokio::test]
+async fn each_message_is_handed_over_opened_and_its_outbox_id_reported() {
+    let mut with_id = msg("sqs-1", None, r#"{"n":1}"#);
+    let mut attr = SqsMessageAttribute::default();
+    attr.string_value = Some("outbox-7".into());
+    attr.data_type = Some("String".into());
+    with_id
+        .message_attributes
+        .insert(dynamodb_outbox_core::message::ATTR_MESSAGE_ID.into(), attr);
+    let ev = event(vec![with_id, msg("sqs-2", None, r#"{"n":2}"#)]);
+    let keys = |processor: BatchProcessor| {
+        let ev = &ev;
+        async move {
+            processor
+                .run(ev, |m| async move { m.message_id().map(str::to_owned) })
+                .await
+        }
+    };
+    // By default a message without an outbox id is refused, for good
+    let report = keys(BatchProcessor::new()).await;
+    assert_eq!(report.failed_ids(), ["sqs-2"]);
+    assert_eq!(
+        report.outcomes[0].outbox_message_id.as_deref(),
+        Some("outbox-7")
+    );
+    assert!(matches!(
+        &report.outcomes[1].result,
+        Err(MessageFailure::Failed(e @ IdempotencyError::NoMessageId { .. })) if !e.is_retryable()
+    ));
+    // With the opt-in it is keyed by its SQS id
+    let report = keys(BatchProcessor::new().sqs_message_id_fallback()).await;
+    let ids: Vec<String> = report
+        .outcomes
+        .into_iter()
+        .map(|o| o.result.expect("keyed"))
+        .collect();
+    assert_eq!(ids, ["outbox-7", "sqs-2"]);
+}
