@@ -276,7 +276,3 @@ impl<K: MessageSink, S: OutboxStore> Publisher<K, S> {
             .await
     }
 }
-
-#[cfg(test)]
-#[path = "mark_tests.rs"]
-mod tests;

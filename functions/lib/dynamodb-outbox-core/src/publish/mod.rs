@@ -292,10 +292,4 @@ impl<K: MessageSink, S: OutboxStore> Publisher<K, S> {
 }
 
 #[cfg(test)]
-mod fence_tests;
-#[cfg(test)]
-mod large_payload_tests;
-#[cfg(test)]
-mod limit_tests;
-#[cfg(test)]
 mod tests;

@@ -1,6 +1,11 @@
 //! The publish path against the in-memory fakes: the logic only (the conditional
 //! writes themselves are tested against the emulator).
 
+mod fence;
+mod large_payload;
+mod limit;
+mod mark;
+
 use super::*;
 use crate::fakes::{MemoryStore, RecordingSink, Refusals};
 use crate::route::{Destination, Routes};

@@ -172,8 +172,4 @@ impl<K: MessageSink, S: OutboxStore + SweepStore> Sweeper<K, S> {
 }
 
 #[cfg(test)]
-mod fence_tests;
-#[cfg(test)]
 mod tests;
-#[cfg(test)]
-mod wave_tests;

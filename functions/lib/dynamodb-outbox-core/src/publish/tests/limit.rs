@@ -2,9 +2,9 @@
 //! [`crate::policy::limit`]): what is over a queue's limit is poison before any send,
 //! and a dead-letter copy over the dead-letter queue's limit is never sent.
 
-use super::*;
 use crate::fakes::{MemoryStore, RecordingSink};
 use crate::policy::QueueLimits;
+use crate::publish::*;
 use crate::route::{Destination, Routes};
 
 const KIB_256: usize = 262_144;

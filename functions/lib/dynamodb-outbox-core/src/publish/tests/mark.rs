@@ -1,10 +1,10 @@
 //! Batched marks against the in-memory store: how each statement's answer is acted on
 //! (the statements themselves are tested against the emulator).
 
-use super::super::{Outcome, Publisher, Work, WorkItem};
 use crate::config::PublisherConfig;
 use crate::fakes::{MemoryStore, RecordingSink, Refusals, StoreFaults};
 use crate::policy::{MARK_BATCH_ATTEMPTS, MARK_BATCH_LIMIT};
+use crate::publish::{Outcome, Publisher, Work, WorkItem};
 use crate::route::{Destination, Routes};
 use crate::schema::{ItemKey, OutboxItem, OutboxMessage, SeenIndex, sweep_shard};
 

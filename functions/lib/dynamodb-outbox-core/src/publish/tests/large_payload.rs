@@ -2,10 +2,10 @@
 //! destination's limit goes to the route's bucket first and the message carries the
 //! pointer; without a bucket it is poison, with a reason that says how to enable it.
 
-use super::*;
 use crate::fakes::{MemoryStore, RecordingSink, Refusals};
 use crate::large_payload::{ATTR_EXTENDED_PAYLOAD_SIZE, PayloadPointer};
 use crate::message::AttrValue;
+use crate::publish::*;
 use crate::route::{Destination, Routes};
 
 const TOPIC_ARN: &str = "arn:aws:sns:eu-west-1:123456789012:orders";
