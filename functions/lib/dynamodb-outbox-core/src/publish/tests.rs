@@ -9,6 +9,7 @@ mod mark;
 use super::*;
 use crate::fakes::{MemoryStore, RecordingSink, Refusals};
 use crate::route::{Destination, Routes};
+use crate::schema::OutboxMessage;
 
 fn config() -> PublisherConfig {
     PublisherConfig {

@@ -7,6 +7,7 @@ use crate::large_payload::{ATTR_EXTENDED_PAYLOAD_SIZE, PayloadPointer};
 use crate::message::AttrValue;
 use crate::publish::*;
 use crate::route::{Destination, Routes};
+use crate::schema::OutboxMessage;
 
 const TOPIC_ARN: &str = "arn:aws:sns:eu-west-1:123456789012:orders";
 const BUS_ARN: &str = "arn:aws:events:eu-west-1:123456789012:event-bus/shop";

@@ -6,6 +6,7 @@ use crate::fakes::{MemoryStore, RecordingSink};
 use crate::policy::QueueLimits;
 use crate::publish::*;
 use crate::route::{Destination, Routes};
+use crate::schema::OutboxMessage;
 
 const KIB_256: usize = 262_144;
 
