@@ -23,7 +23,7 @@ pub(super) struct Dispatched {
     /// for the dead-letter queue, by position.
     pub poison: Vec<(usize, Poison)>,
     /// Aggregates with a transient failure: their later entries are held back.
-    pub failed_aggregates: HashSet<String>,
+    failed_aggregates: HashSet<String>,
 }
 
 impl Dispatched {

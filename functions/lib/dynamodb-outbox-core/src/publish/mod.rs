@@ -85,18 +85,24 @@ impl<K: MessageSink, S: OutboxStore> Publisher<K, S> {
         finished: &HashSet<ItemKey>,
     ) -> Vec<Outcome> {
         let now_ms = self.clock.now_ms();
+        // Plan: route, build entries, lay out calls; poison found while routing.
         let plan = plan(&self.config, items);
+        // Fence: FIFO messages behind an earlier pending one wait for the sweeper.
         let deferred = fence::deferred(&self.store, &plan, items, finished).await;
         let held: HashSet<usize> = deferred.iter().map(|&(index, _)| index).collect();
+        // Dispatch: the rounds in order; a failed aggregate holds back the rest.
         let dispatched = dispatch::send_rounds(&self.sink, &plan, items, &held).await;
+        // Dead-letter: copy poison (the plan's, then the sends') before marking it.
         let poison = plan.poison.into_iter().chain(dispatched.poison).collect();
         let dlq = &self.config.dead_letter;
         let copied = dead_letter::copy_poison(&self.sink, &self.store, dlq, poison).await;
+        // Mark: FAILED for the poison copied, SENT for what went out.
         let failed = mark::all_failed(&self.store, copied.to_fail, now_ms).await;
         let ttl_days = self.config.ttl_days;
         let sent = mark::all_sent(&self.store, ttl_days, items, &dispatched.sent, now_ms).await;
         let decided = [deferred, dispatched.decided, copied.decided, failed, sent];
         let mut outcomes = by_position(items.len(), decided);
+        // Adopt: what is left unfinished and unindexed goes in the sweeper index.
         for (index, retry) in adopt::unfinished(&self.store, items, &outcomes, now_ms).await {
             outcomes[index] = retry;
         }
