@@ -376,5 +376,4 @@ impl Routes {
 }
 
 #[cfg(test)]
-#[path = "route_tests.rs"]
 mod tests;

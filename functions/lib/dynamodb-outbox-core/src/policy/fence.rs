@@ -277,5 +277,4 @@ fn fence_of(
 }
 
 #[cfg(test)]
-#[path = "fence_tests.rs"]
 mod tests;

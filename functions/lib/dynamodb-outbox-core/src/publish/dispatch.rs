@@ -1,211 +1,183 @@
-//! Sending what the plan says, round by round, and the dead-letter copies of poison;
-//! every answer is judged by [`crate::policy`].
+//! Sending what the plan says, round by round: the large-payload offload writes first,
+//! then the calls of the round concurrently, every answer judged by
+//! [`crate::policy`]. An aggregate that fails transiently holds back its later
+//! entries, in this round and the next, so that none overtakes it.
 
-use super::plan::{Entry, Round, chunk_by_limits, dead_letter_fitting, dead_letter_message};
-use super::{Outcome, Poison, Progress, Publisher, Work, WorkItem, poison_of};
+use super::plan::{Entry, Plan, Round};
+use super::{Outcome, Poison, Work, WorkItem, poison_of};
 use crate::message::OutboundMessage;
-use crate::policy::{
-    CallVerdict, DeadLetterVerdict, EntryVerdict, judge_call, judge_dead_letter, judge_entry,
-    judge_single,
-};
-use crate::ports::{EntryResult, MessageSink, OutboxStore};
+use crate::policy::{CallVerdict, EntryVerdict, judge_call, judge_entry, judge_single};
+use crate::ports::{EntryResult, MessageSink};
 use crate::route::Destination;
-use crate::schema::{STATUS, Status, string_attr};
+use std::collections::HashSet;
 
-impl<K: MessageSink, S: OutboxStore> Publisher<K, S> {
-    /// Sends the calls of one round concurrently, holding back entries of aggregates
-    /// that already failed in this batch, and records each entry's verdict. Entries
-    /// decided before sending (the order fence's) are left out.
-    pub(super) async fn dispatch_round(
-        &self,
-        destinations: &[Destination],
-        round: &Round,
-        items: &[WorkItem],
-        progress: &mut Progress,
-    ) {
-        self.offload_round(round, items, progress).await;
-        let mut calls = Vec::with_capacity(round.len());
-        for (&d, call) in round {
-            let (blocked, live): (Vec<&Entry>, Vec<&Entry>) = call
-                .entries
-                .iter()
-                .filter(|e| progress.outcomes[e.index].is_none())
-                .partition(|e| progress.failed_aggregates.contains(&e.aggregate));
-            for e in blocked {
-                progress.outcomes[e.index] = Some(Outcome::Blocked);
-            }
-            if !live.is_empty() {
-                calls.push(self.send_call(&destinations[d], live));
-            }
+/// What sending came to.
+#[derive(Debug, Default)]
+pub(super) struct Dispatched {
+    /// Entries settled without going out: held back behind a failed sibling
+    /// (`Blocked`) or failed transiently (`Retry`), by position.
+    pub decided: Vec<(usize, Outcome)>,
+    /// Entries the destination accepted, to mark `SENT`, by position.
+    pub sent: Vec<usize>,
+    /// Entries refused for good (by the destination or the payload store): poison
+    /// for the dead-letter queue, by position.
+    pub poison: Vec<(usize, Poison)>,
+    /// Aggregates with a transient failure: their later entries are held back.
+    failed_aggregates: HashSet<String>,
+}
+
+impl Dispatched {
+    /// Adds what a later step came to.
+    fn absorb(&mut self, later: Dispatched) {
+        self.decided.extend(later.decided);
+        self.sent.extend(later.sent);
+        self.poison.extend(later.poison);
+        self.failed_aggregates.extend(later.failed_aggregates);
+    }
+
+    /// The positions this already settled one way or another.
+    fn settled(&self) -> HashSet<usize> {
+        let decided = self.decided.iter().map(|&(index, _)| index);
+        let poison = self.poison.iter().map(|&(index, _)| index);
+        decided
+            .chain(poison)
+            .chain(self.sent.iter().copied())
+            .collect()
+    }
+}
+
+/// Sends the plan's rounds one after another, leaving out the entries `held` (the
+/// order fence's).
+pub(super) async fn send_rounds<K: MessageSink>(
+    sink: &K,
+    plan: &Plan,
+    items: &[WorkItem],
+    held: &HashSet<usize>,
+) -> Dispatched {
+    let mut total = Dispatched::default();
+    for round in &plan.rounds {
+        let failed = &total.failed_aggregates;
+        let this = send_round(sink, &plan.destinations, round, items, held, failed).await;
+        total.absorb(this);
+    }
+    total
+}
+
+/// Sends the calls of one round concurrently, after the round's offload writes,
+/// holding back entries of aggregates that already failed in this batch (`failed`,
+/// or in this round's offload writes).
+async fn send_round<K: MessageSink>(
+    sink: &K,
+    destinations: &[Destination],
+    round: &Round,
+    items: &[WorkItem],
+    held: &HashSet<usize>,
+    failed: &HashSet<String>,
+) -> Dispatched {
+    let mut out = offload(sink, round, items, held).await;
+    let settled = out.settled();
+    let mut calls = Vec::with_capacity(round.len());
+    for (&d, call) in round {
+        let (blocked, live): (Vec<&Entry>, Vec<&Entry>) = call
+            .entries
+            .iter()
+            .filter(|e| !held.contains(&e.index) && !settled.contains(&e.index))
+            .partition(|e| {
+                failed.contains(&e.aggregate) || out.failed_aggregates.contains(&e.aggregate)
+            });
+        out.decided
+            .extend(blocked.into_iter().map(|e| (e.index, Outcome::Blocked)));
+        if !live.is_empty() {
+            calls.push(send_call(sink, &destinations[d], live));
         }
-        for results in futures::future::join_all(calls).await {
-            for (entry, result) in results {
-                match judge_entry(result) {
-                    EntryVerdict::Sent => progress.sent.push(entry.index),
-                    EntryVerdict::Poison { reason } => match &items[entry.index].work {
-                        Work::Publish(msg) => {
-                            progress.poison.push((entry.index, poison_of(msg, reason)));
-                        }
-                        Work::Poison(_) => {
-                            progress.outcomes[entry.index] = Some(Outcome::Retry { reason });
-                        }
-                    },
-                    EntryVerdict::Retry { reason } => {
-                        progress.failed_aggregates.insert(entry.aggregate.clone());
-                        progress.outcomes[entry.index] = Some(Outcome::Retry { reason });
-                    }
-                }
+    }
+    for (entry, result) in futures::future::join_all(calls).await.into_iter().flatten() {
+        match judge_entry(result) {
+            EntryVerdict::Sent => out.sent.push(entry.index),
+            EntryVerdict::Poison { reason } => match &items[entry.index].work {
+                Work::Publish(msg) => out.poison.push((entry.index, poison_of(msg, reason))),
+                Work::Poison(_) => out.decided.push((entry.index, Outcome::Retry { reason })),
+            },
+            EntryVerdict::Retry { reason } => {
+                out.failed_aggregates.insert(entry.aggregate.clone());
+                out.decided.push((entry.index, Outcome::Retry { reason }));
             }
         }
     }
+    out
+}
 
-    /// Writes the payloads of the round's large-payload offload entries to S3, concurrently,
-    /// before any pointer is sent. An entry whose write failed transiently is
-    /// reported for retry and holds back its aggregate (as a failed send does); one
-    /// refused for good is poison, with the reason.
-    async fn offload_round(&self, round: &Round, items: &[WorkItem], progress: &mut Progress) {
-        let uploads = round
+/// Writes the payloads of the round's large-payload offload entries to S3,
+/// concurrently, before any pointer is sent. An entry whose write failed transiently
+/// is reported for retry and holds back its aggregate (as a failed send does); one
+/// refused for good is poison, with the reason. Either way its pointer is not sent.
+async fn offload<K: MessageSink>(
+    sink: &K,
+    round: &Round,
+    items: &[WorkItem],
+    held: &HashSet<usize>,
+) -> Dispatched {
+    let uploads =
+        round
             .values()
             .flat_map(|call| &call.entries)
-            .filter(|e| progress.outcomes[e.index].is_none())
+            .filter(|e| !held.contains(&e.index))
             .filter_map(|e| match (&e.offload, &items[e.index].work) {
                 (Some(pointer), Work::Publish(msg)) => Some((e, msg, pointer)),
                 _ => None,
             })
             .map(|(e, msg, pointer)| async move {
-                (e, msg, self.sink.put_payload(pointer, &msg.payload).await)
+                (e, msg, sink.put_payload(pointer, &msg.payload).await)
             });
-        for (entry, msg, result) in futures::future::join_all(uploads).await {
-            let Err(failure) = result else { continue };
-            let reason = format!("could not write the payload to S3: {failure}");
-            tracing::warn!(message_id = %msg.message_id, error = %failure, "large-payload offload: payload not written");
-            if failure.is_retryable() {
-                progress.failed_aggregates.insert(entry.aggregate.clone());
-                progress.outcomes[entry.index] = Some(Outcome::Retry { reason });
-            } else {
-                progress.poison.push((entry.index, poison_of(msg, reason)));
-                // Keeps its pointer out of this round's call; the dead-letter step
-                // that follows the rounds replaces it with the poison's outcome.
-                progress.outcomes[entry.index] = Some(Outcome::Blocked);
-            }
+    let mut out = Dispatched::default();
+    for (entry, msg, result) in futures::future::join_all(uploads).await {
+        let Err(failure) = result else { continue };
+        let reason = format!("could not write the payload to S3: {failure}");
+        tracing::warn!(message_id = %msg.message_id, error = %failure, "large-payload offload: payload not written");
+        if failure.is_retryable() {
+            out.failed_aggregates.insert(entry.aggregate.clone());
+            out.decided.push((entry.index, Outcome::Retry { reason }));
+        } else {
+            out.poison.push((entry.index, poison_of(msg, reason)));
         }
     }
-
-    /// Sends one call and pairs each entry with its result.
-    async fn send_call<'e>(
-        &self,
-        dest: &Destination,
-        entries: Vec<&'e Entry>,
-    ) -> Vec<(&'e Entry, EntryResult)> {
-        let messages: Vec<&OutboundMessage> = entries.iter().map(|e| &e.message).collect();
-        let results = self.send_resilient(dest, &messages).await;
-        entries.into_iter().zip(results).collect()
-    }
-
-    /// Sends one call and returns one result per message. When the service refuses
-    /// the whole call for its content, the messages are sent one by one, so the one
-    /// to blame is found (and refused for good) and the others go out.
-    async fn send_resilient(
-        &self,
-        dest: &Destination,
-        messages: &[&OutboundMessage],
-    ) -> Vec<EntryResult> {
-        let answer = self.sink.send_batch(dest, messages).await;
-        match judge_call(answer, dest, messages.len()) {
-            CallVerdict::Answered(results) => results,
-            CallVerdict::OneByOne => {
-                tracing::warn!(destination = %dest, "call refused for its content; sending its messages one by one");
-                let mut out = Vec::with_capacity(messages.len());
-                for m in messages {
-                    let answer = self.sink.send_batch(dest, &[*m]).await;
-                    out.push(judge_single(answer, dest));
-                }
-                out
-            }
-            CallVerdict::Every(failure) => {
-                tracing::warn!(destination = %dest, error = %failure, entries = messages.len(), "send failed");
-                vec![Err(failure); messages.len()]
-            }
-        }
-    }
-
-    /// Copies poison to the dead-letter queue, then marks it `FAILED`. The copy comes
-    /// first: a crash between the two leaves the item `PENDING` (found again), never
-    /// `FAILED` without its copy. Poison already finished is not copied again (a
-    /// stream record delivered again after a checkpoint, a sweep after the publisher):
-    /// the item is read first.
-    pub(super) async fn dead_letter(
-        &self,
-        poison: Vec<(usize, Poison)>,
-        now_ms: i64,
-    ) -> Vec<(usize, Outcome)> {
-        if poison.is_empty() {
-            return Vec::new();
-        }
-        let (poison, mut out) = self.still_pending(poison).await;
-        let dlq = &self.config.dead_letter;
-        let (poison, mut to_fail) = dead_letter_fitting(poison, dlq);
-        for chunk in chunk_by_limits(dlq, &poison, |(_, p)| dead_letter_message(p, dlq)) {
-            let (members, messages): (Vec<&(usize, Poison)>, Vec<OutboundMessage>) =
-                chunk.into_iter().unzip();
-            let refs: Vec<&OutboundMessage> = messages.iter().collect();
-            let results = self.send_resilient(dlq, &refs).await;
-            for ((index, p), result) in members.into_iter().zip(results) {
-                match judge_dead_letter(result, &p.reason) {
-                    DeadLetterVerdict::MarkFailed { reason, copied } => {
-                        let mut p = p.clone();
-                        p.reason = reason;
-                        to_fail.push((*index, p, copied));
-                    }
-                    DeadLetterVerdict::Retry(outcome) => {
-                        tracing::error!(?outcome, "could not dead-letter poison; will retry");
-                        out.push((*index, outcome));
-                    }
-                }
-            }
-        }
-        out.extend(self.mark_all_failed(to_fail, now_ms).await);
-        out
-    }
-
-    /// Splits poison into what is still `PENDING` (or cannot be read: copied anyway,
-    /// as a duplicate copy is better than none) and what someone else has finished.
-    async fn still_pending(
-        &self,
-        poison: Vec<(usize, Poison)>,
-    ) -> (Vec<(usize, Poison)>, Vec<(usize, Outcome)>) {
-        let checked = futures::future::join_all(poison.into_iter().map(|(index, p)| async move {
-            let finished = match &p.key {
-                None => false,
-                Some(key) => match self.store.load(key).await {
-                    Ok(item) => !is_pending(item.as_ref()),
-                    Err(e) => {
-                        tracing::warn!(sk = %key.sk, error = %e, "could not read poison before copying it; copying");
-                        false
-                    }
-                },
-            };
-            (index, p, finished)
-        }))
-        .await;
-        let mut pending = Vec::new();
-        let mut finished = Vec::new();
-        for (index, p, done) in checked {
-            if done {
-                tracing::info!(
-                    message_id = p.message_id.as_deref().unwrap_or("-"),
-                    "poison already finished: not copied again"
-                );
-                finished.push((index, Outcome::AlreadyFinished));
-            } else {
-                pending.push((index, p));
-            }
-        }
-        (pending, finished)
-    }
+    out
 }
 
-/// Whether a stored item is `PENDING` (an absent item is not).
-fn is_pending(item: Option<&serde_dynamo::Item>) -> bool {
-    item.and_then(|i| string_attr(i, STATUS)) == Some(Status::Pending.as_str())
+/// Sends one call and pairs each entry with its result.
+async fn send_call<'e, K: MessageSink>(
+    sink: &K,
+    dest: &Destination,
+    entries: Vec<&'e Entry>,
+) -> Vec<(&'e Entry, EntryResult)> {
+    let messages: Vec<&OutboundMessage> = entries.iter().map(|e| &e.message).collect();
+    let results = send_resilient(sink, dest, &messages).await;
+    entries.into_iter().zip(results).collect()
+}
+
+/// Sends one call and returns one result per message. When the service refuses
+/// the whole call for its content, the messages are sent one by one, so the one
+/// to blame is found (and refused for good) and the others go out.
+pub(super) async fn send_resilient<K: MessageSink>(
+    sink: &K,
+    dest: &Destination,
+    messages: &[&OutboundMessage],
+) -> Vec<EntryResult> {
+    let answer = sink.send_batch(dest, messages).await;
+    match judge_call(answer, dest, messages.len()) {
+        CallVerdict::Answered(results) => results,
+        CallVerdict::OneByOne => {
+            tracing::warn!(destination = %dest, "call refused for its content; sending its messages one by one");
+            let mut out = Vec::with_capacity(messages.len());
+            for m in messages {
+                let answer = sink.send_batch(dest, &[*m]).await;
+                out.push(judge_single(answer, dest));
+            }
+            out
+        }
+        CallVerdict::Every(failure) => {
+            tracing::warn!(destination = %dest, error = %failure, entries = messages.len(), "send failed");
+            vec![Err(failure); messages.len()]
+        }
+    }
 }

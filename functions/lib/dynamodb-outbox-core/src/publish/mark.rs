@@ -1,17 +1,17 @@
 //! The state changes after a publish: `SENT` for what went out, `FAILED` for poison
-//! whose copy is safe, and adoption into the sweeper index of unindexed items the
-//! stream path could not finish. All conditional, all concurrent; `SENT` and the first
-//! `FAILED` mark batched ([`crate::policy::marks`]), with the per-item path for what a
-//! batch cannot finish.
+//! whose copy is safe. All conditional, all concurrent; `SENT` and the first `FAILED`
+//! mark batched ([`crate::policy::marks`]), with the per-item path for what a batch
+//! cannot finish.
 
-use super::{ADOPT_GRACE_MS, MARK_CONCURRENCY, Outcome, Poison, Publisher, Work, WorkItem};
+use super::plan::ToFail;
+use super::{MARK_CONCURRENCY, Outcome, Work, WorkItem};
 use crate::failure::FailureKind;
 use crate::policy::{
     MARK_BATCH_ATTEMPTS, MARK_BATCH_LIMIT, StatementVerdict, batch_retry_delay, bounded_error,
     failed_marks, judge_statement,
 };
-use crate::ports::{MarkChange, MarkOutcome, MessageSink, OutboxStore};
-use crate::schema::{ItemKey, sweep_shard};
+use crate::ports::{MarkChange, MarkOutcome, OutboxStore};
+use crate::schema::{ItemKey, OutboxMessage};
 use futures::StreamExt;
 
 /// What the batches made of one change: done, or left to the per-item path.
@@ -21,262 +21,197 @@ enum Batched {
     PerItem,
 }
 
-impl<K: MessageSink, S: OutboxStore> Publisher<K, S> {
-    /// Marks poison `FAILED` once its copy is on the dead-letter queue (`copied`) or
-    /// the queue refused it for good: the full mark batched, and the ladder of
-    /// smaller marks one by one for what the batch could not mark (an item at its
-    /// size limit among them).
-    pub(super) async fn mark_all_failed(
-        &self,
-        poison: Vec<(usize, Poison, bool)>,
-        now_ms: i64,
-    ) -> Vec<(usize, Outcome)> {
-        let changes: Vec<(ItemKey, MarkChange)> = poison
-            .iter()
-            .filter_map(|(_, p, copied)| {
-                let mark = failed_marks(&p.reason, *copied).into_iter().next()?;
-                let change = MarkChange::Failed {
-                    mark,
-                    failed_at_ms: now_ms,
-                };
-                Some((p.key.clone()?, change))
-            })
-            .collect();
-        let mut batched = self.mark_batched(changes).await.into_iter();
-        futures::stream::iter(poison.into_iter().map(|(index, p, copied)| {
-            let answer = p.key.as_ref().and_then(|_| batched.next());
-            async move {
-                tracing::warn!(
-                    message_id = p.message_id.as_deref().unwrap_or("-"),
-                    topic = p.topic.as_deref().unwrap_or("-"),
-                    aggregate = p.key.as_ref().map(|k| k.pk.as_str()).unwrap_or("-"),
-                    reason = %p.reason,
-                    copied,
-                    "message is poison: copied to the dead-letter queue, marking FAILED"
-                );
-                let marked = match (&p.key, answer) {
-                    (Some(_), Some(Batched::Done(_))) => true,
-                    (Some(key), _) => {
-                        self.mark_failed_fitting(key, &p.reason, copied, now_ms)
-                            .await
-                    }
-                    (None, _) => false,
-                };
-                let reason = p.reason;
-                (index, Outcome::DeadLettered { reason, marked })
+/// Marks poison `FAILED` once its copy is on the dead-letter queue (`copied`) or
+/// the queue refused it for good: the full mark batched, and the ladder of
+/// smaller marks one by one for what the batch could not mark (an item at its
+/// size limit among them).
+pub(super) async fn all_failed<S: OutboxStore>(
+    store: &S,
+    poison: Vec<ToFail>,
+    now_ms: i64,
+) -> Vec<(usize, Outcome)> {
+    let changes: Vec<(ItemKey, MarkChange)> = poison
+        .iter()
+        .filter_map(|(_, p, copied)| {
+            let mark = failed_marks(&p.reason, *copied).into_iter().next()?;
+            let change = MarkChange::Failed {
+                mark,
+                failed_at_ms: now_ms,
+            };
+            Some((p.key.clone()?, change))
+        })
+        .collect();
+    let mut batched = mark_batched(store, changes).await.into_iter();
+    futures::stream::iter(poison.into_iter().map(|(index, p, copied)| {
+        let answer = p.key.as_ref().and_then(|_| batched.next());
+        async move {
+            tracing::warn!(
+                message_id = p.message_id.as_deref().unwrap_or("-"),
+                topic = p.topic.as_deref().unwrap_or("-"),
+                aggregate = p.key.as_ref().map(|k| k.pk.as_str()).unwrap_or("-"),
+                reason = %p.reason,
+                copied,
+                "message is poison: copied to the dead-letter queue, marking FAILED"
+            );
+            let marked = match (&p.key, answer) {
+                (Some(_), Some(Batched::Done(_))) => true,
+                (Some(key), _) => mark_failed_fitting(store, key, &p.reason, copied, now_ms).await,
+                (None, _) => false,
+            };
+            let reason = p.reason;
+            (index, Outcome::DeadLettered { reason, marked })
+        }
+    }))
+    .buffer_unordered(MARK_CONCURRENCY)
+    .collect()
+    .await
+}
+
+/// Tries the marks of [`failed_marks`] in order while the item refuses them for
+/// what they would make it hold (its size): whether the item is `FAILED` now
+/// (by this mark or someone else's).
+async fn mark_failed_fitting<S: OutboxStore>(
+    store: &S,
+    key: &ItemKey,
+    reason: &str,
+    copied: bool,
+    now_ms: i64,
+) -> bool {
+    for mark in failed_marks(reason, copied) {
+        match store.mark_failed(key, &mark, now_ms).await {
+            Ok(_) => {
+                if mark.payload_moved || mark.last_error.as_deref() != Some(&bounded_error(reason))
+                {
+                    tracing::warn!(sk = %key.sk, payload_moved = mark.payload_moved, %reason,
+                        "the item is at its size limit: marked FAILED with a smaller mark");
+                }
+                return true;
             }
-        }))
+            Err(f) if f.kind == FailureKind::ContentRefused => {
+                tracing::info!(sk = %key.sk, error = %f, "the item refused the FAILED mark; trying a smaller one");
+            }
+            Err(e) => {
+                // The copy is on the dead-letter queue; the item stays PENDING and
+                // the sweeper will fail it again.
+                tracing::error!(error = %e, sk = %key.sk, "could not mark FAILED; the sweeper will");
+                return false;
+            }
+        }
+    }
+    tracing::error!(sk = %key.sk, "the item refused every FAILED mark; the sweeper will retry");
+    false
+}
+
+/// Marks every published item `SENT`, in batches, with the per-item path for what
+/// a batch could not mark. A refused condition means someone else finished the
+/// item; an error leaves it for the sweeper. The items expire `ttl_days` after.
+pub(super) async fn all_sent<S: OutboxStore>(
+    store: &S,
+    ttl_days: u32,
+    items: &[WorkItem],
+    sent: &[usize],
+    now_ms: i64,
+) -> Vec<(usize, Outcome)> {
+    let expires = now_ms / 1000 + i64::from(ttl_days) * 86_400;
+    let published: Vec<(usize, &OutboxMessage)> = sent
+        .iter()
+        .filter_map(|&index| match &items[index].work {
+            Work::Publish(msg) => Some((index, msg)),
+            Work::Poison(_) => None,
+        })
+        .collect();
+    let change = MarkChange::Sent {
+        sent_at_ms: now_ms,
+        expires_at_s: expires,
+    };
+    let changes = published
+        .iter()
+        .map(|(_, msg)| (msg.key.clone(), change.clone()))
+        .collect();
+    let batched = mark_batched(store, changes).await;
+    futures::stream::iter(published.into_iter().zip(batched))
+        .map(|((index, msg), batched)| async move {
+            let answer = match batched {
+                Batched::Done(outcome) => Ok(outcome),
+                Batched::PerItem => store.mark_sent(&msg.key, now_ms, expires).await,
+            };
+            let marked = match answer {
+                Ok(MarkOutcome::Marked) => true,
+                Ok(MarkOutcome::AlreadyFinished) => {
+                    tracing::debug!(message_id = %msg.message_id, "already finished by another worker");
+                    false
+                }
+                Err(e) => {
+                    tracing::warn!(message_id = %msg.message_id, topic = %msg.topic, error = %e,
+                        "published but could not mark SENT; the sweeper will republish it (a duplicate for consumers)");
+                    false
+                }
+            };
+            (index, Outcome::Sent { marked })
+        })
         .buffer_unordered(MARK_CONCURRENCY)
         .collect()
         .await
-    }
-
-    /// Tries the marks of [`failed_marks`] in order while the item refuses them for
-    /// what they would make it hold (its size): whether the item is `FAILED` now
-    /// (by this mark or someone else's).
-    async fn mark_failed_fitting(
-        &self,
-        key: &ItemKey,
-        reason: &str,
-        copied: bool,
-        now_ms: i64,
-    ) -> bool {
-        for mark in failed_marks(reason, copied) {
-            match self.store.mark_failed(key, &mark, now_ms).await {
-                Ok(_) => {
-                    if mark.payload_moved
-                        || mark.last_error.as_deref() != Some(&bounded_error(reason))
-                    {
-                        tracing::warn!(sk = %key.sk, payload_moved = mark.payload_moved, %reason,
-                            "the item is at its size limit: marked FAILED with a smaller mark");
-                    }
-                    return true;
-                }
-                Err(f) if f.kind == FailureKind::ContentRefused => {
-                    tracing::info!(sk = %key.sk, error = %f, "the item refused the FAILED mark; trying a smaller one");
-                }
-                Err(e) => {
-                    // The copy is on the dead-letter queue; the item stays PENDING and
-                    // the sweeper will fail it again.
-                    tracing::error!(error = %e, sk = %key.sk, "could not mark FAILED; the sweeper will");
-                    return false;
-                }
-            }
-        }
-        tracing::error!(sk = %key.sk, "the item refused every FAILED mark; the sweeper will retry");
-        false
-    }
-
-    /// Marks every published item `SENT`, in batches, with the per-item path for what
-    /// a batch could not mark. A refused condition means someone else finished the
-    /// item; an error leaves it for the sweeper.
-    pub(super) async fn mark_all_sent(
-        &self,
-        items: &[WorkItem],
-        sent: &[usize],
-        now_ms: i64,
-    ) -> Vec<(usize, bool)> {
-        let expires = now_ms / 1000 + i64::from(self.config.ttl_days) * 86_400;
-        let published: Vec<(usize, &crate::schema::OutboxMessage)> = sent
-            .iter()
-            .filter_map(|&index| match &items[index].work {
-                Work::Publish(msg) => Some((index, msg)),
-                Work::Poison(_) => None,
-            })
-            .collect();
-        let change = MarkChange::Sent {
-            sent_at_ms: now_ms,
-            expires_at_s: expires,
-        };
-        let changes = published
-            .iter()
-            .map(|(_, msg)| (msg.key.clone(), change.clone()))
-            .collect();
-        let batched = self.mark_batched(changes).await;
-        futures::stream::iter(published.into_iter().zip(batched))
-            .map(|((index, msg), batched)| async move {
-                let answer = match batched {
-                    Batched::Done(outcome) => Ok(outcome),
-                    Batched::PerItem => self.store.mark_sent(&msg.key, now_ms, expires).await,
-                };
-                let marked = match answer {
-                    Ok(MarkOutcome::Marked) => true,
-                    Ok(MarkOutcome::AlreadyFinished) => {
-                        tracing::debug!(message_id = %msg.message_id, "already finished by another worker");
-                        false
-                    }
-                    Err(e) => {
-                        tracing::warn!(message_id = %msg.message_id, topic = %msg.topic, error = %e,
-                            "published but could not mark SENT; the sweeper will republish it (a duplicate for consumers)");
-                        false
-                    }
-                };
-                (index, marked)
-            })
-            .buffer_unordered(MARK_CONCURRENCY)
-            .collect()
-            .await
-    }
-
-    /// Applies `changes` in batches of [`MARK_BATCH_LIMIT`], concurrently, retrying
-    /// throttled statements in later batches; one answer per change, in order.
-    async fn mark_batched(&self, changes: Vec<(ItemKey, MarkChange)>) -> Vec<Batched> {
-        let mut answers = vec![Batched::PerItem; changes.len()];
-        let mut pending: Vec<usize> = (0..changes.len()).collect();
-        for attempt in 0..MARK_BATCH_ATTEMPTS {
-            if pending.is_empty() {
-                break;
-            }
-            if attempt > 0 {
-                self.store.pause(batch_retry_delay(attempt)).await;
-            }
-            let calls = pending.chunks(MARK_BATCH_LIMIT).map(|chunk| {
-                let batch: Vec<(ItemKey, MarkChange)> =
-                    chunk.iter().map(|&i| changes[i].clone()).collect();
-                async move { (chunk, self.store.mark_batch(&batch).await) }
-            });
-            let results: Vec<_> = futures::stream::iter(calls)
-                .buffer_unordered(MARK_CONCURRENCY)
-                .collect()
-                .await;
-            let mut retry = Vec::new();
-            for (chunk, result) in results {
-                let statements = match result {
-                    Ok(statements) if statements.len() == chunk.len() => statements,
-                    Ok(statements) => {
-                        tracing::warn!(
-                            asked = chunk.len(),
-                            answered = statements.len(),
-                            "a batched mark answered for the wrong number of statements; marking one by one"
-                        );
-                        continue;
-                    }
-                    Err(e) => {
-                        tracing::warn!(error = %e, statements = chunk.len(), "a batched mark failed as a whole; marking one by one");
-                        continue;
-                    }
-                };
-                for (&i, answer) in chunk.iter().zip(&statements) {
-                    match judge_statement(answer, attempt) {
-                        StatementVerdict::Marked => answers[i] = Batched::Done(MarkOutcome::Marked),
-                        StatementVerdict::AlreadyFinished => {
-                            answers[i] = Batched::Done(MarkOutcome::AlreadyFinished);
-                        }
-                        StatementVerdict::Retry => retry.push(i),
-                        StatementVerdict::PerItem => {
-                            if let Err(e) = answer {
-                                tracing::info!(sk = %changes[i].0.sk, code = %e.code, message = %e.message,
-                                    "a batched mark was not applied; marking the item on its own");
-                            }
-                        }
-                    }
-                }
-            }
-            pending = retry;
-        }
-        answers
-    }
-
-    /// Items from minimal producers carry no sweeper index keys (and foreign ones may
-    /// carry values no sweep claims), so if the stream path cannot finish them (a
-    /// retry that may run out, a SENT or FAILED mark that failed) nothing would ever
-    /// look at them again. Put them in the index, due after the grace. Returns the
-    /// positions of finished-looking items (published, or dead-lettered) the index
-    /// could not take: the caller reports them for retry, or nobody would come back
-    /// to them (found by the model checker, docs/protocol.md).
-    pub(super) async fn adopt_unfinished(
-        &self,
-        items: &[WorkItem],
-        outcomes: &[Outcome],
-        now_ms: i64,
-    ) -> Vec<usize> {
-        let due = now_ms + ADOPT_GRACE_MS;
-        let unfinished =
-            items
-                .iter()
-                .zip(outcomes)
-                .enumerate()
-                .filter_map(|(index, (item, outcome))| match (&item.work, outcome) {
-                    (
-                        Work::Publish(msg),
-                        Outcome::Retry { .. }
-                        | Outcome::Blocked
-                        | Outcome::Deferred { .. }
-                        | Outcome::Sent { marked: false }
-                        | Outcome::DeadLettered { marked: false, .. },
-                    ) if !msg.indexed() => Some((index, msg, outcome)),
-                    _ => None,
-                });
-        futures::stream::iter(unfinished)
-            .map(|(index, msg, outcome)| async move {
-                let shard = sweep_shard(&msg.key.pk);
-                match self
-                    .store
-                    .adopt_unindexed(&msg.key, &shard, due, &msg.index)
-                    .await
-                {
-                    Ok(_) => None,
-                    Err(e) => {
-                        tracing::warn!(message_id = %msg.message_id, error = %e, "could not put the item in the sweeper index; reporting it for retry");
-                        // Retry and Blocked are reported already; a published,
-                        // dead-lettered or deferred item must be reported now.
-                        matches!(
-                            outcome,
-                            Outcome::Sent { .. }
-                                | Outcome::DeadLettered { .. }
-                                | Outcome::Deferred { .. }
-                        )
-                        .then_some(index)
-                    }
-                }
-            })
-            .buffer_unordered(MARK_CONCURRENCY)
-            .filter_map(std::future::ready)
-            .collect()
-            .await
-    }
 }
 
-#[cfg(test)]
-#[path = "mark_tests.rs"]
-mod tests;
+/// Applies `changes` in batches of [`MARK_BATCH_LIMIT`], concurrently, retrying
+/// throttled statements in later batches; one answer per change, in order.
+async fn mark_batched<S: OutboxStore>(
+    store: &S,
+    changes: Vec<(ItemKey, MarkChange)>,
+) -> Vec<Batched> {
+    let mut answers = vec![Batched::PerItem; changes.len()];
+    let mut pending: Vec<usize> = (0..changes.len()).collect();
+    for attempt in 0..MARK_BATCH_ATTEMPTS {
+        if pending.is_empty() {
+            break;
+        }
+        if attempt > 0 {
+            store.pause(batch_retry_delay(attempt)).await;
+        }
+        let calls = pending.chunks(MARK_BATCH_LIMIT).map(|chunk| {
+            let batch: Vec<(ItemKey, MarkChange)> =
+                chunk.iter().map(|&i| changes[i].clone()).collect();
+            async move { (chunk, store.mark_batch(&batch).await) }
+        });
+        let results: Vec<_> = futures::stream::iter(calls)
+            .buffer_unordered(MARK_CONCURRENCY)
+            .collect()
+            .await;
+        let mut retry = Vec::new();
+        for (chunk, result) in results {
+            let statements = match result {
+                Ok(statements) if statements.len() == chunk.len() => statements,
+                Ok(statements) => {
+                    tracing::warn!(
+                        asked = chunk.len(),
+                        answered = statements.len(),
+                        "a batched mark answered for the wrong number of statements; marking one by one"
+                    );
+                    continue;
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, statements = chunk.len(), "a batched mark failed as a whole; marking one by one");
+                    continue;
+                }
+            };
+            for (&i, answer) in chunk.iter().zip(&statements) {
+                match judge_statement(answer, attempt) {
+                    StatementVerdict::Marked => answers[i] = Batched::Done(MarkOutcome::Marked),
+                    StatementVerdict::AlreadyFinished => {
+                        answers[i] = Batched::Done(MarkOutcome::AlreadyFinished);
+                    }
+                    StatementVerdict::Retry => retry.push(i),
+                    StatementVerdict::PerItem => {
+                        if let Err(e) = answer {
+                            tracing::info!(sk = %changes[i].0.sk, code = %e.code, message = %e.message,
+                                "a batched mark was not applied; marking the item on its own");
+                        }
+                    }
+                }
+            }
+        }
+        pending = retry;
+    }
+    answers
+}

@@ -1,9 +1,15 @@
 //! The publish path against the in-memory fakes: the logic only (the conditional
 //! writes themselves are tested against the emulator).
 
+mod fence;
+mod large_payload;
+mod limit;
+mod mark;
+
 use super::*;
 use crate::fakes::{MemoryStore, RecordingSink, Refusals};
 use crate::route::{Destination, Routes};
+use crate::schema::OutboxMessage;
 
 fn config() -> PublisherConfig {
     PublisherConfig {
@@ -22,21 +28,34 @@ fn config() -> PublisherConfig {
 }
 
 fn work(pk: &str, topic: &str, body: &str) -> WorkItem {
+    let key = ItemKey {
+        pk: pk.into(),
+        sk: format!("MESSAGE#{body}"),
+    };
+    publish_work(body, key, format!("id-{body}"), topic, body.into())
+}
+
+/// A library message to publish, written at 1 and in the sweeper index: the work
+/// item `id` every test file of the publish path builds its own way.
+fn publish_work(
+    id: &str,
+    key: ItemKey,
+    message_id: String,
+    topic: &str,
+    payload: String,
+) -> WorkItem {
     WorkItem {
-        id: body.to_owned(),
+        id: id.to_owned(),
         work: Work::Publish(OutboxMessage {
-            key: ItemKey {
-                pk: pk.into(),
-                sk: format!("MESSAGE#{body}"),
-            },
-            message_id: format!("id-{body}"),
+            index: crate::schema::SeenIndex::ours(crate::schema::sweep_shard(&key.pk), 1),
+            key,
+            message_id,
             topic: topic.into(),
-            payload: body.into(),
+            payload,
             created_at: 1,
             retry_count: 0,
             sequence: None,
             payload_size: None,
-            index: crate::schema::SeenIndex::ours(crate::schema::sweep_shard(pk), 1),
         }),
     }
 }

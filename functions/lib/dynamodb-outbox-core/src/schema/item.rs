@@ -281,5 +281,4 @@ pub fn decode(
 }
 
 #[cfg(test)]
-#[path = "item_tests.rs"]
 mod tests;

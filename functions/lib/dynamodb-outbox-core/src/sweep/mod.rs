@@ -34,9 +34,11 @@
 //! [`crate::policy`].
 
 mod adopt;
+mod claim;
 pub mod config;
 pub mod handler;
 mod run;
+mod settle;
 
 pub use crate::policy::{
     Budget, adopted_due, backoff, exhausted, give_up_reason, jitter_of, work_window,
@@ -172,8 +174,4 @@ impl<K: MessageSink, S: OutboxStore + SweepStore> Sweeper<K, S> {
 }
 
 #[cfg(test)]
-mod fence_tests;
-#[cfg(test)]
 mod tests;
-#[cfg(test)]
-mod wave_tests;

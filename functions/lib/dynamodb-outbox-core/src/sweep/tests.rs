@@ -1,6 +1,9 @@
 //! The sweep against the in-memory fakes: the logic only (the conditional writes
 //! themselves are tested against the emulator).
 
+mod fence;
+mod wave;
+
 use super::*;
 use crate::clock::ManualClock;
 use crate::config::PublisherConfig;

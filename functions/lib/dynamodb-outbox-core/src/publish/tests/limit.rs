@@ -2,9 +2,9 @@
 //! [`crate::policy::limit`]): what is over a queue's limit is poison before any send,
 //! and a dead-letter copy over the dead-letter queue's limit is never sent.
 
-use super::*;
 use crate::fakes::{MemoryStore, RecordingSink};
 use crate::policy::QueueLimits;
+use crate::publish::*;
 use crate::route::{Destination, Routes};
 
 const KIB_256: usize = 262_144;
@@ -32,23 +32,11 @@ fn config(dlq_bytes: usize) -> PublisherConfig {
 }
 
 fn work(pk: &str, topic: &str, payload: String) -> WorkItem {
-    WorkItem {
-        id: pk.to_owned(),
-        work: Work::Publish(OutboxMessage {
-            key: ItemKey {
-                pk: pk.into(),
-                sk: format!("MESSAGE#{pk}"),
-            },
-            message_id: format!("id-{pk}"),
-            topic: topic.into(),
-            payload,
-            created_at: 1,
-            retry_count: 0,
-            sequence: None,
-            payload_size: None,
-            index: crate::schema::SeenIndex::ours(crate::schema::sweep_shard(pk), 1),
-        }),
-    }
+    let key = ItemKey {
+        pk: pk.into(),
+        sk: format!("MESSAGE#{pk}"),
+    };
+    super::publish_work(pk, key, format!("id-{pk}"), topic, payload)
 }
 
 fn publisher(config: PublisherConfig) -> Publisher<RecordingSink, MemoryStore> {

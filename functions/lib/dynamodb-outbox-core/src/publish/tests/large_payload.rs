@@ -2,10 +2,10 @@
 //! destination's limit goes to the route's bucket first and the message carries the
 //! pointer; without a bucket it is poison, with a reason that says how to enable it.
 
-use super::*;
 use crate::fakes::{MemoryStore, RecordingSink, Refusals};
 use crate::large_payload::{ATTR_EXTENDED_PAYLOAD_SIZE, PayloadPointer};
 use crate::message::AttrValue;
+use crate::publish::*;
 use crate::route::{Destination, Routes};
 
 const TOPIC_ARN: &str = "arn:aws:sns:eu-west-1:123456789012:orders";
@@ -32,23 +32,12 @@ fn config(bucket: Option<&str>, threshold: Option<usize>) -> PublisherConfig {
 }
 
 fn work(pk: &str, topic: &str, payload: String) -> WorkItem {
-    WorkItem {
-        id: pk.to_owned(),
-        work: Work::Publish(OutboxMessage {
-            key: ItemKey {
-                pk: pk.into(),
-                sk: format!("MESSAGE#{pk}#{}", payload.len()),
-            },
-            message_id: format!("id-{pk}-{}", payload.len()),
-            topic: topic.into(),
-            payload,
-            created_at: 1,
-            retry_count: 0,
-            sequence: None,
-            payload_size: None,
-            index: crate::schema::SeenIndex::ours(crate::schema::sweep_shard(pk), 1),
-        }),
-    }
+    let key = ItemKey {
+        pk: pk.into(),
+        sk: format!("MESSAGE#{pk}#{}", payload.len()),
+    };
+    let message_id = format!("id-{pk}-{}", payload.len());
+    super::publish_work(pk, key, message_id, topic, payload)
 }
 
 fn publisher(config: PublisherConfig, refusals: Refusals) -> Publisher<RecordingSink, MemoryStore> {

@@ -1,12 +1,12 @@
 //! The order fence in a sweep, against the in-memory fakes: a message due now whose
 //! earlier sibling the sweep did not claim (not due yet, backing off, leased).
 
-use super::*;
 use crate::clock::ManualClock;
 use crate::config::PublisherConfig;
 use crate::fakes::{MemoryStore, RecordingSink, Refusals, library_item, library_key};
 use crate::route::{Destination, Routes};
 use crate::schema::Status;
+use crate::sweep::*;
 use std::time::Duration;
 
 pub(super) const NOW: i64 = 1_700_000_000_000;

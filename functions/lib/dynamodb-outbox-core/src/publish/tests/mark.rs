@@ -1,12 +1,12 @@
 //! Batched marks against the in-memory store: how each statement's answer is acted on
 //! (the statements themselves are tested against the emulator).
 
-use super::super::{Outcome, Publisher, Work, WorkItem};
 use crate::config::PublisherConfig;
 use crate::fakes::{MemoryStore, RecordingSink, Refusals, StoreFaults};
 use crate::policy::{MARK_BATCH_ATTEMPTS, MARK_BATCH_LIMIT};
+use crate::publish::{Outcome, Publisher, WorkItem};
 use crate::route::{Destination, Routes};
-use crate::schema::{ItemKey, OutboxItem, OutboxMessage, SeenIndex, sweep_shard};
+use crate::schema::{ItemKey, OutboxItem};
 
 fn config() -> PublisherConfig {
     PublisherConfig {
@@ -28,21 +28,7 @@ fn key(body: &str) -> ItemKey {
 }
 
 fn work(body: &str) -> WorkItem {
-    let key = key(body);
-    WorkItem {
-        id: body.to_owned(),
-        work: Work::Publish(OutboxMessage {
-            index: SeenIndex::ours(sweep_shard(&key.pk), 1),
-            key,
-            message_id: format!("id-{body}"),
-            topic: "std".into(),
-            payload: body.into(),
-            created_at: 1,
-            retry_count: 0,
-            sequence: None,
-            payload_size: None,
-        }),
-    }
+    super::publish_work(body, key(body), format!("id-{body}"), "std", body.into())
 }
 
 fn batch(n: usize) -> Vec<WorkItem> {

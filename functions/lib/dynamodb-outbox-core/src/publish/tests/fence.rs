@@ -1,7 +1,7 @@
 //! The order fence on the publish path, against the in-memory fakes.
 
-use super::*;
 use crate::fakes::{MemoryStore, RecordingSink, Refusals, StoreFaults, library_item, library_key};
+use crate::publish::*;
 use crate::route::{Destination, Routes};
 use crate::schema::{OutboxItem, PENDING_MESSAGE, SeenIndex, Status, decode_message};
 

@@ -1,10 +1,10 @@
 //! A sweep walks a backlog in waves, against the in-memory fakes: what a sweep that
 //! dies charges, and a backlog drained in order in one sweep though the index lags.
 
-use super::fence_tests::{NOW, fifo_sweeper as sweeper};
-use super::*;
+use super::fence::{NOW, fifo_sweeper as sweeper};
 use crate::fakes::{MemoryStore, RecordingSink, Refusals, StoreFaults, library_item, library_key};
 use crate::schema::{ItemKey, Status};
+use crate::sweep::*;
 use futures::FutureExt;
 use std::time::Duration;
 

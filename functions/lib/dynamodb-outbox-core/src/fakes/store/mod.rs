@@ -1,0 +1,112 @@
+//! An outbox table in memory, with the failures a test asks for.
+//!
+//! The publish path's port ([`OutboxStore`](crate::ports::OutboxStore)) is answered
+//! in `outbox`, the sweeper's ([`SweepStore`](crate::ports::SweepStore)) in `sweep`;
+//! both change items through `MemoryStore::change`, the one conditional write.
+
+mod outbox;
+mod sweep;
+
+use super::lock;
+use crate::ports::{MarkOutcome, PageToken};
+use crate::schema::{ItemKey, OutboxItem, Status};
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Mutex;
+
+/// What a [`MemoryStore`] fails. By default nothing.
+#[derive(Debug, Clone, Default)]
+pub struct StoreFaults {
+    /// Index shards whose queries fail (transiently).
+    pub queries: Vec<String>,
+    /// Items whose claims fail transiently (throttled).
+    pub claims: Vec<ItemKey>,
+    /// Items that refuse every claim for what they hold (a `RetryCount` stored as a
+    /// string): [`FailureKind::ContentRefused`](crate::failure::FailureKind).
+    pub unclaimable: Vec<ItemKey>,
+    /// Items at their size limit: a `FAILED` mark that adds a reason or a time without
+    /// removing the payload is refused, as DynamoDB refuses it.
+    pub full: Vec<ItemKey>,
+    /// The order fence's reads fail (transiently).
+    pub fence_reads: bool,
+    /// How many of the next reschedules fail (transiently) before the write.
+    pub flaky_reschedules: u32,
+    /// The sweeper index lags, as a global secondary index may: its reads still list
+    /// the items finished since they were pending.
+    pub stale_index: bool,
+    /// Statements of batched marks that answer with an error code: the item, the
+    /// code (`ThrottlingError`, `InternalServerError`, …) and for how many batches.
+    pub statements: Vec<(ItemKey, String, u32)>,
+    /// Whether every batched mark fails as a whole (transiently).
+    pub batches: bool,
+}
+
+/// An outbox table in memory. Conditional changes behave as the DynamoDB adapter's:
+/// only a `PENDING` item changes. A key the store does not hold counts as a pending
+/// item with nothing else known, so publish tests need not fill the table first.
+#[derive(Debug, Default)]
+pub struct MemoryStore {
+    items: Mutex<BTreeMap<ItemKey, OutboxItem>>,
+    sent: Mutex<Vec<ItemKey>>,
+    failed: Mutex<Vec<(ItemKey, String)>>,
+    cursors: Mutex<HashMap<(u32, u32), PageToken>>,
+    faults: Mutex<StoreFaults>,
+    batch_calls: Mutex<Vec<usize>>,
+    statement_errors: Mutex<HashMap<ItemKey, u32>>,
+}
+
+impl MemoryStore {
+    /// Stores `item` under `key`.
+    pub fn put(&self, key: ItemKey, item: OutboxItem) {
+        lock(&self.items).insert(key, item);
+    }
+
+    /// The item under `key`, if any.
+    pub fn get(&self, key: &ItemKey) -> Option<OutboxItem> {
+        lock(&self.items).get(key).cloned()
+    }
+
+    /// Keys marked `SENT`, in order.
+    pub fn sent(&self) -> Vec<ItemKey> {
+        lock(&self.sent).clone()
+    }
+
+    /// Keys marked `FAILED` with their reasons, in order.
+    pub fn failed(&self) -> Vec<(ItemKey, String)> {
+        lock(&self.failed).clone()
+    }
+
+    /// The size of each batched mark call, in order.
+    pub fn batch_calls(&self) -> Vec<usize> {
+        lock(&self.batch_calls).clone()
+    }
+
+    /// Fails what `faults` says from now on.
+    pub fn fail(&self, faults: StoreFaults) {
+        *lock(&self.faults) = faults;
+    }
+
+    fn faults(&self) -> StoreFaults {
+        lock(&self.faults).clone()
+    }
+
+    /// Applies `change` to a pending item (created when absent); `false` from it, or
+    /// an item no longer pending, means the condition failed.
+    fn change(&self, key: &ItemKey, change: impl FnOnce(&mut OutboxItem) -> bool) -> MarkOutcome {
+        let mut items = lock(&self.items);
+        let item = items.entry(key.clone()).or_insert_with(absent_item);
+        if item.status() == Some(Status::Pending) && change(item) {
+            MarkOutcome::Marked
+        } else {
+            MarkOutcome::AlreadyFinished
+        }
+    }
+}
+
+/// What a key the store does not hold reads as: a pending item with nothing else
+/// known.
+fn absent_item() -> OutboxItem {
+    OutboxItem {
+        status: Some(Status::Pending.as_str().to_owned()),
+        ..OutboxItem::default()
+    }
+}

@@ -1,0 +1,201 @@
+//! The publish path's port on the in-memory table: marks (one by one and batched,
+//! with the faults asked for), reads of single items, and the order fence's reads.
+
+use super::{MemoryStore, absent_item};
+use crate::failure::{Failure, FailureKind};
+use crate::fakes::lock;
+use crate::policy::{FailedMark, FenceRead, PAYLOAD_ON_DEAD_LETTER_QUEUE, Scope, Sibling};
+use crate::ports::{
+    MarkChange, MarkOutcome, OutboxStore, PendingPage, StatementAnswer, StatementError, SweepStore,
+};
+use crate::schema::{ItemKey, OutboxItem, PENDING_MESSAGE, SeenIndex, Status, sweep_shard};
+
+fn leave_index(item: &mut OutboxItem) {
+    item.sweep_shard = None;
+    item.sweep_due_at = None;
+}
+
+impl MemoryStore {
+    /// One statement of a batched mark, with the faults asked for.
+    async fn statement(&self, key: &ItemKey, change: &MarkChange) -> StatementAnswer {
+        let faults = self.faults();
+        if let Some((_, code, times)) = faults.statements.iter().find(|(k, _, _)| k == key) {
+            let mut seen = lock(&self.statement_errors);
+            let count = seen.entry(key.clone()).or_insert(0);
+            if *count < *times {
+                *count += 1;
+                return Err(statement_error(code, "injected"));
+            }
+        }
+        let answer = match change {
+            MarkChange::Sent {
+                sent_at_ms,
+                expires_at_s,
+            } => self.mark_sent(key, *sent_at_ms, *expires_at_s).await,
+            MarkChange::Failed { mark, failed_at_ms } => {
+                self.mark_failed(key, mark, *failed_at_ms).await
+            }
+        };
+        match answer {
+            Ok(MarkOutcome::Marked) => Ok(()),
+            Ok(MarkOutcome::AlreadyFinished) => Err(statement_error(
+                "ConditionalCheckFailed",
+                "The conditional request failed",
+            )),
+            Err(f) if f.kind == FailureKind::ContentRefused => {
+                Err(statement_error("ValidationError", &f.reason))
+            }
+            Err(f) => Err(statement_error("InternalServerError", &f.reason)),
+        }
+    }
+}
+
+fn statement_error(code: &str, message: &str) -> StatementError {
+    StatementError {
+        code: code.to_owned(),
+        message: message.to_owned(),
+    }
+}
+
+impl OutboxStore for MemoryStore {
+    async fn mark_batch(
+        &self,
+        changes: &[(ItemKey, MarkChange)],
+    ) -> Result<Vec<StatementAnswer>, Failure> {
+        lock(&self.batch_calls).push(changes.len());
+        if self.faults().batches {
+            return Err(Failure::transient("InternalServerError"));
+        }
+        let mut answers = Vec::with_capacity(changes.len());
+        for (key, change) in changes {
+            answers.push(self.statement(key, change).await);
+        }
+        Ok(answers)
+    }
+
+    async fn mark_sent(
+        &self,
+        key: &ItemKey,
+        sent_at_ms: i64,
+        expires_at_s: i64,
+    ) -> Result<MarkOutcome, Failure> {
+        let outcome = self.change(key, |i| {
+            i.status = Some(Status::Sent.as_str().to_owned());
+            i.sent_at = Some(sent_at_ms);
+            i.expires_at = Some(expires_at_s);
+            leave_index(i);
+            true
+        });
+        if outcome == MarkOutcome::Marked {
+            lock(&self.sent).push(key.clone());
+        }
+        Ok(outcome)
+    }
+
+    async fn adopt_unindexed(
+        &self,
+        key: &ItemKey,
+        shard: &str,
+        due_ms: i64,
+        seen: &SeenIndex,
+    ) -> Result<MarkOutcome, Failure> {
+        SweepStore::adopt(self, key, shard, due_ms, seen).await
+    }
+
+    async fn mark_failed(
+        &self,
+        key: &ItemKey,
+        mark: &FailedMark,
+        failed_at_ms: i64,
+    ) -> Result<MarkOutcome, Failure> {
+        let grows = mark.last_error.is_some() || mark.failed_at;
+        if grows && !mark.payload_moved && self.faults().full.contains(key) {
+            return Err(Failure::content_refused(
+                "ValidationException: Item size to update has exceeded the maximum allowed size",
+            ));
+        }
+        let outcome = self.change(key, |i| {
+            i.status = Some(Status::Failed.as_str().to_owned());
+            if let Some(reason) = &mark.last_error {
+                i.last_error = Some(reason.clone());
+            }
+            if mark.failed_at {
+                i.failed_at = Some(failed_at_ms);
+            }
+            if mark.payload_moved {
+                i.payload = None;
+                i.payload_on = Some(PAYLOAD_ON_DEAD_LETTER_QUEUE.to_owned());
+            }
+            leave_index(i);
+            true
+        });
+        if outcome == MarkOutcome::Marked {
+            let reason = mark.last_error.clone().unwrap_or_default();
+            lock(&self.failed).push((key.clone(), reason));
+        }
+        Ok(outcome)
+    }
+
+    /// An absent key reads as a pending item with nothing else known, as everywhere
+    /// in this store.
+    async fn load(&self, key: &ItemKey) -> Result<Option<serde_dynamo::Item>, Failure> {
+        let item = lock(&self.items)
+            .get(key)
+            .cloned()
+            .unwrap_or_else(absent_item);
+        serde_dynamo::to_item(&item)
+            .map(Some)
+            .map_err(|e| Failure::permanent(e.to_string()))
+    }
+
+    /// Only stored items count here.
+    async fn pending(&self, read: &FenceRead, _: u32) -> Result<PendingPage, Failure> {
+        if self.faults().fence_reads {
+            return Err(Failure::transient("ProvisionedThroughputExceededException"));
+        }
+        let stale = self.faults().stale_index;
+        let items = lock(&self.items);
+        let siblings: Vec<Sibling> = items
+            .iter()
+            .filter_map(|(k, i)| siblings(read, k, i, stale))
+            .collect();
+        Ok(PendingPage {
+            scanned: siblings.len() as u64,
+            siblings,
+            complete: true,
+            requests: 1,
+        })
+    }
+}
+
+/// The pending items `read` finds, as the adapter would return them; from a `stale`
+/// index, the finished ones too.
+fn siblings(read: &FenceRead, key: &ItemKey, item: &OutboxItem, stale: bool) -> Option<Sibling> {
+    if !read.aggregates.contains(&key.pk) {
+        return None;
+    }
+    let pending = item.status() == Some(Status::Pending);
+    match &read.scope {
+        Scope::Shards(shards) if stale && !pending => shards
+            .contains(&sweep_shard(&key.pk))
+            .then(|| Sibling::indexed(key.clone(), item.sweep_due_at.unwrap_or(0))),
+        _ if !pending => None,
+        Scope::Shards(shards) => {
+            let due = item.sweep_due_at?;
+            item.sweep_shard
+                .as_ref()
+                .is_some_and(|shard| shards.contains(shard))
+                .then(|| Sibling::indexed(key.clone(), due))
+        }
+        Scope::Partition(pk) => {
+            (key.pk == *pk && item.item_type.as_deref() == Some(PENDING_MESSAGE)).then(|| {
+                Sibling::read(
+                    key.clone(),
+                    item.sweep_due_at,
+                    item.created_at,
+                    item.message_id.as_deref(),
+                )
+            })
+        }
+    }
+}

@@ -1,0 +1,97 @@
+//! What the publish path answers: one outcome per work item, and the counts of a
+//! batch's outcomes for logs and metrics.
+
+/// What happened to one work item.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// Published. `marked` is false when the `SENT` update could not be made (the
+    /// sweeper will find the item; consumers see a duplicate at worst) or someone
+    /// else had already finished the item.
+    Sent {
+        /// Whether this call changed the item to `SENT`.
+        marked: bool,
+    },
+    /// Poison: copied to the dead-letter queue and marked `FAILED` — or, when
+    /// `marked` is false, the mark could not be made and the item is still `PENDING`
+    /// (the sweeper finishes it).
+    DeadLettered {
+        /// The reason recorded in `LastError`.
+        reason: String,
+        /// Whether the item is now `FAILED`.
+        marked: bool,
+    },
+    /// Poison that someone else had already finished (a replay of a record whose item
+    /// is `FAILED` by now): nothing was sent, nothing changed.
+    AlreadyFinished,
+    /// A transient failure: report for retry.
+    Retry {
+        /// What failed.
+        reason: String,
+    },
+    /// Not attempted: an earlier message of the same aggregate failed in this batch,
+    /// and publishing this one first would break the aggregate's order.
+    Blocked,
+    /// Not attempted: routed to a FIFO destination while an earlier message of its
+    /// aggregate is still `PENDING` outside this batch (or may be: the order fence,
+    /// [`crate::policy::fence`]). Left `PENDING` in the sweeper index for the
+    /// sweeper, which publishes an aggregate's messages in order; not reported for
+    /// retry, which would stall the stream shard behind the sweeper's backoff.
+    Deferred {
+        /// The latest due time of what it waits behind, when known: the sweeper does
+        /// not make it due before.
+        not_before: Option<i64>,
+    },
+}
+
+impl Outcome {
+    /// Whether this call finished the item: it is `SENT` or `FAILED` now, no longer
+    /// pending.
+    pub fn finished_here(&self) -> bool {
+        matches!(
+            self,
+            Outcome::Sent { marked: true } | Outcome::DeadLettered { marked: true, .. }
+        )
+    }
+
+    /// Whether the caller must deliver this item again.
+    pub fn needs_retry(&self) -> bool {
+        matches!(self, Outcome::Retry { .. } | Outcome::Blocked)
+    }
+}
+
+/// Counts for logs and metrics.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Summary {
+    /// Published.
+    pub sent: usize,
+    /// Published but not marked by this call.
+    pub unmarked: usize,
+    /// Poison isolated.
+    pub dead_lettered: usize,
+    /// Reported for retry (failed or blocked).
+    pub retried: usize,
+    /// Left for the sweeper behind an earlier pending message (the order fence).
+    pub deferred: usize,
+}
+
+impl Summary {
+    /// Tallies outcomes.
+    pub fn of<'a>(outcomes: impl IntoIterator<Item = &'a Outcome>) -> Self {
+        let mut s = Summary::default();
+        for o in outcomes {
+            match o {
+                Outcome::Sent { marked } => {
+                    s.sent += 1;
+                    if !marked {
+                        s.unmarked += 1;
+                    }
+                }
+                Outcome::DeadLettered { .. } => s.dead_lettered += 1,
+                Outcome::AlreadyFinished => {}
+                Outcome::Retry { .. } | Outcome::Blocked => s.retried += 1,
+                Outcome::Deferred { .. } => s.deferred += 1,
+            }
+        }
+        s
+    }
+}
