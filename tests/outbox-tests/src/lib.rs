@@ -353,6 +353,33 @@ pub fn system_attr(m: &Message, name: MessageSystemAttributeName) -> Option<Stri
     m.attributes().and_then(|a| a.get(&name)).cloned()
 }
 
+/// A pending outbox item as a minimal producer writes it (the hand-written boto3
+/// producer of the README): the attributes the schema requires and no more — no
+/// `MessageId`, no `CreatedAt`, no sweeper-index attributes.
+pub fn minimal_item(pk: &str, sk: &str, topic: &str, payload: &str) -> Item {
+    HashMap::from([
+        ("PK".to_owned(), sv(pk)),
+        ("SK".to_owned(), sv(sk)),
+        ("ItemType".to_owned(), sv("PENDING_MESSAGE")),
+        ("Topic".to_owned(), sv(topic)),
+        ("Payload".to_owned(), sv(payload)),
+        ("Status".to_owned(), sv("PENDING")),
+        ("RetryCount".to_owned(), nv(0)),
+    ])
+}
+
+/// A minimal producer's item in the sweeper index (as the stream path leaves one it
+/// could not finish), due at `due_ms`.
+pub fn indexed_item(pk: &str, sk: &str, topic: &str, payload: &str, due_ms: i64) -> Item {
+    let mut item = minimal_item(pk, sk, topic, payload);
+    item.insert(
+        "SweepShard".to_owned(),
+        sv(&dynamodb_outbox::schema::sweep_shard(pk)),
+    );
+    item.insert("SweepDueAt".to_owned(), nv(due_ms));
+    item
+}
+
 pub fn s(item: &Item, name: &str) -> Option<String> {
     match item.get(name) {
         Some(AttributeValue::S(v)) => Some(v.clone()),

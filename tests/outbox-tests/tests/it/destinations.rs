@@ -1,7 +1,6 @@
 //! SNS and EventBridge destinations against the emulator: each delivers to an SQS
 //! queue (an SNS subscription with raw delivery, an EventBridge rule target), which
 //! the test reads.
-#![allow(clippy::expect_used, clippy::unwrap_used)]
 
 use dynamodb_outbox::message::{ATTR_AGGREGATE, ATTR_MESSAGE_ID, ATTR_TOPIC};
 use dynamodb_outbox::stream::handle_stream_event;

@@ -1,6 +1,5 @@
 //! Real Lambda event JSON: parsed, round-tripped, classified as the publisher would,
 //! and answered by our own stream handler. No emulator needed.
-#![allow(clippy::expect_used, clippy::unwrap_used)]
 
 use aws_lambda_events::event::dynamodb::Event;
 use dynamodb_outbox::publish::Work;
