@@ -17,6 +17,7 @@ use stream::{StreamReader, event_of};
 
 pub mod pipeline;
 pub mod stream;
+pub mod subscribers;
 
 pub type Item = HashMap<String, AttributeValue>;
 
@@ -119,6 +120,25 @@ impl Outbox {
             dead_letter: Destination::sqs(&self.dlq_url),
             ttl_days: 7,
         }
+    }
+
+    /// The URL of a queue that does not exist, beside the outbox's own: every send to
+    /// it fails.
+    pub fn missing_queue_url(&self) -> String {
+        self.queue.url.replace("orders-", "missing-")
+    }
+
+    /// [`Outbox::config`] with `orders` routed to [`Outbox::missing_queue_url`] only.
+    pub fn config_with_orders_unreachable(&self) -> PublisherConfig {
+        let mut config = self.config();
+        config.routes = Routes::new(
+            [(
+                "orders".to_owned(),
+                Destination::sqs(self.missing_queue_url()),
+            )],
+            None,
+        );
+        config
     }
 
     pub fn publisher(&self) -> AwsPublisher {

@@ -6,7 +6,7 @@ use super::{Orders, order_of};
 use aws_lambda_events::event::sqs::{SqsEvent, SqsMessage};
 use dynamodb_outbox_idempotency::{Delivery, Envelope, IdempotencyError, MessageMarker};
 use orders_consumer::handle;
-use outbox_tests::unique;
+use outbox_tests::subscribers::{SnsDelivery, bus_into, topic_into};
 use std::time::Duration;
 
 /// The outbox message id of `msg`, as the consumer's dedup key.
@@ -78,75 +78,6 @@ fn a_message_without_an_outbox_id_is_refused_rather_than_keyed_by_its_sqs_id() {
     assert_eq!(opted_in.open(&msg).message_id().unwrap(), "sqs-1");
 }
 
-/// The Orders job queue subscribed to a new SNS topic without raw message delivery;
-/// the topic's ARN.
-async fn sns_topic_into(orders: &Orders) -> String {
-    let topic_arn = orders
-        .clients
-        .sns
-        .create_topic()
-        .name(unique("orders-topic"))
-        .send()
-        .await
-        .expect("topic")
-        .topic_arn
-        .expect("arn");
-    orders
-        .clients
-        .sns
-        .subscribe()
-        .topic_arn(&topic_arn)
-        .protocol("sqs")
-        .endpoint(&orders.queue_arn)
-        .send()
-        .await
-        .expect("subscribe");
-    topic_arn
-}
-
-/// A new EventBridge bus whose rule sends the outbox's events to the Orders job
-/// queue; the bus's ARN.
-async fn event_bus_into(orders: &Orders) -> String {
-    let bus = unique("shop");
-    let bus_arn = orders
-        .clients
-        .eventbridge
-        .create_event_bus()
-        .name(&bus)
-        .send()
-        .await
-        .expect("bus")
-        .event_bus_arn
-        .expect("arn");
-    orders
-        .clients
-        .eventbridge
-        .put_rule()
-        .name("outbox-to-jobs")
-        .event_bus_name(&bus)
-        .event_pattern(r#"{"source":["dynamodb-outbox"]}"#)
-        .send()
-        .await
-        .expect("rule");
-    orders
-        .clients
-        .eventbridge
-        .put_targets()
-        .rule("outbox-to-jobs")
-        .event_bus_name(&bus)
-        .targets(
-            aws_sdk_eventbridge::types::Target::builder()
-                .id("jobs")
-                .arn(&orders.queue_arn)
-                .build()
-                .expect("target"),
-        )
-        .send()
-        .await
-        .expect("targets");
-    bus_arn
-}
-
 /// Commits one order message routed to `destination` and lets the publisher handle
 /// its stream record twice (Lambda retrying the batch): two copies on the job queue.
 async fn publish_twice(destination: &str, body: &str) -> String {
@@ -195,7 +126,13 @@ async fn receive_copies(orders: &Orders, count: usize) -> SqsEvent {
 async fn an_outbox_message_published_twice_through_eventbridge_is_applied_once() {
     // Given an outbox message published twice to a bus whose rule feeds the job queue
     let orders = Orders::new().await;
-    let bus_arn = event_bus_into(&orders).await;
+    let bus_arn = bus_into(
+        &orders.clients,
+        "shop",
+        "dynamodb-outbox",
+        &orders.queue_arn,
+    )
+    .await;
     let message_id = publish_twice(&bus_arn, r#"{"id":"o-9","quantity":2}"#).await;
     let event = receive_copies(&orders, 2).await;
     assert_ne!(event.records[0].message_id, event.records[1].message_id);
@@ -214,7 +151,13 @@ async fn an_outbox_message_published_twice_through_sns_without_raw_delivery_is_a
     // Given an outbox message published twice to a topic the job queue subscribes to
     // without raw message delivery (each copy wrapped in an SNS notification)
     let orders = Orders::new().await;
-    let topic_arn = sns_topic_into(&orders).await;
+    let topic_arn = topic_into(
+        &orders.clients,
+        "orders-topic",
+        &orders.queue_arn,
+        SnsDelivery::Notification,
+    )
+    .await;
     let message_id = publish_twice(&topic_arn, r#"{"id":"o-9","quantity":2}"#).await;
     let event = receive_copies(&orders, 2).await;
     // When both copies are handled with a processed-message marker
@@ -231,8 +174,20 @@ async fn an_outbox_message_published_twice_through_sns_without_raw_delivery_is_a
 async fn the_reference_consumer_stores_orders_that_arrive_in_eventbridge_and_sns_envelopes() {
     // Given an order published through an event bus and another through an SNS topic
     let orders = Orders::new().await;
-    let bus_arn = event_bus_into(&orders).await;
-    let topic_arn = sns_topic_into(&orders).await;
+    let bus_arn = bus_into(
+        &orders.clients,
+        "shop",
+        "dynamodb-outbox",
+        &orders.queue_arn,
+    )
+    .await;
+    let topic_arn = topic_into(
+        &orders.clients,
+        "orders-topic",
+        &orders.queue_arn,
+        SnsDelivery::Notification,
+    )
+    .await;
     publish_twice(&bus_arn, r#"{"id":"via-bus","quantity":2}"#).await;
     publish_twice(&topic_arn, r#"{"id":"via-sns","quantity":3}"#).await;
     let event = receive_copies(&orders, 4).await;

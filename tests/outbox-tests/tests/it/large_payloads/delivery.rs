@@ -1,15 +1,13 @@
 //! Large payloads reach the consumer whole through SNS, EventBridge, the publisher
 //! and the sweeper.
 
-use super::{
-    Subscriber, bucket, bus, consume, keys, payload, publish, received, routes, subscriber, topic,
-};
+use super::{bucket, consume, keys, payload, publish, received, routes};
 use dynamodb_outbox::clock::now_ms;
 use dynamodb_outbox::large_payload::{ATTR_EXTENDED_PAYLOAD_SIZE, PayloadPointer, object_key};
 use dynamodb_outbox::stream::handle_stream_event;
 use dynamodb_outbox::sweep::{AwsSweeper, Budget, ScanMode, SweeperConfig};
 use dynamodb_outbox::{FromSdkConfig, NewMessage};
-use outbox_devkit::provision;
+use outbox_tests::subscribers::{SnsDelivery, Subscriber, bus_into, subscriber, topic_into};
 use outbox_tests::{Outbox, s};
 use std::time::Duration;
 
@@ -18,8 +16,14 @@ async fn a_300_kib_payload_through_an_sns_topic_reaches_the_consumer_whole() {
     // Given a topic (256 KiB at most) with a queue subscribed, and a bucket
     let mut ob = Outbox::new().await;
     let bucket = bucket(&ob).await;
-    let sub = subscriber(&ob, "large-sns-sub").await;
-    let topic_arn = topic(&ob, &sub).await;
+    let sub = subscriber(&ob.clients, "large-sns-sub").await;
+    let topic_arn = topic_into(
+        &ob.clients,
+        "large-notify",
+        &sub.arn,
+        SnsDelivery::Notification,
+    )
+    .await;
     let config = routes(&ob, "notify", &topic_arn, Some(&bucket));
     // When a 300 KiB payload is published
     let big = payload(300 * 1024);
@@ -39,8 +43,8 @@ async fn a_300_kib_payload_on_an_event_bus_reaches_the_consumer_whole() {
     // Given a bus (256 KiB at most) with a rule targeting a queue, and a bucket
     let mut ob = Outbox::new().await;
     let bucket = bucket(&ob).await;
-    let sub = subscriber(&ob, "large-events-sub").await;
-    let bus_arn = bus(&ob, &sub).await;
+    let sub = subscriber(&ob.clients, "large-events-sub").await;
+    let bus_arn = bus_into(&ob.clients, "large-shop", "dynamodb-outbox", &sub.arn).await;
     let config = routes(&ob, "order-placed", &bus_arn, Some(&bucket));
     // When a 300 KiB payload is published
     let big = payload(300 * 1024);
@@ -88,12 +92,7 @@ async fn a_1_mib_producer_payload_round_trips_through_the_publisher_to_the_consu
     assert!(response.batch_item_failures.is_empty());
     assert_eq!(summary.sent, 1);
     // Then the queue gets the pointer as it is, one object exists, and the handler the payload
-    let sub = Subscriber {
-        url: ob.queue.url.clone(),
-        arn: provision::queue_arn(&ob.clients.sqs, &ob.queue.url)
-            .await
-            .expect("arn"),
-    };
+    let sub = Subscriber::of(&ob.clients, &ob.queue.url).await;
     let messages = received(&ob, &sub).await;
     assert_eq!(messages.len(), 1);
     assert_eq!(messages[0].body, Some(pointer.encode()));
@@ -121,8 +120,14 @@ async fn the_sweeper_sends_a_stuck_large_payload_through_the_bucket_too() {
     // Given a 300 KiB message for an SNS topic that the stream path never published
     let ob = Outbox::new().await;
     let bucket = bucket(&ob).await;
-    let sub = subscriber(&ob, "large-sweep-sub").await;
-    let topic_arn = topic(&ob, &sub).await;
+    let sub = subscriber(&ob.clients, "large-sweep-sub").await;
+    let topic_arn = topic_into(
+        &ob.clients,
+        "large-notify",
+        &sub.arn,
+        SnsDelivery::Notification,
+    )
+    .await;
     let big = payload(300 * 1024);
     let committed = ob
         .writer()

@@ -9,24 +9,8 @@ use aws_lambda_events::event::sqs::SqsMessage;
 use dynamodb_outbox::stream::handle_stream_event;
 use dynamodb_outbox::{NewMessage, PublisherConfig, Routes};
 use dynamodb_outbox_idempotency::{BatchProcessor, BatchReport, S3Payloads};
-use outbox_devkit::provision;
+use outbox_tests::subscribers::Subscriber;
 use outbox_tests::{Outbox, drain, lambda_message, unique};
-
-/// A queue the test reads: its URL and ARN.
-struct Subscriber {
-    url: String,
-    arn: String,
-}
-
-async fn subscriber(ob: &Outbox, prefix: &str) -> Subscriber {
-    let url = provision::create_queue(&ob.clients.sqs, &unique(prefix), 30)
-        .await
-        .expect("queue");
-    let arn = provision::queue_arn(&ob.clients.sqs, &url)
-        .await
-        .expect("arn");
-    Subscriber { url, arn }
-}
 
 async fn bucket(ob: &Outbox) -> String {
     let name = unique("large");
@@ -55,70 +39,6 @@ async fn keys(ob: &Outbox, bucket: &str) -> Vec<String> {
         .iter()
         .filter_map(|o| o.key().map(str::to_owned))
         .collect()
-}
-
-/// An SNS topic with `sub` subscribed (no raw delivery: the consumer opens the
-/// notification).
-async fn topic(ob: &Outbox, sub: &Subscriber) -> String {
-    let arn = ob
-        .clients
-        .sns
-        .create_topic()
-        .name(unique("large-notify"))
-        .send()
-        .await
-        .expect("topic")
-        .topic_arn
-        .expect("arn");
-    ob.clients
-        .sns
-        .subscribe()
-        .topic_arn(&arn)
-        .protocol("sqs")
-        .endpoint(&sub.arn)
-        .send()
-        .await
-        .expect("subscribe");
-    arn
-}
-
-/// An event bus with a rule sending the outbox's events to `sub`.
-async fn bus(ob: &Outbox, sub: &Subscriber) -> String {
-    let name = unique("large-shop");
-    let arn = ob
-        .clients
-        .eventbridge
-        .create_event_bus()
-        .name(&name)
-        .send()
-        .await
-        .expect("bus")
-        .event_bus_arn
-        .expect("arn");
-    ob.clients
-        .eventbridge
-        .put_rule()
-        .name("outbox-to-queue")
-        .event_bus_name(&name)
-        .event_pattern(r#"{"source":["dynamodb-outbox"]}"#)
-        .send()
-        .await
-        .expect("rule");
-    let target = aws_sdk_eventbridge::types::Target::builder()
-        .id("q")
-        .arn(&sub.arn)
-        .build()
-        .expect("target");
-    ob.clients
-        .eventbridge
-        .put_targets()
-        .rule("outbox-to-queue")
-        .event_bus_name(&name)
-        .targets(target)
-        .send()
-        .await
-        .expect("targets");
-    arn
 }
 
 /// A JSON payload of `bytes` bytes.

@@ -175,7 +175,7 @@ async fn a_failed_send_is_reported_with_later_messages_of_its_aggregate_only() {
     // Given messages of two aggregates, where A's first message goes to a queue that
     // does not exist (the send fails)
     let mut ob = Outbox::new().await;
-    let missing = ob.queue.url.replace("orders-", "missing-");
+    let missing = ob.missing_queue_url();
     let mut config = ob.config();
     config.routes = Routes::new(
         [

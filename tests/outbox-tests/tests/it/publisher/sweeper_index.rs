@@ -2,7 +2,6 @@
 //! of a minimal producer or with foreign index attributes.
 
 use dynamodb_outbox::stream::handle_stream_event;
-use dynamodb_outbox::{Destination, Routes};
 use outbox_tests::minimal_item;
 use outbox_tests::{Outbox, n, nv, s, sv};
 use std::collections::HashMap;
@@ -22,14 +21,7 @@ async fn a_minimal_item_the_stream_path_cannot_finish_is_put_in_the_sweeper_inde
         ("RetryCount".to_owned(), nv(0)),
     ]))
     .await;
-    let mut config = ob.config();
-    config.routes = Routes::new(
-        [(
-            "orders".to_owned(),
-            Destination::sqs(ob.queue.url.replace("orders-", "missing-")),
-        )],
-        None,
-    );
+    let config = ob.config_with_orders_unreachable();
     // When the publisher cannot send it
     let event = ob.filtered_event().await;
     let (response, _) = handle_stream_event(&ob.publisher_with(config), &event).await;
@@ -63,14 +55,7 @@ async fn an_item_with_foreign_index_attributes_the_stream_path_cannot_finish_is_
         aws_sdk_dynamodb::types::AttributeValue::N("1700000000000.5".into()),
     );
     ob.put_raw(fractional).await;
-    let mut config = ob.config();
-    config.routes = Routes::new(
-        [(
-            "orders".to_owned(),
-            Destination::sqs(ob.queue.url.replace("orders-", "missing-")),
-        )],
-        None,
-    );
+    let config = ob.config_with_orders_unreachable();
 
     // When the publisher cannot send them
     let event = ob.filtered_event().await;
