@@ -122,6 +122,20 @@ async fn receive_copies(orders: &Orders, count: usize) -> SqsEvent {
     all
 }
 
+/// Publishes one order message twice to `destination` and applies each copy that
+/// reaches the job queue through a processed-message marker, checking that both carry
+/// the message's outbox id; the copies.
+async fn count_both_copies(orders: &Orders, destination: &str) -> SqsEvent {
+    let message_id = publish_twice(destination, r#"{"id":"o-9","quantity":2}"#).await;
+    let event = receive_copies(orders, 2).await;
+    let marker = MessageMarker::new(orders.clients.dynamodb.clone(), &orders.table);
+    for m in &event.records {
+        assert_eq!(outbox_id(m).unwrap(), message_id);
+        count_once(m, &marker, &orders.table).await.unwrap();
+    }
+    event
+}
+
 #[tokio::test]
 async fn an_outbox_message_published_twice_through_eventbridge_is_applied_once() {
     // Given an outbox message published twice to a bus whose rule feeds the job queue
@@ -133,15 +147,9 @@ async fn an_outbox_message_published_twice_through_eventbridge_is_applied_once()
         &orders.queue_arn,
     )
     .await;
-    let message_id = publish_twice(&bus_arn, r#"{"id":"o-9","quantity":2}"#).await;
-    let event = receive_copies(&orders, 2).await;
-    assert_ne!(event.records[0].message_id, event.records[1].message_id);
     // When both copies are handled with a processed-message marker
-    let marker = MessageMarker::new(orders.clients.dynamodb.clone(), &orders.table);
-    for m in &event.records {
-        assert_eq!(outbox_id(m).unwrap(), message_id);
-        count_once(m, &marker, &orders.table).await.unwrap();
-    }
+    let copies = count_both_copies(&orders, &bus_arn).await;
+    assert_ne!(copies.records[0].message_id, copies.records[1].message_id);
     // Then the counter moved once
     assert_eq!(counter(&orders).await, Some(1));
 }
@@ -158,14 +166,8 @@ async fn an_outbox_message_published_twice_through_sns_without_raw_delivery_is_a
         SnsDelivery::Notification,
     )
     .await;
-    let message_id = publish_twice(&topic_arn, r#"{"id":"o-9","quantity":2}"#).await;
-    let event = receive_copies(&orders, 2).await;
     // When both copies are handled with a processed-message marker
-    let marker = MessageMarker::new(orders.clients.dynamodb.clone(), &orders.table);
-    for m in &event.records {
-        assert_eq!(outbox_id(m).unwrap(), message_id);
-        count_once(m, &marker, &orders.table).await.unwrap();
-    }
+    count_both_copies(&orders, &topic_arn).await;
     // Then the counter moved once
     assert_eq!(counter(&orders).await, Some(1));
 }

@@ -1,13 +1,13 @@
 //! Large payloads reach the consumer whole through SNS, EventBridge, the publisher
 //! and the sweeper.
 
-use super::{bucket, consume, keys, payload, publish, received, routes};
+use super::{bucket, consume, keys, notified, payload, publish, received, routes};
 use dynamodb_outbox::clock::now_ms;
 use dynamodb_outbox::large_payload::{ATTR_EXTENDED_PAYLOAD_SIZE, PayloadPointer, object_key};
 use dynamodb_outbox::stream::handle_stream_event;
 use dynamodb_outbox::sweep::{AwsSweeper, Budget, ScanMode, SweeperConfig};
 use dynamodb_outbox::{FromSdkConfig, NewMessage};
-use outbox_tests::subscribers::{SnsDelivery, Subscriber, bus_into, subscriber, topic_into};
+use outbox_tests::subscribers::{Subscriber, bus_into, subscriber};
 use outbox_tests::{Outbox, s};
 use std::time::Duration;
 
@@ -16,14 +16,7 @@ async fn a_300_kib_payload_through_an_sns_topic_reaches_the_consumer_whole() {
     // Given a topic (256 KiB at most) with a queue subscribed, and a bucket
     let mut ob = Outbox::new().await;
     let bucket = bucket(&ob).await;
-    let sub = subscriber(&ob.clients, "large-sns-sub").await;
-    let topic_arn = topic_into(
-        &ob.clients,
-        "large-notify",
-        &sub.arn,
-        SnsDelivery::Notification,
-    )
-    .await;
+    let (sub, topic_arn) = notified(&ob, "large-sns-sub").await;
     let config = routes(&ob, "notify", &topic_arn, Some(&bucket));
     // When a 300 KiB payload is published
     let big = payload(300 * 1024);
@@ -120,14 +113,7 @@ async fn the_sweeper_sends_a_stuck_large_payload_through_the_bucket_too() {
     // Given a 300 KiB message for an SNS topic that the stream path never published
     let ob = Outbox::new().await;
     let bucket = bucket(&ob).await;
-    let sub = subscriber(&ob.clients, "large-sweep-sub").await;
-    let topic_arn = topic_into(
-        &ob.clients,
-        "large-notify",
-        &sub.arn,
-        SnsDelivery::Notification,
-    )
-    .await;
+    let (sub, topic_arn) = notified(&ob, "large-sweep-sub").await;
     let big = payload(300 * 1024);
     let committed = ob
         .writer()

@@ -9,7 +9,7 @@ use aws_lambda_events::event::sqs::SqsMessage;
 use dynamodb_outbox::stream::handle_stream_event;
 use dynamodb_outbox::{NewMessage, PublisherConfig, Routes};
 use dynamodb_outbox_idempotency::{BatchProcessor, BatchReport, S3Payloads};
-use outbox_tests::subscribers::Subscriber;
+use outbox_tests::subscribers::{SnsDelivery, Subscriber, subscriber, topic_into};
 use outbox_tests::{Outbox, drain, lambda_message, unique};
 
 async fn bucket(ob: &Outbox) -> String {
@@ -39,6 +39,20 @@ async fn keys(ob: &Outbox, bucket: &str) -> Vec<String> {
         .iter()
         .filter_map(|o| o.key().map(str::to_owned))
         .collect()
+}
+
+/// A queue named after `prefix` subscribed to a new SNS topic (no raw delivery: the
+/// consumer opens the notification); the queue and the topic's ARN.
+async fn notified(ob: &Outbox, prefix: &str) -> (Subscriber, String) {
+    let sub = subscriber(&ob.clients, prefix).await;
+    let topic_arn = topic_into(
+        &ob.clients,
+        "large-notify",
+        &sub.arn,
+        SnsDelivery::Notification,
+    )
+    .await;
+    (sub, topic_arn)
 }
 
 /// A JSON payload of `bytes` bytes.

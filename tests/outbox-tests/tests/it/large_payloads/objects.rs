@@ -1,12 +1,12 @@
 //! The offloaded objects: a republish overwrites the same one, a deleted one fails
 //! its message only, no bucket fails an oversized payload saying how to enable it.
 
-use super::{bucket, consume, keys, payload, publish, received, routes};
+use super::{bucket, consume, keys, notified, payload, publish, received, routes};
 use dynamodb_outbox::NewMessage;
 use dynamodb_outbox::large_payload::{ATTR_EXTENDED_PAYLOAD_SIZE, PayloadPointer, object_key};
 use dynamodb_outbox::stream::handle_stream_event;
 use dynamodb_outbox_idempotency::MessageFailure;
-use outbox_tests::subscribers::{SnsDelivery, Subscriber, subscriber, topic_into};
+use outbox_tests::subscribers::Subscriber;
 use outbox_tests::{Outbox, drain, s};
 
 #[tokio::test]
@@ -105,14 +105,7 @@ async fn a_deleted_object_fails_its_message_only_with_a_retryable_reason() {
 async fn without_a_bucket_an_oversized_payload_is_failed_saying_how_to_enable_the_claim_check() {
     // Given an SNS route without a bucket
     let mut ob = Outbox::new().await;
-    let sub = subscriber(&ob.clients, "large-none-sub").await;
-    let topic_arn = topic_into(
-        &ob.clients,
-        "large-notify",
-        &sub.arn,
-        SnsDelivery::Notification,
-    )
-    .await;
+    let (sub, topic_arn) = notified(&ob, "large-none-sub").await;
     let config = routes(&ob, "notify", &topic_arn, None);
     let committed = ob
         .writer()
