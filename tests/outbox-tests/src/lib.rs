@@ -182,7 +182,7 @@ impl Outbox {
     /// Only what the deployed FilterCriteria let through — new `PENDING` outbox
     /// items —, picked here by the handler's own classification. (That the real
     /// FilterCriteria deliver exactly these is tested on MiniStack's event source
-    /// mapping, in `deployed.rs`.)
+    /// mapping, in the integration tests' `deployed` module.)
     pub async fn filtered_event(&mut self) -> Event {
         let event = self.stream_event().await;
         event_of(

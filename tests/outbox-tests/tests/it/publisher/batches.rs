@@ -26,7 +26,7 @@ async fn batches_split_at_ten_entries() {
         "{:?}",
         ob.clients.counter.by_operation()
     );
-    // (The marks are batched: tests/outbox-tests/tests/marks.rs counts them.)
+    // (The marks are batched: the `marks` tests count them.)
     assert_eq!(drain(&ob.clients.sqs, &ob.queue.url).await.len(), 25);
 }
 
