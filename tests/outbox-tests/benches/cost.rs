@@ -25,7 +25,7 @@ use outbox_devkit::cost::{
     transactional_write_units, write_units,
 };
 use outbox_tests::stream::event_of;
-use outbox_tests::{Item, Outbox, bulk_put, clients, nv, sv};
+use outbox_tests::{Item, Outbox, bulk_put, clients, minimal_item, sv};
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
@@ -152,21 +152,14 @@ async fn polling_usage(history: usize) -> (Usage, Usage, f64) {
     let ob = Outbox::new().await;
     let now = now_ms();
     let item = |i: usize, status: &str| -> Item {
-        HashMap::from([
-            ("PK".to_owned(), sv(&format!("ORDER#{}", i % 97))),
-            (
-                "SK".to_owned(),
-                sv(&format!("MESSAGE#ORDER_PLACED#{now}{i:06}")),
-            ),
-            ("ItemType".to_owned(), sv("PENDING_MESSAGE")),
-            ("Topic".to_owned(), sv("orders")),
-            (
-                "Payload".to_owned(),
-                sv(&format!("{{\"order\":{i},\"lines\":3}}")),
-            ),
-            ("Status".to_owned(), sv(status)),
-            ("RetryCount".to_owned(), nv(0)),
-        ])
+        let mut item = minimal_item(
+            &format!("ORDER#{}", i % 97),
+            &format!("MESSAGE#ORDER_PLACED#{now}{i:06}"),
+            "orders",
+            &format!("{{\"order\":{i},\"lines\":3}}"),
+        );
+        item.insert("Status".to_owned(), sv(status));
+        item
     };
     let fresh = MESSAGES / 10;
     let items: Vec<Item> = (0..history)

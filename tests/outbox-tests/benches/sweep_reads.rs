@@ -10,7 +10,7 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use dynamodb_outbox::FromSdkConfig;
 use dynamodb_outbox::clock::now_ms;
 use dynamodb_outbox::sweep::{AwsSweeper, Budget, SweeperConfig};
-use outbox_tests::{Item, Outbox, bulk_put, clients, nv, sv};
+use outbox_tests::{Item, Outbox, bulk_put, clients, minimal_item, nv, sv};
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
 
@@ -19,16 +19,15 @@ async fn fill(ob: &Outbox, count: usize) {
     let now = now_ms();
     let items: Vec<Item> = (0..count)
         .map(|i| {
-            HashMap::from([
-                ("PK".to_owned(), sv(&format!("ORDER#{i}"))),
-                ("SK".to_owned(), sv(&format!("MESSAGE#ORDER_PLACED#{i:05}"))),
-                ("ItemType".to_owned(), sv("PENDING_MESSAGE")),
-                ("Topic".to_owned(), sv("orders")),
-                ("Payload".to_owned(), sv(r#"{"order":"placed","lines":3}"#)),
-                ("Status".to_owned(), sv("SENT")),
-                ("RetryCount".to_owned(), nv(0)),
-                ("SentAt".to_owned(), nv(now)),
-            ])
+            let mut item = minimal_item(
+                &format!("ORDER#{i}"),
+                &format!("MESSAGE#ORDER_PLACED#{i:05}"),
+                "orders",
+                r#"{"order":"placed","lines":3}"#,
+            );
+            item.insert("Status".to_owned(), sv("SENT"));
+            item.insert("SentAt".to_owned(), nv(now));
+            item
         })
         .collect();
     bulk_put(&ob.clients.dynamodb, &ob.table, items).await;

@@ -17,6 +17,7 @@ use stream::{StreamReader, event_of};
 
 pub mod pipeline;
 pub mod stream;
+pub mod subscribers;
 
 pub type Item = HashMap<String, AttributeValue>;
 
@@ -121,6 +122,25 @@ impl Outbox {
         }
     }
 
+    /// The URL of a queue that does not exist, beside the outbox's own: every send to
+    /// it fails.
+    pub fn missing_queue_url(&self) -> String {
+        self.queue.url.replace("orders-", "missing-")
+    }
+
+    /// [`Outbox::config`] with `orders` routed to [`Outbox::missing_queue_url`] only.
+    pub fn config_with_orders_unreachable(&self) -> PublisherConfig {
+        let mut config = self.config();
+        config.routes = Routes::new(
+            [(
+                "orders".to_owned(),
+                Destination::sqs(self.missing_queue_url()),
+            )],
+            None,
+        );
+        config
+    }
+
     pub fn publisher(&self) -> AwsPublisher {
         self.publisher_with(self.config())
     }
@@ -162,7 +182,7 @@ impl Outbox {
     /// Only what the deployed FilterCriteria let through — new `PENDING` outbox
     /// items —, picked here by the handler's own classification. (That the real
     /// FilterCriteria deliver exactly these is tested on MiniStack's event source
-    /// mapping, in `deployed.rs`.)
+    /// mapping, in the integration tests' `deployed` module.)
     pub async fn filtered_event(&mut self) -> Event {
         let event = self.stream_event().await;
         event_of(
@@ -351,6 +371,33 @@ pub fn attr(m: &Message, name: &str) -> Option<String> {
 /// A system attribute (MessageGroupId, MessageDeduplicationId, ...).
 pub fn system_attr(m: &Message, name: MessageSystemAttributeName) -> Option<String> {
     m.attributes().and_then(|a| a.get(&name)).cloned()
+}
+
+/// A pending outbox item as a minimal producer writes it (the hand-written boto3
+/// producer of the README): the attributes the schema requires and no more — no
+/// `MessageId`, no `CreatedAt`, no sweeper-index attributes.
+pub fn minimal_item(pk: &str, sk: &str, topic: &str, payload: &str) -> Item {
+    HashMap::from([
+        ("PK".to_owned(), sv(pk)),
+        ("SK".to_owned(), sv(sk)),
+        ("ItemType".to_owned(), sv("PENDING_MESSAGE")),
+        ("Topic".to_owned(), sv(topic)),
+        ("Payload".to_owned(), sv(payload)),
+        ("Status".to_owned(), sv("PENDING")),
+        ("RetryCount".to_owned(), nv(0)),
+    ])
+}
+
+/// A minimal producer's item in the sweeper index (as the stream path leaves one it
+/// could not finish), due at `due_ms`.
+pub fn indexed_item(pk: &str, sk: &str, topic: &str, payload: &str, due_ms: i64) -> Item {
+    let mut item = minimal_item(pk, sk, topic, payload);
+    item.insert(
+        "SweepShard".to_owned(),
+        sv(&dynamodb_outbox::schema::sweep_shard(pk)),
+    );
+    item.insert("SweepDueAt".to_owned(), nv(due_ms));
+    item
 }
 
 pub fn s(item: &Item, name: &str) -> Option<String> {

@@ -9,7 +9,7 @@
 //! defaults, the names follow the stacks' (`<prefix>-publisher`, ...), so
 //! [`outbox_devkit::deployment::Deployment`] reads a pipeline exactly as it reads a stack.
 //! That the stacks themselves wire the functions this way is checked against the
-//! applied stacks in `deployed.rs`.
+//! applied stacks in the integration tests' `deployed` module.
 
 use crate::{Outbox, unique};
 use aws_sdk_lambda::primitives::Blob;

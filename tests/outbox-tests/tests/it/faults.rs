@@ -1,6 +1,5 @@
 //! Fault injection itself (`outbox-faults`), against the emulator: an injected
 //! failure must look to the SDK exactly like the real one.
-#![allow(clippy::expect_used, clippy::unwrap_used)]
 
 use aws_sdk_dynamodb::error::ProvideErrorMetadata;
 use outbox_faults::{FaultPlan, with_plan};

@@ -1,6 +1,6 @@
 //! Real Lambda event JSON: parsed, round-tripped, classified as the publisher would,
-//! and answered by our own stream handler. No emulator needed.
-#![allow(clippy::expect_used, clippy::unwrap_used)]
+//! and answered by our own stream handler; the library's copy of the stream filter
+//! checked against the deployed one. No emulator needed.
 
 use aws_lambda_events::event::dynamodb::Event;
 use dynamodb_outbox::publish::Work;
@@ -135,4 +135,31 @@ async fn our_handler_answers_the_fixture_event_with_lambdas_partial_batch_respon
         serde_json::json!({"batchItemFailures": []})
     );
     assert_eq!(up.sink.delivered("profiles").len(), 1);
+}
+
+/// A stream filter file as JSON, each `Pattern` (a string of JSON) parsed too, so that
+/// only a change of meaning tells two copies apart.
+fn stream_filter(text: &str, name: &str) -> Value {
+    let mut filter: Value = serde_json::from_str(text).unwrap_or_else(|e| panic!("{name}: {e}"));
+    for f in filter["Filters"].as_array_mut().expect("Filters") {
+        let pattern = f["Pattern"].as_str().expect("a Pattern string");
+        f["Pattern"] = serde_json::from_str(pattern).unwrap_or_else(|e| panic!("{name}: {e}"));
+    }
+    filter
+}
+
+#[test]
+fn the_librarys_stream_filter_is_the_one_the_stacks_deploy() {
+    // The library carries its own copy of the filter, so that it can be published
+    // without the infrastructure; the stacks deploy infra/stream-filter.json.
+    let path = format!(
+        "{}/../../infra/stream-filter.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    assert_eq!(
+        stream_filter(dynamodb_outbox::STREAM_FILTER_JSON, "the library's copy"),
+        stream_filter(&text, &path),
+        "functions/lib/dynamodb-outbox/stream-filter.json and infra/stream-filter.json differ: change both"
+    );
 }

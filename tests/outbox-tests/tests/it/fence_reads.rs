@@ -3,7 +3,6 @@
 //! partition key, which DynamoDB serves as a query of each shard). moto does not
 //! serve PartiQL on an index: there the store falls back to one query per shard, and
 //! must find the same keys.
-#![allow(clippy::expect_used, clippy::unwrap_used)]
 
 use dynamodb_outbox::NewMessage;
 use dynamodb_outbox::dynamo::DynamoStore;

@@ -1,44 +1,19 @@
 //! SNS and EventBridge destinations against the emulator: each delivers to an SQS
 //! queue (an SNS subscription with raw delivery, an EventBridge rule target), which
 //! the test reads.
-#![allow(clippy::expect_used, clippy::unwrap_used)]
 
 use dynamodb_outbox::message::{ATTR_AGGREGATE, ATTR_MESSAGE_ID, ATTR_TOPIC};
 use dynamodb_outbox::stream::handle_stream_event;
 use dynamodb_outbox::{NewMessage, Routes};
-use outbox_devkit::provision;
-use outbox_tests::{Outbox, attr, drain, s, unique};
+use outbox_tests::subscribers::{SnsDelivery, bus_into, subscriber, topic_into};
+use outbox_tests::{Outbox, attr, drain, s};
 
 #[tokio::test]
 async fn messages_routed_to_an_sns_topic_reach_its_subscribers_with_their_attributes() {
     // Given a topic with a queue subscribed (raw delivery keeps body and attributes)
     let mut ob = Outbox::new().await;
-    let topic_arn = ob
-        .clients
-        .sns
-        .create_topic()
-        .name(unique("notify"))
-        .send()
-        .await
-        .expect("topic")
-        .topic_arn
-        .expect("arn");
-    let queue = provision::create_queue(&ob.clients.sqs, &unique("notify-sub"), 30)
-        .await
-        .expect("queue");
-    let queue_arn = provision::queue_arn(&ob.clients.sqs, &queue)
-        .await
-        .expect("arn");
-    ob.clients
-        .sns
-        .subscribe()
-        .topic_arn(&topic_arn)
-        .protocol("sqs")
-        .endpoint(&queue_arn)
-        .attributes("RawMessageDelivery", "true")
-        .send()
-        .await
-        .expect("subscribe");
+    let queue = subscriber(&ob.clients, "notify-sub").await;
+    let topic_arn = topic_into(&ob.clients, "notify", &queue.arn, SnsDelivery::Raw).await;
     let mut config = ob.config();
     config.routes = Routes::parse(&format!(r#"{{"notify":"{topic_arn}"}}"#), None).expect("routes");
     let committed = ob
@@ -55,7 +30,7 @@ async fn messages_routed_to_an_sns_topic_reach_its_subscribers_with_their_attrib
     // Then the subscriber gets the payload and the outbox attributes, and the item is SENT
     assert!(response.batch_item_failures.is_empty());
     assert_eq!(summary.sent, 1);
-    let msgs = drain(&ob.clients.sqs, &queue).await;
+    let msgs = drain(&ob.clients.sqs, &queue.url).await;
     assert_eq!(msgs.len(), 1);
     assert_eq!(msgs[0].body(), Some(r#"{"hello":"world"}"#));
     assert_eq!(
@@ -75,47 +50,8 @@ async fn messages_routed_to_an_sns_topic_reach_its_subscribers_with_their_attrib
 async fn messages_routed_to_an_event_bus_arrive_as_events_with_metadata_and_payload() {
     // Given a bus with a rule sending the outbox's events to a queue
     let mut ob = Outbox::new().await;
-    let bus = unique("shop");
-    let bus_arn = ob
-        .clients
-        .eventbridge
-        .create_event_bus()
-        .name(&bus)
-        .send()
-        .await
-        .expect("bus")
-        .event_bus_arn
-        .expect("arn");
-    let queue = provision::create_queue(&ob.clients.sqs, &unique("events-sub"), 30)
-        .await
-        .expect("queue");
-    let queue_arn = provision::queue_arn(&ob.clients.sqs, &queue)
-        .await
-        .expect("arn");
-    ob.clients
-        .eventbridge
-        .put_rule()
-        .name("outbox-to-queue")
-        .event_bus_name(&bus)
-        .event_pattern(r#"{"source":["shop.orders"]}"#)
-        .send()
-        .await
-        .expect("rule");
-    ob.clients
-        .eventbridge
-        .put_targets()
-        .rule("outbox-to-queue")
-        .event_bus_name(&bus)
-        .targets(
-            aws_sdk_eventbridge::types::Target::builder()
-                .id("q")
-                .arn(&queue_arn)
-                .build()
-                .expect("target"),
-        )
-        .send()
-        .await
-        .expect("targets");
+    let queue = subscriber(&ob.clients, "events-sub").await;
+    let bus_arn = bus_into(&ob.clients, "shop", "shop.orders", &queue.arn).await;
     let mut config = ob.config();
     config.routes = Routes::parse(
         &format!(r#"{{"order-placed":{{"destination":"{bus_arn}","source":"shop.orders"}}}}"#),
@@ -139,7 +75,7 @@ async fn messages_routed_to_an_event_bus_arrive_as_events_with_metadata_and_payl
     assert!(response.batch_item_failures.is_empty());
     assert_eq!(summary.sent, 1);
     // Then the event carries the topic as detail-type, the metadata and the payload
-    let msgs = drain(&ob.clients.sqs, &queue).await;
+    let msgs = drain(&ob.clients.sqs, &queue.url).await;
     assert_eq!(msgs.len(), 1);
     let ev: serde_json::Value =
         serde_json::from_str(msgs[0].body().expect("body")).expect("event json");

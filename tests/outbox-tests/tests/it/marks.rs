@@ -7,7 +7,6 @@
 //! whole, so the store falls back to one conditional `UpdateItem` per item): the
 //! tests of the per-statement conditions and of the call counts run on MiniStack
 //! only, and say so on moto.
-#![allow(clippy::expect_used, clippy::unwrap_used)]
 
 use dynamodb_outbox::stream::handle_stream_event;
 use dynamodb_outbox::{AwsPublisher, FromSdkConfig, NewMessage, Routes};

@@ -1,0 +1,21 @@
+//! The integration tests, one binary (one link of the big test binary instead of one
+//! per file), a module per component and a file per behaviour.
+//!
+//! Against the emulator `tests/run` starts (`OUTBOX_ENDPOINT`): `consumer`,
+//! `destinations`, `faults`, `fence_reads`, `large_payloads`, `marks`, `publisher`,
+//! `sweeper` run on both MiniStack and moto; `deployed` and `stacks` need Lambda
+//! functions to run, so MiniStack only (tests/run selects them by module path).
+//! `fixtures` needs no emulator.
+#![allow(clippy::expect_used, clippy::unwrap_used)]
+
+mod consumer;
+mod deployed;
+mod destinations;
+mod faults;
+mod fence_reads;
+mod fixtures;
+mod large_payloads;
+mod marks;
+mod publisher;
+mod stacks;
+mod sweeper;

@@ -1,0 +1,135 @@
+//! FIFO: the aggregate is the group and the message id the dedup id, in order; a
+//! message whose earlier one is still pending is left for the sweeper.
+
+use aws_sdk_sqs::types::MessageSystemAttributeName;
+use dynamodb_outbox::stream::handle_stream_event;
+use dynamodb_outbox::{FromSdkConfig, NewMessage};
+use outbox_tests::minimal_item;
+use outbox_tests::{Outbox, drain, n, s, system_attr};
+
+#[tokio::test]
+async fn fifo_messages_carry_the_aggregate_as_group_and_message_id_as_dedup_id_in_order() {
+    let mut ob = Outbox::new().await;
+    let w = ob.writer();
+    let mut ids = Vec::new();
+    for i in 0..5 {
+        let c = w
+            .commit(
+                vec![],
+                &[NewMessage::new("ACCOUNT#7", "ledger", format!("{{\"n\":{i}}}")).sequence(i)],
+            )
+            .await
+            .expect("commit");
+        ids.push(c.message_ids[0].clone());
+    }
+    let event = ob.filtered_event().await;
+    let (response, _) = handle_stream_event(&ob.publisher(), &event).await;
+    assert!(response.batch_item_failures.is_empty());
+    let msgs = drain(&ob.clients.sqs, &ob.fifo.url).await;
+    assert_eq!(msgs.len(), 5);
+    for (i, m) in msgs.iter().enumerate() {
+        assert_eq!(
+            system_attr(m, MessageSystemAttributeName::MessageGroupId).as_deref(),
+            Some("ACCOUNT#7")
+        );
+        assert_eq!(
+            system_attr(m, MessageSystemAttributeName::MessageDeduplicationId).as_deref(),
+            Some(ids[i].as_str())
+        );
+        assert_eq!(
+            m.body(),
+            Some(format!("{{\"n\":{i}}}").as_str()),
+            "order kept"
+        );
+    }
+}
+
+/// The sort keys of an event's records.
+fn record_sks(event: &aws_lambda_events::event::dynamodb::Event) -> Vec<String> {
+    event
+        .records
+        .iter()
+        .filter_map(|r| dynamodb_outbox::schema::item_key(&r.change.keys).map(|k| k.sk))
+        .collect()
+}
+
+#[tokio::test]
+async fn a_fifo_message_whose_earlier_one_is_still_pending_is_left_for_the_sweeper_in_order() {
+    // Given two FIFO messages of one account, and a batch holding only the later one:
+    // the mapping discarded the earlier one's records (it is still PENDING)
+    let mut ob = Outbox::new().await;
+    let w = ob.writer().sweep_grace(std::time::Duration::ZERO);
+    let mut sks = Vec::new();
+    for n in 0..2 {
+        let c = w
+            .commit(
+                vec![],
+                &[NewMessage::new("ACCOUNT#9", "ledger", format!("m{n}"))],
+            )
+            .await
+            .expect("commit");
+        sks.push(c.sort_keys[0].clone());
+    }
+    let event = ob.filtered_event().await;
+    assert_eq!(record_sks(&event), sks);
+    let later = outbox_tests::stream::event_of(event.records[1..].to_vec());
+
+    // When the stream publisher handles it
+    let (response, summary) = handle_stream_event(&ob.publisher(), &later).await;
+
+    // Then it is neither published (it would overtake) nor reported for retry (which
+    // would stall the shard): it waits, PENDING, in the sweeper index
+    assert!(response.batch_item_failures.is_empty());
+    assert_eq!((summary.sent, summary.deferred), (0, 1), "{summary:?}");
+    assert!(drain(&ob.clients.sqs, &ob.fifo.url).await.is_empty());
+    let item = ob.item("ACCOUNT#9", &sks[1]).await.expect("item");
+    assert_eq!(s(&item, "Status").as_deref(), Some("PENDING"));
+    assert!(n(&item, "SweepDueAt").is_some());
+
+    // And the sweeper publishes both, in order
+    let sweeper = dynamodb_outbox::sweep::AwsSweeper::with_sink(
+        dynamodb_outbox::sweep::SweeperConfig::new(ob.config()),
+        ob.clients.dynamodb.clone(),
+        ob.clients.sink(),
+    );
+    let budget = dynamodb_outbox::sweep::Budget::for_window(
+        dynamodb_outbox::clock::now_ms() + 1_000,
+        std::time::Duration::from_secs(30),
+    );
+    let swept = sweeper.sweep(budget).await;
+    assert_eq!(swept.published, 2, "{swept:?}");
+    let bodies: Vec<String> = drain(&ob.clients.sqs, &ob.fifo.url)
+        .await
+        .iter()
+        .filter_map(|m| m.body().map(str::to_owned))
+        .collect();
+    assert_eq!(bodies, ["m0", "m1"]);
+}
+
+#[tokio::test]
+async fn a_minimal_producers_fifo_message_behind_a_pending_one_waits_in_the_sweeper_index() {
+    // Given two FIFO items of a minimal producer (no index attributes), and a batch
+    // holding only the later one
+    let mut ob = Outbox::new().await;
+    let (first, second) = ("MESSAGE#POSTED#0001", "MESSAGE#POSTED#0002");
+    for sk in [first, second] {
+        ob.put_raw(minimal_item("LEDGER#3", sk, "ledger", sk)).await;
+    }
+    let event = ob.filtered_event().await;
+    assert_eq!(record_sks(&event), [first, second]);
+    let later = outbox_tests::stream::event_of(event.records[1..].to_vec());
+
+    // When the stream publisher handles it
+    let (response, summary) = handle_stream_event(&ob.publisher(), &later).await;
+
+    // Then it waits, not retried, and is put in the sweeper index so that it is found
+    assert!(response.batch_item_failures.is_empty());
+    assert_eq!(summary.deferred, 1, "{summary:?}");
+    assert!(drain(&ob.clients.sqs, &ob.fifo.url).await.is_empty());
+    let item = ob.item("LEDGER#3", second).await.expect("item");
+    assert_eq!(s(&item, "Status").as_deref(), Some("PENDING"));
+    assert_eq!(
+        s(&item, "SweepShard"),
+        Some(dynamodb_outbox::schema::sweep_shard("LEDGER#3"))
+    );
+}

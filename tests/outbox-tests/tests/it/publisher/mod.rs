@@ -1,0 +1,26 @@
+//! The stream publisher against the emulator: real stream records, read back from the
+//! emulator's stream and shaped as Lambda delivers them, through the same handler the
+//! Lambda binary calls.
+
+mod batches;
+mod commit_retries;
+mod fifo;
+mod limits;
+mod poison;
+mod publish;
+mod sweeper_index;
+
+use aws_sdk_dynamodb::types::{Put, TransactWriteItem};
+use outbox_tests::sv;
+
+fn business_put(table: &str, pk: &str, name: &str) -> TransactWriteItem {
+    let put = Put::builder()
+        .table_name(table)
+        .item("PK", sv(pk))
+        .item("SK", sv("PROFILE"))
+        .item("ItemType", sv("USER_PROFILE"))
+        .item("Name", sv(name))
+        .build()
+        .expect("put");
+    TransactWriteItem::builder().put(put).build()
+}

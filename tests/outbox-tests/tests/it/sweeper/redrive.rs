@@ -1,0 +1,105 @@
+//! Redriven FAILED messages are republished once and end SENT.
+
+use super::{config, sweep_at, sweeper};
+use dynamodb_outbox::clock::now_ms;
+use dynamodb_outbox::message::ATTR_MESSAGE_ID;
+use dynamodb_outbox::schema::{ItemKey, sweep_shard};
+use dynamodb_outbox::{Destination, NewMessage, Routes};
+use outbox_ops::{self as ops, Selection};
+use outbox_tests::{Outbox, attr, drain, n, s};
+use std::time::Duration;
+
+#[tokio::test]
+async fn redriven_failed_messages_are_republished_once_and_end_sent() {
+    // Given two messages on a topic with no route: the sweeper gives up on them
+    let ob = Outbox::new().await;
+    let committed = ob
+        .writer()
+        .sweep_grace(Duration::ZERO)
+        .commit(
+            vec![],
+            &[
+                NewMessage::new("REFUND#1", "refunds", r#"{"refund":1}"#),
+                NewMessage::new("REFUND#2", "refunds", r#"{"refund":2}"#),
+            ],
+        )
+        .await
+        .expect("commit");
+    let first = sweep_at(&sweeper(&ob.clients, config(ob.config())), now_ms()).await;
+    assert_eq!(first.failed, 2, "{first:?}");
+    drain(&ob.clients.sqs, &ob.dlq_url).await;
+    let db = &ob.clients.dynamodb;
+
+    // Then the operator sees them with their reason
+    let failed = ops::failed(db, &ob.table, Some("refunds"))
+        .await
+        .expect("failed");
+    assert_eq!(failed.len(), 2);
+    assert!(
+        failed.iter().all(|f| f
+            .last_error
+            .as_deref()
+            .is_some_and(|e| e.contains("no route for topic `refunds`"))),
+        "{failed:?}"
+    );
+    let status = ops::status(db, &ob.table, now_ms()).await.expect("status");
+    assert_eq!(status.counts.get("FAILED"), Some(&2));
+
+    // When the route is fixed and one message is redriven by key, the other by topic
+    let mut fixed = ob.config();
+    fixed.routes = Routes::new(
+        [("refunds".to_owned(), Destination::sqs(&ob.queue.url))],
+        None,
+    );
+    let fixed_sweeper = sweeper(&ob.clients, config(fixed));
+    let by_key = ops::redrive(
+        db,
+        &ob.table,
+        Selection::Keys(vec![ItemKey {
+            pk: "REFUND#1".into(),
+            sk: committed.sort_keys[0].clone(),
+        }]),
+        now_ms(),
+    )
+    .await
+    .expect("redrive");
+    assert_eq!(by_key.redriven.len(), 1);
+    let by_topic = ops::redrive(db, &ob.table, Selection::Topic("refunds".into()), now_ms())
+        .await
+        .expect("redrive");
+    assert_eq!(by_topic.redriven.len(), 1, "only the one still FAILED");
+    // Then they are PENDING with a fresh budget, back in the index, without the old reason
+    for (pk, sk) in [("REFUND#1", 0), ("REFUND#2", 1)] {
+        let item = ob.item(pk, &committed.sort_keys[sk]).await.expect("item");
+        assert_eq!(s(&item, "Status").as_deref(), Some("PENDING"));
+        assert_eq!(n(&item, "RetryCount"), Some(0));
+        assert_eq!(s(&item, "SweepShard"), Some(sweep_shard(pk)));
+        assert!(!item.contains_key("LastError") && !item.contains_key("FailedAt"));
+    }
+    // And a second redrive of the same key changes nothing
+    let again = ops::redrive(db, &ob.table, Selection::All, now_ms())
+        .await
+        .expect("redrive");
+    assert!(again.redriven.is_empty());
+
+    // When the sweeper runs
+    let summary = sweep_at(&fixed_sweeper, now_ms()).await;
+    // Then both are published once and SENT
+    assert_eq!((summary.published, summary.marked), (2, 2), "{summary:?}");
+    let msgs = drain(&ob.clients.sqs, &ob.queue.url).await;
+    let mut ids: Vec<String> = msgs
+        .iter()
+        .filter_map(|m| attr(m, ATTR_MESSAGE_ID))
+        .collect();
+    ids.sort();
+    let mut expected = committed.message_ids.clone();
+    expected.sort();
+    assert_eq!(ids, expected, "each consumed once");
+    for (pk, sk) in [("REFUND#1", 0), ("REFUND#2", 1)] {
+        let item = ob.item(pk, &committed.sort_keys[sk]).await.expect("item");
+        assert_eq!(s(&item, "Status").as_deref(), Some("SENT"));
+    }
+    let status = ops::status(db, &ob.table, now_ms()).await.expect("status");
+    assert_eq!(status.counts.get("SENT"), Some(&2));
+    assert_eq!(status.counts.get("FAILED"), None);
+}
