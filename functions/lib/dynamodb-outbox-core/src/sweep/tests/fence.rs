@@ -16,7 +16,7 @@ fn sweeper() -> Sweeper<RecordingSink, MemoryStore> {
 }
 
 /// A sweeper at `NOW` whose topic `ledger` goes to a FIFO queue, with a sink that
-/// refuses what `refusals` says (shared with `wave_tests`).
+/// refuses what `refusals` says (shared with `tests::wave`).
 pub(super) fn fifo_sweeper(refusals: Refusals) -> Sweeper<RecordingSink, MemoryStore> {
     let publisher_config = PublisherConfig {
         table_name: "t".into(),
