@@ -10,11 +10,10 @@
 //! `--endpoint URL` talks to the emulator; without it the standard AWS configuration
 //! chain picks the account. `--table` defaults to `OUTBOX_TABLE_NAME`.
 
-use aws_config::{BehaviorVersion, Region};
 use clap::{ArgGroup, Parser, Subcommand};
 use dynamodb_outbox::clock::now_ms;
 use dynamodb_outbox::schema::ItemKey;
-use outbox_ops::{OpsError, Selection};
+use outbox_ops::{OpsError, Selection, sdk_config};
 use std::process::ExitCode;
 
 #[derive(Parser, Debug)]
@@ -75,23 +74,6 @@ async fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
-}
-
-/// The standard AWS configuration chain, or the emulator at `endpoint` (any
-/// credentials, one region, a few more retries: emulators drop connections now and
-/// then).
-async fn sdk_config(endpoint: Option<&str>) -> aws_config::SdkConfig {
-    let mut loader = aws_config::defaults(BehaviorVersion::latest());
-    if let Some(endpoint) = endpoint {
-        loader = loader
-            .retry_config(aws_config::retry::RetryConfig::standard().with_max_attempts(5))
-            .endpoint_url(endpoint)
-            .region(Region::new("us-east-1"))
-            .credentials_provider(aws_sdk_dynamodb::config::Credentials::new(
-                "testing", "testing", None, None, "emulator",
-            ));
-    }
-    loader.load().await
 }
 
 async fn run(
