@@ -2,7 +2,7 @@
 //! endpoint is given, the standard AWS configuration chain otherwise.
 
 use crate::counter::RequestCounter;
-use aws_config::{BehaviorVersion, Region, SdkConfig};
+use aws_config::SdkConfig;
 
 /// The clients the runner and the tests use, all counting their requests.
 #[derive(Debug, Clone)]
@@ -31,23 +31,10 @@ pub struct Clients {
     pub sdk_config: SdkConfig,
 }
 
-/// Loads AWS configuration. With `endpoint`, everything goes to that address with
-/// dummy credentials (the emulator accepts any); without, the standard chain
-/// (environment, profile, SSO, instance role) picks the account.
-pub async fn sdk_config(endpoint: Option<&str>) -> SdkConfig {
-    let mut loader = aws_config::defaults(BehaviorVersion::latest());
-    if let Some(endpoint) = endpoint {
-        // The emulator drops connections under load now and then; retry a little more.
-        loader = loader
-            .retry_config(aws_config::retry::RetryConfig::standard().with_max_attempts(5))
-            .endpoint_url(endpoint)
-            .region(Region::new("us-east-1"))
-            .credentials_provider(aws_sdk_dynamodb::config::Credentials::new(
-                "testing", "testing", None, None, "emulator",
-            ));
-    }
-    loader.load().await
-}
+/// Loads AWS configuration: the emulator at `endpoint`, or the standard chain. The
+/// operator CLI's, so that the dev kit, the tests and `outbox-ops` reach the local
+/// AWS the same way (same region, credentials and retries).
+pub use outbox_ops::sdk_config;
 
 impl Clients {
     /// A sink reaching every kind of destination through these clients.

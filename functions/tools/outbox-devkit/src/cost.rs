@@ -44,7 +44,7 @@ pub struct Prices {
 }
 
 /// us-east-1 list prices, each from the service's public pricing page
-/// (aws.amazon.com/<service>/pricing): DynamoDB on demand (after its November 2024
+/// (`aws.amazon.com/<service>/pricing`): DynamoDB on demand (after its November 2024
 /// price cut), SQS, SNS, EventBridge, Lambda (x86_64, first tier). Read on the date
 /// given; no free tier is subtracted.
 pub const US_EAST_1: Prices = Prices {

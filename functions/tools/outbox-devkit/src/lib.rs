@@ -22,3 +22,4 @@ pub mod demo;
 pub mod deployment;
 pub mod latency;
 pub mod provision;
+mod writes;

@@ -5,10 +5,16 @@
 //! `status` and `failed` scan the table: they are for an operator at a terminal, not
 //! for a schedule (the sweeper's metrics are the cheap, continuous view). Items are
 //! read as the schema's [`OutboxItem`], so an item of any producer is listed.
+//!
+//! [`sdk_config`] is how the commands reach AWS — an account through the standard
+//! chain, or an emulator at an endpoint — and the one place the workspace's tools
+//! and tests build that configuration.
 
 mod error;
+mod sdk;
 
 pub use error::OpsError;
+pub use sdk::sdk_config;
 
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure};

@@ -8,27 +8,45 @@
 //! ```
 //!
 //! `--endpoint URL` talks to the emulator; without it the standard AWS configuration
-//! chain picks the account. `--table` defaults to `OUTBOX_TABLE_NAME`.
+//! chain picks the account. `--table` defaults to `OUTBOX_TABLE_NAME`. Install it with
+//! `cargo install --path functions/tools/outbox-ops` (see its README).
 
-use aws_config::{BehaviorVersion, Region};
 use clap::{ArgGroup, Parser, Subcommand};
 use dynamodb_outbox::clock::now_ms;
 use dynamodb_outbox::schema::ItemKey;
-use outbox_ops::{OpsError, Selection};
+use outbox_ops::{OpsError, Selection, sdk_config};
 use std::process::ExitCode;
+
+/// Shown after `--help`: what a session looks like, and where the account comes from.
+const EXAMPLES: &str = "\
+Examples:
+  outbox-ops --table orders status
+  outbox-ops --table orders failed --topic orders-events
+  outbox-ops --table orders redrive --key ORDER#42 MESSAGE#ORDER_PLACED#0190f1c2   (PK SK as `failed` lists them)
+  outbox-ops --table orders redrive --topic orders-events
+  outbox-ops --endpoint http://localhost:4566 --table demo-outbox status
+
+The account, region and credentials come from the standard AWS configuration
+(AWS_PROFILE, AWS_REGION, environment variables, SSO, an instance or task role);
+--endpoint sends every request to an emulator instead, with test credentials.
+Exit status: 0 done; 1 the command failed (the message says what to do); 2 a usage
+error or no table named.";
 
 #[derive(Parser, Debug)]
 #[command(
     name = "outbox-ops",
-    about = "Operator commands on a dynamodb-outbox table"
+    version,
+    about = "Operator commands on a dynamodb-outbox table: status, failed messages, redrive",
+    after_help = EXAMPLES
 )]
 struct Cli {
-    /// AWS endpoint (the emulator). Without it, the standard AWS configuration picks
-    /// the account.
-    #[arg(long, global = true)]
+    /// Send every request to this endpoint (an emulator such as MiniStack or
+    /// LocalStack) with test credentials. Without it, the standard AWS configuration
+    /// picks the account and region.
+    #[arg(long, global = true, value_name = "URL")]
     endpoint: Option<String>,
-    /// The outbox table.
-    #[arg(long, env = "OUTBOX_TABLE_NAME", global = true)]
+    /// The outbox table (the table the producers write their messages into).
+    #[arg(long, env = "OUTBOX_TABLE_NAME", global = true, value_name = "NAME")]
     table: Option<String>,
     #[command(subcommand)]
     command: Command,
@@ -75,23 +93,6 @@ async fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
-}
-
-/// The standard AWS configuration chain, or the emulator at `endpoint` (any
-/// credentials, one region, a few more retries: emulators drop connections now and
-/// then).
-async fn sdk_config(endpoint: Option<&str>) -> aws_config::SdkConfig {
-    let mut loader = aws_config::defaults(BehaviorVersion::latest());
-    if let Some(endpoint) = endpoint {
-        loader = loader
-            .retry_config(aws_config::retry::RetryConfig::standard().with_max_attempts(5))
-            .endpoint_url(endpoint)
-            .region(Region::new("us-east-1"))
-            .credentials_provider(aws_sdk_dynamodb::config::Credentials::new(
-                "testing", "testing", None, None, "emulator",
-            ));
-    }
-    loader.load().await
 }
 
 async fn run(

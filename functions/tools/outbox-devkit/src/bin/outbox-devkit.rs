@@ -166,16 +166,7 @@ async fn coldstart_command(
             );
             return ExitCode::from(2);
         }
-        return match coldstart::report(dir, runs, None) {
-            Ok(table) => {
-                print!("{table}");
-                ExitCode::SUCCESS
-            }
-            Err(e) => {
-                eprintln!("bench coldstart: {e}");
-                ExitCode::from(2)
-            }
-        };
+        return print_coldstart(coldstart::report(dir, runs, None));
     };
     let clients = Clients::new(&sdk_config(Some(endpoint)).await);
     let aws = match prefix {
@@ -191,6 +182,11 @@ async fn coldstart_command(
     };
     let table = coldstart::report(dir, runs, Some(&aws));
     aws.remove_made(&clients).await;
+    print_coldstart(table)
+}
+
+/// Prints the cold-start table, or why it could not be made.
+fn print_coldstart(table: Result<String, outbox_devkit::coldstart::ColdStartError>) -> ExitCode {
     match table {
         Ok(table) => {
             print!("{table}");
@@ -203,6 +199,23 @@ async fn coldstart_command(
     }
 }
 
+/// The deployment `prefix` names, or exit code 2 after saying on stderr why it could
+/// not be read (the line starts with `command`; `hint`, when given, follows it).
+async fn discover(
+    clients: &Clients,
+    prefix: &str,
+    command: &str,
+    hint: Option<String>,
+) -> Result<Deployment, ExitCode> {
+    Deployment::discover(clients, prefix).await.map_err(|e| {
+        match hint {
+            Some(hint) => eprintln!("{command}: {e}\n  {hint}"),
+            None => eprintln!("{command}: {e}"),
+        }
+        ExitCode::from(2)
+    })
+}
+
 async fn demo_command(clients: &Clients, args: DemoArgs) -> ExitCode {
     for (name, p) in [
         ("--publisher-crash", args.publisher_crash),
@@ -213,15 +226,13 @@ async fn demo_command(clients: &Clients, args: DemoArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     }
-    let deployment = match Deployment::discover(clients, &args.prefix).await {
+    let hint = format!(
+        "deploy first: scripts/deploy-local terraform --prefix {}",
+        args.prefix
+    );
+    let deployment = match discover(clients, &args.prefix, "demo", Some(hint)).await {
         Ok(d) => d,
-        Err(e) => {
-            eprintln!(
-                "demo: {e}\n  deploy first: scripts/deploy-local terraform --prefix {}",
-                args.prefix
-            );
-            return ExitCode::from(2);
-        }
+        Err(code) => return code,
     };
     let opts = DemoOptions {
         orders: args.orders,
@@ -265,12 +276,9 @@ async fn demo_command(clients: &Clients, args: DemoArgs) -> ExitCode {
 }
 
 async fn chaos_command(clients: &Clients, args: ChaosArgs) -> ExitCode {
-    let deployment = match Deployment::discover(clients, &args.prefix).await {
+    let deployment = match discover(clients, &args.prefix, "chaos", None).await {
         Ok(d) => d,
-        Err(e) => {
-            eprintln!("chaos: {e}");
-            return ExitCode::from(2);
-        }
+        Err(code) => return code,
     };
     let opts = outbox_devkit::chaos::ChaosOptions {
         messages: args.messages,
@@ -297,12 +305,9 @@ async fn chaos_command(clients: &Clients, args: ChaosArgs) -> ExitCode {
 }
 
 async fn latency_command(clients: &Clients, args: LatencyArgs) -> ExitCode {
-    let deployment = match Deployment::discover(clients, &args.prefix).await {
+    let deployment = match discover(clients, &args.prefix, "bench latency", None).await {
         Ok(d) => d,
-        Err(e) => {
-            eprintln!("bench latency: {e}");
-            return ExitCode::from(2);
-        }
+        Err(code) => return code,
     };
     let opts = outbox_devkit::latency::LatencyOptions {
         rates: args.rates,

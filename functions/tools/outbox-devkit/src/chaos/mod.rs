@@ -287,7 +287,7 @@ async fn drain(clients: &Clients, url: &str) -> Result<Vec<aws_sdk_sqs::types::M
 }
 
 #[cfg(test)]
-mod fault_count_tests {
+mod tests {
     use super::*;
     use crate::deployment::LogLine;
 

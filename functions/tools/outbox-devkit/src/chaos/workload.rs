@@ -4,7 +4,8 @@
 //! deliberate rollbacks mixed in.
 
 use super::setup::{TOPIC_BUS, TOPIC_FIFO, TOPIC_NOWHERE, TOPIC_QUEUE, TOPIC_SNS};
-use aws_sdk_dynamodb::types::{AttributeValue, ConditionCheck, Put, TransactWriteItem};
+use crate::writes::{never_holds, transact};
+use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem};
 use dynamodb_outbox::NewMessage;
 use std::collections::BTreeMap;
 
@@ -173,13 +174,7 @@ async fn commit_minimal(
         .map_err(|e| e.to_string())?;
     let mut actions = business(table, p)?;
     actions.push(TransactWriteItem::builder().put(put).build());
-    client
-        .transact_write_items()
-        .set_transact_items(Some(actions))
-        .send()
-        .await
-        .map(|_| ())
-        .map_err(|e| e.to_string())
+    transact(client, actions).await.map_err(|e| e.to_string())
 }
 
 fn business(table: &str, p: &Planned) -> Result<Vec<TransactWriteItem>, String> {
@@ -194,14 +189,7 @@ fn business(table: &str, p: &Planned) -> Result<Vec<TransactWriteItem>, String> 
         .map_err(|e| e.to_string())?;
     let mut actions = vec![TransactWriteItem::builder().put(order).build()];
     if p.rollback {
-        let never = ConditionCheck::builder()
-            .table_name(table)
-            .key("PK", s("CHAOS#NEVER"))
-            .key("SK", s("NEVER"))
-            .condition_expression("attribute_exists(PK)")
-            .build()
-            .map_err(|e| e.to_string())?;
-        actions.push(TransactWriteItem::builder().condition_check(never).build());
+        actions.push(never_holds(table, "CHAOS#NEVER")?);
     }
     Ok(actions)
 }

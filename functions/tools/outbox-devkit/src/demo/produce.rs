@@ -5,7 +5,8 @@
 
 use super::DemoOptions;
 use crate::aws::Clients;
-use aws_sdk_dynamodb::types::{AttributeValue, ConditionCheck, Put, TransactWriteItem};
+use crate::writes::{never_holds, transact};
+use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem};
 use dynamodb_outbox::NewMessage;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -177,12 +178,8 @@ async fn commit_minimal(
         .map_err(|e| e.to_string())?;
     let mut actions = business_actions(table, plan)?;
     actions.push(TransactWriteItem::builder().put(message).build());
-    client
-        .transact_write_items()
-        .set_transact_items(Some(actions))
-        .send()
+    transact(client, actions)
         .await
-        .map(|_| ())
         .map_err(|e| aws_smithy_types::error::display::DisplayErrorContext(&e).to_string())
 }
 
@@ -200,14 +197,7 @@ fn business_actions(table: &str, plan: &OrderPlan) -> Result<Vec<TransactWriteIt
         .map_err(|e| e.to_string())?;
     let mut actions = vec![TransactWriteItem::builder().put(order).build()];
     if plan.rollback {
-        let never = ConditionCheck::builder()
-            .table_name(table)
-            .key("PK", s(&format!("{}#NEVER", plan.aggregate())))
-            .key("SK", s("NEVER"))
-            .condition_expression("attribute_exists(PK)")
-            .build()
-            .map_err(|e| e.to_string())?;
-        actions.push(TransactWriteItem::builder().condition_check(never).build());
+        actions.push(never_holds(table, &format!("{}#NEVER", plan.aggregate()))?);
     }
     Ok(actions)
 }

@@ -1,0 +1,168 @@
+use super::*;
+use crate::demo::observe::Item;
+use crate::demo::produce::{CommittedOrder, Produced};
+use crate::demo::verify::{FunctionLogs, verify};
+use crate::deployment::LogLine;
+use aws_sdk_dynamodb::types::AttributeValue;
+use dynamodb_outbox::schema::{OutboxItem, PENDING_MESSAGE};
+
+const T0: i64 = 1_700_000_000_000;
+
+fn message(id: &str, status: &str, sent_at: Option<i64>) -> OutboxItem {
+    OutboxItem {
+        pk: Some(format!("ORDER#{id}")),
+        sk: Some(format!("MESSAGE#ORDER_PLACED#{id}")),
+        item_type: Some(PENDING_MESSAGE.to_owned()),
+        topic: Some("orders".to_owned()),
+        status: Some(status.to_owned()),
+        sent_at,
+        ..OutboxItem::default()
+    }
+}
+
+fn order(id: &str) -> Item {
+    let n = |v: i64| AttributeValue::N(v.to_string());
+    Item::from([
+        ("id".to_owned(), AttributeValue::S(id.to_owned())),
+        ("quantity".to_owned(), n(1)),
+        (
+            "total_cents".to_owned(),
+            n(i64::from(orders_consumer::order::total_cents(1))),
+        ),
+    ])
+}
+
+fn applied(id: &str) -> LogLine {
+    LogLine {
+        timestamp_ms: T0,
+        message: serde_json::json!({"fields": {
+            "message": "RESULT", "id": id, "quantity": 1, "processed": true, "duplicate": false
+        }})
+        .to_string(),
+    }
+}
+
+/// A step of `n` orders committed at T0, published `latency_ms` later: what it
+/// committed, its outbox items, its stored orders and the consumer's lines.
+fn step(
+    tag: &str,
+    n: usize,
+    latency_ms: i64,
+) -> (Produced, Vec<OutboxItem>, Vec<Item>, Vec<LogLine>) {
+    let ids: Vec<String> = (0..n).map(|i| format!("{tag}order-{i:05}")).collect();
+    let produced = Produced {
+        tag: tag.to_owned(),
+        committed: ids
+            .iter()
+            .map(|id| {
+                let c = CommittedOrder {
+                    quantity: 1,
+                    minimal: false,
+                    commit_ms: T0,
+                };
+                (id.clone(), c)
+            })
+            .collect(),
+        ..Produced::default()
+    };
+    let items = ids
+        .iter()
+        .map(|id| message(id, "SENT", Some(T0 + latency_ms)))
+        .collect();
+    let orders = ids.iter().map(|id| order(id)).collect();
+    let logs = ids.iter().map(|id| applied(id)).collect();
+    (produced, items, orders, logs)
+}
+
+#[test]
+fn a_ladder_step_is_judged_on_its_own_messages_not_on_earlier_steps_in_the_table() {
+    // The ladder's steps run one after another against one deployed table. Before,
+    // a step's verdict read the whole table: the orders of earlier (bigger) loads
+    // were "applied but never committed" and an earlier leftover still PENDING was
+    // "lost", so a step that held was reported "not held".
+    let (_, mut table, mut stored, _) = step("bX-1-500-", 8, 2_500);
+    table.push(message("bX-1-500-order-00008", "PENDING", None));
+    stored.push(order("bX-1-500-order-00008"));
+    let (produced, items, orders, consumer) = step("bX-2-100-", 4, 80);
+    table.extend(items);
+    stored.extend(orders);
+    let logs = FunctionLogs {
+        consumer,
+        ..FunctionLogs::default()
+    };
+
+    let report = verify(&produced, &table, &stored, &logs);
+    assert!(report.broken.is_empty(), "{:?}", report.broken);
+    assert_eq!((report.committed, report.sent, report.applied), (4, 4, 4));
+    assert_eq!(
+        report.latency_ms,
+        (80, 80, 80),
+        "the step's own latencies only"
+    );
+    assert!(held(&report));
+}
+
+#[test]
+fn a_step_is_not_held_when_its_own_messages_are_late_unsent_or_unapplied() {
+    let (produced, items, orders, consumer) = step("bX-3-800-", 4, 1_200);
+    let logs = FunctionLogs {
+        consumer,
+        ..FunctionLogs::default()
+    };
+    let report = verify(&produced, &items, &orders, &logs);
+    assert!(report.broken.is_empty(), "{:?}", report.broken);
+    assert!(!held(&report), "p99 1,200 ms");
+
+    let (produced, mut items, orders, consumer) = step("bX-3-800-", 4, 80);
+    items[3] = message("bX-3-800-order-00003", "PENDING", None);
+    // An earlier step's SENT messages must not make up for this one's.
+    items.extend(step("bX-2-400-", 4, 80).1);
+    let logs = FunctionLogs {
+        consumer,
+        ..FunctionLogs::default()
+    };
+    let report = verify(&produced, &items, &orders, &logs);
+    assert_eq!(report.sent, 3);
+    assert!(!held(&report), "one message still PENDING");
+
+    let (produced, items, mut orders, consumer) = step("bX-3-800-", 4, 80);
+    orders.pop();
+    // An earlier step's stored order with the same number does not count either.
+    orders.push(order("bX-2-400-order-00003"));
+    let logs = FunctionLogs {
+        consumer,
+        ..FunctionLogs::default()
+    };
+    assert!(
+        !held(&verify(&produced, &items, &orders, &logs)),
+        "an order never applied"
+    );
+
+    assert!(!held(&DemoReport::default()), "nothing committed");
+}
+
+#[test]
+fn billed_durations_are_read_from_report_lines_only() {
+    let line = |m: &str| LogLine {
+        timestamp_ms: 0,
+        message: m.to_owned(),
+    };
+    let lines = [
+        line("START RequestId: a Version: $LATEST"),
+        line(
+            "REPORT RequestId: a\tDuration: 12.34 ms\tBilled Duration: 13 ms\tMemory Size: 256 MB",
+        ),
+        line(
+            "REPORT RequestId: b\tDuration: 40.00 ms\tBilled Duration: 41 ms\tMemory Size: 256 MB",
+        ),
+        line("{\"message\":\"Billed Duration: 999 ms\"}"),
+    ];
+    assert_eq!(
+        billed(&lines),
+        Billed {
+            invocations: 2,
+            mean_ms: 27.0
+        }
+    );
+    assert_eq!(billed(&[]), Billed::default());
+}
