@@ -12,7 +12,7 @@
 //! `MessageId`, read from the message attribute or from an SNS or EventBridge envelope
 //! (a message republished by the sweeper gets a new SQS `MessageId` but keeps it).
 //!
-//! Markers are kept for the [`Retention`] (14 days by default); a marker whose TTL
+//! Markers are kept for the [`Retention`](crate::Retention) (14 days by default); a marker whose TTL
 //! has passed but that DynamoDB has not deleted yet still makes a duplicate, since
 //! the condition is `attribute_not_exists`.
 

@@ -19,7 +19,7 @@ pub type AwsPublisher = Publisher<AwsSink, DynamoStore>;
 pub trait FromSdkConfig<C>: Sized {
     /// What the Lambda binaries build at a cold start: [`FromSdkConfig::from_conf`]
     /// once every SQS destination's size limit — the routes' queues and the
-    /// dead-letter queue — has been read from the queue ([`sqs::learn_limits`]).
+    /// dead-letter queue — has been read from the queue ([`crate::sqs::learn_limits`]).
     fn load(config: C, aws: &SdkConfig) -> impl Future<Output = Self> + Send;
 
     /// Every client built once from `aws`: whatever kind of destination a route

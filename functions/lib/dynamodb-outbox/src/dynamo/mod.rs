@@ -1,6 +1,6 @@
 //! DynamoDB adapter: conditional state changes on outbox items ([`OutboxStore`]; the
 //! batched ones in `batch`), the order fence's reads (`fence`), and the sweeper's
-//! index queries, claims, adoption scan and scan cursors ([`SweepStore`], in `sweep`).
+//! index queries, claims, adoption scan and scan cursors ([`SweepStore`](dynamodb_outbox_core::ports::SweepStore), in `sweep`).
 //! Items are read as the schema's [`OutboxItem`] through `serde_dynamo`; errors become
 //! [`Failure`]s.
 
