@@ -8,6 +8,20 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
 /// Wall-clock time, epoch milliseconds.
+///
+/// ```
+/// use dynamodb_outbox_core::{Clock, ManualClock, SharedClock, SystemClock};
+/// use std::sync::Arc;
+/// use std::time::Duration;
+///
+/// let system: SharedClock = Arc::new(SystemClock);
+/// assert!(system.now_ms() > 1_700_000_000_000);
+///
+/// // In a test: time moves only when told.
+/// let clock = ManualClock::at(1_000);
+/// clock.advance(Duration::from_secs(60));
+/// assert_eq!(clock.now_ms(), 61_000);
+/// ```
 pub trait Clock: Send + Sync + fmt::Debug {
     /// Now, epoch milliseconds.
     fn now_ms(&self) -> i64;

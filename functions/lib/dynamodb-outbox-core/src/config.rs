@@ -8,7 +8,7 @@ use crate::policy::limit::{QueueLimits, QueueRole};
 use crate::route::{Destination, RouteError, Routes};
 use std::collections::BTreeMap;
 
-/// A missing or malformed variable, named.
+/// A missing or malformed variable, named (see [`PublisherConfig`] for an example).
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     /// A required variable is not set.
@@ -49,6 +49,23 @@ pub mod vars {
 }
 
 /// What the publish path needs to know.
+///
+/// ```
+/// use dynamodb_outbox_core::{ConfigError, PublisherConfig};
+///
+/// let config = PublisherConfig::from_lookup(|name| match name {
+///     "OUTBOX_TABLE_NAME" => Some("orders".into()),
+///     "OUTBOX_ROUTES" => Some(r#"{"orders":"https://sqs.eu-west-1.amazonaws.com/123456789012/orders"}"#.into()),
+///     "OUTBOX_DLQ_URL" => Some("https://sqs.eu-west-1.amazonaws.com/123456789012/outbox-dlq".into()),
+///     _ => None,
+/// })?;
+/// assert_eq!(config.table_name, "orders");
+///
+/// // A missing variable is named, with what to set.
+/// let missing = PublisherConfig::from_lookup(|_| None).unwrap_err();
+/// assert!(matches!(missing, ConfigError::Missing { name: "OUTBOX_TABLE_NAME", .. }));
+/// # Ok::<(), ConfigError>(())
+/// ```
 #[derive(Debug, Clone)]
 pub struct PublisherConfig {
     /// Outbox table name.

@@ -14,6 +14,16 @@ pub const MAX_TRANSACTION_BYTES: usize = 4 * 1024 * 1024;
 pub const MAX_ITEM_BYTES: usize = 400 * 1024;
 
 /// A message the application wants announced once its write commits.
+///
+/// ```
+/// use dynamodb_outbox_core::NewMessage;
+///
+/// let shipped = NewMessage::new("ORDER#42", "orders", r#"{"orderId":42}"#)
+///     .event_type("OrderShipped") // the sort key reads MESSAGE#OrderShipped#<id>
+///     .sequence(3); // for consumers that need strict order per aggregate
+/// assert!(shipped.invalid().is_none());
+/// assert!(NewMessage::new("", "orders", "{}").invalid().is_some());
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NewMessage {
     /// The aggregate it belongs to: becomes `PK`, the FIFO group and the order key.
@@ -91,6 +101,18 @@ impl NewMessage {
 }
 
 /// One action of a transaction that AWS cancelled, and why.
+///
+/// ```
+/// use dynamodb_outbox_core::producer::CancelledAction;
+///
+/// let refused = CancelledAction {
+///     index: 0,
+///     action: "Put on orders".into(),
+///     code: "ConditionalCheckFailed".into(),
+///     message: None,
+/// };
+/// assert!(refused.to_string().contains("ConditionalCheckFailed"));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CancelledAction {
     /// Position in the transaction (0-based, application actions first).

@@ -258,6 +258,21 @@ enum RouteSpec {
 
 /// Topic → destination, with an optional default for unrouted topics, and where
 /// each route's large payloads go (the large-payload offload).
+///
+/// ```
+/// use dynamodb_outbox_core::{Destination, Routes};
+///
+/// let routes = Routes::new(
+///     [(
+///         "payments".to_owned(),
+///         Destination::parse("arn:aws:sns:eu-west-1:123456789012:payments", None)?,
+///     )],
+///     Some(Destination::sqs("https://sqs.eu-west-1.amazonaws.com/123456789012/everything-else")),
+/// );
+/// assert!(matches!(routes.resolve("payments"), Some(Destination::Sns { .. })));
+/// assert!(matches!(routes.resolve("audit"), Some(Destination::Sqs { .. })));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Routes {
     by_topic: HashMap<String, Destination>,

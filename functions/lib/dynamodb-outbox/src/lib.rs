@@ -59,8 +59,6 @@ internal! {
     wiring;
 }
 
-/// The foreign types in this crate's signatures.
-pub use aws_sdk_dynamodb;
 pub use dynamodb_outbox_core::{
     Clock, ConfigError, Destination, ManualClock, NewMessage, PublisherConfig, Routes, SharedClock,
     SystemClock,
@@ -69,6 +67,8 @@ pub use producer::{CancelledAction, Committed, OutboxWriter, PreparedCommit, Pro
 pub use s3::client as s3_client;
 #[cfg(feature = "lambda")]
 pub use {aws_lambda_events, lambda_runtime};
+/// The foreign types in this crate's signatures.
+pub use {aws_sdk_dynamodb, aws_sdk_s3};
 
 /// The core's engine and the producer's internals under their old paths, for this
 /// project's tools, tests and model checker.
@@ -84,4 +84,11 @@ pub use wiring::{AwsPublisher, FromSdkConfig};
 
 /// The stream FilterCriteria the infrastructure deploys, as JSON text. The local
 /// runner applies the same filter; keep them one.
+///
+/// ```
+/// let filter: serde_json::Value = serde_json::from_str(dynamodb_outbox::STREAM_FILTER_JSON)?;
+/// // Lambda's FilterCriteria: a list of filters, each a JSON pattern as text.
+/// assert!(filter["Filters"][0]["Pattern"].as_str().is_some_and(|p| p.contains("PENDING_MESSAGE")));
+/// # Ok::<(), serde_json::Error>(())
+/// ```
 pub const STREAM_FILTER_JSON: &str = include_str!("../stream-filter.json");

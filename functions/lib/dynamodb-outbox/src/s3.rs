@@ -16,7 +16,14 @@ const REFUSED_FOR_GOOD: &[&str] = &["KeyTooLongError", "InvalidArgument", "Entit
 /// An S3 client from `config`, with path-style addressing whenever the endpoint is
 /// overridden: the local AWS listens on loopback, where no DNS answers for
 /// `<bucket>.127.0.0.1`, and real S3 behind an override (a VPC endpoint, a proxy)
-/// accepts path style too.
+/// accepts path style too. The client [`OutboxWriter::large_payloads`](crate::OutboxWriter::large_payloads) wants.
+///
+/// ```no_run
+/// # async fn build() -> dynamodb_outbox::aws_sdk_s3::Client {
+/// let aws = aws_config::load_from_env().await;
+/// dynamodb_outbox::s3_client(&aws)
+/// # }
+/// ```
 pub fn client(config: &SdkConfig) -> aws_sdk_s3::Client {
     let conf = aws_sdk_s3::config::Builder::from(config)
         .force_path_style(path_style(config))

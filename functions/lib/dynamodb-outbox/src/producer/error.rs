@@ -8,7 +8,22 @@ use dynamodb_outbox_core::producer::{
     CancelledAction, MAX_ITEM_BYTES, MAX_TRANSACTION_ACTIONS, MAX_TRANSACTION_BYTES,
 };
 
-/// Why a transaction was not written.
+/// Why a transaction was not written, in words that say what to change;
+/// [`is_retryable`](ProducerError::is_retryable) tells a passing failure (throttling,
+/// a timeout) from one a retry cannot fix.
+///
+/// ```
+/// use dynamodb_outbox::{NewMessage, OutboxWriter, ProducerError};
+///
+/// # let aws = aws_types::SdkConfig::builder()
+/// #     .behavior_version(dynamodb_outbox::aws_sdk_dynamodb::config::BehaviorVersion::latest())
+/// #     .build();
+/// let writer = OutboxWriter::new(dynamodb_outbox::aws_sdk_dynamodb::Client::new(&aws), "orders");
+/// // Refused before any request: a message needs an aggregate.
+/// let err = writer.prepare(vec![], &[NewMessage::new("", "orders", "{}")]).unwrap_err();
+/// assert!(matches!(err, ProducerError::InvalidMessage { index: 0, .. }));
+/// assert!(!err.is_retryable());
+/// ```
 #[derive(Debug, thiserror::Error)]
 pub enum ProducerError {
     /// Nothing to write.

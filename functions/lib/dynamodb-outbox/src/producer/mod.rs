@@ -20,7 +20,8 @@ use dynamodb_outbox_core::schema::TABLE;
 use std::collections::HashMap;
 use std::time::Duration;
 
-/// A committed transaction.
+/// A committed transaction: the ids its messages carry to every consumer (see
+/// [`OutboxWriter::commit`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Committed {
     /// The `MessageId`s written, in the order of the messages given.
