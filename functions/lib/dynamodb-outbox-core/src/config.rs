@@ -4,8 +4,10 @@
 //! so tests pass a map and nothing calls `env::set_var`.
 
 use crate::large_payload::bucket_name_problem;
+#[cfg(any(test, feature = "unstable-internals"))]
 use crate::policy::limit::{QueueLimits, QueueRole};
 use crate::route::{Destination, RouteError, Routes};
+#[cfg(any(test, feature = "unstable-internals"))]
 use std::collections::BTreeMap;
 
 /// A missing or malformed variable, named (see [`PublisherConfig`] for an example).
@@ -147,6 +149,7 @@ impl PublisherConfig {
     /// The SQS queues whose `MaximumMessageSize` is worth reading at start: the
     /// routes' queues without `max_message_bytes` and the dead-letter queue, each
     /// once, by URL (a queue that is also the dead-letter queue counts as that).
+    #[cfg(any(test, feature = "unstable-internals"))]
     pub fn queues_to_learn(&self) -> Vec<(String, QueueRole)> {
         let mut queues: BTreeMap<&str, QueueRole> = self
             .routes
@@ -165,7 +168,8 @@ impl PublisherConfig {
 
     /// The same configuration with the limits read from the queues (by URL): every
     /// route's destination and the dead-letter queue get the limit that applies
-    /// ([`crate::policy::limit::sqs_limit`]).
+    /// (the core's `policy::limit::sqs_limit`).
+    #[cfg(any(test, feature = "unstable-internals"))]
     pub fn with_queue_limits(self, limits: &QueueLimits) -> Self {
         PublisherConfig {
             routes: self.routes.with_queue_limits(limits),

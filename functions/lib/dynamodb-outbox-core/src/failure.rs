@@ -1,6 +1,6 @@
 //! One failure vocabulary. Every adapter maps what its service said into a
 //! [`Failure`] (the AWS adapters do it from the SDK's error metadata); every decision
-//! in [`crate::policy`] reads its [`FailureKind`] and nothing else.
+//! in the core's policy module reads its [`FailureKind`] and nothing else.
 
 /// What kind of failure, which decides what happens next.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

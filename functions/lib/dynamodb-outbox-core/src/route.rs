@@ -2,6 +2,7 @@
 
 use crate::large_payload::{LargePayloads, Offload, bucket_name_problem};
 pub use crate::policy::limit::SqsLimit;
+#[cfg(any(test, feature = "unstable-internals"))]
 use crate::policy::limit::{QueueLimits, sqs_limit};
 use serde::Deserialize;
 use std::collections::HashMap;
@@ -69,7 +70,8 @@ impl Destination {
 
     /// The same destination with the limit that applies once its queue's
     /// `MaximumMessageSize` has been read (`limits`, by URL): see
-    /// [`crate::policy::limit::sqs_limit`]. A queue not in `limits` keeps its limit.
+    /// the core's `policy::limit::sqs_limit`. A queue not in `limits` keeps its limit.
+    #[cfg(any(test, feature = "unstable-internals"))]
     pub fn with_queue_limits(self, limits: &QueueLimits) -> Self {
         match self {
             Destination::Sqs { url, limit } => {
@@ -376,7 +378,8 @@ impl Routes {
     }
 
     /// Every destination with the limits read from the queues (see
-    /// [`Destination::with_queue_limits`]).
+    /// `Destination::with_queue_limits`).
+    #[cfg(any(test, feature = "unstable-internals"))]
     pub fn with_queue_limits(self, limits: &QueueLimits) -> Self {
         Routes {
             by_topic: self

@@ -59,6 +59,8 @@ pub use marker::MessageMarker;
 pub use payload::{Fetched, MemoryPayloads, PayloadSource, S3Payloads};
 pub use retention::{Retention, RetentionError};
 pub use table::IdempotencyTable;
+/// The foreign crates in this crate's signatures.
+pub use {aws_lambda_events, aws_sdk_dynamodb, aws_sdk_s3};
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use std::collections::HashMap;

@@ -59,9 +59,10 @@ internal! {
     wiring;
 }
 
+pub use dynamodb_outbox_core::large_payload::PayloadPointer;
 pub use dynamodb_outbox_core::{
-    Clock, ConfigError, Destination, ManualClock, NewMessage, PublisherConfig, Routes, SharedClock,
-    SystemClock,
+    Clock, ConfigError, Destination, FailureKind, ManualClock, NewMessage, PublisherConfig, Routes,
+    SharedClock, SystemClock,
 };
 pub use producer::{CancelledAction, Committed, OutboxWriter, PreparedCommit, ProducerError};
 pub use s3::client as s3_client;
@@ -74,8 +75,8 @@ pub use {aws_sdk_dynamodb, aws_sdk_s3};
 /// project's tools, tests and model checker.
 #[cfg(feature = "unstable-internals")]
 pub use dynamodb_outbox_core::{
-    Failure, FailureKind, Publisher, clock, config, failure, large_payload, message, metrics,
-    policy, ports, publish, route, schema,
+    Failure, Publisher, clock, config, failure, large_payload, message, metrics, policy, ports,
+    publish, route, schema,
 };
 #[cfg(feature = "unstable-internals")]
 pub use sweep::AwsSweeper;

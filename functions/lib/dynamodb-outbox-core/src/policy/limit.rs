@@ -8,7 +8,7 @@ use crate::route::SQS_MAX_MESSAGE_BYTES;
 use std::collections::HashMap;
 
 /// The largest message an SQS destination accepts, and where that number comes from
-/// (which one applies is [`sqs_limit`]'s decision).
+/// (which one applies is `sqs_limit`'s decision).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum SqsLimit {
     /// The route's `max_message_bytes`: it wins over what the queue says.

@@ -1,5 +1,5 @@
 //! The publisher function: one stream batch published, its metrics printed, the
-//! partial batch response returned. The work itself is [`crate::stream`]'s.
+//! partial batch response returned. The work itself is the `stream` module's.
 
 use super::log_config_error;
 use crate::dynamo::DynamoStore;
