@@ -11,6 +11,10 @@ fn logs(env: &[(&str, &str)]) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_outbox-publisher"))
         .env_clear()
         .env("AWS_LAMBDA_RUNTIME_API", "127.0.0.1:9")
+        // Lambda always sets the region; without it the SDK's configuration, loaded
+        // before the function's own, would ask the instance metadata service and log
+        // a warning first.
+        .env("AWS_REGION", "us-east-1")
         .envs(env.iter().copied())
         .output()
         .expect("runs");
