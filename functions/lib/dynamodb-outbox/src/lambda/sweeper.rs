@@ -104,14 +104,11 @@ mod tests {
 
     const NOW: i64 = 1_700_000_000_000;
 
-    #[tokio::test]
-    async fn a_scheduled_invocation_sweeps_within_its_deadline() {
+    /// The sweeper over in-memory ports at `NOW`, routing `routes`.
+    fn deps(routes: Routes) -> Deps<RecordingSink, MemoryStore> {
         let config = PublisherConfig {
             table_name: "t".into(),
-            routes: Routes::new(
-                [("orders".to_owned(), Destination::sqs("https://q/orders"))],
-                None,
-            ),
+            routes,
             dead_letter: Destination::sqs("https://q/dlq"),
             ttl_days: 7,
         };
@@ -121,20 +118,31 @@ mod tests {
             config.clone(),
         )
         .with_clock(ManualClock::at(NOW));
+        Deps {
+            sweeper: Sweeper::new(publisher, SweeperConfig::new(config)),
+            metrics: Emitter::new("test"),
+        }
+    }
+
+    /// A scheduled invocation with a minute left.
+    fn scheduled() -> LambdaEvent<serde_json::Value> {
+        let mut context = lambda_runtime::Context::default();
+        context.deadline = u64::try_from(NOW + 60_000).unwrap_or(0);
+        LambdaEvent::new(serde_json::json!({}), context)
+    }
+
+    #[tokio::test]
+    async fn a_scheduled_invocation_sweeps_within_its_deadline() {
+        let deps = deps(Routes::new(
+            [("orders".to_owned(), Destination::sqs("https://q/orders"))],
+            None,
+        ));
         let k = key("A", "MESSAGE#X#1");
-        publisher.store.put(
+        deps.sweeper.publisher.store.put(
             k.clone(),
             pending_item(&k, "orders", 0, NOW - 1, NOW - 90_000),
         );
-        let deps = Deps {
-            sweeper: Sweeper::new(publisher, SweeperConfig::new(config)),
-            metrics: Emitter::new("test"),
-        };
-        let mut context = lambda_runtime::Context::default();
-        context.deadline = u64::try_from(NOW + 60_000).unwrap_or(0);
-        let summary = handle(LambdaEvent::new(serde_json::json!({}), context), &deps)
-            .await
-            .expect("handled");
+        let summary = handle(scheduled(), &deps).await.expect("handled");
         assert_eq!((summary.found, summary.published), (1, 1), "{summary:?}");
         assert_eq!(summary.oldest_pending_age_ms, Some(90_000));
     }
@@ -143,29 +151,12 @@ mod tests {
     async fn an_invocation_whose_index_queries_fail_is_an_error() {
         // Before, the queries' errors were logged and the invocation succeeded, with
         // an oldest pending age of 0: a broken sweeper looked healthy.
-        let config = PublisherConfig {
-            table_name: "t".into(),
-            routes: Routes::new([], None),
-            dead_letter: Destination::sqs("https://q/dlq"),
-            ttl_days: 7,
-        };
-        let publisher = Publisher::new(
-            RecordingSink::default(),
-            MemoryStore::default(),
-            config.clone(),
-        )
-        .with_clock(ManualClock::at(NOW));
-        publisher.store.fail(StoreFaults {
+        let deps = deps(Routes::new([], None));
+        deps.sweeper.publisher.store.fail(StoreFaults {
             queries: dynamodb_outbox_core::schema::all_sweep_shards().collect(),
             ..StoreFaults::default()
         });
-        let deps = Deps {
-            sweeper: Sweeper::new(publisher, SweeperConfig::new(config)),
-            metrics: Emitter::new("test"),
-        };
-        let mut context = lambda_runtime::Context::default();
-        context.deadline = u64::try_from(NOW + 60_000).unwrap_or(0);
-        let err = handle(LambdaEvent::new(serde_json::json!({}), context), &deps)
+        let err = handle(scheduled(), &deps)
             .await
             .expect_err("a sweep that could not look is an error");
         assert!(
