@@ -117,7 +117,11 @@ impl HttpConnector for FaultyConnector {
                 let sent = self.inner.call(request);
                 HttpConnectorFuture::new(async move {
                     let answer = sent.await;
-                    if answer.is_ok() {
+                    // Only a call that took effect: a refused one (a failed condition,
+                    // a throttle) changed nothing, so dying after it is no different
+                    // from dying before it, and a redelivered duplicate must not die
+                    // again at every receive.
+                    if answer.as_ref().is_ok_and(|r| r.status().is_success()) {
                         crash(&operation, "after the service answered");
                     }
                     answer
@@ -208,5 +212,41 @@ impl Shape {
             .headers_mut()
             .insert("x-amzn-query-error", format!("{code};Sender"));
         response
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A service that refuses every call, as DynamoDB refuses a failed condition.
+    #[derive(Debug)]
+    struct Refusing;
+
+    impl HttpConnector for Refusing {
+        fn call(&self, _request: HttpRequest) -> HttpConnectorFuture {
+            let status = StatusCode::try_from(400).expect("a valid status");
+            let body = r#"{"__type":"ConditionalCheckFailedException"}"#;
+            HttpConnectorFuture::ready(Ok(HttpResponse::new(status, SdkBody::from(body))))
+        }
+    }
+
+    #[tokio::test]
+    async fn a_crash_after_a_refused_call_does_not_happen_the_answer_comes_back() {
+        let plan: FaultPlan = "PutItem:crash_after:1".parse().expect("a valid plan");
+        let connector = FaultyConnector {
+            inner: SharedHttpConnector::new(Refusing),
+            injector: Arc::new(Injector {
+                plan,
+                rng: Mutex::new(fastrand::Rng::with_seed(1)),
+            }),
+        };
+        let mut request = HttpRequest::new(SdkBody::empty());
+        request
+            .headers_mut()
+            .insert("x-amz-target", "DynamoDB_20120810.PutItem");
+        // Before the fix this aborted the test process.
+        let answer = connector.call(request).await.expect("an answer");
+        assert_eq!(answer.status().as_u16(), 400);
     }
 }

@@ -22,8 +22,9 @@ pub enum Fault {
     /// The process dies before the request is sent (a Lambda crash, timeout or
     /// out-of-memory between two steps).
     CrashBefore,
-    /// The process dies after the service answered: the call took effect, nothing
-    /// after it ran.
+    /// The process dies after the service accepted the call: it took effect, nothing
+    /// after it ran. A refused call (a failed condition, a throttle) is answered
+    /// normally: it changed nothing, so a crash after it is `CrashBefore`'s case.
     CrashAfter,
 }
 
