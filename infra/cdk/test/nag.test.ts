@@ -8,7 +8,7 @@ import { describe, it } from 'node:test';
 import * as cdk from 'aws-cdk-lib';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { AwsSolutionsChecks } from 'cdk-nag';
-import type { OutboxSettingsInput } from '../lib/config.ts';
+import type { OutboxSettingsInput } from '../example/settings.ts';
 import { newStack } from './helpers.ts';
 
 interface Violation {
@@ -79,19 +79,22 @@ describe('cdk-nag AwsSolutions', () => {
     });
   }
 
-  it('acknowledges only SQS3 on the two terminal dead-letter queues, S1 on the large-payload bucket and its key prefix in IAM5, each with a reason', () => {
+  it('acknowledges only SQS3 on the two terminal dead-letter queues, S1 on the large-payload bucket and its key prefix in IAM5 (writers, consumer, producer policy), each with a reason', () => {
     const { acks } = nag((app) => newStack({}, app));
-    const objects = 'AwsSolutions-IAM5[Resource::<LargePayloadBucket813E1DA4.Arn>/outbox/*]';
+    // The outbox's resources are inside the Outbox construct (logical ids Outbox...); the producer
+    // policy's PutObject on the key prefix is acknowledged like the writers' grants.
+    const objects = 'AwsSolutions-IAM5[Resource::<OutboxLargePayloadBucket101AB72E.Arn>/outbox/*]';
     assert.deepEqual(
       acks.map((a) => `${a.resource} ${a.id}`).sort(),
       [
         `ConsumerRoleACB9B9F3 ${objects}`,
         `ConsumerRoleDefaultPolicy2C8B36A4 ${objects}`,
-        'LargePayloadBucket813E1DA4 AwsSolutions-S1',
-        `PublisherRoleDefaultPolicy04D6B219 ${objects}`,
-        `PublisherRoleFDE2F285 ${objects}`,
-        `SweeperRole043E71E8 ${objects}`,
-        `SweeperRoleDefaultPolicy6A5EFD4C ${objects}`,
+        'OutboxLargePayloadBucket101AB72E AwsSolutions-S1',
+        `OutboxProducerPolicy303620C7 ${objects}`,
+        `OutboxPublisherRoleDefaultPolicy22778E0C ${objects}`,
+        `OutboxPublisherRoleDDD7B5A3 ${objects}`,
+        `OutboxSweeperRoleCFD2EA24 ${objects}`,
+        `OutboxSweeperRoleDefaultPolicy7CD010AD ${objects}`,
         'outbox-dlq AwsSolutions-SQS3',
         'outbox-stream-failures-dlq AwsSolutions-SQS3',
       ].sort(),
