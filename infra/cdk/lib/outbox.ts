@@ -35,6 +35,8 @@ import {
   resolveOutboxSettings,
 } from './config';
 import { largePayloadBucket } from './large-payloads';
+import { outboxTable } from './table';
+import { acknowledgeBucket, acknowledgeLargePayloadGrant, acknowledgeTerminalQueues } from './nag';
 import { type AlarmDefinition, type DashboardExtras, alarmDefinitions, dashboardWidgets } from './monitoring';
 import { type PolicyTargets, producerStatements, publisherStatements, recoveryStatements, sweeperStatements } from './policies';
 import { type OutboxDestination, type OutboxRoute, type ResolvedRoute, resolveRoute } from './routes';
@@ -86,8 +88,6 @@ export function functionCode(assetDir: string, bin: string, architecture: Archit
     : lambda.Code.fromAsset(path.dirname(artifact.path), { exclude: ['bootstrap.zip'] });
 }
 
-const LARGE_PAYLOAD_GRANT_REASON = `Objects are named ${CONTRACT.largePayloadKeyPrefix}<MessageId>, one per message, unknown in advance: the grant covers that key prefix of the deployment's large-payload bucket and nothing else.`;
-
 export class Outbox extends Construct {
   readonly settings: OutboxSettings;
   readonly keyNames: Required<KeyNames>;
@@ -124,7 +124,7 @@ export class Outbox extends Construct {
     this.key = props.encryptionKey;
     const n = names(s.prefix);
 
-    this.table = props.table ?? this.createTable(n.outboxTable);
+    this.table = props.table ?? outboxTable(this, n.outboxTable, s, this.keyNames, this.key);
     if (!this.table.tableStreamArn) {
       throw new Error(
         `Outbox ${this.node.path}: the table has no stream ARN. Import it with dynamodb.Table.fromTableAttributes({ tableArn, tableStreamArn }) ` +
@@ -138,7 +138,7 @@ export class Outbox extends Construct {
     // Copies of FAILED messages (written by the publisher and the sweeper). The stream mapping's
     // on-failure records go to the failure queue, consumed by the recovery function; what it cannot
     // handle lands on that queue's DLQ after maxReceiveCount receives, for a person.
-    this.deadLetterQueue = this.queue('OutboxDlq', n.outboxDlq);
+    this.deadLetterQueue = this.queue('DeadLetterQueue', n.outboxDlq);
     this.streamFailureDeadLetterQueue = this.queue('StreamFailuresDlq', n.streamFailuresDlq);
     this.streamFailureQueue = this.queue('StreamFailures', n.streamFailures, {
       visibilityTimeout: cdk.Duration.seconds(RECOVERY.timeoutSeconds * RECOVERY.visibilityFactor),
@@ -253,7 +253,9 @@ export class Outbox extends Construct {
         statements: this.producerStatements(),
       });
     }
-    this.acknowledge([publisherRole, sweeperRole, ...(this.producerPolicy ? [this.producerPolicy] : [])]);
+    acknowledgeTerminalQueues([this.deadLetterQueue, this.streamFailureDeadLetterQueue]);
+    if (this.largePayloadBucket) acknowledgeBucket(this.largePayloadBucket);
+    for (const w of [publisherRole, sweeperRole, ...(this.producerPolicy ? [this.producerPolicy] : [])]) this.acknowledgeLargePayloadGrant(w);
   }
 
   /** The producer's statements: PutItem, UpdateItem, ConditionCheckItem on the table; PutObject on `<bucket>/outbox/*`; the KMS key. */
@@ -279,12 +281,7 @@ export class Outbox extends Construct {
 
   /** Acknowledges cdk-nag's AwsSolutions-IAM5 for the `<bucket>/outbox/*` grant on `scope` (a role or policy of yours). */
   acknowledgeLargePayloadGrant(scope: IConstruct): void {
-    if (!this.largePayloadBucket) return;
-    const created = this.largePayloadBucket.node.defaultChild as cdk.CfnElement | undefined;
-    const bucketArn = created
-      ? `<${cdk.Stack.of(this).getLogicalId(created)}.Arn>`
-      : `arn:<AWS::Partition>:s3:::${this.settings.largePayloadBucketName}`;
-    cdk.Validations.of(scope).acknowledge({ id: `AwsSolutions-IAM5[Resource::${bucketArn}/${CONTRACT.largePayloadKeyPrefix}*]`, reason: LARGE_PAYLOAD_GRANT_REASON });
+    if (this.largePayloadBucket) acknowledgeLargePayloadGrant(scope, this.largePayloadBucket, this.settings.largePayloadBucketName);
   }
 
   /** An alarm named `<prefix>-<id>`, notifying the alarm topic (also for your own alarms beside the outbox's). */
@@ -332,32 +329,6 @@ export class Outbox extends Construct {
     // Write to its own log group only (no AWSLambdaBasicExecutionRole: that one allows logs:* on "*").
     role.addToPolicy(new iam.PolicyStatement({ sid: 'WriteOwnLogs', actions: ['logs:CreateLogStream', 'logs:PutLogEvents'], resources: [logGroup.logGroupArn] }));
     return logGroup;
-  }
-
-  private createTable(tableName: string): dynamodb.Table {
-    const s = this.settings;
-    const key = this.key;
-    // Protected tables are also retained on stack deletion; their fixed names then stay taken.
-    const t = new dynamodb.Table(this, 'OutboxTable', {
-      tableName,
-      partitionKey: { name: this.keyNames.partitionKey, type: dynamodb.AttributeType.STRING },
-      sortKey: { name: this.keyNames.sortKey, type: dynamodb.AttributeType.STRING },
-      billingMode: dynamodb.BillingMode.PAY_PER_REQUEST,
-      stream: dynamodb.StreamViewType.NEW_IMAGE,
-      timeToLiveAttribute: this.keyNames.ttlAttribute,
-      pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
-      encryption: key ? dynamodb.TableEncryption.CUSTOMER_MANAGED : dynamodb.TableEncryption.AWS_MANAGED,
-      encryptionKey: key,
-      deletionProtection: s.deletionProtection,
-      removalPolicy: s.deletionProtection ? cdk.RemovalPolicy.RETAIN : cdk.RemovalPolicy.DESTROY,
-    });
-    t.addGlobalSecondaryIndex({
-      indexName: CONTRACT.sweepIndexName,
-      partitionKey: { name: CONTRACT.sweepIndexPartitionKey, type: dynamodb.AttributeType.STRING },
-      sortKey: { name: CONTRACT.sweepIndexSortKey, type: dynamodb.AttributeType.NUMBER },
-      projectionType: dynamodb.ProjectionType.KEYS_ONLY,
-    });
-    return t;
   }
 
   private queue(id: string, queueName: string, extra: Partial<sqs.QueueProps> = {}): sqs.Queue {
@@ -423,23 +394,4 @@ export class Outbox extends Construct {
     mapping.node.addDependency(role);
   }
 
-  /** cdk-nag: the two terminal queues, a created bucket's access logs, the `<bucket>/outbox/*` grants. */
-  private acknowledge(largePayloadWriters: IConstruct[]): void {
-    // Terminal queues that operators read; nothing consumes them automatically, so a DLQ behind them
-    // would only hold the same messages again. Both are alarmed on instead.
-    const deadLetter =
-      'Terminal failure queue read by operators (alarmed when not empty); nothing consumes it automatically, so a DLQ of it would only move the same messages again.';
-    for (const q of [this.deadLetterQueue, this.streamFailureDeadLetterQueue]) {
-      cdk.Validations.of(q.node.defaultChild!).acknowledge({ id: 'AwsSolutions-SQS3', reason: deadLetter });
-    }
-    const created = this.largePayloadBucket?.node.defaultChild;
-    if (created) {
-      cdk.Validations.of(created).acknowledge({
-        id: 'AwsSolutions-S1',
-        reason:
-          "Server access logs need a second bucket (with its own logging question); this bucket holds only short-lived message payloads that the deployment's own roles write and read. Audit object access with CloudTrail data events on the bucket when required.",
-      });
-    }
-    for (const w of largePayloadWriters) this.acknowledgeLargePayloadGrant(w);
-  }
 }

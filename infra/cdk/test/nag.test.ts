@@ -6,10 +6,13 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { describe, it } from 'node:test';
 import * as cdk from 'aws-cdk-lib';
+import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import * as iam from 'aws-cdk-lib/aws-iam';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import type { OutboxSettingsInput } from '../example/settings.ts';
-import { newStack } from './helpers.ts';
+import { Outbox } from '../lib/index.ts';
+import { ENV, fakeAssetDir, newStack } from './helpers.ts';
 
 interface Violation {
   ruleName: string;
@@ -78,6 +81,24 @@ describe('cdk-nag AwsSolutions', () => {
       assert.equal(violations.length, 0, describeViolations(violations));
     });
   }
+
+  it("finds nothing unacknowledged (the construct alone on a user's table, with grantProduce)", () => {
+    const { violations } = nag((app) => {
+      const stack = new cdk.Stack(app, 'User', { env: ENV });
+      const table = dynamodb.Table.fromTableAttributes(stack, 'Table', {
+        tableArn: 'arn:aws:dynamodb:eu-west-1:123456789012:table/app',
+        tableStreamArn: 'arn:aws:dynamodb:eu-west-1:123456789012:table/app/stream/2024-01-01T00:00:00.000',
+      });
+      const billing = new sqs.Queue(stack, 'Billing', { enforceSSL: true, deadLetterQueue: { queue: new sqs.Queue(stack, 'BillingDlq', { enforceSSL: true }), maxReceiveCount: 5 } });
+      cdk.Validations.of(stack.node.findChild('BillingDlq').node.defaultChild!).acknowledge({ id: 'AwsSolutions-SQS3', reason: 'The test user\'s own dead-letter queue: terminal, read by a person.' });
+      const outbox = new Outbox(stack, 'Outbox', { table, routes: { billing }, assetDir: fakeAssetDir() });
+      const role = new iam.Role(stack, 'AppRole', { assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com') });
+      outbox.grantProduce(role);
+      outbox.acknowledgeLargePayloadGrant(role);
+      return stack;
+    });
+    assert.equal(violations.length, 0, describeViolations(violations));
+  });
 
   it('acknowledges only SQS3 on the two terminal dead-letter queues, S1 on the large-payload bucket and its key prefix in IAM5 (writers, consumer, producer policy), each with a reason', () => {
     const { acks } = nag((app) => newStack({}, app));
