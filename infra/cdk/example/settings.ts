@@ -5,13 +5,12 @@ import * as path from 'node:path';
 import {
   DEFAULTS as OUTBOX_DEFAULTS,
   type OutboxSettings as OutboxConstructSettings,
-  SQS_MAX_MESSAGE_BYTES,
   type SweepScanMode,
   intIn,
   resolveKeyNames,
   resolveOutboxSettings,
 } from '../lib/config.ts';
-import { SNS_ARN, type RouteTarget, routeTarget } from '../lib/routes.ts';
+import { SNS_ARN, type RouteTarget, checkRouteOptions, routeTarget } from '../lib/routes.ts';
 
 /** The repository root (where `cargo lambda build` writes target/lambda/<bin>/bootstrap). */
 export const REPO_ROOT = path.resolve(__dirname, '..', '..', '..');
@@ -87,16 +86,7 @@ export function checkRoute(topic: string, route: Route): RouteTarget {
   }
   if (typeof route.destination !== 'string') throw new Error(`route "${topic}" needs a "destination" (queue URL, topic ARN or bus ARN)`);
   const target = routeTarget(route.destination);
-  if (route.max_message_bytes !== undefined) {
-    if (target.kind !== 'sqs') throw new Error(`route "${topic}": max_message_bytes applies to SQS queues only (SNS and EventBridge limits are fixed)`);
-    intIn(`route "${topic}" max_message_bytes`, route.max_message_bytes, 1, SQS_MAX_MESSAGE_BYTES);
-  }
-  if (route.source !== undefined) {
-    if (target.kind !== 'events') throw new Error(`route "${topic}": source applies to EventBridge buses only`);
-    if (typeof route.source !== 'string' || route.source.length < 1 || route.source.length > 256) {
-      throw new Error(`route "${topic}": source must be 1-256 characters`);
-    }
-  }
+  checkRouteOptions(topic, target.kind, route.max_message_bytes, route.source, 'max_message_bytes');
   return target;
 }
 

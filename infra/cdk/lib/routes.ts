@@ -70,6 +70,21 @@ function target(d: OutboxDestination): { url: string; kind: RouteTarget['kind'];
   throw new Error('a route destination must be an IQueue, ITopic, IEventBus, or a queue URL / topic ARN / bus ARN');
 }
 
+/**
+ * A detailed route's size (SQS only, 1 B to 1 MiB) and source (EventBridge only, 1-256
+ * characters); `sizeName` is how the caller spells the size (maxMessageBytes, max_message_bytes).
+ */
+export function checkRouteOptions(topic: string, kind: RouteTarget['kind'], size: unknown, source: unknown, sizeName: string): void {
+  if (size !== undefined) {
+    if (kind !== 'sqs') throw new Error(`route "${topic}": ${sizeName} applies to SQS queues only (SNS and EventBridge limits are fixed)`);
+    intIn(`route "${topic}" ${sizeName}`, size as number, 1, SQS_MAX_MESSAGE_BYTES);
+  }
+  if (source !== undefined) {
+    if (kind !== 'events') throw new Error(`route "${topic}": source applies to EventBridge buses only`);
+    if (typeof source !== 'string' || source.length < 1 || source.length > 256) throw new Error(`route "${topic}": source must be 1-256 characters`);
+  }
+}
+
 /** Checks a route of topic `topic`; throws an Error naming the topic. */
 export function resolveRoute(topic: string, route: OutboxDestination | OutboxRoute): ResolvedRoute {
   if (!/^[A-Za-z0-9._:-]{1,256}$/.test(topic)) throw new Error(`route topic "${topic}" has characters other than A-Z a-z 0-9 . _ : -`);
@@ -78,16 +93,7 @@ export function resolveRoute(topic: string, route: OutboxDestination | OutboxRou
     return { json: t.url, kind: t.kind, arn: t.arn, key: t.key };
   }
   const t = target(route.destination);
-  if (route.maxMessageBytes !== undefined) {
-    if (t.kind !== 'sqs') throw new Error(`route "${topic}": maxMessageBytes applies to SQS queues only (SNS and EventBridge limits are fixed)`);
-    intIn(`route "${topic}" maxMessageBytes`, route.maxMessageBytes, 1, SQS_MAX_MESSAGE_BYTES);
-  }
-  if (route.source !== undefined) {
-    if (t.kind !== 'events') throw new Error(`route "${topic}": source applies to EventBridge buses only`);
-    if (typeof route.source !== 'string' || route.source.length < 1 || route.source.length > 256) {
-      throw new Error(`route "${topic}": source must be 1-256 characters`);
-    }
-  }
+  checkRouteOptions(topic, t.kind, route.maxMessageBytes, route.source, 'maxMessageBytes');
   const json = {
     destination: t.url,
     ...(route.maxMessageBytes !== undefined ? { max_message_bytes: route.maxMessageBytes } : {}),
