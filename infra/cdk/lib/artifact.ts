@@ -10,7 +10,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as zlib from 'node:zlib';
-import type { Architecture } from './config.ts';
+import type { Architecture } from './config';
 
 /** ELF e_machine values of the two Lambda architectures. */
 export const ELF_MACHINE: Readonly<Record<Architecture, number>> = { x86_64: 0x3e, arm64: 0xb7 };
@@ -92,9 +92,9 @@ export function checkedArtifact(assetDir: string, bin: string, architecture: Arc
   const mtime = (f: string) => (fs.existsSync(f) ? fs.statSync(f).mtimeMs : undefined);
   const [tb, tz] = [mtime(binary), mtime(zip)];
   const fix =
-    `Build it with \`${buildCommand(architecture)}\` at the repository root ` +
-    '(or set context outbox:architecture to the architecture you built, or point outbox:lambdaAssetDir / ' +
-    'OUTBOX_LAMBDA_ASSET_DIR at a directory holding <bin>/bootstrap).';
+    `Build it with \`${buildCommand(architecture)}\` at the root of the dynamodb-outbox repository ` +
+    '(or set the architecture you built, or point the asset directory at one holding <bin>/bootstrap; ' +
+    'the example app: context outbox:architecture, outbox:lambdaAssetDir or OUTBOX_LAMBDA_ASSET_DIR).';
   if (tb === undefined && tz === undefined) throw new Error(`${binary} not found. ${fix}`);
   // The newer file wins: the other one is left over from an earlier build.
   const chosen: Artifact = tz !== undefined && (tb === undefined || tz > tb) ? { kind: 'zip', path: zip } : { kind: 'binary', path: binary };

@@ -1,8 +1,8 @@
 // Alarms and the dashboard, as plain data (the Terraform module defines the same in
-// ../terraform/modules/outbox-config/main.tf; the parity check compares them). Metric
+// infra/terraform/modules/outbox-config/main.tf; the parity check compares them). Metric
 // dimensions are the fixed physical names from names(), so both stacks produce
 // identical definitions.
-import { CONTRACT, type OutboxSettings, names } from './config.ts';
+import { CONTRACT, type OutboxSettings, names } from './config';
 
 /** One CloudWatch alarm, named `<prefix>-<key>`. */
 export interface AlarmDefinition {
@@ -19,44 +19,61 @@ export interface AlarmDefinition {
   readonly treatMissingData: 'breaching' | 'notBreaching';
 }
 
-const FUNCTIONS = { publisher: 'Publisher', sweeper: 'Sweeper', consumer: 'Consumer', recovery: 'Recovery' } as const;
+const FUNCTIONS = { publisher: 'Publisher', sweeper: 'Sweeper', recovery: 'Recovery' } as const;
 const FUNCTION_ALARMS = {
   Errors: 'fails invocations in 3 consecutive 5-minute periods (a crash, a timeout, a bad configuration): read its log group.',
   Throttles: "is throttled in 3 consecutive 5-minute periods: raise its reserved concurrency or the account's concurrency quota.",
 } as const;
 
-/** Every alarm of a deployment, by name suffix. */
-export function alarmDefinitions(s: OutboxSettings): Record<string, AlarmDefinition> {
-  const n = names(s.prefix);
-  const outbox = { [CONTRACT.metricsDimension]: s.prefix };
-  const alarms: Record<string, AlarmDefinition> = {};
-  const queues: Record<string, [string, string]> = {
-    OutboxDlqNotEmpty: [n.outboxDlq, 'Outbox messages became FAILED (see LastError on the item); inspect, fix, redrive.'],
-    RecoveryDlqNotEmpty: [
-      n.streamFailuresDlq,
-      "The recovery function failed on-failure records maxReceiveCount times (not an on-failure record, or a range it could not read); read them and its logs, fix, redrive to the failure queue within the stream's 24 h.",
-    ],
-    ConsumerDlqNotEmpty: [n.ordersDlq, 'The orders consumer gave up on messages (conflicts or bugs); inspect and redrive.'],
-    OrdersEventsDlqNotEmpty: [
-      n.fifoDlq,
-      'Messages of the FIFO orders-events queue were received maxReceiveCount times without being deleted; inspect and redrive.',
-    ],
+/** An alarm as soon as the queue named `queueName` holds a message (a dead-letter queue). */
+export function queueNotEmptyAlarm(queueName: string, description: string): AlarmDefinition {
+  return {
+    description,
+    namespace: 'AWS/SQS',
+    metricName: 'ApproximateNumberOfMessagesVisible',
+    dimensions: { QueueName: queueName },
+    statistic: 'Maximum',
+    period: 300,
+    evaluationPeriods: 1,
+    datapointsToAlarm: 1,
+    threshold: 0,
+    comparisonOperator: 'GreaterThanThreshold',
+    treatMissingData: 'notBreaching',
   };
-  for (const [key, [queue, description]] of Object.entries(queues)) {
-    alarms[key] = {
-      description,
-      namespace: 'AWS/SQS',
-      metricName: 'ApproximateNumberOfMessagesVisible',
-      dimensions: { QueueName: queue },
-      statistic: 'Maximum',
+}
+
+/** `<title>Errors` and `<title>Throttles` of the function named `functionName`. */
+export function functionAlarms(functionName: string, title: string): Record<string, AlarmDefinition> {
+  const alarms: Record<string, AlarmDefinition> = {};
+  for (const [metric, what] of Object.entries(FUNCTION_ALARMS)) {
+    alarms[`${title}${metric}`] = {
+      description: `${functionName} ${what}`,
+      namespace: 'AWS/Lambda',
+      metricName: metric,
+      dimensions: { FunctionName: functionName },
+      statistic: 'Sum',
       period: 300,
-      evaluationPeriods: 1,
-      datapointsToAlarm: 1,
+      evaluationPeriods: 3,
+      datapointsToAlarm: 3,
       threshold: 0,
       comparisonOperator: 'GreaterThanThreshold',
       treatMissingData: 'notBreaching',
     };
   }
+  return alarms;
+}
+
+/** Every alarm of the outbox, by name suffix. */
+export function alarmDefinitions(s: OutboxSettings): Record<string, AlarmDefinition> {
+  const n = names(s.prefix);
+  const outbox = { [CONTRACT.metricsDimension]: s.prefix };
+  const alarms: Record<string, AlarmDefinition> = {
+    OutboxDlqNotEmpty: queueNotEmptyAlarm(n.outboxDlq, 'Outbox messages became FAILED (see LastError on the item); inspect, fix, redrive.'),
+    RecoveryDlqNotEmpty: queueNotEmptyAlarm(
+      n.streamFailuresDlq,
+      "The recovery function failed on-failure records maxReceiveCount times (not an on-failure record, or a range it could not read); read them and its logs, fix, redrive to the failure queue within the stream's 24 h.",
+    ),
+  };
   // The failure queue is consumed by the recovery function, so its depth says little: a
   // message *sent* to it means the stream mapping discarded records.
   alarms.StreamDiscards = {
@@ -132,21 +149,7 @@ export function alarmDefinitions(s: OutboxSettings): Record<string, AlarmDefinit
     treatMissingData: 'breaching',
   };
   for (const [fn, title] of Object.entries(FUNCTIONS) as Array<[keyof typeof FUNCTIONS, string]>) {
-    for (const [metric, what] of Object.entries(FUNCTION_ALARMS)) {
-      alarms[`${title}${metric}`] = {
-        description: `${n[fn]} ${what}`,
-        namespace: 'AWS/Lambda',
-        metricName: metric,
-        dimensions: { FunctionName: n[fn] },
-        statistic: 'Sum',
-        period: 300,
-        evaluationPeriods: 3,
-        datapointsToAlarm: 3,
-        threshold: 0,
-        comparisonOperator: 'GreaterThanThreshold',
-        treatMissingData: 'notBreaching',
-      };
-    }
+    Object.assign(alarms, functionAlarms(n[fn], title));
   }
   return alarms;
 }
@@ -169,11 +172,20 @@ export interface Widget {
   };
 }
 
+/** More of your resources on the outbox's dashboard, by physical name (e.g. your consumers and their dead-letter queues). */
+export interface DashboardExtras {
+  /** Shown beside the outbox's functions in the errors, duration and throttles widgets. */
+  readonly functionNames?: readonly string[];
+  /** Shown beside the outbox's dead-letter and failure queues. */
+  readonly queueNames?: readonly string[];
+}
+
 /** The dashboard's widgets, two per row. */
-export function dashboardWidgets(s: OutboxSettings): Widget[] {
+export function dashboardWidgets(s: OutboxSettings, extras: DashboardExtras = {}): Widget[] {
   const n = names(s.prefix);
   const outbox = (metric: string) => [CONTRACT.metricsNamespace, metric, CONTRACT.metricsDimension, s.prefix];
-  const fns = (metric: string) => [n.publisher, n.sweeper, n.consumer, n.recovery].map((f) => ['AWS/Lambda', metric, 'FunctionName', f]);
+  const functions = [n.publisher, n.sweeper, n.recovery, ...(extras.functionNames ?? [])];
+  const fns = (metric: string) => functions.map((f) => ['AWS/Lambda', metric, 'FunctionName', f]);
   const common = { view: 'timeSeries', stacked: false } as const;
   const widgets: Array<Widget['properties']> = [
     {
@@ -211,7 +223,7 @@ export function dashboardWidgets(s: OutboxSettings): Widget[] {
       ...common,
       stat: 'Maximum',
       period: 300,
-      metrics: [n.outboxDlq, n.streamFailures, n.streamFailuresDlq, n.ordersDlq, n.fifoDlq].map((q) => [
+      metrics: [n.outboxDlq, n.streamFailures, n.streamFailuresDlq, ...(extras.queueNames ?? [])].map((q) => [
         'AWS/SQS',
         'ApproximateNumberOfMessagesVisible',
         'QueueName',

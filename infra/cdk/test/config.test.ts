@@ -1,15 +1,10 @@
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import { describe, it } from 'node:test';
-import {
-  DEFAULTS,
-  STREAM_FILTER_FILE,
-  loadStreamFilter,
-  names,
-  resolveSettings,
-  routeTarget,
-  settingsFromContext,
-} from '../lib/config.ts';
+import { STREAM_FILTER_FILE, loadStreamFilter, names } from '../lib/config.ts';
+import { routeTarget } from '../lib/routes.ts';
+import { settingsFromContext } from '../example/context.ts';
+import { DEFAULTS, exampleNames, resolveSettings } from '../example/settings.ts';
 
 describe('stream filter', () => {
   it('is read from infra/stream-filter.json unchanged', () => {
@@ -118,7 +113,7 @@ describe('routes', () => {
 
 describe('names', () => {
   it('prefixes every physical name and keeps .fifo last', () => {
-    const n = names('shop');
+    const n = { ...names('shop'), ...exampleNames('shop') };
     assert.equal(n.outboxTable, 'shop-table');
     assert.equal(n.publisher, 'shop-publisher');
     assert.ok(n.fifoQueue.endsWith('.fifo') && n.fifoDlq.endsWith('.fifo'));

@@ -7,8 +7,9 @@ import * as path from 'node:path';
 import * as zlib from 'node:zlib';
 import * as cdk from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
-import { type Architecture, CONTRACT, type OutboxSettingsInput } from '../lib/config.ts';
-import { OutboxStack } from '../lib/outbox-stack.ts';
+import { type Architecture, CONTRACT } from '../lib/config.ts';
+import { OutboxStack } from '../example/orders-stack.ts';
+import { EXAMPLE, type OutboxSettingsInput } from '../example/settings.ts';
 
 /**
  * A minimal ELF header (64 bytes) of a 64-bit little-endian executable for `arch`:
@@ -73,12 +74,15 @@ export interface FakeAssets {
   readonly zipNewer?: boolean;
 }
 
-/** A new temporary asset directory for every binary (CONTRACT.binaries), removed when the process exits. */
+/** Every binary of the example app: the outbox's three and the reference consumer. */
+export const BINARIES = [...Object.values(CONTRACT.binaries), EXAMPLE.consumerBinary];
+
+/** A new temporary asset directory for every binary (BINARIES), removed when the process exits. */
 export function makeAssetDir({ binary, zip, zipNewer = false }: FakeAssets): string {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'outbox-assets-'));
   process.on('exit', () => fs.rmSync(dir, { recursive: true, force: true }));
   const old = new Date(Date.now() - 3_600_000);
-  for (const bin of Object.values(CONTRACT.binaries)) {
+  for (const bin of BINARIES) {
     fs.mkdirSync(path.join(dir, bin));
     const write = (file: string, data: Buffer, older: boolean) => {
       fs.writeFileSync(path.join(dir, bin, file), data, { mode: 0o755 });

@@ -4,7 +4,9 @@
 import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
 import type { Template } from 'aws-cdk-lib/assertions';
-import { QUEUE_RETENTION_DAYS, resolveSettings, settingsFromContext } from '../lib/config.ts';
+import { QUEUE_RETENTION_DAYS } from '../lib/config.ts';
+import { settingsFromContext } from '../example/context.ts';
+import { resolveSettings } from '../example/settings.ts';
 import { actionsOf, asList, statementsOf, synth } from './helpers.ts';
 
 const KEY = 'arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab';

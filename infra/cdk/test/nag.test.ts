@@ -6,10 +6,13 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { describe, it } from 'node:test';
 import * as cdk from 'aws-cdk-lib';
+import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import * as iam from 'aws-cdk-lib/aws-iam';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { AwsSolutionsChecks } from 'cdk-nag';
-import type { OutboxSettingsInput } from '../lib/config.ts';
-import { newStack } from './helpers.ts';
+import type { OutboxSettingsInput } from '../example/settings.ts';
+import { Outbox } from '../lib/index.ts';
+import { ENV, fakeAssetDir, newStack } from './helpers.ts';
 
 interface Violation {
   ruleName: string;
@@ -79,19 +82,40 @@ describe('cdk-nag AwsSolutions', () => {
     });
   }
 
-  it('acknowledges only SQS3 on the two terminal dead-letter queues, S1 on the large-payload bucket and its key prefix in IAM5, each with a reason', () => {
+  it("finds nothing unacknowledged (the construct alone on a user's table, with grantProduce)", () => {
+    const { violations } = nag((app) => {
+      const stack = new cdk.Stack(app, 'User', { env: ENV });
+      const table = dynamodb.Table.fromTableAttributes(stack, 'Table', {
+        tableArn: 'arn:aws:dynamodb:eu-west-1:123456789012:table/app',
+        tableStreamArn: 'arn:aws:dynamodb:eu-west-1:123456789012:table/app/stream/2024-01-01T00:00:00.000',
+      });
+      const billing = new sqs.Queue(stack, 'Billing', { enforceSSL: true, deadLetterQueue: { queue: new sqs.Queue(stack, 'BillingDlq', { enforceSSL: true }), maxReceiveCount: 5 } });
+      cdk.Validations.of(stack.node.findChild('BillingDlq').node.defaultChild!).acknowledge({ id: 'AwsSolutions-SQS3', reason: 'The test user\'s own dead-letter queue: terminal, read by a person.' });
+      const outbox = new Outbox(stack, 'Outbox', { table, routes: { billing }, assetDir: fakeAssetDir() });
+      const role = new iam.Role(stack, 'AppRole', { assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com') });
+      outbox.grantProduce(role);
+      outbox.acknowledgeLargePayloadGrant(role);
+      return stack;
+    });
+    assert.equal(violations.length, 0, describeViolations(violations));
+  });
+
+  it('acknowledges only SQS3 on the two terminal dead-letter queues, S1 on the large-payload bucket and its key prefix in IAM5 (writers, consumer, producer policy), each with a reason', () => {
     const { acks } = nag((app) => newStack({}, app));
-    const objects = 'AwsSolutions-IAM5[Resource::<LargePayloadBucket813E1DA4.Arn>/outbox/*]';
+    // The outbox's resources are inside the Outbox construct (logical ids Outbox...); the producer
+    // policy's PutObject on the key prefix is acknowledged like the writers' grants.
+    const objects = 'AwsSolutions-IAM5[Resource::<OutboxLargePayloadBucket101AB72E.Arn>/outbox/*]';
     assert.deepEqual(
       acks.map((a) => `${a.resource} ${a.id}`).sort(),
       [
         `ConsumerRoleACB9B9F3 ${objects}`,
         `ConsumerRoleDefaultPolicy2C8B36A4 ${objects}`,
-        'LargePayloadBucket813E1DA4 AwsSolutions-S1',
-        `PublisherRoleDefaultPolicy04D6B219 ${objects}`,
-        `PublisherRoleFDE2F285 ${objects}`,
-        `SweeperRole043E71E8 ${objects}`,
-        `SweeperRoleDefaultPolicy6A5EFD4C ${objects}`,
+        'OutboxLargePayloadBucket101AB72E AwsSolutions-S1',
+        `OutboxProducerPolicy303620C7 ${objects}`,
+        `OutboxPublisherRoleDefaultPolicy22778E0C ${objects}`,
+        `OutboxPublisherRoleDDD7B5A3 ${objects}`,
+        `OutboxSweeperRoleCFD2EA24 ${objects}`,
+        `OutboxSweeperRoleDefaultPolicy7CD010AD ${objects}`,
         'outbox-dlq AwsSolutions-SQS3',
         'outbox-stream-failures-dlq AwsSolutions-SQS3',
       ].sort(),

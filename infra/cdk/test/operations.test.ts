@@ -3,7 +3,8 @@
 import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
 import { Match, type Template } from 'aws-cdk-lib/assertions';
-import { resolveSettings, settingsFromContext } from '../lib/config.ts';
+import { settingsFromContext } from '../example/context.ts';
+import { resolveSettings } from '../example/settings.ts';
 import { dashboardBody, logicalId, synth } from './helpers.ts';
 
 type Props = Record<string, any>;

@@ -7,7 +7,8 @@
 import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
 import { Match, type Template } from 'aws-cdk-lib/assertions';
-import { DEFAULTS, resolveSettings, settingsFromContext } from '../lib/config.ts';
+import { settingsFromContext } from '../example/context.ts';
+import { DEFAULTS, resolveSettings } from '../example/settings.ts';
 import { asList, logicalId, statementsOf, synth } from './helpers.ts';
 
 const getAtt = (id: string, attr = 'Arn') => ({ 'Fn::GetAtt': [id, attr] });

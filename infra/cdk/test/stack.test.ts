@@ -2,7 +2,9 @@ import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import { before, describe, it } from 'node:test';
 import { Match, type Template } from 'aws-cdk-lib/assertions';
-import { STREAM_FILTER_FILE, resolveSettings, settingsFromContext } from '../lib/config.ts';
+import { STREAM_FILTER_FILE } from '../lib/config.ts';
+import { settingsFromContext } from '../example/context.ts';
+import { resolveSettings } from '../example/settings.ts';
 import { actionsOf, asList, fakeAssetDir, fakeElf, fakeZip, logicalId, newStack, statementsOf, synth } from './helpers.ts';
 
 const getAtt = (id: string, attr = 'Arn') => ({ 'Fn::GetAtt': [id, attr] });
@@ -75,7 +77,18 @@ describe('default deployment', () => {
     it('gets the table, routes, DLQ, TTL and large-payload bucket from the environment (CONTRACT.md)', () => {
       const fn = Object.values(t.findResources('AWS::Lambda::Function', { Properties: { FunctionName: 'outbox-publisher' } }))[0];
       const env = fn.Properties.Environment.Variables;
-      assert.deepEqual(Object.keys(env).sort(), ['OUTBOX_DEPLOYMENT', 'OUTBOX_DLQ_URL', 'OUTBOX_LARGE_PAYLOAD_BUCKET', 'OUTBOX_ROUTES', 'OUTBOX_TABLE_NAME', 'OUTBOX_TTL_DAYS']);
+      assert.deepEqual(Object.keys(env).sort(), [
+        'OUTBOX_DEPLOYMENT',
+        'OUTBOX_DLQ_URL',
+        'OUTBOX_LARGE_PAYLOAD_BUCKET',
+        'OUTBOX_PARTITION_KEY',
+        'OUTBOX_ROUTES',
+        'OUTBOX_SORT_KEY',
+        'OUTBOX_TABLE_NAME',
+        'OUTBOX_TTL_ATTRIBUTE',
+        'OUTBOX_TTL_DAYS',
+      ]);
+      assert.deepEqual([env.OUTBOX_PARTITION_KEY, env.OUTBOX_SORT_KEY, env.OUTBOX_TTL_ATTRIBUTE], ['PK', 'SK', 'ExpiresAt']);
       assert.equal(env.OUTBOX_DEPLOYMENT, 'outbox');
       assert.deepEqual(env.OUTBOX_TABLE_NAME, { Ref: logicalId(t, 'AWS::DynamoDB::Table', { TableName: 'outbox-table' }) });
       assert.deepEqual(env.OUTBOX_DLQ_URL, { Ref: logicalId(t, 'AWS::SQS::Queue', { QueueName: 'outbox-dlq' }) });
@@ -228,7 +241,9 @@ describe('default deployment', () => {
           assert.equal(s.Effect, s.Sid === 'NoFullIndexScan' ? 'Deny' : 'Allow');
         }
       }
-      assert.equal(Object.keys(t.findResources('AWS::IAM::ManagedPolicy')).length, 0);
+      // The one managed policy is the producer's, for the application's role: attached to no role here.
+      const managed = Object.values(t.findResources('AWS::IAM::ManagedPolicy'));
+      assert.deepEqual(managed.map((p) => [p.Properties.ManagedPolicyName, p.Properties.Roles]), [['outbox-producer', undefined]]);
       for (const r of Object.values(t.findResources('AWS::IAM::Role'))) assert.equal(r.Properties.ManagedPolicyArns, undefined);
     });
     it('lets the publisher only update and read items of the outbox table, read its stream and send to routes + DLQ', () => {

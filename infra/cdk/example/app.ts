@@ -1,10 +1,10 @@
 #!/usr/bin/env -S npx tsx
-// CDK entry point: `npx cdk synth` / `npx cdk deploy` (cdk.json runs this file with tsx).
-// Settings come from context (cdk.json or `-c outbox:<name>=<value>`), see ../README.md.
+// The example app: `npx cdk synth` / `npx cdk deploy` (cdk.json runs this file with tsx).
+// Settings come from context (cdk.json or `-c outbox:<name>=<value>`), see infra/README.md.
 import * as cdk from 'aws-cdk-lib';
 import { AwsSolutionsChecks } from 'cdk-nag';
-import { settingsFromContext } from '../lib/config.ts';
-import { OutboxStack } from '../lib/outbox-stack.ts';
+import { settingsFromContext } from './context.ts';
+import { OutboxStack } from './orders-stack.ts';
 
 const app = new cdk.App();
 const settings = settingsFromContext((k) => app.node.tryGetContext(k));

@@ -1,0 +1,80 @@
+// The example app's settings from the CDK context: strings from `-c outbox:<name>=<value>`,
+// or JSON values from cdk.json.
+import type { Architecture, SweepScanMode } from '../lib/config.ts';
+import type { ExistingTable, OutboxSettingsInput, Route } from './settings.ts';
+
+/** Parses the CDK context (strings from `-c key=value`, or JSON values from cdk.json) into overrides. */
+export function settingsFromContext(get: (key: string) => unknown, env: NodeJS.ProcessEnv = process.env): OutboxSettingsInput {
+  const str = (k: string): string | undefined => {
+    const v = get(`outbox:${k}`);
+    return v === undefined || v === null || v === '' ? undefined : String(v);
+  };
+  const num = (k: string): number | undefined => {
+    const v = str(k);
+    if (v === undefined) return undefined;
+    const n = Number(v);
+    if (Number.isNaN(n)) throw new Error(`context outbox:${k} must be a number, got "${v}"`);
+    return n;
+  };
+  const bool = (k: string): boolean | undefined => {
+    const v = get(`outbox:${k}`);
+    if (v === undefined || v === null || v === '') return undefined;
+    if (v === true || v === 'true' || v === 'on') return true;
+    if (v === false || v === 'false' || v === 'off') return false;
+    throw new Error(`context outbox:${k} must be true/false (or on/off), got "${String(v)}"`);
+  };
+  // off | backstop | on, or the old true/false (a JSON boolean in cdk.json): checked by resolveSettings.
+  const scanMode = (k: string): SweepScanMode | boolean | undefined => {
+    const v = get(`outbox:${k}`);
+    if (v === undefined || v === null || v === '') return undefined;
+    return typeof v === 'boolean' ? v : (String(v) as SweepScanMode);
+  };
+  const json = <T>(k: string): T | undefined => {
+    const v = get(`outbox:${k}`);
+    if (v === undefined || v === null || v === '') return undefined;
+    if (typeof v !== 'string') return v as T;
+    try {
+      return JSON.parse(v) as T;
+    } catch (e) {
+      throw new Error(`context outbox:${k} must be JSON: ${(e as Error).message}`);
+    }
+  };
+  const nullableNum = (k: string): number | null | undefined => {
+    const v = get(`outbox:${k}`);
+    if (v === null || (typeof v === 'string' && ['off', 'none', 'null'].includes(v))) return null;
+    return num(k);
+  };
+  return {
+    prefix: str('prefix'),
+    routes: json<Record<string, Route>>('routes'),
+    defaultDestination: str('defaultDestination'),
+    maxAttempts: num('maxAttempts'),
+    sweepRateMinutes: num('sweepRateMinutes'),
+    sweepGraceSeconds: num('sweepGraceSeconds'),
+    sweepScanMode: scanMode('sweepScanMode'),
+    ttlDays: num('ttlDays'),
+    batchSize: num('batchSize'),
+    streamRetryAttempts: num('streamRetryAttempts'),
+    streamMaxRecordAgeSeconds: num('streamMaxRecordAgeSeconds'),
+    consumerBatchSize: num('consumerBatchSize'),
+    maxReceiveCount: num('maxReceiveCount'),
+    maxMessageBytes: num('maxMessageBytes'),
+    sweeperReservedConcurrency: nullableNum('sweeperReservedConcurrency'),
+    deletionProtection: bool('deletionProtection'),
+    logRetentionDays: num('logRetentionDays'),
+    largePayloads: bool('largePayloads'),
+    largePayloadBucketName: str('largePayloadBucketName'),
+    largePayloadRetentionDays: num('largePayloadRetentionDays'),
+    largePayloadThresholdBytes: num('largePayloadThresholdBytes'),
+    architecture: str('architecture') as Architecture | undefined,
+    kmsKeyArn: str('kmsKeyArn'),
+    existingTable: json<ExistingTable>('existingTable'),
+    alarmTopicArn: str('alarmTopicArn'),
+    iteratorAgeThresholdMs: num('iteratorAgeThresholdMs'),
+    oldestPendingThresholdSeconds: num('oldestPendingThresholdSeconds'),
+    partitionKeyName: str('partitionKeyName'),
+    sortKeyName: str('sortKeyName'),
+    ttlAttributeName: str('ttlAttributeName'),
+    lambdaAssetDir: str('lambdaAssetDir') ?? (env.OUTBOX_LAMBDA_ASSET_DIR || undefined),
+  };
+}

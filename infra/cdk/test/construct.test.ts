@@ -1,0 +1,162 @@
+// The Outbox construct on its own, as a user's app uses it: on an imported table, routed to
+// the user's queue, with its own key names. It creates the outbox and nothing else.
+import assert from 'node:assert/strict';
+import { before, describe, it } from 'node:test';
+import * as cdk from 'aws-cdk-lib';
+import { Match, Template } from 'aws-cdk-lib/assertions';
+import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import * as kms from 'aws-cdk-lib/aws-kms';
+import * as lambda from 'aws-cdk-lib/aws-lambda';
+import * as s3 from 'aws-cdk-lib/aws-s3';
+import * as sqs from 'aws-cdk-lib/aws-sqs';
+import { Outbox, type OutboxProps } from '../lib/index.ts';
+import { ENV, asList, fakeAssetDir, statementsOf } from './helpers.ts';
+
+const STREAM = 'arn:aws:dynamodb:eu-west-1:123456789012:table/app/stream/2024-01-01T00:00:00.000';
+const TABLE = 'arn:aws:dynamodb:eu-west-1:123456789012:table/app';
+const QUEUE = 'arn:aws:sqs:eu-west-1:123456789012:billing';
+
+/** A user's stack: their table (imported) and queue, the outbox attached to them. */
+function userStack(props: Partial<OutboxProps> = {}, withStream = true) {
+  const stack = new cdk.Stack(new cdk.App(), 'App', { env: ENV });
+  const table = dynamodb.Table.fromTableAttributes(stack, 'Table', { tableArn: TABLE, tableStreamArn: withStream ? STREAM : undefined });
+  const billing = sqs.Queue.fromQueueArn(stack, 'Billing', QUEUE);
+  const outbox = new Outbox(stack, 'Outbox', { table, routes: { billing }, assetDir: fakeAssetDir(), ...props });
+  return { stack, outbox };
+}
+
+describe('the Outbox construct alone, on an imported table', () => {
+  let t: Template;
+  before(() => {
+    t = Template.fromStack(userStack().stack);
+  });
+
+  it('creates the outbox and nothing else: no table, no example queues, no consumer', () => {
+    const counts: Record<string, number> = {};
+    for (const r of Object.values(t.toJSON().Resources as Record<string, { Type: string }>)) counts[r.Type] = (counts[r.Type] ?? 0) + 1;
+    assert.deepEqual(counts, {
+      'AWS::CloudWatch::Alarm': 13,
+      'AWS::CloudWatch::Dashboard': 1,
+      'AWS::Events::Rule': 1,
+      'AWS::IAM::ManagedPolicy': 1,
+      'AWS::IAM::Policy': 3,
+      'AWS::IAM::Role': 3,
+      'AWS::Lambda::EventInvokeConfig': 1,
+      'AWS::Lambda::EventSourceMapping': 2,
+      'AWS::Lambda::Function': 3,
+      'AWS::Lambda::Permission': 1,
+      'AWS::Logs::LogGroup': 3,
+      'AWS::S3::Bucket': 1,
+      'AWS::S3::BucketPolicy': 1,
+      'AWS::SQS::Queue': 3,
+      'AWS::SQS::QueuePolicy': 3,
+    });
+    const queues = Object.values(t.findResources('AWS::SQS::Queue')).map((q) => q.Properties.QueueName).sort();
+    assert.deepEqual(queues, ['outbox-dlq', 'outbox-stream-failures', 'outbox-stream-failures-dlq']);
+    const functions = Object.values(t.findResources('AWS::Lambda::Function')).map((f) => f.Properties.FunctionName).sort();
+    assert.deepEqual(functions, ['outbox-publisher', 'outbox-recovery', 'outbox-sweeper']);
+  });
+
+  it("routes only the user's topics, to the user's queue", () => {
+    const fn = Object.values(t.findResources('AWS::Lambda::Function', { Properties: { FunctionName: 'outbox-publisher' } }))[0];
+    const routes = JSON.stringify(fn.Properties.Environment.Variables.OUTBOX_ROUTES);
+    assert.ok(routes.includes('billing') && !routes.includes('orders'), routes);
+    const send = statementsOf(t, 'outbox-publisher').find((s) => s.Sid === 'SendToRoutedQueues')!;
+    assert.equal(asList(send.Resource)[0], QUEUE);
+  });
+
+  it("reads the table's stream from LATEST and names the table by its ARN", () => {
+    t.hasResourceProperties('AWS::Lambda::EventSourceMapping', { EventSourceArn: STREAM, StartingPosition: 'LATEST' });
+    t.hasResourceProperties('AWS::Lambda::Function', { FunctionName: 'outbox-publisher', Environment: { Variables: Match.objectLike({ OUTBOX_TABLE_NAME: 'app' }) } });
+  });
+
+  it('refuses, at synth, an imported table without its stream ARN', () => {
+    assert.throws(() => userStack({}, false), /the table has no stream ARN.*fromTableAttributes/);
+  });
+
+  it('refuses to build without function code, naming both ways to give it', () => {
+    assert.throws(() => userStack({ assetDir: undefined }), /no code for the publisher: give `code`.*or `assetDir`/);
+  });
+
+  it('takes the code of each function from the code prop', () => {
+    const code = (key: string) => lambda.Code.fromBucketV2(s3.Bucket.fromBucketName(new cdk.Stack(), 'B', 'releases'), `${key}.zip`);
+    const { stack } = userStack({ assetDir: undefined, code: { publisher: code('publisher'), sweeper: code('sweeper'), recovery: code('recovery') } });
+    const t = Template.fromStack(stack);
+    for (const fn of ['publisher', 'sweeper', 'recovery']) {
+      t.hasResourceProperties('AWS::Lambda::Function', { FunctionName: `outbox-${fn}`, Code: { S3Bucket: 'releases', S3Key: `${fn}.zip` } });
+    }
+  });
+});
+
+describe('key names', () => {
+  const keyNames = { partitionKey: 'pk', sortKey: 'sk', ttlAttribute: 'expires_at' };
+  it('reach the three functions as OUTBOX_PARTITION_KEY, OUTBOX_SORT_KEY, OUTBOX_TTL_ATTRIBUTE', () => {
+    const t = Template.fromStack(userStack({ keyNames }).stack);
+    for (const name of ['outbox-publisher', 'outbox-sweeper', 'outbox-recovery']) {
+      t.hasResourceProperties('AWS::Lambda::Function', {
+        FunctionName: name,
+        Environment: { Variables: Match.objectLike({ OUTBOX_PARTITION_KEY: 'pk', OUTBOX_SORT_KEY: 'sk', OUTBOX_TTL_ATTRIBUTE: 'expires_at' }) },
+      });
+    }
+  });
+  it("shape a created table's keys and TTL", () => {
+    const stack = new cdk.Stack(new cdk.App(), 'App', { env: ENV });
+    new Outbox(stack, 'Outbox', { keyNames, assetDir: fakeAssetDir() });
+    Template.fromStack(stack).hasResourceProperties('AWS::DynamoDB::Table', {
+      TableName: 'outbox-table',
+      KeySchema: [
+        { AttributeName: 'pk', KeyType: 'HASH' },
+        { AttributeName: 'sk', KeyType: 'RANGE' },
+      ],
+      TimeToLiveSpecification: { AttributeName: 'expires_at', Enabled: true },
+      StreamSpecification: { StreamViewType: 'NEW_IMAGE' },
+    });
+  });
+  it('refuses the same name twice, or a name of the sweeper index', () => {
+    assert.throws(() => userStack({ keyNames: { partitionKey: 'id', sortKey: 'id' } }), /three different attribute names/);
+    assert.throws(() => userStack({ keyNames: { sortKey: 'SweepShard' } }), /attribute of the sweeper index/);
+  });
+});
+
+describe('grantProduce', () => {
+  const producer = (props: Partial<OutboxProps> = {}) => {
+    const { stack, outbox } = userStack(props);
+    const role = new iam.Role(stack, 'AppRole', { assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com') });
+    outbox.grantProduce(role);
+    const t = Template.fromStack(stack);
+    const policies = Object.values(t.findResources('AWS::IAM::Policy')).filter((p) =>
+      (p.Properties.Roles as Array<{ Ref: string }>).some((r) => r.Ref.startsWith('AppRole')),
+    );
+    return { t, statements: policies.flatMap((p) => p.Properties.PolicyDocument.Statement as Array<Record<string, any>>) };
+  };
+  const bucketObjects = { 'Fn::Join': ['', [{ 'Fn::GetAtt': [Match.stringLikeRegexp('^OutboxLargePayloadBucket'), 'Arn'] }, '/outbox/*']] };
+
+  it("writes outbox items on the table and puts large payloads under outbox/, nothing else", () => {
+    const { statements } = producer();
+    assert.equal(statements.length, 2);
+    assert.deepEqual(statements[0], { Effect: 'Allow', Action: ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:ConditionCheckItem'], Resource: TABLE });
+    assert.equal(statements[1].Action, 's3:PutObject');
+    Template.fromJSON({ Resources: { X: { Type: 'T', Properties: { R: statements[1].Resource } } } }).hasResourceProperties('T', { R: bucketObjects });
+  });
+  it('adds the KMS key (GenerateDataKey, Decrypt) when there is one, and no S3 when large payloads are off', () => {
+    const keyArn = 'arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab';
+    const stack = new cdk.Stack(new cdk.App(), 'K', { env: ENV });
+    const key = kms.Key.fromKeyArn(stack, 'Key', keyArn);
+    const table = dynamodb.Table.fromTableAttributes(stack, 'Table', { tableArn: TABLE, tableStreamArn: STREAM });
+    const outbox = new Outbox(stack, 'Outbox', { table, encryptionKey: key, largePayloads: false, assetDir: fakeAssetDir() });
+    const doc = new iam.PolicyDocument({ statements: outbox.producerStatements() }).toJSON();
+    assert.deepEqual(doc.Statement, [
+      { Sid: 'WriteOutboxMessages', Effect: 'Allow', Action: ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:ConditionCheckItem'], Resource: TABLE },
+      { Sid: 'UseOutboxKey', Effect: 'Allow', Action: ['kms:GenerateDataKey', 'kms:Decrypt'], Resource: keyArn },
+    ]);
+  });
+  it('is also a managed policy <prefix>-producer, attached to nothing, unless createProducerPolicy is false', () => {
+    const { t } = producer();
+    t.hasResourceProperties('AWS::IAM::ManagedPolicy', {
+      ManagedPolicyName: 'outbox-producer',
+      PolicyDocument: { Statement: [Match.objectLike({ Sid: 'WriteOutboxMessages', Resource: TABLE }), Match.objectLike({ Sid: 'PutLargePayloads' })] },
+    });
+    Template.fromStack(userStack({ createProducerPolicy: false }).stack).resourceCountIs('AWS::IAM::ManagedPolicy', 0);
+  });
+});
