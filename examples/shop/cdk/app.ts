@@ -13,9 +13,7 @@ const app = new cdk.App();
 const name = (app.node.tryGetContext('name') as string | undefined) ?? 'shop';
 const outboxAssets = app.node.tryGetContext('outboxAssets') as string;
 const consumerZip = app.node.tryGetContext('consumerZip') as string;
-const architecture = (app.node.tryGetContext('architecture') as string | undefined) === 'x86_64'
-  ? lambda.Architecture.X86_64
-  : lambda.Architecture.ARM_64;
+const architecture = (app.node.tryGetContext('architecture') as string | undefined) === 'x86_64' ? 'x86_64' : 'arm64';
 
 const stack = new cdk.Stack(app, 'Shop', { stackName: name });
 
@@ -65,7 +63,7 @@ const consumer = new lambda.Function(stack, 'Consumer', {
   functionName: `${name}-consumer`,
   runtime: lambda.Runtime.PROVIDED_AL2023,
   handler: 'bootstrap',
-  architecture,
+  architecture: architecture === 'x86_64' ? lambda.Architecture.X86_64 : lambda.Architecture.ARM_64,
   code: lambda.Code.fromAsset(consumerZip),
   timeout: cdk.Duration.seconds(30),
   environment: { SHOP_TABLE_NAME: table.tableName },
