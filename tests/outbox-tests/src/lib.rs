@@ -119,6 +119,7 @@ impl Outbox {
             ),
             dead_letter: Destination::sqs(&self.dlq_url),
             ttl_days: 7,
+            key_names: Default::default(),
         }
     }
 

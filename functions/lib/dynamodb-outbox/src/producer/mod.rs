@@ -16,7 +16,7 @@ pub use prepared::PreparedCommit;
 
 use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem};
 use dynamodb_outbox_core::clock::{self, SharedClock};
-use dynamodb_outbox_core::schema::TABLE;
+use dynamodb_outbox_core::{ConfigError, KeyNames};
 use std::collections::HashMap;
 use std::time::Duration;
 
@@ -51,6 +51,7 @@ pub struct OutboxWriter {
     table: String,
     sweep_grace: Duration,
     key_schemas: HashMap<String, Vec<String>>,
+    keys: KeyNames,
     clock: SharedClock,
     large: Option<offload::Offloader>,
 }
@@ -64,6 +65,7 @@ impl OutboxWriter {
             table: table.into(),
             sweep_grace: Duration::from_secs(60),
             key_schemas: HashMap::new(),
+            keys: KeyNames::default(),
             clock: clock::system(),
             large: None,
         }
@@ -127,6 +129,32 @@ impl OutboxWriter {
         self.key_schemas
             .insert(table.into(), keys.iter().map(|k| (*k).to_owned()).collect());
         self
+    }
+
+    /// Names the outbox table's key and TTL attributes (`PK`, `SK`, `ExpiresAt` by
+    /// default): the writer's items carry their key under these names. Names the
+    /// table cannot have (empty, a sort key named as the partition key, a TTL on a
+    /// key) are refused, naming the setting.
+    ///
+    /// ```no_run
+    /// use dynamodb_outbox::{KeyNames, OutboxWriter};
+    ///
+    /// # async fn build() -> Result<OutboxWriter, dynamodb_outbox::ConfigError> {
+    /// let aws = aws_config::load_from_env().await;
+    /// // A single-table design keyed `pk`/`sk` whose TTL attribute is `expires_at`.
+    /// OutboxWriter::new(dynamodb_outbox::aws_sdk_dynamodb::Client::new(&aws), "app")
+    ///     .key_names(KeyNames::new("pk", "sk").ttl_attribute("expires_at"))
+    /// # }
+    /// ```
+    pub fn key_names(mut self, keys: KeyNames) -> Result<Self, ConfigError> {
+        keys.validate()?;
+        self.keys = keys;
+        Ok(self)
+    }
+
+    /// The outbox table's key and TTL attribute names.
+    pub fn keys(&self) -> &KeyNames {
+        &self.keys
     }
 
     /// The outbox table name.
@@ -212,7 +240,7 @@ impl OutboxWriter {
             committed.sort_keys.push(sk);
             aggregates.push(m.aggregate.clone());
         }
-        check::check(&actions, &self.table, &self.key_schemas)?;
+        check::check(&actions, &self.table, &self.keys, &self.key_schemas)?;
         let described = actions
             .iter()
             .map(|a| check::describe(a, &self.table))
@@ -234,13 +262,14 @@ impl OutboxWriter {
         item: &dynamodb_outbox_core::schema::OutboxItem,
     ) -> Result<TransactWriteItem, ProducerError> {
         let invalid = |reason| ProducerError::InvalidMessage { index, reason };
-        let item: HashMap<String, AttributeValue> =
+        let mut item: HashMap<String, AttributeValue> =
             serde_dynamo::to_item(item).map_err(|_| invalid("could not serialise the item"))?;
+        self.keys.to_configured(&mut item);
         let put = Put::builder()
             .table_name(&self.table)
             .set_item(Some(item))
             .condition_expression("attribute_not_exists(#pk)")
-            .expression_attribute_names("#pk", TABLE.partition_key)
+            .expression_attribute_names("#pk", &self.keys.partition_key)
             .build()
             .map_err(|_| invalid("could not build the Put"))?;
         Ok(TransactWriteItem::builder().put(put).build())
