@@ -16,6 +16,7 @@ mod fence_reads;
 mod fixtures;
 mod large_payloads;
 mod marks;
+mod ops_reads;
 mod publisher;
 mod stacks;
 mod sweeper;
