@@ -2,6 +2,7 @@
 //! earliest entry, its keys; and the items of some keys, by key.
 
 use crate::{OpsError, Reads, Table};
+use aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder;
 use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes, ReturnConsumedCapacity, Select};
 use dynamodb_outbox::schema::{ItemKey, OutboxItem, SWEEP_INDEX, SWEEP_SHARD, SeenIndex, item_key};
 use std::collections::HashMap;
@@ -22,6 +23,18 @@ fn last_key(last: Option<Item>) -> Option<Item> {
     last.filter(|k| !k.is_empty())
 }
 
+/// A query of the index partition `shard`, reporting the capacity it consumes.
+fn partition(client: &aws_sdk_dynamodb::Client, table: &Table, shard: &str) -> QueryFluentBuilder {
+    client
+        .query()
+        .table_name(&table.name)
+        .index_name(SWEEP_INDEX)
+        .key_condition_expression("#shard = :shard")
+        .expression_attribute_names("#shard", SWEEP_SHARD)
+        .expression_attribute_values(":shard", AttributeValue::S(shard.to_owned()))
+        .return_consumed_capacity(ReturnConsumedCapacity::Total)
+}
+
 /// The number of index entries in `shard`, all pages.
 pub(crate) async fn count(
     client: &aws_sdk_dynamodb::Client,
@@ -32,15 +45,8 @@ pub(crate) async fn count(
     let mut total = 0u64;
     let mut start = None;
     loop {
-        let out = client
-            .query()
-            .table_name(&table.name)
-            .index_name(SWEEP_INDEX)
-            .key_condition_expression("#shard = :shard")
-            .expression_attribute_names("#shard", SWEEP_SHARD)
-            .expression_attribute_values(":shard", AttributeValue::S(shard.to_owned()))
+        let out = partition(client, table, shard)
             .select(Select::Count)
-            .return_consumed_capacity(ReturnConsumedCapacity::Total)
             .set_exclusive_start_key(start)
             .send()
             .await
@@ -61,16 +67,9 @@ pub(crate) async fn earliest_due(
     shard: &str,
     reads: &mut Reads,
 ) -> Result<Option<i64>, OpsError> {
-    let out = client
-        .query()
-        .table_name(&table.name)
-        .index_name(SWEEP_INDEX)
-        .key_condition_expression("#shard = :shard")
-        .expression_attribute_names("#shard", SWEEP_SHARD)
-        .expression_attribute_values(":shard", AttributeValue::S(shard.to_owned()))
+    let out = partition(client, table, shard)
         .scan_index_forward(true)
         .limit(1)
-        .return_consumed_capacity(ReturnConsumedCapacity::Total)
         .send()
         .await
         .map_err(|e| OpsError::aws("query", &table.name, e))?;
@@ -91,14 +90,7 @@ pub(crate) async fn keys(
     let mut keys = Vec::new();
     let mut start = None;
     loop {
-        let out = client
-            .query()
-            .table_name(&table.name)
-            .index_name(SWEEP_INDEX)
-            .key_condition_expression("#shard = :shard")
-            .expression_attribute_names("#shard", SWEEP_SHARD)
-            .expression_attribute_values(":shard", AttributeValue::S(shard.to_owned()))
-            .return_consumed_capacity(ReturnConsumedCapacity::Total)
+        let out = partition(client, table, shard)
             .set_exclusive_start_key(start)
             .send()
             .await

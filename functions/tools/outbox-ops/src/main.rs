@@ -152,9 +152,13 @@ async fn run(
         } => {
             let selection = selection(key, topic, all);
             if dry_run {
-                print_dry_run(&outbox_ops::redrive_dry_run(client, table, selection).await?);
+                let report = outbox_ops::redrive_dry_run(client, table, selection).await?;
+                print_redrive(&report, true);
             } else {
-                print_redrive(&outbox_ops::redrive(client, table, selection, now).await?);
+                print_redrive(
+                    &outbox_ops::redrive(client, table, selection, now).await?,
+                    false,
+                );
             }
         }
     }
@@ -195,26 +199,6 @@ fn print_reads(reads: &Reads) {
     );
 }
 
-fn print_dry_run(report: &outbox_ops::RedriveReport) {
-    for k in &report.redriven {
-        println!("would redrive\t{}\t{}", k.pk, k.sk);
-    }
-    for k in &report.not_failed {
-        println!("not FAILED, would leave alone\t{}\t{}", k.pk, k.sk);
-    }
-    for k in &report.payload_elsewhere {
-        println!(
-            "payload on the dead-letter queue (PayloadOn), would leave alone\t{}\t{}",
-            k.pk, k.sk
-        );
-    }
-    println!(
-        "dry run: {} would be redriven, {} left alone; nothing changed",
-        report.redriven.len(),
-        report.not_failed.len() + report.payload_elsewhere.len()
-    );
-}
-
 fn print_failed(failed: &[outbox_ops::FailedMessage]) {
     for f in failed {
         println!(
@@ -250,24 +234,36 @@ fn selection(key: Vec<String>, topic: Option<String>, all: bool) -> Selection {
     )
 }
 
-fn print_redrive(report: &outbox_ops::RedriveReport) {
+/// What a redrive did, or with `dry_run` what it would do.
+fn print_redrive(report: &outbox_ops::RedriveReport, dry_run: bool) {
+    let (redriven, left) = if dry_run {
+        ("would redrive", "would leave alone")
+    } else {
+        ("redriven", "left alone")
+    };
     for k in &report.redriven {
-        println!("redriven\t{}\t{}", k.pk, k.sk);
+        println!("{redriven}\t{}\t{}", k.pk, k.sk);
     }
     for k in &report.not_failed {
-        println!("not FAILED, left alone\t{}\t{}", k.pk, k.sk);
+        println!("not FAILED, {left}\t{}\t{}", k.pk, k.sk);
     }
     for k in &report.payload_elsewhere {
         println!(
-            "payload on the dead-letter queue (PayloadOn), left alone\t{}\t{}",
+            "payload on the dead-letter queue (PayloadOn), {left}\t{}\t{}",
             k.pk, k.sk
         );
     }
-    println!(
-        "{} redriven, {} left alone; the sweeper republishes them on its next run",
+    let (count, rest) = (
         report.redriven.len(),
-        report.not_failed.len() + report.payload_elsewhere.len()
+        report.not_failed.len() + report.payload_elsewhere.len(),
     );
+    if dry_run {
+        println!("dry run: {count} would be redriven, {rest} left alone; nothing changed");
+    } else {
+        println!(
+            "{count} redriven, {rest} left alone; the sweeper republishes them on its next run"
+        );
+    }
     if !report.payload_elsewhere.is_empty() {
         println!(
             "{} FAILED item(s) gave their payload to the dead-letter copy (they were at the 400 KB limit): put the payload back (or a reference to it), remove PayloadOn, then redrive them",

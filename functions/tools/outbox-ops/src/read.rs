@@ -25,8 +25,8 @@ pub struct StatusReport {
 }
 
 /// Counts the pending and failed messages of `table` from the sweeper index: a
-/// `Select=COUNT` query of each of the 32 partitions, the earliest pending entry of
-/// each of the 16 sweep partitions, and `DescribeTable` for the table's approximate
+/// `Select=COUNT` query of each of the 32 partitions, the earliest entry of each
+/// sweep partition that holds any, and `DescribeTable` for the table's approximate
 /// size. No table item is read.
 pub async fn status(
     client: &aws_sdk_dynamodb::Client,
@@ -35,7 +35,11 @@ pub async fn status(
     let mut report = StatusReport::default();
     let mut pending = 0;
     for shard in all_sweep_shards() {
-        pending += index::count(client, table, &shard, &mut report.reads).await?;
+        let count = index::count(client, table, &shard, &mut report.reads).await?;
+        pending += count;
+        if count == 0 {
+            continue;
+        }
         let due = index::earliest_due(client, table, &shard, &mut report.reads).await?;
         report.earliest_due_ms = match (report.earliest_due_ms, due) {
             (Some(a), Some(b)) => Some(a.min(b)),

@@ -4,7 +4,7 @@
 //! Items are read as the schema's [`OutboxItem`] through `serde_dynamo`; errors become
 //! [`Failure`]s. The table's own key and TTL names ([`KeyNames`]) are used in every
 //! request built here, and renamed to the engine's (`PK`, `SK`, `ExpiresAt`) in every
-//! item read here ([`DynamoStore::canonical`]), so the core never sees them.
+//! item read here (`DynamoStore::canonical`), so the core never sees them.
 
 mod batch;
 mod fence;
