@@ -185,7 +185,6 @@ impl Outbox {
     pub fn writer(&self) -> dynamodb_outbox::OutboxWriter {
         dynamodb_outbox::OutboxWriter::new(self.clients.dynamodb.clone(), &self.table)
             .key_names(self.keys.clone())
-            .expect("valid key names")
     }
 
     /// The operator commands' view of the table.

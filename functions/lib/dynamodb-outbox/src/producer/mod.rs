@@ -15,8 +15,8 @@ pub use error::ProducerError;
 pub use prepared::PreparedCommit;
 
 use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem};
+use dynamodb_outbox_core::KeyNames;
 use dynamodb_outbox_core::clock::{self, SharedClock};
-use dynamodb_outbox_core::{ConfigError, KeyNames};
 use std::collections::HashMap;
 use std::time::Duration;
 
@@ -132,24 +132,33 @@ impl OutboxWriter {
     }
 
     /// Names the outbox table's key and TTL attributes (`PK`, `SK`, `ExpiresAt` by
-    /// default): the writer's items carry their key under these names. Names the
-    /// table cannot have (empty, a sort key named as the partition key, a TTL on a
-    /// key) are refused, naming the setting.
+    /// default): the writer's items carry their key and TTL under these names, as the
+    /// functions' `OUTBOX_PARTITION_KEY`, `OUTBOX_SORT_KEY` and `OUTBOX_TTL_ATTRIBUTE`
+    /// say. Names a table cannot have (empty, a sort key named as the partition key, a
+    /// TTL on a key) are refused by every [`prepare`](OutboxWriter::prepare), before
+    /// any request ([`ProducerError::InvalidKeyNames`]).
     ///
-    /// ```no_run
-    /// use dynamodb_outbox::{KeyNames, OutboxWriter};
-    ///
-    /// # async fn build() -> Result<OutboxWriter, dynamodb_outbox::ConfigError> {
-    /// let aws = aws_config::load_from_env().await;
-    /// // A single-table design keyed `pk`/`sk` whose TTL attribute is `expires_at`.
-    /// OutboxWriter::new(dynamodb_outbox::aws_sdk_dynamodb::Client::new(&aws), "app")
-    ///     .key_names(KeyNames::new("pk", "sk").ttl_attribute("expires_at"))
-    /// # }
     /// ```
-    pub fn key_names(mut self, keys: KeyNames) -> Result<Self, ConfigError> {
-        keys.validate()?;
+    /// use dynamodb_outbox::{KeyNames, NewMessage, OutboxWriter, ProducerError};
+    ///
+    /// # let aws = aws_types::SdkConfig::builder()
+    /// #     .behavior_version(dynamodb_outbox::aws_sdk_dynamodb::config::BehaviorVersion::latest())
+    /// #     .build();
+    /// let client = dynamodb_outbox::aws_sdk_dynamodb::Client::new(&aws);
+    /// // A single-table design keyed `pk`/`sk` whose TTL attribute is `expires_at`.
+    /// let writer = OutboxWriter::new(client.clone(), "app")
+    ///     .key_names(KeyNames::new("pk", "sk").ttl_attribute("expires_at"));
+    /// let prepared = writer.prepare(vec![], &[NewMessage::new("ORDER#42", "orders", "{}")])?;
+    /// assert!(prepared.committed().sort_keys[0].starts_with("MESSAGE#"));
+    ///
+    /// let wrong = OutboxWriter::new(client, "app").key_names(KeyNames::new("id", "id"));
+    /// let err = wrong.prepare(vec![], &[NewMessage::new("ORDER#42", "orders", "{}")]).unwrap_err();
+    /// assert!(matches!(err, ProducerError::InvalidKeyNames(_)));
+    /// # Ok::<(), ProducerError>(())
+    /// ```
+    pub fn key_names(mut self, keys: KeyNames) -> Self {
         self.keys = keys;
-        Ok(self)
+        self
     }
 
     /// The outbox table's key and TTL attribute names.
@@ -202,6 +211,9 @@ impl OutboxWriter {
         if messages.is_empty() {
             return Err(ProducerError::NoMessages);
         }
+        self.keys
+            .validate()
+            .map_err(ProducerError::InvalidKeyNames)?;
         let count = business.len() + messages.len();
         if count > MAX_TRANSACTION_ACTIONS {
             return Err(ProducerError::TooManyActions { count });
