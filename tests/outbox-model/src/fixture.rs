@@ -106,6 +106,7 @@ impl Fixture {
             routes: Routes::new([(TOPIC.to_owned(), dest.clone())], None),
             dead_letter: Destination::sqs("https://sqs.eu-west-1.amazonaws.com/123456789012/dlq"),
             ttl_days: 7,
+            key_names: Default::default(),
         };
         let mut msgs = Vec::new();
         let mut business_records_kept = 0;

@@ -8,7 +8,9 @@ use aws_lambda_events::event::dynamodb::Event;
 use aws_lambda_events::event::sqs::{SqsMessage, SqsMessageAttribute};
 use aws_sdk_dynamodb::types::AttributeValue;
 use aws_sdk_sqs::types::{Message, MessageSystemAttributeName};
-use dynamodb_outbox::{AwsPublisher, Destination, FromSdkConfig, PublisherConfig, Routes};
+use dynamodb_outbox::{
+    AwsPublisher, Destination, FromSdkConfig, KeyNames, PublisherConfig, Routes,
+};
 use outbox_devkit::aws::{Clients, sdk_config as sdk_config_for};
 use outbox_devkit::provision::{self, QueuePair};
 use std::collections::HashMap;
@@ -63,11 +65,14 @@ pub fn unique(prefix: &str) -> String {
 }
 
 /// A provisioned outbox: table with stream and index, a standard and a FIFO
-/// destination queue, and the outbox dead-letter queue.
+/// destination queue, and the outbox dead-letter queue. Keyed `PK`/`SK` unless made
+/// with [`Outbox::keyed`].
 #[derive(Debug)]
 pub struct Outbox {
     pub clients: Clients,
     pub table: String,
+    /// The table's key and TTL attribute names.
+    pub keys: KeyNames,
     pub reader: StreamReader,
     pub queue: QueuePair,
     pub fifo: QueuePair,
@@ -76,9 +81,15 @@ pub struct Outbox {
 
 impl Outbox {
     pub async fn new() -> Self {
+        Self::keyed(KeyNames::default()).await
+    }
+
+    /// An outbox whose table's key and TTL attributes are named `keys` (an
+    /// application's own table, keyed `pk`/`sk`, say).
+    pub async fn keyed(keys: KeyNames) -> Self {
         let clients = clients().await;
         let table = unique("outbox");
-        let stream_arn = provision::create_outbox_table(&clients.dynamodb, &table)
+        let stream_arn = provision::create_outbox_table_keyed(&clients.dynamodb, &table, &keys)
             .await
             .expect("create table");
         let queue = provision::create_queue_with_dlq(&clients.sqs, &unique("orders"), 30, 3)
@@ -99,6 +110,7 @@ impl Outbox {
         Outbox {
             clients,
             table,
+            keys,
             reader,
             queue,
             fifo,
@@ -119,6 +131,7 @@ impl Outbox {
             ),
             dead_letter: Destination::sqs(&self.dlq_url),
             ttl_days: 7,
+            key_names: self.keys.clone(),
         }
     }
 
@@ -171,6 +184,12 @@ impl Outbox {
 
     pub fn writer(&self) -> dynamodb_outbox::OutboxWriter {
         dynamodb_outbox::OutboxWriter::new(self.clients.dynamodb.clone(), &self.table)
+            .key_names(self.keys.clone())
+    }
+
+    /// The operator commands' view of the table.
+    pub fn ops_table(&self) -> outbox_ops::Table {
+        outbox_ops::Table::new(&self.table).key_names(self.keys.clone())
     }
 
     /// Every record written to the stream since the last call, unfiltered, as
@@ -189,7 +208,7 @@ impl Outbox {
             event
                 .records
                 .into_iter()
-                .filter(|r| dynamodb_outbox::stream::classify(r).is_ok())
+                .filter(|r| dynamodb_outbox::stream::classify_keyed(r, &self.keys).is_ok())
                 .collect(),
         )
     }
@@ -199,8 +218,8 @@ impl Outbox {
             .dynamodb
             .get_item()
             .table_name(&self.table)
-            .key("PK", AttributeValue::S(pk.into()))
-            .key("SK", AttributeValue::S(sk.into()))
+            .key(&self.keys.partition_key, AttributeValue::S(pk.into()))
+            .key(&self.keys.sort_key, AttributeValue::S(sk.into()))
             .consistent_read(true)
             .send()
             .await

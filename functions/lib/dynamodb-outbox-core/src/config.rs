@@ -3,6 +3,7 @@
 //! Every reader takes a lookup function rather than touching the process environment,
 //! so tests pass a map and nothing calls `env::set_var`.
 
+use crate::keys::KeyNames;
 use crate::large_payload::bucket_name_problem;
 #[cfg(any(test, feature = "unstable-internals"))]
 use crate::policy::limit::{QueueLimits, QueueRole};
@@ -48,6 +49,12 @@ pub mod vars {
     pub const LARGE_PAYLOAD_BUCKET: &str = "OUTBOX_LARGE_PAYLOAD_BUCKET";
     /// Payloads larger than this go to the bucket even when they fit.
     pub const LARGE_PAYLOAD_THRESHOLD: &str = "OUTBOX_LARGE_PAYLOAD_THRESHOLD_BYTES";
+    /// The outbox table's partition key attribute name (default `PK`).
+    pub const PARTITION_KEY: &str = "OUTBOX_PARTITION_KEY";
+    /// The outbox table's sort key attribute name (default `SK`).
+    pub const SORT_KEY: &str = "OUTBOX_SORT_KEY";
+    /// The outbox table's TTL attribute name (default `ExpiresAt`).
+    pub const TTL_ATTRIBUTE: &str = "OUTBOX_TTL_ATTRIBUTE";
 }
 
 /// What the publish path needs to know.
@@ -78,6 +85,8 @@ pub struct PublisherConfig {
     pub dead_letter: Destination,
     /// Days a `SENT` item is kept.
     pub ttl_days: u32,
+    /// The table's key and TTL attribute names.
+    pub key_names: KeyNames,
 }
 
 impl PublisherConfig {
@@ -138,11 +147,13 @@ impl PublisherConfig {
         })?;
         let (bucket, threshold) = large_payloads(&lookup)?;
         let routes = routes.with_large_payloads(bucket, threshold);
+        let key_names = KeyNames::from_lookup(&lookup)?;
         Ok(PublisherConfig {
             table_name,
             routes,
             dead_letter,
             ttl_days,
+            key_names,
         })
     }
 
@@ -272,6 +283,19 @@ mod tests {
         assert_eq!(cfg.table_name, "outbox");
         assert_eq!(cfg.ttl_days, 7);
         assert!(cfg.routes.resolve("orders").is_some());
+        assert_eq!(cfg.key_names, KeyNames::default());
+    }
+
+    #[test]
+    fn the_key_names_are_read_and_checked_with_the_rest() {
+        let mut with = GOOD.to_vec();
+        with.push(("OUTBOX_PARTITION_KEY", "pk"));
+        with.push(("OUTBOX_SORT_KEY", "sk"));
+        let cfg = PublisherConfig::from_lookup(lookup(&with)).expect("valid");
+        assert_eq!(cfg.key_names, KeyNames::new("pk", "sk"));
+        with.push(("OUTBOX_TTL_ATTRIBUTE", "pk"));
+        let err = PublisherConfig::from_lookup(lookup(&with)).expect_err("ttl on a key");
+        assert!(err.to_string().contains("OUTBOX_TTL_ATTRIBUTE"), "{err}");
     }
 
     #[test]

@@ -11,6 +11,7 @@
 //!   that name the variable and what to set;
 //! - [`Failure`] and [`FailureKind`]: the one failure vocabulary — what a retry may
 //!   fix and what it cannot ([`failure::retryable`]);
+//! - [`KeyNames`]: the table's partition key, sort key and TTL attribute names;
 //! - [`Clock`]: time as an input ([`clock::now_ms`] is the one system-time reading);
 //! - [`message`]: the message attributes a consumer reads (`outbox-message-id`, …);
 //! - [`large_payload`]: the pointer a payload stored in S3 travels as.
@@ -39,6 +40,7 @@
 pub mod clock;
 pub mod config;
 pub mod failure;
+pub mod keys;
 pub mod large_payload;
 pub mod message;
 pub mod producer;
@@ -71,6 +73,7 @@ internal! {
 pub use clock::{Clock, ManualClock, SharedClock, SystemClock};
 pub use config::{ConfigError, PublisherConfig};
 pub use failure::{Failure, FailureKind};
+pub use keys::KeyNames;
 pub use producer::NewMessage;
 #[cfg(feature = "unstable-internals")]
 pub use publish::Publisher;

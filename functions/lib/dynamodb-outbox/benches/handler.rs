@@ -64,6 +64,7 @@ fn config() -> PublisherConfig {
         ),
         dead_letter: Destination::sqs("https://sqs.eu-west-1.amazonaws.com/1/dlq"),
         ttl_days: 7,
+        key_names: Default::default(),
     }
 }
 

@@ -7,7 +7,7 @@
 //!   [`NewMessage`], [`Committed`], [`PreparedCommit`], [`ProducerError`].
 //! - The Lambda functions for a binary of your own ([`lambda`], feature `lambda`), and
 //!   their configuration: [`PublisherConfig`], [`Routes`], [`Destination`],
-//!   [`ConfigError`].
+//!   [`ConfigError`], and the table's attribute names: [`KeyNames`].
 //! - Time as an input: [`Clock`], [`SystemClock`], [`ManualClock`].
 //! - [`STREAM_FILTER_JSON`]: the stream mapping's FilterCriteria, for infrastructure
 //!   code of your own.
@@ -61,8 +61,8 @@ internal! {
 
 pub use dynamodb_outbox_core::large_payload::PayloadPointer;
 pub use dynamodb_outbox_core::{
-    Clock, ConfigError, Destination, FailureKind, ManualClock, NewMessage, PublisherConfig, Routes,
-    SharedClock, SystemClock,
+    Clock, ConfigError, Destination, FailureKind, KeyNames, ManualClock, NewMessage,
+    PublisherConfig, Routes, SharedClock, SystemClock,
 };
 pub use producer::{CancelledAction, Committed, OutboxWriter, PreparedCommit, ProducerError};
 pub use s3::client as s3_client;

@@ -6,6 +6,7 @@ use aws_lambda_events::event::dynamodb::{Event, EventRecord};
 use aws_lambda_events::event::streams::{DynamoDbBatchItemFailure, DynamoDbEventResponse};
 use dynamodb_outbox_core::ports::{MessageSink, OutboxStore};
 use dynamodb_outbox_core::publish::{Outcome, Publisher, Summary, Work, WorkItem};
+use dynamodb_outbox_core::KeyNames;
 use dynamodb_outbox_core::schema::{self, ITEM_TYPE, PENDING_MESSAGE, STATUS, Status};
 
 /// Why a record is not for the publisher.
@@ -22,8 +23,15 @@ pub enum Skip {
 /// Turns one stream record into work for the publish path, or says why it is skipped.
 ///
 /// Mirrors the FilterCriteria in `infra/stream-filter.json`, so the handler is safe
-/// even when deployed without the filter.
+/// even when deployed without the filter. For a table keyed `PK`/`SK`; see
+/// [`classify_keyed`] for others.
 pub fn classify(record: &EventRecord) -> Result<WorkItem, Skip> {
+    classify_keyed(record, &KeyNames::default())
+}
+
+/// [`classify`] for a table whose key and TTL attributes are named `keys`: the
+/// record's `Keys` and image are read with the engine's names.
+pub fn classify_keyed(record: &EventRecord, keys: &KeyNames) -> Result<WorkItem, Skip> {
     if record.event_name != "INSERT" {
         return Err(Skip::Update);
     }
@@ -35,7 +43,21 @@ pub fn classify(record: &EventRecord) -> Result<WorkItem, Skip> {
         return Err(Skip::NotPendingWhenInserted);
     }
     let id = record_id(record);
-    let key = schema::item_key(&record.change.keys).or_else(|| schema::item_key(image));
+    let canonical = |item: &serde_dynamo::Item| {
+        let mut item = item.clone().into_inner();
+        keys.to_canonical(&mut item);
+        serde_dynamo::Item::from(item)
+    };
+    // Renamed only when the table's names are not the engine's: the common case reads
+    // the record as it came.
+    let renamed;
+    let (image, record_keys) = if keys.is_default() {
+        (image, &record.change.keys)
+    } else {
+        renamed = (canonical(image), canonical(&record.change.keys));
+        (&renamed.0, &renamed.1)
+    };
+    let key = schema::item_key(record_keys).or_else(|| schema::item_key(image));
     let work = match schema::decode(image, key.as_ref()) {
         Ok(msg) => Work::Publish(msg),
         Err(undecodable) => Work::Poison(undecodable.into()),
@@ -61,7 +83,7 @@ pub async fn handle_stream_event<K: MessageSink, S: OutboxStore>(
     let work: Vec<WorkItem> = event
         .records
         .iter()
-        .filter_map(|r| match classify(r) {
+        .filter_map(|r| match classify_keyed(r, &publisher.config.key_names) {
             Ok(w) => Some(w),
             Err(_) => {
                 skipped += 1;

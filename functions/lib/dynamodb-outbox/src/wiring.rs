@@ -50,7 +50,8 @@ impl FromSdkConfig<PublisherConfig> for AwsPublisher {
         dynamodb: aws_sdk_dynamodb::Client,
         sink: AwsSink,
     ) -> Self {
-        let store = DynamoStore::new(dynamodb, config.table_name.clone());
+        let store = DynamoStore::new(dynamodb, config.table_name.clone())
+            .with_key_names(config.key_names.clone());
         Publisher::new(sink, store, config)
     }
 }

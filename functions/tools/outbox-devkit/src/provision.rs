@@ -9,6 +9,7 @@ use aws_sdk_dynamodb::types::{
 };
 use aws_sdk_sqs::types::QueueAttributeName;
 use aws_smithy_types::error::display::DisplayErrorContext;
+use dynamodb_outbox::KeyNames;
 use dynamodb_outbox::schema::{ScalarType, TABLE};
 
 /// Provisioning failed.
@@ -49,6 +50,16 @@ pub async fn create_outbox_table(
     client: &aws_sdk_dynamodb::Client,
     table: &str,
 ) -> Result<String, ProvisionError> {
+    create_outbox_table_keyed(client, table, &KeyNames::default()).await
+}
+
+/// [`create_outbox_table`] keyed and with the TTL attribute `keys` names: the table
+/// of an application whose own design names them (`pk`/`sk`, say).
+pub async fn create_outbox_table_keyed(
+    client: &aws_sdk_dynamodb::Client,
+    table: &str,
+    keys: &KeyNames,
+) -> Result<String, ProvisionError> {
     let index = GlobalSecondaryIndex::builder()
         .index_name(TABLE.sweep_index)
         .key_schema(key(TABLE.sweep_index_partition_key, KeyType::Hash)?)
@@ -64,12 +75,17 @@ pub async fn create_outbox_table(
         .create_table()
         .table_name(table)
         .billing_mode(BillingMode::PayPerRequest)
-        .key_schema(key(TABLE.partition_key, KeyType::Hash)?)
-        .key_schema(key(TABLE.sort_key, KeyType::Range)?)
+        .key_schema(key(&keys.partition_key, KeyType::Hash)?)
+        .key_schema(key(&keys.sort_key, KeyType::Range)?)
         .set_attribute_definitions(Some(
             TABLE
                 .key_attributes()
                 .into_iter()
+                .map(|(name, kind)| match name {
+                    _ if name == TABLE.partition_key => (keys.partition_key.as_str(), kind),
+                    _ if name == TABLE.sort_key => (keys.sort_key.as_str(), kind),
+                    _ => (name, kind),
+                })
                 .map(|(name, kind)| match kind {
                     ScalarType::S => attr(name, ScalarAttributeType::S),
                     ScalarType::N => attr(name, ScalarAttributeType::N),
@@ -87,7 +103,7 @@ pub async fn create_outbox_table(
         .send()
         .await
         .map_err(|e| perr(format!("creating table {table}"))(&e))?;
-    enable_ttl(client, table).await?;
+    enable_ttl_on(client, table, &keys.ttl_attribute).await?;
     out.table_description()
         .and_then(|t| t.latest_stream_arn())
         .map(str::to_owned)
@@ -102,13 +118,22 @@ pub async fn enable_ttl(
     client: &aws_sdk_dynamodb::Client,
     table: &str,
 ) -> Result<(), ProvisionError> {
+    enable_ttl_on(client, table, TABLE.ttl_attribute).await
+}
+
+/// Turns on TTL on the attribute `name`.
+pub async fn enable_ttl_on(
+    client: &aws_sdk_dynamodb::Client,
+    table: &str,
+    name: &str,
+) -> Result<(), ProvisionError> {
     client
         .update_time_to_live()
         .table_name(table)
         .time_to_live_specification(
             TimeToLiveSpecification::builder()
                 .enabled(true)
-                .attribute_name(TABLE.ttl_attribute)
+                .attribute_name(name)
                 .build()
                 .map_err(|e| perr("TTL specification")(&e))?,
         )

@@ -54,6 +54,9 @@ pub enum OpsError {
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
     },
+    /// A request could not be built (a key the service would refuse).
+    #[error("could not build the request: {0}")]
+    Request(String),
     /// A redrive stopped part-way.
     #[error(
         "redrive stopped at {key} after {redriven} message(s) were redriven: {source}. Run the same command again: messages already redriven are no longer FAILED and are left alone"
@@ -70,7 +73,7 @@ pub enum OpsError {
 }
 
 impl OpsError {
-    /// Classifies an SDK error of `action` (`scan`, `update`) on `table`.
+    /// Classifies an SDK error of `action` (`query`, `batch get`, `update`) on `table`.
     pub(crate) fn aws<E>(action: &'static str, table: &str, err: AwsError<E>) -> Self
     where
         E: ProvideErrorKind + ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
@@ -87,11 +90,7 @@ impl OpsError {
         match code.as_str() {
             "ResourceNotFoundException" => OpsError::TableNotFound { table, source },
             "AccessDeniedException" | "UnrecognizedClientException" => OpsError::AccessDenied {
-                permission: if action == "scan" {
-                    "Scan"
-                } else {
-                    "UpdateItem"
-                },
+                permission: permission(action),
                 action,
                 table,
                 message,
@@ -105,6 +104,16 @@ impl OpsError {
                 source,
             },
         }
+    }
+}
+
+/// The IAM action a command's `action` needs.
+fn permission(action: &str) -> &'static str {
+    match action {
+        "scan" => "Scan",
+        "query" => "Query",
+        "batch get" => "BatchGetItem",
+        _ => "UpdateItem",
     }
 }
 
@@ -139,6 +148,8 @@ mod tests {
         assert!(missing.contains("check --table, the region"), "{missing}");
         let denied = scan_error("AccessDeniedException", 400).to_string();
         assert!(denied.contains("needs dynamodb:Scan"), "{denied}");
+        assert_eq!(permission("query"), "Query");
+        assert_eq!(permission("batch get"), "BatchGetItem");
         let throttled = scan_error("ThrottlingException", 400).to_string();
         assert!(throttled.contains("run the command again"), "{throttled}");
         let other = scan_error("ValidationException", 400).to_string();

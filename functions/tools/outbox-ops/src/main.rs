@@ -1,20 +1,23 @@
 //! `outbox-ops`: operator commands on an outbox table.
 //!
 //! ```text
-//! outbox-ops status                       counts per status, oldest pending age
+//! outbox-ops status                       pending and failed counts, earliest due
 //! outbox-ops failed [--topic T]           FAILED messages with their LastError
 //! outbox-ops redrive --key PK SK ...      chosen FAILED messages back to PENDING
-//! outbox-ops redrive --topic T | --all
+//! outbox-ops redrive --topic T | --all [--dry-run]
 //! ```
 //!
-//! `--endpoint URL` talks to the emulator; without it the standard AWS configuration
-//! chain picks the account. `--table` defaults to `OUTBOX_TABLE_NAME`. Install it with
-//! `cargo install --path functions/tools/outbox-ops` (see its README).
+//! Every read goes through the sweeper index, never a scan of the table. `--endpoint
+//! URL` (or `OUTBOX_ENDPOINT`) talks to the emulator; without it the standard AWS
+//! configuration chain picks the account. `--table` defaults to `OUTBOX_TABLE_NAME`,
+//! `--partition-key`/`--sort-key` to `OUTBOX_PARTITION_KEY`/`OUTBOX_SORT_KEY` (else
+//! `PK`/`SK`). Install it with `cargo install --path functions/tools/outbox-ops`
+//! (see its README).
 
 use clap::{ArgGroup, Parser, Subcommand};
 use dynamodb_outbox::clock::now_ms;
 use dynamodb_outbox::schema::ItemKey;
-use outbox_ops::{OpsError, Selection, sdk_config};
+use outbox_ops::{KeyNames, OpsError, Reads, Selection, Table, sdk_config};
 use std::process::ExitCode;
 
 /// Shown after `--help`: what a session looks like, and where the account comes from.
@@ -22,9 +25,13 @@ const EXAMPLES: &str = "\
 Examples:
   outbox-ops --table orders status
   outbox-ops --table orders failed --topic orders-events
-  outbox-ops --table orders redrive --key ORDER#42 MESSAGE#ORDER_PLACED#0190f1c2   (PK SK as `failed` lists them)
-  outbox-ops --table orders redrive --topic orders-events
-  outbox-ops --endpoint http://localhost:4566 --table demo-outbox status
+  outbox-ops --table orders redrive --key ORDER#42 MESSAGE#ORDER_PLACED#0190f1c2   (partition and sort key, as `failed` lists them)
+  outbox-ops --table orders redrive --topic orders-events --dry-run
+  outbox-ops --table app --partition-key pk --sort-key sk failed
+  outbox-ops --endpoint http://localhost:4566 --table orders status
+
+status and failed read only the sweeper index (OutboxSweepIndex) and the failed
+items, never the whole table: SENT messages are not counted.
 
 The account, region and credentials come from the standard AWS configuration
 (AWS_PROFILE, AWS_REGION, environment variables, SSO, an instance or task role);
@@ -43,20 +50,40 @@ struct Cli {
     /// Send every request to this endpoint (an emulator such as MiniStack or
     /// LocalStack) with test credentials. Without it, the standard AWS configuration
     /// picks the account and region.
-    #[arg(long, global = true, value_name = "URL")]
+    #[arg(long, env = "OUTBOX_ENDPOINT", global = true, value_name = "URL")]
     endpoint: Option<String>,
     /// The outbox table (the table the producers write their messages into).
     #[arg(long, env = "OUTBOX_TABLE_NAME", global = true, value_name = "NAME")]
     table: Option<String>,
+    /// The table's partition key attribute.
+    #[arg(
+        long,
+        env = "OUTBOX_PARTITION_KEY",
+        global = true,
+        value_name = "NAME",
+        default_value = "PK"
+    )]
+    partition_key: String,
+    /// The table's sort key attribute.
+    #[arg(
+        long,
+        env = "OUTBOX_SORT_KEY",
+        global = true,
+        value_name = "NAME",
+        default_value = "SK"
+    )]
+    sort_key: String,
     #[command(subcommand)]
     command: Command,
 }
 
 #[derive(Subcommand, Debug)]
 enum Command {
-    /// Counts per status and the age of the oldest pending message (scans the table).
+    /// Counts the pending and failed messages from the sweeper index (SENT messages
+    /// are not counted) and says how overdue the earliest pending one is.
     Status,
-    /// Lists FAILED messages with the reason the outbox gave up.
+    /// Lists FAILED messages with the reason the outbox gave up (the index's FAILED
+    /// partitions, then those items by key).
     Failed {
         /// Only this topic.
         #[arg(long)]
@@ -75,6 +102,9 @@ enum Command {
         /// Every FAILED message.
         #[arg(long)]
         all: bool,
+        /// List what would be redriven and change nothing.
+        #[arg(long)]
+        dry_run: bool,
     },
 }
 
@@ -85,6 +115,12 @@ async fn main() -> ExitCode {
         eprintln!("outbox-ops: {}", OpsError::NoTable);
         return ExitCode::from(2);
     };
+    let keys = KeyNames::new(cli.partition_key.clone(), cli.sort_key.clone());
+    if let Err(e) = keys.validate() {
+        eprintln!("outbox-ops: {e}");
+        return ExitCode::from(2);
+    }
+    let table = Table::new(table).key_names(keys);
     let client = aws_sdk_dynamodb::Client::new(&sdk_config(cli.endpoint.as_deref()).await);
     match run(&client, &table, cli.command).await {
         Ok(()) => ExitCode::SUCCESS,
@@ -97,44 +133,70 @@ async fn main() -> ExitCode {
 
 async fn run(
     client: &aws_sdk_dynamodb::Client,
-    table: &str,
+    table: &Table,
     command: Command,
 ) -> Result<(), OpsError> {
     let now = now_ms();
     match command {
-        Command::Status => print_status(&outbox_ops::status(client, table, now).await?, table),
+        Command::Status => print_status(&outbox_ops::status(client, table).await?, table, now),
         Command::Failed { topic } => {
-            print_failed(&outbox_ops::failed(client, table, topic.as_deref()).await?);
+            let (failed, reads) = outbox_ops::failed_read(client, table, topic.as_deref()).await?;
+            print_failed(&failed);
+            print_reads(&reads);
         }
-        Command::Redrive { key, topic, all } => {
+        Command::Redrive {
+            key,
+            topic,
+            all,
+            dry_run,
+        } => {
             let selection = selection(key, topic, all);
-            print_redrive(&outbox_ops::redrive(client, table, selection, now).await?);
+            if dry_run {
+                let report = outbox_ops::redrive_dry_run(client, table, selection).await?;
+                print_redrive(&report, true);
+            } else {
+                print_redrive(
+                    &outbox_ops::redrive(client, table, selection, now).await?,
+                    false,
+                );
+            }
         }
     }
     Ok(())
 }
 
-fn print_status(report: &outbox_ops::StatusReport, table: &str) {
-    println!("table {table} ({} items read)", report.items_read);
-    for (status, count) in &report.counts {
+fn print_status(report: &outbox_ops::StatusReport, table: &Table, now: i64) {
+    println!(
+        "table {} (sweeper index only; SENT messages are not counted)",
+        table.name
+    );
+    for status in ["PENDING", "FAILED"] {
+        let count = report.counts.get(status).copied().unwrap_or(0);
         println!("  {status:<12} {count}");
     }
-    match report.oldest_pending_age_ms {
-        Some(age) => println!("oldest pending: {:.1} s", age as f64 / 1000.0),
-        None => println!("oldest pending: -"),
+    match report.earliest_due_ms {
+        Some(due) if due <= now => println!(
+            "earliest pending due {:.1} s ago",
+            (now - due) as f64 / 1000.0
+        ),
+        Some(due) => println!(
+            "earliest pending due in {:.1} s",
+            (due - now) as f64 / 1000.0
+        ),
+        None => println!("earliest pending due: -"),
     }
-    if report.pending_without_created_at > 0 {
-        println!(
-            "pending without CreatedAt (age unknown): {}",
-            report.pending_without_created_at
-        );
+    if let Some(items) = report.approximate_table_items {
+        println!("table items, approximate (DescribeTable, business items included): {items}");
     }
-    if report.pending_unindexed > 0 {
-        println!(
-            "pending outside the sweeper index: {} (recovered only with OUTBOX_SWEEP_SCAN_MODE=on)",
-            report.pending_unindexed
-        );
-    }
+    print_reads(&report.reads);
+}
+
+/// What the command read, so that its cost is never a surprise.
+fn print_reads(reads: &Reads) {
+    println!(
+        "read: {} request(s), {} index entries, {} table item(s), {:.1} read units",
+        reads.requests, reads.index_entries, reads.table_items, reads.read_units
+    );
 }
 
 fn print_failed(failed: &[outbox_ops::FailedMessage]) {
@@ -172,24 +234,36 @@ fn selection(key: Vec<String>, topic: Option<String>, all: bool) -> Selection {
     )
 }
 
-fn print_redrive(report: &outbox_ops::RedriveReport) {
+/// What a redrive did, or with `dry_run` what it would do.
+fn print_redrive(report: &outbox_ops::RedriveReport, dry_run: bool) {
+    let (redriven, left) = if dry_run {
+        ("would redrive", "would leave alone")
+    } else {
+        ("redriven", "left alone")
+    };
     for k in &report.redriven {
-        println!("redriven\t{}\t{}", k.pk, k.sk);
+        println!("{redriven}\t{}\t{}", k.pk, k.sk);
     }
     for k in &report.not_failed {
-        println!("not FAILED, left alone\t{}\t{}", k.pk, k.sk);
+        println!("not FAILED, {left}\t{}\t{}", k.pk, k.sk);
     }
     for k in &report.payload_elsewhere {
         println!(
-            "payload on the dead-letter queue (PayloadOn), left alone\t{}\t{}",
+            "payload on the dead-letter queue (PayloadOn), {left}\t{}\t{}",
             k.pk, k.sk
         );
     }
-    println!(
-        "{} redriven, {} left alone; the sweeper republishes them on its next run",
+    let (count, rest) = (
         report.redriven.len(),
-        report.not_failed.len() + report.payload_elsewhere.len()
+        report.not_failed.len() + report.payload_elsewhere.len(),
     );
+    if dry_run {
+        println!("dry run: {count} would be redriven, {rest} left alone; nothing changed");
+    } else {
+        println!(
+            "{count} redriven, {rest} left alone; the sweeper republishes them on its next run"
+        );
+    }
     if !report.payload_elsewhere.is_empty() {
         println!(
             "{} FAILED item(s) gave their payload to the dead-letter copy (they were at the 400 KB limit): put the payload back (or a reference to it), remove PayloadOn, then redrive them",

@@ -102,6 +102,7 @@ fn publisher(down: bool) -> Publisher<RecordingSink, MemoryStore> {
         ),
         dead_letter: Destination::sqs("https://sqs.eu-west-1.amazonaws.com/123456789012/dlq"),
         ttl_days: 7,
+        key_names: Default::default(),
     };
     let sink = RecordingSink::new(Refusals {
         down: vec!["profiles-down".into()],

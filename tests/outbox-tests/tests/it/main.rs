@@ -2,8 +2,8 @@
 //! per file), a module per component and a file per behaviour.
 //!
 //! Against the emulator `tests/run` starts (`OUTBOX_ENDPOINT`): `consumer`,
-//! `destinations`, `faults`, `fence_reads`, `large_payloads`, `marks`, `publisher`,
-//! `sweeper` run on both MiniStack and moto; `deployed` and `stacks` need Lambda
+//! `destinations`, `faults`, `fence_reads`, `large_payloads`, `marks`, `ops_reads`,
+//! `publisher`, `sweeper` run on both MiniStack and moto; `deployed` and `stacks` need Lambda
 //! functions to run, so MiniStack only (tests/run selects them by module path).
 //! `fixtures` needs no emulator.
 #![allow(clippy::expect_used, clippy::unwrap_used)]
@@ -16,6 +16,7 @@ mod fence_reads;
 mod fixtures;
 mod large_payloads;
 mod marks;
+mod ops_reads;
 mod publisher;
 mod stacks;
 mod sweeper;

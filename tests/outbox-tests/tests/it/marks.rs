@@ -10,7 +10,7 @@
 
 use dynamodb_outbox::stream::handle_stream_event;
 use dynamodb_outbox::{AwsPublisher, FromSdkConfig, NewMessage, Routes};
-use outbox_tests::{Outbox, clients, s, sv};
+use outbox_tests::{Outbox, clients, n, s, sv};
 
 /// Whether the emulator enforces PartiQL conditions (MiniStack does, like DynamoDB;
 /// moto does not). Prints why a test skips part of itself.
@@ -140,7 +140,7 @@ async fn poison_is_marked_failed_with_its_reason_in_one_batched_call() {
     let own = clients().await;
     let publisher = AwsPublisher::with_sink(config, own.dynamodb.clone(), own.sink());
     let (response, summary) = handle_stream_event(&publisher, &event).await;
-    // Then each is FAILED with its reason and out of the sweeper index
+    // Then each is FAILED with its reason, in its FAILED partition of the sweeper index
     assert!(response.batch_item_failures.is_empty());
     assert_eq!(summary.dead_lettered, 4);
     for item in ob.all_items().await {
@@ -150,7 +150,11 @@ async fn poison_is_marked_failed_with_its_reason_in_one_batched_call() {
                 .unwrap()
                 .contains("no route for topic `nowhere`")
         );
-        assert!(item.contains_key("FailedAt") && !item.contains_key("SweepShard"));
+        assert!(item.contains_key("FailedAt"));
+        let pk = s(&item, "PK").expect("PK");
+        let failed_shard = dynamodb_outbox::schema::failed_sweep_shard(&pk);
+        assert_eq!(s(&item, "SweepShard"), Some(failed_shard), "{item:?}");
+        assert_eq!(n(&item, "SweepDueAt"), n(&item, "FailedAt"), "{item:?}");
     }
     // And the four marks took one call
     if partiql_conditions_enforced("poison_is_marked_failed_with_its_reason_in_one_batched_call") {

@@ -6,7 +6,7 @@
 //! order, each one used only when the item refused the one before for what it would
 //! hold ([`FailureKind::ContentRefused`](crate::failure::FailureKind)):
 //!
-//! 1. the full mark: reason (bounded) and time;
+//! 1. the full mark: reason (bounded) and time, the item indexed as `FAILED#NN`;
 //! 2. when the dead-letter copy holds the payload: the same, removing `Payload` from
 //!    the item and saying where it went (`PayloadOn`);
 //! 3. a short reason and no time, for which the removed index keys make room;
@@ -22,7 +22,13 @@ pub const MAX_LAST_ERROR_BYTES: usize = 1024;
 /// The reason of the short mark: what fits where the index keys were.
 pub const SHORT_REASON: &str = "size limit; see logs";
 
-/// One way of marking an item `FAILED` (always: `Status = FAILED`, index keys removed).
+/// One way of marking an item `FAILED` (always `Status = FAILED`). A mark that sets
+/// `FailedAt` moves the item to the index's `FAILED#NN` partitions (`SweepShard`
+/// [`failed_sweep_shard`](crate::schema::failed_sweep_shard), `SweepDueAt` the
+/// failure time), where the operator's `failed` finds it without reading the table;
+/// the marks for an item at its size limit (no `FailedAt`) remove the index keys
+/// instead, which is the room they need: such an item is on the dead-letter queue
+/// and in the logs, not in the index.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FailedMark {
     /// The `LastError` to set; `None` leaves the attribute as it is.

@@ -24,6 +24,7 @@ fn config() -> PublisherConfig {
         ),
         dead_letter: Destination::sqs("https://q/dlq"),
         ttl_days: 7,
+        key_names: Default::default(),
     }
 }
 

@@ -17,9 +17,12 @@ pub use shape::{ScalarType, TABLE, TableShape};
 
 use std::fmt;
 
-/// Partition key attribute: the aggregate, e.g. `USER#123`.
+/// Partition key attribute: the aggregate, e.g. `USER#123`. The name the engine reads
+/// items with; a table keyed otherwise is translated at the adapters' edge
+/// ([`KeyNames`](crate::KeyNames)).
 pub const PK: &str = "PK";
-/// Sort key attribute: `MESSAGE#<EVENT>#<time-ordered id>`.
+/// Sort key attribute: `MESSAGE#<EVENT>#<time-ordered id>` (the engine's name, as
+/// [`PK`]).
 pub const SK: &str = "SK";
 /// Marks an item as an outbox message, whatever its state.
 pub const ITEM_TYPE: &str = "ItemType";
@@ -39,15 +42,18 @@ pub const MESSAGE_ID: &str = "MessageId";
 pub const CREATED_AT: &str = "CreatedAt";
 /// Optional per-aggregate sequence number, for consumers that need strict order.
 pub const SEQUENCE: &str = "Sequence";
-/// Sweeper index partition key (sparse: present only while `PENDING`).
+/// Sweeper index partition key (sparse: present only while `PENDING`, as one of the
+/// [`SWEEP_SHARDS`] shards, and on `FAILED` items, as [`failed_sweep_shard`]).
 pub const SWEEP_SHARD: &str = "SweepShard";
-/// Sweeper index sort key: epoch milliseconds at which the item is due for a sweep.
+/// Sweeper index sort key: epoch milliseconds at which the item is due for a sweep
+/// (on a `FAILED` item: when it failed).
 pub const SWEEP_DUE_AT: &str = "SweepDueAt";
 /// Epoch milliseconds at which the message was published.
 pub const SENT_AT: &str = "SentAt";
 /// Epoch milliseconds at which the message was given up on.
 pub const FAILED_AT: &str = "FailedAt";
-/// The table's TTL attribute (epoch seconds), set when the item becomes `SENT`.
+/// The table's TTL attribute (epoch seconds), set when the item becomes `SENT` (the
+/// engine's name; the table's own is [`KeyNames::ttl_attribute`](crate::KeyNames)).
 pub const EXPIRES_AT: &str = "ExpiresAt";
 /// Why the last attempt failed, in words an operator understands.
 pub const LAST_ERROR: &str = "LastError";
@@ -189,6 +195,23 @@ pub fn all_sweep_shards() -> impl Iterator<Item = String> {
     (0..SWEEP_SHARDS).map(|n| format!("{n:02}"))
 }
 
+/// What a `FAILED` item's [`SWEEP_SHARD`] starts with. The sweeper queries only the
+/// [`all_sweep_shards`] partitions, so a failed item in the index is never swept;
+/// the operator's `failed` and `status` read these partitions instead of the table.
+pub const FAILED_SHARD_PREFIX: &str = "FAILED#";
+
+/// The index partition of a `FAILED` item of aggregate `pk`: `FAILED#<its shard>`.
+/// Sharded like the pending ones, so that a storm of failures does not make one hot
+/// index partition, whose throttling would throttle the table's writes.
+pub fn failed_sweep_shard(pk: &str) -> String {
+    format!("{FAILED_SHARD_PREFIX}{}", sweep_shard(pk))
+}
+
+/// Every index partition of `FAILED` items, in order.
+pub fn all_failed_sweep_shards() -> impl Iterator<Item = String> {
+    all_sweep_shards().map(|shard| format!("{FAILED_SHARD_PREFIX}{shard}"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -204,5 +227,15 @@ mod tests {
         // FNV-1a reference value: guards against an accidental change of the hash,
         // which would strand pending items in shards the sweeper no longer reads.
         assert_eq!(stable_hash(b"a"), 0xaf63_dc4c_8601_ec8c);
+    }
+
+    #[test]
+    fn a_failed_item_has_the_shard_of_its_aggregate_under_a_prefix_no_sweep_queries() {
+        let failed = failed_sweep_shard("USER#123");
+        assert_eq!(failed, format!("FAILED#{}", sweep_shard("USER#123")));
+        assert!(!is_sweep_shard(&failed));
+        let all: Vec<String> = all_failed_sweep_shards().collect();
+        assert_eq!(all.len(), SWEEP_SHARDS as usize);
+        assert_eq!((all[0].as_str(), all[15].as_str()), ("FAILED#00", "FAILED#15"));
     }
 }

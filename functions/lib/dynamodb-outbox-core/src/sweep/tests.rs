@@ -32,6 +32,7 @@ fn sweeper() -> TestSweeper {
         ),
         dead_letter: Destination::sqs("https://q/dlq"),
         ttl_days: 7,
+        key_names: Default::default(),
     };
     let mut config = SweeperConfig::new(publisher_config.clone());
     config.max_attempts = 3;
@@ -127,7 +128,14 @@ async fn past_the_limit_the_item_is_dead_lettered_with_its_last_error_not_sent()
     let stored = get(&sw, "A", "1");
     assert_eq!(stored.status(), Some(Status::Failed));
     assert_eq!(stored.last_error.as_deref(), Some(reason));
-    assert_eq!(stored.sweep_due_at, None);
+    // Out of the shards a sweep queries: in its aggregate's FAILED partition, due at
+    // the failure, where `outbox-ops failed` finds it.
+    assert_eq!(
+        stored.sweep_shard.as_deref(),
+        Some(crate::schema::failed_sweep_shard("A").as_str())
+    );
+    assert_eq!(stored.sweep_due_at, stored.failed_at);
+    assert!(stored.failed_at.is_some());
 }
 
 #[tokio::test]

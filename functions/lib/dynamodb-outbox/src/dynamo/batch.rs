@@ -11,8 +11,10 @@ use aws_sdk_dynamodb::types::{AttributeValue, BatchStatementRequest, BatchStatem
 use dynamodb_outbox_core::failure::Failure;
 use dynamodb_outbox_core::policy::{FailedMark, PAYLOAD_ON_DEAD_LETTER_QUEUE};
 use dynamodb_outbox_core::ports::{MarkChange, StatementAnswer, StatementError};
+use dynamodb_outbox_core::KeyNames;
 use dynamodb_outbox_core::schema::{
-    EXPIRES_AT, FAILED_AT, ItemKey, LAST_ERROR, PAYLOAD, PAYLOAD_ON, SENT_AT, STATUS, Status, TABLE,
+    FAILED_AT, ItemKey, LAST_ERROR, PAYLOAD, PAYLOAD_ON, SENT_AT, STATUS, Status, TABLE,
+    failed_sweep_shard,
 };
 
 /// A PartiQL identifier: double-quoted, so that no attribute name is taken for a
@@ -23,11 +25,11 @@ fn quoted(name: &str) -> String {
 
 /// `WHERE` on the item's key, conditional on it being `PENDING`: the last two
 /// parameters are the key.
-fn where_pending() -> String {
+fn where_pending(keys: &KeyNames) -> String {
     format!(
         "WHERE {} = ? AND {} = ? AND {} = '{}'",
-        quoted(TABLE.partition_key),
-        quoted(TABLE.sort_key),
+        quoted(&keys.partition_key),
+        quoted(&keys.sort_key),
         quoted(STATUS),
         Status::Pending.as_str()
     )
@@ -45,6 +47,7 @@ fn leave_index() -> String {
 /// The `SENT` mark as a statement and its parameters (before the key's).
 fn sent_statement(
     table: &str,
+    keys: &KeyNames,
     sent_at_ms: i64,
     expires_at_s: i64,
 ) -> (String, Vec<AttributeValue>) {
@@ -54,22 +57,27 @@ fn sent_statement(
         quoted(STATUS),
         Status::Sent.as_str(),
         quoted(SENT_AT),
-        quoted(EXPIRES_AT),
+        quoted(&keys.ttl_attribute),
         leave_index(),
-        where_pending()
+        where_pending(keys)
     );
     (statement, vec![n(sent_at_ms), n(expires_at_s)])
 }
 
-/// The `FAILED` mark as a statement and its parameters (before the key's): the same
-/// changes as the per-item update (`failed_update`), removals first.
+/// The `FAILED` mark of `key` as a statement and its parameters (before the key's):
+/// the same changes as the per-item update (`failed_update`), removals first.
 fn failed_statement(
     table: &str,
+    keys: &KeyNames,
+    key: &ItemKey,
     mark: &FailedMark,
     failed_at_ms: i64,
 ) -> (String, Vec<AttributeValue>) {
-    let mut clauses = vec![leave_index()];
+    let mut clauses = Vec::new();
     let mut parameters = Vec::new();
+    if !mark.failed_at {
+        clauses.push(leave_index());
+    }
     if mark.payload_moved {
         clauses.push(format!("REMOVE {}", quoted(PAYLOAD)));
         clauses.push(format!("SET {} = ?", quoted(PAYLOAD_ON)));
@@ -80,8 +88,17 @@ fn failed_statement(
         parameters.push(s(reason));
     }
     if mark.failed_at {
-        clauses.push(format!("SET {} = ?", quoted(FAILED_AT)));
-        parameters.push(n(failed_at_ms));
+        clauses.push(format!(
+            "SET {} = ? SET {} = ? SET {} = ?",
+            quoted(TABLE.sweep_index_partition_key),
+            quoted(TABLE.sweep_index_sort_key),
+            quoted(FAILED_AT)
+        ));
+        parameters.extend([
+            s(&failed_sweep_shard(&key.pk)),
+            n(failed_at_ms),
+            n(failed_at_ms),
+        ]);
     }
     clauses.push(format!(
         "SET {} = '{}'",
@@ -92,7 +109,7 @@ fn failed_statement(
         "UPDATE {} {} {}",
         quoted(table),
         clauses.join(" "),
-        where_pending()
+        where_pending(keys)
     );
     (statement, parameters)
 }
@@ -100,6 +117,7 @@ fn failed_statement(
 /// One change as a statement of the batch.
 fn statement(
     table: &str,
+    keys: &KeyNames,
     key: &ItemKey,
     change: &MarkChange,
 ) -> Result<BatchStatementRequest, Failure> {
@@ -107,8 +125,10 @@ fn statement(
         MarkChange::Sent {
             sent_at_ms,
             expires_at_s,
-        } => sent_statement(table, *sent_at_ms, *expires_at_s),
-        MarkChange::Failed { mark, failed_at_ms } => failed_statement(table, mark, *failed_at_ms),
+        } => sent_statement(table, keys, *sent_at_ms, *expires_at_s),
+        MarkChange::Failed { mark, failed_at_ms } => {
+            failed_statement(table, keys, key, mark, *failed_at_ms)
+        }
     };
     parameters.extend([s(&key.pk), s(&key.sk)]);
     BatchStatementRequest::builder()
@@ -139,7 +159,7 @@ impl DynamoStore {
     ) -> Result<Vec<StatementAnswer>, Failure> {
         let statements = changes
             .iter()
-            .map(|(key, change)| statement(&self.table, key, change))
+            .map(|(key, change)| statement(&self.table, &self.keys, key, change))
             .collect::<Result<Vec<_>, _>>()?;
         let out = request(
             self.client
@@ -167,7 +187,8 @@ mod tests {
 
     #[test]
     fn the_sent_statement_sets_the_state_and_times_and_leaves_the_index_only_if_pending() {
-        let (statement, parameters) = sent_statement("t", 1_700_000_000_000, 1_700_604_800);
+        let (statement, parameters) =
+            sent_statement("t", &KeyNames::default(), 1_700_000_000_000, 1_700_604_800);
         assert_eq!(
             statement,
             "UPDATE \"t\" SET \"Status\" = 'SENT' SET \"SentAt\" = ? SET \"ExpiresAt\" = ? \
@@ -175,6 +196,10 @@ mod tests {
              WHERE \"PK\" = ? AND \"SK\" = ? AND \"Status\" = 'PENDING'"
         );
         assert_eq!(parameters, vec![n(1_700_000_000_000), n(1_700_604_800)]);
+        let keyed = KeyNames::new("pk", "sk").ttl_attribute("ttl");
+        let (statement, _) = sent_statement("t", &keyed, 1, 2);
+        assert!(statement.contains("SET \"ttl\" = ?"), "{statement}");
+        assert!(statement.ends_with("WHERE \"pk\" = ? AND \"sk\" = ? AND \"Status\" = 'PENDING'"));
     }
 
     #[test]
@@ -184,19 +209,23 @@ mod tests {
             failed_at: true,
             payload_moved: false,
         };
-        let (statement, parameters) = failed_statement("t", &full, 7);
+        let (keys, key) = (KeyNames::default(), key());
+        let (statement, parameters) = failed_statement("t", &keys, &key, &full, 7);
         assert_eq!(
             statement,
-            "UPDATE \"t\" REMOVE \"SweepShard\" REMOVE \"SweepDueAt\" SET \"LastError\" = ? \
-             SET \"FailedAt\" = ? SET \"Status\" = 'FAILED' \
+            "UPDATE \"t\" SET \"LastError\" = ? \
+             SET \"SweepShard\" = ? SET \"SweepDueAt\" = ? SET \"FailedAt\" = ? SET \"Status\" = 'FAILED' \
              WHERE \"PK\" = ? AND \"SK\" = ? AND \"Status\" = 'PENDING'"
         );
-        assert_eq!(parameters, vec![s("why"), n(7)]);
+        assert_eq!(
+            parameters,
+            vec![s("why"), s(&failed_sweep_shard("USER#1")), n(7), n(7)]
+        );
         let moved = FailedMark {
             payload_moved: true,
             ..full
         };
-        let (statement, parameters) = failed_statement("t", &moved, 7);
+        let (statement, parameters) = failed_statement("t", &keys, &key, &moved, 7);
         assert!(statement.contains("REMOVE \"Payload\" SET \"PayloadOn\" = ?"));
         assert_eq!(parameters[0], s("dead-letter queue"));
         let bare = FailedMark {
@@ -204,22 +233,27 @@ mod tests {
             failed_at: false,
             payload_moved: false,
         };
-        let (statement, parameters) = failed_statement("t", &bare, 7);
+        let (statement, parameters) = failed_statement("t", &keys, &key, &bare, 7);
         assert_eq!(statement.matches('?').count(), 2, "only the key's");
+        assert!(statement.contains("REMOVE \"SweepShard\" REMOVE \"SweepDueAt\""));
         assert!(parameters.is_empty());
+    }
+
+    fn key() -> ItemKey {
+        ItemKey {
+            pk: "USER#1".into(),
+            sk: "MESSAGE#X#1".into(),
+        }
     }
 
     #[test]
     fn the_key_comes_last_and_identifiers_are_quoted() {
-        let key = ItemKey {
-            pk: "USER#1".into(),
-            sk: "MESSAGE#X#1".into(),
-        };
+        let key = key();
         let change = MarkChange::Sent {
             sent_at_ms: 1,
             expires_at_s: 2,
         };
-        let request = statement("my-table", &key, &change).expect("builds");
+        let request = statement("my-table", &KeyNames::default(), &key, &change).expect("builds");
         assert!(request.statement().starts_with("UPDATE \"my-table\" "));
         assert_eq!(
             request.parameters(),

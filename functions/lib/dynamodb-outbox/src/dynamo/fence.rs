@@ -16,6 +16,7 @@ use super::{DynamoStore, Item, request, s, scanned};
 use crate::sdk_error::store_failure;
 use aws_sdk_dynamodb::operation::query::QueryOutput;
 use aws_sdk_dynamodb::types::AttributeValue;
+use dynamodb_outbox_core::KeyNames;
 use dynamodb_outbox_core::failure::Failure;
 use dynamodb_outbox_core::policy::{FenceRead, Scope, Sibling};
 use dynamodb_outbox_core::ports::PendingPage;
@@ -91,7 +92,7 @@ impl DynamoStore {
             page.requests += 1;
             page.scanned += scanned(out.scanned_count());
             page.siblings
-                .extend(out.items().iter().filter_map(|raw| sibling(read, raw)));
+                .extend(out.items().iter().filter_map(|raw| sibling(read, self.canonical(raw))));
             start = out.last_evaluated_key.filter(|k| !k.is_empty());
             if start.is_none() {
                 page.complete = true;
@@ -110,7 +111,7 @@ impl DynamoStore {
         shards: &BTreeSet<String>,
         max_pages: u32,
     ) -> Result<PendingPage, Failure> {
-        let statement = select_statement(&self.table, shards.len());
+        let statement = select_statement(&self.table, &self.keys, shards.len());
         let parameters: Vec<AttributeValue> = shards.iter().map(|shard| s(shard)).collect();
         // The bound is per shard, as when each shard is queried on its own.
         let max_pages = usize::try_from(max_pages.max(1))
@@ -132,7 +133,7 @@ impl DynamoStore {
             page.requests += 1;
             page.scanned += out.items().len() as u64;
             page.siblings
-                .extend(out.items().iter().filter_map(|raw| sibling(read, raw)));
+                .extend(out.items().iter().filter_map(|raw| sibling(read, self.canonical(raw))));
             next = out.next_token.filter(|t| !t.is_empty());
             if next.is_none() {
                 page.complete = true;
@@ -170,8 +171,8 @@ impl DynamoStore {
                 .key_condition_expression("#pk = :pk")
                 .filter_expression("#type = :message AND #status = :pending")
                 .projection_expression("#pk, #sk, #created, #id, #shard, #due")
-                .expression_attribute_names("#pk", TABLE.partition_key)
-                .expression_attribute_names("#sk", TABLE.sort_key)
+                .expression_attribute_names("#pk", &self.keys.partition_key)
+                .expression_attribute_names("#sk", &self.keys.sort_key)
                 .expression_attribute_names("#type", ITEM_TYPE)
                 .expression_attribute_names("#status", STATUS)
                 .expression_attribute_names("#created", CREATED_AT)
@@ -201,12 +202,12 @@ enum Target<'a> {
 
 /// The select of every key in `shards` shards of the sweep index: keys and due
 /// times only, the shards as parameters.
-fn select_statement(table: &str, shards: usize) -> String {
+fn select_statement(table: &str, keys: &KeyNames, shards: usize) -> String {
     let marks = vec!["?"; shards.max(1)].join(", ");
     format!(
         r#"SELECT "{pk}", "{sk}", "{due}" FROM "{table}"."{index}" WHERE "{shard}" IN [{marks}]"#,
-        pk = TABLE.partition_key,
-        sk = TABLE.sort_key,
+        pk = keys.partition_key,
+        sk = keys.sort_key,
         due = TABLE.sweep_index_sort_key,
         index = TABLE.sweep_index,
         shard = TABLE.sweep_index_partition_key,
@@ -216,8 +217,7 @@ fn select_statement(table: &str, shards: usize) -> String {
 /// A returned item as a sibling, when it belongs to one of `read`'s aggregates. From
 /// the index: its key and due time. From the partition: its place too — unless its
 /// attributes do not read, and then its place is unknown (it fences).
-fn sibling(read: &FenceRead, raw: &Item) -> Option<Sibling> {
-    let item = serde_dynamo::Item::from(raw.clone());
+fn sibling(read: &FenceRead, item: serde_dynamo::Item) -> Option<Sibling> {
     let key = item_key(&item)?;
     if !read.aggregates.contains(&key.pk) {
         return None;
@@ -247,8 +247,12 @@ mod tests {
     #[test]
     fn the_select_names_the_index_and_one_parameter_per_shard() {
         assert_eq!(
-            select_statement("orders", 3),
+            select_statement("orders", &KeyNames::default(), 3),
             r#"SELECT "PK", "SK", "SweepDueAt" FROM "orders"."OutboxSweepIndex" WHERE "SweepShard" IN [?, ?, ?]"#
+        );
+        assert!(
+            select_statement("orders", &KeyNames::new("pk", "sk"), 1)
+                .starts_with(r#"SELECT "pk", "sk", "SweepDueAt" FROM"#)
         );
     }
 
@@ -261,25 +265,25 @@ mod tests {
 
     #[test]
     fn only_the_aggregates_asked_for_are_siblings_with_what_each_read_tells() {
-        let raw = |pk: &str, extra: &[(&str, AttributeValue)]| -> Item {
+        let raw = |pk: &str, extra: &[(&str, AttributeValue)]| -> serde_dynamo::Item {
             let mut i: Item = HashMap::from([
                 ("PK".to_owned(), s(pk)),
                 ("SK".to_owned(), s("MESSAGE#X#1")),
                 ("SweepDueAt".to_owned(), AttributeValue::N("42.5".into())),
             ]);
             i.extend(extra.iter().map(|(k, v)| ((*k).to_owned(), v.clone())));
-            i
+            i.into()
         };
         let shard = read(Scope::Shards(BTreeSet::from(["07".to_owned()])));
-        assert_eq!(sibling(&shard, &raw("B", &[])), None, "another aggregate");
-        let from_index = sibling(&shard, &raw("A", &[])).expect("a sibling");
+        assert_eq!(sibling(&shard, raw("B", &[])), None, "another aggregate");
+        let from_index = sibling(&shard, raw("A", &[])).expect("a sibling");
         assert_eq!((from_index.due_at_ms, from_index.order), (Some(42), None));
         let partition = read(Scope::Partition("A".into()));
         let created = [("CreatedAt", AttributeValue::N("5".into()))];
-        let exact = sibling(&partition, &raw("A", &created)).expect("a sibling");
+        let exact = sibling(&partition, raw("A", &created)).expect("a sibling");
         assert!(exact.order.is_some());
         let odd = [("CreatedAt", AttributeValue::Bool(true))];
-        let unknown = sibling(&partition, &raw("A", &odd)).expect("still a sibling");
+        let unknown = sibling(&partition, raw("A", &odd)).expect("still a sibling");
         assert_eq!(unknown.order, None, "unreadable: its place is unknown");
     }
 }

@@ -2,7 +2,9 @@
 //! batched ones in `batch`), the order fence's reads (`fence`), and the sweeper's
 //! index queries, claims, adoption scan and scan cursors ([`SweepStore`](dynamodb_outbox_core::ports::SweepStore), in `sweep`).
 //! Items are read as the schema's [`OutboxItem`] through `serde_dynamo`; errors become
-//! [`Failure`]s.
+//! [`Failure`]s. The table's own key and TTL names ([`KeyNames`]) are used in every
+//! request built here, and renamed to the engine's (`PK`, `SK`, `ExpiresAt`) in every
+//! item read here (`DynamoStore::canonical`), so the core never sees them.
 
 mod batch;
 mod fence;
@@ -17,9 +19,10 @@ use dynamodb_outbox_core::policy::{FailedMark, FenceRead, PAYLOAD_ON_DEAD_LETTER
 use dynamodb_outbox_core::ports::{
     MarkChange, MarkOutcome, OutboxStore, PageToken, PendingPage, StatementAnswer,
 };
+use dynamodb_outbox_core::KeyNames;
 use dynamodb_outbox_core::schema::{
-    EXPIRES_AT, FAILED_AT, ItemKey, LAST_ERROR, OutboxItem, PAYLOAD, PAYLOAD_ON, SENT_AT, STATUS,
-    SeenIndex, Status, TABLE,
+    FAILED_AT, ItemKey, LAST_ERROR, OutboxItem, PAYLOAD, PAYLOAD_ON, SENT_AT, STATUS, SeenIndex,
+    Status, TABLE, failed_sweep_shard,
 };
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -32,6 +35,8 @@ type Item = HashMap<String, AttributeValue>;
 pub struct DynamoStore {
     client: aws_sdk_dynamodb::Client,
     table: String,
+    /// The table's key and TTL attribute names.
+    keys: KeyNames,
     /// Set once the order fence's PartiQL select was refused for good: the fence
     /// queries each shard from then on (`fence.rs`).
     select_refused: Arc<AtomicBool>,
@@ -43,8 +48,35 @@ impl DynamoStore {
         DynamoStore {
             client,
             table: table.into(),
+            keys: KeyNames::default(),
             select_refused: Arc::default(),
         }
+    }
+
+    /// The same store on a table whose key and TTL attributes are named `keys`.
+    pub fn with_key_names(mut self, keys: KeyNames) -> Self {
+        self.keys = keys;
+        self
+    }
+
+    /// The table's key and TTL attribute names.
+    pub fn key_names(&self) -> &KeyNames {
+        &self.keys
+    }
+
+    /// An item read from the table, its key and TTL attributes under the engine's names.
+    pub(crate) fn canonical(&self, raw: &Item) -> serde_dynamo::Item {
+        let mut item = raw.clone();
+        self.keys.to_canonical(&mut item);
+        serde_dynamo::Item::from(item)
+    }
+
+    /// The key of an item in a request.
+    fn key_of(&self, key: &ItemKey) -> Item {
+        HashMap::from([
+            (self.keys.partition_key.clone(), s(&key.pk)),
+            (self.keys.sort_key.clone(), s(&key.sk)),
+        ])
     }
 
     /// The table name.
@@ -62,8 +94,7 @@ impl DynamoStore {
         self.client
             .update_item()
             .table_name(&self.table)
-            .key(TABLE.partition_key, s(&key.pk))
-            .key(TABLE.sort_key, s(&key.sk))
+            .set_key(Some(self.key_of(key)))
             .condition_expression("#status = :pending")
             .expression_attribute_names("#status", STATUS)
             .expression_attribute_values(":pending", s(Status::Pending.as_str()))
@@ -97,9 +128,10 @@ fn outcome<T>(result: Result<T, AwsError<UpdateItemError>>) -> Result<MarkOutcom
     }
 }
 
-/// An item read back from the table or the index, as the schema's type.
-fn read(item: &Item) -> Option<OutboxItem> {
-    OutboxItem::from_item(serde_dynamo::Item::from(item.clone())).ok()
+/// An item read back from the table or the index (its names already the engine's), as
+/// the schema's type.
+fn read(item: serde_dynamo::Item) -> Option<OutboxItem> {
+    OutboxItem::from_item(item).ok()
 }
 
 /// DynamoDB's `LastEvaluatedKey` as an opaque token (its DynamoDB JSON).
@@ -149,13 +181,21 @@ fn index_unchanged(seen: &SeenIndex) -> (String, Vec<(&'static str, AttributeVal
     (format!("{shard} AND {due}"), values)
 }
 
-/// The update expression of a `FAILED` mark, and the values it uses besides
-/// `:failed` and `:now`.
-fn failed_update(mark: &FailedMark) -> (String, Vec<(&'static str, AttributeValue)>) {
+/// The update expression of a `FAILED` mark of `key`, and the values it uses besides
+/// `:failed` and `:now`. A mark with `FailedAt` moves the item to its `FAILED#NN`
+/// index partition, due at the failure time; the size-limited marks remove the index
+/// keys, the room they need (see `policy::poison`).
+fn failed_update(key: &ItemKey, mark: &FailedMark) -> (String, Vec<(&'static str, AttributeValue)>) {
     let (shard, due) = (TABLE.sweep_index_partition_key, TABLE.sweep_index_sort_key);
     let mut set = Vec::new();
-    let mut remove = vec![shard.to_owned(), due.to_owned()];
+    let mut remove = Vec::new();
     let mut values = Vec::new();
+    if mark.failed_at {
+        set.push(format!("{shard} = :failed_shard, {due} = :now"));
+        values.push((":failed_shard", s(&failed_sweep_shard(&key.pk))));
+    } else {
+        remove.extend([shard.to_owned(), due.to_owned()]);
+    }
     if let Some(reason) = &mark.last_error {
         set.push(format!("{LAST_ERROR} = :reason"));
         values.push((":reason", s(reason)));
@@ -174,10 +214,12 @@ fn failed_update(mark: &FailedMark) -> (String, Vec<(&'static str, AttributeValu
     // first, and the state change last, so that a mark refused there never leaves
     // the item FAILED without its reason.
     set.push("#status = :failed".to_owned());
-    (
-        format!("REMOVE {} SET {}", remove.join(", "), set.join(", ")),
-        values,
-    )
+    let remove = if remove.is_empty() {
+        String::new()
+    } else {
+        format!("REMOVE {} ", remove.join(", "))
+    };
+    (format!("{remove}SET {}", set.join(", ")), values)
 }
 
 impl OutboxStore for DynamoStore {
@@ -203,9 +245,10 @@ impl OutboxStore for DynamoStore {
             request(
                 self.update(key)
                     .update_expression(format!(
-                        "SET #status = :sent, {SENT_AT} = :now, {EXPIRES_AT} = :exp REMOVE {}, {}",
+                        "SET #status = :sent, {SENT_AT} = :now, #expires = :exp REMOVE {}, {}",
                         index.0, index.1
                     ))
+                    .expression_attribute_names("#expires", &self.keys.ttl_attribute)
                     .expression_attribute_values(":sent", s(Status::Sent.as_str()))
                     .expression_attribute_values(":now", n(sent_at_ms))
                     .expression_attribute_values(":exp", n(expires_at_s))
@@ -231,7 +274,7 @@ impl OutboxStore for DynamoStore {
         mark: &FailedMark,
         failed_at_ms: i64,
     ) -> Result<MarkOutcome, Failure> {
-        let (expression, values) = failed_update(mark);
+        let (expression, values) = failed_update(key, mark);
         let mut update = self
             .update(key)
             .update_expression(expression)
@@ -250,14 +293,13 @@ impl OutboxStore for DynamoStore {
             self.client
                 .get_item()
                 .table_name(&self.table)
-                .key(TABLE.partition_key, s(&key.pk))
-                .key(TABLE.sort_key, s(&key.sk))
+                .set_key(Some(self.key_of(key)))
                 .consistent_read(true)
                 .send(),
         )
         .await
         .map_err(|e| store_failure(&e))?;
-        Ok(out.item.map(serde_dynamo::Item::from))
+        Ok(out.item.as_ref().map(|item| self.canonical(item)))
     }
 
     async fn pending(&self, read: &FenceRead, max_pages: u32) -> Result<PendingPage, Failure> {
@@ -285,30 +327,34 @@ mod tests {
         token(Some(HashMap::new())).expect("empty is no token")
     }
 
+    fn key() -> ItemKey {
+        ItemKey {
+            pk: "USER#1".into(),
+            sk: "MESSAGE#X#1".into(),
+        }
+    }
+
     #[test]
     fn each_failed_mark_changes_only_what_it_says() {
-        let full = failed_update(&FailedMark {
+        let full = failed_update(&key(), &FailedMark {
             last_error: Some("why".into()),
             failed_at: true,
             payload_moved: false,
         });
         assert_eq!(
             full.0,
-            "REMOVE SweepShard, SweepDueAt SET LastError = :reason, FailedAt = :now, #status = :failed"
+            "SET SweepShard = :failed_shard, SweepDueAt = :now, LastError = :reason, FailedAt = :now, #status = :failed"
         );
-        let moved = failed_update(&FailedMark {
+        assert!(full.1.contains(&(":failed_shard", s(&failed_sweep_shard("USER#1")))));
+        let moved = failed_update(&key(), &FailedMark {
             last_error: Some("why".into()),
             failed_at: true,
             payload_moved: true,
         });
-        assert!(
-            moved
-                .0
-                .starts_with("REMOVE SweepShard, SweepDueAt, Payload SET")
-        );
+        assert!(moved.0.starts_with("REMOVE Payload SET SweepShard = :failed_shard"));
         assert!(moved.0.contains("PayloadOn = :payload_on"));
         assert!(moved.1.contains(&(":payload_on", s("dead-letter queue"))));
-        let bare = failed_update(&FailedMark {
+        let bare = failed_update(&key(), &FailedMark {
             last_error: None,
             failed_at: false,
             payload_moved: false,
@@ -318,6 +364,32 @@ mod tests {
             "REMOVE SweepShard, SweepDueAt SET #status = :failed"
         );
         assert!(bare.1.is_empty());
+    }
+
+    #[test]
+    fn items_read_from_a_table_keyed_otherwise_carry_the_engines_names() {
+        let client = aws_sdk_dynamodb::Client::from_conf(
+            aws_sdk_dynamodb::Config::builder()
+                .behavior_version(aws_sdk_dynamodb::config::BehaviorVersion::latest())
+                .build(),
+        );
+        let store = DynamoStore::new(client, "t")
+            .with_key_names(KeyNames::new("pk", "sk").ttl_attribute("expires_at"));
+        let raw: Item = HashMap::from([
+            ("pk".to_owned(), s("USER#1")),
+            ("sk".to_owned(), s("MESSAGE#X#1")),
+            ("expires_at".to_owned(), n(9)),
+        ]);
+        let item = read(store.canonical(&raw)).expect("reads");
+        assert_eq!(item.key(), Some(key()));
+        assert_eq!(item.expires_at, Some(9));
+        assert_eq!(
+            store.key_of(&key()),
+            HashMap::from([
+                ("pk".to_owned(), s("USER#1")),
+                ("sk".to_owned(), s("MESSAGE#X#1"))
+            ])
+        );
     }
 
     #[test]

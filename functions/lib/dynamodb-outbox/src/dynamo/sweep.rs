@@ -70,7 +70,7 @@ impl SweepStore for DynamoStore {
             .items()
             .iter()
             .filter_map(|item| {
-                let item = serde_dynamo::Item::from(item.clone());
+                let item = self.canonical(item);
                 let seen = SeenIndex::of(&item);
                 Some(DueKey {
                     due_at_ms: seen.due_ms()?,
@@ -112,7 +112,7 @@ impl SweepStore for DynamoStore {
         .await;
         match result {
             Ok(out) => {
-                let item = serde_dynamo::Item::from(out.attributes.unwrap_or_default());
+                let item = self.canonical(&out.attributes.unwrap_or_default());
                 Ok(Claim::Claimed(Box::new(ClaimedItem::decode(
                     key.clone(),
                     item,
@@ -178,8 +178,8 @@ impl SweepStore for DynamoStore {
                 .expression_attribute_names("#status", STATUS)
                 .expression_attribute_names("#shard", TABLE.sweep_index_partition_key)
                 .expression_attribute_names("#due", TABLE.sweep_index_sort_key)
-                .expression_attribute_names("#pk", TABLE.partition_key)
-                .expression_attribute_names("#sk", TABLE.sort_key)
+                .expression_attribute_names("#pk", &self.keys.partition_key)
+                .expression_attribute_names("#sk", &self.keys.sort_key)
                 .expression_attribute_names("#created", CREATED_AT)
                 .expression_attribute_values(":message", s(PENDING_MESSAGE))
                 .expression_attribute_values(":pending", s(Status::Pending.as_str()))
@@ -193,7 +193,8 @@ impl SweepStore for DynamoStore {
             .items()
             .iter()
             .filter_map(|raw| {
-                let index = SeenIndex::of(&serde_dynamo::Item::from(raw.clone()));
+                let raw = self.canonical(raw);
+                let index = SeenIndex::of(&raw);
                 let item = read(raw)?;
                 (!index.is_valid()).then_some(UnindexedItem {
                     created_at_ms: item.created_at,
@@ -243,8 +244,8 @@ impl SweepStore for DynamoStore {
             self.client
                 .get_item()
                 .table_name(&self.table)
-                .key(TABLE.partition_key, s(SWEEPER_PK))
-                .key(TABLE.sort_key, s(&scan_cursor_sk(segment)))
+                .key(&self.keys.partition_key, s(SWEEPER_PK))
+                .key(&self.keys.sort_key, s(&scan_cursor_sk(segment)))
                 .consistent_read(true)
                 .send(),
         )
@@ -269,8 +270,8 @@ impl SweepStore for DynamoStore {
             .client
             .put_item()
             .table_name(&self.table)
-            .item(TABLE.partition_key, s(SWEEPER_PK))
-            .item(TABLE.sort_key, s(&scan_cursor_sk(segment)))
+            .item(&self.keys.partition_key, s(SWEEPER_PK))
+            .item(&self.keys.sort_key, s(&scan_cursor_sk(segment)))
             .item(SCAN_SEGMENTS, n(i64::from(segments)));
         if let Some(cursor) = cursor {
             put = put.item(SCAN_CURSOR, s(cursor.as_str()));

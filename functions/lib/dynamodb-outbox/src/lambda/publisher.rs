@@ -63,6 +63,7 @@ impl PublisherFunction {
     ///     ),
     ///     dead_letter: Destination::sqs("https://sqs.eu-west-1.amazonaws.com/123456789012/outbox-dlq"),
     ///     ttl_days: 7,
+    ///     key_names: Default::default(),
     /// };
     /// let aws = aws_config::load_from_env().await;
     /// PublisherFunction::new(config, "orders-outbox", &aws).await
@@ -140,6 +141,7 @@ mod tests {
             ),
             dead_letter: Destination::sqs("https://q/dlq"),
             ttl_days: 7,
+            key_names: Default::default(),
         };
         let publisher =
             Publisher::new(RecordingSink::new(refusals), MemoryStore::default(), config)

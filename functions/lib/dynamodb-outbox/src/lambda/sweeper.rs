@@ -111,6 +111,7 @@ mod tests {
             routes,
             dead_letter: Destination::sqs("https://q/dlq"),
             ttl_days: 7,
+            key_names: Default::default(),
         };
         let publisher = Publisher::new(
             RecordingSink::default(),

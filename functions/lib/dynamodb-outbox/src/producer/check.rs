@@ -3,14 +3,16 @@
 
 use super::error::ProducerError;
 use aws_sdk_dynamodb::types::{AttributeValue, TransactWriteItem};
+use dynamodb_outbox_core::KeyNames;
 use dynamodb_outbox_core::producer::{MAX_ITEM_BYTES, MAX_TRANSACTION_BYTES};
-use dynamodb_outbox_core::schema::{ITEM_TYPE, PENDING_MESSAGE, TABLE, TOPIC};
+use dynamodb_outbox_core::schema::{ITEM_TYPE, PENDING_MESSAGE, TOPIC};
 use std::collections::HashMap;
 
 /// The limit checks, on a built transaction.
 pub(super) fn check(
     actions: &[TransactWriteItem],
     outbox_table: &str,
+    outbox_keys: &KeyNames,
     key_schemas: &HashMap<String, Vec<String>>,
 ) -> Result<(), ProducerError> {
     let mut total = 0usize;
@@ -24,7 +26,10 @@ pub(super) fn check(
         ) {
             (Some(p), _, _, _) => {
                 let keys: Vec<String> = if p.table_name() == outbox_table {
-                    vec![TABLE.partition_key.to_owned(), TABLE.sort_key.to_owned()]
+                    vec![
+                        outbox_keys.partition_key.clone(),
+                        outbox_keys.sort_key.clone(),
+                    ]
                 } else {
                     key_schemas.get(p.table_name()).cloned().unwrap_or_default()
                 };

@@ -39,6 +39,10 @@ pub enum ProducerError {
         /// What is wrong.
         reason: &'static str,
     },
+    /// The writer's key names cannot be a table's (see
+    /// [`OutboxWriter::key_names`](crate::OutboxWriter::key_names)).
+    #[error("the writer's key names are not a table's: {0}")]
+    InvalidKeyNames(#[source] dynamodb_outbox_core::ConfigError),
     /// Over the action limit.
     #[error(
         "the transaction has {count} actions but DynamoDB allows at most {MAX_TRANSACTION_ACTIONS}: split the work into several transactions"

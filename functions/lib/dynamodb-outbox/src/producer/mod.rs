@@ -15,8 +15,8 @@ pub use error::ProducerError;
 pub use prepared::PreparedCommit;
 
 use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem};
+use dynamodb_outbox_core::KeyNames;
 use dynamodb_outbox_core::clock::{self, SharedClock};
-use dynamodb_outbox_core::schema::TABLE;
 use std::collections::HashMap;
 use std::time::Duration;
 
@@ -51,6 +51,7 @@ pub struct OutboxWriter {
     table: String,
     sweep_grace: Duration,
     key_schemas: HashMap<String, Vec<String>>,
+    keys: KeyNames,
     clock: SharedClock,
     large: Option<offload::Offloader>,
 }
@@ -64,6 +65,7 @@ impl OutboxWriter {
             table: table.into(),
             sweep_grace: Duration::from_secs(60),
             key_schemas: HashMap::new(),
+            keys: KeyNames::default(),
             clock: clock::system(),
             large: None,
         }
@@ -129,6 +131,41 @@ impl OutboxWriter {
         self
     }
 
+    /// Names the outbox table's key and TTL attributes (`PK`, `SK`, `ExpiresAt` by
+    /// default): the writer's items carry their key and TTL under these names, as the
+    /// functions' `OUTBOX_PARTITION_KEY`, `OUTBOX_SORT_KEY` and `OUTBOX_TTL_ATTRIBUTE`
+    /// say. Names a table cannot have (empty, a sort key named as the partition key, a
+    /// TTL on a key) are refused by every [`prepare`](OutboxWriter::prepare), before
+    /// any request ([`ProducerError::InvalidKeyNames`]).
+    ///
+    /// ```
+    /// use dynamodb_outbox::{KeyNames, NewMessage, OutboxWriter, ProducerError};
+    ///
+    /// # let aws = aws_types::SdkConfig::builder()
+    /// #     .behavior_version(dynamodb_outbox::aws_sdk_dynamodb::config::BehaviorVersion::latest())
+    /// #     .build();
+    /// let client = dynamodb_outbox::aws_sdk_dynamodb::Client::new(&aws);
+    /// // A single-table design keyed `pk`/`sk` whose TTL attribute is `expires_at`.
+    /// let writer = OutboxWriter::new(client.clone(), "app")
+    ///     .key_names(KeyNames::new("pk", "sk").ttl_attribute("expires_at"));
+    /// let prepared = writer.prepare(vec![], &[NewMessage::new("ORDER#42", "orders", "{}")])?;
+    /// assert!(prepared.committed().sort_keys[0].starts_with("MESSAGE#"));
+    ///
+    /// let wrong = OutboxWriter::new(client, "app").key_names(KeyNames::new("id", "id"));
+    /// let err = wrong.prepare(vec![], &[NewMessage::new("ORDER#42", "orders", "{}")]).unwrap_err();
+    /// assert!(matches!(err, ProducerError::InvalidKeyNames(_)));
+    /// # Ok::<(), ProducerError>(())
+    /// ```
+    pub fn key_names(mut self, keys: KeyNames) -> Self {
+        self.keys = keys;
+        self
+    }
+
+    /// The outbox table's key and TTL attribute names.
+    pub fn keys(&self) -> &KeyNames {
+        &self.keys
+    }
+
     /// The outbox table name.
     pub fn table(&self) -> &str {
         &self.table
@@ -174,6 +211,9 @@ impl OutboxWriter {
         if messages.is_empty() {
             return Err(ProducerError::NoMessages);
         }
+        self.keys
+            .validate()
+            .map_err(ProducerError::InvalidKeyNames)?;
         let count = business.len() + messages.len();
         if count > MAX_TRANSACTION_ACTIONS {
             return Err(ProducerError::TooManyActions { count });
@@ -212,7 +252,7 @@ impl OutboxWriter {
             committed.sort_keys.push(sk);
             aggregates.push(m.aggregate.clone());
         }
-        check::check(&actions, &self.table, &self.key_schemas)?;
+        check::check(&actions, &self.table, &self.keys, &self.key_schemas)?;
         let described = actions
             .iter()
             .map(|a| check::describe(a, &self.table))
@@ -234,13 +274,14 @@ impl OutboxWriter {
         item: &dynamodb_outbox_core::schema::OutboxItem,
     ) -> Result<TransactWriteItem, ProducerError> {
         let invalid = |reason| ProducerError::InvalidMessage { index, reason };
-        let item: HashMap<String, AttributeValue> =
+        let mut item: HashMap<String, AttributeValue> =
             serde_dynamo::to_item(item).map_err(|_| invalid("could not serialise the item"))?;
+        self.keys.to_configured(&mut item);
         let put = Put::builder()
             .table_name(&self.table)
             .set_item(Some(item))
             .condition_expression("attribute_not_exists(#pk)")
-            .expression_attribute_names("#pk", TABLE.partition_key)
+            .expression_attribute_names("#pk", &self.keys.partition_key)
             .build()
             .map_err(|_| invalid("could not build the Put"))?;
         Ok(TransactWriteItem::builder().put(put).build())

@@ -17,7 +17,7 @@ use super::offload::Upload;
 use super::{Committed, OutboxWriter};
 use aws_sdk_dynamodb::types::{AttributeValue, TransactWriteItem};
 use dynamodb_outbox_core::large_payload::PayloadPointer;
-use dynamodb_outbox_core::schema::{MESSAGE_ID, TABLE};
+use dynamodb_outbox_core::schema::MESSAGE_ID;
 
 /// Namespace of the transaction tokens (UUID v5 of the message ids).
 const TOKEN_NAMESPACE: uuid::Uuid =
@@ -144,8 +144,8 @@ impl OutboxWriter {
                 .client
                 .get_item()
                 .table_name(&self.table)
-                .key(TABLE.partition_key, AttributeValue::S(pk.clone()))
-                .key(TABLE.sort_key, AttributeValue::S(sk.clone()))
+                .key(&self.keys.partition_key, AttributeValue::S(pk.clone()))
+                .key(&self.keys.sort_key, AttributeValue::S(sk.clone()))
                 .consistent_read(true)
                 .projection_expression("#id")
                 .expression_attribute_names("#id", MESSAGE_ID)

@@ -121,3 +121,39 @@ async fn a_cancellation_not_caused_by_the_marker_is_an_error_naming_the_action()
     assert!(!err.is_retryable());
     assert!(orders.order("MSG#msg-1").await.is_none(), "no marker");
 }
+
+#[tokio::test]
+async fn in_a_single_table_design_keyed_pk_and_sk_a_message_is_applied_once_through_its_marker() {
+    // Given a table keyed PK/SK (the outbox's own, holding the application's items too)
+    let ob = outbox_tests::Outbox::new().await;
+    let table =
+        dynamodb_outbox_idempotency::IdempotencyTable::new(ob.clients.dynamodb.clone(), &ob.table)
+            .partition_key("PK")
+            .sort_key("SK");
+    let marker = MessageMarker::in_table(table);
+    let add = || {
+        let add = Update::builder()
+            .table_name(&ob.table)
+            .key("PK", sv("STATS"))
+            .key("SK", sv("COUNTER"))
+            .update_expression("ADD #n :one")
+            .expression_attribute_names("#n", "count")
+            .expression_attribute_values(":one", AttributeValue::N("1".into()))
+            .build()
+            .unwrap();
+        vec![TransactWriteItem::builder().update(add).build()]
+    };
+    // When one message is committed twice
+    let first = marker.commit("outbox-msg-1", add()).await.expect("first");
+    let again = marker.commit("outbox-msg-1", add()).await.expect("again");
+    // Then the second is a duplicate and the counter moved once
+    assert_eq!((first, again), (Outcome::Applied, Outcome::Duplicate));
+    let counter = ob.item("STATS", "COUNTER").await.expect("counter");
+    assert_eq!(n(&counter, "count"), Some(1));
+    // And the marker is its own item, MSG#<id> in both keys, with a TTL
+    let mark = ob
+        .item("MSG#outbox-msg-1", "MSG#outbox-msg-1")
+        .await
+        .expect("marker");
+    assert!(n(&mark, "ExpiresAt").unwrap() > 1_700_000_000);
+}

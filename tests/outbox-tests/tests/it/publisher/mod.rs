@@ -5,6 +5,7 @@
 mod batches;
 mod commit_retries;
 mod fifo;
+pub(crate) mod keyed;
 mod limits;
 mod poison;
 mod publish;

@@ -60,7 +60,8 @@ async fn poison_items_become_failed_with_a_reason_and_a_dead_letter_copy() {
         async move {
             let item = ob.item(&pk, &sk).await.expect("item");
             assert_eq!(s(&item, "Status").as_deref(), Some("FAILED"), "{pk}");
-            assert!(!item.contains_key("SweepShard"));
+            let failed_shard = dynamodb_outbox::schema::failed_sweep_shard(&pk);
+            assert_eq!(s(&item, "SweepShard"), Some(failed_shard), "{pk}");
             s(&item, "LastError").expect("LastError")
         }
     };

@@ -8,7 +8,9 @@ use crate::policy::{FailedMark, FenceRead, PAYLOAD_ON_DEAD_LETTER_QUEUE, Scope, 
 use crate::ports::{
     MarkChange, MarkOutcome, OutboxStore, PendingPage, StatementAnswer, StatementError, SweepStore,
 };
-use crate::schema::{ItemKey, OutboxItem, PENDING_MESSAGE, SeenIndex, Status, sweep_shard};
+use crate::schema::{
+    ItemKey, OutboxItem, PENDING_MESSAGE, SeenIndex, Status, failed_sweep_shard, sweep_shard,
+};
 
 fn leave_index(item: &mut OutboxItem) {
     item.sweep_shard = None;
@@ -126,7 +128,12 @@ impl OutboxStore for MemoryStore {
                 i.payload = None;
                 i.payload_on = Some(PAYLOAD_ON_DEAD_LETTER_QUEUE.to_owned());
             }
-            leave_index(i);
+            if mark.failed_at {
+                i.sweep_shard = Some(failed_sweep_shard(&key.pk));
+                i.sweep_due_at = Some(failed_at_ms);
+            } else {
+                leave_index(i);
+            }
             true
         });
         if outcome == MarkOutcome::Marked {

@@ -22,6 +22,7 @@ fn publisher() -> Publisher<RecordingSink, MemoryStore> {
         ),
         dead_letter: Destination::sqs("https://q/dlq"),
         ttl_days: 7,
+        key_names: Default::default(),
     };
     Publisher::new(
         RecordingSink::new(Refusals::default()),

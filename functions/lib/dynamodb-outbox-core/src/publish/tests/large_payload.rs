@@ -28,6 +28,7 @@ fn config(bucket: Option<&str>, threshold: Option<usize>) -> PublisherConfig {
         .with_large_payloads(bucket.map(str::to_owned), threshold),
         dead_letter: Destination::sqs("https://q/dlq"),
         ttl_days: 7,
+        key_names: Default::default(),
     }
 }
 

@@ -23,6 +23,7 @@ fn config(dlq_bytes: usize) -> PublisherConfig {
         ),
         dead_letter: Destination::sqs("https://q/dlq"),
         ttl_days: 7,
+        key_names: Default::default(),
     }
     .with_queue_limits(&QueueLimits::from([
         ("https://q/small".to_owned(), Ok(KIB_256)),

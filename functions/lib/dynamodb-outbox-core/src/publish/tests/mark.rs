@@ -17,6 +17,7 @@ fn config() -> PublisherConfig {
         ),
         dead_letter: Destination::sqs("https://q/dlq"),
         ttl_days: 7,
+        key_names: Default::default(),
     }
 }
 
@@ -156,4 +157,11 @@ async fn poison_is_marked_failed_in_one_batch_and_an_item_at_its_size_limit_by_t
     let full = p.store.get(&key("m001")).expect("stored");
     assert_eq!(full.status.as_deref(), Some("FAILED"));
     assert_eq!(full.payload_on.as_deref(), Some("dead-letter queue"));
+    // Every failed item is in its aggregate's FAILED index partition, due at the failure
+    for body in ["m000", "m001", "m002"] {
+        let item = p.store.get(&key(body)).expect("stored");
+        let shard = crate::schema::failed_sweep_shard(&key(body).pk);
+        assert_eq!(item.sweep_shard.as_deref(), Some(shard.as_str()), "{body}");
+        assert_eq!(item.sweep_due_at, Some(1_700_000_000_000), "{body}");
+    }
 }

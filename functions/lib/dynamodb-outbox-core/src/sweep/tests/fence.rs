@@ -29,6 +29,7 @@ pub(super) fn fifo_sweeper(refusals: Refusals) -> Sweeper<RecordingSink, MemoryS
         ),
         dead_letter: Destination::sqs("https://q/dlq"),
         ttl_days: 7,
+        key_names: Default::default(),
     };
     let publisher = Publisher::new(
         RecordingSink::new(refusals),

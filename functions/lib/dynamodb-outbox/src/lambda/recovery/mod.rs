@@ -16,7 +16,7 @@ use dynamodb_outbox_core::config::{ConfigError, required, vars};
 use dynamodb_outbox_core::metrics::{Emitter, Metric};
 use dynamodb_outbox_core::ports::{MarkOutcome, SweepStore};
 use dynamodb_outbox_core::schema::{ItemKey, SeenIndex, sweep_shard};
-use dynamodb_outbox_core::{SharedClock, SystemClock};
+use dynamodb_outbox_core::{KeyNames, SharedClock, SystemClock};
 use lambda_runtime::{Error, LambdaEvent};
 use std::sync::Arc;
 
@@ -52,9 +52,11 @@ pub(crate) const RECOVERY_RANGE_LOST: &str = "RecoveryRangeLost";
 pub struct RecoveryFunction(Deps<DynamoStore>);
 
 impl RecoveryFunction {
-    /// Reads the outbox table's name (`OUTBOX_TABLE_NAME`) and the metrics namespace
-    /// from the environment, then builds the clients. A missing variable is logged
-    /// and returned, naming it.
+    /// Reads the outbox table's name (`OUTBOX_TABLE_NAME`), its key names
+    /// (`OUTBOX_PARTITION_KEY`, `OUTBOX_SORT_KEY`, `OUTBOX_TTL_ATTRIBUTE`, see
+    /// [`KeyNames::from_env`]) and the metrics namespace from the environment, then
+    /// builds the clients. A missing or invalid variable is logged and returned,
+    /// naming it.
     pub fn from_env(aws: &SdkConfig) -> Result<Self, ConfigError> {
         let lookup = |name: &str| std::env::var(name).ok();
         let table = required(
@@ -63,19 +65,37 @@ impl RecoveryFunction {
             "set it to the outbox table's name",
         )
         .inspect_err(log_config_error)?;
+        let keys = KeyNames::from_lookup(lookup).inspect_err(log_config_error)?;
         let metrics = Emitter::from_env().inspect_err(log_config_error)?;
-        Ok(Self::build(table, metrics, aws))
+        Ok(Self::build(table, keys, metrics, aws))
     }
 
-    /// For the outbox table `table`; metrics go to the `namespace`.
+    /// For the outbox table `table` keyed `PK`/`SK`; metrics go to the `namespace`.
     pub fn new(table: impl Into<String>, namespace: &str, aws: &SdkConfig) -> Self {
-        Self::build(table.into(), Emitter::new(namespace), aws)
+        Self::build(
+            table.into(),
+            KeyNames::default(),
+            Emitter::new(namespace),
+            aws,
+        )
     }
 
-    fn build(table: String, metrics: Emitter, aws: &SdkConfig) -> Self {
+    /// The same function on a table whose key and TTL attributes are named `keys`.
+    pub fn with_key_names(self, keys: KeyNames) -> Self {
+        let RecoveryFunction(deps) = self;
+        RecoveryFunction(Deps {
+            store: deps.store.with_key_names(keys.clone()),
+            keys,
+            ..deps
+        })
+    }
+
+    fn build(table: String, keys: KeyNames, metrics: Emitter, aws: &SdkConfig) -> Self {
         RecoveryFunction(Deps {
             streams: aws_sdk_dynamodbstreams::Client::new(aws),
-            store: DynamoStore::new(aws_sdk_dynamodb::Client::new(aws), table),
+            store: DynamoStore::new(aws_sdk_dynamodb::Client::new(aws), table)
+                .with_key_names(keys.clone()),
+            keys,
             clock: Arc::new(SystemClock),
             metrics,
         })
@@ -94,6 +114,8 @@ pub(crate) struct Deps<S> {
     pub(crate) streams: aws_sdk_dynamodbstreams::Client,
     /// Adopts items into the index.
     pub(crate) store: S,
+    /// The table's key names: how the stream records' `Keys` are read.
+    pub(crate) keys: KeyNames,
     /// Now.
     pub(crate) clock: SharedClock,
     /// Prints the metrics under the deployment's name.
@@ -150,7 +172,7 @@ async fn recover<S: SweepStore>(
     // A message that is no on-failure record is reported, never dropped: after the
     // queue's receive limit it lands on its dead-letter queue for a person to read.
     let record = range::parse(body).map_err(RangeError::Transient)?;
-    let keys = range::pending_items_in(&deps.streams, &record.batch).await?;
+    let keys = range::pending_items_in(&deps.streams, &record.batch, &deps.keys).await?;
     adopt_all(&keys, deps).await
 }
 
@@ -196,6 +218,7 @@ mod tests {
         Deps {
             streams: aws_sdk_dynamodbstreams::Client::new(&aws),
             store,
+            keys: KeyNames::default(),
             clock: ManualClock::at(1_000),
             metrics: Emitter::new("test"),
         }

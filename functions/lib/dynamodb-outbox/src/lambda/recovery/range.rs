@@ -2,6 +2,7 @@
 //! and reading the range back from the stream (the one piece of I/O).
 
 use aws_sdk_dynamodbstreams::types::{Record, ShardIteratorType};
+use dynamodb_outbox_core::KeyNames;
 use dynamodb_outbox_core::schema::{self, ItemKey, OutboxItem, PENDING_MESSAGE, SeenIndex, Status};
 use serde::Deserialize;
 use std::cmp::Ordering;
@@ -54,21 +55,25 @@ pub(crate) fn compare_sequence(a: &str, b: &str) -> Ordering {
 }
 
 /// The outbox item a stream record inserted as `PENDING`, if it did — the items the
-/// publisher would have published —, with its index attributes as inserted.
-pub(crate) fn pending_insert(record: &Record) -> Option<(ItemKey, SeenIndex)> {
+/// publisher would have published —, with its index attributes as inserted. The
+/// record's `Keys` and image carry the table's names, `keys`.
+pub(crate) fn pending_insert(record: &Record, keys: &KeyNames) -> Option<(ItemKey, SeenIndex)> {
     if record.event_name().map(|n| n.as_str()) != Some("INSERT") {
         return None;
     }
     let change = record.dynamodb()?;
-    let image: serde_dynamo::Item = change.new_image()?.clone().into();
+    let mut image = change.new_image()?.clone();
+    keys.to_canonical(&mut image);
+    let image: serde_dynamo::Item = image.into();
     let seen = SeenIndex::of(&image);
     let item = OutboxItem::from_item(image).ok()?;
     if item.item_type.as_deref() != Some(PENDING_MESSAGE) || item.status() != Some(Status::Pending)
     {
         return None;
     }
-    let keys: serde_dynamo::Item = change.keys()?.clone().into();
-    let key = schema::item_key(&keys).or_else(|| item.key())?;
+    let mut record_keys = change.keys()?.clone();
+    keys.to_canonical(&mut record_keys);
+    let key = schema::item_key(&record_keys.into()).or_else(|| item.key())?;
     Some((key, seen))
 }
 
@@ -87,6 +92,7 @@ pub(crate) enum RangeError {
 pub(crate) async fn pending_items_in(
     streams: &aws_sdk_dynamodbstreams::Client,
     batch: &BatchInfo,
+    keys: &KeyNames,
 ) -> Result<Vec<(ItemKey, SeenIndex)>, RangeError> {
     let iterator = streams
         .get_shard_iterator()
@@ -98,7 +104,7 @@ pub(crate) async fn pending_items_in(
         .await
         .map_err(classify)?;
     let mut next = iterator.shard_iterator().map(str::to_owned);
-    let mut keys = Vec::new();
+    let mut found = Vec::new();
     while let Some(iterator) = next {
         let page = streams
             .get_records()
@@ -113,18 +119,18 @@ pub(crate) async fn pending_items_in(
                 .and_then(|d| d.sequence_number())
                 .unwrap_or_default();
             if compare_sequence(seq, &batch.end_sequence_number) == Ordering::Greater {
-                return Ok(keys);
+                return Ok(found);
             }
-            keys.extend(pending_insert(record));
+            found.extend(pending_insert(record, keys));
         }
         // An open shard answers an empty page once the reader has caught up: the
         // range, written long ago, has been read.
         if records.is_empty() {
-            return Ok(keys);
+            return Ok(found);
         }
         next = page.next_shard_iterator().map(str::to_owned);
     }
-    Ok(keys)
+    Ok(found)
 }
 
 fn classify<E, R>(err: aws_sdk_dynamodbstreams::error::SdkError<E, R>) -> RangeError
@@ -226,7 +232,7 @@ mod tests {
 
     #[test]
     fn only_inserted_pending_outbox_items_are_recovered() {
-        let key = |r: Record| pending_insert(&r).map(|(k, _)| k);
+        let key = |r: Record| pending_insert(&r, &KeyNames::default()).map(|(k, _)| k);
         let want = Some(ItemKey {
             pk: "USER#1".into(),
             sk: "MESSAGE#X#1".into(),
@@ -235,11 +241,46 @@ mod tests {
         assert_eq!(key(record("MODIFY", "PENDING_MESSAGE", "SENT")), None);
         assert_eq!(key(record("INSERT", "ORDER", "PENDING")), None);
         assert_eq!(key(record("INSERT", "PENDING_MESSAGE", "FAILED")), None);
-        let (_, seen) = pending_insert(&record("INSERT", "PENDING_MESSAGE", "PENDING"))
-            .unwrap_or_else(|| panic!("pending"));
+        let (_, seen) = pending_insert(
+            &record("INSERT", "PENDING_MESSAGE", "PENDING"),
+            &KeyNames::default(),
+        )
+        .unwrap_or_else(|| panic!("pending"));
         assert!(
             !seen.is_valid(),
             "a minimal item carries no index attributes"
+        );
+    }
+
+    #[test]
+    fn a_record_of_a_table_keyed_otherwise_is_read_with_its_names() {
+        use aws_sdk_dynamodbstreams::types::{AttributeValue as Av, StreamRecord};
+        let renamed = |map: &std::collections::HashMap<String, Av>| {
+            map.iter()
+                .map(|(k, v)| (k.to_lowercase(), v.clone()))
+                .collect::<std::collections::HashMap<_, _>>()
+        };
+        let plain = record("INSERT", "PENDING_MESSAGE", "PENDING");
+        let change = plain.dynamodb().expect("change");
+        let mut image = change.new_image().cloned().unwrap_or_default();
+        for name in ["PK", "SK"] {
+            if let Some(v) = image.remove(name) {
+                image.insert(name.to_lowercase(), v);
+            }
+        }
+        let keyed = Record::builder()
+            .set_event_name(plain.event_name().cloned())
+            .dynamodb(
+                StreamRecord::builder()
+                    .set_keys(change.keys().map(renamed))
+                    .set_new_image(Some(image))
+                    .build(),
+            )
+            .build();
+        let (key, _) = pending_insert(&keyed, &KeyNames::new("pk", "sk")).expect("pending");
+        assert_eq!(
+            (key.pk.as_str(), key.sk.as_str()),
+            ("USER#1", "MESSAGE#X#1")
         );
     }
 }

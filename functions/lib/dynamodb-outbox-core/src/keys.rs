@@ -1,0 +1,253 @@
+//! The outbox table's attribute names that belong to the table rather than to the
+//! outbox: its partition key, its sort key and its TTL attribute.
+//!
+//! A table the outbox is attached to already has them (`pk`/`sk`, a TTL attribute in
+//! use by the application), so they are settings. Inside the engine every item is
+//! read with the default names (`PK`, `SK`, `ExpiresAt`): the adapters rename the
+//! configured attributes when an item is read and use the configured names in every
+//! request they build ([`KeyNames::to_canonical`], [`KeyNames::to_configured`]).
+
+use crate::config::{ConfigError, vars};
+use std::collections::HashMap;
+
+/// The partition key the engine reads items with.
+const CANONICAL_PARTITION_KEY: &str = "PK";
+/// The sort key the engine reads items with.
+const CANONICAL_SORT_KEY: &str = "SK";
+/// The TTL attribute the engine reads items with.
+const CANONICAL_TTL_ATTRIBUTE: &str = "ExpiresAt";
+
+/// The names of the outbox table's partition key, sort key (both strings) and TTL
+/// attribute (epoch seconds). The default is `PK`, `SK`, `ExpiresAt`.
+///
+/// ```
+/// use dynamodb_outbox_core::KeyNames;
+///
+/// let names = KeyNames::new("pk", "sk").ttl_attribute("expires_at");
+/// assert_eq!(names.partition_key, "pk");
+/// assert_eq!(names.ttl_attribute, "expires_at");
+/// assert!(names.validate().is_ok());
+///
+/// // A sort key named like the partition key cannot be a table's key schema.
+/// assert!(KeyNames::new("id", "id").validate().is_err());
+/// assert_eq!(KeyNames::default().sort_key, "SK");
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct KeyNames {
+    /// The partition key's attribute name (`OUTBOX_PARTITION_KEY`, default `PK`).
+    pub partition_key: String,
+    /// The sort key's attribute name (`OUTBOX_SORT_KEY`, default `SK`).
+    pub sort_key: String,
+    /// The TTL attribute's name (`OUTBOX_TTL_ATTRIBUTE`, default `ExpiresAt`): the
+    /// table's TTL setting must name it, or `SENT` items are never deleted.
+    pub ttl_attribute: String,
+}
+
+impl Default for KeyNames {
+    fn default() -> Self {
+        KeyNames::new(CANONICAL_PARTITION_KEY, CANONICAL_SORT_KEY)
+    }
+}
+
+impl KeyNames {
+    /// A table keyed `partition_key`/`sort_key`, with the TTL attribute `ExpiresAt`.
+    pub fn new(partition_key: impl Into<String>, sort_key: impl Into<String>) -> Self {
+        KeyNames {
+            partition_key: partition_key.into(),
+            sort_key: sort_key.into(),
+            ttl_attribute: CANONICAL_TTL_ATTRIBUTE.to_owned(),
+        }
+    }
+
+    /// The same names with the TTL attribute `name`.
+    pub fn ttl_attribute(mut self, name: impl Into<String>) -> Self {
+        self.ttl_attribute = name.into();
+        self
+    }
+
+    /// Reads `OUTBOX_PARTITION_KEY`, `OUTBOX_SORT_KEY` and `OUTBOX_TTL_ATTRIBUTE` from
+    /// the process environment (each defaults to today's name), validated.
+    ///
+    /// ```no_run
+    /// let names = dynamodb_outbox_core::KeyNames::from_env()?;
+    /// println!("keys {} / {}", names.partition_key, names.sort_key);
+    /// # Ok::<(), dynamodb_outbox_core::ConfigError>(())
+    /// ```
+    pub fn from_env() -> Result<Self, ConfigError> {
+        Self::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    /// [`KeyNames::from_env`] through `lookup` (a map in tests).
+    ///
+    /// ```
+    /// use dynamodb_outbox_core::KeyNames;
+    ///
+    /// let names = KeyNames::from_lookup(|name| (name == "OUTBOX_SORT_KEY").then(|| "sk".into()))?;
+    /// assert_eq!((names.partition_key.as_str(), names.sort_key.as_str()), ("PK", "sk"));
+    /// # Ok::<(), dynamodb_outbox_core::ConfigError>(())
+    /// ```
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Result<Self, ConfigError> {
+        let read = |name: &str, default: &str| {
+            lookup(name)
+                .map(|v| v.trim().to_owned())
+                .filter(|v| !v.is_empty())
+                .unwrap_or_else(|| default.to_owned())
+        };
+        let names = KeyNames {
+            partition_key: read(vars::PARTITION_KEY, CANONICAL_PARTITION_KEY),
+            sort_key: read(vars::SORT_KEY, CANONICAL_SORT_KEY),
+            ttl_attribute: read(vars::TTL_ATTRIBUTE, CANONICAL_TTL_ATTRIBUTE),
+        };
+        names.validate()?;
+        Ok(names)
+    }
+
+    /// Whether the names can be a table's: none empty, the two keys different, the
+    /// TTL attribute neither key (DynamoDB refuses a TTL on a key attribute). The
+    /// error names the setting to change.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let empty = |name, value: &str| {
+            value.is_empty().then(|| ConfigError::Invalid {
+                name,
+                reason: "an attribute name cannot be empty".to_owned(),
+            })
+        };
+        if let Some(e) = empty(vars::PARTITION_KEY, &self.partition_key)
+            .or_else(|| empty(vars::SORT_KEY, &self.sort_key))
+            .or_else(|| empty(vars::TTL_ATTRIBUTE, &self.ttl_attribute))
+        {
+            return Err(e);
+        }
+        if self.partition_key == self.sort_key {
+            return Err(ConfigError::Invalid {
+                name: vars::SORT_KEY,
+                reason: format!(
+                    "the sort key `{}` is the partition key's name too: the outbox table needs a sort key of its own",
+                    self.sort_key
+                ),
+            });
+        }
+        if self.ttl_attribute == self.partition_key || self.ttl_attribute == self.sort_key {
+            return Err(ConfigError::Invalid {
+                name: vars::TTL_ATTRIBUTE,
+                reason: format!(
+                    "the TTL attribute `{}` is a key attribute: name the table's TTL attribute (a number of epoch seconds)",
+                    self.ttl_attribute
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    /// Whether these are the default names (nothing to rename).
+    pub fn is_default(&self) -> bool {
+        *self == KeyNames::default()
+    }
+
+    /// Renames the configured key and TTL attributes of an item read from the table
+    /// to the names the engine reads (`PK`, `SK`, `ExpiresAt`). An attribute that
+    /// already has a default name but is not the configured one (a business
+    /// attribute called `PK` on a table keyed `pk`) is dropped: the key wins.
+    pub fn to_canonical<V>(&self, item: &mut HashMap<String, V>) {
+        for (configured, canonical) in self.pairs() {
+            if configured != canonical {
+                item.remove(canonical);
+                if let Some(value) = item.remove(configured) {
+                    item.insert(canonical.to_owned(), value);
+                }
+            }
+        }
+    }
+
+    /// Renames an item written with the engine's names to the configured ones: what
+    /// the producer puts.
+    pub fn to_configured<V>(&self, item: &mut HashMap<String, V>) {
+        for (configured, canonical) in self.pairs() {
+            if configured != canonical
+                && let Some(value) = item.remove(canonical)
+            {
+                item.insert(configured.to_owned(), value);
+            }
+        }
+    }
+
+    fn pairs(&self) -> [(&str, &'static str); 3] {
+        [
+            (&self.partition_key, CANONICAL_PARTITION_KEY),
+            (&self.sort_key, CANONICAL_SORT_KEY),
+            (&self.ttl_attribute, CANONICAL_TTL_ATTRIBUTE),
+        ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(pairs: &[(&str, &str)]) -> Result<KeyNames, ConfigError> {
+        KeyNames::from_lookup(crate::config::test_env::lookup(pairs))
+    }
+
+    #[test]
+    fn unset_names_are_the_defaults_and_set_ones_are_trimmed() {
+        assert_eq!(names(&[]).expect("defaults"), KeyNames::default());
+        assert!(KeyNames::default().is_default());
+        let read = names(&[
+            ("OUTBOX_PARTITION_KEY", " pk "),
+            ("OUTBOX_SORT_KEY", "sk"),
+            ("OUTBOX_TTL_ATTRIBUTE", "expires_at"),
+        ])
+        .expect("valid");
+        assert_eq!(read, KeyNames::new("pk", "sk").ttl_attribute("expires_at"));
+    }
+
+    #[test]
+    fn names_a_table_cannot_have_are_refused_naming_the_setting() {
+        for (pairs, variable) in [
+            (&[("OUTBOX_SORT_KEY", "PK")][..], "OUTBOX_SORT_KEY"),
+            (
+                &[("OUTBOX_TTL_ATTRIBUTE", "SK")][..],
+                "OUTBOX_TTL_ATTRIBUTE",
+            ),
+            (
+                &[("OUTBOX_PARTITION_KEY", "t"), ("OUTBOX_TTL_ATTRIBUTE", "t")][..],
+                "OUTBOX_TTL_ATTRIBUTE",
+            ),
+        ] {
+            let err = names(pairs).expect_err(variable);
+            assert!(err.to_string().contains(variable), "{err}");
+        }
+        let empty = KeyNames::new("", "sk").validate().expect_err("empty");
+        assert!(
+            empty.to_string().contains("OUTBOX_PARTITION_KEY"),
+            "{empty}"
+        );
+    }
+
+    #[test]
+    fn items_are_renamed_both_ways_and_the_key_wins_over_a_business_attribute() {
+        let keys = KeyNames::new("pk", "sk").ttl_attribute("ttl");
+        let mut item = HashMap::from([
+            ("pk".to_owned(), 1),
+            ("sk".to_owned(), 2),
+            ("ttl".to_owned(), 3),
+            ("PK".to_owned(), 9),
+            ("Topic".to_owned(), 4),
+        ]);
+        keys.to_canonical(&mut item);
+        let canonical = HashMap::from([
+            ("PK".to_owned(), 1),
+            ("SK".to_owned(), 2),
+            ("ExpiresAt".to_owned(), 3),
+            ("Topic".to_owned(), 4),
+        ]);
+        assert_eq!(item, canonical);
+        keys.to_configured(&mut item);
+        assert_eq!(item.get("pk"), Some(&1));
+        assert_eq!(item.get("ttl"), Some(&3));
+        assert!(!item.contains_key("PK"));
+        let mut untouched = canonical.clone();
+        KeyNames::default().to_canonical(&mut untouched);
+        assert_eq!(untouched, canonical);
+    }
+}

@@ -1,0 +1,171 @@
+//! The sweeper index reads every command is built on: a partition's count, its
+//! earliest entry, its keys; and the items of some keys, by key.
+
+use crate::{OpsError, Reads, Table};
+use aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder;
+use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes, ReturnConsumedCapacity, Select};
+use dynamodb_outbox::schema::{ItemKey, OutboxItem, SWEEP_INDEX, SWEEP_SHARD, SeenIndex, item_key};
+use std::collections::HashMap;
+
+type Item = HashMap<String, AttributeValue>;
+
+/// `BatchGetItem` takes at most this many keys.
+const BATCH_GET_KEYS: usize = 100;
+
+/// An item as the engine reads it: the table's key names renamed to `PK`/`SK`.
+fn canonical(table: &Table, raw: &Item) -> serde_dynamo::Item {
+    let mut item = raw.clone();
+    table.keys.to_canonical(&mut item);
+    item.into()
+}
+
+fn last_key(last: Option<Item>) -> Option<Item> {
+    last.filter(|k| !k.is_empty())
+}
+
+/// A query of the index partition `shard`, reporting the capacity it consumes.
+fn partition(client: &aws_sdk_dynamodb::Client, table: &Table, shard: &str) -> QueryFluentBuilder {
+    client
+        .query()
+        .table_name(&table.name)
+        .index_name(SWEEP_INDEX)
+        .key_condition_expression("#shard = :shard")
+        .expression_attribute_names("#shard", SWEEP_SHARD)
+        .expression_attribute_values(":shard", AttributeValue::S(shard.to_owned()))
+        .return_consumed_capacity(ReturnConsumedCapacity::Total)
+}
+
+/// The number of index entries in `shard`, all pages.
+pub(crate) async fn count(
+    client: &aws_sdk_dynamodb::Client,
+    table: &Table,
+    shard: &str,
+    reads: &mut Reads,
+) -> Result<u64, OpsError> {
+    let mut total = 0u64;
+    let mut start = None;
+    loop {
+        let out = partition(client, table, shard)
+            .select(Select::Count)
+            .set_exclusive_start_key(start)
+            .send()
+            .await
+            .map_err(|e| OpsError::aws("query", &table.name, e))?;
+        reads.add(out.consumed_capacity(), out.scanned_count(), 0);
+        total += u64::try_from(out.count()).unwrap_or(0);
+        start = last_key(out.last_evaluated_key);
+        if start.is_none() {
+            return Ok(total);
+        }
+    }
+}
+
+/// The earliest `SweepDueAt` in `shard` (one entry read).
+pub(crate) async fn earliest_due(
+    client: &aws_sdk_dynamodb::Client,
+    table: &Table,
+    shard: &str,
+    reads: &mut Reads,
+) -> Result<Option<i64>, OpsError> {
+    let out = partition(client, table, shard)
+        .scan_index_forward(true)
+        .limit(1)
+        .send()
+        .await
+        .map_err(|e| OpsError::aws("query", &table.name, e))?;
+    reads.add(out.consumed_capacity(), out.scanned_count(), 0);
+    Ok(out
+        .items()
+        .first()
+        .and_then(|i| SeenIndex::of(&canonical(table, i)).due_ms()))
+}
+
+/// The keys of every entry in `shard`, all pages.
+pub(crate) async fn keys(
+    client: &aws_sdk_dynamodb::Client,
+    table: &Table,
+    shard: &str,
+    reads: &mut Reads,
+) -> Result<Vec<ItemKey>, OpsError> {
+    let mut keys = Vec::new();
+    let mut start = None;
+    loop {
+        let out = partition(client, table, shard)
+            .set_exclusive_start_key(start)
+            .send()
+            .await
+            .map_err(|e| OpsError::aws("query", &table.name, e))?;
+        reads.add(out.consumed_capacity(), out.scanned_count(), 0);
+        keys.extend(
+            out.items()
+                .iter()
+                .filter_map(|i| item_key(&canonical(table, i))),
+        );
+        start = last_key(out.last_evaluated_key);
+        if start.is_none() {
+            return Ok(keys);
+        }
+    }
+}
+
+/// The items of `keys` (those that exist), read by key in batches of 100; keys
+/// DynamoDB leaves unprocessed are asked for again.
+pub(crate) async fn items(
+    client: &aws_sdk_dynamodb::Client,
+    table: &Table,
+    keys: &[ItemKey],
+    reads: &mut Reads,
+) -> Result<Vec<OutboxItem>, OpsError> {
+    let mut found = Vec::new();
+    for chunk in keys.chunks(BATCH_GET_KEYS) {
+        let mut pending: Vec<Item> = chunk.iter().map(|k| key_of(table, k)).collect();
+        while !pending.is_empty() {
+            let request = KeysAndAttributes::builder()
+                .set_keys(Some(pending))
+                .consistent_read(true)
+                .build()
+                .map_err(|e| OpsError::Request(e.to_string()))?;
+            let out = client
+                .batch_get_item()
+                .request_items(&table.name, request)
+                .return_consumed_capacity(ReturnConsumedCapacity::Total)
+                .send()
+                .await
+                .map_err(|e| OpsError::aws("batch get", &table.name, e))?;
+            let items = out
+                .responses()
+                .and_then(|r| r.get(&table.name))
+                .map(Vec::as_slice)
+                .unwrap_or_default();
+            let capacity = out.consumed_capacity().first();
+            reads.add(capacity, 0, items.len());
+            // An item that does not fit the schema is listed as far as it reads: a
+            // listing must work on the table it is asked about.
+            found.extend(
+                items
+                    .iter()
+                    .map(|i| OutboxItem::from_item(canonical(table, i)).unwrap_or_default()),
+            );
+            pending = out
+                .unprocessed_keys()
+                .and_then(|u| u.get(&table.name))
+                .map(|k| k.keys().to_vec())
+                .unwrap_or_default();
+        }
+    }
+    Ok(found)
+}
+
+/// The key of one item in a request, under the table's names.
+pub(crate) fn key_of(table: &Table, key: &ItemKey) -> Item {
+    HashMap::from([
+        (
+            table.keys.partition_key.clone(),
+            AttributeValue::S(key.pk.clone()),
+        ),
+        (
+            table.keys.sort_key.clone(),
+            AttributeValue::S(key.sk.clone()),
+        ),
+    ])
+}
