@@ -64,7 +64,10 @@ pub async fn place_order(
         .table_name(writer.table())
         .item(PARTITION_KEY, AttributeValue::S(aggregate.clone()))
         .item(SORT_KEY, AttributeValue::S("ORDER".into()))
-        .item("total_cents", AttributeValue::N(order.total_cents.to_string()))
+        .item(
+            "total_cents",
+            AttributeValue::N(order.total_cents.to_string()),
+        )
         .condition_expression("attribute_not_exists(#pk)")
         .expression_attribute_names("#pk", PARTITION_KEY)
         .build()
@@ -87,7 +90,10 @@ pub struct Shipment {
 }
 
 /// The consumer's guard: a conditional put on the shop table's own keys.
-pub fn shipments(client: dynamodb_outbox::aws_sdk_dynamodb::Client, table: &str) -> BusinessKeyGuard {
+pub fn shipments(
+    client: dynamodb_outbox::aws_sdk_dynamodb::Client,
+    table: &str,
+) -> BusinessKeyGuard {
     let table = IdempotencyTable::new(client, table)
         .partition_key(PARTITION_KEY)
         .sort_key(SORT_KEY)
@@ -96,7 +102,10 @@ pub fn shipments(client: dynamodb_outbox::aws_sdk_dynamodb::Client, table: &str)
 }
 
 /// Ships the order a delivery announces; a redelivery is a [`Outcome::Duplicate`].
-pub async fn ship(delivery: &Delivery<'_>, guard: &BusinessKeyGuard) -> Result<Outcome, IdempotencyError> {
+pub async fn ship(
+    delivery: &Delivery<'_>,
+    guard: &BusinessKeyGuard,
+) -> Result<Outcome, IdempotencyError> {
     let order: OrderPlaced = delivery.parse()?;
     let shipment = Shipment {
         pk: format!("ORDER#{}", order.order_id),
