@@ -370,7 +370,7 @@ def joined(value, tokens) -> str:
 def literal_strings(v) -> list[str]:
     """The plain strings of a policy Resource (CDK tokens and Terraform placeholders dropped)."""
     items = v if isinstance(v, list) else [v]
-    return [x for x in items if isinstance(x, str) and not x.startswith("PARITY:")]
+    return [x for x in items if isinstance(x, str) and not x.startswith(("PARITY:", f"arn:aws:sqs:{PARITY_REGION}:"))]
 
 
 def cdk_resource(template: dict, value, names: dict) -> str:
@@ -552,11 +552,11 @@ def compare_module_sources(src: dict, example: dict) -> None:
     config_vars = module_sources("modules/outbox-config")["variable"]
     for name, body in sorted(src["variable"].items()):
         if name in config_vars and name not in KNOWN_DEFAULT_DIFFERENCES:
-            holds(f"variable {name}: modules/outbox's default {body.get('default')!r} is modules/outbox-config's {config_vars[name].get('default')!r}",
-                  body.get("default") == config_vars[name].get("default"))
+            mine, theirs = scalar(body.get("default")), scalar(config_vars[name].get("default"))
+            holds(f"variable {name}: modules/outbox's default {mine!r} is modules/outbox-config's {theirs!r}", mine == theirs)
     for name, why in KNOWN_DEFAULT_DIFFERENCES.items():
         holds(f"variable {name} is listed as a known default difference ({why}) but its defaults agree",
-              src["variable"][name].get("default") != config_vars[name].get("default"))
+              scalar(src["variable"][name].get("default")) != scalar(config_vars[name].get("default")))
 
     dash = src["aws_cloudwatch_dashboard"]["outbox"]
     uses("dashboard name", dash["dashboard_name"], "module.config.dashboard.name")

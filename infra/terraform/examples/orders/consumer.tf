@@ -3,6 +3,7 @@
 
 resource "aws_cloudwatch_log_group" "consumer" {
   #checkov:skip=CKV_AWS_158:Log groups use CloudWatch Logs' default encryption at rest, as the outbox module's.
+  #checkov:skip=CKV_AWS_338:Retention is log_retention_days, the outbox module's setting (30 days by default): operational logs of the example consumer, not an audit record.
   name              = "/aws/lambda/${local.names.consumer}"
   retention_in_days = var.log_retention_days
   tags              = var.tags
