@@ -168,7 +168,7 @@ echo "checkov skips (each with its reason):"
 grep -rhoE '#checkov:skip=[A-Z0-9_]+:.*' --include='*.tf' . | sed 's/#checkov:skip=/  /' | sort -u
 
 # ---------------------------------------------------------------- both
-step "parity: CDK and Terraform deploy the same system (default settings, every setting changed, scan mode off, KMS-encrypted large-payload bucket)"
+step "parity: CDK and Terraform deploy the same system -- modules/outbox with the orders example -- (default settings, every setting changed, scan mode off, KMS-encrypted large-payload bucket)"
 "$VENV/bin/python" parity/check_parity.py "$TEMPLATE" --keep "$WORK/variants"
 
 step "cdk: cfn-lint on the templates of the other parity variants"
