@@ -2,10 +2,11 @@
 # All infrastructure checks, offline (only the npm and PyPI registries are used,
 # for installs, and only when the lockfiles changed):
 #   CDK:        tsc type check, node:test assertion + cdk-nag tests, cdk synth, cfn-lint
-#   Terraform:  fmt -check, terraform test (provider-free module), checkov; with a
-#               filesystem mirror of hashicorp/aws (OUTBOX_TF_PROVIDER_MIRROR, default
-#               /opt/tf-plugins): validate of the module and the example, and terraform
-#               test of the module against a mocked provider
+#   Terraform:  fmt -check, terraform test (the provider-free configs of the module and of
+#               the orders example), the module README's inputs/outputs tables, checkov; with
+#               a filesystem mirror of hashicorp/aws (OUTBOX_TF_PROVIDER_MIRROR, default
+#               /opt/tf-plugins): validate of the module, the orders example and the example
+#               roots, and terraform test of the module against a mocked provider
 #   Both:       parity check (filter, retries, batch sizes, table shape, ..., per variant of the settings)
 # Usage: bash infra/check.sh      Exits non-zero on the first failure.
 set -euo pipefail
@@ -100,17 +101,30 @@ cd "$TF"
 step "terraform: fmt -check -recursive"
 terraform fmt -check -recursive -diff .
 
-step "terraform: test (modules/outbox-config, provider-free)"
+step "terraform: test (modules/outbox-config and examples/orders-config, provider-free; validate modules/lambda-artifacts)"
+TF_PASS=0
+for dir in modules/outbox-config examples/orders-config; do
+  (
+    export TF_DATA_DIR="$WORK/tf-data/$dir"
+    cd "$dir"
+    terraform init -backend=false -input=false >/dev/null
+    terraform validate -no-color
+    terraform test -no-color | tee "$WORK/tf-test.txt"
+  )
+  grep -Eq '^Success! [0-9]+ passed, 0 failed' "$WORK/tf-test.txt"
+  TF_PASS=$((TF_PASS + $(sed -nE 's/^Success! ([0-9]+) passed, 0 failed.*/\1/p' "$WORK/tf-test.txt")))
+done
 (
-  cd modules/outbox-config
+  export TF_DATA_DIR="$WORK/tf-data/modules/lambda-artifacts"
+  cd modules/lambda-artifacts
   terraform init -backend=false -input=false >/dev/null
   terraform validate -no-color
-  terraform test -no-color | tee "$WORK/tf-test.txt"
 )
-grep -Eq '^Success! [0-9]+ passed, 0 failed' "$WORK/tf-test.txt"
-TF_PASS=$(sed -nE 's/^Success! ([0-9]+) passed, 0 failed.*/\1/p' "$WORK/tf-test.txt")
 
-step "terraform: validate modules/outbox and examples/basic, test modules/outbox (mocked provider)"
+step "terraform: modules/outbox/README.md documents every input and output (module_docs.py; --write regenerates)"
+"$VENV/bin/python" module_docs.py modules/outbox
+
+step "terraform: validate modules/outbox, examples/orders, examples/basic and examples/local, test modules/outbox (mocked provider)"
 MIRROR="${OUTBOX_TF_PROVIDER_MIRROR:-/opt/tf-plugins}"
 TF_MOCK_PASS=0
 if compgen -G "$MIRROR/registry.terraform.io/hashicorp/aws/*/*/terraform-provider-aws_*" >/dev/null; then
@@ -123,7 +137,7 @@ provider_installation {
   }
 }
 RC
-  for dir in modules/outbox examples/basic; do
+  for dir in modules/outbox examples/orders examples/basic examples/local; do
     (
       export TF_CLI_CONFIG_FILE="$WORK/terraformrc-mirror" TF_DATA_DIR="$WORK/tf-data/$dir"
       cd "$dir"
@@ -138,7 +152,7 @@ RC
   TF_MOCK_PASS=$(sed -nE 's/^Success! ([0-9]+) passed, 0 failed.*/\1/p' "$WORK/tf-mock-test.txt")
 else
   echo "SKIPPED: no filesystem mirror of hashicorp/aws at $MIRROR (set OUTBOX_TF_PROVIDER_MIRROR);"
-  echo "         modules/outbox and examples/basic are not validated, the mocked-provider tests do not run."
+  echo "         modules/outbox and the examples are not validated, the mocked-provider tests do not run."
 fi
 
 step "terraform: checkov (modules and example; skips are inline #checkov:skip with reasons)"
@@ -154,7 +168,7 @@ echo "checkov skips (each with its reason):"
 grep -rhoE '#checkov:skip=[A-Z0-9_]+:.*' --include='*.tf' . | sed 's/#checkov:skip=/  /' | sort -u
 
 # ---------------------------------------------------------------- both
-step "parity: CDK and Terraform deploy the same system (default settings, every setting changed, scan mode off, KMS-encrypted large-payload bucket)"
+step "parity: CDK and Terraform deploy the same system -- modules/outbox with the orders example -- (default settings, every setting changed, scan mode off, KMS-encrypted large-payload bucket)"
 "$VENV/bin/python" parity/check_parity.py "$TEMPLATE" --keep "$WORK/variants"
 
 step "cdk: cfn-lint on the templates of the other parity variants"

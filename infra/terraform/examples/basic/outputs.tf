@@ -10,12 +10,17 @@ output "outbox_dlq_url" {
 
 output "orders_queue_url" {
   description = "Destination of topic \"orders\"."
-  value       = module.outbox.orders_queue_url
+  value       = module.orders.orders_queue_url
 }
 
 output "function_names" {
-  description = "Deployed functions."
-  value       = module.outbox.function_names
+  description = "Deployed functions: the outbox's and the orders consumer."
+  value       = merge(module.outbox.function_names, { consumer = module.orders.consumer_function_name })
+}
+
+output "producer_policy_arn" {
+  description = "Attach this managed policy to your application's role: it may then write outbox messages."
+  value       = module.outbox.producer_policy_arn
 }
 
 output "large_payload_bucket_name" {

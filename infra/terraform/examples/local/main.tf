@@ -1,5 +1,5 @@
-# Local root: the same module as examples/basic, deployed into the local AWS (MiniStack
-# on loopback) that `scripts/emulator` starts. `scripts/deploy-local terraform` runs it;
+# Local root: the same outbox module and orders example as examples/basic, deployed into
+# the local AWS (MiniStack on loopback) that `scripts/emulator` starts. `scripts/deploy-local terraform` runs it;
 # by hand:
 #
 #   scripts/package --debug                      # or scripts/package (release)
@@ -47,7 +47,7 @@ module "outbox" {
   prefix              = var.prefix
   lambda_asset_dir    = var.lambda_asset_dir
   architecture        = "x86_64"
-  routes              = var.routes
+  routes              = merge(module.orders.routes, var.routes)
   sweep_grace_seconds = var.sweep_grace_seconds
   max_message_bytes   = var.max_message_bytes
   sweep_scan_mode     = var.sweep_scan_mode
@@ -58,4 +58,18 @@ module "outbox" {
   large_payload_threshold_bytes = var.large_payload_threshold_bytes
   # A local deployment is thrown away with its emulator; let destroy work.
   deletion_protection = false
+  # The example's DLQs and consumer on the outbox's dashboard.
+  dashboard_queue_names    = module.orders.dashboard_queue_names
+  dashboard_function_names = module.orders.dashboard_function_names
+}
+
+module "orders" {
+  source = "../orders"
+
+  prefix                = var.prefix
+  lambda_asset_dir      = var.lambda_asset_dir
+  architecture          = "x86_64"
+  max_message_bytes     = var.max_message_bytes
+  deletion_protection   = false
+  large_payload_objects = module.outbox.large_payload_bucket_arn == null ? null : "${module.outbox.large_payload_bucket_arn}/outbox/*"
 }

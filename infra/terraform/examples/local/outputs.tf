@@ -4,8 +4,8 @@ output "prefix" {
 }
 
 output "function_names" {
-  description = "Deployed functions."
-  value       = module.outbox.function_names
+  description = "Deployed functions: the outbox's and the orders consumer."
+  value       = merge(module.outbox.function_names, { consumer = module.orders.consumer_function_name })
 }
 
 output "outbox_table_name" {

@@ -27,9 +27,13 @@ variable "lambda_asset_dir" {
 }
 
 variable "routes" {
-  description = "Extra routes: topic => destination (a string, or an object with destination, max_message_bytes, source)."
+  description = "Extra routes, topic => SQS queue URL, SNS topic ARN or EventBridge bus ARN, or { destination, max_message_bytes, source }; added to the example's orders and orders-events."
   type        = any
   default     = {}
+  validation {
+    condition     = try(!contains(keys(var.routes), "orders") && !contains(keys(var.routes), "orders-events"), false)
+    error_message = "The topics \"orders\" and \"orders-events\" are routed to the example's queues."
+  }
 }
 
 variable "sweep_grace_seconds" {

@@ -1,42 +1,35 @@
 locals {
   # ---------------------------------------------------------------- names (same as infra/cdk/lib/config.ts)
+  # The outbox's own resources only: the orders example names its own (examples/orders-config).
   names = {
     outbox_table        = "${var.prefix}-table"
-    orders_table        = "${var.prefix}-orders"
     publisher           = "${var.prefix}-publisher"
     sweeper             = "${var.prefix}-sweeper"
-    consumer            = "${var.prefix}-orders-consumer"
     recovery            = "${var.prefix}-recovery"
     outbox_dlq          = "${var.prefix}-dlq"
     stream_failures     = "${var.prefix}-stream-failures"
     stream_failures_dlq = "${var.prefix}-stream-failures-dlq"
-    orders_queue        = "${var.prefix}-orders-queue"
-    orders_dlq          = "${var.prefix}-orders-queue-dlq"
-    fifo_queue          = "${var.prefix}-orders-events.fifo"
-    fifo_dlq            = "${var.prefix}-orders-events-dlq.fifo"
     sweep_rule          = "${var.prefix}-sweep-schedule"
     dashboard           = "${var.prefix}-dashboard"
+    producer_policy     = "${var.prefix}-producer"
   }
 
   # ---------------------------------------------------------------- infra/CONTRACT.md
   binaries = {
     publisher = "outbox-publisher"
     sweeper   = "outbox-sweeper"
-    consumer  = "orders-consumer"
     recovery  = "outbox-recovery"
   }
-  example_topics = {
-    standard = "orders"
-    fifo     = "orders-events"
-  }
+  # The key names are settings (both keys strings); a created table uses them, an existing
+  # table must have them. The sweeper's index and the other attributes are the outbox's own.
   outbox_table = {
-    hash_key         = "PK"
-    range_key        = "SK"
+    hash_key         = var.partition_key_name
+    range_key        = var.sort_key_name
     stream_view_type = "NEW_IMAGE"
-    ttl_attribute    = "ExpiresAt"
+    ttl_attribute    = var.ttl_attribute_name
     attributes = [
-      { name = "PK", type = "S" },
-      { name = "SK", type = "S" },
+      { name = var.partition_key_name, type = "S" },
+      { name = var.sort_key_name, type = "S" },
       { name = "SweepShard", type = "S" },
       { name = "SweepDueAt", type = "N" },
     ]
@@ -50,10 +43,17 @@ locals {
     # items (no ItemType). The only items the sweeper may PutItem (unless the scan mode is off).
     scan_cursor_pk = "OUTBOX#SWEEPER"
   }
-  orders_table = {
-    hash_key      = "id"
-    attributes    = [{ name = "id", type = "S" }]
-    ttl_attribute = "ExpiresAt"
+  # The attributes an outbox item has besides its keys and TTL (dynamodb-outbox-core's schema):
+  # a key or TTL named like one would mix them up.
+  outbox_attributes = [
+    "ItemType", "Topic", "Payload", "Status", "RetryCount", "MessageId", "CreatedAt", "Sequence", "SweepShard", "SweepDueAt",
+    "SentAt", "FailedAt", "LastError", "PayloadOn", "PayloadSize", "Segments", "Cursor",
+  ]
+  # What the functions are told of the table's attribute names (always set, so both stacks say it).
+  key_environment = {
+    OUTBOX_PARTITION_KEY = var.partition_key_name
+    OUTBOX_SORT_KEY      = var.sort_key_name
+    OUTBOX_TTL_ATTRIBUTE = var.ttl_attribute_name
   }
   # The large-payload bucket (S3 large-payload offload): objects at <key_prefix><MessageId>, expiring after
   # the retention -- longer than any queue keeps a pointer (queue_retention_days).
@@ -107,10 +107,6 @@ locals {
     function_response_types        = ["ReportBatchItemFailures"]
     parallelization_factor         = 1
   }
-  consumer_mapping = {
-    batch_size              = var.consumer_batch_size
-    function_response_types = ["ReportBatchItemFailures"]
-  }
   # The recovery function's mapping on <prefix>-stream-failures: a range it cannot read for
   # now is reported and retried; the others are deleted.
   recovery_mapping = {
@@ -125,14 +121,12 @@ locals {
     timeouts = {
       publisher = 60
       sweeper   = min(300, var.sweep_rate_minutes * 60)
-      consumer  = 30
       recovery  = 60
     }
     # null: unreserved. 0 would stop the sweeper altogether, so 0 means unreserved too.
     reserved_concurrency = {
       publisher = null
       sweeper   = var.sweeper_reserved_concurrency == 0 ? null : var.sweeper_reserved_concurrency
-      consumer  = null
       recovery  = null
     }
   }
@@ -152,6 +146,7 @@ locals {
   publisher_environment = merge(
     local.large_payloads.existing_name == null ? {} : { (local.large_payloads.env.bucket) = local.large_payloads.existing_name },
     { OUTBOX_TTL_DAYS = tostring(var.ttl_days), OUTBOX_DEPLOYMENT = var.prefix },
+    local.key_environment,
     var.default_destination == null ? {} : { OUTBOX_DEFAULT_DESTINATION = var.default_destination },
     var.large_payload_threshold_bytes == null ? {} : { (local.large_payloads.env.threshold_bytes) = tostring(var.large_payload_threshold_bytes) },
   )
@@ -160,8 +155,7 @@ locals {
     OUTBOX_SWEEP_GRACE_SECONDS = tostring(var.sweep_grace_seconds)
     OUTBOX_SWEEP_SCAN_MODE     = local.sweep_scan_mode
   })
-  consumer_environment = { OUTBOX_DEPLOYMENT = var.prefix }
-  recovery_environment = { OUTBOX_DEPLOYMENT = var.prefix }
+  recovery_environment = merge({ OUTBOX_DEPLOYMENT = var.prefix }, local.key_environment)
 
   # ---------------------------------------------------------------- tables
   # An existing table's ARN comes from its stream ARN (its own partition, region, account).
@@ -173,23 +167,30 @@ locals {
 
   # ---------------------------------------------------------------- routes → IAM targets
   sqs_url_pattern = "^https://sqs\\.(?P<region>[a-z0-9-]+)\\.amazonaws\\.com(?P<cn>\\.cn)?/(?P<account>[0-9]{12})/(?P<name>[A-Za-z0-9_-]{1,75}(?:\\.fifo)?)$"
+  # Any other endpoint (a local AWS, http://localhost:4566/<account>/<name>): the queue is in the deployment's region.
+  sqs_other_url_pattern = "^https?://[A-Za-z0-9.-]+(?::[0-9]{1,5})?/(?P<account>[0-9]{12})/(?P<name>[A-Za-z0-9_-]{1,75}(?:\\.fifo)?)$"
   # A route is a destination text or an object with one; IAM comes from the destination.
   external_destinations = concat(
     [for r in values(var.routes) : try(tostring(r), r.destination)],
     var.default_destination == null ? [] : [var.default_destination],
   )
-  external_sqs_arns = [
+  external_sqs_arns = concat([
     for d in local.external_destinations : format("arn:%s:sqs:%s:%s:%s",
       regex(local.sqs_url_pattern, d).cn == ".cn" ? "aws-cn" : (startswith(regex(local.sqs_url_pattern, d).region, "us-gov-") ? "aws-us-gov" : "aws"),
       regex(local.sqs_url_pattern, d).region, regex(local.sqs_url_pattern, d).account, regex(local.sqs_url_pattern, d).name,
     ) if can(regex(local.sqs_url_pattern, d))
-  ]
+    ], [
+    for d in local.external_destinations : format("arn:%s:sqs:%s:%s:%s",
+      startswith(local.r.region, "cn-") ? "aws-cn" : (startswith(local.r.region, "us-gov-") ? "aws-us-gov" : "aws"),
+      local.r.region, regex(local.sqs_other_url_pattern, d).account, regex(local.sqs_other_url_pattern, d).name,
+    ) if !can(regex(local.sqs_url_pattern, d)) && can(regex(local.sqs_other_url_pattern, d)) && try(local.r.region != null, false)
+  ])
   external_sns_arns = distinct([for d in local.external_destinations : d if can(regex("^arn:aws[a-z-]*:sns:", d))])
   external_bus_arns = distinct([for d in local.external_destinations : d if can(regex("^arn:aws[a-z-]*:events:", d))])
 
   # ---------------------------------------------------------------- IAM policy documents (least privilege, no wildcards)
   r                 = var.resources
-  routed_queue_arns = local.r == null ? null : distinct(concat(local.r.example_route_queue_arns, [local.r.outbox_dlq_arn], local.external_sqs_arns))
+  routed_queue_arns = local.r == null ? null : distinct(concat(local.external_sqs_arns, [local.r.outbox_dlq_arn]))
   send_statements = concat(
     [for arns in local.r == null ? [] : [local.routed_queue_arns] : { Sid = "SendToRoutedQueues", Effect = "Allow", Action = "sqs:SendMessage", Resource = arns }],
     # Each destination's real MaximumMessageSize, read at cold start: the same queues, nothing more.
@@ -219,11 +220,12 @@ locals {
       Null                        = { "dynamodb:LeadingKeys" = "false" }
     }
   } if local.sweep_scans]
-  # The large-payload offload: publisher and sweeper put, the orders consumer gets, objects under the key
-  # prefix of the deployment's bucket only (one object per message id, so the prefix wildcard).
-  large_payload_objects = try("${local.r.large_payload_bucket_arn}/${local.large_payloads.key_prefix}*", null)
-  large_payload_statements = { for fn, a in { publisher = ["PutLargePayloads", "s3:PutObject"], sweeper = ["PutLargePayloads", "s3:PutObject"], consumer = ["GetLargePayloads", "s3:GetObject"] } : fn => [
-    for objects in compact([local.large_payload_objects]) : { Sid = a[0], Effect = "Allow", Action = a[1], Resource = objects } if var.large_payloads
+  # The large-payload offload: publisher and sweeper put objects under the key prefix of the
+  # deployment's bucket only (one object per message id, so the prefix wildcard). Consumers get
+  # them (large_payload_objects is an output, for their roles).
+  large_payload_objects = var.large_payloads ? try("${local.r.large_payload_bucket_arn}/${local.large_payloads.key_prefix}*", null) : null
+  large_payload_statements = { for fn in ["publisher", "sweeper"] : fn => [
+    for objects in compact([local.large_payload_objects]) : { Sid = "PutLargePayloads", Effect = "Allow", Action = "s3:PutObject", Resource = objects }
   ] }
   # The order fence reads the index shards a batch touches in one PartiQL select (`IN` on the
   # shard key: a query of each shard); never a scan of the index.
@@ -238,7 +240,7 @@ locals {
     },
   ]])
 
-  logs_statement = { for fn in ["publisher", "sweeper", "consumer", "recovery"] : fn => {
+  logs_statement = { for fn in ["publisher", "sweeper", "recovery"] : fn => {
     Sid      = "WriteOwnLogs"
     Effect   = "Allow"
     Action   = ["logs:CreateLogStream", "logs:PutLogEvents"]
@@ -284,25 +286,6 @@ locals {
         local.logs_statement.sweeper,
       ], local.scan_cursor_statements, local.select_pending_keys, local.send_statements, local.large_payload_statements.sweeper)
     }
-    consumer = {
-      Version = "2012-10-17"
-      Statement = concat([
-        {
-          # TransactWriteItems is authorized per action inside it: Put/Update/Delete/ConditionCheck.
-          Sid      = "ApplyOrdersOnce"
-          Effect   = "Allow"
-          Action   = ["dynamodb:PutItem", "dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:ConditionCheckItem"]
-          Resource = local.r.orders_table_arn
-        },
-        {
-          Sid      = "ConsumeOrdersQueue"
-          Effect   = "Allow"
-          Action   = ["sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility", "sqs:GetQueueAttributes"]
-          Resource = local.r.orders_queue_arn
-        },
-        local.logs_statement.consumer,
-      ], local.large_payload_statements.consumer, local.kms_statements)
-    }
     recovery = {
       Version = "2012-10-17"
       Statement = concat([
@@ -336,26 +319,28 @@ locals {
   }
 
   # ---------------------------------------------------------------- routes (OUTBOX_ROUTES)
-  # Below 1 MiB the example routes say the queues' size, so the publisher treats a larger
-  # message as poison instead of failing the call. (jsonencode/jsondecode: a conditional
-  # cannot return a string on one side and an object on the other.)
-  example_routes = var.resources == null ? null : {
-    for topic, queue in { (local.example_topics.standard) = "standard", (local.example_topics.fifo) = "fifo" } : topic => jsondecode(
-      var.max_message_bytes < 1048576
-      ? jsonencode({ destination = try(var.resources.example_route_queue_urls[queue], null), max_message_bytes = var.max_message_bytes })
-      : jsonencode(try(var.resources.example_route_queue_urls[queue], null))
+  # The caller's routes, objects unchanged: nothing of ours is merged in.
+  routes_json = jsonencode(var.routes)
+
+  # ---------------------------------------------------------------- producer policy
+  # What an application role needs to write outbox messages: the items (TransactWriteItems is
+  # authorised per action inside it), large payloads under outbox/ when the offload is on, and
+  # the deployment's KMS key. Nothing else.
+  producer_policy = local.r == null ? null : {
+    Version = "2012-10-17"
+    Statement = concat(
+      [{ Sid = "WriteOutboxItems", Effect = "Allow", Action = ["dynamodb:ConditionCheckItem", "dynamodb:PutItem", "dynamodb:UpdateItem"], Resource = local.r.outbox_table_arn }],
+      [for objects in compact([local.large_payload_objects]) : { Sid = "PutLargePayloads", Effect = "Allow", Action = "s3:PutObject", Resource = objects }],
+      [for key in compact([var.kms_key_arn]) : { Sid = "UseKmsKey", Effect = "Allow", Action = ["kms:Decrypt", "kms:GenerateDataKey"], Resource = key }],
     )
   }
-  routes_json = var.resources == null ? null : jsonencode(merge(local.example_routes, var.routes))
 
   # ---------------------------------------------------------------- alarms, named <prefix>-<key>
   queue_not_empty = {
-    OutboxDlqNotEmpty       = { queue = local.names.outbox_dlq, description = "Outbox messages became FAILED (see LastError on the item); inspect, fix, redrive." }
-    RecoveryDlqNotEmpty     = { queue = local.names.stream_failures_dlq, description = "The recovery function failed on-failure records maxReceiveCount times (not an on-failure record, or a range it could not read); read them and its logs, fix, redrive to the failure queue within the stream's 24 h." }
-    ConsumerDlqNotEmpty     = { queue = local.names.orders_dlq, description = "The orders consumer gave up on messages (conflicts or bugs); inspect and redrive." }
-    OrdersEventsDlqNotEmpty = { queue = local.names.fifo_dlq, description = "Messages of the FIFO orders-events queue were received maxReceiveCount times without being deleted; inspect and redrive." }
+    OutboxDlqNotEmpty   = { queue = local.names.outbox_dlq, description = "Outbox messages became FAILED (see LastError on the item); inspect, fix, redrive." }
+    RecoveryDlqNotEmpty = { queue = local.names.stream_failures_dlq, description = "The recovery function failed on-failure records maxReceiveCount times (not an on-failure record, or a range it could not read); read them and its logs, fix, redrive to the failure queue within the stream's 24 h." }
   }
-  function_titles = { publisher = "Publisher", sweeper = "Sweeper", consumer = "Consumer", recovery = "Recovery" }
+  function_titles = { publisher = "Publisher", sweeper = "Sweeper", recovery = "Recovery" }
   function_alarm_descriptions = {
     Errors    = "fails invocations in 3 consecutive 5-minute periods (a crash, a timeout, a bad configuration): read its log group."
     Throttles = "is throttled in 3 consecutive 5-minute periods: raise its reserved concurrency or the account's concurrency quota."
@@ -465,8 +450,11 @@ locals {
 
   # ---------------------------------------------------------------- dashboard <prefix>-dashboard
   # Widgets without "region": each stack adds its own.
-  outbox_metric    = [for m in ["Published", "PublishFailed", "Failed", "RecoveredBySweeper", "SweepRetries", "SweepErrors"] : [local.metrics.namespace, m, "Service", var.prefix]]
-  function_metrics = { for metric in ["Errors", "Duration", "Throttles"] : metric => [for fn in ["publisher", "sweeper", "consumer", "recovery"] : ["AWS/Lambda", metric, "FunctionName", local.names[fn]]] }
+  outbox_metric = [for m in ["Published", "PublishFailed", "Failed", "RecoveredBySweeper", "SweepRetries", "SweepErrors"] : [local.metrics.namespace, m, "Service", var.prefix]]
+  # The outbox's functions, then the caller's (var.dashboard_function_names: its consumers).
+  function_metrics = { for metric in ["Errors", "Duration", "Throttles"] : metric => [
+    for name in concat([for fn in ["publisher", "sweeper", "recovery"] : local.names[fn]], var.dashboard_function_names) : ["AWS/Lambda", metric, "FunctionName", name]
+  ] }
   dashboard_widgets = [
     { title = "Outbox messages (sum per 5 minutes)", view = "timeSeries", stacked = false, stat = "Sum", period = 300, metrics = local.outbox_metric },
     {
@@ -489,7 +477,7 @@ locals {
     },
     {
       title = "Dead-letter and failure queues (messages visible)", view = "timeSeries", stacked = false, stat = "Maximum", period = 300
-      metrics = [for q in [local.names.outbox_dlq, local.names.stream_failures, local.names.stream_failures_dlq, local.names.orders_dlq, local.names.fifo_dlq] : [
+      metrics = [for q in concat([local.names.outbox_dlq, local.names.stream_failures, local.names.stream_failures_dlq], var.dashboard_queue_names) : [
         "AWS/SQS", "ApproximateNumberOfMessagesVisible", "QueueName", q,
       ]]
     },
@@ -502,4 +490,14 @@ locals {
     # Two widgets per row, 12 x 6 each.
     widgets = [for i, p in local.dashboard_widgets : { type = "metric", x = (i % 2) * 12, y = floor(i / 2) * 6, width = 12, height = 6, properties = p }]
   }
+}
+
+# The function code, checked at plan (../lambda-artifacts): missing, non-ELF,
+# wrong-architecture or stale artifacts are refused by output "artifacts".
+module "artifacts" {
+  source = "../lambda-artifacts"
+
+  lambda_asset_dir = var.lambda_asset_dir
+  binaries         = local.binaries
+  architecture     = var.architecture
 }

@@ -8,19 +8,9 @@ output "binaries" {
   value       = local.binaries
 }
 
-output "example_topics" {
-  description = "Topics routed to the example queues."
-  value       = local.example_topics
-}
-
 output "outbox_table" {
   description = "Shape of the outbox table (infra/CONTRACT.md)."
   value       = local.outbox_table
-}
-
-output "orders_table" {
-  description = "Shape of the reference consumer's orders table."
-  value       = local.orders_table
 }
 
 output "stream_filter" {
@@ -35,11 +25,6 @@ output "stream_filter" {
 output "stream_mapping" {
   description = "Settings of the publisher's stream event source mapping."
   value       = local.stream_mapping
-}
-
-output "consumer_mapping" {
-  description = "Settings of the reference consumer's SQS event source mapping."
-  value       = local.consumer_mapping
 }
 
 output "recovery_mapping" {
@@ -77,11 +62,6 @@ output "sweeper_environment" {
   value       = local.sweeper_environment
 }
 
-output "consumer_environment" {
-  description = "Consumer environment that does not depend on deployed resources."
-  value       = local.consumer_environment
-}
-
 output "recovery_environment" {
   description = "Recovery function environment that does not depend on deployed resources."
   value       = local.recovery_environment
@@ -93,7 +73,7 @@ output "existing_table" {
 }
 
 output "tables" {
-  description = "Settings of both tables."
+  description = "Settings of the outbox table the module creates."
   value = {
     deletion_protection = var.deletion_protection
   }
@@ -105,8 +85,7 @@ output "queue_settings" {
     max_message_size          = var.max_message_bytes
     message_retention_seconds = local.queue_retention_days * 86400
     max_receive_count         = var.max_receive_count
-    consumer_visibility       = local.functions.timeouts.consumer * 6
-    # The failure queue is the recovery function's trigger: 6 x its timeout, like the orders queue.
+    # The failure queue is the recovery function's trigger: 6 x its timeout.
     stream_failures_visibility = local.functions.timeouts.recovery * 6
   }
 }
@@ -136,24 +115,22 @@ output "dashboard" {
 }
 
 output "routes_json" {
-  description = "OUTBOX_ROUTES: the example routes and var.routes (objects unchanged), as JSON; null until var.resources is set."
+  description = "OUTBOX_ROUTES: var.routes (objects unchanged), as JSON."
   value       = local.routes_json
 }
 
 output "artifacts" {
   description = "The function code per function: the zip to deploy and the architecture read from its bootstrap; null without lambda_asset_dir. Planning fails when an artifact is missing, not ELF, of the wrong architecture or stale."
-  value = var.lambda_asset_dir == null ? null : {
-    for k, p in local.artifact_paths : k => { zip = p.zip, architecture = local.elf_found[k].architecture }
-  }
+  value       = module.artifacts.artifacts
   precondition {
-    condition     = length(local.artifact_problems) == 0
-    error_message = join("\n", local.artifact_problems)
+    condition     = length(module.artifacts.problems) == 0
+    error_message = join("\n", module.artifacts.problems)
   }
 }
 
 output "artifact_problems" {
   description = "Why each refused artifact is refused (empty when all are fine)."
-  value       = local.artifact_problems
+  value       = module.artifacts.problems
 }
 
 output "log_retention_days" {
@@ -174,4 +151,29 @@ output "policy_json" {
 output "assume_role_policy_json" {
   description = "Trust policy of the function roles."
   value       = jsonencode(local.assume_role_policy)
+}
+
+output "key_names" {
+  description = "The outbox table's attribute names: partition key, sort key, TTL attribute (and the environment the functions get them in)."
+  value = {
+    partition_key = var.partition_key_name
+    sort_key      = var.sort_key_name
+    ttl_attribute = var.ttl_attribute_name
+    environment   = local.key_environment
+  }
+}
+
+output "producer_policy" {
+  description = "The IAM policy document (object) an application role needs to write outbox messages; null until var.resources is set."
+  value       = local.producer_policy
+}
+
+output "producer_policy_json" {
+  description = "The producer policy as JSON text; null until var.resources is set."
+  value       = local.producer_policy == null ? null : jsonencode(local.producer_policy)
+}
+
+output "large_payload_objects" {
+  description = "The objects large payloads are stored as (<bucket ARN>/outbox/*), for consumers' GetObject grants; null when the offload is off or until var.resources is set."
+  value       = local.large_payload_objects
 }

@@ -10,9 +10,8 @@ variable "prefix" {
 
 variable "routes" {
   description = <<-EOT
-    Extra routes, topic => destination, merged with the example routes "orders" and
-    "orders-events" into OUTBOX_ROUTES (unchanged). A destination is an SQS queue URL,
-    an SNS topic ARN or an EventBridge bus ARN, or an object
+    Your routes, topic => destination: OUTBOX_ROUTES (unchanged; nothing else is merged in).
+    A destination is an SQS queue URL, an SNS topic ARN or an EventBridge bus ARN, or an object
     { destination = "...", max_message_bytes = N (SQS only: the queue's MaximumMessageSize
     when below 1 MiB), source = "..." (EventBridge only: the events' Source) }.
   EOT
@@ -27,15 +26,15 @@ variable "routes" {
   }
   validation {
     condition = try(alltrue([for t, r in var.routes : can(regex(
-      "^(https://sqs\\.[a-z0-9-]+\\.amazonaws\\.com(\\.cn)?/[0-9]{12}/[A-Za-z0-9_-]{1,75}(\\.fifo)?|arn:aws[a-z-]*:sns:[a-z0-9-]+:[0-9]{12}:[A-Za-z0-9_-]{1,256}(\\.fifo)?|arn:aws[a-z-]*:events:[a-z0-9-]+:[0-9]{12}:event-bus/[A-Za-z0-9._/-]{1,256})$",
+      "^(https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?/[0-9]{12}/[A-Za-z0-9_-]{1,75}(\\.fifo)?|arn:aws[a-z-]*:sns:[a-z0-9-]+:[0-9]{12}:[A-Za-z0-9_-]{1,256}(\\.fifo)?|arn:aws[a-z-]*:events:[a-z0-9-]+:[0-9]{12}:event-bus/[A-Za-z0-9._/-]{1,256})$",
       try(tostring(r), r.destination),
     ))]), false)
-    error_message = "Every route destination must be an SQS queue URL (https://sqs.<region>.amazonaws.com/<account>/<name>), an SNS topic ARN or an EventBridge bus ARN."
+    error_message = "Every route destination must be an SQS queue URL (https://sqs.<region>.amazonaws.com/<account>/<name>, or a local AWS's http://<host>:<port>/<account>/<name>), an SNS topic ARN or an EventBridge bus ARN."
   }
   validation {
     condition = try(alltrue([for t, r in var.routes : try(r.max_message_bytes, null) == null || try(
       tonumber(r.max_message_bytes) == r.max_message_bytes && floor(r.max_message_bytes) == r.max_message_bytes
-      && r.max_message_bytes >= 1 && r.max_message_bytes <= 1048576 && startswith(r.destination, "https://"),
+      && r.max_message_bytes >= 1 && r.max_message_bytes <= 1048576 && can(regex("^https?://", r.destination)),
       false,
     )]), false)
     error_message = "A route's max_message_bytes must be a whole number from 1 to 1048576, and only on an SQS queue destination (SNS and EventBridge limits are fixed)."
@@ -51,10 +50,6 @@ variable "routes" {
     condition     = try(alltrue([for t in keys(var.routes) : can(regex("^[A-Za-z0-9._:-]{1,256}$", t))]), false)
     error_message = "Route topics may only use A-Z a-z 0-9 . _ : - (1-256 characters)."
   }
-  validation {
-    condition     = try(!contains(keys(var.routes), "orders") && !contains(keys(var.routes), "orders-events"), false)
-    error_message = "The topics \"orders\" and \"orders-events\" are routed to the example queues this module creates."
-  }
 }
 
 variable "default_destination" {
@@ -63,7 +58,7 @@ variable "default_destination" {
   default     = null
   validation {
     condition = var.default_destination == null || anytrue([
-      can(regex("^https://sqs\\.[a-z0-9-]+\\.amazonaws\\.com(\\.cn)?/[0-9]{12}/[A-Za-z0-9_-]{1,75}(\\.fifo)?$", coalesce(var.default_destination, "-"))),
+      can(regex("^https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?/[0-9]{12}/[A-Za-z0-9_-]{1,75}(\\.fifo)?$", coalesce(var.default_destination, "-"))),
       can(regex("^arn:aws[a-z-]*:sns:[a-z0-9-]+:[0-9]{12}:[A-Za-z0-9_-]{1,256}(\\.fifo)?$", coalesce(var.default_destination, "-"))),
       can(regex("^arn:aws[a-z-]*:events:[a-z0-9-]+:[0-9]{12}:event-bus/[A-Za-z0-9._/-]{1,256}$", coalesce(var.default_destination, "-"))),
     ])
@@ -152,16 +147,6 @@ variable "stream_max_record_age_seconds" {
   }
 }
 
-variable "consumer_batch_size" {
-  description = "Batch size of the reference consumer's SQS event source mapping."
-  type        = number
-  default     = 10
-  validation {
-    condition     = var.consumer_batch_size >= 1 && var.consumer_batch_size <= 10 && floor(var.consumer_batch_size) == var.consumer_batch_size
-    error_message = "consumer_batch_size must be an integer from 1 to 10."
-  }
-}
-
 variable "max_receive_count" {
   description = "Receives of a destination-queue message before it moves to that queue's DLQ."
   type        = number
@@ -173,7 +158,7 @@ variable "max_receive_count" {
 }
 
 variable "max_message_bytes" {
-  description = "MaximumMessageSize of every queue the module creates (1 MiB unless set). Below 1 MiB the example routes tell the publisher (max_message_bytes in OUTBOX_ROUTES)."
+  description = "MaximumMessageSize of every queue the module creates (its DLQ, the stream-failure queue and its DLQ): 1 MiB unless set."
   type        = number
   default     = 1048576
   validation {
@@ -193,7 +178,7 @@ variable "sweeper_reserved_concurrency" {
 }
 
 variable "deletion_protection" {
-  description = "DynamoDB deletion protection of the outbox and orders tables. On by default; turn it off for throwaway deployments (terraform destroy then deletes the tables)."
+  description = "DynamoDB deletion protection of the outbox table the module creates. On by default; turn it off for throwaway deployments (terraform destroy then deletes the table)."
   type        = bool
   default     = true
   nullable    = false
@@ -274,16 +259,76 @@ variable "kms_key_arn" {
 }
 
 variable "existing_table" {
-  description = "Attach to this existing outbox table instead of creating one. Its stream must be enabled (NEW_IMAGE) and it must have the OutboxSweepIndex GSI."
+  description = "Attach to this existing table instead of creating one. Its stream must be enabled (NEW_IMAGE or NEW_AND_OLD_IMAGES), its keys must be the strings partition_key_name and sort_key_name, TTL on ttl_attribute_name, and it must have the OutboxSweepIndex GSI (SweepShard S, SweepDueAt N)."
   type = object({
     table_name = string
     stream_arn = string
   })
   default = null
   validation {
+    condition     = var.existing_table == null || try(length(var.existing_table.table_name) >= 3 && length(var.existing_table.stream_arn) > 0, false)
+    error_message = "existing_table needs table_name and stream_arn (the table's LatestStreamArn: its stream must be enabled)."
+  }
+  validation {
+    condition     = var.existing_table == null || can(regex("^[A-Za-z0-9_.-]{3,255}$", try(var.existing_table.table_name, "")))
+    error_message = "existing_table.table_name must be a DynamoDB table name (3-255 characters of A-Z a-z 0-9 _ . -), not an ARN."
+  }
+  validation {
     condition     = var.existing_table == null || can(regex("^arn:aws[a-z-]*:dynamodb:[a-z0-9-]+:[0-9]{12}:table/${try(var.existing_table.table_name, "")}/stream/[0-9A-Za-z:.T-]+$", try(var.existing_table.stream_arn, "")))
     error_message = "existing_table.stream_arn must be the stream ARN of existing_table.table_name."
   }
+}
+
+variable "partition_key_name" {
+  description = "Partition key attribute (a string) of the outbox table: a created table's HASH key; an existing table's must be this. The functions get it as OUTBOX_PARTITION_KEY."
+  type        = string
+  default     = "PK"
+  nullable    = false
+  validation {
+    condition     = length(var.partition_key_name) >= 1 && length(var.partition_key_name) <= 255
+    error_message = "partition_key_name must be 1-255 characters."
+  }
+}
+
+variable "sort_key_name" {
+  description = "Sort key attribute (a string) of the outbox table: a created table's RANGE key; an existing table's must be this. The functions get it as OUTBOX_SORT_KEY."
+  type        = string
+  default     = "SK"
+  nullable    = false
+  validation {
+    condition     = length(var.sort_key_name) >= 1 && length(var.sort_key_name) <= 255 && var.sort_key_name != var.partition_key_name
+    error_message = "sort_key_name must be 1-255 characters and differ from partition_key_name (the outbox table has both keys)."
+  }
+}
+
+variable "ttl_attribute_name" {
+  description = "TTL attribute of the outbox table (epoch seconds; a SENT item expires ttl_days later): a created table's TTL; an existing table's TTL must be on this attribute (a table has one). The functions get it as OUTBOX_TTL_ATTRIBUTE."
+  type        = string
+  default     = "ExpiresAt"
+  nullable    = false
+  validation {
+    condition     = length(var.ttl_attribute_name) >= 1 && length(var.ttl_attribute_name) <= 255 && !contains([var.partition_key_name, var.sort_key_name], var.ttl_attribute_name)
+    error_message = "ttl_attribute_name must be 1-255 characters and not a key attribute (a key cannot expire items)."
+  }
+  validation {
+    # The outbox's own attributes (infra/CONTRACT.md): a key or TTL named like one would mix them up.
+    condition     = length(setintersection([var.partition_key_name, var.sort_key_name, var.ttl_attribute_name], local.outbox_attributes)) == 0
+    error_message = "partition_key_name, sort_key_name and ttl_attribute_name must not be attributes the outbox writes itself (${join(", ", local.outbox_attributes)})."
+  }
+}
+
+variable "dashboard_queue_names" {
+  description = "More queues (by name) whose visible messages the dashboard's dead-letter widget shows after the outbox's own, e.g. your destinations' dead-letter queues."
+  type        = list(string)
+  default     = []
+  nullable    = false
+}
+
+variable "dashboard_function_names" {
+  description = "More functions (by name) whose errors, duration and throttles the dashboard shows after the outbox's own, e.g. your consumers."
+  type        = list(string)
+  default     = []
+  nullable    = false
 }
 
 variable "alarm_topic_arn" {
@@ -333,14 +378,11 @@ variable "resources" {
   type = object({
     outbox_table_arn          = string
     outbox_stream_arn         = string
-    orders_table_arn          = string
     outbox_dlq_arn            = string
     stream_failures_queue_arn = string
-    orders_queue_arn          = string
-    example_route_queue_arns  = list(string)
-    example_route_queue_urls  = optional(map(string), {}) # standard, fifo
-    log_group_arns            = map(string)
+    log_group_arns            = map(string)      # publisher, sweeper, recovery
     large_payload_bucket_arn  = optional(string) # null when large_payloads is off
+    region                    = optional(string) # the deployment's: queues whose URL names no region (a local AWS) are there
   })
   default = null
 }

@@ -7,7 +7,7 @@ resource "aws_cloudwatch_dashboard" "outbox" {
   dashboard_name = module.config.dashboard.name
   dashboard_body = jsonencode({
     widgets = [for w in module.config.dashboard.widgets : merge(w, {
-      properties = merge(w.properties, { region = split(":", local.all_queues["outbox_dlq"].arn)[3] })
+      properties = merge(w.properties, { region = local.region })
     })]
   })
 }

@@ -1,4 +1,4 @@
-# Four functions, one role each, each with its own log group.
+# Three functions, one role each, each with its own log group.
 # Code: target/lambda/<bin>/bootstrap.zip from `cargo lambda build --release --arm64
 # --output-format zip` (var.lambda_asset_dir points at target/lambda), checked at plan by
 # module.config (see ../outbox-config/artifacts.tf).
@@ -18,12 +18,6 @@ locals {
       description = "Recovers outbox messages still PENDING after the grace period; FAILED + DLQ after max attempts"
       timeout     = local.fn.timeouts.sweeper
     }
-    consumer = {
-      name        = local.names.consumer
-      binary      = module.config.binaries.consumer
-      description = "Reference consumer: applies each order exactly once (idempotent conditional writes)"
-      timeout     = local.fn.timeouts.consumer
-    }
     recovery = {
       name        = local.names.recovery
       binary      = module.config.binaries.recovery
@@ -35,7 +29,6 @@ locals {
   environment = {
     publisher = merge(local.common_environment, module.config.publisher_environment)
     sweeper   = merge(local.common_environment, module.config.sweeper_environment)
-    consumer  = merge({ ORDERS_TABLE_NAME = aws_dynamodb_table.orders.name }, module.config.consumer_environment)
     recovery  = merge({ OUTBOX_TABLE_NAME = local.outbox_table_name }, module.config.recovery_environment)
   }
 }
@@ -68,7 +61,7 @@ resource "aws_iam_role_policy" "function" {
 
 resource "aws_lambda_function" "this" {
   #checkov:skip=CKV_AWS_50:X-Ray tracing would need xray:PutTraceSegments on "*"; the functions emit EMF metrics and structured JSON logs instead.
-  #checkov:skip=CKV_AWS_116:Only the sweeper is invoked asynchronously (EventBridge schedule) and it needs no DLQ: a failed or throttled sweep is dropped (no retry, 2-minute event age) and the next scheduled sweep does the same work, so nothing is lost; a dead sweeper shows in the OldestPendingTooOld (missing data breaching) and SweeperErrors alarms. The publisher's stream mapping has its on-failure queue, the consumer's and the recovery function's queues their DLQs.
+  #checkov:skip=CKV_AWS_116:Only the sweeper is invoked asynchronously (EventBridge schedule) and it needs no DLQ: a failed or throttled sweep is dropped (no retry, 2-minute event age) and the next scheduled sweep does the same work, so nothing is lost; a dead sweeper shows in the OldestPendingTooOld (missing data breaching) and SweeperErrors alarms. The publisher's stream mapping has its on-failure queue, the recovery function's queue its DLQ.
   #checkov:skip=CKV_AWS_117:The functions call only DynamoDB, SQS, SNS and EventBridge public endpoints over TLS; a VPC would add NAT or endpoints and no protection for these calls.
   #checkov:skip=CKV_AWS_173:Environment variables hold only names, URLs and settings (no secrets); Lambda encrypts them at rest with its service key.
   #checkov:skip=CKV_AWS_272:Code signing needs an AWS Signer profile; the artifact comes from the team's own cargo lambda build, which is the trust boundary here.
@@ -162,16 +155,6 @@ resource "aws_lambda_permission" "sweep" {
   function_name = aws_lambda_function.this["sweeper"].function_name
   principal     = "events.amazonaws.com"
   source_arn    = aws_cloudwatch_event_rule.sweep.arn
-}
-
-# Reference consumer: the orders queue.
-resource "aws_lambda_event_source_mapping" "consumer" {
-  function_name           = aws_lambda_function.this["consumer"].arn
-  event_source_arn        = local.all_queues["orders_queue"].arn
-  batch_size              = module.config.consumer_mapping.batch_size
-  function_response_types = module.config.consumer_mapping.function_response_types
-
-  depends_on = [aws_iam_role_policy.function]
 }
 
 # Recovery: the stream mapping's on-failure records (shard and sequence range only) from

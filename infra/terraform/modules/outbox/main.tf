@@ -1,6 +1,8 @@
-# The whole outbox system: outbox table, publisher (stream), sweeper (schedule),
-# recovery (the stream mapping's on-failure records), destination queues, reference
-# consumer and its table, least-privilege roles, alarms. Names, table shape, the
+# The outbox and nothing else: the outbox table (or the caller's, existing_table), the
+# publisher (stream), sweeper (schedule) and recovery (the stream mapping's on-failure
+# records) functions with least-privilege roles, the outbox DLQ and the stream-failure
+# queue, the large-payload bucket, alarms, the dashboard and the producer policy. Messages
+# go to the caller's routes only. Names, table shape, the
 # stream filter (infra/stream-filter.json), mapping settings and policy documents
 # come from ../outbox-config, the provider-free module that `terraform test` checks
 # offline.
@@ -19,7 +21,6 @@ module "config" {
   batch_size                       = var.batch_size
   stream_retry_attempts            = var.stream_retry_attempts
   stream_max_record_age_seconds    = var.stream_max_record_age_seconds
-  consumer_batch_size              = var.consumer_batch_size
   max_receive_count                = var.max_receive_count
   max_message_bytes                = var.max_message_bytes
   sweeper_reserved_concurrency     = var.sweeper_reserved_concurrency
@@ -37,24 +38,28 @@ module "config" {
   iterator_age_threshold_ms        = var.iterator_age_threshold_ms
   oldest_pending_threshold_seconds = var.oldest_pending_threshold_seconds
   stream_filter_file               = var.stream_filter_file
+  partition_key_name               = var.partition_key_name
+  sort_key_name                    = var.sort_key_name
+  ttl_attribute_name               = var.ttl_attribute_name
+  dashboard_queue_names            = var.dashboard_queue_names
+  dashboard_function_names         = var.dashboard_function_names
 
   resources = {
     outbox_table_arn          = local.outbox_table_arn
     outbox_stream_arn         = local.outbox_stream_arn
-    orders_table_arn          = aws_dynamodb_table.orders.arn
     outbox_dlq_arn            = local.all_queues["outbox_dlq"].arn
     stream_failures_queue_arn = local.all_queues["stream_failures"].arn
-    orders_queue_arn          = local.all_queues["orders_queue"].arn
-    example_route_queue_arns  = [local.all_queues["orders_queue"].arn, local.all_queues["fifo_queue"].arn]
-    example_route_queue_urls  = { standard = local.all_queues["orders_queue"].url, fifo = local.all_queues["fifo_queue"].url }
     log_group_arns            = { for k, g in aws_cloudwatch_log_group.function : k => g.arn }
     large_payload_bucket_arn  = local.large_payload_bucket_arn
+    region                    = local.region
   }
 }
 
 locals {
   names = module.config.names
   table = module.config.outbox_table
+  # The deployment's region, from a queue's ARN (no data source: planning needs no AWS call).
+  region = split(":", local.all_queues["outbox_dlq"].arn)[3]
 
   # An existing table's ARN comes from its stream ARN (module.config), not from this
   # deployment's region and account.
@@ -65,11 +70,11 @@ locals {
   common_environment = merge(
     {
       OUTBOX_TABLE_NAME = local.outbox_table_name
-      OUTBOX_ROUTES     = module.config.routes_json # the example routes and var.routes, objects unchanged
+      OUTBOX_ROUTES     = module.config.routes_json # var.routes, objects unchanged
       OUTBOX_DLQ_URL    = local.all_queues["outbox_dlq"].url
     },
     # The large-payload offload's bucket when created here (publisher and sweeper; an attached one's name
-    # comes with module.config's environment; the consumer reads what a pointer names).
+    # comes with module.config's environment; consumers read what a pointer names).
     { for b in aws_s3_bucket.large_payloads : module.config.large_payloads.env.bucket => b.bucket },
   )
 }

@@ -1,26 +1,36 @@
 output "outbox_table_name" {
-  description = "The outbox table (created or attached)."
+  description = "The outbox table (created or attached); the same as table_name."
   value       = local.outbox_table_name
+}
+
+output "table_name" {
+  description = "The outbox table (created or attached): your producers write their outbox items here (OutboxWriter), in the same transaction as their business items."
+  value       = local.outbox_table_name
+}
+
+output "table_arn" {
+  description = "The outbox table's ARN (an attached table's, from its stream ARN)."
+  value       = local.outbox_table_arn
+}
+
+output "stream_arn" {
+  description = "The outbox table's stream, which the publisher reads."
+  value       = local.outbox_stream_arn
+}
+
+output "dlq_url" {
+  description = "The outbox dead-letter queue: a copy of each FAILED message; the same as outbox_dlq_url."
+  value       = local.all_queues["outbox_dlq"].url
+}
+
+output "dlq_arn" {
+  description = "The outbox dead-letter queue's ARN."
+  value       = local.all_queues["outbox_dlq"].arn
 }
 
 output "outbox_dlq_url" {
   description = "Dead-letter queue of FAILED outbox messages."
   value       = local.all_queues["outbox_dlq"].url
-}
-
-output "orders_queue_url" {
-  description = "Standard destination queue (topic \"orders\"), consumed by the reference consumer."
-  value       = local.all_queues["orders_queue"].url
-}
-
-output "orders_events_queue_url" {
-  description = "FIFO destination queue (topic \"orders-events\")."
-  value       = local.all_queues["fifo_queue"].url
-}
-
-output "orders_table_name" {
-  description = "Orders table of the reference consumer."
-  value       = aws_dynamodb_table.orders.name
 }
 
 output "large_payload_bucket_name" {
@@ -29,7 +39,7 @@ output "large_payload_bucket_name" {
 }
 
 output "function_names" {
-  description = "Function names by role."
+  description = "Function names by role: publisher, sweeper, recovery."
   value       = { for k, f in aws_lambda_function.this : k => f.function_name }
 }
 
@@ -41,4 +51,34 @@ output "routes" {
 output "dashboard_name" {
   description = "The CloudWatch dashboard of the deployment."
   value       = aws_cloudwatch_dashboard.outbox.dashboard_name
+}
+
+output "large_payload_bucket_arn" {
+  description = "The large-payload bucket's ARN (created or attached); null when large_payloads is off. A consumer of large payloads may s3:GetObject on <arn>/outbox/*."
+  value       = local.large_payload_bucket_arn
+}
+
+output "publisher_role_arn" {
+  description = "The publisher's execution role."
+  value       = aws_iam_role.function["publisher"].arn
+}
+
+output "sweeper_role_arn" {
+  description = "The sweeper's execution role."
+  value       = aws_iam_role.function["sweeper"].arn
+}
+
+output "recovery_role_arn" {
+  description = "The recovery function's execution role."
+  value       = aws_iam_role.function["recovery"].arn
+}
+
+output "producer_policy_json" {
+  description = "What your application's role needs to write outbox messages (IAM policy JSON): dynamodb:PutItem, UpdateItem, ConditionCheckItem on the table; s3:PutObject on <bucket>/outbox/* when large payloads are on; kms:GenerateDataKey and kms:Decrypt on kms_key_arn when given."
+  value       = module.config.producer_policy_json
+}
+
+output "producer_policy_arn" {
+  description = "The managed policy <prefix>-producer holding producer_policy_json, to attach to your application's role; null when create_producer_policy is false."
+  value       = one(aws_iam_policy.producer[*].arn)
 }

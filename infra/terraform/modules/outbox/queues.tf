@@ -1,4 +1,4 @@
-# Every queue: SSE (SQS-managed, or the customer-managed key), 14 days retention, an
+# The outbox's queues -- its DLQ, the stream-failure queue and that queue's DLQ: SSE (SQS-managed, or the customer-managed key), 14 days retention, an
 # explicit MaximumMessageSize (the AWS provider would otherwise send 262144), a queue
 # policy that refuses requests without TLS.
 
@@ -10,11 +10,7 @@ locals {
   queues = {
     outbox_dlq          = { name = local.names.outbox_dlq, fifo = false, dlq = null, visibility = 30 }
     stream_failures_dlq = { name = local.names.stream_failures_dlq, fifo = false, dlq = null, visibility = 30 }
-    orders_dlq          = { name = local.names.orders_dlq, fifo = false, dlq = null, visibility = 30 }
-    fifo_dlq            = { name = local.names.fifo_dlq, fifo = true, dlq = null, visibility = 30 }
     stream_failures     = { name = local.names.stream_failures, fifo = false, dlq = "stream_failures_dlq", visibility = local.queue_settings.stream_failures_visibility }
-    orders_queue        = { name = local.names.orders_queue, fifo = false, dlq = "orders_dlq", visibility = local.queue_settings.consumer_visibility }
-    fifo_queue          = { name = local.names.fifo_queue, fifo = true, dlq = "fifo_dlq", visibility = 30 }
   }
 }
 

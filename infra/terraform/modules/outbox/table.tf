@@ -1,6 +1,7 @@
-# The outbox table (unless attaching to an existing one) and the orders table of the reference consumer.
-# Deletion protection (var.deletion_protection, on by default) is DynamoDB's own: with it on,
-# `terraform destroy` stops at the tables; turn it off (apply) first for a throwaway deployment.
+# The outbox table, unless attaching to an existing one (var.existing_table), keyed by the
+# key-name settings. Deletion protection (var.deletion_protection, on by default) is
+# DynamoDB's own: with it on, `terraform destroy` stops at the table; turn it off (apply)
+# first for a throwaway deployment.
 
 resource "aws_dynamodb_table" "outbox" {
   count = var.existing_table == null ? 1 : 0
@@ -38,37 +39,6 @@ resource "aws_dynamodb_table" "outbox" {
   }
 
   # AWS-managed key (aws/dynamodb) unless a customer-managed key is given.
-  server_side_encryption {
-    enabled     = true
-    kms_key_arn = var.kms_key_arn
-  }
-
-  tags = var.tags
-}
-
-resource "aws_dynamodb_table" "orders" {
-  name                        = local.names.orders_table
-  billing_mode                = "PAY_PER_REQUEST"
-  hash_key                    = module.config.orders_table.hash_key
-  deletion_protection_enabled = module.config.tables.deletion_protection
-
-  dynamic "attribute" {
-    for_each = module.config.orders_table.attributes
-    content {
-      name = attribute.value.name
-      type = attribute.value.type
-    }
-  }
-
-  ttl {
-    attribute_name = module.config.orders_table.ttl_attribute
-    enabled        = true
-  }
-
-  point_in_time_recovery {
-    enabled = true
-  }
-
   server_side_encryption {
     enabled     = true
     kms_key_arn = var.kms_key_arn

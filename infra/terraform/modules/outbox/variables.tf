@@ -10,7 +10,7 @@ variable "prefix" {
 }
 
 variable "routes" {
-  description = "Extra routes, topic => destination (SQS queue URL, SNS topic ARN or EventBridge bus ARN) or { destination, max_message_bytes (SQS only), source (EventBridge only) }, merged with the example routes \"orders\" and \"orders-events\" into OUTBOX_ROUTES unchanged. Validated in ../outbox-config."
+  description = "Your routes, topic => destination (SQS queue URL, SNS topic ARN or EventBridge bus ARN) or { destination, max_message_bytes (SQS only: the queue's MaximumMessageSize when below 1 MiB), source (EventBridge only) }: OUTBOX_ROUTES, unchanged, and the functions' send grants. Nothing else is routed. Validated in ../outbox-config."
   type        = any
   default     = {}
   nullable    = false
@@ -107,18 +107,8 @@ variable "stream_max_record_age_seconds" {
   }
 }
 
-variable "consumer_batch_size" {
-  description = "Batch size of the reference consumer's SQS event source mapping."
-  type        = number
-  default     = 10
-  validation {
-    condition     = var.consumer_batch_size >= 1 && var.consumer_batch_size <= 10 && floor(var.consumer_batch_size) == var.consumer_batch_size
-    error_message = "consumer_batch_size must be an integer from 1 to 10."
-  }
-}
-
 variable "max_receive_count" {
-  description = "Receives of a destination-queue message before it moves to that queue's DLQ."
+  description = "Receives of a stream-failure record before it moves to the stream-failure DLQ."
   type        = number
   default     = 5
   validation {
@@ -128,9 +118,10 @@ variable "max_receive_count" {
 }
 
 variable "max_message_bytes" {
-  description = "MaximumMessageSize of every queue the module creates: 1 MiB (1048576) unless set. hashicorp/aws before 6.8.0 refuses values above 262144 at plan: set 262144 there (the example routes then tell the publisher). Validated in ../outbox-config."
+  description = "MaximumMessageSize of the queues the module creates (the outbox DLQ, which gets a copy of each FAILED message, and the stream-failure queue and its DLQ). 262144 by default: hashicorp/aws before 6.8.0 refuses more at plan, and the module supports 5.x; with hashicorp/aws >= 6.8.0 set 1048576 (SQS's limit, the CDK construct's default). Validated in ../outbox-config."
   type        = number
-  default     = 1048576
+  default     = 262144
+  nullable    = false
 }
 
 variable "sweeper_reserved_concurrency" {
@@ -140,7 +131,7 @@ variable "sweeper_reserved_concurrency" {
 }
 
 variable "deletion_protection" {
-  description = "DynamoDB deletion protection of the outbox and orders tables. On by default; turn it off (and apply) before `terraform destroy` of a throwaway deployment."
+  description = "DynamoDB deletion protection of the outbox table the module creates (and force_destroy of the large-payload bucket it creates: off while protected). On by default; turn it off (and apply) before `terraform destroy` of a throwaway deployment."
   type        = bool
   default     = true
   nullable    = false
@@ -203,7 +194,7 @@ variable "kms_key_arn" {
 }
 
 variable "existing_table" {
-  description = "Attach to this existing outbox table instead of creating one. Its stream must be enabled (NEW_IMAGE) and it must have the OutboxSweepIndex GSI."
+  description = "Attach to your existing table instead of creating one: its name and its stream ARN (LatestStreamArn). Its stream must be enabled (NEW_IMAGE or NEW_AND_OLD_IMAGES), its keys must be the strings partition_key_name and sort_key_name, TTL on ttl_attribute_name, and it must have the OutboxSweepIndex GSI (SweepShard S hash, SweepDueAt N range, KEYS_ONLY or more). Checked at plan: the names, and that the stream ARN is the table's. Validated in ../outbox-config."
   type = object({
     table_name = string
     stream_arn = string
@@ -261,4 +252,46 @@ variable "tags" {
   description = "Tags for every resource."
   type        = map(string)
   default     = {}
+}
+
+variable "partition_key_name" {
+  description = "Partition key attribute (a string) of the outbox table: a created table's hash key, an existing table's must be this. The functions get it as OUTBOX_PARTITION_KEY. Validated in ../outbox-config."
+  type        = string
+  default     = "PK"
+  nullable    = false
+}
+
+variable "sort_key_name" {
+  description = "Sort key attribute (a string) of the outbox table: a created table's range key, an existing table's must be this. The functions get it as OUTBOX_SORT_KEY. Validated in ../outbox-config (not the partition key)."
+  type        = string
+  default     = "SK"
+  nullable    = false
+}
+
+variable "ttl_attribute_name" {
+  description = "TTL attribute of the outbox table (SENT items expire ttl_days later): a created table's TTL, an existing table's TTL must be on it (a table has one). The functions get it as OUTBOX_TTL_ATTRIBUTE. Validated in ../outbox-config (not a key, not an attribute the outbox writes)."
+  type        = string
+  default     = "ExpiresAt"
+  nullable    = false
+}
+
+variable "create_producer_policy" {
+  description = "Create the managed IAM policy <prefix>-producer (output producer_policy_arn) for your application's role. false: only the JSON (output producer_policy_json), to attach as you like."
+  type        = bool
+  default     = true
+  nullable    = false
+}
+
+variable "dashboard_queue_names" {
+  description = "More queues (by name) the dashboard's dead-letter widget shows after the outbox's own, e.g. your destinations' dead-letter queues."
+  type        = list(string)
+  default     = []
+  nullable    = false
+}
+
+variable "dashboard_function_names" {
+  description = "More functions (by name) whose errors, duration and throttles the dashboard shows after the outbox's own, e.g. your consumers."
+  type        = list(string)
+  default     = []
+  nullable    = false
 }

@@ -21,7 +21,7 @@ run "arm64_zip_with_its_binary" {
     error_message = "The module deploys <lambda_asset_dir>/<bin>/bootstrap.zip."
   }
   assert {
-    condition     = output.artifacts.publisher.architecture == "arm64" && output.artifacts.consumer.architecture == "arm64"
+    condition     = output.artifacts.publisher.architecture == "arm64" && output.artifacts.recovery.architecture == "arm64"
     error_message = "The architecture is read from the ELF header."
   }
 }
@@ -59,7 +59,7 @@ run "arm64_build_deployed_as_x86_64" {
   }
   expect_failures = [output.artifacts]
   assert {
-    condition = length(output.artifact_problems) == 4 && alltrue([for m in output.artifact_problems : (
+    condition = length(output.artifact_problems) == 3 && alltrue([for m in output.artifact_problems : (
       strcontains(m, "/bootstrap is an arm64 ELF executable, but the functions are deployed as x86_64")
       && strcontains(m, "cargo lambda build --release --x86-64")
     )])

@@ -40,3 +40,41 @@ run "existing_table_arn_comes_from_its_stream" {
     error_message = "The table ARN is the stream ARN without /stream/...: its own partition, region and account."
   }
 }
+
+# What can be checked of an existing table at plan: a stream ARN is there and is the
+# table's, and the name is a table name (not its ARN).
+run "existing_table_without_a_stream_arn" {
+  command = plan
+  variables {
+    existing_table = { table_name = "app", stream_arn = "" }
+  }
+  expect_failures = [var.existing_table]
+}
+
+run "existing_table_given_by_its_arn" {
+  command = plan
+  variables {
+    existing_table = {
+      table_name = "arn:aws:dynamodb:eu-west-1:123456789012:table/app"
+      stream_arn = "arn:aws:dynamodb:eu-west-1:123456789012:table/app/stream/2024-01-01T00:00:00.000"
+    }
+  }
+  expect_failures = [var.existing_table]
+}
+
+run "existing_table_with_its_own_key_names" {
+  command = apply
+  variables {
+    existing_table = {
+      table_name = "app"
+      stream_arn = "arn:aws:dynamodb:eu-west-1:123456789012:table/app/stream/2024-01-01T00:00:00.000"
+    }
+    partition_key_name = "pk"
+    sort_key_name      = "sk"
+    ttl_attribute_name = "expires_at"
+  }
+  assert {
+    condition     = output.key_names.environment == { OUTBOX_PARTITION_KEY = "pk", OUTBOX_SORT_KEY = "sk", OUTBOX_TTL_ATTRIBUTE = "expires_at" }
+    error_message = "The functions are told the existing table's key names."
+  }
+}

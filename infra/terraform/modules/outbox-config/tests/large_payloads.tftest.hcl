@@ -1,20 +1,16 @@
 # The large-payload bucket (S3 claim check, infra/CONTRACT.md): its settings, the functions'
-# environment and the grants -- PutObject (publisher, sweeper) and GetObject (orders
-# consumer) on <bucket>/outbox/* only, nothing for the recovery function.
+# environment and the grants -- PutObject (publisher, sweeper) on <bucket>/outbox/* only,
+# nothing for the recovery function; consumers are told the objects (large_payload_objects).
 
 variables {
   resources = {
     outbox_table_arn          = "arn:aws:dynamodb:eu-west-1:123456789012:table/outbox-table"
     outbox_stream_arn         = "arn:aws:dynamodb:eu-west-1:123456789012:table/outbox-table/stream/2024-01-01T00:00:00.000"
-    orders_table_arn          = "arn:aws:dynamodb:eu-west-1:123456789012:table/outbox-orders"
     outbox_dlq_arn            = "arn:aws:sqs:eu-west-1:123456789012:outbox-dlq"
     stream_failures_queue_arn = "arn:aws:sqs:eu-west-1:123456789012:outbox-stream-failures"
-    orders_queue_arn          = "arn:aws:sqs:eu-west-1:123456789012:outbox-orders-queue"
-    example_route_queue_arns  = ["arn:aws:sqs:eu-west-1:123456789012:outbox-orders-queue", "arn:aws:sqs:eu-west-1:123456789012:outbox-orders-events.fifo"]
     log_group_arns = {
       publisher = "arn:aws:logs:eu-west-1:123456789012:log-group:/aws/lambda/outbox-publisher"
       sweeper   = "arn:aws:logs:eu-west-1:123456789012:log-group:/aws/lambda/outbox-sweeper"
-      consumer  = "arn:aws:logs:eu-west-1:123456789012:log-group:/aws/lambda/outbox-orders-consumer"
       recovery  = "arn:aws:logs:eu-west-1:123456789012:log-group:/aws/lambda/outbox-recovery"
     }
     large_payload_bucket_arn = "arn:aws:s3:::outbox-payloads-20240101"
@@ -54,7 +50,7 @@ run "a_long_prefix_still_fits_bucket_prefix" {
   }
 }
 
-run "grants_put_to_publisher_and_sweeper_get_to_the_consumer_on_outbox_objects_only" {
+run "grants_put_to_publisher_and_sweeper_on_outbox_objects_only" {
   command = apply
   assert {
     condition = [for s in output.policies.publisher.Statement : s if s.Sid == "PutLargePayloads"] == [
@@ -69,18 +65,16 @@ run "grants_put_to_publisher_and_sweeper_get_to_the_consumer_on_outbox_objects_o
     error_message = "The sweeper may PutObject under outbox/ of the bucket, nothing else of it."
   }
   assert {
-    condition = [for s in output.policies.consumer.Statement : s if s.Sid == "GetLargePayloads"] == [
-      { Sid = "GetLargePayloads", Effect = "Allow", Action = "s3:GetObject", Resource = "arn:aws:s3:::outbox-payloads-20240101/outbox/*" }
-    ]
-    error_message = "The orders consumer may GetObject under outbox/ of the bucket, nothing else of it."
+    condition     = output.large_payload_objects == "arn:aws:s3:::outbox-payloads-20240101/outbox/*"
+    error_message = "Consumers are told the objects to GetObject (the orders consumer's grant: examples/orders-config)."
   }
   assert {
     condition     = length([for s in output.policies.recovery.Statement : s if anytrue([for a in flatten([s.Action]) : startswith(a, "s3:")])]) == 0
     error_message = "The recovery function gets no S3 action."
   }
   assert {
-    condition     = join(",", sort(distinct([for a in flatten([for p in values(output.policies) : [for s in p.Statement : s.Action]]) : a if startswith(a, "s3:")]))) == "s3:GetObject,s3:PutObject"
-    error_message = "The only S3 actions anywhere are PutObject and GetObject."
+    condition     = join(",", sort(distinct([for a in flatten([for p in values(output.policies) : [for s in p.Statement : s.Action]]) : a if startswith(a, "s3:")]))) == "s3:PutObject"
+    error_message = "The only S3 action of the outbox's functions is PutObject."
   }
 }
 
@@ -94,7 +88,7 @@ run "environment_carries_no_threshold_by_default_and_the_setting_when_given" {
     error_message = "The threshold reaches the publisher and the sweeper."
   }
   assert {
-    condition     = !contains(keys(output.consumer_environment), "OUTBOX_LARGE_PAYLOAD_THRESHOLD_BYTES") && !contains(keys(output.recovery_environment), "OUTBOX_LARGE_PAYLOAD_THRESHOLD_BYTES")
+    condition     = !contains(keys(output.recovery_environment), "OUTBOX_LARGE_PAYLOAD_THRESHOLD_BYTES")
     error_message = "Only the writers get the threshold."
   }
 }
@@ -117,10 +111,8 @@ run "kms_key_encrypts_the_bucket_and_the_functions_may_use_it" {
     error_message = "With a KMS key: SSE-KMS with it, S3 Bucket Key on."
   }
   assert {
-    condition = alltrue([for fn in ["publisher", "sweeper"] : contains(flatten([for s in output.policies[fn].Statement : flatten([s.Action]) if s.Resource == var.kms_key_arn]), "kms:GenerateDataKey")]) && (
-      contains(flatten([for s in output.policies.consumer.Statement : flatten([s.Action]) if s.Resource == var.kms_key_arn]), "kms:Decrypt")
-    )
-    error_message = "Writers may GenerateDataKey (PutObject under SSE-KMS), the consumer Decrypt (GetObject), on the key."
+    condition     = alltrue([for fn in ["publisher", "sweeper"] : contains(flatten([for s in output.policies[fn].Statement : flatten([s.Action]) if s.Resource == var.kms_key_arn]), "kms:GenerateDataKey")])
+    error_message = "Writers may GenerateDataKey (PutObject under SSE-KMS) on the key."
   }
 }
 
@@ -131,12 +123,9 @@ run "off_means_no_s3_grants" {
     resources = {
       outbox_table_arn          = "arn:aws:dynamodb:eu-west-1:123456789012:table/outbox-table"
       outbox_stream_arn         = "arn:aws:dynamodb:eu-west-1:123456789012:table/outbox-table/stream/2024-01-01T00:00:00.000"
-      orders_table_arn          = "arn:aws:dynamodb:eu-west-1:123456789012:table/outbox-orders"
       outbox_dlq_arn            = "arn:aws:sqs:eu-west-1:123456789012:outbox-dlq"
       stream_failures_queue_arn = "arn:aws:sqs:eu-west-1:123456789012:outbox-stream-failures"
-      orders_queue_arn          = "arn:aws:sqs:eu-west-1:123456789012:outbox-orders-queue"
-      example_route_queue_arns  = ["arn:aws:sqs:eu-west-1:123456789012:outbox-orders-queue"]
-      log_group_arns            = { publisher = "l", sweeper = "l", consumer = "l", recovery = "l" }
+      log_group_arns            = { publisher = "l", sweeper = "l", recovery = "l" }
     }
   }
   assert {
@@ -196,7 +185,7 @@ run "an_existing_bucket_is_attached_by_name" {
     error_message = "The attached bucket's name reaches the publisher and the sweeper."
   }
   assert {
-    condition     = !contains(keys(output.consumer_environment), "OUTBOX_LARGE_PAYLOAD_BUCKET") && !contains(keys(output.recovery_environment), "OUTBOX_LARGE_PAYLOAD_BUCKET")
+    condition     = !contains(keys(output.recovery_environment), "OUTBOX_LARGE_PAYLOAD_BUCKET")
     error_message = "Only the writers are told the bucket."
   }
 }

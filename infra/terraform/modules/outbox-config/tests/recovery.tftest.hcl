@@ -7,18 +7,11 @@ variables {
   resources = {
     outbox_table_arn          = "arn:aws:dynamodb:eu-west-1:123456789012:table/outbox-table"
     outbox_stream_arn         = "arn:aws:dynamodb:eu-west-1:123456789012:table/outbox-table/stream/2024-01-01T00:00:00.000"
-    orders_table_arn          = "arn:aws:dynamodb:eu-west-1:123456789012:table/outbox-orders"
     outbox_dlq_arn            = "arn:aws:sqs:eu-west-1:123456789012:outbox-dlq"
     stream_failures_queue_arn = "arn:aws:sqs:eu-west-1:123456789012:outbox-stream-failures"
-    orders_queue_arn          = "arn:aws:sqs:eu-west-1:123456789012:outbox-orders-queue"
-    example_route_queue_arns = [
-      "arn:aws:sqs:eu-west-1:123456789012:outbox-orders-queue",
-      "arn:aws:sqs:eu-west-1:123456789012:outbox-orders-events.fifo",
-    ]
     log_group_arns = {
       publisher = "arn:aws:logs:eu-west-1:123456789012:log-group:/aws/lambda/outbox-publisher"
       sweeper   = "arn:aws:logs:eu-west-1:123456789012:log-group:/aws/lambda/outbox-sweeper"
-      consumer  = "arn:aws:logs:eu-west-1:123456789012:log-group:/aws/lambda/outbox-orders-consumer"
       recovery  = "arn:aws:logs:eu-west-1:123456789012:log-group:/aws/lambda/outbox-recovery"
     }
   }
@@ -38,8 +31,8 @@ run "names_and_binary" {
     error_message = "The function runs the cargo lambda binary outbox-recovery (infra/CONTRACT.md)."
   }
   assert {
-    condition     = output.recovery_environment == { OUTBOX_DEPLOYMENT = "shop" }
-    error_message = "The recovery function gets OUTBOX_DEPLOYMENT = prefix (modules/outbox adds OUTBOX_TABLE_NAME)."
+    condition     = output.recovery_environment == { OUTBOX_DEPLOYMENT = "shop", OUTBOX_PARTITION_KEY = "PK", OUTBOX_SORT_KEY = "SK", OUTBOX_TTL_ATTRIBUTE = "ExpiresAt" }
+    error_message = "The recovery function gets OUTBOX_DEPLOYMENT = prefix and the key names (modules/outbox adds OUTBOX_TABLE_NAME)."
   }
 }
 
@@ -105,8 +98,8 @@ run "least_privilege" {
     error_message = "The recovery function writes only to its own log group."
   }
   assert {
-    condition     = length(output.policy_json) == 4 && output.policy_json.recovery == jsonencode(output.policies.recovery)
-    error_message = "Four functions, four policies."
+    condition     = length(output.policy_json) == 3 && output.policy_json.recovery == jsonencode(output.policies.recovery)
+    error_message = "Three functions, three policies."
   }
 }
 

@@ -6,22 +6,11 @@ variables {
   resources = {
     outbox_table_arn          = "arn:aws:dynamodb:eu-west-1:123456789012:table/outbox-table"
     outbox_stream_arn         = "arn:aws:dynamodb:eu-west-1:123456789012:table/outbox-table/stream/2024-01-01T00:00:00.000"
-    orders_table_arn          = "arn:aws:dynamodb:eu-west-1:123456789012:table/outbox-orders"
     outbox_dlq_arn            = "arn:aws:sqs:eu-west-1:123456789012:outbox-dlq"
     stream_failures_queue_arn = "arn:aws:sqs:eu-west-1:123456789012:outbox-stream-failures"
-    orders_queue_arn          = "arn:aws:sqs:eu-west-1:123456789012:outbox-orders-queue"
-    example_route_queue_arns = [
-      "arn:aws:sqs:eu-west-1:123456789012:outbox-orders-queue",
-      "arn:aws:sqs:eu-west-1:123456789012:outbox-orders-events.fifo",
-    ]
-    example_route_queue_urls = {
-      standard = "https://sqs.eu-west-1.amazonaws.com/123456789012/outbox-orders-queue"
-      fifo     = "https://sqs.eu-west-1.amazonaws.com/123456789012/outbox-orders-events.fifo"
-    }
     log_group_arns = {
       publisher = "arn:aws:logs:eu-west-1:123456789012:log-group:/aws/lambda/outbox-publisher"
       sweeper   = "arn:aws:logs:eu-west-1:123456789012:log-group:/aws/lambda/outbox-sweeper"
-      consumer  = "arn:aws:logs:eu-west-1:123456789012:log-group:/aws/lambda/outbox-orders-consumer"
       recovery  = "arn:aws:logs:eu-west-1:123456789012:log-group:/aws/lambda/outbox-recovery"
     }
   }
@@ -39,14 +28,12 @@ run "route_objects_pass_through_unchanged" {
   }
   assert {
     condition = jsondecode(output.routes_json) == {
-      orders          = "https://sqs.eu-west-1.amazonaws.com/123456789012/outbox-orders-queue"
-      "orders-events" = "https://sqs.eu-west-1.amazonaws.com/123456789012/outbox-orders-events.fifo"
-      mail            = { destination = "https://sqs.eu-west-1.amazonaws.com/123456789012/mail", max_message_bytes = 262144 }
-      shop            = { destination = "arn:aws:events:eu-west-1:123456789012:event-bus/shop", source = "shop.orders" }
-      audit           = { destination = "arn:aws:sns:eu-west-1:123456789012:audit" }
-      billing         = "https://sqs.eu-west-1.amazonaws.com/123456789012/billing"
+      mail    = { destination = "https://sqs.eu-west-1.amazonaws.com/123456789012/mail", max_message_bytes = 262144 }
+      shop    = { destination = "arn:aws:events:eu-west-1:123456789012:event-bus/shop", source = "shop.orders" }
+      audit   = { destination = "arn:aws:sns:eu-west-1:123456789012:audit" }
+      billing = "https://sqs.eu-west-1.amazonaws.com/123456789012/billing"
     }
-    error_message = "OUTBOX_ROUTES holds the example routes and the given routes, objects unchanged."
+    error_message = "OUTBOX_ROUTES holds the given routes only, objects unchanged: nothing is merged in."
   }
   assert {
     condition = (
@@ -59,17 +46,34 @@ run "route_objects_pass_through_unchanged" {
   }
 }
 
-run "example_routes_carry_a_smaller_queue_size" {
+# The example routes are gone from the module (examples/orders-config has them): a user's
+# topic named "orders" goes where the user says.
+run "a_users_orders_topic_is_the_users" {
   command = apply
   variables {
-    max_message_bytes = 262144
+    routes = { orders = "https://sqs.eu-west-1.amazonaws.com/123456789012/mine" }
   }
   assert {
-    condition = jsondecode(output.routes_json) == {
-      orders          = { destination = "https://sqs.eu-west-1.amazonaws.com/123456789012/outbox-orders-queue", max_message_bytes = 262144 }
-      "orders-events" = { destination = "https://sqs.eu-west-1.amazonaws.com/123456789012/outbox-orders-events.fifo", max_message_bytes = 262144 }
-    }
-    error_message = "Below 1 MiB the example routes tell the publisher the queues' MaximumMessageSize."
+    condition     = jsondecode(output.routes_json) == { orders = "https://sqs.eu-west-1.amazonaws.com/123456789012/mine" }
+    error_message = "The topic orders is routed to the user's queue, nothing else is routed."
+  }
+  assert {
+    condition     = [for s in output.policies.publisher.Statement : s.Resource if s.Sid == "SendToRoutedQueues"][0] == tolist(["arn:aws:sqs:eu-west-1:123456789012:mine", var.resources.outbox_dlq_arn])
+    error_message = "The publisher sends to the user's queue and the outbox DLQ, nothing else."
+  }
+}
+
+# A local AWS names its queues http://<host>:<port>/<account>/<name>: the queue is in the
+# deployment's region (resources.region).
+run "a_local_aws_queue_url_is_in_the_deployments_region" {
+  command = apply
+  variables {
+    routes    = { orders = "http://localhost:4566/000000000000/outbox-orders-queue" }
+    resources = merge(var.resources, { region = "us-east-1" })
+  }
+  assert {
+    condition     = contains([for s in output.policies.sweeper.Statement : s.Resource if s.Sid == "SendToRoutedQueues"][0], "arn:aws:sqs:us-east-1:000000000000:outbox-orders-queue")
+    error_message = "The queue's ARN: the deployment's region, the URL's account and name."
   }
 }
 

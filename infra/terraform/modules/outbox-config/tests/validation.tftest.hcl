@@ -16,14 +16,6 @@ run "route_to_a_bare_name" {
   expect_failures = [var.routes]
 }
 
-run "route_shadowing_an_example_topic" {
-  command = plan
-  variables {
-    routes = { orders = "https://sqs.eu-west-1.amazonaws.com/123456789012/mine" }
-  }
-  expect_failures = [var.routes]
-}
-
 run "batch_size_zero" {
   command = plan
   variables {
@@ -105,14 +97,6 @@ run "existing_table_with_another_tables_stream" {
     }
   }
   expect_failures = [var.existing_table]
-}
-
-run "consumer_batch_too_large" {
-  command = plan
-  variables {
-    consumer_batch_size = 11
-  }
-  expect_failures = [var.consumer_batch_size]
 }
 
 run "filter_file_that_is_not_a_filter" {

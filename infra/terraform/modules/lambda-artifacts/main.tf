@@ -1,4 +1,4 @@
-# The function code, checked at plan: a missing, non-ELF, wrong-architecture or stale
+# Function code built by cargo lambda, checked at plan: a missing, non-ELF, wrong-architecture or stale
 # artifact is refused here, with the architecture found, the one expected and the build
 # command, instead of failing at the first invocation.
 #
@@ -20,7 +20,7 @@ locals {
   bootstrap     = [98, 111, 111, 116, 115, 116, 114, 97, 112] # the entry name "bootstrap"
   build_command = "cargo lambda build --release ${var.architecture == "arm64" ? "--arm64" : "--x86-64"}"
 
-  artifact_paths = var.lambda_asset_dir == null ? {} : { for k, bin in local.binaries : k => {
+  artifact_paths = var.lambda_asset_dir == null ? {} : { for k, bin in var.binaries : k => {
     zip    = "${var.lambda_asset_dir}/${bin}/bootstrap.zip"
     binary = "${var.lambda_asset_dir}/${bin}/bootstrap"
   } }

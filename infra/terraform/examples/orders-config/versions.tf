@@ -1,0 +1,6 @@
+# Provider-free on purpose, like ../../modules/outbox-config: the orders example's names,
+# table shape, routes, queue settings, consumer settings, policy and alarms, checked
+# offline by `terraform test`. ../orders creates the resources from them.
+terraform {
+  required_version = ">= 1.9.0"
+}

@@ -1,0 +1,109 @@
+#!/usr/bin/env python3
+"""The inputs and outputs tables of a module's README, generated from its variables.tf and
+outputs.tf (terraform-docs' layout; terraform-docs itself is not installable here), between
+the markers <!-- BEGIN_TF_DOCS --> and <!-- END_TF_DOCS -->.
+
+  module_docs.py DIR           check: exit 1 when DIR/README.md's tables are not what the
+                               module declares (a variable or output missing, stale or changed)
+  module_docs.py DIR --write   rewrite the tables in DIR/README.md
+
+Run by infra/check.sh for modules/outbox (python-hcl2 comes with checkov, ../requirements.txt).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+
+import hcl2
+
+BEGIN, END = "<!-- BEGIN_TF_DOCS -->", "<!-- END_TF_DOCS -->"
+
+
+def scalar(v):
+    """python-hcl2 wraps some attribute values in a one-element list; unwrap them."""
+    while isinstance(v, list) and len(v) == 1:
+        v = v[0]
+    return v
+
+
+def blocks(path: Path, kind: str) -> dict:
+    with open(path) as fh:
+        doc = hcl2.load(fh)
+    return {name: {k: scalar(x) for k, x in body.items()} for block in doc.get(kind, []) for name, body in block.items()}
+
+
+def expression(v) -> str:
+    """An HCL expression as python-hcl2 gives it ("${string}") as its source text."""
+    text = v if isinstance(v, str) else json.dumps(v)
+    text = re.sub(r"^\$\{(.*)\}$", r"\1", text, flags=re.S)
+    # Object types come back with Python's quoting: {'name': '${string}'} -> { name = string }.
+    text = re.sub(r"'\$\{([^}']*)\}'", r"\1", text)
+    return re.sub(r"'(\w+)': ", r"\1 = ", text)
+
+
+def cell(text: str) -> str:
+    return " ".join(text.split()).replace("|", "\\|")
+
+
+def default(body: dict) -> str:
+    if "default" not in body:
+        return "n/a"
+    v = body["default"]
+    return "`null`" if v is None else f"`{json.dumps(v)}`"
+
+
+def tables(module: Path) -> str:
+    variables = {}
+    for f in sorted(module.glob("*.tf")):
+        variables.update(blocks(f, "variable"))
+    outputs = {}
+    for f in sorted(module.glob("*.tf")):
+        outputs.update(blocks(f, "output"))
+    lines = ["## Inputs", "", "| Name | Description | Type | Default | Required |", "|------|-------------|------|---------|:--------:|"]
+    for name in sorted(variables, key=lambda n: ("default" in variables[n], n)):
+        body = variables[name]
+        lines.append(
+            f"| <a name=\"input_{name}\"></a> [{name}](#input_{name}) | {cell(body.get('description', ''))} | "
+            f"`{cell(expression(body.get('type', 'any')))}` | {cell(default(body))} | {'no' if 'default' in body else 'yes'} |"
+        )
+    lines += ["", "## Outputs", "", "| Name | Description |", "|------|-------------|"]
+    for name in sorted(outputs):
+        lines.append(f"| <a name=\"output_{name}\"></a> [{name}](#output_{name}) | {cell(outputs[name].get('description', ''))} |")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("module", type=Path)
+    parser.add_argument("--write", action="store_true")
+    args = parser.parse_args()
+    readme = args.module / "README.md"
+    text = readme.read_text()
+    if BEGIN not in text or END not in text:
+        print(f"{readme}: no {BEGIN} ... {END} block", file=sys.stderr)
+        return 1
+    head, rest = text.split(BEGIN, 1)
+    current, tail = rest.split(END, 1)
+    wanted = "\n" + tables(args.module) + "\n"
+    if args.write:
+        readme.write_text(head + BEGIN + wanted + END + tail)
+        return 0
+    if current != wanted:
+        have = set(current.strip().splitlines())
+        want = set(wanted.strip().splitlines())
+        for line in sorted(want - have):
+            print(f"{readme}: missing or changed: {line[:160]}", file=sys.stderr)
+        for line in sorted(have - want):
+            print(f"{readme}: stale: {line[:160]}", file=sys.stderr)
+        print(f"{readme}: the inputs/outputs tables are not the module's; run python3 {Path(__file__).name} {args.module} --write", file=sys.stderr)
+        return 1
+    print(f"{readme}: every input and output of {args.module} documented")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,48 @@
+# The mocked AWS of the module's tests: ARNs shaped like the real ones, a region the
+# deployment is not in for the data sources (nothing may take the table's ARN from it).
+
+mock_resource "aws_sqs_queue" {
+  defaults = {
+    arn = "arn:aws:sqs:eu-west-1:123456789012:queue"
+    url = "https://sqs.eu-west-1.amazonaws.com/123456789012/queue"
+  }
+}
+mock_resource "aws_dynamodb_table" {
+  defaults = {
+    arn        = "arn:aws:dynamodb:eu-west-1:123456789012:table/outbox-table"
+    stream_arn = "arn:aws:dynamodb:eu-west-1:123456789012:table/outbox-table/stream/2024-01-01T00:00:00.000"
+  }
+}
+mock_resource "aws_cloudwatch_log_group" {
+  defaults = { arn = "arn:aws:logs:eu-west-1:123456789012:log-group:/aws/lambda/fn" }
+}
+mock_resource "aws_lambda_function" {
+  defaults = { arn = "arn:aws:lambda:eu-west-1:123456789012:function:fn" }
+}
+mock_resource "aws_iam_role" {
+  defaults = { arn = "arn:aws:iam::123456789012:role/fn" }
+}
+mock_resource "aws_s3_bucket" {
+  defaults = {
+    arn    = "arn:aws:s3:::outbox-payloads-20240101"
+    bucket = "outbox-payloads-20240101"
+    id     = "outbox-payloads-20240101"
+  }
+}
+mock_resource "aws_cloudwatch_event_rule" {
+  defaults = { arn = "arn:aws:events:eu-west-1:123456789012:rule/outbox-sweep-schedule" }
+}
+# A region the deployment is not in: nothing may take the table's ARN from it.
+mock_data "aws_region" {
+  defaults = { name = "ap-south-1", id = "ap-south-1" }
+}
+mock_data "aws_caller_identity" {
+  defaults = { account_id = "999999999999" }
+}
+mock_data "aws_partition" {
+  defaults = { partition = "aws" }
+}
+
+mock_resource "aws_iam_policy" {
+  defaults = { arn = "arn:aws:iam::123456789012:policy/outbox-producer" }
+}

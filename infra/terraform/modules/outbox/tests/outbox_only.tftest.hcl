@@ -1,0 +1,164 @@
+# The module is the outbox and nothing else (issue 21): what it plans for a user with their
+# own table and one route, the key names reaching the table and the functions, the
+# producer policy, and the checks of an existing table. Mocked provider:
+# tests/mocks.
+
+mock_provider "aws" {
+  source = "./tests/mocks"
+}
+
+variables {
+  # Only the outbox's three functions are built: the orders consumer's artifact is not needed.
+  lambda_asset_dir = "../outbox-config/tests/artifacts/outbox-only"
+  existing_table = {
+    table_name = "app"
+    stream_arn = "arn:aws:dynamodb:eu-west-1:123456789012:table/app/stream/2024-01-01T00:00:00.000"
+  }
+  routes = { orders = "https://sqs.eu-west-1.amazonaws.com/123456789012/app-orders" }
+}
+
+run "a_users_table_and_one_route_get_the_outbox_only" {
+  command = apply
+  assert {
+    condition = (
+      length(aws_dynamodb_table.outbox) == 0
+      && toset(keys(aws_lambda_function.this)) == toset(["publisher", "recovery", "sweeper"])
+      && toset(keys(aws_iam_role.function)) == toset(["publisher", "recovery", "sweeper"])
+      && toset(keys(aws_iam_role_policy.function)) == toset(["publisher", "recovery", "sweeper"])
+      && toset(keys(aws_cloudwatch_log_group.function)) == toset(["publisher", "recovery", "sweeper"])
+      && toset(keys(merge(aws_sqs_queue.dead_letter, aws_sqs_queue.destination))) == toset(["outbox_dlq", "stream_failures", "stream_failures_dlq"])
+      && toset(keys(aws_sqs_queue_policy.tls_only)) == toset(["outbox_dlq", "stream_failures", "stream_failures_dlq"])
+      && length(aws_cloudwatch_metric_alarm.this) == 13
+      && length(aws_iam_policy.producer) == 1
+    )
+    error_message = "An existing table and one route: three functions with their roles, policies and log groups, the outbox's three queues, 13 alarms, the producer policy -- no table."
+  }
+  assert {
+    condition = !anytrue(flatten([
+      [for f in aws_lambda_function.this : strcontains(f.function_name, "orders")],
+      [for q in merge(aws_sqs_queue.dead_letter, aws_sqs_queue.destination) : strcontains(q.name, "orders")],
+      [for a in aws_cloudwatch_metric_alarm.this : strcontains(a.alarm_name, "Consumer") || strcontains(a.alarm_name, "OrdersEvents")],
+      [strcontains(aws_cloudwatch_dashboard.outbox.dashboard_body, "orders")],
+    ]))
+    error_message = "Nothing of the orders example: no orders consumer, orders queues, their alarms or dashboard lines."
+  }
+  assert {
+    condition = alltrue([for fn in ["publisher", "sweeper"] : jsondecode(aws_lambda_function.this[fn].environment[0].variables.OUTBOX_ROUTES) == {
+      orders = "https://sqs.eu-west-1.amazonaws.com/123456789012/app-orders"
+    }])
+    error_message = "OUTBOX_ROUTES is the user's one route: a topic named orders goes to the user's queue."
+  }
+  assert {
+    condition = [for s in jsondecode(aws_iam_role_policy.function["publisher"].policy).Statement : s.Resource if s.Sid == "SendToRoutedQueues"][0] == [
+      "arn:aws:sqs:eu-west-1:123456789012:app-orders", aws_sqs_queue.dead_letter["outbox_dlq"].arn,
+    ]
+    error_message = "The publisher sends to the user's queue and the outbox DLQ only."
+  }
+  assert {
+    condition = (
+      output.table_name == "app" && output.table_arn == "arn:aws:dynamodb:eu-west-1:123456789012:table/app"
+      && output.stream_arn == var.existing_table.stream_arn
+      && output.dlq_url == aws_sqs_queue.dead_letter["outbox_dlq"].url && output.dlq_arn == aws_sqs_queue.dead_letter["outbox_dlq"].arn
+      && output.publisher_role_arn == aws_iam_role.function["publisher"].arn
+      && output.sweeper_role_arn == aws_iam_role.function["sweeper"].arn
+      && output.recovery_role_arn == aws_iam_role.function["recovery"].arn
+      && output.producer_policy_arn == "arn:aws:iam::123456789012:policy/outbox-producer"
+      && output.large_payload_bucket_name == "outbox-payloads-20240101"
+    )
+    error_message = "The outputs name the attached table, its stream, the DLQ, each role, the producer policy and the bucket."
+  }
+}
+
+run "the_producer_policy_grants_writing_outbox_items_and_nothing_else" {
+  command = apply
+  assert {
+    condition = jsondecode(output.producer_policy_json) == {
+      Version = "2012-10-17"
+      Statement = [
+        { Sid = "WriteOutboxItems", Effect = "Allow", Action = ["dynamodb:ConditionCheckItem", "dynamodb:PutItem", "dynamodb:UpdateItem"], Resource = "arn:aws:dynamodb:eu-west-1:123456789012:table/app" },
+        { Sid = "PutLargePayloads", Effect = "Allow", Action = "s3:PutObject", Resource = "arn:aws:s3:::outbox-payloads-20240101/outbox/*" },
+      ]
+    }
+    error_message = "Put/Update/ConditionCheck on the table and PutObject under outbox/ of the bucket; nothing else."
+  }
+  assert {
+    condition     = aws_iam_policy.producer[0].name == "outbox-producer" && aws_iam_policy.producer[0].policy == output.producer_policy_json
+    error_message = "The managed policy <prefix>-producer holds the producer policy."
+  }
+}
+
+run "the_producer_policy_with_a_kms_key_and_no_bucket" {
+  command = apply
+  variables {
+    large_payloads         = false
+    kms_key_arn            = "arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+    create_producer_policy = false
+  }
+  assert {
+    condition = jsondecode(output.producer_policy_json).Statement == [
+      { Sid = "WriteOutboxItems", Effect = "Allow", Action = ["dynamodb:ConditionCheckItem", "dynamodb:PutItem", "dynamodb:UpdateItem"], Resource = "arn:aws:dynamodb:eu-west-1:123456789012:table/app" },
+      { Sid = "UseKmsKey", Effect = "Allow", Action = ["kms:Decrypt", "kms:GenerateDataKey"], Resource = var.kms_key_arn },
+    ]
+    error_message = "No bucket: no S3; a KMS key: GenerateDataKey and Decrypt on it."
+  }
+  assert {
+    condition     = length(aws_iam_policy.producer) == 0 && output.producer_policy_arn == null
+    error_message = "create_producer_policy = false: the JSON only, no managed policy."
+  }
+}
+
+run "key_names_reach_the_created_table_and_the_functions" {
+  command = apply
+  variables {
+    existing_table     = null
+    partition_key_name = "pk"
+    sort_key_name      = "sk"
+    ttl_attribute_name = "expires_at"
+  }
+  assert {
+    condition = (
+      aws_dynamodb_table.outbox[0].hash_key == "pk" && aws_dynamodb_table.outbox[0].range_key == "sk"
+      && one(aws_dynamodb_table.outbox[0].ttl).attribute_name == "expires_at"
+      && toset([for a in aws_dynamodb_table.outbox[0].attribute : "${a.name}:${a.type}"]) == toset(["pk:S", "sk:S", "SweepShard:S", "SweepDueAt:N"])
+    )
+    error_message = "A created table is keyed pk/sk (strings) and expires items on expires_at."
+  }
+  assert {
+    condition = alltrue([for f in aws_lambda_function.this : (
+      f.environment[0].variables.OUTBOX_PARTITION_KEY == "pk"
+      && f.environment[0].variables.OUTBOX_SORT_KEY == "sk"
+      && f.environment[0].variables.OUTBOX_TTL_ATTRIBUTE == "expires_at"
+    )])
+    error_message = "The publisher, the sweeper and the recovery function get the key names."
+  }
+}
+
+run "default_key_names_are_always_set" {
+  command = plan
+  assert {
+    condition = alltrue([for f in aws_lambda_function.this : (
+      f.environment[0].variables.OUTBOX_PARTITION_KEY == "PK" && f.environment[0].variables.OUTBOX_SORT_KEY == "SK" && f.environment[0].variables.OUTBOX_TTL_ATTRIBUTE == "ExpiresAt"
+    )])
+    error_message = "The defaults PK/SK/ExpiresAt are set explicitly on every function."
+  }
+}
+
+# The checks an existing table gets at plan (the key names' own: ../outbox-config/tests/key_names.tftest.hcl).
+run "an_existing_table_without_its_stream_arn" {
+  command = plan
+  variables {
+    existing_table = { table_name = "app", stream_arn = "" }
+  }
+  expect_failures = [var.existing_table]
+}
+
+run "an_existing_table_given_by_its_arn" {
+  command = plan
+  variables {
+    existing_table = {
+      table_name = "arn:aws:dynamodb:eu-west-1:123456789012:table/app"
+      stream_arn = "arn:aws:dynamodb:eu-west-1:123456789012:table/app/stream/2024-01-01T00:00:00.000"
+    }
+  }
+  expect_failures = [var.existing_table]
+}
