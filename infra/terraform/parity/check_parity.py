@@ -97,20 +97,9 @@ VARIANTS: dict[str, dict] = {
     },
 }
 
-# TODO(issue 21, lead): switch on once the CDK construct sets the key names (outbox:partitionKeyName,
-# outbox:sortKeyName, outbox:ttlAttributeName, and OUTBOX_PARTITION_KEY / OUTBOX_SORT_KEY /
-# OUTBOX_TTL_ATTRIBUTE on the publisher, the sweeper and the recovery function, always). Until
-# then the CDK template has none of them: Terraform's three variables are left out of the
-# environment comparison and the variant below is not run.
-CDK_SETS_KEY_NAMES = False
-KEY_NAME_ENV = ("OUTBOX_PARTITION_KEY", "OUTBOX_SORT_KEY", "OUTBOX_TTL_ATTRIBUTE")
-if CDK_SETS_KEY_NAMES:
-    VARIANTS["non-default key names"] = {"partitionKeyName": "pk", "sortKeyName": "sk", "ttlAttributeName": "expires_at"}
-
-
-def without_key_names(env: dict) -> dict:
-    """A Terraform environment as today's CDK template can have it (see CDK_SETS_KEY_NAMES)."""
-    return env if CDK_SETS_KEY_NAMES else {k: x for k, x in env.items() if k not in KEY_NAME_ENV}
+# Both sides set the three key names on the publisher, the sweeper and the recovery
+# function, always; this variant changes all three.
+VARIANTS["non-default key names"] = {"partitionKeyName": "pk", "sortKeyName": "sk", "ttlAttributeName": "expires_at"}
 
 
 # Variables whose modules/outbox default differs from modules/outbox-config's (the one compared
@@ -674,14 +663,14 @@ def compare(variant: str, template: dict, tf: dict, module_queues: dict) -> None
         same(f"{v} {key} reserved concurrency", props.get("ReservedConcurrentExecutions"), fns["reserved_concurrency"][key])
         env = props["Environment"]["Variables"]
         static = {k: x for k, x in env.items() if isinstance(x, str) and k.startswith("OUTBOX_") and k != "OUTBOX_TABLE_NAME"}
-        same(f"{v} {key} static OUTBOX_* env", static, without_key_names(env_by_fn[key]))
+        same(f"{v} {key} static OUTBOX_* env", static, env_by_fn[key])
         # The names of the variables modules/outbox fills in from deployed resources (table name,
         # routes, DLQ URL; functions.tf local.environment): the mocked-provider tests check them there.
         tf_dynamic = {"publisher": ["OUTBOX_DLQ_URL", "OUTBOX_ROUTES", "OUTBOX_TABLE_NAME"], "consumer": ["ORDERS_TABLE_NAME"], "recovery": ["OUTBOX_TABLE_NAME"]}
         if tf["large_payloads"]["create"]:
             tf_dynamic["publisher"].append(tf["large_payloads"]["env"]["bucket"])  # the created bucket's name
         tf_dynamic["sweeper"] = tf_dynamic["publisher"]
-        same(f"{v} {key} environment variable names", sorted(env), sorted([*without_key_names(env_by_fn[key]), *tf_dynamic[key]]))
+        same(f"{v} {key} environment variable names", sorted(env), sorted([*env_by_fn[key], *tf_dynamic[key]]))
         if key in ("publisher", "sweeper"):
             routes = joined(env["OUTBOX_ROUTES"], lambda t: PARITY_QUEUE_URL + queue_names[t["Ref"]])
             same(f"{v} {key} OUTBOX_ROUTES", json.loads(routes), json.loads(tf["routes_json"]))
