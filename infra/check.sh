@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # All infrastructure checks, offline (only the npm and PyPI registries are used,
 # for installs, and only when the lockfiles changed):
-#   CDK:        tsc type check, node:test assertion + cdk-nag tests, cdk synth, cfn-lint
+#   CDK:        tsc type check, node:test assertion + cdk-nag tests, npm pack contents, cdk synth, cfn-lint
 #   Terraform:  fmt -check, terraform test (the provider-free configs of the module and of
 #               the orders example), the module README's inputs/outputs tables, checkov; with
 #               a filesystem mirror of hashicorp/aws (OUTBOX_TF_PROVIDER_MIRROR, default
@@ -70,6 +70,21 @@ node --import tsx --test \
 FAIL=$(sed -n 's/^# fail //p' "$WORK/node-test.tap")
 PASS=$(sed -n 's/^# pass //p' "$WORK/node-test.tap")
 [[ "$FAIL" == "0" && "${PASS:-0}" -gt 0 ]] || { echo "cdk tests failed" >&2; exit 1; }
+
+step "cdk: npm pack --dry-run (the published package holds the compiled library, its stream filter and README only)"
+npm pack --dry-run --json --loglevel=error >"$WORK/pack.json"
+python3 - "$WORK/pack.json" <<'EOF'
+import json, re, sys
+pack = json.load(open(sys.argv[1]))[0]
+files = sorted(f["path"] for f in pack["files"])
+allowed = re.compile(r"^(package\.json|README\.md|dist/[a-z0-9-]+\.(js|d\.ts)|dist/stream-filter\.json)$")
+stray = [f for f in files if not allowed.match(f)]
+stray += [f"(missing) {f}" for f in ("package.json", "README.md", "dist/index.js", "dist/index.d.ts", "dist/stream-filter.json") if f not in files]
+print(f"{pack['name']}@{pack['version']}: {len(files)} files, {pack['size']} bytes packed")
+if stray:
+    print("not part of the library:", *stray, sep="\n  ")
+    sys.exit(1)
+EOF
 
 step "cdk: synth (cdk-nag AwsSolutions runs as a validation plugin; findings fail the synth)"
 npx --no-install cdk synth --quiet --no-notices --no-version-reporting -o "$WORK/cdk.out" >/dev/null

@@ -79,5 +79,5 @@ const shopApp = new iam.Role(stack, 'ShopApp', {
 outbox.grantProduce(shopApp);
 
 new cdk.CfnOutput(stack, 'TableName', { value: table.tableName });
-new cdk.CfnOutput(stack, 'ProducerPolicyArn', { value: outbox.producerPolicy.managedPolicyArn });
+if (outbox.producerPolicy) new cdk.CfnOutput(stack, 'ProducerPolicyArn', { value: outbox.producerPolicy.managedPolicyArn });
 app.synth();

@@ -53,6 +53,12 @@ export interface KeyNames {
 }
 export const DEFAULT_KEY_NAMES: Required<KeyNames> = { partitionKey: 'PK', sortKey: 'SK', ttlAttribute: 'ExpiresAt' };
 
+/** The attributes the outbox writes itself (infra/CONTRACT.md): no key or TTL may be named like one. */
+const OUTBOX_ATTRIBUTES: readonly string[] = [
+  'ItemType', 'Topic', 'Payload', 'Status', 'RetryCount', 'MessageId', 'CreatedAt', 'Sequence', 'SweepShard', 'SweepDueAt',
+  'SentAt', 'FailedAt', 'LastError', 'PayloadOn', 'PayloadSize', 'Segments', 'Cursor',
+];
+
 /** The key names with defaults applied; refuses names DynamoDB would refuse or that collide. */
 export function resolveKeyNames(k: KeyNames = {}): Required<KeyNames> {
   const defined = Object.fromEntries(Object.entries(k).filter(([, v]) => v !== undefined));
@@ -61,8 +67,17 @@ export function resolveKeyNames(k: KeyNames = {}): Required<KeyNames> {
     if (typeof v !== 'string' || v.length < 1 || v.length > 255) throw new Error(`keyNames.${name} must be 1-255 characters, got ${JSON.stringify(v)}`);
   }
   if (new Set(Object.values(r)).size !== 3) throw new Error(`keyNames must be three different attribute names, got ${JSON.stringify(r)}`);
-  const index: string[] = [CONTRACT.sweepIndexPartitionKey, CONTRACT.sweepIndexSortKey];
-  for (const v of Object.values(r)) if (index.includes(v)) throw new Error(`keyNames: "${v}" is an attribute of the sweeper index`);
+  for (const v of Object.values(r)) {
+    if (OUTBOX_ATTRIBUTES.includes(v)) throw new Error(`keyNames: "${v}" is an attribute the outbox writes itself (${OUTBOX_ATTRIBUTES.join(', ')})`);
+  }
+  // The functions rename the three to PK, SK and ExpiresAt when they read an item: one of
+  // those names in another role (partition key "SK") would overwrite a key.
+  for (const [role, v] of Object.entries(r) as Array<[keyof KeyNames, string]>) {
+    const own = DEFAULT_KEY_NAMES[role];
+    if (Object.values(DEFAULT_KEY_NAMES).includes(v) && v !== own) {
+      throw new Error(`keyNames.${role}: "${v}" is the default name of another of the three; PK, SK and ExpiresAt may each name only their own role`);
+    }
+  }
   return r;
 }
 

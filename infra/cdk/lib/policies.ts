@@ -117,7 +117,7 @@ export function recoveryStatements(t: PolicyTargets): iam.PolicyStatement[] {
  */
 export function producerStatements(t: { tableArn: string; payloadObjectsArn?: string; keyArn?: string }): iam.PolicyStatement[] {
   return [
-    allow('WriteOutboxMessages', ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:ConditionCheckItem'], [t.tableArn]),
+    allow('WriteOutboxMessages', ['dynamodb:GetItem', 'dynamodb:PutItem'], [t.tableArn]),
     ...(t.payloadObjectsArn ? [allow('PutLargePayloads', ['s3:PutObject'], [t.payloadObjectsArn])] : []),
     ...(t.keyArn ? [allow('UseOutboxKey', ['kms:GenerateDataKey', 'kms:Decrypt'], [t.keyArn])] : []),
   ];

@@ -113,9 +113,12 @@ describe('key names', () => {
       StreamSpecification: { StreamViewType: 'NEW_IMAGE' },
     });
   });
-  it('refuses the same name twice, or a name of the sweeper index', () => {
+  it('refuses the same name twice, an attribute the outbox writes, or a default name in another role', () => {
     assert.throws(() => userStack({ keyNames: { partitionKey: 'id', sortKey: 'id' } }), /three different attribute names/);
-    assert.throws(() => userStack({ keyNames: { sortKey: 'SweepShard' } }), /attribute of the sweeper index/);
+    assert.throws(() => userStack({ keyNames: { sortKey: 'SweepShard' } }), /attribute the outbox writes itself/);
+    assert.throws(() => userStack({ keyNames: { sortKey: 'Status' } }), /attribute the outbox writes itself/);
+    assert.throws(() => userStack({ keyNames: { partitionKey: 'SK', sortKey: 'PK' } }), /keyNames.partitionKey: "SK" is the default name of another/);
+    assert.throws(() => userStack({ keyNames: { partitionKey: 'pk', sortKey: 'ExpiresAt', ttlAttribute: 'ttl' } }), /keyNames.sortKey/);
   });
 });
 
@@ -132,10 +135,10 @@ describe('grantProduce', () => {
   };
   const bucketObjects = { 'Fn::Join': ['', [{ 'Fn::GetAtt': [Match.stringLikeRegexp('^OutboxLargePayloadBucket'), 'Arn'] }, '/outbox/*']] };
 
-  it("writes outbox items on the table and puts large payloads under outbox/, nothing else", () => {
+  it("puts outbox items on the table (and reads them back by key), puts large payloads under outbox/, nothing else", () => {
     const { statements } = producer();
     assert.equal(statements.length, 2);
-    assert.deepEqual(statements[0], { Effect: 'Allow', Action: ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:ConditionCheckItem'], Resource: TABLE });
+    assert.deepEqual(statements[0], { Effect: 'Allow', Action: ['dynamodb:GetItem', 'dynamodb:PutItem'], Resource: TABLE });
     assert.equal(statements[1].Action, 's3:PutObject');
     Template.fromJSON({ Resources: { X: { Type: 'T', Properties: { R: statements[1].Resource } } } }).hasResourceProperties('T', { R: bucketObjects });
   });
@@ -147,7 +150,7 @@ describe('grantProduce', () => {
     const outbox = new Outbox(stack, 'Outbox', { table, encryptionKey: key, largePayloads: false, assetDir: fakeAssetDir() });
     const doc = new iam.PolicyDocument({ statements: outbox.producerStatements() }).toJSON();
     assert.deepEqual(doc.Statement, [
-      { Sid: 'WriteOutboxMessages', Effect: 'Allow', Action: ['dynamodb:PutItem', 'dynamodb:UpdateItem', 'dynamodb:ConditionCheckItem'], Resource: TABLE },
+      { Sid: 'WriteOutboxMessages', Effect: 'Allow', Action: ['dynamodb:GetItem', 'dynamodb:PutItem'], Resource: TABLE },
       { Sid: 'UseOutboxKey', Effect: 'Allow', Action: ['kms:GenerateDataKey', 'kms:Decrypt'], Resource: keyArn },
     ]);
   });

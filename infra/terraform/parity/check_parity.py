@@ -724,6 +724,16 @@ def compare(variant: str, template: dict, tf: dict, module_queues: dict) -> None
             grants(tf_st, lambda r: tf_resource(r, names)),
         )
 
+    # ---------------------------------------------------------------- the producer's policy
+    # What an application role gets to write outbox messages: the same grants, however the
+    # statements are named (a managed policy in both).
+    producer = one(template, "AWS::IAM::ManagedPolicy", ManagedPolicyName=names["producer_policy"])
+    same_set(
+        f"{v} producer policy grants (effect, action, resource, condition)",
+        grants(producer["PolicyDocument"]["Statement"], lambda r: cdk_resource(template, r, names)),
+        grants(tf["producer_policy"]["Statement"], lambda r: tf_resource(r, names)),
+    )
+
     # ---------------------------------------------------------------- schedule
     rule = resources_of(template, "AWS::Events::Rule")[0]["Properties"]
     same(f"{v} sweep schedule", rule["ScheduleExpression"], tf["sweep_schedule"])

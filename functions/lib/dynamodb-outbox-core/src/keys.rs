@@ -136,7 +136,31 @@ impl KeyNames {
                 ),
             });
         }
+        for (variable, configured, canonical) in self.roles() {
+            if let Some(reason) = collision(configured, canonical) {
+                return Err(ConfigError::Invalid {
+                    name: variable,
+                    reason,
+                });
+            }
+        }
         Ok(())
+    }
+
+    fn roles(&self) -> [(&'static str, &str, &'static str); 3] {
+        [
+            (
+                vars::PARTITION_KEY,
+                &self.partition_key,
+                CANONICAL_PARTITION_KEY,
+            ),
+            (vars::SORT_KEY, &self.sort_key, CANONICAL_SORT_KEY),
+            (
+                vars::TTL_ATTRIBUTE,
+                &self.ttl_attribute,
+                CANONICAL_TTL_ATTRIBUTE,
+            ),
+        ]
     }
 
     /// Whether these are the default names (nothing to rename).
@@ -180,6 +204,48 @@ impl KeyNames {
     }
 }
 
+/// Why `configured` cannot name the attribute whose engine name is `canonical`: it is
+/// an attribute the outbox writes itself, or the engine's name of another of the
+/// three (items are renamed to the engine's names when read: `SK` as the partition
+/// key would be overwritten by the sort key).
+fn collision(configured: &str, canonical: &str) -> Option<String> {
+    use crate::schema::*;
+    const WRITTEN: [&str; 17] = [
+        ITEM_TYPE,
+        TOPIC,
+        PAYLOAD,
+        STATUS,
+        RETRY_COUNT,
+        MESSAGE_ID,
+        CREATED_AT,
+        SEQUENCE,
+        SWEEP_SHARD,
+        SWEEP_DUE_AT,
+        SENT_AT,
+        FAILED_AT,
+        LAST_ERROR,
+        PAYLOAD_ON,
+        PAYLOAD_SIZE,
+        SCAN_SEGMENTS,
+        SCAN_CURSOR,
+    ];
+    let engine = [
+        CANONICAL_PARTITION_KEY,
+        CANONICAL_SORT_KEY,
+        CANONICAL_TTL_ATTRIBUTE,
+    ];
+    if WRITTEN.contains(&configured) {
+        return Some(format!(
+            "`{configured}` is an attribute the outbox writes itself: name the table's own attribute"
+        ));
+    }
+    (engine.contains(&configured) && configured != canonical).then(|| {
+        format!(
+            "`{configured}` is the default name of another of the three (PK, SK, ExpiresAt): use it only for that one"
+        )
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -213,6 +279,21 @@ mod tests {
                 &[("OUTBOX_PARTITION_KEY", "t"), ("OUTBOX_TTL_ATTRIBUTE", "t")][..],
                 "OUTBOX_TTL_ATTRIBUTE",
             ),
+            // The engine's name of another role: renaming on read would lose a key.
+            (
+                &[("OUTBOX_PARTITION_KEY", "SK"), ("OUTBOX_SORT_KEY", "PK")][..],
+                "OUTBOX_PARTITION_KEY",
+            ),
+            (
+                &[
+                    ("OUTBOX_PARTITION_KEY", "pk"),
+                    ("OUTBOX_SORT_KEY", "sk"),
+                    ("OUTBOX_TTL_ATTRIBUTE", "PK"),
+                ][..],
+                "OUTBOX_TTL_ATTRIBUTE",
+            ),
+            // An attribute the outbox writes itself.
+            (&[("OUTBOX_SORT_KEY", "Status")][..], "OUTBOX_SORT_KEY"),
         ] {
             let err = names(pairs).expect_err(variable);
             assert!(err.to_string().contains(variable), "{err}");

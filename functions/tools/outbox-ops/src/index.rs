@@ -108,8 +108,13 @@ pub(crate) async fn keys(
     }
 }
 
+/// How often keys DynamoDB left unprocessed (throttling) are asked for again, with a
+/// doubling pause from [`UNPROCESSED_FIRST_PAUSE`], before the command gives up.
+const UNPROCESSED_ROUNDS: u32 = 8;
+const UNPROCESSED_FIRST_PAUSE: std::time::Duration = std::time::Duration::from_millis(50);
+
 /// The items of `keys` (those that exist), read by key in batches of 100; keys
-/// DynamoDB leaves unprocessed are asked for again.
+/// DynamoDB leaves unprocessed are asked for again after a growing pause.
 pub(crate) async fn items(
     client: &aws_sdk_dynamodb::Client,
     table: &Table,
@@ -119,7 +124,19 @@ pub(crate) async fn items(
     let mut found = Vec::new();
     for chunk in keys.chunks(BATCH_GET_KEYS) {
         let mut pending: Vec<Item> = chunk.iter().map(|k| key_of(table, k)).collect();
+        let mut round = 0;
         while !pending.is_empty() {
+            if round > 0 {
+                if round > UNPROCESSED_ROUNDS {
+                    return Err(OpsError::Request(format!(
+                        "DynamoDB left {} keys of {} unread after {UNPROCESSED_ROUNDS} retries (throttled): run the command again later",
+                        pending.len(),
+                        table.name
+                    )));
+                }
+                tokio::time::sleep(UNPROCESSED_FIRST_PAUSE * 2u32.pow(round - 1)).await;
+            }
+            round += 1;
             let request = KeysAndAttributes::builder()
                 .set_keys(Some(pending))
                 .consistent_read(true)

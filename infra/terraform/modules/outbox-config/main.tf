@@ -323,15 +323,17 @@ locals {
   routes_json = jsonencode(var.routes)
 
   # ---------------------------------------------------------------- producer policy
-  # What an application role needs to write outbox messages: the items (TransactWriteItems is
-  # authorised per action inside it), large payloads under outbox/ when the offload is on, and
-  # the deployment's KMS key. Nothing else.
+  # What an application role needs to write outbox messages: PutItem of the outbox items
+  # (TransactWriteItems is authorised per action inside it: the business items' own actions are
+  # the application's), GetItem (a retried commit whose first attempt may have landed reads its
+  # items back), large payloads under outbox/ when the offload is on, and the deployment's KMS
+  # key. Nothing else.
   producer_policy = local.r == null ? null : {
     Version = "2012-10-17"
     Statement = concat(
-      [{ Sid = "WriteOutboxItems", Effect = "Allow", Action = ["dynamodb:ConditionCheckItem", "dynamodb:PutItem", "dynamodb:UpdateItem"], Resource = local.r.outbox_table_arn }],
+      [{ Sid = "WriteOutboxMessages", Effect = "Allow", Action = ["dynamodb:GetItem", "dynamodb:PutItem"], Resource = local.r.outbox_table_arn }],
       [for objects in compact([local.large_payload_objects]) : { Sid = "PutLargePayloads", Effect = "Allow", Action = "s3:PutObject", Resource = objects }],
-      [for key in compact([var.kms_key_arn]) : { Sid = "UseKmsKey", Effect = "Allow", Action = ["kms:Decrypt", "kms:GenerateDataKey"], Resource = key }],
+      [for key in compact([var.kms_key_arn]) : { Sid = "UseOutboxKey", Effect = "Allow", Action = ["kms:Decrypt", "kms:GenerateDataKey"], Resource = key }],
     )
   }
 

@@ -315,6 +315,15 @@ variable "ttl_attribute_name" {
     condition     = length(setintersection([var.partition_key_name, var.sort_key_name, var.ttl_attribute_name], local.outbox_attributes)) == 0
     error_message = "partition_key_name, sort_key_name and ttl_attribute_name must not be attributes the outbox writes itself (${join(", ", local.outbox_attributes)})."
   }
+  validation {
+    # The functions rename the three to PK, SK and ExpiresAt when they read an item: one of those
+    # names in another role (partition key "SK") would overwrite a key.
+    condition = alltrue([
+      for role, name in { PK = var.partition_key_name, SK = var.sort_key_name, ExpiresAt = var.ttl_attribute_name } :
+      !contains(["PK", "SK", "ExpiresAt"], name) || name == role
+    ])
+    error_message = "PK, SK and ExpiresAt may each name only its own role (partition key, sort key, TTL attribute): the functions read items under those names."
+  }
 }
 
 variable "dashboard_queue_names" {

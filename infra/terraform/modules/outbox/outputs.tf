@@ -74,7 +74,7 @@ output "recovery_role_arn" {
 }
 
 output "producer_policy_json" {
-  description = "What your application's role needs to write outbox messages (IAM policy JSON): dynamodb:PutItem, UpdateItem, ConditionCheckItem on the table; s3:PutObject on <bucket>/outbox/* when large payloads are on; kms:GenerateDataKey and kms:Decrypt on kms_key_arn when given."
+  description = "What your application's role needs to write outbox messages (IAM policy JSON): dynamodb:PutItem and GetItem on the table; s3:PutObject on <bucket>/outbox/* when large payloads are on; kms:GenerateDataKey and kms:Decrypt on kms_key_arn when given."
   value       = module.config.producer_policy_json
 }
 

@@ -2,7 +2,7 @@
 //! the adoption scan and its saved cursors.
 
 use super::{
-    DynamoStore, Item, index_unchanged, n, outcome, read, request, s, scanned, start_key, token,
+    DynamoStore, index_unchanged, n, outcome, read, request, s, scanned, start_key, token,
 };
 use crate::sdk_error::store_failure;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
@@ -19,11 +19,11 @@ use dynamodb_outbox_core::schema::{
 };
 use dynamodb_outbox_core::schema::{OutboxItem, string_attr};
 
-/// What a refused claim found, from the item the refusal returned (`ALL_OLD`): its
-/// state read on its own, so that an item that does not decode still counts as
-/// pending.
-fn refused_claim(key: &ItemKey, old: Option<&Item>) -> Claim {
-    let Some(raw) = old.map(|i| serde_dynamo::Item::from(i.clone())) else {
+/// What a refused claim found, from the item the refusal returned (`ALL_OLD`, under
+/// the engine's attribute names): its state read on its own, so that an item that
+/// does not decode still counts as pending.
+fn refused_claim(key: &ItemKey, old: Option<serde_dynamo::Item>) -> Claim {
+    let Some(raw) = old else {
         return Claim::Finished;
     };
     if string_attr(&raw, STATUS) != Some(Status::Pending.as_str()) {
@@ -120,7 +120,7 @@ impl SweepStore for DynamoStore {
             }
             Err(e) => match e.as_service_error() {
                 Some(UpdateItemError::ConditionalCheckFailedException(refused)) => {
-                    Ok(refused_claim(key, refused.item()))
+                    Ok(refused_claim(key, refused.item().map(|i| self.canonical(i))))
                 }
                 _ => Err(store_failure(&e)),
             },
@@ -286,6 +286,7 @@ impl SweepStore for DynamoStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::dynamo::Item;
     use std::collections::HashMap;
 
     fn key() -> ItemKey {
@@ -299,7 +300,7 @@ mod tests {
     fn a_refused_claim_tells_a_finished_item_from_one_still_pending() {
         assert_eq!(refused_claim(&key(), None), Claim::Finished);
         let sent: Item = HashMap::from([("Status".to_owned(), s("SENT"))]);
-        assert_eq!(refused_claim(&key(), Some(&sent)), Claim::Finished);
+        assert_eq!(refused_claim(&key(), Some(sent.into())), Claim::Finished);
         // Pending, and not even decodable: still ahead of its aggregate's later
         // messages.
         let pending: Item = HashMap::from([
@@ -311,7 +312,7 @@ mod tests {
             ),
         ]);
         assert_eq!(
-            refused_claim(&key(), Some(&pending)),
+            refused_claim(&key(), Some(pending.into())),
             Claim::Held(Held {
                 created_at_ms: 0,
                 message_id: derive_message_id(&key()),

@@ -69,3 +69,22 @@ run "an_empty_key_name" {
   }
   expect_failures = [var.partition_key_name]
 }
+
+run "a_default_name_in_another_role" {
+  command = plan
+  variables {
+    partition_key_name = "SK"
+    sort_key_name      = "PK"
+  }
+  expect_failures = [var.ttl_attribute_name]
+}
+
+run "the_default_ttl_name_as_a_key_of_a_lowercase_table" {
+  command = plan
+  variables {
+    partition_key_name = "pk"
+    sort_key_name      = "ExpiresAt"
+    ttl_attribute_name = "expires_at"
+  }
+  expect_failures = [var.ttl_attribute_name]
+}
