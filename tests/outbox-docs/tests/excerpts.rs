@@ -2,6 +2,8 @@
 //! (examples/shop), which `tests/run` validates, synthesizes and deploys: a snippet
 //! that drifts from the example — a renamed input, a prop the construct no longer
 //! has — fails here instead of misleading the reader.
+// A test's own files: a missing one is the failure to report.
+#![allow(clippy::expect_used)]
 
 use std::fs;
 use std::path::{Path, PathBuf};
