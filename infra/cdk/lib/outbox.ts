@@ -258,7 +258,7 @@ export class Outbox extends Construct {
     for (const w of [publisherRole, sweeperRole, ...(this.producerPolicy ? [this.producerPolicy] : [])]) this.acknowledgeLargePayloadGrant(w);
   }
 
-  /** The producer's statements: PutItem, UpdateItem, ConditionCheckItem on the table; PutObject on `<bucket>/outbox/*`; the KMS key. */
+  /** The producer's statements: PutItem and GetItem on the table (a retried commit reads its items back); PutObject on `<bucket>/outbox/*`; the KMS key. */
   producerStatements(): iam.PolicyStatement[] {
     return producerStatements({ tableArn: this.tableArn, payloadObjectsArn: this.largePayloadObjectsArn, keyArn: this.key?.keyArn });
   }

@@ -75,11 +75,11 @@ run "the_producer_policy_grants_writing_outbox_items_and_nothing_else" {
     condition = jsondecode(output.producer_policy_json) == {
       Version = "2012-10-17"
       Statement = [
-        { Sid = "WriteOutboxItems", Effect = "Allow", Action = ["dynamodb:ConditionCheckItem", "dynamodb:PutItem", "dynamodb:UpdateItem"], Resource = "arn:aws:dynamodb:eu-west-1:123456789012:table/app" },
+        { Sid = "WriteOutboxMessages", Effect = "Allow", Action = ["dynamodb:GetItem", "dynamodb:PutItem"], Resource = "arn:aws:dynamodb:eu-west-1:123456789012:table/app" },
         { Sid = "PutLargePayloads", Effect = "Allow", Action = "s3:PutObject", Resource = "arn:aws:s3:::outbox-payloads-20240101/outbox/*" },
       ]
     }
-    error_message = "Put/Update/ConditionCheck on the table and PutObject under outbox/ of the bucket; nothing else."
+    error_message = "PutItem and GetItem on the table and PutObject under outbox/ of the bucket; nothing else."
   }
   assert {
     condition     = aws_iam_policy.producer[0].name == "outbox-producer" && aws_iam_policy.producer[0].policy == output.producer_policy_json
@@ -96,8 +96,8 @@ run "the_producer_policy_with_a_kms_key_and_no_bucket" {
   }
   assert {
     condition = jsondecode(output.producer_policy_json).Statement == [
-      { Sid = "WriteOutboxItems", Effect = "Allow", Action = ["dynamodb:ConditionCheckItem", "dynamodb:PutItem", "dynamodb:UpdateItem"], Resource = "arn:aws:dynamodb:eu-west-1:123456789012:table/app" },
-      { Sid = "UseKmsKey", Effect = "Allow", Action = ["kms:Decrypt", "kms:GenerateDataKey"], Resource = var.kms_key_arn },
+      { Sid = "WriteOutboxMessages", Effect = "Allow", Action = ["dynamodb:GetItem", "dynamodb:PutItem"], Resource = "arn:aws:dynamodb:eu-west-1:123456789012:table/app" },
+      { Sid = "UseOutboxKey", Effect = "Allow", Action = ["kms:Decrypt", "kms:GenerateDataKey"], Resource = var.kms_key_arn },
     ]
     error_message = "No bucket: no S3; a KMS key: GenerateDataKey and Decrypt on it."
   }
