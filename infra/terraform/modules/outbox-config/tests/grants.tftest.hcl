@@ -85,7 +85,7 @@ run "the_kms_key_is_used_without_encrypt" {
   assert {
     condition = alltrue([for fn in ["publisher", "sweeper", "recovery"] : sort(distinct(flatten([
       for s in output.policies[fn].Statement : flatten([s.Action]) if contains(flatten([s.Resource]), var.kms_key_arn)
-    ]))) == ["kms:Decrypt", "kms:DescribeKey", "kms:GenerateDataKey"]])
+    ]))) == tolist(["kms:Decrypt", "kms:DescribeKey", "kms:GenerateDataKey"])])
     error_message = "Each function may Decrypt, GenerateDataKey and DescribeKey with the deployment's key, and never Encrypt."
   }
   assert {

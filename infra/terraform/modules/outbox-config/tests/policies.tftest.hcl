@@ -51,9 +51,9 @@ run "publisher_only_updates_and_reads_the_table_and_sends_to_routes" {
   }
   assert {
     condition = sort(distinct([for a in flatten([for s in output.policies.publisher.Statement : flatten([s.Action])]) : a if startswith(a, "dynamodb:")])) == sort([
-      "dynamodb:UpdateItem", "dynamodb:PartiQLUpdate", "dynamodb:GetItem", "dynamodb:Query", "dynamodb:PartiQLSelect", "dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator", "dynamodb:ListStreams"
+      "dynamodb:UpdateItem", "dynamodb:PartiQLUpdate", "dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query", "dynamodb:PartiQLSelect", "dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator", "dynamodb:ListStreams"
     ])
-    error_message = "The publisher's only DynamoDB actions are UpdateItem, GetItem, Query and PartiQLSelect (the order fence) and the stream reads."
+    error_message = "The publisher's only DynamoDB actions are UpdateItem, GetItem, BatchGetItem (a redelivered batch), Query and PartiQLSelect (the order fence) and the stream reads."
   }
   assert {
     condition = jsonencode([for s in output.policies.publisher.Statement : s if contains(["SelectPendingKeys", "NoFullIndexScan"], s.Sid)]) == jsonencode([
@@ -170,8 +170,8 @@ run "kms_key_grants_what_an_encrypted_table_needs" {
   assert {
     condition = alltrue([for fn in ["publisher", "sweeper", "recovery"] : sort(distinct(flatten([
       for s in output.policies[fn].Statement : flatten([s.Action]) if s.Sid == "UseKmsKey"
-    ]))) == tolist(["kms:Decrypt", "kms:DescribeKey", "kms:Encrypt", "kms:GenerateDataKey"])])
-    error_message = "Each function reading or writing a KMS-encrypted table (and stream, and queue) may Decrypt, Encrypt, GenerateDataKey and DescribeKey with the key."
+    ]))) == tolist(["kms:Decrypt", "kms:DescribeKey", "kms:GenerateDataKey"])])
+    error_message = "Each function reading or writing a KMS-encrypted table (and stream, and queue) may Decrypt, GenerateDataKey and DescribeKey with the key (no Encrypt: no call needs it)."
   }
 }
 
