@@ -123,21 +123,25 @@ export class OutboxStack extends cdk.Stack {
     consumerRole.addToPolicy(
       new iam.PolicyStatement({
         sid: 'ApplyOrdersOnce',
-        // TransactWriteItems is authorized per action inside it: Put/Update/Delete/ConditionCheck.
-        actions: ['dynamodb:PutItem', 'dynamodb:GetItem', 'dynamodb:UpdateItem', 'dynamodb:DeleteItem', 'dynamodb:ConditionCheckItem'],
+        // BusinessKeyGuard: one conditional PutItem per order (the stored item comes back on a
+        // refused condition: ReturnValuesOnConditionCheckFailure needs no GetItem).
+        actions: ['dynamodb:PutItem'],
         resources: [orders.tableArn],
       }),
     );
     consumerRole.addToPolicy(
       new iam.PolicyStatement({
         sid: 'ConsumeOrdersQueue',
-        actions: ['sqs:ReceiveMessage', 'sqs:DeleteMessage', 'sqs:ChangeMessageVisibility', 'sqs:GetQueueAttributes'],
+        // What its SQS mapping calls with the role (Lambda's documented three).
+        actions: ['sqs:ReceiveMessage', 'sqs:DeleteMessage', 'sqs:GetQueueAttributes'],
         resources: [ordersQueue.queueArn],
       }),
     );
-    // A message that points at a large payload: the consumer reads it from the bucket.
-    if (outbox.largePayloadObjectsArn) {
+    // A message that points at a large payload: the consumer reads it from the bucket; ListBucket
+    // so that a missing object reads as NoSuchKey ("the object does not exist"), not AccessDenied.
+    if (outbox.largePayloadObjectsArn && outbox.largePayloadBucket) {
       consumerRole.addToPolicy(new iam.PolicyStatement({ sid: 'GetLargePayloads', actions: ['s3:GetObject'], resources: [outbox.largePayloadObjectsArn] }));
+      consumerRole.addToPolicy(new iam.PolicyStatement({ sid: 'TellMissingPayloads', actions: ['s3:ListBucket'], resources: [outbox.largePayloadBucket.bucketArn] }));
       outbox.acknowledgeLargePayloadGrant(consumerRole);
     }
     outbox.grantKeyUse(consumerRole);

@@ -271,10 +271,16 @@ export class Outbox extends Construct {
     return grants.reduce((all, g) => all.combine(g));
   }
 
-  /** Lets `grantee` (a consumer) read large payloads (`s3:GetObject` on `<bucket>/outbox/*`); undefined when they are off. */
+  /**
+   * Lets `grantee` (a consumer) read large payloads: `s3:GetObject` on `<bucket>/outbox/*`, and
+   * `s3:ListBucket` on the bucket, without which a missing object reads as AccessDenied instead
+   * of NoSuchKey. Undefined when they are off.
+   */
   grantReadLargePayloads(grantee: iam.IGrantable): iam.Grant | undefined {
-    if (!this.largePayloadObjectsArn) return undefined;
-    const grant = iam.Grant.addToPrincipal({ grantee, actions: ['s3:GetObject'], resourceArns: [this.largePayloadObjectsArn] });
+    if (!this.largePayloadObjectsArn || !this.largePayloadBucket) return undefined;
+    const grant = iam.Grant.addToPrincipal({ grantee, actions: ['s3:GetObject'], resourceArns: [this.largePayloadObjectsArn] }).combine(
+      iam.Grant.addToPrincipal({ grantee, actions: ['s3:ListBucket'], resourceArns: [this.largePayloadBucket.bucketArn] }),
+    );
     if (grantee instanceof Construct) this.acknowledgeLargePayloadGrant(grantee);
     return grant;
   }
@@ -314,9 +320,13 @@ export class Outbox extends Construct {
       : { encryption: sqs.QueueEncryption.SQS_MANAGED };
   }
 
-  /** The outbox's key: decrypt, encrypt, generate data keys, describe (CDK's grantReadWriteData less ReEncrypt*). */
+  /**
+   * The outbox's key (docs/iam.md): Decrypt for every read of its table, stream, queues and
+   * objects, GenerateDataKey for SQS sends, S3 puts and DynamoDB writes, DescribeKey. No
+   * kms:Encrypt: no call encrypts with the key itself.
+   */
   grantKeyUse(grantee: iam.IGrantable): void {
-    this.key?.grant(grantee, 'kms:Decrypt', 'kms:DescribeKey', 'kms:Encrypt', 'kms:GenerateDataKey');
+    this.key?.grant(grantee, 'kms:Decrypt', 'kms:DescribeKey', 'kms:GenerateDataKey');
   }
 
   /** A log group `/aws/lambda/<name>` of the configured retention, and the grant to write to it only. */

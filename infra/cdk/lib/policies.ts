@@ -58,8 +58,9 @@ export function publisherStatements(t: PolicyTargets): iam.PolicyStatement[] {
   return [
     // PartiQLUpdate: the marks are batched as PartiQL UPDATE statements (BatchExecuteStatement).
     allow('MarkSentOrFailed', ['dynamodb:UpdateItem', 'dynamodb:PartiQLUpdate'], [t.tableArn]),
-    // The item is read before it is dead-lettered: poison already FAILED is not copied twice.
-    allow('ReadOutboxItems', ['dynamodb:GetItem'], [t.tableArn]),
+    // GetItem: the item is read before it is dead-lettered (poison already FAILED is not copied
+    // twice). BatchGetItem: the current status of a redelivered batch's records, in one consistent read.
+    allow('ReadOutboxItems', ['dynamodb:BatchGetItem', 'dynamodb:GetItem'], [t.tableArn]),
     allow('ReadOutboxStream', ['dynamodb:DescribeStream', 'dynamodb:GetRecords', 'dynamodb:GetShardIterator', 'dynamodb:ListStreams'], [t.streamArn]),
     allow('ReportDiscardedBatches', ['sqs:SendMessage'], [t.streamFailureQueueArn]),
     // The order fence: an aggregate's pending messages, from the sweep index (keys only) or, for
@@ -99,15 +100,12 @@ export function sweeperStatements(t: PolicyTargets): iam.PolicyStatement[] {
 /** Recovery: the stream ranges of discarded batches, read back; their PENDING items put into the sweeper's index. */
 export function recoveryStatements(t: PolicyTargets): iam.PolicyStatement[] {
   return [
-    // GetShardIterator AT_SEQUENCE_NUMBER + GetRecords on the stream ARN of the record.
-    allow('ReadOutboxStream', ['dynamodb:DescribeStream', 'dynamodb:GetRecords', 'dynamodb:GetShardIterator'], [t.streamArn]),
+    // GetShardIterator AT_SEQUENCE_NUMBER + GetRecords on the stream ARN of the record (which names the shard: no DescribeStream).
+    allow('ReadOutboxStream', ['dynamodb:GetRecords', 'dynamodb:GetShardIterator'], [t.streamArn]),
     // A conditional UpdateItem: still PENDING and not yet indexed → the sweeper's index keys.
     allow('AdoptIntoSweepIndex', ['dynamodb:UpdateItem'], [t.tableArn]),
-    allow(
-      'ConsumeStreamFailures',
-      ['sqs:ReceiveMessage', 'sqs:DeleteMessage', 'sqs:ChangeMessageVisibility', 'sqs:GetQueueAttributes'],
-      [t.streamFailureQueueArn],
-    ),
+    // What its SQS mapping calls with the role (Lambda's documented three); the function calls no SQS API.
+    allow('ConsumeStreamFailures', ['sqs:ReceiveMessage', 'sqs:DeleteMessage', 'sqs:GetQueueAttributes'], [t.streamFailureQueueArn]),
   ];
 }
 

@@ -96,7 +96,10 @@ describe('the large-payload bucket (default settings)', () => {
     const objects = { 'Fn::Join': ['', [{ 'Fn::GetAtt': [bucket.id, 'Arn'] }, '/outbox/*']] };
     assert.deepEqual(s3Grants(t, 'outbox-publisher'), [{ action: 's3:PutObject', resource: objects }]);
     assert.deepEqual(s3Grants(t, 'outbox-sweeper'), [{ action: 's3:PutObject', resource: objects }]);
-    assert.deepEqual(s3Grants(t, 'outbox-orders-consumer'), [{ action: 's3:GetObject', resource: objects }]);
+    assert.deepEqual(s3Grants(t, 'outbox-orders-consumer'), [
+      { action: 's3:GetObject', resource: objects },
+      { action: 's3:ListBucket', resource: { 'Fn::GetAtt': [bucket.id, 'Arn'] } },
+    ]);
     assert.deepEqual(s3Grants(t, 'outbox-recovery'), []);
   });
   it('outputs the bucket name', () => {
@@ -155,7 +158,10 @@ describe('an existing large-payload bucket (largePayloadBucketName)', () => {
     const objects = { 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':s3:::shop-payloads/outbox/*']] };
     assert.deepEqual(s3Grants(t, 'outbox-publisher'), [{ action: 's3:PutObject', resource: objects }]);
     assert.deepEqual(s3Grants(t, 'outbox-sweeper'), [{ action: 's3:PutObject', resource: objects }]);
-    assert.deepEqual(s3Grants(t, 'outbox-orders-consumer'), [{ action: 's3:GetObject', resource: objects }]);
+    assert.deepEqual(s3Grants(t, 'outbox-orders-consumer'), [
+      { action: 's3:GetObject', resource: objects },
+      { action: 's3:ListBucket', resource: { 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':s3:::shop-payloads']] } },
+    ]);
     assert.deepEqual(s3Grants(t, 'outbox-recovery'), []);
   });
   it('must be a bucket name, and needs largePayloads', () => {

@@ -17,8 +17,10 @@ view type, PITR, SSE, deletion protection), names, function runtime/arch/memory/
 timeout/env/reserved concurrency of the four functions, the sweeper's async invoke
 config and schedule retry policy, queue settings (retention, MaximumMessageSize,
 visibility, redrive: which queue goes to which DLQ after how many receives),
-OUTBOX_ROUTES, IAM actions and literal resources, IAM grants (each action on which
-resource -- deployed ones by name -- under which condition), alarms, the dashboard, log
+OUTBOX_ROUTES, IAM actions and literal resources, IAM grants per role (each action on which
+resource -- deployed ones by name -- under which condition: a grant in one stack and not the
+other fails; and no grant beside the compared documents: no other IAM resource in Terraform,
+no managed or other inline policy on a role in either stack), alarms, the dashboard, log
 retention, the large-payload bucket (created or not, encryption, lifecycle: key prefix,
 expiration, incomplete multipart uploads; public access block, ownership, TLS-only policy,
 the writers' OUTBOX_LARGE_PAYLOAD_BUCKET and the threshold); and that both do what the
@@ -423,9 +425,62 @@ def grants(statements: list, resource) -> list:
     )
 
 
+# The IAM resources modules/outbox and the orders example may declare, each with the only
+# attribute that may carry permissions and the module.config output it must be.
+TF_IAM_SOURCES = {
+    "modules/outbox": {
+        ("aws_iam_role", "function"): None,
+        ("aws_iam_role_policy", "function"): "module.config.policy_json[each.key]",
+        ("aws_iam_policy", "producer"): "module.config.producer_policy_json",
+    },
+    "examples/orders": {
+        ("aws_iam_role", "consumer"): None,
+        ("aws_iam_role_policy", "consumer"): "module.config.policy_json",
+    },
+}
+# Role attributes that would grant beside the compared policy documents.
+TF_ROLE_GRANTS = ("inline_policy", "managed_policy_arns")
+
+
+def compare_iam_sources(where: str, src: dict) -> None:
+    """Every grant of the Terraform roles comes from the compared policy documents: no other IAM
+    resource (a policy attachment, another inline policy), no inline or managed policies on a
+    role, each policy's document module.config's. A grant written beside them would be in one
+    stack and not the other without the grant comparison seeing it."""
+    allowed = TF_IAM_SOURCES[where]
+    declared = {(rtype, name) for rtype, named in src.items() if rtype.startswith("aws_iam_") for name in named}
+    holds(f"the IAM resources of {where} are {sorted(allowed)} (found {sorted(declared)})", declared == set(allowed))
+    for (rtype, name), expected in allowed.items():
+        body = src.get(rtype, {}).get(name, {})
+        if expected is None:
+            holds(f"{rtype}.{name} of {where} carries no {' or '.join(TF_ROLE_GRANTS)}", not any(k in body for k in TF_ROLE_GRANTS))
+        else:
+            uses(f"{where} {rtype}.{name} policy", body.get("policy"), expected)
+
+
+def cdk_role_statements(template: dict) -> dict[str, list]:
+    """Each role's statements: its AWS::IAM::Policy documents and any inline Policies of the role.
+    A managed policy attached to a function's role would grant beside them: refused."""
+    by_role: dict[str, list] = {}
+    for p in resources_of(template, "AWS::IAM::Policy"):
+        for role in p["Properties"]["Roles"]:
+            by_role.setdefault(role["Ref"], []).extend(p["Properties"]["PolicyDocument"]["Statement"])
+    for rid, r in template["Resources"].items():
+        if r["Type"] != "AWS::IAM::Role":
+            continue
+        for inline in r.get("Properties", {}).get("Policies", []):
+            by_role.setdefault(rid, []).extend(inline["PolicyDocument"]["Statement"])
+        same(f"CDK role {rid} managed policies (none: its grants are the compared ones)", r.get("Properties", {}).get("ManagedPolicyArns"), None)
+    for p in resources_of(template, "AWS::IAM::ManagedPolicy"):
+        same(f"CDK managed policy {p['Properties'].get('ManagedPolicyName')} roles (none: the producer's is for your application)", p["Properties"].get("Roles"), None)
+    return by_role
+
+
 def compare_module_sources(src: dict, example: dict) -> None:
     """modules/outbox takes every compared value from module.config, and so does the orders
     example (examples/orders, its own module.config: examples/orders-config)."""
+    compare_iam_sources("modules/outbox", src)
+    compare_iam_sources("examples/orders", example)
     esm = src["aws_lambda_event_source_mapping"]["publisher"]
     uses("publisher filter_criteria", esm["filter_criteria"], "module.config.stream_filter.Filters")
     uses("publisher filter pattern", esm["filter_criteria"], "filter.value.Pattern")
@@ -694,10 +749,7 @@ def compare(variant: str, template: dict, tf: dict, module_queues: dict) -> None
     )
 
     # ---------------------------------------------------------------- IAM: actions and literal resources
-    by_role: dict[str, list] = {}
-    for p in resources_of(template, "AWS::IAM::Policy"):
-        for role in p["Properties"]["Roles"]:
-            by_role.setdefault(role["Ref"], []).extend(p["Properties"]["PolicyDocument"]["Statement"])
+    by_role = cdk_role_statements(template)
     for key in FUNCTIONS:
         role = one(template, "AWS::Lambda::Function", FunctionName=names[key])["Role"]["Fn::GetAtt"][0]
         cdk_st = by_role[role]

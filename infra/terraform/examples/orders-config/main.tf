@@ -62,33 +62,40 @@ locals {
 
   # ---------------------------------------------------------------- the consumer's policy (least privilege)
   r = var.resources
-  # What a function needs of the key of a KMS-encrypted table and queue (as the outbox's functions).
+  # What a function needs of the key of a KMS-encrypted table, queue and bucket (as the outbox's
+  # functions, docs/iam.md); no kms:Encrypt.
   kms_statements = [for key in compact([var.kms_key_arn]) : {
     Sid      = "UseKmsKey"
     Effect   = "Allow"
-    Action   = ["kms:Decrypt", "kms:DescribeKey", "kms:Encrypt", "kms:GenerateDataKey"]
+    Action   = ["kms:Decrypt", "kms:DescribeKey", "kms:GenerateDataKey"]
     Resource = key
   }]
+  # The large-payload bucket of the objects ARN (<bucket ARN>/outbox/*: a bucket name has no "/").
+  large_payload_bucket = try(split("/", local.r.large_payload_objects)[0], null)
   policy = local.r == null ? null : {
     Version = "2012-10-17"
     Statement = concat([
       {
-        # TransactWriteItems is authorized per action inside it: Put/Update/Delete/ConditionCheck.
+        # BusinessKeyGuard: one conditional PutItem per order (attribute_not_exists, the stored
+        # item returned on a refused condition: ReturnValuesOnConditionCheckFailure needs no GetItem).
         Sid      = "ApplyOrdersOnce"
         Effect   = "Allow"
-        Action   = ["dynamodb:PutItem", "dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:ConditionCheckItem"]
+        Action   = "dynamodb:PutItem"
         Resource = local.r.orders_table_arn
       },
       {
+        # What its SQS mapping calls with the role (Lambda's documented three).
         Sid      = "ConsumeOrdersQueue"
         Effect   = "Allow"
-        Action   = ["sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility", "sqs:GetQueueAttributes"]
+        Action   = ["sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes"]
         Resource = local.r.orders_queue_arn
       },
       { Sid = "WriteOwnLogs", Effect = "Allow", Action = ["logs:CreateLogStream", "logs:PutLogEvents"], Resource = "${local.r.log_group_arn}:*" },
       ],
-      # A pointer's payload, under outbox/ of the outbox's bucket only.
+      # A pointer's payload, under outbox/ of the outbox's bucket only; ListBucket on the bucket so
+      # that a missing object reads as NoSuchKey ("the object does not exist"), not AccessDenied.
       [for objects in compact([try(local.r.large_payload_objects, null)]) : { Sid = "GetLargePayloads", Effect = "Allow", Action = "s3:GetObject", Resource = objects }],
+      [for bucket in compact([local.large_payload_bucket]) : { Sid = "TellMissingPayloads", Effect = "Allow", Action = "s3:ListBucket", Resource = bucket }],
       local.kms_statements,
     )
   }

@@ -59,7 +59,7 @@ variable "alarm_topic_arn" {
 }
 
 variable "large_payload_objects" {
-  description = "The outbox's large payloads (<bucket ARN>/outbox/*: the module's large_payload_bucket_arn), which the consumer may read; null when off."
+  description = "The outbox's large payloads (<bucket ARN>/outbox/*: the module's large_payload_bucket_arn), which the consumer may read (s3:GetObject there, s3:ListBucket on the bucket); null when off."
   type        = string
   default     = null
 }

@@ -200,12 +200,13 @@ locals {
     [for arns in [local.external_bus_arns] : { Sid = "PutToRoutedBuses", Effect = "Allow", Action = "events:PutEvents", Resource = arns } if length(arns) > 0],
     local.kms_statements,
   )
-  # What a function needs of the key of a KMS-encrypted table, its stream and the queues
-  # (CDK's grantReadWriteData less ReEncrypt*): every function reads or writes one of them.
+  # What a function needs of the key of a KMS-encrypted table, its stream, the queues and the
+  # bucket (docs/iam.md): Decrypt for every read, GenerateDataKey for SQS sends, S3 puts and
+  # DynamoDB writes, DescribeKey. No kms:Encrypt: no call encrypts with the key itself.
   kms_statements = [for key in compact([var.kms_key_arn]) : {
     Sid      = "UseKmsKey"
     Effect   = "Allow"
-    Action   = ["kms:Decrypt", "kms:DescribeKey", "kms:Encrypt", "kms:GenerateDataKey"]
+    Action   = ["kms:Decrypt", "kms:DescribeKey", "kms:GenerateDataKey"]
     Resource = key
   }]
   # Backstop and on: the adoption scan's cursors (PK = OUTBOX#SWEEPER, SK = SCAN#<segment>), and no
@@ -253,8 +254,10 @@ locals {
       Statement = concat([
         # PartiQLUpdate: the marks are batched as PartiQL UPDATE statements (BatchExecuteStatement).
         { Sid = "MarkSentOrFailed", Effect = "Allow", Action = ["dynamodb:UpdateItem", "dynamodb:PartiQLUpdate"], Resource = local.r.outbox_table_arn },
-        # The item is read before it is dead-lettered: poison already FAILED is not copied twice.
-        { Sid = "ReadOutboxItems", Effect = "Allow", Action = "dynamodb:GetItem", Resource = local.r.outbox_table_arn },
+        # GetItem: the item is read before it is dead-lettered (poison already FAILED is not copied
+        # twice). BatchGetItem: the current status of a redelivered batch's records, in one
+        # consistent read (what the first delivery already marked SENT is not sent again).
+        { Sid = "ReadOutboxItems", Effect = "Allow", Action = ["dynamodb:BatchGetItem", "dynamodb:GetItem"], Resource = local.r.outbox_table_arn },
         {
           Sid      = "ReadOutboxStream"
           Effect   = "Allow"
@@ -290,18 +293,21 @@ locals {
       Version = "2012-10-17"
       Statement = concat([
         {
-          # GetShardIterator AT_SEQUENCE_NUMBER + GetRecords on the stream ARN of the on-failure record.
+          # GetShardIterator AT_SEQUENCE_NUMBER + GetRecords on the stream ARN of the on-failure
+          # record (its shard id is in the record: no DescribeStream).
           Sid      = "ReadOutboxStream"
           Effect   = "Allow"
-          Action   = ["dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator"]
+          Action   = ["dynamodb:GetRecords", "dynamodb:GetShardIterator"]
           Resource = local.r.outbox_stream_arn
         },
         # A conditional UpdateItem: still PENDING and not yet indexed -> the sweeper's index keys.
         { Sid = "AdoptIntoSweepIndex", Effect = "Allow", Action = "dynamodb:UpdateItem", Resource = local.r.outbox_table_arn },
         {
+          # What its SQS mapping calls with the role (Lambda's documented three); the function
+          # itself calls no SQS API.
           Sid      = "ConsumeStreamFailures"
           Effect   = "Allow"
-          Action   = ["sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility", "sqs:GetQueueAttributes"]
+          Action   = ["sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes"]
           Resource = local.r.stream_failures_queue_arn
         },
         local.logs_statement.recovery,

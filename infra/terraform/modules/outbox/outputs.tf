@@ -54,7 +54,7 @@ output "dashboard_name" {
 }
 
 output "large_payload_bucket_arn" {
-  description = "The large-payload bucket's ARN (created or attached); null when large_payloads is off. A consumer of large payloads may s3:GetObject on <arn>/outbox/*."
+  description = "The large-payload bucket's ARN (created or attached); null when large_payloads is off. A consumer of large payloads needs s3:GetObject on <arn>/outbox/* and s3:ListBucket on <arn> (without it a missing object reads as AccessDenied, not NoSuchKey)."
   value       = local.large_payload_bucket_arn
 }
 

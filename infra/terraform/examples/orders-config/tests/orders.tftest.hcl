@@ -54,10 +54,8 @@ run "orders_table_and_consumer" {
 run "consumer_writes_only_its_table" {
   command = apply
   assert {
-    condition = [for s in output.policy.Statement : s if s.Sid == "ApplyOrdersOnce"][0].Resource == var.resources.orders_table_arn && sort([for s in output.policy.Statement : s if s.Sid == "ApplyOrdersOnce"][0].Action) == sort([
-      "dynamodb:PutItem", "dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:ConditionCheckItem"
-    ])
-    error_message = "The consumer may Put/Get/Update/Delete/ConditionCheck on the orders table only."
+    condition     = [for s in output.policy.Statement : s if s.Sid == "ApplyOrdersOnce"][0].Resource == var.resources.orders_table_arn && [for s in output.policy.Statement : s if s.Sid == "ApplyOrdersOnce"][0].Action == "dynamodb:PutItem"
+    error_message = "The consumer may PutItem (BusinessKeyGuard's conditional put) on the orders table only."
   }
   assert {
     condition     = [for s in output.policy.Statement : s.Resource if s.Sid == "ConsumeOrdersQueue"][0] == var.resources.orders_queue_arn
@@ -92,6 +90,35 @@ run "large_payloads_and_the_kms_key" {
   assert {
     condition     = contains(flatten([for s in output.policy.Statement : flatten([s.Action]) if s.Resource == var.kms_key_arn]), "kms:Decrypt")
     error_message = "The consumer may Decrypt (GetObject, the encrypted queue and table) with the key."
+  }
+}
+
+# The consumer's exact actions (docs/iam.md: the calls it makes). A grant added or removed
+# without changing this run fails here; infra/terraform/parity/check_parity.py holds the CDK
+# example to the same grants.
+run "the_consumer_is_granted_exactly_the_actions_its_calls_need" {
+  command = apply
+  variables {
+    resources   = merge(var.resources, { large_payload_objects = "arn:aws:s3:::outbox-payloads-20240101/outbox/*" })
+    kms_key_arn = "arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+  }
+  assert {
+    condition = sort(distinct(flatten([for s in output.policy.Statement : [for a in flatten([s.Action]) : "${s.Effect} ${a}"]]))) == sort([
+      "Allow dynamodb:PutItem",
+      "Allow sqs:ReceiveMessage", "Allow sqs:DeleteMessage", "Allow sqs:GetQueueAttributes",
+      "Allow s3:GetObject", "Allow s3:ListBucket",
+      "Allow kms:Decrypt", "Allow kms:DescribeKey", "Allow kms:GenerateDataKey",
+      "Allow logs:CreateLogStream", "Allow logs:PutLogEvents",
+    ])
+    error_message = "The orders consumer's actions are those of docs/iam.md, no more, no fewer: ${jsonencode(sort(distinct(flatten([for s in output.policy.Statement : [for a in flatten([s.Action]) : "${s.Effect} ${a}"]]))))}"
+  }
+  # Without s3:ListBucket a missing object reads as AccessDenied, and the consumer's "the object
+  # does not exist" never shows. On the bucket itself (ListBucket is a bucket action), nothing else.
+  assert {
+    condition = [for s in output.policy.Statement : s if contains(flatten([s.Action]), "s3:ListBucket")] == [
+      { Sid = "TellMissingPayloads", Effect = "Allow", Action = "s3:ListBucket", Resource = "arn:aws:s3:::outbox-payloads-20240101" }
+    ]
+    error_message = "The consumer may ListBucket on the large-payload bucket, in a statement of its own."
   }
 }
 

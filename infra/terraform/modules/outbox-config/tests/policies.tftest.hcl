@@ -51,9 +51,9 @@ run "publisher_only_updates_and_reads_the_table_and_sends_to_routes" {
   }
   assert {
     condition = sort(distinct([for a in flatten([for s in output.policies.publisher.Statement : flatten([s.Action])]) : a if startswith(a, "dynamodb:")])) == sort([
-      "dynamodb:UpdateItem", "dynamodb:PartiQLUpdate", "dynamodb:GetItem", "dynamodb:Query", "dynamodb:PartiQLSelect", "dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator", "dynamodb:ListStreams"
+      "dynamodb:UpdateItem", "dynamodb:PartiQLUpdate", "dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query", "dynamodb:PartiQLSelect", "dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator", "dynamodb:ListStreams"
     ])
-    error_message = "The publisher's only DynamoDB actions are UpdateItem, GetItem, Query and PartiQLSelect (the order fence) and the stream reads."
+    error_message = "The publisher's only DynamoDB actions are UpdateItem, GetItem, BatchGetItem (a redelivered batch), Query and PartiQLSelect (the order fence) and the stream reads."
   }
   assert {
     condition = jsonencode([for s in output.policies.publisher.Statement : s if contains(["SelectPendingKeys", "NoFullIndexScan"], s.Sid)]) == jsonencode([
@@ -170,8 +170,8 @@ run "kms_key_grants_what_an_encrypted_table_needs" {
   assert {
     condition = alltrue([for fn in ["publisher", "sweeper", "recovery"] : sort(distinct(flatten([
       for s in output.policies[fn].Statement : flatten([s.Action]) if s.Sid == "UseKmsKey"
-    ]))) == tolist(["kms:Decrypt", "kms:DescribeKey", "kms:Encrypt", "kms:GenerateDataKey"])])
-    error_message = "Each function reading or writing a KMS-encrypted table (and stream, and queue) may Decrypt, Encrypt, GenerateDataKey and DescribeKey with the key."
+    ]))) == tolist(["kms:Decrypt", "kms:DescribeKey", "kms:GenerateDataKey"])])
+    error_message = "Each function reading or writing a KMS-encrypted table (and stream, and queue) may Decrypt, GenerateDataKey and DescribeKey with the key (no Encrypt: no call needs it)."
   }
 }
 
@@ -287,5 +287,95 @@ run "destination_sizes_follow_the_routes" {
     condition = alltrue([for r in flatten([for s in output.policies.publisher.Statement : flatten([s.Resource]) if contains(flatten([s.Action]), "sqs:GetQueueAttributes")]) :
     startswith(r, "arn:aws:sqs:")])
     error_message = "No GetQueueAttributes on a topic or a bus."
+  }
+}
+
+# ---------------------------------------------------------------- each role's exact actions
+# docs/iam.md: the calls each function makes, and the action each is authorised as. A grant
+# added or removed without changing these runs fails here; infra/terraform/parity/check_parity.py
+# holds CDK to the same grants.
+
+# The defaults: the backstop scan, large payloads on, no KMS key, SQS routes only.
+run "each_role_is_granted_exactly_the_actions_its_calls_need" {
+  command = apply
+
+  variables {
+    resources = merge(var.resources, { large_payload_bucket_arn = "arn:aws:s3:::outbox-payloads-20240101" })
+  }
+
+  assert {
+    condition = sort(distinct(flatten([for s in output.policies.publisher.Statement : [for a in flatten([s.Action]) : "${s.Effect} ${a}"]]))) == sort([
+      "Allow dynamodb:BatchGetItem", "Allow dynamodb:GetItem", "Allow dynamodb:UpdateItem", "Allow dynamodb:PartiQLUpdate",
+      "Allow dynamodb:Query", "Allow dynamodb:PartiQLSelect", "Deny dynamodb:PartiQLSelect",
+      "Allow dynamodb:DescribeStream", "Allow dynamodb:GetRecords", "Allow dynamodb:GetShardIterator", "Allow dynamodb:ListStreams",
+      "Allow sqs:SendMessage", "Allow sqs:GetQueueAttributes", "Allow s3:PutObject",
+      "Allow logs:CreateLogStream", "Allow logs:PutLogEvents",
+    ])
+    error_message = "The publisher's actions are those of docs/iam.md, no more, no fewer: ${jsonencode(sort(distinct(flatten([for s in output.policies.publisher.Statement : [for a in flatten([s.Action]) : "${s.Effect} ${a}"]]))))}"
+  }
+  assert {
+    condition = sort(distinct(flatten([for s in output.policies.sweeper.Statement : [for a in flatten([s.Action]) : "${s.Effect} ${a}"]]))) == sort([
+      "Allow dynamodb:GetItem", "Allow dynamodb:UpdateItem", "Allow dynamodb:PartiQLUpdate", "Allow dynamodb:PutItem", "Allow dynamodb:Scan",
+      "Allow dynamodb:Query", "Allow dynamodb:PartiQLSelect", "Deny dynamodb:PartiQLSelect",
+      "Allow sqs:SendMessage", "Allow sqs:GetQueueAttributes", "Allow s3:PutObject",
+      "Allow logs:CreateLogStream", "Allow logs:PutLogEvents",
+    ])
+    error_message = "The sweeper's actions are those of docs/iam.md, no more, no fewer: ${jsonencode(sort(distinct(flatten([for s in output.policies.sweeper.Statement : [for a in flatten([s.Action]) : "${s.Effect} ${a}"]]))))}"
+  }
+  assert {
+    condition = sort(distinct(flatten([for s in output.policies.recovery.Statement : [for a in flatten([s.Action]) : "${s.Effect} ${a}"]]))) == sort([
+      "Allow dynamodb:GetRecords", "Allow dynamodb:GetShardIterator", "Allow dynamodb:UpdateItem",
+      "Allow sqs:ReceiveMessage", "Allow sqs:DeleteMessage", "Allow sqs:GetQueueAttributes",
+      "Allow logs:CreateLogStream", "Allow logs:PutLogEvents",
+    ])
+    error_message = "The recovery function's actions are those of docs/iam.md, no more, no fewer: ${jsonencode(sort(distinct(flatten([for s in output.policies.recovery.Statement : [for a in flatten([s.Action]) : "${s.Effect} ${a}"]]))))}"
+  }
+}
+
+# A redelivered stream batch: the publisher reads the current status of its records in one
+# consistent BatchGetItem, on the outbox table only.
+run "the_publisher_reads_a_redelivered_batch_on_the_outbox_table" {
+  command = apply
+
+  assert {
+    condition     = flatten([for s in output.policies.publisher.Statement : flatten([s.Resource]) if contains(flatten([s.Action]), "dynamodb:BatchGetItem")]) == [var.resources.outbox_table_arn]
+    error_message = "BatchGetItem on the outbox table, nothing else."
+  }
+  assert {
+    condition     = alltrue([for fn in ["sweeper", "recovery"] : !contains(flatten([for s in output.policies[fn].Statement : flatten([s.Action])]), "dynamodb:BatchGetItem")])
+    error_message = "Only the publisher reads redelivered batches."
+  }
+}
+
+# The key's actions: Decrypt (every read of the table, stream, queues, objects), GenerateDataKey
+# (SQS sends, S3 puts, DynamoDB writes), DescribeKey; never Encrypt (no call encrypts with it).
+run "the_kms_key_is_used_without_encrypt" {
+  command = apply
+
+  variables {
+    resources       = merge(var.resources, { large_payload_bucket_arn = "arn:aws:s3:::outbox-payloads-20240101" })
+    kms_key_arn     = "arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+    sweep_scan_mode = "off"
+    routes = {
+      audit = "arn:aws:sns:eu-west-1:123456789012:audit"
+      shop  = { destination = "arn:aws:events:eu-west-1:123456789012:event-bus/shop", source = "shop.orders" }
+    }
+  }
+
+  assert {
+    condition = alltrue([for fn in ["publisher", "sweeper", "recovery"] : sort(distinct(flatten([
+      for s in output.policies[fn].Statement : flatten([s.Action]) if contains(flatten([s.Resource]), var.kms_key_arn)
+    ]))) == tolist(["kms:Decrypt", "kms:DescribeKey", "kms:GenerateDataKey"])])
+    error_message = "Each function may Decrypt, GenerateDataKey and DescribeKey with the deployment's key, and never Encrypt."
+  }
+  assert {
+    condition = sort(distinct(flatten([for s in output.policies.sweeper.Statement : [for a in flatten([s.Action]) : "${s.Effect} ${a}"]]))) == sort([
+      "Allow dynamodb:GetItem", "Allow dynamodb:UpdateItem", "Allow dynamodb:PartiQLUpdate",
+      "Allow dynamodb:Query", "Allow dynamodb:PartiQLSelect", "Deny dynamodb:PartiQLSelect",
+      "Allow sqs:SendMessage", "Allow sqs:GetQueueAttributes", "Allow sns:Publish", "Allow events:PutEvents", "Allow s3:PutObject",
+      "Allow kms:Decrypt", "Allow kms:DescribeKey", "Allow kms:GenerateDataKey",
+      "Allow logs:CreateLogStream", "Allow logs:PutLogEvents",
+    ])
+    error_message = "Scan mode off, SNS and EventBridge routes, a KMS key: the sweeper's actions are those of docs/iam.md: ${jsonencode(sort(distinct(flatten([for s in output.policies.sweeper.Statement : [for a in flatten([s.Action]) : "${s.Effect} ${a}"]]))))}"
   }
 }

@@ -73,10 +73,10 @@ run "least_privilege" {
     condition = [for s in output.policies.recovery.Statement : s if s.Sid == "ReadOutboxStream"][0] == {
       Sid      = "ReadOutboxStream"
       Effect   = "Allow"
-      Action   = ["dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator"]
+      Action   = ["dynamodb:GetRecords", "dynamodb:GetShardIterator"]
       Resource = var.resources.outbox_stream_arn
     }
-    error_message = "DescribeStream, GetShardIterator and GetRecords on the table's stream ARN only."
+    error_message = "GetShardIterator and GetRecords on the table's stream ARN only (the record names the shard: no DescribeStream)."
   }
   assert {
     condition = [for s in output.policies.recovery.Statement : s if s.Sid == "AdoptIntoSweepIndex"][0] == {
@@ -88,10 +88,10 @@ run "least_privilege" {
     condition = [for s in output.policies.recovery.Statement : s if s.Sid == "ConsumeStreamFailures"][0] == {
       Sid      = "ConsumeStreamFailures"
       Effect   = "Allow"
-      Action   = ["sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility", "sqs:GetQueueAttributes"]
+      Action   = ["sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes"]
       Resource = var.resources.stream_failures_queue_arn
     }
-    error_message = "Receive, delete, change visibility and get attributes on the failure queue only."
+    error_message = "Receive, delete and get attributes (what its SQS mapping calls) on the failure queue only."
   }
   assert {
     condition     = [for s in output.policies.recovery.Statement : s.Resource if s.Sid == "WriteOwnLogs"][0] == "${var.resources.log_group_arns.recovery}:*"
@@ -112,7 +112,7 @@ run "kms_key" {
     condition = [for s in output.policies.recovery.Statement : s if s.Sid == "UseKmsKey"] == [{
       Sid      = "UseKmsKey"
       Effect   = "Allow"
-      Action   = ["kms:Decrypt", "kms:DescribeKey", "kms:Encrypt", "kms:GenerateDataKey"]
+      Action   = ["kms:Decrypt", "kms:DescribeKey", "kms:GenerateDataKey"]
       Resource = var.kms_key_arn
     }]
     error_message = "With a KMS key (encrypted stream and queue) the recovery function may use that key, and only that key."
