@@ -9,7 +9,7 @@ pub(crate) mod keyed;
 mod limits;
 mod poison;
 mod publish;
-mod redelivery;
+pub(crate) mod redelivery;
 mod sweeper_index;
 
 use aws_sdk_dynamodb::types::{Put, TransactWriteItem};
