@@ -152,6 +152,15 @@ mod tests {
         }
     }
 
+    /// The records a response reports for retry.
+    fn failed(response: &DynamoDbEventResponse) -> Vec<&str> {
+        response
+            .batch_item_failures
+            .iter()
+            .filter_map(|f| f.item_identifier.as_deref())
+            .collect()
+    }
+
     #[tokio::test]
     async fn a_batch_is_published_and_only_its_failed_records_are_reported() {
         let event: Event = serde_json::from_value(serde_json::json!({
@@ -165,12 +174,7 @@ mod tests {
         let response = handle(LambdaEvent::new(event, Default::default()), &deps)
             .await
             .expect("handled");
-        let failed: Vec<_> = response
-            .batch_item_failures
-            .iter()
-            .filter_map(|f| f.item_identifier.as_deref())
-            .collect();
-        assert_eq!(failed, ["2"]);
+        assert_eq!(failed(&response), ["2"]);
         assert_eq!(deps.publisher.store.sent().len(), 1);
     }
 
@@ -204,12 +208,7 @@ mod tests {
             .map(|m| m.body)
             .collect();
         assert_eq!(bodies, ["1"]);
-        let failed: Vec<_> = again
-            .batch_item_failures
-            .iter()
-            .filter_map(|f| f.item_identifier.as_deref())
-            .collect();
-        assert_eq!(failed, ["2"]);
+        assert_eq!(failed(&again), ["2"]);
         let attempts = deps.publisher.sink.calls();
         assert_eq!(attempts.len(), 2, "{attempts:?}");
         assert_eq!(attempts[1].1, ["2"], "{attempts:?}");

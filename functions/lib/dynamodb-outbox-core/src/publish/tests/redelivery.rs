@@ -2,57 +2,10 @@
 //! what an earlier delivery finished is skipped, a failed status read publishes
 //! nothing, and a skipped message fences nothing.
 
-use crate::fakes::{MemoryStore, RecordingSink, Refusals, StoreFaults, library_item, library_key};
+use super::fence::{library as pending, publisher};
+use crate::fakes::{MemoryStore, RecordingSink, StoreFaults};
 use crate::publish::*;
-use crate::route::{Destination, Routes};
-use crate::schema::{ItemKey, Status, decode_message};
-
-const NOW: i64 = 1_700_000_000_000;
-
-fn publisher() -> Publisher<RecordingSink, MemoryStore> {
-    let config = PublisherConfig {
-        table_name: "t".into(),
-        routes: Routes::new(
-            [
-                (
-                    "ledger".to_owned(),
-                    Destination::sqs("https://q/ledger.fifo"),
-                ),
-                ("orders".to_owned(), Destination::sqs("https://q/orders")),
-            ],
-            None,
-        ),
-        dead_letter: Destination::sqs("https://q/dlq"),
-        ttl_days: 7,
-        key_names: Default::default(),
-    };
-    Publisher::new(
-        RecordingSink::new(Refusals::default()),
-        MemoryStore::default(),
-        config,
-    )
-    .with_clock(crate::clock::ManualClock::at(NOW))
-}
-
-/// A pending library message of `pk` written at `ms`, stored, and the work its
-/// stream record makes (from the image as inserted: `PENDING`).
-fn pending(
-    p: &Publisher<RecordingSink, MemoryStore>,
-    pk: &str,
-    topic: &str,
-    ms: u64,
-) -> (ItemKey, WorkItem) {
-    let key = library_key(pk, ms, 0);
-    let created = i64::try_from(ms).unwrap_or(0);
-    let item = library_item(&key, topic, created + 60_000, created);
-    p.store.put(key.clone(), item.clone());
-    let image = serde_dynamo::to_item(&item).expect("an item");
-    let work = WorkItem {
-        id: key.sk.clone(),
-        work: Work::Publish(decode_message(image, Some(&key)).expect("a message")),
-    };
-    (key, work)
-}
+use crate::schema::Status;
 
 fn delivered(p: &Publisher<RecordingSink, MemoryStore>, dest: &str) -> usize {
     p.sink.delivered(dest).len()
