@@ -28,6 +28,14 @@ pub const PUBLISHED: &str = "Published";
 pub const PUBLISH_FAILED: &str = "PublishFailed";
 /// Messages given up on: `FAILED`, copied to the dead-letter queue.
 pub const FAILED: &str = "Failed";
+/// Stream records delivered again whose messages were already `SENT`, `FAILED` or
+/// gone: skipped, not published again. Lambda redelivers after a partial batch
+/// response, an error or a timeout; a steady count means steady redeliveries.
+pub const ALREADY_SETTLED_SKIPPED: &str = "AlreadySettledSkipped";
+/// Stream records reported for retry because the current status of their messages
+/// could not be read (throttling, a missing `dynamodb:BatchGetItem` grant): none is
+/// published unread.
+pub const STATUS_READ_FAILED: &str = "StatusReadFailed";
 /// Messages the sweeper published (the stream path had not).
 pub const RECOVERED_BY_SWEEPER: &str = "RecoveredBySweeper";
 /// Sweeper attempts that failed and were rescheduled with backoff.
@@ -85,6 +93,8 @@ pub fn publisher_metrics(summary: &Summary) -> Vec<Metric> {
         Metric::count(PUBLISHED, summary.sent),
         Metric::count(PUBLISH_FAILED, summary.retried),
         Metric::count(FAILED, summary.dead_lettered),
+        Metric::count(ALREADY_SETTLED_SKIPPED, summary.already_settled),
+        Metric::count(STATUS_READ_FAILED, summary.status_unread),
     ]
 }
 
@@ -204,6 +214,8 @@ mod tests {
             dead_lettered: 2,
             retried: 3,
             deferred: 0,
+            already_settled: 4,
+            status_unread: 1,
         };
         let doc = Emitter::default().emf(1_700_000_000_000, &publisher_metrics(&summary));
         assert_eq!(
@@ -218,6 +230,8 @@ mod tests {
                             {"Name": "Published", "Unit": "Count"},
                             {"Name": "PublishFailed", "Unit": "Count"},
                             {"Name": "Failed", "Unit": "Count"},
+                            {"Name": "AlreadySettledSkipped", "Unit": "Count"},
+                            {"Name": "StatusReadFailed", "Unit": "Count"},
                         ],
                     }],
                 },
@@ -225,6 +239,8 @@ mod tests {
                 "Published": 7.0,
                 "PublishFailed": 3.0,
                 "Failed": 2.0,
+                "AlreadySettledSkipped": 4.0,
+                "StatusReadFailed": 1.0,
             })
         );
         // One line: CloudWatch Logs parses each line as one document.

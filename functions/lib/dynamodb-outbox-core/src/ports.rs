@@ -10,6 +10,7 @@ use crate::route::Destination;
 use crate::schema::{
     ItemKey, LAST_ERROR, OutboxMessage, SeenIndex, Undecodable, decode, string_attr,
 };
+use std::collections::HashMap;
 use std::future::Future;
 
 /// The answer for one entry of a batch: sent, or why not (a [`Failure`] of kind
@@ -158,6 +159,26 @@ pub trait OutboxStore: Send + Sync {
         read: &FenceRead,
         max_pages: u32,
     ) -> impl Future<Output = Result<PendingPage, Failure>> + Send;
+
+    /// The current `Status` of each of `keys` (distinct), read strongly consistently:
+    /// the stream path asks before publishing, because Lambda delivers a batch again
+    /// after a partial batch response, an error or a timeout, and the records alone
+    /// cannot tell what an earlier delivery already finished. `Err` when any of them
+    /// could not be read: the caller must not guess.
+    fn statuses(
+        &self,
+        keys: &[ItemKey],
+    ) -> impl Future<Output = Result<StatusRead, Failure>> + Send;
+}
+
+/// What a status read found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StatusRead {
+    /// The `Status` of every item found (`None` when it has none that is a string).
+    /// A key asked for and missing here is no longer in the table.
+    pub statuses: HashMap<ItemKey, Option<String>>,
+    /// Requests made, retries of unprocessed keys included.
+    pub requests: usize,
 }
 
 /// What a fence read found.

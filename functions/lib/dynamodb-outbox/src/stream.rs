@@ -91,8 +91,8 @@ pub async fn handle_stream_event<K: MessageSink, S: OutboxStore>(
             }
         })
         .collect();
-    let outcomes = publisher.process(&work).await;
-    let summary = Summary::of(&outcomes);
+    // Lambda may deliver these records again: only items still PENDING are published.
+    let (outcomes, summary) = publisher.process_delivery(&work).await;
     let mut response = DynamoDbEventResponse::default();
     for (item, outcome) in work.iter().zip(&outcomes) {
         if let Outcome::Retry { reason } = outcome {
@@ -112,6 +112,8 @@ pub async fn handle_stream_event<K: MessageSink, S: OutboxStore>(
         dead_lettered = summary.dead_lettered,
         retried = summary.retried,
         deferred = summary.deferred,
+        already_settled = summary.already_settled,
+        status_unread = summary.status_unread,
         "stream batch done"
     );
     (response, summary)

@@ -1,5 +1,6 @@
 //! The publish path shared by the stream publisher and the sweeper, read top-down in
-//! [`Publisher::process_after`]: plan the batch ([`plan()`]: routes, entries, calls
+//! [`Publisher::process_after`] (the stream path first reads which of its records'
+//! items are still pending, `redelivery`, since Lambda delivers a batch again): plan the batch ([`plan()`]: routes, entries, calls
 //! within the destinations' limits, each aggregate's order kept), hold back what the
 //! order fence defers (`fence`), send round by round and judge the answers
 //! (`dispatch`), copy poison to the dead-letter queue (`dead_letter`), mark `FAILED`
@@ -17,10 +18,12 @@ mod fence;
 mod mark;
 mod outcome;
 pub mod plan;
+mod redelivery;
 mod work;
 
 pub use outcome::{Outcome, Summary};
 pub use plan::{Plan, chunk_by_limits, dead_letter_message, plan};
+pub use redelivery::{CurrentStatuses, Delivery, judge_delivery, status_keys};
 pub use work::{Poison, Work, WorkItem, poison_of};
 
 use crate::clock::{self, SharedClock};

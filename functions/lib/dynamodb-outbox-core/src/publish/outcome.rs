@@ -20,8 +20,10 @@ pub enum Outcome {
         /// Whether the item is now `FAILED`.
         marked: bool,
     },
-    /// Poison that someone else had already finished (a replay of a record whose item
-    /// is `FAILED` by now): nothing was sent, nothing changed.
+    /// Already finished by someone else — poison whose item is `FAILED` by now, or a
+    /// record delivered again whose item an earlier delivery, the sweeper or an
+    /// operator finished (or that is no longer in the table): nothing was sent,
+    /// nothing changed.
     AlreadyFinished,
     /// A transient failure: report for retry.
     Retry {
@@ -72,10 +74,16 @@ pub struct Summary {
     pub retried: usize,
     /// Left for the sweeper behind an earlier pending message (the order fence).
     pub deferred: usize,
+    /// Records delivered again whose items were already `SENT`, `FAILED` or gone:
+    /// skipped, not published again (the stream path's status read).
+    pub already_settled: usize,
+    /// Records reported for retry because their items' status could not be read (also
+    /// counted in `retried`).
+    pub status_unread: usize,
 }
 
 impl Summary {
-    /// Tallies outcomes.
+    /// Tallies outcomes (the status read's counts are the stream path's to add).
     pub fn of<'a>(outcomes: impl IntoIterator<Item = &'a Outcome>) -> Self {
         let mut s = Summary::default();
         for o in outcomes {

@@ -5,6 +5,7 @@ mod fence;
 mod large_payload;
 mod limit;
 mod mark;
+mod redelivery;
 
 use super::*;
 use crate::fakes::{MemoryStore, RecordingSink, Refusals};
@@ -310,6 +311,13 @@ impl OutboxStore for FlakyStore {
         max_pages: u32,
     ) -> Result<crate::ports::PendingPage, crate::failure::Failure> {
         self.inner.pending(read, max_pages).await
+    }
+
+    async fn statuses(
+        &self,
+        keys: &[ItemKey],
+    ) -> Result<crate::ports::StatusRead, crate::failure::Failure> {
+        self.inner.statuses(keys).await
     }
 }
 

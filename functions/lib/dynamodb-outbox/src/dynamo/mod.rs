@@ -1,5 +1,6 @@
 //! DynamoDB adapter: conditional state changes on outbox items ([`OutboxStore`]; the
-//! batched ones in `batch`), the order fence's reads (`fence`), and the sweeper's
+//! batched ones in `batch`), the order fence's reads (`fence`), the stream path's
+//! status read (`status`), and the sweeper's
 //! index queries, claims, adoption scan and scan cursors ([`SweepStore`](dynamodb_outbox_core::ports::SweepStore), in `sweep`).
 //! Items are read as the schema's [`OutboxItem`] through `serde_dynamo`; errors become
 //! [`Failure`]s. The table's own key and TTL names ([`KeyNames`]) are used in every
@@ -8,6 +9,7 @@
 
 mod batch;
 mod fence;
+mod status;
 mod sweep;
 
 use crate::sdk_error::{AwsError, store_failure};
@@ -17,7 +19,7 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use dynamodb_outbox_core::failure::Failure;
 use dynamodb_outbox_core::policy::{FailedMark, FenceRead, PAYLOAD_ON_DEAD_LETTER_QUEUE};
 use dynamodb_outbox_core::ports::{
-    MarkChange, MarkOutcome, OutboxStore, PageToken, PendingPage, StatementAnswer,
+    MarkChange, MarkOutcome, OutboxStore, PageToken, PendingPage, StatementAnswer, StatusRead,
 };
 use dynamodb_outbox_core::KeyNames;
 use dynamodb_outbox_core::schema::{
@@ -304,6 +306,10 @@ impl OutboxStore for DynamoStore {
 
     async fn pending(&self, read: &FenceRead, max_pages: u32) -> Result<PendingPage, Failure> {
         self.fence_read(read, max_pages).await
+    }
+
+    async fn statuses(&self, keys: &[ItemKey]) -> Result<StatusRead, Failure> {
+        self.read_statuses(keys).await
     }
 }
 

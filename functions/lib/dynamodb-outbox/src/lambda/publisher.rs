@@ -152,6 +152,15 @@ mod tests {
         }
     }
 
+    /// The records a response reports for retry.
+    fn failed(response: &DynamoDbEventResponse) -> Vec<&str> {
+        response
+            .batch_item_failures
+            .iter()
+            .filter_map(|f| f.item_identifier.as_deref())
+            .collect()
+    }
+
     #[tokio::test]
     async fn a_batch_is_published_and_only_its_failed_records_are_reported() {
         let event: Event = serde_json::from_value(serde_json::json!({
@@ -165,12 +174,43 @@ mod tests {
         let response = handle(LambdaEvent::new(event, Default::default()), &deps)
             .await
             .expect("handled");
-        let failed: Vec<_> = response
-            .batch_item_failures
-            .iter()
-            .filter_map(|f| f.item_identifier.as_deref())
-            .collect();
-        assert_eq!(failed, ["2"]);
+        assert_eq!(failed(&response), ["2"]);
         assert_eq!(deps.publisher.store.sent().len(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_batch_delivered_again_sends_again_only_the_record_it_reported() {
+        // Given a batch whose first delivery sent record 1 and reported record 2
+        let event = || -> Event {
+            serde_json::from_value(serde_json::json!({
+                "Records": [record("1", "A", "orders"), record("2", "B", "orders")]
+            }))
+            .expect("event")
+        };
+        let deps = deps(Refusals {
+            transient: vec!["2".into()],
+            ..Refusals::default()
+        });
+        let first = handle(LambdaEvent::new(event(), Default::default()), &deps).await;
+        assert_eq!(first.expect("handled").batch_item_failures.len(), 1);
+        // When Lambda delivers the batch again (from its lowest reported record, or
+        // whole after a bisect)
+        let again = handle(LambdaEvent::new(event(), Default::default()), &deps)
+            .await
+            .expect("handled");
+        // Then record 1, SENT by the first delivery, is not sent again; record 2 is
+        // tried again and reported again
+        let bodies: Vec<String> = deps
+            .publisher
+            .sink
+            .delivered("orders")
+            .into_iter()
+            .map(|m| m.body)
+            .collect();
+        assert_eq!(bodies, ["1"]);
+        assert_eq!(failed(&again), ["2"]);
+        let attempts = deps.publisher.sink.calls();
+        assert_eq!(attempts.len(), 2, "{attempts:?}");
+        assert_eq!(attempts[1].1, ["2"], "{attempts:?}");
     }
 }

@@ -78,8 +78,9 @@ fn a_message_without_an_outbox_id_is_refused_rather_than_keyed_by_its_sqs_id() {
     assert_eq!(opted_in.open(&msg).message_id().unwrap(), "sqs-1");
 }
 
-/// Commits one order message routed to `destination` and lets the publisher handle
-/// its stream record twice (Lambda retrying the batch): two copies on the job queue.
+/// Commits one order message routed to `destination` and lets two publishers handle
+/// its stream record at once (each read it `PENDING` before the other marked it): two
+/// copies on the job queue.
 async fn publish_twice(destination: &str, body: &str) -> String {
     let mut ob = outbox_tests::Outbox::new().await;
     let mut config = ob.config();
@@ -95,7 +96,7 @@ async fn publish_twice(destination: &str, body: &str) -> String {
         .await
         .expect("commit");
     let event = ob.filtered_event().await;
-    let publisher = ob.publisher_with(config);
+    let publisher = crate::publisher::redelivery::read_before_the_mark(ob.publisher_with(config));
     for _ in 0..2 {
         let (response, summary) =
             dynamodb_outbox::stream::handle_stream_event(&publisher, &event).await;

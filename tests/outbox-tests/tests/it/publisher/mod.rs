@@ -9,6 +9,7 @@ pub(crate) mod keyed;
 mod limits;
 mod poison;
 mod publish;
+pub(crate) mod redelivery;
 mod sweeper_index;
 
 use aws_sdk_dynamodb::types::{Put, TransactWriteItem};

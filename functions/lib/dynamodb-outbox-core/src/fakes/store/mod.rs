@@ -38,6 +38,8 @@ pub struct StoreFaults {
     pub statements: Vec<(ItemKey, String, u32)>,
     /// Whether every batched mark fails as a whole (transiently).
     pub batches: bool,
+    /// Whether the stream path's status reads fail (transiently).
+    pub status_reads: bool,
 }
 
 /// An outbox table in memory. Conditional changes behave as the DynamoDB adapter's:

@@ -1,12 +1,14 @@
 //! The publish path's port on the in-memory table: marks (one by one and batched,
-//! with the faults asked for), reads of single items, and the order fence's reads.
+//! with the faults asked for), reads of single items and of statuses, and the order
+//! fence's reads.
 
 use super::{MemoryStore, absent_item};
 use crate::failure::{Failure, FailureKind};
 use crate::fakes::lock;
 use crate::policy::{FailedMark, FenceRead, PAYLOAD_ON_DEAD_LETTER_QUEUE, Scope, Sibling};
 use crate::ports::{
-    MarkChange, MarkOutcome, OutboxStore, PendingPage, StatementAnswer, StatementError, SweepStore,
+    MarkChange, MarkOutcome, OutboxStore, PendingPage, StatementAnswer, StatementError, StatusRead,
+    SweepStore,
 };
 use crate::schema::{
     ItemKey, OutboxItem, PENDING_MESSAGE, SeenIndex, Status, failed_sweep_shard, sweep_shard,
@@ -153,6 +155,28 @@ impl OutboxStore for MemoryStore {
         serde_dynamo::to_item(&item)
             .map(Some)
             .map_err(|e| Failure::permanent(e.to_string()))
+    }
+
+    /// An absent key reads as a pending item, as everywhere in this store.
+    async fn statuses(&self, keys: &[ItemKey]) -> Result<StatusRead, Failure> {
+        if self.faults().status_reads {
+            return Err(Failure::transient("ProvisionedThroughputExceededException"));
+        }
+        let items = lock(&self.items);
+        let statuses = keys
+            .iter()
+            .map(|key| {
+                let status = items.get(key).map_or_else(
+                    || Some(Status::Pending.as_str().to_owned()),
+                    |item| item.status.clone(),
+                );
+                (key.clone(), status)
+            })
+            .collect();
+        Ok(StatusRead {
+            statuses,
+            requests: 1,
+        })
     }
 
     /// Only stored items count here.

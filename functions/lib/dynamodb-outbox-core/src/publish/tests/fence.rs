@@ -7,7 +7,7 @@ use crate::schema::{OutboxItem, PENDING_MESSAGE, SeenIndex, Status, decode_messa
 
 const NOW: i64 = 1_700_000_000_000;
 
-fn publisher() -> Publisher<RecordingSink, MemoryStore> {
+pub(super) fn publisher() -> Publisher<RecordingSink, MemoryStore> {
     let config = PublisherConfig {
         table_name: "t".into(),
         routes: Routes::new(
@@ -42,7 +42,9 @@ fn stored(p: &Publisher<RecordingSink, MemoryStore>, key: &ItemKey, item: Outbox
     }
 }
 
-fn library(
+/// A pending library message of `pk` written at `ms` (due a minute later), stored,
+/// and the work its stream record makes.
+pub(super) fn library(
     p: &Publisher<RecordingSink, MemoryStore>,
     pk: &str,
     topic: &str,
