@@ -11,10 +11,11 @@ use self::progress::Bound;
 use self::range::RangeError;
 use super::log_config_error;
 use crate::dynamo::DynamoStore;
+use crate::wiring::with_sdk_timeouts;
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
 use aws_lambda_events::sqs::BatchItemFailure;
 use aws_types::SdkConfig;
-use dynamodb_outbox_core::config::{ConfigError, required, vars};
+use dynamodb_outbox_core::config::{ConfigError, SdkTimeouts, required, vars};
 use dynamodb_outbox_core::metrics::{Emitter, Metric};
 use dynamodb_outbox_core::policy::budget::FALLBACK_WINDOW;
 use dynamodb_outbox_core::ports::{MarkOutcome, SweepStore};
@@ -61,9 +62,10 @@ pub struct RecoveryFunction(Deps<DynamoStore>);
 impl RecoveryFunction {
     /// Reads the outbox table's name (`OUTBOX_TABLE_NAME`), its key names
     /// (`OUTBOX_PARTITION_KEY`, `OUTBOX_SORT_KEY`, `OUTBOX_TTL_ATTRIBUTE`, see
-    /// [`KeyNames::from_env`]) and the metrics namespace from the environment, then
-    /// builds the clients. A missing or invalid variable is logged and returned,
-    /// naming it.
+    /// [`KeyNames::from_env`]), the SDK timeouts (`OUTBOX_SDK_ATTEMPT_TIMEOUT_MS`,
+    /// `OUTBOX_SDK_OPERATION_TIMEOUT_MS`, where `aws` sets none) and the metrics
+    /// namespace from the environment, then builds the clients. A missing or invalid
+    /// variable is logged and returned, naming it.
     pub fn from_env(aws: &SdkConfig) -> Result<Self, ConfigError> {
         let lookup = |name: &str| std::env::var(name).ok();
         let table = required(
@@ -73,17 +75,24 @@ impl RecoveryFunction {
         )
         .inspect_err(log_config_error)?;
         let keys = KeyNames::from_lookup(lookup).inspect_err(log_config_error)?;
+        let timeouts = SdkTimeouts::from_lookup(lookup).inspect_err(log_config_error)?;
         let metrics = Emitter::from_env().inspect_err(log_config_error)?;
-        Ok(Self::build(table, keys, metrics, aws))
+        Ok(Self::build(
+            table,
+            keys,
+            metrics,
+            &with_sdk_timeouts(aws, timeouts),
+        ))
     }
 
-    /// For the outbox table `table` keyed `PK`/`SK`; metrics go to the `namespace`.
+    /// For the outbox table `table` keyed `PK`/`SK`; metrics go to the `namespace`;
+    /// the clients get the default SDK timeouts where `aws` sets none.
     pub fn new(table: impl Into<String>, namespace: &str, aws: &SdkConfig) -> Self {
         Self::build(
             table.into(),
             KeyNames::default(),
             Emitter::new(namespace),
-            aws,
+            &with_sdk_timeouts(aws, SdkTimeouts::default()),
         )
     }
 
@@ -262,6 +271,28 @@ mod tests {
             keys: KeyNames::default(),
             clock: ManualClock::at(1_000),
             metrics: Emitter::new("test"),
+        }
+    }
+
+    #[test]
+    fn the_recovery_functions_clients_carry_an_attempt_and_an_operation_timeout() {
+        use aws_smithy_types::timeout::TimeoutConfig;
+        use std::time::Duration;
+        let aws = aws_config::SdkConfig::builder()
+            .behavior_version(aws_config::BehaviorVersion::latest())
+            .build();
+        let RecoveryFunction(deps) = RecoveryFunction::new("outbox", "test", &aws);
+        for timeouts in [
+            deps.streams.config().timeout_config(),
+            deps.store.client().config().timeout_config(),
+        ] {
+            assert_eq!(
+                (
+                    timeouts.and_then(TimeoutConfig::operation_attempt_timeout),
+                    timeouts.and_then(TimeoutConfig::operation_timeout)
+                ),
+                (Some(Duration::from_secs(5)), Some(Duration::from_secs(20)))
+            );
         }
     }
 
