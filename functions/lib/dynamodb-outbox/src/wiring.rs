@@ -141,6 +141,17 @@ mod tests {
             .build()
     }
 
+    /// A configuration that sends every topic to one queue.
+    fn everything_to_one_queue() -> PublisherConfig {
+        PublisherConfig::from_lookup(|name| match name {
+            "OUTBOX_TABLE_NAME" => Some("t".into()),
+            "OUTBOX_DLQ_URL" => Some("https://sqs.us-east-1.amazonaws.com/1/dlq".into()),
+            "OUTBOX_DEFAULT_DESTINATION" => Some("https://sqs.us-east-1.amazonaws.com/1/q".into()),
+            _ => None,
+        })
+        .expect("valid")
+    }
+
     fn attempt_and_operation(t: Option<&TimeoutConfig>) -> (Option<Duration>, Option<Duration>) {
         (
             t.and_then(TimeoutConfig::operation_attempt_timeout),
@@ -152,13 +163,7 @@ mod tests {
     fn the_clients_a_function_builds_carry_an_attempt_and_an_operation_timeout() {
         // Before, no client set an operation timeout: a call that hung held the
         // invocation until Lambda's timeout.
-        let config = PublisherConfig::from_lookup(|name| match name {
-            "OUTBOX_TABLE_NAME" => Some("t".into()),
-            "OUTBOX_DLQ_URL" => Some("https://sqs.us-east-1.amazonaws.com/1/dlq".into()),
-            "OUTBOX_DEFAULT_DESTINATION" => Some("https://sqs.us-east-1.amazonaws.com/1/q".into()),
-            _ => None,
-        })
-        .expect("valid");
+        let config = everything_to_one_queue();
         let publisher = AwsPublisher::from_conf(config, &unreachable());
         let dynamodb = publisher.store.client().config();
         assert_eq!(
@@ -225,13 +230,7 @@ mod tests {
     async fn a_publisher_built_from_one_configuration_reaches_sns_and_eventbridge_routes() {
         // Before, the binaries' shared constructor built an SQS-only sink: a route to
         // SNS or EventBridge failed "transiently" forever without a request being made.
-        let config = PublisherConfig::from_lookup(|name| match name {
-            "OUTBOX_TABLE_NAME" => Some("t".into()),
-            "OUTBOX_DLQ_URL" => Some("https://sqs.us-east-1.amazonaws.com/1/dlq".into()),
-            "OUTBOX_DEFAULT_DESTINATION" => Some("https://sqs.us-east-1.amazonaws.com/1/q".into()),
-            _ => None,
-        })
-        .expect("valid");
+        let config = everything_to_one_queue();
         let publisher = AwsPublisher::from_conf(config, &unreachable());
         let message = OutboundMessage {
             body: "{}".into(),

@@ -240,6 +240,24 @@ mod tests {
         }
     }
 
+    /// The fault layer with `plan` around `service`, its draws seeded.
+    fn faulty(plan: &str, service: impl HttpConnector + 'static) -> FaultyConnector {
+        FaultyConnector {
+            inner: SharedHttpConnector::new(service),
+            injector: Arc::new(Injector {
+                plan: plan.parse().expect("a valid plan"),
+                rng: Mutex::new(fastrand::Rng::with_seed(1)),
+            }),
+        }
+    }
+
+    /// An empty request to a JSON-protocol operation (`x-amz-target`).
+    fn request_to(target: &'static str) -> HttpRequest {
+        let mut request = HttpRequest::new(SdkBody::empty());
+        request.headers_mut().insert("x-amz-target", target);
+        request
+    }
+
     /// A service that counts the calls it answers.
     #[derive(Debug, Default, Clone)]
     struct Counting(Arc<std::sync::atomic::AtomicUsize>);
@@ -254,19 +272,9 @@ mod tests {
 
     #[tokio::test]
     async fn a_hung_call_reaches_the_service_but_its_answer_never_comes() {
-        let plan: FaultPlan = "SendMessageBatch:hang:1".parse().expect("a valid plan");
         let service = Counting::default();
-        let connector = FaultyConnector {
-            inner: SharedHttpConnector::new(service.clone()),
-            injector: Arc::new(Injector {
-                plan,
-                rng: Mutex::new(fastrand::Rng::with_seed(1)),
-            }),
-        };
-        let mut request = HttpRequest::new(SdkBody::empty());
-        request
-            .headers_mut()
-            .insert("x-amz-target", "AmazonSQS.SendMessageBatch");
+        let connector = faulty("SendMessageBatch:hang:1", service.clone());
+        let request = request_to("AmazonSQS.SendMessageBatch");
         let answer =
             tokio::time::timeout(Duration::from_millis(200), connector.call(request)).await;
         assert!(answer.is_err(), "no answer, not even the service's");
@@ -279,18 +287,8 @@ mod tests {
 
     #[tokio::test]
     async fn a_crash_after_a_refused_call_does_not_happen_the_answer_comes_back() {
-        let plan: FaultPlan = "PutItem:crash_after:1".parse().expect("a valid plan");
-        let connector = FaultyConnector {
-            inner: SharedHttpConnector::new(Refusing),
-            injector: Arc::new(Injector {
-                plan,
-                rng: Mutex::new(fastrand::Rng::with_seed(1)),
-            }),
-        };
-        let mut request = HttpRequest::new(SdkBody::empty());
-        request
-            .headers_mut()
-            .insert("x-amz-target", "DynamoDB_20120810.PutItem");
+        let connector = faulty("PutItem:crash_after:1", Refusing);
+        let request = request_to("DynamoDB_20120810.PutItem");
         // Before the fix this aborted the test process.
         let answer = connector.call(request).await.expect("an answer");
         assert_eq!(answer.status().as_u16(), 400);
