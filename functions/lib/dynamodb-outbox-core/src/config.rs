@@ -11,6 +11,9 @@ use crate::route::{Destination, RouteError, Routes};
 #[cfg(any(test, feature = "unstable-internals"))]
 use std::collections::BTreeMap;
 
+pub mod timeouts;
+pub use timeouts::SdkTimeouts;
+
 /// A missing or malformed variable, named (see [`PublisherConfig`] for an example).
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -148,6 +151,10 @@ impl PublisherConfig {
         let (bucket, threshold) = large_payloads(&lookup)?;
         let routes = routes.with_large_payloads(bucket, threshold);
         let key_names = KeyNames::from_lookup(&lookup)?;
+        // Checked here, with the rest of the functions' settings, so that a bad value
+        // stops the function at start naming the variable; the timeouts themselves
+        // are applied where the clients are built (`FromSdkConfig::load`).
+        SdkTimeouts::from_lookup(&lookup)?;
         Ok(PublisherConfig {
             table_name,
             routes,
@@ -319,6 +326,17 @@ mod tests {
             let err = PublisherConfig::from_lookup(lookup(&bad)).expect_err(value);
             assert!(err.to_string().contains(name), "{err}");
         }
+    }
+
+    #[test]
+    fn a_bad_sdk_timeout_stops_the_configuration_naming_the_variable() {
+        let mut bad = GOOD.to_vec();
+        bad.push(("OUTBOX_SDK_OPERATION_TIMEOUT_MS", "soon"));
+        let err = PublisherConfig::from_lookup(lookup(&bad)).expect_err("bad timeout");
+        assert!(
+            err.to_string().contains("OUTBOX_SDK_OPERATION_TIMEOUT_MS"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -104,6 +104,14 @@ impl HttpConnector for FaultyConnector {
                 .into(),
             ))),
             Fault::CrashBefore => crash(&operation, "before sending"),
+            Fault::Hang => {
+                let sent = self.inner.call(request);
+                HttpConnectorFuture::new(async move {
+                    let _took_effect = sent.await;
+                    // Never ready: the SDK's attempt or operation timeout ends it.
+                    std::future::pending().await
+                })
+            }
             Fault::LostResponse => {
                 let sent = self.inner.call(request);
                 HttpConnectorFuture::new(async move {
@@ -218,6 +226,7 @@ impl Shape {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
 
     /// A service that refuses every call, as DynamoDB refuses a failed condition.
     #[derive(Debug)]
@@ -231,20 +240,55 @@ mod tests {
         }
     }
 
-    #[tokio::test]
-    async fn a_crash_after_a_refused_call_does_not_happen_the_answer_comes_back() {
-        let plan: FaultPlan = "PutItem:crash_after:1".parse().expect("a valid plan");
-        let connector = FaultyConnector {
-            inner: SharedHttpConnector::new(Refusing),
+    /// The fault layer with `plan` around `service`, its draws seeded.
+    fn faulty(plan: &str, service: impl HttpConnector + 'static) -> FaultyConnector {
+        FaultyConnector {
+            inner: SharedHttpConnector::new(service),
             injector: Arc::new(Injector {
-                plan,
+                plan: plan.parse().expect("a valid plan"),
                 rng: Mutex::new(fastrand::Rng::with_seed(1)),
             }),
-        };
+        }
+    }
+
+    /// An empty request to a JSON-protocol operation (`x-amz-target`).
+    fn request_to(target: &'static str) -> HttpRequest {
         let mut request = HttpRequest::new(SdkBody::empty());
+        request.headers_mut().insert("x-amz-target", target);
         request
-            .headers_mut()
-            .insert("x-amz-target", "DynamoDB_20120810.PutItem");
+    }
+
+    /// A service that counts the calls it answers.
+    #[derive(Debug, Default, Clone)]
+    struct Counting(Arc<std::sync::atomic::AtomicUsize>);
+
+    impl HttpConnector for Counting {
+        fn call(&self, _request: HttpRequest) -> HttpConnectorFuture {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let status = StatusCode::try_from(200).expect("a valid status");
+            HttpConnectorFuture::ready(Ok(HttpResponse::new(status, SdkBody::from("{}"))))
+        }
+    }
+
+    #[tokio::test]
+    async fn a_hung_call_reaches_the_service_but_its_answer_never_comes() {
+        let service = Counting::default();
+        let connector = faulty("SendMessageBatch:hang:1", service.clone());
+        let request = request_to("AmazonSQS.SendMessageBatch");
+        let answer =
+            tokio::time::timeout(Duration::from_millis(200), connector.call(request)).await;
+        assert!(answer.is_err(), "no answer, not even the service's");
+        assert_eq!(
+            service.0.load(std::sync::atomic::Ordering::SeqCst),
+            1,
+            "the request went out"
+        );
+    }
+
+    #[tokio::test]
+    async fn a_crash_after_a_refused_call_does_not_happen_the_answer_comes_back() {
+        let connector = faulty("PutItem:crash_after:1", Refusing);
+        let request = request_to("DynamoDB_20120810.PutItem");
         // Before the fix this aborted the test process.
         let answer = connector.call(request).await.expect("an answer");
         assert_eq!(answer.status().as_u16(), 400);

@@ -26,6 +26,11 @@ pub enum Fault {
     /// after it ran. A refused call (a failed condition, a throttle) is answered
     /// normally: it changed nothing, so a crash after it is `CrashBefore`'s case.
     CrashAfter,
+    /// The request is sent whole and takes effect, but its answer never comes (a
+    /// connection that died after the request, a black-holed answer): only the SDK's
+    /// own timeouts end the call. (Sent whole: a request whose body is never read is
+    /// a stalled upload, which the SDK's stalled-stream protection already catches.)
+    Hang,
 }
 
 impl Fault {
@@ -39,10 +44,11 @@ impl Fault {
             Fault::LostResponse => "lost_response",
             Fault::CrashBefore => "crash_before",
             Fault::CrashAfter => "crash_after",
+            Fault::Hang => "hang",
         }
     }
 
-    const ALL: [Fault; 7] = [
+    const ALL: [Fault; 8] = [
         Fault::Throttle,
         Fault::ServerError,
         Fault::Timeout,
@@ -50,6 +56,7 @@ impl Fault {
         Fault::LostResponse,
         Fault::CrashBefore,
         Fault::CrashAfter,
+        Fault::Hang,
     ];
 }
 
@@ -73,7 +80,7 @@ pub struct Rule {
 /// The configuration could not be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "OUTBOX_FAULTS: `{rule}`: {reason}. Write rules as `operation:fault:probability` separated by `;`, e.g. `SendMessageBatch:crash_after:0.3;*:throttle:0.05`; faults: throttle, server_error, timeout, reset, lost_response, crash_before, crash_after"
+    "OUTBOX_FAULTS: `{rule}`: {reason}. Write rules as `operation:fault:probability` separated by `;`, e.g. `SendMessageBatch:crash_after:0.3;*:throttle:0.05`; faults: throttle, server_error, timeout, reset, lost_response, crash_before, crash_after, hang"
 )]
 pub struct PlanError {
     rule: String,
@@ -180,6 +187,8 @@ mod tests {
             ]
         );
         assert!("".parse::<FaultPlan>().is_ok_and(|p| p.is_empty()));
+        let hang: FaultPlan = "SendMessageBatch:hang:1".parse().unwrap_or_default();
+        assert_eq!(hang.pick("SendMessageBatch", || 0.5), Some(Fault::Hang));
     }
 
     #[test]

@@ -12,7 +12,7 @@
 //!   ([`next_due_times`]). So the due order the next sweep reads is the publish order.
 
 use super::fence::key_position;
-use super::retry::{Attempt, backoff, jitter_of, millis};
+use super::retry::{Attempt, jitter_of, millis, retry_delay};
 use crate::ports::DueKey;
 use crate::publish::Work;
 use crate::schema::ItemKey;
@@ -184,12 +184,28 @@ pub fn next_due_times(
     base: Duration,
     max: Duration,
 ) -> Vec<i64> {
+    next_due_times_capped(retrying, &[], now_ms, base, max)
+}
+
+/// [`next_due_times`], the delay of each message that was sent no longer than its
+/// entry in `caps` (one per message, none when missing; for a FIFO destination
+/// [`super::retry::fifo_retry_cap`]: its republish lands inside the deduplication
+/// window of the attempt).
+pub fn next_due_times_capped(
+    retrying: &[Retrying<'_>],
+    caps: &[Option<Duration>],
+    now_ms: i64,
+    base: Duration,
+    max: Duration,
+) -> Vec<i64> {
     let mut last_due: HashMap<&str, i64> = HashMap::new();
     retrying
         .iter()
-        .map(|r| {
+        .enumerate()
+        .map(|(i, r)| {
             let attempt = if r.attempted { r.attempt } else { 1 };
-            let delay = backoff(attempt, base, max, jitter_of(r.key, r.attempt));
+            let cap = caps.get(i).copied().flatten().filter(|_| r.attempted);
+            let delay = retry_delay(attempt, base, max, jitter_of(r.key, r.attempt), cap);
             let mut next = now_ms
                 .saturating_add(millis(delay))
                 .max(r.not_before.saturating_add(1));

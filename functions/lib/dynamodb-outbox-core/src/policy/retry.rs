@@ -20,6 +20,40 @@ pub fn backoff(attempt: u32, base: Duration, max: Duration, jitter: f64) -> Dura
     half + half.mul_f64(jitter.clamp(0.0, 1.0))
 }
 
+/// How long SQS FIFO queues and SNS FIFO topics remember a deduplication id: a
+/// republish with the same id inside it is accepted and not delivered again.
+pub const FIFO_DEDUPLICATION_WINDOW: Duration = Duration::from_secs(300);
+
+/// What a due message may wait beyond the sweep schedule's period before a sweep
+/// republishes it: the sweep's own work before it reaches the message, and the time
+/// between the attempt and the sweep's notion of now.
+pub const REPUBLISH_SLACK: Duration = Duration::from_secs(30);
+
+/// The longest delay before the next attempt of a message to a FIFO destination
+/// whose attempt may have been accepted (a timeout, a lost answer): due then, it is
+/// republished by the first sweep after — at most `sweep_period` later, plus
+/// [`REPUBLISH_SLACK`] — inside the deduplication window of the attempt, so that if
+/// the attempt was accepted, FIFO absorbs the republish. Zero when the schedule is
+/// too slow for any delay to land inside (then nothing does, see `docs/protocol.md`).
+pub fn fifo_retry_cap(sweep_period: Duration) -> Duration {
+    FIFO_DEDUPLICATION_WINDOW
+        .saturating_sub(sweep_period)
+        .saturating_sub(REPUBLISH_SLACK)
+}
+
+/// The delay before attempt `attempt + 1`: the [`backoff`], no longer than `cap`
+/// when one applies ([`fifo_retry_cap`] for a FIFO destination).
+pub fn retry_delay(
+    attempt: u32,
+    base: Duration,
+    max: Duration,
+    jitter: f64,
+    cap: Option<Duration>,
+) -> Duration {
+    let delay = backoff(attempt, base, max, jitter);
+    cap.map_or(delay, |cap| delay.min(cap))
+}
+
 /// A jitter fraction in `[0, 1)` from the item and the attempt: deterministic, so
 /// the logic stays pure, yet different between items that failed together.
 pub fn jitter_of(key: &ItemKey, attempt: u32) -> f64 {
@@ -208,6 +242,32 @@ mod tests {
         assert_eq!(backoff(u32::MAX, base, max, 0.0), max / 2);
         // Attempt 0 (never happens after a claim) is treated as the first.
         assert_eq!(backoff(0, base, max, 1.0), base);
+    }
+
+    #[test]
+    fn a_fifo_republish_after_an_attempt_that_may_have_been_accepted_lands_in_the_window() {
+        // Before, the delay was the backoff alone: after the fifth attempt 240-480 s,
+        // so the republish (one sweep period later at most) came after FIFO had
+        // forgotten the deduplication id, and its consumers got the message twice.
+        let (base, max) = (Duration::from_secs(30), Duration::from_secs(900));
+        let period = Duration::from_secs(60);
+        let cap = Some(fifo_retry_cap(period));
+        for attempt in 1..=20 {
+            for pk in ["A", "B", "ORDER#9", "USER#123"] {
+                let jitter = jitter_of(&key(pk), attempt);
+                let delay = retry_delay(attempt, base, max, jitter, cap);
+                let republished_by = delay + period + REPUBLISH_SLACK;
+                assert!(
+                    republished_by <= FIFO_DEDUPLICATION_WINDOW,
+                    "attempt {attempt}: due after {delay:?}, republished by {republished_by:?}"
+                );
+            }
+        }
+        // Short delays keep their backoff; a standard destination keeps it all.
+        assert_eq!(retry_delay(1, base, max, 1.0, cap), base);
+        assert_eq!(retry_delay(10, base, max, 1.0, None), max);
+        assert_eq!(fifo_retry_cap(period), Duration::from_secs(210));
+        assert_eq!(fifo_retry_cap(Duration::from_secs(600)), Duration::ZERO);
     }
 
     #[test]

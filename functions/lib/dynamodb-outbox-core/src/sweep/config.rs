@@ -16,6 +16,8 @@ pub mod vars {
     pub const BASE_BACKOFF_SECONDS: &str = "OUTBOX_SWEEP_BASE_BACKOFF_SECONDS";
     /// Longest retry delay, seconds.
     pub const MAX_BACKOFF_SECONDS: &str = "OUTBOX_SWEEP_MAX_BACKOFF_SECONDS";
+    /// The sweep schedule's period, seconds.
+    pub const PERIOD_SECONDS: &str = "OUTBOX_SWEEP_PERIOD_SECONDS";
 }
 
 /// Whether, and how fast, the sweeper also scans the table for pending items no index
@@ -100,6 +102,11 @@ pub struct SweeperConfig {
     pub base_backoff: Duration,
     /// Longest retry delay (default 15 min).
     pub max_backoff: Duration,
+    /// How often the schedule runs a sweep (`OUTBOX_SWEEP_PERIOD_SECONDS`, default
+    /// 60): a message due now is republished up to this much later, so a FIFO
+    /// message's retry delay is capped to land inside the deduplication window
+    /// ([`crate::policy::retry::fifo_retry_cap`]).
+    pub period: Duration,
     /// Bounds per sweep.
     pub limits: SweepLimits,
 }
@@ -114,6 +121,7 @@ impl SweeperConfig {
             scan_mode: ScanMode::Backstop,
             base_backoff: Duration::from_secs(30),
             max_backoff: Duration::from_secs(900),
+            period: Duration::from_secs(60),
             limits: SweepLimits::default(),
         }
     }
@@ -158,6 +166,12 @@ impl SweeperConfig {
                 ),
             });
         }
+        let period = parse_or(&lookup, vars::PERIOD_SECONDS, 60u64, |s| {
+            (1..=86_400)
+                .contains(s)
+                .then_some(())
+                .ok_or("must be between 1 and 86400 seconds (the sweep schedule's rate)")
+        })?;
         let scan_mode = match lookup(vars::SCAN_MODE)
             .map(|v| v.trim().to_ascii_lowercase())
             .as_deref()
@@ -179,6 +193,7 @@ impl SweeperConfig {
             scan_mode,
             base_backoff: Duration::from_secs(base),
             max_backoff: Duration::from_secs(max),
+            period: Duration::from_secs(period),
             limits: SweepLimits::default(),
         })
     }
@@ -200,6 +215,20 @@ mod tests {
             "a slow backstop scan by default"
         );
         assert_eq!(cfg.publisher.table_name, "outbox");
+    }
+
+    #[test]
+    fn the_schedule_period_is_read_and_checked() {
+        let cfg = SweeperConfig::from_lookup(lookup(GOOD)).expect("valid");
+        assert_eq!(cfg.period, Duration::from_secs(60));
+        let mut vars = GOOD.to_vec();
+        vars.push(("OUTBOX_SWEEP_PERIOD_SECONDS", "120"));
+        let cfg = SweeperConfig::from_lookup(lookup(&vars)).expect("valid");
+        assert_eq!(cfg.period, Duration::from_secs(120));
+        let mut bad = GOOD.to_vec();
+        bad.push(("OUTBOX_SWEEP_PERIOD_SECONDS", "0"));
+        let err = SweeperConfig::from_lookup(lookup(&bad)).expect_err("zero");
+        assert!(err.to_string().contains("OUTBOX_SWEEP_PERIOD_SECONDS"), "{err}");
     }
 
     #[test]

@@ -3,7 +3,10 @@
 
 use super::{SweepSummary, Sweeper};
 use crate::failure::Failure;
-use crate::policy::{Attempt, AttemptVerdict, HELD_BACK, Retrying, judge_attempt, next_due_times};
+use crate::policy::order::next_due_times_capped;
+use crate::policy::retry::fifo_retry_cap;
+use crate::policy::{Attempt, AttemptVerdict, HELD_BACK, Retrying, judge_attempt};
+use crate::publish::Work;
 use crate::ports::{MarkOutcome, MessageSink, OutboxStore, SweepStore};
 use crate::publish::Outcome;
 use futures::StreamExt;
@@ -71,8 +74,16 @@ impl<K: MessageSink, S: OutboxStore + SweepStore> Sweeper<K, S> {
                 not_before: s.not_before,
             })
             .collect();
-        let dues = next_due_times(
+        // A FIFO message that was sent may have been accepted: its republish must
+        // land inside the deduplication window, or FIFO delivers it twice.
+        let fifo_cap = fifo_retry_cap(self.config.period);
+        let caps: Vec<_> = settle
+            .iter()
+            .map(|s| self.goes_to_fifo(s.attempt).then_some(fifo_cap))
+            .collect();
+        let dues = next_due_times_capped(
             &retrying,
+            &caps,
             now,
             self.config.base_backoff,
             self.config.max_backoff,
@@ -96,6 +107,19 @@ impl<K: MessageSink, S: OutboxStore + SweepStore> Sweeper<K, S> {
                 summary.errors += 1;
                 tracing::warn!(error = %e, "could not record the failed attempt; the claim's lease brings the item back");
             }
+        }
+    }
+
+    /// Whether the attempt's message goes to a FIFO destination.
+    fn goes_to_fifo(&self, attempt: &Attempt) -> bool {
+        match &attempt.work {
+            Work::Publish(msg) => self
+                .publisher
+                .config
+                .routes
+                .resolve(&msg.topic)
+                .is_some_and(|d| d.is_fifo()),
+            Work::Poison(_) => false,
         }
     }
 

@@ -9,8 +9,9 @@
 //! - [`RecoveryFunction`]: the stream mapping's on-failure records → back into the
 //!   sweeper's index.
 //!
-//! The SDK configuration is yours: wrap its HTTP client, set timeouts, point it at a
-//! local AWS. Logs follow Lambda's log level and format settings when you install
+//! The SDK configuration is yours: wrap its HTTP client, set timeouts (yours win; the
+//! ones you leave unset get the functions' own, `OUTBOX_SDK_ATTEMPT_TIMEOUT_MS` and
+//! `OUTBOX_SDK_OPERATION_TIMEOUT_MS`, 5 s and 20 s by default), point it at a local AWS. Logs follow Lambda's log level and format settings when you install
 //! `lambda_runtime`'s default subscriber.
 //!
 //! ```no_run

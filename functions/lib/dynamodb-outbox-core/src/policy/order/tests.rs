@@ -1,4 +1,5 @@
 use super::*;
+use crate::policy::retry::backoff;
 use crate::publish::Poison;
 
 fn key(pk: &str, sk: &str) -> ItemKey {

@@ -4,18 +4,23 @@
 //! library wrote, items already finished and repeated deliveries of the same record
 //! change nothing.
 
+mod progress;
 mod range;
 
+use self::progress::Bound;
 use self::range::RangeError;
 use super::log_config_error;
 use crate::dynamo::DynamoStore;
+use crate::wiring::with_sdk_timeouts;
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
 use aws_lambda_events::sqs::BatchItemFailure;
 use aws_types::SdkConfig;
-use dynamodb_outbox_core::config::{ConfigError, required, vars};
+use dynamodb_outbox_core::config::{ConfigError, SdkTimeouts, required, vars};
 use dynamodb_outbox_core::metrics::{Emitter, Metric};
+use dynamodb_outbox_core::policy::budget::FALLBACK_WINDOW;
 use dynamodb_outbox_core::ports::{MarkOutcome, SweepStore};
 use dynamodb_outbox_core::schema::{ItemKey, SeenIndex, sweep_shard};
+use dynamodb_outbox_core::sweep::Budget;
 use dynamodb_outbox_core::{KeyNames, SharedClock, SystemClock};
 use lambda_runtime::{Error, LambdaEvent};
 use std::sync::Arc;
@@ -25,6 +30,9 @@ pub(crate) const RECOVERED_FROM_STREAM: &str = "RecoveredFromStream";
 /// Discarded ranges the stream no longer holds (their items are left to the
 /// sweeper's backstop scan).
 pub(crate) const RECOVERY_RANGE_LOST: &str = "RecoveryRangeLost";
+/// Discarded ranges a bound (pages, the invocation's time) stopped before their end:
+/// what was found is adopted and the range is reported, so it is read again.
+pub(crate) const RECOVERY_RANGE_UNFINISHED: &str = "RecoveryRangeUnfinished";
 
 /// The recovery Lambda function, behind the SQS queue that is the publisher's stream
 /// mapping's on-failure destination.
@@ -54,9 +62,10 @@ pub struct RecoveryFunction(Deps<DynamoStore>);
 impl RecoveryFunction {
     /// Reads the outbox table's name (`OUTBOX_TABLE_NAME`), its key names
     /// (`OUTBOX_PARTITION_KEY`, `OUTBOX_SORT_KEY`, `OUTBOX_TTL_ATTRIBUTE`, see
-    /// [`KeyNames::from_env`]) and the metrics namespace from the environment, then
-    /// builds the clients. A missing or invalid variable is logged and returned,
-    /// naming it.
+    /// [`KeyNames::from_env`]), the SDK timeouts (`OUTBOX_SDK_ATTEMPT_TIMEOUT_MS`,
+    /// `OUTBOX_SDK_OPERATION_TIMEOUT_MS`, where `aws` sets none) and the metrics
+    /// namespace from the environment, then builds the clients. A missing or invalid
+    /// variable is logged and returned, naming it.
     pub fn from_env(aws: &SdkConfig) -> Result<Self, ConfigError> {
         let lookup = |name: &str| std::env::var(name).ok();
         let table = required(
@@ -66,17 +75,24 @@ impl RecoveryFunction {
         )
         .inspect_err(log_config_error)?;
         let keys = KeyNames::from_lookup(lookup).inspect_err(log_config_error)?;
+        let timeouts = SdkTimeouts::from_lookup(lookup).inspect_err(log_config_error)?;
         let metrics = Emitter::from_env().inspect_err(log_config_error)?;
-        Ok(Self::build(table, keys, metrics, aws))
+        Ok(Self::build(
+            table,
+            keys,
+            metrics,
+            &with_sdk_timeouts(aws, timeouts),
+        ))
     }
 
-    /// For the outbox table `table` keyed `PK`/`SK`; metrics go to the `namespace`.
+    /// For the outbox table `table` keyed `PK`/`SK`; metrics go to the `namespace`;
+    /// the clients get the default SDK timeouts where `aws` sets none.
     pub fn new(table: impl Into<String>, namespace: &str, aws: &SdkConfig) -> Self {
         Self::build(
             table.into(),
             KeyNames::default(),
             Emitter::new(namespace),
-            aws,
+            &with_sdk_timeouts(aws, SdkTimeouts::default()),
         )
     }
 
@@ -131,26 +147,41 @@ pub(crate) struct Recovered {
     pub(crate) adopted: usize,
 }
 
-/// Handles one batch of on-failure records; the ones to try again are reported.
+/// Handles one batch of on-failure records; the ones to try again are reported: a
+/// range that could not be read, or that a bound stopped before its end.
 pub(crate) async fn handle<S: SweepStore>(
     event: LambdaEvent<SqsEvent>,
     deps: &Deps<S>,
 ) -> Result<SqsBatchResponse, Error> {
+    let stop_at_ms = reading_stops_at(event.context.deadline, deps.clock.now_ms());
     let mut response = SqsBatchResponse::default();
-    let (mut adopted, mut lost) = (0, 0);
+    let (mut adopted, mut lost, mut unfinished) = (0, 0, 0);
     for message in &event.payload.records {
-        match recover(message, deps).await {
-            Ok(r) => adopted += r.adopted,
+        let retry = match recover(message, deps, stop_at_ms).await {
+            Ok((r, None)) => {
+                adopted += r.adopted;
+                false
+            }
+            Ok((r, Some(bound))) => {
+                adopted += r.adopted;
+                unfinished += 1;
+                tracing::warn!(%bound, found = r.found, adopted = r.adopted, "stopped reading the discarded range before its end; the rest is read again on the retry");
+                true
+            }
             Err(RangeError::Lost(reason)) => {
                 lost += 1;
                 tracing::error!(%reason, "the discarded records are past the stream's retention: the sweeper's backstop scan will find their items");
+                false
             }
             Err(RangeError::Transient(reason)) => {
                 tracing::warn!(%reason, "could not read the discarded range; trying again");
-                let mut failure = BatchItemFailure::default();
-                failure.item_identifier = message.message_id.clone().unwrap_or_default();
-                response.batch_item_failures.push(failure);
+                true
             }
+        };
+        if retry {
+            let mut failure = BatchItemFailure::default();
+            failure.item_identifier = message.message_id.clone().unwrap_or_default();
+            response.batch_item_failures.push(failure);
         }
     }
     deps.metrics.emit(
@@ -158,22 +189,41 @@ pub(crate) async fn handle<S: SweepStore>(
         &[
             Metric::count(RECOVERED_FROM_STREAM, adopted),
             Metric::count(RECOVERY_RANGE_LOST, lost),
+            Metric::count(RECOVERY_RANGE_UNFINISHED, unfinished),
         ],
     );
     Ok(response)
 }
 
-/// One on-failure record: its range read, its pending items adopted, due now.
+/// When the invocation ending at `deadline_ms` starts no new page: the sweeper's
+/// work window (a fifth of the remaining time kept to adopt what was found and to
+/// answer), or a fixed window when the runtime's deadline cannot be real.
+fn reading_stops_at(deadline_ms: u64, now_ms: i64) -> i64 {
+    Budget::for_invocation(deadline_ms, now_ms)
+        .unwrap_or_else(|| Budget::for_window(now_ms, FALLBACK_WINDOW))
+        .stop_at_ms(now_ms)
+}
+
+/// One on-failure record: its range read, its pending items adopted, due now; with
+/// the bound that stopped the reading before the range's end, if one did.
 async fn recover<S: SweepStore>(
     message: &SqsMessage,
     deps: &Deps<S>,
-) -> Result<Recovered, RangeError> {
+    stop_at_ms: i64,
+) -> Result<(Recovered, Option<Bound>), RangeError> {
     let body = message.body.as_deref().unwrap_or_default();
     // A message that is no on-failure record is reported, never dropped: after the
     // queue's receive limit it lands on its dead-letter queue for a person to read.
     let record = range::parse(body).map_err(RangeError::Transient)?;
-    let keys = range::pending_items_in(&deps.streams, &record.batch, &deps.keys).await?;
-    adopt_all(&keys, deps).await
+    let read = range::pending_items_in(
+        &deps.streams,
+        &record.batch,
+        &deps.keys,
+        deps.clock.as_ref(),
+        stop_at_ms,
+    )
+    .await?;
+    Ok((adopt_all(&read.items, deps).await?, read.stopped))
 }
 
 /// Adopts what no sweep would find: items written without valid index attributes.
@@ -221,6 +271,28 @@ mod tests {
             keys: KeyNames::default(),
             clock: ManualClock::at(1_000),
             metrics: Emitter::new("test"),
+        }
+    }
+
+    #[test]
+    fn the_recovery_functions_clients_carry_an_attempt_and_an_operation_timeout() {
+        use aws_smithy_types::timeout::TimeoutConfig;
+        use std::time::Duration;
+        let aws = aws_config::SdkConfig::builder()
+            .behavior_version(aws_config::BehaviorVersion::latest())
+            .build();
+        let RecoveryFunction(deps) = RecoveryFunction::new("outbox", "test", &aws);
+        for timeouts in [
+            deps.streams.config().timeout_config(),
+            deps.store.client().config().timeout_config(),
+        ] {
+            assert_eq!(
+                (
+                    timeouts.and_then(TimeoutConfig::operation_attempt_timeout),
+                    timeouts.and_then(TimeoutConfig::operation_timeout)
+                ),
+                (Some(Duration::from_secs(5)), Some(Duration::from_secs(20)))
+            );
         }
     }
 

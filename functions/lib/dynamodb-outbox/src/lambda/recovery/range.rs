@@ -1,9 +1,10 @@
 //! A discarded range of stream records: parsing Lambda's on-failure record (pure),
 //! and reading the range back from the stream (the one piece of I/O).
 
+use super::progress::{Bound, Next, Page, Progress};
 use aws_sdk_dynamodbstreams::types::{Record, ShardIteratorType};
-use dynamodb_outbox_core::KeyNames;
 use dynamodb_outbox_core::schema::{self, ItemKey, OutboxItem, PENDING_MESSAGE, SeenIndex, Status};
+use dynamodb_outbox_core::{Clock, KeyNames};
 use serde::Deserialize;
 use std::cmp::Ordering;
 
@@ -87,13 +88,27 @@ pub(crate) enum RangeError {
     Transient(String),
 }
 
-/// Reads the records of `batch` from the stream and returns the pending outbox items
-/// they inserted (key and index attributes as inserted), in stream order.
+/// What reading a range gave: the pending outbox items its records inserted (key and
+/// index attributes as inserted), in stream order, and the bound that stopped the
+/// reading before the range's end, if one did.
+#[derive(Debug, Default)]
+pub(crate) struct RangeRead {
+    /// The pending items found.
+    pub(crate) items: Vec<(ItemKey, SeenIndex)>,
+    /// Why the range was left unfinished; `None` when it was read to its end.
+    pub(crate) stopped: Option<Bound>,
+}
+
+/// Reads the records of `batch` from the stream, page after page while the shard
+/// iterator stays open and the range's end has not been reached ([`Progress`]: an
+/// empty page is no end), starting no page at or after `stop_at_ms` on `clock`.
 pub(crate) async fn pending_items_in(
     streams: &aws_sdk_dynamodbstreams::Client,
     batch: &BatchInfo,
     keys: &KeyNames,
-) -> Result<Vec<(ItemKey, SeenIndex)>, RangeError> {
+    clock: &dyn Clock,
+    stop_at_ms: i64,
+) -> Result<RangeRead, RangeError> {
     let iterator = streams
         .get_shard_iterator()
         .stream_arn(&batch.stream_arn)
@@ -103,34 +118,37 @@ pub(crate) async fn pending_items_in(
         .send()
         .await
         .map_err(classify)?;
+    let mut progress = Progress::new(&batch.end_sequence_number, stop_at_ms);
     let mut next = iterator.shard_iterator().map(str::to_owned);
-    let mut found = Vec::new();
-    while let Some(iterator) = next {
+    let mut read = RangeRead::default();
+    while let Some(iterator) = next.take() {
         let page = streams
             .get_records()
             .shard_iterator(iterator)
             .send()
             .await
             .map_err(classify)?;
-        let records = page.records();
-        for record in records {
-            let seq = record
-                .dynamodb()
-                .and_then(|d| d.sequence_number())
-                .unwrap_or_default();
-            if compare_sequence(seq, &batch.end_sequence_number) == Ordering::Greater {
-                return Ok(found);
+        for record in page.records() {
+            if progress.within(sequence_of(record).unwrap_or_default()) {
+                read.items.extend(pending_insert(record, keys));
             }
-            found.extend(pending_insert(record, keys));
         }
-        // An open shard answers an empty page once the reader has caught up: the
-        // range, written long ago, has been read.
-        if records.is_empty() {
-            return Ok(found);
+        let seen = Page {
+            last_sequence: page.records().last().and_then(sequence_of),
+            has_next: page.next_shard_iterator().is_some(),
+        };
+        match progress.after(seen, clock.now_ms()) {
+            Next::Continue => next = page.next_shard_iterator().map(str::to_owned),
+            Next::Done => {}
+            Next::Stopped(bound) => read.stopped = Some(bound),
         }
-        next = page.next_shard_iterator().map(str::to_owned);
     }
-    Ok(found)
+    Ok(read)
+}
+
+/// A stream record's sequence number.
+fn sequence_of(record: &Record) -> Option<&str> {
+    record.dynamodb().and_then(|d| d.sequence_number())
 }
 
 fn classify<E, R>(err: aws_sdk_dynamodbstreams::error::SdkError<E, R>) -> RangeError
