@@ -28,6 +28,9 @@ const RECEIVE_COUNT: &str = "ApproximateReceiveCount";
 /// order, or a single message of a standard queue).
 pub(super) type Lane = Vec<usize>;
 
+/// A lane with its receive count.
+type CountedLane = (u32, Lane);
+
 /// In which order the batch runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) struct Plan {
@@ -53,7 +56,7 @@ pub(super) fn receive_count(msg: &SqsMessage) -> u32 {
 
 /// The plan for `messages`; `can_delete` says whether the processor has a deleter.
 pub(super) fn plan(messages: &[SqsMessage], can_delete: bool) -> Plan {
-    let (mut suspects, fresh): (Vec<(u32, Lane)>, Vec<(u32, Lane)>) = lanes(messages)
+    let (mut suspects, fresh): (Vec<CountedLane>, Vec<CountedLane>) = lanes(messages)
         .into_iter()
         .map(|lane| (lane_receive_count(messages, &lane), lane))
         .partition(|(count, _)| *count > 1);
@@ -113,7 +116,11 @@ fn lane_id<'m>(messages: &'m [SqsMessage], lane: &Lane) -> &'m str {
 /// Message-id order at an even receive count, the reverse at an odd one: what ran
 /// behind a message at one count runs ahead of it at the next.
 fn tie_order(count: u32, a: &str, b: &str) -> Ordering {
-    if count % 2 == 0 { a.cmp(b) } else { b.cmp(a) }
+    if count.is_multiple_of(2) {
+        a.cmp(b)
+    } else {
+        b.cmp(a)
+    }
 }
 
 /// How long the batch may run from now (`now_ms`) for an invocation ending at
