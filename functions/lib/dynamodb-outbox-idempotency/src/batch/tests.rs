@@ -193,6 +193,22 @@ fn at_zero(ms: u64) -> (BatchProcessor, Deadline) {
     (processor, Deadline::from_epoch_millis(ms))
 }
 
+/// Runs `ev` until `deadline`; a message with the body "hang" never ends.
+async fn run_hanging(
+    processor: &BatchProcessor,
+    ev: &SqsEvent,
+    deadline: Deadline,
+) -> BatchReport<(), &'static str> {
+    processor
+        .run_until(ev, deadline, |m| async move {
+            if m.body() == Some("hang") {
+                std::future::pending::<()>().await;
+            }
+            Ok::<_, &str>(())
+        })
+        .await
+}
+
 #[tokio::test(start_paused = true)]
 async fn a_hung_message_is_reported_unfinished_before_the_deadline_and_the_others_are_kept() {
     let ev = event(vec![
@@ -202,14 +218,7 @@ async fn a_hung_message_is_reported_unfinished_before_the_deadline_and_the_other
     ]);
     let (processor, deadline) = at_zero(10_000);
     let started = tokio::time::Instant::now();
-    let report = processor
-        .run_until(&ev, deadline, |m| async move {
-            if m.body() == Some("hang") {
-                std::future::pending::<()>().await;
-            }
-            Ok::<_, &str>(())
-        })
-        .await;
+    let report = run_hanging(&processor, &ev, deadline).await;
     assert_eq!(report.failed_ids(), ["hangs"]);
     assert!(matches!(
         report.outcomes[1].result,
@@ -283,14 +292,7 @@ async fn a_redelivered_message_that_hangs_hands_back_the_ones_behind_it_and_keep
         received("hangs", 2, "hang"),
     ]);
     let (processor, deadline) = at_zero(3_000);
-    let report = processor
-        .run_until(&ev, deadline, |m| async move {
-            if m.body() == Some("hang") {
-                std::future::pending::<()>().await;
-            }
-            Ok::<_, &str>(())
-        })
-        .await;
+    let report = run_hanging(&processor, &ev, deadline).await;
     assert_eq!(report.failed_ids(), ["fresh", "hangs"]);
     assert!(report.outcomes[1].result.is_ok());
 }
