@@ -2,7 +2,9 @@
 //! message ships its order once; the partial batch response names the messages to
 //! retry.
 
-use dynamodb_outbox_idempotency::{BatchProcessor, SqsBatchResponse, SqsEvent};
+use dynamodb_outbox_idempotency::{
+    BatchProcessor, Deadline, SqsBatchResponse, SqsDeleter, SqsEvent,
+};
 use lambda_runtime::{Error, LambdaEvent, service_fn};
 
 #[tokio::main]
@@ -12,12 +14,18 @@ async fn main() -> Result<(), Error> {
         .map_err(|_| "SHOP_TABLE_NAME is not set: name the shop's table")?;
     let aws = aws_config::load_from_env().await;
     let guard = shop::shipments(dynamodb_outbox::aws_sdk_dynamodb::Client::new(&aws), &table);
-    let batch = BatchProcessor::new();
+    // Each shipped message is deleted at once: a message crashing the process later in
+    // the batch cannot charge it another receive and send it to the dead-letter queue.
+    let batch = BatchProcessor::new().delete_finished(SqsDeleter::from_conf(&aws));
     lambda_runtime::run(service_fn(|event: LambdaEvent<SqsEvent>| {
         let (guard, batch) = (&guard, &batch);
         async move {
+            // Answers before the deadline, naming what it has not finished.
+            let deadline = Deadline::from_epoch_millis(event.context.deadline);
             let report = batch
-                .run(&event.payload, |m| async move { shop::ship(&m, guard).await })
+                .run_until(&event.payload, deadline, |m| async move {
+                    shop::ship(&m, guard).await
+                })
                 .await;
             for failed in report.outcomes.iter().filter(|o| o.result.is_err()) {
                 if let Err(e) = &failed.result {

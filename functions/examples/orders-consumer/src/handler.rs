@@ -4,8 +4,8 @@ use crate::config::Config;
 use crate::order::{Order, OrderJob};
 use aws_lambda_events::event::sqs::SqsEvent;
 use dynamodb_outbox_idempotency::{
-    BatchProcessor, BatchReport, BusinessKeyGuard, Delivery, IdempotencyError, Outcome,
-    PayloadSource,
+    BatchProcessor, BatchReport, BusinessKeyGuard, Deadline, Delivery, IdempotencyError,
+    MessageDeleter, Outcome, PayloadSource,
 };
 use serde::Serialize;
 
@@ -31,6 +31,14 @@ impl Deps {
     /// before an order job is parsed.
     pub fn with_large_payloads(mut self, payloads: impl PayloadSource + 'static) -> Self {
         self.batch = self.batch.large_payloads(payloads);
+        self
+    }
+
+    /// The same, deleting each finished message from the queue at once through
+    /// `deleter` (`SqsDeleter`: `sqs:DeleteMessage` on the queue), so that a message
+    /// crashing the process later in the batch cannot charge it another receive.
+    pub fn deleting_finished(mut self, deleter: impl MessageDeleter + 'static) -> Self {
+        self.batch = self.batch.delete_finished(deleter);
         self
     }
 }
@@ -66,12 +74,37 @@ pub async fn process_message(
 }
 
 /// Processes a batch, logs one line per message, and reports every outcome;
-/// `report.response()` is the partial batch response for Lambda.
+/// `report.response()` is the partial batch response for Lambda. No deadline: the
+/// binary calls [`handle_until`].
 pub async fn handle(event: &SqsEvent, deps: &Deps) -> BatchReport<OrderResult, IdempotencyError> {
     let report = deps
         .batch
         .run(event, |m| async move { process_message(&m, deps).await })
         .await;
+    log_outcomes(&report);
+    report
+}
+
+/// The same, answering before `deadline` (Lambda's `context.deadline`, less the batch
+/// processor's margin) with the messages not finished by then reported for
+/// redelivery, so that one hung message does not time the whole batch out.
+pub async fn handle_until(
+    event: &SqsEvent,
+    deadline: Deadline,
+    deps: &Deps,
+) -> BatchReport<OrderResult, IdempotencyError> {
+    let report = deps
+        .batch
+        .run_until(event, deadline, |m| async move {
+            process_message(&m, deps).await
+        })
+        .await;
+    log_outcomes(&report);
+    report
+}
+
+/// One `RESULT` or `FAILED` line per message: ids and outcomes, never bodies.
+fn log_outcomes(report: &BatchReport<OrderResult, IdempotencyError>) {
     for o in &report.outcomes {
         match &o.result {
             Ok(r) => tracing::info!(
@@ -101,5 +134,4 @@ pub async fn handle(event: &SqsEvent, deps: &Deps) -> BatchReport<OrderResult, I
             }
         }
     }
-    report
 }

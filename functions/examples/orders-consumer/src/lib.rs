@@ -16,5 +16,5 @@ pub mod handler;
 pub mod order;
 
 pub use config::Config;
-pub use handler::{Deps, OrderResult, handle, process_message};
+pub use handler::{Deps, OrderResult, handle, handle_until, process_message};
 pub use order::{Order, OrderJob};

@@ -9,8 +9,9 @@
 compile_error!("the fault-injection feature must never be compiled into a release build");
 
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
+use dynamodb_outbox_idempotency::{Deadline, S3Payloads, SqsDeleter};
 use lambda_runtime::{Error, LambdaEvent, service_fn};
-use orders_consumer::{Config, Deps, handle};
+use orders_consumer::{Config, Deps, handle_until};
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
@@ -20,9 +21,12 @@ async fn main() -> Result<(), Error> {
     let aws = aws_config::load_from_env().await;
     #[cfg(feature = "fault-injection")]
     let aws = outbox_faults::from_env(aws)?;
-    // Offloaded payloads (the large-payload offload) are read from S3 before a job is parsed.
+    // Offloaded payloads (the large-payload offload) are read from S3 before a job is
+    // parsed; each finished message is deleted at once, so that a message crashing the
+    // process later in the batch cannot send it to the dead-letter queue.
     let deps = Deps::new(aws_sdk_dynamodb::Client::new(&aws), &config)
-        .with_large_payloads(dynamodb_outbox_idempotency::S3Payloads::from_conf(&aws));
+        .with_large_payloads(S3Payloads::from_conf(&aws))
+        .deleting_finished(SqsDeleter::from_conf(&aws));
     lambda_runtime::run(service_fn(|event: LambdaEvent<SqsEvent>| {
         handle_event(event, &deps)
     }))
@@ -33,5 +37,8 @@ async fn handle_event(
     event: LambdaEvent<SqsEvent>,
     deps: &Deps,
 ) -> Result<SqsBatchResponse, Error> {
-    Ok(handle(&event.payload, deps).await.response())
+    let deadline = Deadline::from_epoch_millis(event.context.deadline);
+    Ok(handle_until(&event.payload, deadline, deps)
+        .await
+        .response())
 }

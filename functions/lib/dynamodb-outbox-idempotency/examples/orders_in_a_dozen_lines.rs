@@ -1,6 +1,8 @@
 //! The README's idempotent consumer: each order stored once, copies acknowledged,
 //! conflicts and malformed bodies reported (and, after the redrive limit, on the DLQ).
-use dynamodb_outbox_idempotency::{BatchProcessor, BusinessKeyGuard, SqsBatchResponse, SqsEvent};
+use dynamodb_outbox_idempotency::{
+    BatchProcessor, BusinessKeyGuard, Deadline, SqsBatchResponse, SqsDeleter, SqsEvent,
+};
 use lambda_runtime::{Error, LambdaEvent, service_fn};
 
 #[derive(serde::Deserialize, serde::Serialize)]
@@ -13,14 +15,13 @@ struct Order {
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     let table = std::env::var("ORDERS_TABLE_NAME").map_err(|_| "set ORDERS_TABLE_NAME")?;
-    let dynamodb = aws_sdk_dynamodb::Client::new(&aws_config::load_from_env().await);
-    let (guard, batch) = (
-        &BusinessKeyGuard::new(dynamodb, table),
-        &BatchProcessor::new(),
-    );
+    let aws = aws_config::load_from_env().await;
+    let guard = &BusinessKeyGuard::new(aws_sdk_dynamodb::Client::new(&aws), table);
+    let batch = &BatchProcessor::new().delete_finished(SqsDeleter::from_conf(&aws));
     lambda_runtime::run(service_fn(move |event: LambdaEvent<SqsEvent>| async move {
-        let report = batch
-            .run(&event.payload, |msg| async move {
+        let deadline = Deadline::from_epoch_millis(event.context.deadline);
+        let report = batch // answers before the deadline, naming what it has not finished
+            .run_until(&event.payload, deadline, |msg| async move {
                 let order: Order = msg.parse()?; // the payload, out of any SNS/EventBridge envelope
                 guard.put(&order).await // same details → Duplicate (acked); other → Conflict
             })

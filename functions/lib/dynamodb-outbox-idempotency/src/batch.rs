@@ -17,16 +17,21 @@
 //! malformed bodies and conflicts end, which is why the function should return an
 //! error for them rather than acknowledge them.
 
-use crate::IdempotencyError;
+use crate::delete::MessageDeleter;
 use crate::delivery::Delivery;
+use crate::effect::Deadline;
 use crate::payload::{PayloadSource, resolve};
+use crate::{IdempotencyError, SharedClock};
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
 use futures::FutureExt;
 use futures::stream::{self, StreamExt};
 use std::fmt;
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+mod plan;
 
 /// Why a message of the batch failed.
 #[derive(Debug)]
@@ -43,6 +48,9 @@ pub enum MessageFailure<E> {
         /// The id of the message that failed first.
         after: String,
     },
+    /// Still running, or not started, when the invocation's deadline (less the
+    /// processor's margin) came: stopped, and handed back for redelivery.
+    Unfinished,
 }
 
 impl<E: fmt::Display> fmt::Display for MessageFailure<E> {
@@ -54,6 +62,9 @@ impl<E: fmt::Display> fmt::Display for MessageFailure<E> {
             MessageFailure::Skipped { after } => write!(
                 f,
                 "not processed: message {after} of the same FIFO group failed first, and order within a group must hold"
+            ),
+            MessageFailure::Unfinished => f.write_str(
+                "not finished before the invocation's deadline (less the processor's margin): handed back for redelivery",
             ),
         }
     }
@@ -133,6 +144,9 @@ pub struct BatchProcessor {
     concurrency: usize,
     sqs_id_fallback: bool,
     payloads: Option<Arc<dyn PayloadSource>>,
+    deleter: Option<Arc<dyn MessageDeleter>>,
+    deadline_margin: Duration,
+    clock: SharedClock,
 }
 
 impl Default for BatchProcessor {
@@ -141,6 +155,9 @@ impl Default for BatchProcessor {
             concurrency: Self::DEFAULT_CONCURRENCY,
             sqs_id_fallback: false,
             payloads: None,
+            deleter: None,
+            deadline_margin: Self::DEFAULT_DEADLINE_MARGIN,
+            clock: dynamodb_outbox_core::clock::system(),
         }
     }
 }
@@ -148,6 +165,10 @@ impl Default for BatchProcessor {
 impl BatchProcessor {
     /// Default number of messages (or FIFO groups) processed at once.
     pub const DEFAULT_CONCURRENCY: usize = 10;
+
+    /// Default time [`run_until`](Self::run_until) keeps before the invocation's
+    /// deadline to stop the unfinished messages and answer Lambda.
+    pub const DEFAULT_DEADLINE_MARGIN: Duration = Duration::from_secs(1);
 
     /// At most [`DEFAULT_CONCURRENCY`](Self::DEFAULT_CONCURRENCY) messages or groups at
     /// once.
@@ -181,6 +202,34 @@ impl BatchProcessor {
         self
     }
 
+    /// Deletes each message from its queue as soon as its function succeeded, through
+    /// `deleter` ([`SqsDeleter`](crate::SqsDeleter): `sqs:DeleteMessage` on the
+    /// queue), instead of leaving it to Lambda when the invocation answers. Then a
+    /// message that crashes the process later in the batch cannot charge the
+    /// finished ones another receive and send them to the dead-letter queue. A
+    /// batch of one message is left to Lambda: nothing can crash after it.
+    pub fn delete_finished(mut self, deleter: impl MessageDeleter + 'static) -> Self {
+        self.deleter = Some(Arc::new(deleter));
+        self
+    }
+
+    /// How long before the invocation's deadline [`run_until`](Self::run_until)
+    /// stops what has not finished and answers
+    /// ([`DEFAULT_DEADLINE_MARGIN`](Self::DEFAULT_DEADLINE_MARGIN)). Enough for the
+    /// answer and your logging; at most half the time the invocation has left.
+    pub fn deadline_margin(mut self, margin: Duration) -> Self {
+        self.deadline_margin = margin;
+        self
+    }
+
+    /// The clock [`run_until`](Self::run_until) measures the time left with (the
+    /// system clock by default); a test of a handler sets a
+    /// [`ManualClock`](crate::ManualClock) beside the deadline it passes.
+    pub fn clock(mut self, clock: SharedClock) -> Self {
+        self.clock = clock;
+        self
+    }
+
     /// Opens `msg` as this processor's per-message function gets it.
     pub fn open<'a>(&self, msg: &'a SqsMessage) -> Delivery<'a> {
         let delivery = Delivery::open(msg);
@@ -192,13 +241,38 @@ impl BatchProcessor {
     }
 
     /// Runs `f` over every message of `event`, each opened as a [`Delivery`], and
-    /// reports each outcome.
+    /// reports each outcome. Without a deadline: prefer
+    /// [`run_until`](Self::run_until) in a Lambda function, so that a hung message
+    /// cannot make the whole batch time out.
     pub async fn run<'a, T, E, F, Fut>(&self, event: &'a SqsEvent, f: F) -> BatchReport<T, E>
     where
         F: Fn(Delivery<'a>) -> Fut,
         Fut: Future<Output = Result<T, E>>,
     {
         self.run_messages(&event.records, f).await
+    }
+
+    /// Same as [`run`](Self::run), answering before `deadline` — Lambda's
+    /// `context.deadline`, less this processor's
+    /// [`deadline_margin`](Self::deadline_margin): what has not finished by then is
+    /// stopped and reported as [`MessageFailure::Unfinished`], so the partial batch
+    /// response names it and Lambda keeps the messages that did finish.
+    pub async fn run_until<'a, T, E, F, Fut>(
+        &self,
+        event: &'a SqsEvent,
+        deadline: Deadline,
+        f: F,
+    ) -> BatchReport<T, E>
+    where
+        F: Fn(Delivery<'a>) -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+    {
+        let left = plan::time_left(
+            self.clock.now_ms(),
+            deadline.epoch_millis(),
+            self.deadline_margin,
+        );
+        self.run_within(&event.records, Some(left), f).await
     }
 
     /// Same as [`run`](Self::run), over a slice of messages.
@@ -211,50 +285,114 @@ impl BatchProcessor {
         F: Fn(Delivery<'a>) -> Fut,
         Fut: Future<Output = Result<T, E>>,
     {
-        let f = &f;
-        let lanes = lanes(messages);
-        let mut done: Vec<(usize, MessageOutcome<T, E>)> = stream::iter(lanes)
-            .map(|lane| async move {
-                let mut out = Vec::with_capacity(lane.len());
-                let mut failed_first: Option<String> = None;
-                for index in lane {
-                    let Some(msg) = messages.get(index) else {
-                        continue;
-                    };
-                    let delivery = self.open(msg);
-                    let outbox_message_id = delivery.outbox_message_id().map(str::to_owned);
-                    let result = match &failed_first {
-                        Some(after) => Err(MessageFailure::Skipped {
-                            after: after.clone(),
-                        }),
-                        None => match resolve(self.payloads.as_deref(), delivery).await {
-                            Ok(delivery) => call(f, delivery).await,
-                            Err(e) => Err(MessageFailure::PayloadUnavailable(e)),
-                        },
-                    };
-                    if result.is_err() && failed_first.is_none() {
-                        failed_first = Some(msg.message_id.clone().unwrap_or_default());
-                    }
-                    out.push((
-                        index,
-                        MessageOutcome {
-                            message_id: msg.message_id.clone().unwrap_or_default(),
-                            outbox_message_id,
-                            group_id: group_id(msg).map(str::to_owned),
-                            result,
-                        },
-                    ));
+        self.run_within(messages, None, f).await
+    }
+
+    /// Carries out the [`plan`](plan::plan) for `messages`, for at most `left`.
+    async fn run_within<'a, T, E, F, Fut>(
+        &self,
+        messages: &'a [SqsMessage],
+        left: Option<Duration>,
+        f: F,
+    ) -> BatchReport<T, E>
+    where
+        F: Fn(Delivery<'a>) -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+    {
+        let plan = plan::plan(messages, self.deleter.is_some());
+        let finished = Mutex::new(Vec::with_capacity(messages.len()));
+        // Boxed (not type-erased, so Send is kept): the layout of a boxed future does
+        // not add the depth of the per-message futures inside it to the caller's.
+        let lane = |lane| Box::pin(self.run_lane(messages, lane, plan.delete_early, &f, &finished));
+        let work = Box::pin(async {
+            for suspect in &plan.one_at_a_time {
+                lane(suspect).await;
+            }
+            stream::iter(&plan.together)
+                .for_each_concurrent(self.concurrency, lane)
+                .await;
+        });
+        match left {
+            None => work.await,
+            Some(left) => {
+                if tokio::time::timeout(left, work).await.is_err() {
+                    tracing::warn!(
+                        left_ms = u64::try_from(left.as_millis()).unwrap_or(u64::MAX),
+                        "the batch did not finish before the invocation's deadline; its unfinished messages are reported for redelivery"
+                    );
                 }
-                out
-            })
-            .buffer_unordered(self.concurrency)
-            .flat_map(stream::iter)
-            .collect()
-            .await;
-        done.sort_by_key(|(i, _)| *i);
-        BatchReport {
-            outcomes: done.into_iter().map(|(_, o)| o).collect(),
+            }
         }
+        let finished = finished
+            .into_inner()
+            .unwrap_or_else(PoisonError::into_inner);
+        BatchReport {
+            outcomes: plan::settle(messages, finished),
+        }
+    }
+
+    /// Runs one lane's messages in order; a lane stops at its first failure (the rest
+    /// is reported skipped). A success is deleted from the queue at once when
+    /// `delete_early`. Each outcome lands in `finished` as soon as it is known, so the
+    /// deadline keeps what finished.
+    async fn run_lane<'a, T, E, F, Fut>(
+        &self,
+        messages: &'a [SqsMessage],
+        lane: &plan::Lane,
+        delete_early: bool,
+        f: &F,
+        finished: &Mutex<Vec<(usize, MessageOutcome<T, E>)>>,
+    ) where
+        F: Fn(Delivery<'a>) -> Fut,
+        Fut: Future<Output = Result<T, E>>,
+    {
+        let mut failed_first: Option<String> = None;
+        for &index in lane {
+            let Some(msg) = messages.get(index) else {
+                continue;
+            };
+            let delivery = self.open(msg);
+            let outbox_message_id = delivery.outbox_message_id().map(str::to_owned);
+            let result = match &failed_first {
+                Some(after) => Err(MessageFailure::Skipped {
+                    after: after.clone(),
+                }),
+                None => match resolve(self.payloads.as_deref(), delivery).await {
+                    Ok(delivery) => call(f, delivery).await,
+                    Err(e) => Err(MessageFailure::PayloadUnavailable(e)),
+                },
+            };
+            match (&result, &self.deleter) {
+                (Ok(_), Some(deleter)) if delete_early => delete(deleter.as_ref(), msg).await,
+                (Err(_), _) if failed_first.is_none() => {
+                    failed_first = Some(msg.message_id.clone().unwrap_or_default());
+                }
+                _ => {}
+            }
+            let outcome = MessageOutcome {
+                message_id: msg.message_id.clone().unwrap_or_default(),
+                outbox_message_id,
+                group_id: group_id(msg).map(str::to_owned),
+                result,
+            };
+            finished
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .push((index, outcome));
+        }
+    }
+}
+
+/// Deletes a finished message ahead of Lambda; a failure only costs that message
+/// its protection (Lambda deletes it when the invocation answers), so it is logged,
+/// not reported.
+async fn delete(deleter: &dyn MessageDeleter, msg: &SqsMessage) {
+    if let Err(e) = deleter.delete(msg).await {
+        tracing::warn!(
+            message_id = msg.message_id.as_deref().unwrap_or_default(),
+            error = %e,
+            "a finished message could not be deleted early; Lambda deletes it when the invocation answers"
+        );
     }
 }
 
@@ -268,7 +406,7 @@ where
         Ok(fut) => fut,
         Err(p) => return Err(MessageFailure::Panicked(panic_text(p.as_ref()))),
     };
-    match AssertUnwindSafe(fut).catch_unwind().await {
+    match Box::pin(AssertUnwindSafe(fut).catch_unwind()).await {
         Ok(r) => r.map_err(MessageFailure::Failed),
         Err(p) => Err(MessageFailure::Panicked(panic_text(p.as_ref()))),
     }
@@ -279,30 +417,6 @@ fn panic_text(p: &(dyn std::any::Any + Send)) -> String {
         .map(|s| (*s).to_owned())
         .or_else(|| p.downcast_ref::<String>().cloned())
         .unwrap_or_else(|| "no message".to_owned())
-}
-
-/// Indices of `messages` grouped into lanes that run one after another: one lane per
-/// FIFO group (in batch order), one lane per message without a group.
-fn lanes(messages: &[SqsMessage]) -> Vec<Vec<usize>> {
-    let mut lanes: Vec<Vec<usize>> = Vec::new();
-    let mut by_group: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
-    for (i, m) in messages.iter().enumerate() {
-        match group_id(m) {
-            Some(g) => match by_group.get(g) {
-                Some(&lane) => {
-                    if let Some(l) = lanes.get_mut(lane) {
-                        l.push(i);
-                    }
-                }
-                None => {
-                    by_group.insert(g, lanes.len());
-                    lanes.push(vec![i]);
-                }
-            },
-            None => lanes.push(vec![i]),
-        }
-    }
-    lanes
 }
 
 /// The FIFO `MessageGroupId` of a message, if any.

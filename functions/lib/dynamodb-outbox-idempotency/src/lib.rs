@@ -31,6 +31,7 @@
 #![warn(missing_docs)]
 
 mod batch;
+mod delete;
 mod delivery;
 mod effect;
 mod error;
@@ -48,6 +49,7 @@ mod table;
 
 pub use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
 pub use batch::{BatchProcessor, BatchReport, MessageFailure, MessageOutcome};
+pub use delete::{Deleted, MemoryDeleter, MessageDeleter, SqsDeleter};
 pub use delivery::{Delivery, Envelope};
 pub use dynamodb_outbox_core::clock::{Clock, ManualClock, SharedClock, SystemClock};
 pub use dynamodb_outbox_core::large_payload::PayloadPointer;
@@ -60,7 +62,7 @@ pub use payload::{Fetched, MemoryPayloads, PayloadSource, S3Payloads};
 pub use retention::{Retention, RetentionError};
 pub use table::IdempotencyTable;
 /// The foreign crates in this crate's signatures.
-pub use {aws_lambda_events, aws_sdk_dynamodb, aws_sdk_s3};
+pub use {aws_lambda_events, aws_sdk_dynamodb, aws_sdk_s3, aws_sdk_sqs};
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use std::collections::HashMap;

@@ -1,3 +1,4 @@
+use super::plan::lanes;
 use super::*;
 use aws_lambda_events::event::sqs::SqsMessageAttribute;
 use std::sync::Mutex;
@@ -176,4 +177,122 @@ async fn each_message_is_handed_over_opened_and_its_outbox_id_reported() {
         .map(|o| o.result.expect("keyed"))
         .collect();
     assert_eq!(ids, ["outbox-7", "sqs-2"]);
+}
+
+fn received(id: &str, receives: u32, body: &str) -> SqsMessage {
+    let mut m = msg(id, None, body);
+    m.attributes
+        .insert("ApproximateReceiveCount".into(), receives.to_string());
+    m
+}
+
+/// A processor whose clock stands at 0, and the deadline of an invocation with
+/// `ms` left.
+fn at_zero(ms: u64) -> (BatchProcessor, Deadline) {
+    let processor = BatchProcessor::new().clock(crate::ManualClock::at(0));
+    (processor, Deadline::from_epoch_millis(ms))
+}
+
+/// Runs `ev` until `deadline`; a message with the body "hang" never ends.
+async fn run_hanging(
+    processor: &BatchProcessor,
+    ev: &SqsEvent,
+    deadline: Deadline,
+) -> BatchReport<(), &'static str> {
+    processor
+        .run_until(ev, deadline, |m| async move {
+            if m.body() == Some("hang") {
+                std::future::pending::<()>().await;
+            }
+            Ok::<_, &str>(())
+        })
+        .await
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_hung_message_is_reported_unfinished_before_the_deadline_and_the_others_are_kept() {
+    let ev = event(vec![
+        msg("a", None, "ok"),
+        msg("hangs", None, "hang"),
+        msg("c", None, "ok"),
+    ]);
+    let (processor, deadline) = at_zero(10_000);
+    let started = tokio::time::Instant::now();
+    let report = run_hanging(&processor, &ev, deadline).await;
+    assert_eq!(report.failed_ids(), ["hangs"]);
+    assert!(matches!(
+        report.outcomes[1].result,
+        Err(MessageFailure::Unfinished)
+    ));
+    assert_eq!(
+        started.elapsed(),
+        Duration::from_secs(9),
+        "answered a margin (1 s) before the deadline"
+    );
+}
+
+#[tokio::test]
+async fn finished_messages_are_deleted_at_once_and_failed_ones_are_left_to_the_queue() {
+    let deleter = crate::MemoryDeleter::default();
+    let processor = BatchProcessor::new().delete_finished(deleter.clone());
+    let ev = event(vec![msg("a", None, "ok"), msg("b", None, "bad")]);
+    let report = processor
+        .run(&ev, |m| async move {
+            match m.body() {
+                Some("ok") => Ok(()),
+                _ => Err("bad"),
+            }
+        })
+        .await;
+    assert_eq!(report.failed_ids(), ["b"]);
+    assert_eq!(deleter.deleted(), ["a"]);
+    // A batch of one is left to Lambda: nothing could crash after it
+    let one = event(vec![msg("alone", None, "ok")]);
+    processor.run(&one, |_| async { Ok::<_, &str>(()) }).await;
+    assert_eq!(deleter.deleted(), ["a"]);
+}
+
+#[tokio::test]
+async fn redelivered_messages_run_first_one_at_a_time_each_deleted_before_the_next_starts() {
+    let deleter = crate::MemoryDeleter::default();
+    let processor = BatchProcessor::new().delete_finished(deleter.clone());
+    let ev = event(vec![
+        received("fresh", 1, "x"),
+        received("twice", 2, "x"),
+        received("thrice", 3, "x"),
+    ]);
+    let started = Mutex::new(Vec::new());
+    let report = processor
+        .run(&ev, |m| {
+            let (started, deleter) = (&started, &deleter);
+            async move {
+                let log = (m.sqs_message_id().to_owned(), deleter.deleted());
+                started.lock().map_err(|_| "poisoned")?.push(log);
+                tokio::task::yield_now().await;
+                Ok::<_, &str>(())
+            }
+        })
+        .await;
+    assert!(report.failed_ids().is_empty());
+    let started = started.into_inner().expect("lock");
+    let expected: Vec<(String, Vec<String>)> = vec![
+        ("thrice".into(), vec![]),
+        ("twice".into(), vec!["thrice".into()]),
+        ("fresh".into(), vec!["thrice".into(), "twice".into()]),
+    ];
+    assert_eq!(started, expected);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_redelivered_message_that_hangs_hands_back_the_ones_behind_it_and_keeps_the_ones_before()
+{
+    let ev = event(vec![
+        received("fresh", 1, "ok"),
+        received("first", 3, "ok"),
+        received("hangs", 2, "hang"),
+    ]);
+    let (processor, deadline) = at_zero(3_000);
+    let report = run_hanging(&processor, &ev, deadline).await;
+    assert_eq!(report.failed_ids(), ["fresh", "hangs"]);
+    assert!(report.outcomes[1].result.is_ok());
 }

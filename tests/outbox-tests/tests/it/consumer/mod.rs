@@ -11,6 +11,7 @@ mod fail_writes;
 mod fifo;
 mod guard;
 mod marker;
+mod poison;
 
 use aws_lambda_events::event::sqs::SqsEvent;
 use aws_sdk_sqs::types::{MessageAttributeValue, MessageSystemAttributeName, QueueAttributeName};
