@@ -205,6 +205,9 @@ export class Outbox extends Construct {
         ...commonEnv,
         OUTBOX_MAX_ATTEMPTS: String(s.maxAttempts),
         OUTBOX_SWEEP_GRACE_SECONDS: String(s.sweepGraceSeconds),
+        // The schedule's period: a FIFO republish is timed to land inside SQS's
+        // 5-minute deduplication window, which needs to know how often sweeps run.
+        OUTBOX_SWEEP_PERIOD_SECONDS: String(s.sweepRateMinutes * 60),
         OUTBOX_SWEEP_SCAN_MODE: s.sweepScanMode,
       },
     });

@@ -134,6 +134,7 @@ describe('default deployment', () => {
           Variables: Match.objectLike({
             OUTBOX_MAX_ATTEMPTS: '8',
             OUTBOX_SWEEP_GRACE_SECONDS: '60',
+            OUTBOX_SWEEP_PERIOD_SECONDS: '60',
             OUTBOX_SWEEP_SCAN_MODE: 'backstop',
             OUTBOX_TTL_DAYS: '7',
             OUTBOX_ROUTES: Match.anyValue(),

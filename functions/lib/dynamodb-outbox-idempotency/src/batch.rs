@@ -267,12 +267,17 @@ impl BatchProcessor {
         F: Fn(Delivery<'a>) -> Fut,
         Fut: Future<Output = Result<T, E>>,
     {
-        let left = plan::time_left(
-            self.clock.now_ms(),
-            deadline.epoch_millis(),
-            self.deadline_margin,
-        );
-        self.run_within(&event.records, Some(left), f).await
+        let (now_ms, deadline_ms) = (self.clock.now_ms(), deadline.epoch_millis());
+        let left = plan::time_left(now_ms, deadline_ms, self.deadline_margin);
+        if left.is_none() {
+            tracing::warn!(
+                deadline_ms,
+                now_ms,
+                "the invocation's deadline is past or further than Lambda's 15 minutes: \
+                 the batch runs without one (is the runtime sending milliseconds?)"
+            );
+        }
+        self.run_within(&event.records, left, f).await
     }
 
     /// Same as [`run`](Self::run), over a slice of messages.

@@ -153,7 +153,10 @@ locals {
   sweeper_environment = merge(local.publisher_environment, {
     OUTBOX_MAX_ATTEMPTS        = tostring(var.max_attempts)
     OUTBOX_SWEEP_GRACE_SECONDS = tostring(var.sweep_grace_seconds)
-    OUTBOX_SWEEP_SCAN_MODE     = local.sweep_scan_mode
+    # The schedule's period: a FIFO republish is timed to land inside SQS's 5-minute
+    # deduplication window (policy/retry.rs), which needs to know how often sweeps run.
+    OUTBOX_SWEEP_PERIOD_SECONDS = tostring(var.sweep_rate_minutes * 60)
+    OUTBOX_SWEEP_SCAN_MODE      = local.sweep_scan_mode
   })
   recovery_environment = merge({ OUTBOX_DEPLOYMENT = var.prefix }, local.key_environment)
 

@@ -123,16 +123,24 @@ fn tie_order(count: u32, a: &str, b: &str) -> Ordering {
     }
 }
 
-/// How long the batch may run from now (`now_ms`) for an invocation ending at
+/// How long the batch may run before it answers: the time until Lambda's
 /// `deadline_ms`, keeping `margin` to answer Lambda. The margin is at most half the
 /// time left, so that a margin larger than a short function's timeout still lets
-/// the batch run rather than report everything unfinished.
-pub(super) fn time_left(now_ms: i64, deadline_ms: i64, margin: Duration) -> Duration {
-    let left = u64::try_from(deadline_ms.saturating_sub(now_ms)).unwrap_or(0);
+/// the batch run rather than report everything unfinished. `None` when the deadline
+/// cannot be real — already past, or further away than Lambda's longest timeout
+/// (15 minutes): some local runtimes send seconds, or nothing, and running against
+/// such a deadline would hand every message back until all reach the DLQ.
+pub(super) fn time_left(now_ms: i64, deadline_ms: i64, margin: Duration) -> Option<Duration> {
+    const LONGEST_INVOCATION_MS: i64 = 15 * 60 * 1_000;
+    let left = deadline_ms.saturating_sub(now_ms);
+    if !(1..=LONGEST_INVOCATION_MS).contains(&left) {
+        return None;
+    }
+    let left = u64::try_from(left).unwrap_or(0);
     let margin = u64::try_from(margin.as_millis())
         .unwrap_or(u64::MAX)
         .min(left / 2);
-    Duration::from_millis(left - margin)
+    Some(Duration::from_millis(left - margin))
 }
 
 /// Every message's outcome in batch order: the finished ones as they ended, the

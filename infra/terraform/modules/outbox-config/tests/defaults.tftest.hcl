@@ -94,16 +94,17 @@ run "environment_defaults" {
 
   assert {
     condition = output.sweeper_environment == {
-      OUTBOX_TTL_DAYS            = "7"
-      OUTBOX_DEPLOYMENT          = "outbox"
-      OUTBOX_MAX_ATTEMPTS        = "8"
-      OUTBOX_SWEEP_GRACE_SECONDS = "60"
-      OUTBOX_SWEEP_SCAN_MODE     = "backstop"
-      OUTBOX_PARTITION_KEY       = "PK"
-      OUTBOX_SORT_KEY            = "SK"
-      OUTBOX_TTL_ATTRIBUTE       = "ExpiresAt"
+      OUTBOX_TTL_DAYS             = "7"
+      OUTBOX_DEPLOYMENT           = "outbox"
+      OUTBOX_MAX_ATTEMPTS         = "8"
+      OUTBOX_SWEEP_GRACE_SECONDS  = "60"
+      OUTBOX_SWEEP_PERIOD_SECONDS = "60"
+      OUTBOX_SWEEP_SCAN_MODE      = "backstop"
+      OUTBOX_PARTITION_KEY        = "PK"
+      OUTBOX_SORT_KEY             = "SK"
+      OUTBOX_TTL_ATTRIBUTE        = "ExpiresAt"
     }
-    error_message = "Sweeper defaults: TTL 7 days, 8 attempts, 60 s grace, the backstop scan, the default key names (always set)."
+    error_message = "Sweeper defaults: TTL 7 days, 8 attempts, 60 s grace, a 60 s schedule, the backstop scan, the default key names (always set)."
   }
   assert {
     condition     = output.publisher_environment == { OUTBOX_TTL_DAYS = "7", OUTBOX_DEPLOYMENT = "outbox", OUTBOX_PARTITION_KEY = "PK", OUTBOX_SORT_KEY = "SK", OUTBOX_TTL_ATTRIBUTE = "ExpiresAt" }
@@ -143,8 +144,8 @@ run "parameters_reach_the_settings" {
     error_message = "default_destination must reach the publisher environment."
   }
   assert {
-    condition     = output.sweep_schedule == "rate(5 minutes)" && output.functions.architectures == ["x86_64"]
-    error_message = "sweep_rate_minutes and architecture must be applied."
+    condition     = output.sweep_schedule == "rate(5 minutes)" && output.sweeper_environment.OUTBOX_SWEEP_PERIOD_SECONDS == "300" && output.functions.architectures == ["x86_64"]
+    error_message = "sweep_rate_minutes (the schedule, and the period the sweeper times FIFO republishes by) and architecture must be applied."
   }
 }
 

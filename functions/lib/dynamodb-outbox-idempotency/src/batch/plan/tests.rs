@@ -105,9 +105,32 @@ fn finished_messages_are_deleted_early_only_with_a_deleter_and_a_neighbour_that_
 #[test]
 fn the_time_left_keeps_the_margin_but_at_most_half_of_it() {
     let margin = Duration::from_secs(1);
-    assert_eq!(time_left(0, 30_000, margin), Duration::from_millis(29_000));
-    assert_eq!(time_left(0, 1_000, margin), Duration::from_millis(500));
-    assert_eq!(time_left(5_000, 1_000, margin), Duration::ZERO, "past it");
+    assert_eq!(
+        time_left(0, 30_000, margin),
+        Some(Duration::from_millis(29_000))
+    );
+    assert_eq!(
+        time_left(0, 1_000, margin),
+        Some(Duration::from_millis(500))
+    );
+}
+
+#[test]
+fn a_deadline_that_cannot_be_real_is_no_deadline() {
+    let margin = Duration::from_secs(1);
+    let now = 1_700_000_000_000;
+    assert_eq!(time_left(now, now - 4_000, margin), None, "past it");
+    assert_eq!(time_left(now, 0, margin), None, "none sent");
+    assert_eq!(time_left(now, now / 1_000 + 30, margin), None, "seconds");
+    assert_eq!(
+        time_left(now, now + 16 * 60 * 1_000, margin),
+        None,
+        "past Lambda's longest timeout"
+    );
+    assert_eq!(
+        time_left(now, now + 15 * 60 * 1_000, margin),
+        Some(Duration::from_millis(15 * 60 * 1_000 - 1_000))
+    );
 }
 
 #[test]
