@@ -1,6 +1,6 @@
 //! The publish path and the sweeper with this crate's adapters plugged in, built from
 //! configuration read once at start-up — every client with the functions' SDK
-//! timeouts ([`with_sdk_timeouts`]).
+//! timeouts (`with_sdk_timeouts`).
 
 use crate::dynamo::DynamoStore;
 use crate::sink::AwsSink;
