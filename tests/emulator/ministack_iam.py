@@ -1,8 +1,15 @@
-"""Start the pinned MiniStack with IAM checked as AWS checks PartiQL.
+"""Start the pinned MiniStack with IAM checked as AWS checks PartiQL and batch calls.
 
 MiniStack (AUTH=true) evaluates every call against the caller's policies, but it
-names a PartiQL call by its API operation: `ExecuteStatement` on `*`. AWS has no such
-IAM action. It authorises each statement by its verb, on the table or index the
+names some calls by their API operation where AWS has no such IAM action:
+
+1. **SQS's and SNS's batch calls.** AWS authorises `SendMessageBatch`,
+   `DeleteMessageBatch` and `ChangeMessageVisibilityBatch` as `sqs:SendMessage`,
+   `sqs:DeleteMessage` and `sqs:ChangeMessageVisibility` ("You cannot set permissions
+   explicitly for SendMessageBatch...", the SQS developer guide, "Amazon SQS batch
+   actions"), and SNS's `PublishBatch` as `sns:Publish`. MiniStack asks for
+   `sqs:SendMessageBatch`, which no least-privilege policy grants.
+2. **PartiQL.** MiniStack names a PartiQL call `ExecuteStatement` on `*`. It authorises each statement by its verb, on the table or index the
 statement names (the DynamoDB developer guide, "IAM policies with PartiQL for
 DynamoDB"):
 
@@ -18,7 +25,7 @@ can only let a scan that names a `WHERE` clause pass).
 
 Without this correction a role granted exactly what AWS requires is denied locally,
 and a role granted `dynamodb:ExecuteStatement` on `*` (which AWS ignores) is allowed.
-This file patches those three decisions in MiniStack's `core.iam_actions` and then
+This file patches those decisions in MiniStack's `core.iam_actions` and then
 runs MiniStack's own entry point; nothing else changes. `test_ministack_iam.py`
 tests the correction against the pinned MiniStack.
 
@@ -43,6 +50,13 @@ _TARGET = {
     "UPDATE": re.compile(rf"^\s*UPDATE\s+({_NAME})", re.IGNORECASE),
 }
 _PARTIQL_OPERATIONS = ("ExecuteStatement", "BatchExecuteStatement", "ExecuteTransaction")
+# Batch calls AWS authorises as the single call's action.
+BATCH_ACTIONS = {
+    "sqs:SendMessageBatch": "sqs:SendMessage",
+    "sqs:DeleteMessageBatch": "sqs:DeleteMessage",
+    "sqs:ChangeMessageVisibilityBatch": "sqs:ChangeMessageVisibility",
+    "sns:PublishBatch": "sns:Publish",
+}
 
 
 def _unquote(name):
@@ -127,7 +141,7 @@ def patch(iam_actions):
         if service == "dynamodb" and _operation(headers) in _PARTIQL_OPERATIONS:
             statements = _statements(body)
             return statement_action(statements[0] if statements else "") or "dynamodb:PartiQLSelect"
-        return action
+        return BATCH_ACTIONS.get(action, action)
 
     def corrected_resource(service, method, path, headers, body, query_params, region, account_id):
         if service == "dynamodb" and _operation(headers) in _PARTIQL_OPERATIONS:
