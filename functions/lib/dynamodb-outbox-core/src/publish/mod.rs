@@ -99,10 +99,16 @@ impl<K: MessageSink, S: OutboxStore> Publisher<K, S> {
         let poison = plan.poison.into_iter().chain(dispatched.poison).collect();
         let dlq = &self.config.dead_letter;
         let copied = dead_letter::copy_poison(&self.sink, &self.store, dlq, poison).await;
-        // Mark: FAILED for the poison copied, SENT for what went out.
-        let failed = mark::all_failed(&self.store, copied.to_fail, now_ms).await;
+        // Mark: FAILED for the poison copied, SENT for what went out. `SentAt` and
+        // `FailedAt` are the time of the mark, read after the sends: a copy's send
+        // time (SQS's `SentTimestamp`) is then never after its own message's `SentAt`,
+        // so a copy sent later is one sent again after the mark (the chaos run counts
+        // them).
+        let marked_at_ms = self.clock.now_ms();
+        let failed = mark::all_failed(&self.store, copied.to_fail, marked_at_ms).await;
         let ttl_days = self.config.ttl_days;
-        let sent = mark::all_sent(&self.store, ttl_days, items, &dispatched.sent, now_ms).await;
+        let sent =
+            mark::all_sent(&self.store, ttl_days, items, &dispatched.sent, marked_at_ms).await;
         let decided = [deferred, dispatched.decided, copied.decided, failed, sent];
         let mut outcomes = by_position(items.len(), decided);
         // Adopt: what is left unfinished and unindexed goes in the sweeper index.
