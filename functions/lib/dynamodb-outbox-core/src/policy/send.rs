@@ -124,29 +124,9 @@ pub fn judge_dead_letter(result: EntryResult, poison_reason: &str) -> DeadLetter
     }
 }
 
-/// Judges a dead-letter copy of `size` bytes before it is sent to `dlq`, for poison
-/// that failed for `poison_reason`. A copy over the queue's limit would only be
-/// refused, so it is not sent: `Some(reason)` — mark the item `FAILED` with this
-/// reason, keeping its payload (as [`DeadLetterVerdict::MarkFailed`] with `copied`
-/// false). `None`: send the copy.
-pub fn judge_dead_letter_size(
-    poison_reason: &str,
-    size: usize,
-    dlq: &Destination,
-) -> Option<String> {
-    let max = dlq.max_message_bytes();
-    (size > max).then(|| {
-        format!(
-            "{poison_reason}; its dead-letter copy is {size} bytes but the dead-letter queue {dlq} accepts at most {max} bytes ({}), so no copy was sent and the payload is only on this item",
-            dlq.limit_source()
-        )
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policy::QueueLimits;
 
     fn dest() -> Destination {
         Destination::sqs("https://q/x")
@@ -222,27 +202,5 @@ mod tests {
             judge_dead_letter(Err(Failure::transient("Throttled")), "no route"),
             DeadLetterVerdict::Retry(Outcome::Retry { .. })
         ));
-    }
-
-    #[test]
-    fn a_copy_over_the_dead_letter_queues_own_limit_is_not_sent_and_says_where_the_payload_is() {
-        let limits = QueueLimits::from([("https://q/dlq".to_owned(), Ok(262_144))]);
-        let dlq = Destination::sqs("https://q/dlq").with_queue_limits(&limits);
-        assert_eq!(judge_dead_letter_size("no route", 262_144, &dlq), None);
-        match judge_dead_letter_size("no route", 262_145, &dlq) {
-            Some(reason) => {
-                assert!(reason.starts_with("no route; its dead-letter copy is 262145 bytes"));
-                assert!(reason.contains("at most 262144 bytes (the queue's MaximumMessageSize)"));
-                assert!(
-                    reason.ends_with("the payload is only on this item"),
-                    "{reason}"
-                );
-            }
-            other => panic!("{other:?}"),
-        }
-        // Not known: SQS's largest message, which no copy may exceed anyway.
-        let unknown = Destination::sqs("https://q/dlq");
-        assert_eq!(judge_dead_letter_size("x", 1_048_576, &unknown), None);
-        assert!(judge_dead_letter_size("x", 1_048_577, &unknown).is_some());
     }
 }
