@@ -8,6 +8,8 @@ use serde::Deserialize;
 use std::collections::HashMap;
 use std::fmt;
 
+pub mod region;
+
 /// SQS's largest message (body plus attributes): 1 MiB, and the default limit of an
 /// SQS destination whose own `MaximumMessageSize` is not known. A queue may set a
 /// lower one: the functions read it at start ([`SqsLimit`]), or the route states it.
@@ -82,6 +84,17 @@ impl Destination {
                 Destination::Sqs { url, limit }
             }
             other => other,
+        }
+    }
+
+    /// The AWS region the destination is in, when its address names one (see
+    /// [`region`]): the adapters send to it through a client of that region.
+    /// `None` for a queue URL whose host names no region (a local endpoint).
+    pub fn region(&self) -> Option<&str> {
+        match self {
+            Destination::Sqs { url, .. } => region::queue_url_region(url),
+            Destination::Sns { arn } => region::arn_region(arn),
+            Destination::EventBridge { bus, .. } => region::arn_region(bus),
         }
     }
 
@@ -169,9 +182,13 @@ impl Destination {
         }
         let parts: Vec<&str> = text.split(':').collect();
         if parts.len() >= 6 && parts[0] == "arn" {
-            let limited = |d: Destination| match max_message_bytes {
-                Some(_) => Err(RouteError::LimitNotSupported(text.to_owned())),
-                None => Ok(d),
+            let limited = |d: Destination| match (max_message_bytes, region::arn_problem(text)) {
+                (_, Some(reason)) => Err(RouteError::BadArn {
+                    destination: text.to_owned(),
+                    reason,
+                }),
+                (Some(_), None) => Err(RouteError::LimitNotSupported(text.to_owned())),
+                (None, None) => Ok(d),
             };
             match parts[2] {
                 "sns" if !parts[5].is_empty() => {
@@ -229,6 +246,14 @@ pub enum RouteError {
         destination: String,
         /// The rejected limit.
         max: usize,
+    },
+    /// A topic or bus ARN that names no usable partition, region or account.
+    #[error("`{destination}` is not a usable ARN: {reason}")]
+    BadArn {
+        /// The destination concerned.
+        destination: String,
+        /// What is wrong.
+        reason: String,
     },
     /// A topic name that is empty.
     #[error("a route has an empty topic name")]

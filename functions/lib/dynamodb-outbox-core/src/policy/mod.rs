@@ -45,7 +45,7 @@ pub use retry::{
     judge_attempt, millis, unclaimable,
 };
 pub use send::{
-    CallVerdict, DeadLetterVerdict, EntryVerdict, judge_call, judge_dead_letter, judge_entry,
-    judge_single,
+    CallVerdict, DESTINATION_REFUSED, DeadLetterVerdict, EntryVerdict, blames_the_destination,
+    judge_call, judge_dead_letter, judge_entry, judge_single,
 };
 pub use wave::{WAVE_PER_AGGREGATE, Waves};

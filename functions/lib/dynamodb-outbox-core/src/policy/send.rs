@@ -38,6 +38,24 @@ pub fn judge_call(
     }
 }
 
+/// Words in a refusal that name the destination's address rather than the message:
+/// SNS refuses a topic in another region (or a malformed ARN) with
+/// `InvalidParameter: Invalid parameter: TopicArn`, EventBridge names `EventBusName`,
+/// SQS `QueueUrl`.
+const DESTINATION_PARAMETERS: &[&str] = &["TopicArn", "TargetArn", "EventBusName", "QueueUrl"];
+
+/// What a refusal that blames the destination's address says to do: it is the
+/// route's configuration (or a missing grant), so its messages are retried — counted
+/// in `PublishFailed` and logged — until an operator fixes it.
+pub const DESTINATION_REFUSED: &str = "the destination's address was refused (a topic, bus or queue in another region than the client's, or one that does not exist): check the route; its messages are retried meanwhile";
+
+/// Whether a refusal with this message blames the destination's address (see
+/// [`DESTINATION_PARAMETERS`]), not the message: never a content refusal, which
+/// would fail every message sent there.
+pub fn blames_the_destination(message: Option<&str>) -> bool {
+    message.is_some_and(|m| DESTINATION_PARAMETERS.iter().any(|p| m.contains(p)))
+}
+
 /// The result of one message sent on its own (after its call was refused for its
 /// content): a refusal now blames this message, so it is permanent unless transient.
 pub fn judge_single(answer: Result<Vec<EntryResult>, Failure>, dest: &Destination) -> EntryResult {
@@ -147,6 +165,19 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn a_refusal_naming_the_destinations_address_blames_the_route_not_the_message() {
+        assert!(blames_the_destination(Some("Invalid parameter: TopicArn")));
+        assert!(blames_the_destination(Some(
+            "EventBusName arn:aws:events:us-west-2:123456789012:event-bus/b does not exist."
+        )));
+        assert!(!blames_the_destination(Some(
+            "One or more parameters are invalid. Reason: Message must be shorter than 1024 bytes."
+        )));
+        assert!(!blames_the_destination(Some("Invalid parameter: Message too long")));
+        assert!(!blames_the_destination(None));
     }
 
     #[test]
