@@ -83,7 +83,7 @@ impl MessageSink for AwsSink {
                 };
                 send(&queue, messages).await
             }
-            Destination::Sns { arn } => {
+            Destination::Sns { arn, .. } => {
                 let client = self.sns.for_destination(destination);
                 let topic = Topic {
                     client: &client,
