@@ -22,7 +22,7 @@ mod redelivery;
 mod work;
 
 pub use outcome::{Outcome, Summary};
-pub use plan::{Plan, chunk_by_limits, dead_letter_message, plan};
+pub use plan::{Plan, chunk_by_limits, dead_letter_copy, dead_letter_message, plan};
 pub use redelivery::{CurrentStatuses, Delivery, judge_delivery, status_keys};
 pub use work::{Poison, Work, WorkItem, poison_of};
 
@@ -97,8 +97,7 @@ impl<K: MessageSink, S: OutboxStore> Publisher<K, S> {
         let dispatched = dispatch::send_rounds(&self.sink, &plan, items, &held).await;
         // Dead-letter: copy poison (the plan's, then the sends') before marking it.
         let poison = plan.poison.into_iter().chain(dispatched.poison).collect();
-        let dlq = &self.config.dead_letter;
-        let copied = dead_letter::copy_poison(&self.sink, &self.store, dlq, poison).await;
+        let copied = dead_letter::copy_poison(&self.sink, &self.store, &self.config, poison).await;
         // Mark: FAILED for the poison copied, SENT for what went out. `SentAt` and
         // `FailedAt` are the time of the mark, read after the sends: a copy's send
         // time (SQS's `SentTimestamp`) is then never after its own message's `SentAt`,
