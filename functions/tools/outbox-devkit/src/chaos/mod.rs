@@ -191,6 +191,12 @@ async fn observe_all(
             .logs(clients, consumer, since_ms)
             .await
             .map_err(|e| e.to_string())?;
+        // The stack's own consumer reads the queue the publisher sends to directly:
+        // its copies' SentTimestamp is the publisher's send. (SNS and EventBridge
+        // deliver to their queues after the publish, so later than the mark.)
+        if *consumer == d.consumer {
+            seen.direct_consumer_logs.extend(lines.iter().cloned());
+        }
         seen.consumer_logs.extend(lines);
     }
     let mut lines = seen.consumer_logs.clone();

@@ -38,6 +38,9 @@ pub struct Observed {
     pub stored_orders: BTreeSet<String>,
     /// Every consumer's log lines.
     pub consumer_logs: Vec<LogLine>,
+    /// Those of the consumer of a queue the publisher sends to directly (not through
+    /// SNS or EventBridge): its copies' `SentTimestamp` is the publisher's send.
+    pub direct_consumer_logs: Vec<LogLine>,
     /// The FIFO destination's messages, in delivery order.
     pub fifo: Vec<FifoDelivery>,
     /// Each dead-letter copy's `outbox-message-id` and `outbox-aggregate`.
@@ -71,7 +74,7 @@ pub fn verdict(planned: &[(Planned, Committed)], seen: &Observed) -> ChaosReport
     check_items(&committed, &items, seen, &mut r);
     check_effects(planned, &committed, &items, seen, &mut r);
     check_fifo(&committed, &items, seen, &mut r);
-    let results = log_records(&seen.consumer_logs, "RESULT");
+    let results = log_records(&seen.direct_consumer_logs, "RESULT");
     resent::check_resent(&results, &seen.fifo, &seen.outbox_items, &mut r);
     if r.iam_denials > 0 {
         let n = r.iam_denials;
