@@ -79,9 +79,10 @@ impl HttpConnector for FaultyConnector {
         let operation = request_shape.operation.clone();
         tracing::warn!(%operation, %fault, "injected fault");
         match fault {
-            Fault::Throttle | Fault::ServerError => {
+            Fault::Throttle | Fault::ServerError | Fault::Denied => {
                 let (status, code) = match fault {
                     Fault::Throttle => (400, request_shape.throttle_code()),
+                    Fault::Denied => (400, request_shape.denied_code()),
                     _ => (500, "InternalFailure"),
                 };
                 match StatusCode::try_from(status) {
@@ -189,6 +190,15 @@ impl Shape {
             "ProvisionedThroughputExceededException"
         } else {
             "ThrottlingException"
+        }
+    }
+
+    /// The code each service answers a caller its policies do not allow.
+    fn denied_code(&self) -> &'static str {
+        if self.service.starts_with("DynamoDB") {
+            "AccessDeniedException"
+        } else {
+            "AccessDenied"
         }
     }
 
