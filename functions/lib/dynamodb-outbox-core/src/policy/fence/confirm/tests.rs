@@ -23,7 +23,7 @@ fn a_sibling_the_index_still_lists_but_the_table_has_sent_does_not_fence() {
     let a1 = library_key("A", 10, 0);
     let mut p = from_index(&reads, vec![Sibling::indexed(a1.clone(), 500)]);
     let asked = to_confirm(&batch, &p, CONFIRM_LIMIT);
-    assert_eq!(asked, [a1.clone()]);
+    assert_eq!(asked, std::slice::from_ref(&a1));
     assert_eq!(p.confirm(&asked, &statuses(&[(&a1, "SENT")])), 1);
     assert_eq!(fenced(&batch, &p), vec![None]);
     // Gone from the table (TTL) is finished too.
