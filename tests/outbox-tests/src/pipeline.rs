@@ -265,6 +265,9 @@ pub async fn create_function(
     env: Vec<(String, String)>,
 ) {
     let zip = std::fs::read(dir.join("bootstrap.zip")).expect("read bootstrap.zip");
+    let role = provision::test_function_role(&outbox.clients.iam)
+        .await
+        .expect("the test functions' role");
     outbox
         .clients
         .lambda
@@ -272,7 +275,7 @@ pub async fn create_function(
         .function_name(name)
         .runtime(Runtime::Providedal2023)
         .handler("bootstrap")
-        .role("arn:aws:iam::000000000000:role/outbox-test")
+        .role(role)
         .timeout(30)
         .memory_size(256)
         .code(FunctionCode::builder().zip_file(Blob::new(zip)).build())

@@ -67,7 +67,25 @@ pub async fn topic_into(
         subscribe = subscribe.attributes("RawMessageDelivery", "true");
     }
     subscribe.send().await.expect("subscribe");
+    allow_delivery(clients, queue_arn, "sns.amazonaws.com", &topic_arn).await;
     topic_arn
+}
+
+/// `allow_delivery` for the queue `queue_arn`, found by its name.
+async fn allow_delivery(clients: &Clients, queue_arn: &str, service: &str, source_arn: &str) {
+    let name = queue_arn.rsplit(':').next().expect("queue name");
+    let url = clients
+        .sqs
+        .get_queue_url()
+        .queue_name(name)
+        .send()
+        .await
+        .expect("queue url")
+        .queue_url
+        .expect("url");
+    provision::allow_delivery(&clients.sqs, &url, queue_arn, service, source_arn)
+        .await
+        .expect("queue policy");
 }
 
 /// A new EventBridge bus named after `prefix` whose rule sends the events of `source`
@@ -106,5 +124,16 @@ pub async fn bus_into(clients: &Clients, prefix: &str, source: &str, queue_arn: 
         .send()
         .await
         .expect("targets");
+    let rule_arn = clients
+        .eventbridge
+        .describe_rule()
+        .name("outbox-to-queue")
+        .event_bus_name(&bus)
+        .send()
+        .await
+        .expect("rule")
+        .arn
+        .expect("rule arn");
+    allow_delivery(clients, queue_arn, "events.amazonaws.com", &rule_arn).await;
     bus_arn
 }

@@ -2,6 +2,9 @@
 //! [`Failure`] (the AWS adapters do it from the SDK's error metadata); every decision
 //! in the core's policy module reads its [`FailureKind`] and nothing else.
 
+mod denial;
+pub use denial::{DENIAL_CODES, denied_action, is_denial_code};
+
 /// What kind of failure, which decides what happens next.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum FailureKind {

@@ -40,6 +40,10 @@ pub const STATUS_READ_FAILED: &str = "StatusReadFailed";
 /// pending messages (a read refused or failing, more pending keys than its bound):
 /// the sweeper charges each an attempt, so a lasting cause ends them `FAILED`.
 pub const FENCE_UNREAD: &str = "FenceUnread";
+/// Calls AWS denied for a missing permission, whatever the function did next (a
+/// fallback that worked does not hide one): each is also logged as an error naming the
+/// IAM action to grant. Any value above zero is a role missing a grant (docs/iam.md).
+pub const ACCESS_DENIED: &str = "AccessDenied";
 /// Messages the sweeper published (the stream path had not).
 pub const RECOVERED_BY_SWEEPER: &str = "RecoveredBySweeper";
 /// Sweeper attempts that failed and were rescheduled with backoff.

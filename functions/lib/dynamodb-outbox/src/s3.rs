@@ -64,6 +64,7 @@ where
     E: ProvideErrorMetadata + aws_smithy_types::retry::ProvideErrorKind,
     E: std::error::Error + 'static,
 {
+    crate::sdk_error::report_denial(err);
     let reason = format!("PutObject {pointer}: {}", describe(err));
     let refused = err
         .as_service_error()

@@ -14,6 +14,7 @@ use aws_smithy_types::error::metadata::ProvideErrorMetadata;
 use aws_smithy_types::retry::ProvideErrorKind;
 pub use dynamodb_outbox_core::failure::signals;
 use dynamodb_outbox_core::failure::{Failure, FailureKind, retryable};
+use dynamodb_outbox_core::metrics::{ACCESS_DENIED, Emitter, Metric};
 
 /// Codes with which SQS, SNS and EventBridge refuse a request for what it carries
 /// when the operation does not model them (or an emulator answers without the
@@ -50,17 +51,60 @@ pub fn describe<E: std::error::Error + 'static>(err: &AwsError<E>) -> String {
     DisplayErrorContext(err).to_string()
 }
 
+/// The IAM action a denied call names (`Some("")` when AWS named none), or `None` when
+/// the error is no denial.
+pub fn denial<E: ProvideErrorMetadata>(err: &AwsError<E>) -> Option<String> {
+    let e = err.as_service_error()?;
+    let code = e.code()?;
+    if !dynamodb_outbox_core::failure::is_denial_code(code) {
+        return None;
+    }
+    let message = e.message().unwrap_or_default();
+    Some(
+        dynamodb_outbox_core::failure::denied_action(message)
+            .unwrap_or_default()
+            .to_owned(),
+    )
+}
+
+/// Reports a denied call, whatever the caller does next ([`report_denied`]). Every
+/// failure built here passes through it.
+pub fn report_denial<E>(err: &AwsError<E>)
+where
+    E: ProvideErrorMetadata + std::error::Error + 'static,
+{
+    if let Some(action) = denial(err) {
+        report_denied(&action, &describe(err));
+    }
+}
+
+/// Reports a call denied for `action` (empty when AWS named none): an error naming
+/// the IAM action to grant, and one `AccessDenied` metric on its own EMF line, so a
+/// fallback that then succeeds cannot hide it.
+pub fn report_denied(action: &str, error: &str) {
+    let action = if action.is_empty() { "(not named)" } else { action };
+    tracing::error!(action, error,
+        "AWS denied a call: the function's role lacks this action (docs/iam.md lists each role's grants)");
+    let now_ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or(0);
+    let emitter = Emitter::from_env().unwrap_or_default();
+    emitter.emit(now_ms, &[Metric::count(ACCESS_DENIED, 1)]);
+}
+
 /// A batch send that failed as a whole: refused for its content (`refuses_content`
 /// reads the operation's modelled variants; unmodelled codes are checked too), or
 /// else transient — a whole call failing for throttling, an outage, a missing queue
 /// or a permission is never the message's fault, so its messages are retried.
 pub fn send_failure<E>(err: &AwsError<E>, refuses_content: impl Fn(&E) -> bool) -> Failure
 where
-    E: ProvideErrorKind + std::error::Error + 'static,
+    E: ProvideErrorKind + ProvideErrorMetadata + std::error::Error + 'static,
 {
+    report_denial(err);
     let content = err
         .as_service_error()
-        .is_some_and(|e| refuses_content(e) || is_content_code(e.code()));
+        .is_some_and(|e| refuses_content(e) || is_content_code(ProvideErrorMetadata::code(e)));
     let kind = if content {
         FailureKind::ContentRefused
     } else {
@@ -84,6 +128,7 @@ pub fn store_failure<E>(err: &AwsError<E>) -> Failure
 where
     E: ProvideErrorKind + ProvideErrorMetadata + std::error::Error + 'static,
 {
+    report_denial(err);
     if is_retryable(err) {
         return Failure::transient(describe(err));
     }

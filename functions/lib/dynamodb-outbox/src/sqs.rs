@@ -116,7 +116,10 @@ pub async fn maximum_message_size(client: &aws_sdk_sqs::Client, url: &str) -> Li
             .send(),
     )
     .await
-    .map_err(|e| describe(&e))?;
+    .map_err(|e| {
+        crate::sdk_error::report_denial(&e);
+        describe(&e)
+    })?;
     let text = out
         .attributes()
         .and_then(|a| a.get(&QueueAttributeName::MaximumMessageSize))

@@ -23,6 +23,8 @@ pub struct Clients {
     pub lambda: aws_sdk_lambda::Client,
     /// CloudWatch Logs (what deployed functions printed).
     pub logs: aws_sdk_cloudwatchlogs::Client,
+    /// IAM (the roles of the functions the dev kit and the tests deploy themselves).
+    pub iam: aws_sdk_iam::Client,
     /// Requests sent by all of them.
     pub counter: RequestCounter,
     /// The region in use.
@@ -85,6 +87,7 @@ impl Clients {
             s3,
             lambda: aws_sdk_lambda::Client::new(config),
             logs: aws_sdk_cloudwatchlogs::Client::new(config),
+            iam: aws_sdk_iam::Client::new(config),
             dynamodb,
             streams,
             sqs,

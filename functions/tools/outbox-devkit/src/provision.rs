@@ -257,3 +257,123 @@ pub async fn queue_arn(client: &aws_sdk_sqs::Client, url: &str) -> Result<String
             detail: "no QueueArn".into(),
         })
 }
+
+/// Lets `service` (`sns.amazonaws.com`, `events.amazonaws.com`) send to the queue at
+/// `url` (ARN `queue_arn`) on behalf of `source_arn` only — a topic, or an EventBridge
+/// rule — as AWS requires of a queue that a topic or a rule delivers to (the local AWS
+/// with IAM enforced refuses the delivery without it). The statement is added to the
+/// queue's policy, so one queue can take several sources.
+pub async fn allow_delivery(
+    client: &aws_sdk_sqs::Client,
+    url: &str,
+    queue_arn: &str,
+    service: &str,
+    source_arn: &str,
+) -> Result<(), ProvisionError> {
+    let what = || format!("letting {service} ({source_arn}) send to {url}");
+    let current = client
+        .get_queue_attributes()
+        .queue_url(url)
+        .attribute_names(QueueAttributeName::Policy)
+        .send()
+        .await
+        .map_err(|e| perr(what())(&e))?;
+    let mut policy = current
+        .attributes()
+        .and_then(|a| a.get(&QueueAttributeName::Policy))
+        .and_then(|p| serde_json::from_str::<serde_json::Value>(p).ok())
+        .filter(|p| p["Statement"].is_array())
+        .unwrap_or_else(|| serde_json::json!({ "Version": "2012-10-17", "Statement": [] }));
+    if let Some(statements) = policy["Statement"].as_array_mut() {
+        statements.push(serde_json::json!({
+            "Effect": "Allow",
+            "Principal": { "Service": service },
+            "Action": "sqs:SendMessage",
+            "Resource": queue_arn,
+            "Condition": { "ArnEquals": { "aws:SourceArn": source_arn } },
+        }));
+    }
+    client
+        .set_queue_attributes()
+        .queue_url(url)
+        .attributes(QueueAttributeName::Policy, policy.to_string())
+        .send()
+        .await
+        .map_err(|e| perr(what())(&e))?;
+    Ok(())
+}
+
+/// The ARN of the execution role `name`, made if it does not exist, that Lambda may
+/// assume and whose inline policy `policy` (a policy document) is set every time. With
+/// IAM enforced, the local AWS evaluates every call a function makes against its role.
+pub async fn function_role(
+    client: &aws_sdk_iam::Client,
+    name: &str,
+    policy: &serde_json::Value,
+) -> Result<String, ProvisionError> {
+    let trust = serde_json::json!({
+        "Version": "2012-10-17",
+        "Statement": [{
+            "Effect": "Allow",
+            "Principal": { "Service": "lambda.amazonaws.com" },
+            "Action": "sts:AssumeRole",
+        }],
+    });
+    let arn = match client
+        .create_role()
+        .role_name(name)
+        .assume_role_policy_document(trust.to_string())
+        .send()
+        .await
+    {
+        Ok(out) => out.role().map(|r| r.arn().to_owned()),
+        Err(e)
+            if e.as_service_error()
+                .is_some_and(|e| e.is_entity_already_exists_exception()) =>
+        {
+            let out = client
+                .get_role()
+                .role_name(name)
+                .send()
+                .await
+                .map_err(|e| perr(format!("reading role {name}"))(&e))?;
+            out.role().map(|r| r.arn().to_owned())
+        }
+        Err(e) => return Err(perr(format!("creating role {name}"))(&e)),
+    }
+    .ok_or_else(|| ProvisionError {
+        what: format!("creating role {name}"),
+        detail: "no role in the answer".into(),
+    })?;
+    client
+        .put_role_policy()
+        .role_name(name)
+        .policy_name(name)
+        .policy_document(policy.to_string())
+        .send()
+        .await
+        .map_err(|e| perr(format!("setting the policy of role {name}"))(&e))?;
+    Ok(arn)
+}
+
+/// The role of the functions the dev kit and the tests deploy outside the stacks (the
+/// chaos run's consumer, the tests' own pipelines): every call of the services our
+/// functions use, on every resource. Those deployments test behaviour under faults, on
+/// resources they make themselves; least privilege is the stacks' job, and their own
+/// roles are what the deployed tests and the removed-grant test run under.
+pub async fn test_function_role(client: &aws_sdk_iam::Client) -> Result<String, ProvisionError> {
+    let actions = [
+        "dynamodb:*",
+        "sqs:*",
+        "sns:*",
+        "events:*",
+        "s3:*",
+        "logs:*",
+        "cloudwatch:PutMetricData",
+    ];
+    let policy = serde_json::json!({
+        "Version": "2012-10-17",
+        "Statement": [{ "Effect": "Allow", "Action": actions, "Resource": "*" }],
+    });
+    function_role(client, "outbox-test-function", &policy).await
+}

@@ -17,8 +17,9 @@ const EMULATOR_MAX_ATTEMPTS: u32 = 5;
 /// Without `endpoint`, the standard chain (environment, profile, SSO, instance or
 /// task role) picks the account and the region, as any AWS tool does. With
 /// `endpoint` — an emulator such as MiniStack or LocalStack — every request goes
-/// to that address, in region `us-east-1`, with dummy credentials (emulators accept
-/// any) and a few more attempts per request.
+/// to that address, in region `us-east-1`, with the emulators' root credentials (`test`:
+/// MiniStack with IAM enforced treats that key as the account's root; moto accepts any)
+/// and a few more attempts per request.
 ///
 /// ```no_run
 /// # async fn example() {
@@ -38,7 +39,7 @@ pub async fn sdk_config(endpoint: Option<&str>) -> SdkConfig {
             .endpoint_url(endpoint)
             .region(Region::new(EMULATOR_REGION))
             .credentials_provider(aws_sdk_dynamodb::config::Credentials::new(
-                "testing", "testing", None, None, "emulator",
+                "test", "test", None, None, "emulator",
             ));
     }
     loader.load().await

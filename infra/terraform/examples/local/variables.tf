@@ -1,9 +1,9 @@
 variable "endpoint" {
-  description = "The local AWS, e.g. http://127.0.0.1:4566 (scripts/emulator start prints it)."
+  description = "The local AWS, e.g. https://127.0.0.1:4566 (scripts/emulator start prints it; trust its certificate with `scripts/emulator trust`)."
   type        = string
 
   validation {
-    condition     = can(regex("^http://(127\\.0\\.0\\.1|localhost)(:[0-9]+)?/?$", var.endpoint))
+    condition     = can(regex("^https?://(127\\.0\\.0\\.1|localhost)(:[0-9]+)?/?$", var.endpoint))
     error_message = "This root deploys only to a local AWS on loopback; use examples/basic for an account."
   }
 }

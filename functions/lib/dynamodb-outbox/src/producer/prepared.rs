@@ -150,11 +150,12 @@ impl OutboxWriter {
                 .projection_expression("#id")
                 .expression_attribute_names("#id", MESSAGE_ID)
                 .send();
-            let out = Box::pin(read)
-                .await
-                .map_err(|e| ProducerError::Unverified {
+            let out = Box::pin(read).await.map_err(|e| {
+                crate::sdk_error::report_denial(&e);
+                ProducerError::Unverified {
                     message: crate::sdk_error::describe(&e),
-                })?;
+                }
+            })?;
             let ours = matches!(
                 out.item().and_then(|i| i.get(MESSAGE_ID)),
                 Some(AttributeValue::S(stored)) if stored == id

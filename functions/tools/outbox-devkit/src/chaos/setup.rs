@@ -193,10 +193,19 @@ async fn sns_to_queue(clients: &Clients, prefix: &str, queue_url: &str) -> Resul
         .subscribe()
         .topic_arn(&topic_arn)
         .protocol("sqs")
-        .endpoint(queue_arn)
+        .endpoint(&queue_arn)
         .send()
         .await
         .map_err(|e| err("SNS subscription")(&e))?;
+    provision::allow_delivery(
+        &clients.sqs,
+        queue_url,
+        &queue_arn,
+        "sns.amazonaws.com",
+        &topic_arn,
+    )
+    .await
+    .map_err(|e| e.to_string())?;
     Ok(topic_arn)
 }
 
@@ -211,7 +220,7 @@ async fn bus_to_queue(clients: &Clients, prefix: &str, queue_url: &str) -> Resul
         .map_err(|e| err("event bus")(&e))?;
     let bus_arn = created.event_bus_arn().unwrap_or_default().to_owned();
     let rule = format!("{prefix}-chaos-to-queue");
-    clients
+    let rule_arn = clients
         .eventbridge
         .put_rule()
         .name(&rule)
@@ -219,7 +228,9 @@ async fn bus_to_queue(clients: &Clients, prefix: &str, queue_url: &str) -> Resul
         .event_pattern(json!({"source": ["dynamodb-outbox"]}).to_string())
         .send()
         .await
-        .map_err(|e| err("event rule")(&e))?;
+        .map_err(|e| err("event rule")(&e))?
+        .rule_arn
+        .unwrap_or_default();
     let queue_arn = provision::queue_arn(&clients.sqs, queue_url)
         .await
         .map_err(|e| e.to_string())?;
@@ -231,13 +242,22 @@ async fn bus_to_queue(clients: &Clients, prefix: &str, queue_url: &str) -> Resul
         .targets(
             aws_sdk_eventbridge::types::Target::builder()
                 .id("queue")
-                .arn(queue_arn)
+                .arn(&queue_arn)
                 .build()
                 .map_err(|e| err("event target")(&e))?,
         )
         .send()
         .await
         .map_err(|e| err("event target")(&e))?;
+    provision::allow_delivery(
+        &clients.sqs,
+        queue_url,
+        &queue_arn,
+        "events.amazonaws.com",
+        &rule_arn,
+    )
+    .await
+    .map_err(|e| e.to_string())?;
     Ok(bus_arn)
 }
 
@@ -251,13 +271,16 @@ async fn consumer(
 ) -> Result<(), String> {
     let zip = std::fs::read(assets.join("orders-consumer/bootstrap.zip"))
         .map_err(|e| format!("{}: {e}", assets.display()))?;
+    let role = provision::test_function_role(&clients.iam)
+        .await
+        .map_err(|e| e.to_string())?;
     clients
         .lambda
         .create_function()
         .function_name(function)
         .runtime(Runtime::Providedal2023)
         .handler("bootstrap")
-        .role("arn:aws:iam::000000000000:role/chaos-consumer")
+        .role(role)
         .timeout(30)
         .memory_size(256)
         .code(FunctionCode::builder().zip_file(Blob::new(zip)).build())

@@ -1,11 +1,8 @@
 //! The large-payload bucket each stack creates and names to the writers.
 
 use super::each_stack;
-use outbox_tests::endpoint;
+use aws_sdk_s3::error::ProvideErrorMetadata;
 use serde_json::Value;
-use std::io::{Read, Write};
-use std::net::TcpStream;
-use std::time::Duration;
 
 /// The large-payload bucket (S3 large-payload offload, infra/CONTRACT.md): created by both stacks,
 /// named to the publisher and the sweeper, private, encrypted, TLS only, payloads under
@@ -54,26 +51,39 @@ async fn each_stack_creates_the_large_payload_bucket_and_names_it_to_the_writers
             "{tool}: only the writers are told the bucket"
         );
 
-        let (status, _) = s3_get(&bucket, "").await;
-        assert_eq!(status, 200, "{tool} {bucket}: the bucket exists");
+        let s3 = &c.s3;
+        s3.head_bucket()
+            .bucket(&bucket)
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("{tool} {bucket}: the bucket exists: {e:?}"));
 
-        let (status, block) = s3_get(&bucket, "publicAccessBlock").await;
-        assert_eq!(status, 200, "{tool} {bucket}: public access block: {block}");
-        for setting in [
-            "BlockPublicAcls",
-            "IgnorePublicAcls",
-            "BlockPublicPolicy",
-            "RestrictPublicBuckets",
+        let block = s3
+            .get_public_access_block()
+            .bucket(&bucket)
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("{tool} {bucket}: public access block: {e:?}"));
+        let block = block
+            .public_access_block_configuration()
+            .unwrap_or_else(|| panic!("{tool} {bucket}: no public access block"));
+        for (setting, on) in [
+            ("BlockPublicAcls", block.block_public_acls()),
+            ("IgnorePublicAcls", block.ignore_public_acls()),
+            ("BlockPublicPolicy", block.block_public_policy()),
+            ("RestrictPublicBuckets", block.restrict_public_buckets()),
         ] {
-            assert!(
-                block.contains(&format!("<{setting}>true</{setting}>")),
-                "{tool} {bucket}: {setting}: {block}"
-            );
+            assert_eq!(on, Some(true), "{tool} {bucket}: {setting}: {block:?}");
         }
 
-        let (status, policy) = s3_get(&bucket, "policy").await;
-        assert_eq!(status, 200, "{tool} {bucket}: bucket policy: {policy}");
-        let policy: Value = serde_json::from_str(&policy)
+        let policy = s3
+            .get_bucket_policy()
+            .bucket(&bucket)
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("{tool} {bucket}: bucket policy: {e:?}"));
+        let policy = policy.policy().unwrap_or_default();
+        let policy: Value = serde_json::from_str(policy)
             .unwrap_or_else(|e| panic!("{tool}: policy JSON: {e}: {policy}"));
         let statements = policy["Statement"].as_array().cloned().unwrap_or_default();
         assert!(
@@ -90,83 +100,84 @@ async fn each_stack_creates_the_large_payload_bucket_and_names_it_to_the_writers
                 "cdk: {what} of the large-payload bucket not applied by the emulator's CloudFormation (known gap)"
             );
         };
-        let (status, encryption) = s3_get(&bucket, "encryption").await;
-        assert_eq!(status, 200, "{tool} {bucket}: encryption: {encryption}");
+        let encryption = s3
+            .get_bucket_encryption()
+            .bucket(&bucket)
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("{tool} {bucket}: encryption: {e:?}"));
         // Without a KMS key both stacks ask for SSE-S3 -- which is also what S3 (and
         // MiniStack) report for a bucket without a configuration, so this cannot tell a
         // CDK bucket whose configuration was dropped; the CDK assertions do.
-        assert!(
-            encryption.contains("<SSEAlgorithm>AES256</SSEAlgorithm>"),
-            "{tool} {bucket}: SSE-S3: {encryption}"
-        );
+        let algorithms: Vec<String> = encryption
+            .server_side_encryption_configuration()
+            .map(|c| c.rules())
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|r| r.apply_server_side_encryption_by_default())
+            .map(|d| d.sse_algorithm().as_str().to_owned())
+            .collect();
+        assert_eq!(algorithms, ["AES256"], "{tool} {bucket}: SSE-S3");
 
-        let (status, lifecycle) = s3_get(&bucket, "lifecycle").await;
-        if status == 404 && lifecycle.contains("NoSuchLifecycleConfiguration") {
-            gap("LifecycleConfiguration");
-        } else {
-            assert_eq!(status, 200, "{tool} {bucket}: lifecycle: {lifecycle}");
-            for part in [
-                "<Status>Enabled</Status>",
-                "<Prefix>outbox/</Prefix>",
-                "<Days>30</Days>",
-                "<DaysAfterInitiation>1</DaysAfterInitiation>",
-            ] {
+        match s3
+            .get_bucket_lifecycle_configuration()
+            .bucket(&bucket)
+            .send()
+            .await
+        {
+            Err(e) if e.code() == Some("NoSuchLifecycleConfiguration") => {
+                gap("LifecycleConfiguration")
+            }
+            Err(e) => panic!("{tool} {bucket}: lifecycle: {e:?}"),
+            Ok(lifecycle) => {
+                // One rule or two: payloads under outbox/ expire after 30 days, and
+                // unfinished uploads are aborted after a day.
+                let enabled = || {
+                    lifecycle
+                        .rules()
+                        .iter()
+                        .filter(|r| r.status().as_str() == "Enabled")
+                };
                 assert!(
-                    lifecycle.contains(part),
-                    "{tool} {bucket}: lifecycle {part}: {lifecycle}"
+                    enabled().any(|r| r.filter().and_then(|f| f.prefix()) == Some("outbox/")
+                        && r.expiration().and_then(|e| e.days()) == Some(30)),
+                    "{tool} {bucket}: outbox/ expires after 30 days: {lifecycle:?}"
+                );
+                assert!(
+                    enabled().any(|r| r
+                        .abort_incomplete_multipart_upload()
+                        .and_then(|a| a.days_after_initiation())
+                        == Some(1)),
+                    "{tool} {bucket}: uploads aborted after a day: {lifecycle:?}"
                 );
             }
         }
 
         // S3 (and MiniStack) report BucketOwnerEnforced for a bucket never configured.
-        let (status, ownership) = s3_get(&bucket, "ownershipControls").await;
-        if status == 404 {
-            gap("OwnershipControls");
-        } else {
-            assert!(
-                ownership.contains("<ObjectOwnership>BucketOwnerEnforced</ObjectOwnership>"),
-                "{tool} {bucket}: ACLs disabled: {ownership}"
-            );
+        match s3
+            .get_bucket_ownership_controls()
+            .bucket(&bucket)
+            .send()
+            .await
+        {
+            Err(e) if e.code() == Some("OwnershipControlsNotFoundError") => {
+                gap("OwnershipControls")
+            }
+            Err(e) => panic!("{tool} {bucket}: ownership: {e:?}"),
+            Ok(ownership) => {
+                let rules: Vec<String> = ownership
+                    .ownership_controls()
+                    .map(|c| c.rules())
+                    .unwrap_or_default()
+                    .iter()
+                    .map(|r| r.object_ownership().as_str().to_owned())
+                    .collect();
+                assert_eq!(
+                    rules,
+                    ["BucketOwnerEnforced"],
+                    "{tool} {bucket}: ACLs disabled"
+                );
+            }
         }
     }
-}
-
-/// GET `/<bucket>?<subresource>` on the local AWS: status and body. The tests crate has no
-/// S3 client; MiniStack on loopback takes unsigned path-style requests. HTTP/1.0, so the
-/// body is never chunked.
-async fn s3_get(bucket: &str, subresource: &str) -> (u16, String) {
-    let endpoint = endpoint();
-    let host = endpoint
-        .trim_start_matches("http://")
-        .trim_end_matches('/')
-        .to_owned();
-    let path = if subresource.is_empty() {
-        format!("/{bucket}")
-    } else {
-        format!("/{bucket}?{subresource}")
-    };
-    tokio::task::spawn_blocking(move || {
-        let mut stream = TcpStream::connect(&host).unwrap_or_else(|e| panic!("{host}: {e}"));
-        stream
-            .set_read_timeout(Some(Duration::from_secs(10)))
-            .unwrap();
-        write!(
-            stream,
-            "GET {path} HTTP/1.0\r\nHost: {host}\r\nAccept: */*\r\n\r\n"
-        )
-        .unwrap();
-        let mut response = String::new();
-        stream.read_to_string(&mut response).unwrap();
-        let (head, body) = response
-            .split_once("\r\n\r\n")
-            .unwrap_or((response.as_str(), ""));
-        let status = head
-            .split_whitespace()
-            .nth(1)
-            .and_then(|s| s.parse().ok())
-            .unwrap_or_else(|| panic!("GET {path}: no status in {head}"));
-        (status, body.to_owned())
-    })
-    .await
-    .unwrap()
 }

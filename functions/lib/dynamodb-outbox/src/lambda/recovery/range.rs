@@ -157,6 +157,13 @@ where
     R: std::fmt::Debug,
 {
     let text = aws_sdk_dynamodbstreams::error::DisplayErrorContext(&err).to_string();
+    if let Some(e) = err.as_service_error()
+        && e.code()
+            .is_some_and(dynamodb_outbox_core::failure::is_denial_code)
+    {
+        let action = dynamodb_outbox_core::failure::denied_action(e.message().unwrap_or_default());
+        crate::sdk_error::report_denied(action.unwrap_or_default(), &text);
+    }
     match err.as_service_error().and_then(|e| e.code()) {
         Some("TrimmedDataAccessException" | "ResourceNotFoundException") => RangeError::Lost(text),
         _ => RangeError::Transient(text),

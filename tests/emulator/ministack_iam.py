@@ -1,0 +1,180 @@
+"""Start the pinned MiniStack with IAM checked as AWS checks PartiQL and batch calls.
+
+MiniStack (AUTH=true) evaluates every call against the caller's policies, but it
+names some calls by their API operation where AWS has no such IAM action:
+
+1. **SQS's and SNS's batch calls.** AWS authorises `SendMessageBatch`,
+   `DeleteMessageBatch` and `ChangeMessageVisibilityBatch` as `sqs:SendMessage`,
+   `sqs:DeleteMessage` and `sqs:ChangeMessageVisibility` ("You cannot set permissions
+   explicitly for SendMessageBatch...", the SQS developer guide, "Amazon SQS batch
+   actions"), and SNS's `PublishBatch` as `sns:Publish`. MiniStack asks for
+   `sqs:SendMessageBatch`, which no least-privilege policy grants.
+2. **PartiQL.** MiniStack names a PartiQL call `ExecuteStatement` on `*`. It authorises each statement by its verb, on the table or index the
+statement names (the DynamoDB developer guide, "IAM policies with PartiQL for
+DynamoDB"):
+
+    SELECT -> dynamodb:PartiQLSelect    INSERT -> dynamodb:PartiQLInsert
+    UPDATE -> dynamodb:PartiQLUpdate    DELETE -> dynamodb:PartiQLDelete
+
+on `arn:aws:dynamodb:<region>:<account>:table/<table>[/index/<index>]`. A
+`BatchExecuteStatement` or `ExecuteTransaction` is one such check per statement. A
+`SELECT` without a `WHERE` clause also carries `dynamodb:FullTableScan = true` (the
+key a policy uses to refuse scans; with a `WHERE` clause it is `false` here, where
+AWS decides by whether the clause restricts the partition key: an approximation that
+can only let a scan that names a `WHERE` clause pass).
+
+Without this correction a role granted exactly what AWS requires is denied locally,
+and a role granted `dynamodb:ExecuteStatement` on `*` (which AWS ignores) is allowed.
+This file patches those decisions in MiniStack's `core.iam_actions` and then
+runs MiniStack's own entry point; nothing else changes. `test_ministack_iam.py`
+tests the correction against the pinned MiniStack.
+
+    .venv/ministack/bin/python tests/emulator/ministack_iam.py    # as `ministack`
+"""
+
+import json
+import re
+
+_VERBS = {
+    "SELECT": "PartiQLSelect",
+    "EXISTS": "PartiQLSelect",
+    "INSERT": "PartiQLInsert",
+    "UPDATE": "PartiQLUpdate",
+    "DELETE": "PartiQLDelete",
+}
+_NAME = r'(?:"(?:[^"]|"")+"|[A-Za-z0-9_-]+)'
+_TARGET = {
+    "SELECT": re.compile(rf"\bFROM\s+({_NAME})(?:\s*\.\s*({_NAME}))?", re.IGNORECASE),
+    "DELETE": re.compile(rf"\bFROM\s+({_NAME})", re.IGNORECASE),
+    "INSERT": re.compile(rf"\bINTO\s+({_NAME})", re.IGNORECASE),
+    "UPDATE": re.compile(rf"^\s*UPDATE\s+({_NAME})", re.IGNORECASE),
+}
+_PARTIQL_OPERATIONS = ("ExecuteStatement", "BatchExecuteStatement", "ExecuteTransaction")
+# Batch calls AWS authorises as the single call's action.
+BATCH_ACTIONS = {
+    "sqs:SendMessageBatch": "sqs:SendMessage",
+    "sqs:DeleteMessageBatch": "sqs:DeleteMessage",
+    "sqs:ChangeMessageVisibilityBatch": "sqs:ChangeMessageVisibility",
+    "sns:PublishBatch": "sns:Publish",
+}
+
+
+def _unquote(name):
+    if name.startswith('"') and name.endswith('"'):
+        return name[1:-1].replace('""', '"')
+    return name
+
+
+def statement_verb(statement):
+    """The statement's first word, upper-cased, if it is a PartiQL verb."""
+    match = re.match(r"\s*([A-Za-z]+)", statement or "")
+    verb = match.group(1).upper() if match else ""
+    return verb if verb in _VERBS else None
+
+
+def statement_action(statement):
+    """The IAM action AWS authorises `statement` as, or None for no PartiQL verb."""
+    verb = statement_verb(statement)
+    return f"dynamodb:{_VERBS[verb]}" if verb else None
+
+
+def statement_resource(statement, region, account_id):
+    """The ARN of the table (or table index) `statement` reads or writes, or None."""
+    verb = statement_verb(statement)
+    if verb == "EXISTS":
+        inner = re.search(r"\(\s*(SELECT\b.*)\)\s*$", statement, re.IGNORECASE | re.DOTALL)
+        return statement_resource(inner.group(1), region, account_id) if inner else None
+    pattern = _TARGET.get(verb or "")
+    match = pattern.search(statement) if pattern else None
+    if not match:
+        return None
+    arn = f"arn:aws:dynamodb:{region}:{account_id}:table/{_unquote(match.group(1))}"
+    index = match.group(2) if match.lastindex and match.lastindex >= 2 else None
+    return f"{arn}/index/{_unquote(index)}" if index else arn
+
+
+def full_table_scan(statement):
+    """`dynamodb:FullTableScan` for a SELECT (see the module's docstring), else None."""
+    if statement_verb(statement) != "SELECT":
+        return None
+    return "false" if re.search(r"\bWHERE\b", statement, re.IGNORECASE) else "true"
+
+
+def _statements(body):
+    """The statements of a PartiQL request body: one, or a batch's or transaction's."""
+    try:
+        data = json.loads(body or b"{}")
+    except (json.JSONDecodeError, TypeError, UnicodeDecodeError):
+        return []
+    if not isinstance(data, dict):
+        return []
+    if isinstance(data.get("Statement"), str):
+        return [data["Statement"]]
+    listed = data.get("Statements") or data.get("TransactStatements") or []
+    return [s["Statement"] for s in listed if isinstance(s, dict) and isinstance(s.get("Statement"), str)]
+
+
+def _operation(headers):
+    target = headers.get("x-amz-target", "")
+    return target.rsplit(".", 1)[-1] if "." in target else ""
+
+
+def checks(body, region, account_id):
+    """One `(action, resource)` per statement; a statement with no verb or table checks
+    `dynamodb:PartiQLSelect` on `*`, which no least-privilege policy grants."""
+    found = []
+    for statement in _statements(body):
+        action = statement_action(statement) or "dynamodb:PartiQLSelect"
+        found.append((action, statement_resource(statement, region, account_id) or "*"))
+    return found
+
+
+def patch(iam_actions):
+    """Correct MiniStack's mapping of PartiQL calls in its `iam_actions` module."""
+    extract_action = iam_actions.extract_iam_action
+    extract_resource = iam_actions.extract_resource_arn
+    transaction_checks = iam_actions.dynamodb_transaction_checks
+    service_context = iam_actions.dynamodb_service_context
+
+    def corrected_action(service, method, path, headers, body, query_params):
+        action = extract_action(service, method, path, headers, body, query_params)
+        if service == "dynamodb" and _operation(headers) in _PARTIQL_OPERATIONS:
+            statements = _statements(body)
+            return statement_action(statements[0] if statements else "") or "dynamodb:PartiQLSelect"
+        return BATCH_ACTIONS.get(action, action)
+
+    def corrected_resource(service, method, path, headers, body, query_params, region, account_id):
+        if service == "dynamodb" and _operation(headers) in _PARTIQL_OPERATIONS:
+            found = checks(body, region, account_id)
+            return found[0][1] if found else "*"
+        return extract_resource(service, method, path, headers, body, query_params, region, account_id)
+
+    def corrected_checks(iam_action, body, region, account_id):
+        # Every statement of a batch or transaction is its own check (MiniStack then
+        # enforces each, and names the denied one); a single statement is the one
+        # check the corrected action and resource already make.
+        if iam_action.startswith("dynamodb:PartiQL") and len(_statements(body)) > 1:
+            return checks(body, region, account_id)
+        return transaction_checks(iam_action, body, region, account_id)
+
+    def corrected_context(body):
+        context = service_context(body)
+        statements = _statements(body)
+        scan = full_table_scan(statements[0]) if len(statements) == 1 else None
+        if scan is not None:
+            context["dynamodb:FullTableScan"] = scan
+        return context
+
+    iam_actions.extract_iam_action = corrected_action
+    iam_actions.extract_resource_arn = corrected_resource
+    iam_actions.dynamodb_transaction_checks = corrected_checks
+    iam_actions.dynamodb_service_context = corrected_context
+
+
+if __name__ == "__main__":
+    from ministack.core import iam_actions as _iam_actions
+
+    patch(_iam_actions)
+    from ministack.app import main
+
+    main()

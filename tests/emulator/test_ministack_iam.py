@@ -1,0 +1,198 @@
+"""The PartiQL correction of ministack_iam.py, against the pinned MiniStack.
+
+    .venv/ministack/bin/python -m unittest discover -s tests/emulator -p 'test_*.py'
+
+(tests/run runs it.) It starts MiniStack through the launcher with AUTH=true on a free
+loopback port, makes a user whose policy grants exactly what AWS requires for one
+PartiQL SELECT on an index, and checks that what AWS allows is allowed and what AWS
+denies is denied with the action AWS names. It also checks that MiniStack unpatched
+still maps the call wrongly: when that test fails, MiniStack has fixed its mapping and
+the launcher's correction should go.
+"""
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+import urllib.request
+
+import botocore.session
+from botocore.exceptions import ClientError
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ministack_iam  # noqa: E402
+
+REGION, ACCOUNT = "us-east-1", "000000000000"
+TABLE, INDEX = "partiql-iam", "ByShard"
+
+
+class StatementMapping(unittest.TestCase):
+    def test_each_verb_is_its_partiql_action_on_its_table_or_index(self):
+        cases = [
+            ('SELECT "pk" FROM "t"."ix" WHERE "s" IN [?, ?]', "dynamodb:PartiQLSelect", "table/t/index/ix"),
+            ("select * from t where pk = ?", "dynamodb:PartiQLSelect", "table/t"),
+            ('UPDATE "t" SET "Status" = ? WHERE "pk" = ? AND "Status" = ?', "dynamodb:PartiQLUpdate", "table/t"),
+            ("INSERT INTO \"t\" VALUE {'pk': ?}", "dynamodb:PartiQLInsert", "table/t"),
+            ('DELETE FROM "t" WHERE "pk" = ?', "dynamodb:PartiQLDelete", "table/t"),
+            ('SELECT * FROM "a""b"', "dynamodb:PartiQLSelect", 'table/a"b'),
+        ]
+        for statement, action, resource in cases:
+            with self.subTest(statement=statement):
+                self.assertEqual(ministack_iam.statement_action(statement), action)
+                self.assertEqual(
+                    ministack_iam.statement_resource(statement, REGION, ACCOUNT),
+                    f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:{resource}",
+                )
+
+    def test_a_batch_is_one_check_per_statement(self):
+        body = json.dumps({"Statements": [
+            {"Statement": 'UPDATE "a" SET x = ? WHERE pk = ?'},
+            {"Statement": 'DELETE FROM "b" WHERE pk = ?'},
+        ]}).encode()
+        self.assertEqual(ministack_iam.checks(body, REGION, ACCOUNT), [
+            ("dynamodb:PartiQLUpdate", f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/a"),
+            ("dynamodb:PartiQLDelete", f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/b"),
+        ])
+
+    def test_a_select_without_where_is_a_full_table_scan(self):
+        self.assertEqual(ministack_iam.full_table_scan('SELECT * FROM "t"'), "true")
+        self.assertEqual(ministack_iam.full_table_scan('SELECT * FROM "t" WHERE pk = ?'), "false")
+        self.assertIsNone(ministack_iam.full_table_scan('UPDATE "t" SET a = ? WHERE pk = ?'))
+
+    def test_unpatched_ministack_still_asks_for_batch_actions_aws_does_not_have(self):
+        from ministack.core import iam_actions
+
+        body = b"Action=SendMessageBatch&QueueUrl=q"
+        headers = {"content-type": "application/x-www-form-urlencoded"}
+        self.assertEqual(
+            iam_actions.extract_iam_action("sqs", "POST", "/", headers, body, {"Action": "SendMessageBatch"}),
+            "sqs:SendMessageBatch",
+            "MiniStack now maps SQS batch calls itself: retire the launcher's correction",
+        )
+
+    def test_unpatched_ministack_still_maps_partiql_to_a_non_existent_action(self):
+        from ministack.core import iam_actions
+
+        headers = {"x-amz-target": "DynamoDB_20120810.ExecuteStatement"}
+        body = json.dumps({"Statement": f'SELECT * FROM "{TABLE}" WHERE pk = ?'}).encode()
+        self.assertEqual(
+            iam_actions.extract_iam_action("dynamodb", "POST", "/", headers, body, {}),
+            "dynamodb:ExecuteStatement",
+            "MiniStack now maps PartiQL itself: retire the launcher's correction",
+        )
+
+
+def _free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class EnforcedOnMiniStack(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        port = _free_port()
+        cls.endpoint = f"http://127.0.0.1:{port}"
+        cls.tmp = tempfile.TemporaryDirectory()
+        env = {**os.environ, "AUTH": "true", "GATEWAY_PORT": str(port), "BIND_HOST": "127.0.0.1",
+               "MINISTACK_HOST": "127.0.0.1", "TMPDIR": cls.tmp.name, "LOG_LEVEL": "WARNING"}
+        launcher = os.path.join(os.path.dirname(os.path.abspath(__file__)), "ministack_iam.py")
+        cls.log = open(os.path.join(cls.tmp.name, "ministack.log"), "w")
+        cls.proc = subprocess.Popen([sys.executable, launcher], env=env, cwd=cls.tmp.name,
+                                    stdout=cls.log, stderr=subprocess.STDOUT)
+        for _ in range(150):
+            try:
+                urllib.request.urlopen(f"{cls.endpoint}/_ministack/health", timeout=1)
+                break
+            except OSError:
+                time.sleep(0.2)
+        else:
+            raise RuntimeError(f"MiniStack did not start; log in {cls.log.name}")
+        root = cls.client("iam", "test", "test")
+        db = cls.client("dynamodb", "test", "test")
+        db.create_table(
+            TableName=TABLE, BillingMode="PAY_PER_REQUEST",
+            AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"},
+                                  {"AttributeName": "shard", "AttributeType": "S"}],
+            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+            GlobalSecondaryIndexes=[{"IndexName": INDEX,
+                                     "KeySchema": [{"AttributeName": "shard", "KeyType": "HASH"}],
+                                     "Projection": {"ProjectionType": "KEYS_ONLY"}}])
+        table_arn = f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/{TABLE}"
+        root.create_user(UserName="fence-reader")
+        root.put_user_policy(UserName="fence-reader", PolicyName="exactly-what-aws-requires",
+                             PolicyDocument=json.dumps({"Version": "2012-10-17", "Statement": [
+                                 {"Effect": "Allow", "Action": "dynamodb:PartiQLSelect",
+                                  "Resource": f"{table_arn}/index/{INDEX}"},
+                                 {"Effect": "Deny", "Action": "dynamodb:PartiQLSelect",
+                                  "Resource": f"{table_arn}/index/{INDEX}",
+                                  "Condition": {"Bool": {"dynamodb:FullTableScan": "true"}}}]}))
+        key = root.create_access_key(UserName="fence-reader")["AccessKey"]
+        cls.reader = cls.client("dynamodb", key["AccessKeyId"], key["SecretAccessKey"])
+
+    @classmethod
+    def client(cls, service, key_id, secret):
+        session = botocore.session.get_session()
+        return session.create_client(service, region_name=REGION, endpoint_url=cls.endpoint,
+                                     aws_access_key_id=key_id, aws_secret_access_key=secret)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.proc.terminate()
+        cls.proc.wait(timeout=10)
+        cls.log.close()
+        cls.tmp.cleanup()
+
+    def denied_action(self, call):
+        with self.assertRaises(ClientError) as caught:
+            call()
+        error = caught.exception.response["Error"]
+        self.assertIn(error["Code"], ("AccessDenied", "AccessDeniedException"), error)
+        return error["Message"]
+
+    def test_the_select_aws_allows_is_allowed(self):
+        answer = self.reader.execute_statement(
+            Statement=f'SELECT "pk" FROM "{TABLE}"."{INDEX}" WHERE "shard" IN [?, ?]',
+            Parameters=[{"S": "00"}, {"S": "01"}])
+        self.assertEqual(answer["Items"], [])
+
+    def test_a_select_on_the_table_is_denied_naming_partiql_select(self):
+        message = self.denied_action(lambda: self.reader.execute_statement(
+            Statement=f'SELECT "pk" FROM "{TABLE}" WHERE "pk" = ?', Parameters=[{"S": "a"}]))
+        self.assertIn("dynamodb:PartiQLSelect", message)
+
+    def test_a_scan_of_the_index_is_denied_by_the_full_table_scan_key(self):
+        message = self.denied_action(lambda: self.reader.execute_statement(
+            Statement=f'SELECT "pk" FROM "{TABLE}"."{INDEX}"'))
+        self.assertIn("dynamodb:PartiQLSelect", message)
+
+    def test_a_batch_send_needs_only_sqs_send_message(self):
+        sqs = self.client("sqs", "test", "test")
+        url = sqs.create_queue(QueueName="batch-iam")["QueueUrl"]
+        arn = sqs.get_queue_attributes(QueueUrl=url, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+        root = self.client("iam", "test", "test")
+        root.create_user(UserName="sender")
+        root.put_user_policy(UserName="sender", PolicyName="send", PolicyDocument=json.dumps({
+            "Version": "2012-10-17",
+            "Statement": [{"Effect": "Allow", "Action": "sqs:SendMessage", "Resource": arn}]}))
+        key = root.create_access_key(UserName="sender")["AccessKey"]
+        sender = self.client("sqs", key["AccessKeyId"], key["SecretAccessKey"])
+        sent = sender.send_message_batch(QueueUrl=url, Entries=[{"Id": "1", "MessageBody": "x"}])
+        self.assertEqual([e["Id"] for e in sent.get("Successful", [])], ["1"])
+        message = self.denied_action(lambda: sender.delete_message_batch(
+            QueueUrl=url, Entries=[{"Id": "1", "ReceiptHandle": "h"}]))
+        self.assertIn("sqs:DeleteMessage ", message + " ")
+
+    def test_a_batch_update_is_denied_naming_partiql_update(self):
+        message = self.denied_action(lambda: self.reader.batch_execute_statement(Statements=[
+            {"Statement": f'UPDATE "{TABLE}" SET "x" = ? WHERE "pk" = ?',
+             "Parameters": [{"S": "1"}, {"S": "a"}]}]))
+        self.assertIn("dynamodb:PartiQLUpdate", message)
+
+
+if __name__ == "__main__":
+    unittest.main()
