@@ -79,10 +79,9 @@ impl HttpConnector for FaultyConnector {
         let operation = request_shape.operation.clone();
         tracing::warn!(%operation, %fault, "injected fault");
         match fault {
-            Fault::Throttle | Fault::ServerError | Fault::Denied => {
+            Fault::Throttle | Fault::ServerError => {
                 let (status, code) = match fault {
                     Fault::Throttle => (400, request_shape.throttle_code()),
-                    Fault::Denied => (400, request_shape.denied_code()),
                     _ => (500, "InternalFailure"),
                 };
                 match StatusCode::try_from(status) {
@@ -190,15 +189,6 @@ impl Shape {
             "ProvisionedThroughputExceededException"
         } else {
             "ThrottlingException"
-        }
-    }
-
-    /// The code each service answers a caller its policies do not allow.
-    fn denied_code(&self) -> &'static str {
-        if self.service.starts_with("DynamoDB") {
-            "AccessDeniedException"
-        } else {
-            "AccessDenied"
         }
     }
 

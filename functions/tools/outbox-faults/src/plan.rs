@@ -31,9 +31,6 @@ pub enum Fault {
     /// own timeouts end the call. (Sent whole: a request whose body is never read is
     /// a stalled upload, which the SDK's stalled-stream protection already catches.)
     Hang,
-    /// The service refuses the caller (HTTP 400, `AccessDeniedException`): a role
-    /// without the grant. Nothing happened, and retrying does not help.
-    Denied,
 }
 
 impl Fault {
@@ -48,11 +45,10 @@ impl Fault {
             Fault::CrashBefore => "crash_before",
             Fault::CrashAfter => "crash_after",
             Fault::Hang => "hang",
-            Fault::Denied => "denied",
         }
     }
 
-    const ALL: [Fault; 9] = [
+    const ALL: [Fault; 8] = [
         Fault::Throttle,
         Fault::ServerError,
         Fault::Timeout,
@@ -61,7 +57,6 @@ impl Fault {
         Fault::CrashBefore,
         Fault::CrashAfter,
         Fault::Hang,
-        Fault::Denied,
     ];
 }
 
@@ -85,7 +80,7 @@ pub struct Rule {
 /// The configuration could not be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "OUTBOX_FAULTS: `{rule}`: {reason}. Write rules as `operation:fault:probability` separated by `;`, e.g. `SendMessageBatch:crash_after:0.3;*:throttle:0.05`; faults: throttle, server_error, timeout, reset, lost_response, crash_before, crash_after, hang, denied"
+    "OUTBOX_FAULTS: `{rule}`: {reason}. Write rules as `operation:fault:probability` separated by `;`, e.g. `SendMessageBatch:crash_after:0.3;*:throttle:0.05`; faults: throttle, server_error, timeout, reset, lost_response, crash_before, crash_after, hang"
 )]
 pub struct PlanError {
     rule: String,
@@ -194,8 +189,6 @@ mod tests {
         assert!("".parse::<FaultPlan>().is_ok_and(|p| p.is_empty()));
         let hang: FaultPlan = "SendMessageBatch:hang:1".parse().unwrap_or_default();
         assert_eq!(hang.pick("SendMessageBatch", || 0.5), Some(Fault::Hang));
-        let denied: FaultPlan = "ExecuteStatement:denied:1".parse().unwrap_or_default();
-        assert_eq!(denied.pick("ExecuteStatement", || 0.5), Some(Fault::Denied));
     }
 
     #[test]

@@ -10,10 +10,12 @@
 //! publisher from 0.30 to about 0.15 requests per message on a half-FIFO workload
 //! (`scripts/bench`). Where the select is refused for good — an emulator without
 //! PartiQL on indexes (moto) — the store says so once and queries each shard
-//! instead. A denied select (a role without `dynamodb:PartiQLSelect`) is not
-//! hidden by that fallback: it is an error naming the action, and the fence cannot
-//! tell (the sweeper charges the attempt and says why). Every read takes at most the
-//! pages the core gives it (its share of one budget per batch).
+//! instead; a denied select (a role without `dynamodb:PartiQLSelect`) falls back too,
+//! and is reported as an error naming the action and counted (`AccessDenied`) where
+//! its failure is built. A read that still fails makes the fence unable to tell (the
+//! sweeper charges the attempt and says why, with the request and action named).
+//! Every read takes at most the pages the core gives it (its share of one budget per
+//! batch).
 
 use super::{DynamoStore, Item, request, s, scanned};
 use crate::sdk_error::{AwsError, store_failure};
@@ -57,17 +59,13 @@ impl DynamoStore {
         };
         if !self.select_refused.load(Ordering::Relaxed) {
             match self.select_shards(read, shards, max_pages).await {
-                Err(Refusal::Denied(e)) => {
-                    // A missing grant is the operator's to fix, never hidden by the
-                    // fallback: the fence cannot tell, and says why.
-                    tracing::error!(error = %e, action = SELECT_ACTION,
-                        "the order fence's PartiQL select on the sweep index is denied: grant dynamodb:PartiQLSelect on the index");
-                    return Err(e);
-                }
                 Err(Refusal::Unserved(e)) => {
+                    // A denial is reported as an error naming the action where the
+                    // failure is built (`sdk_error::store_failure`): the fallback
+                    // does not hide it.
                     self.select_refused.store(true, Ordering::Relaxed);
                     tracing::warn!(error = %e,
-                        "the order fence cannot read the index shards in one PartiQL select (this store does not serve it on an index); querying each shard instead");
+                        "the order fence cannot read the index shards in one PartiQL select (denied, or not served on an index by this store); querying each shard instead");
                 }
                 Err(Refusal::Failed(e)) => return Err(e),
                 Ok(page) => return Ok(page),
@@ -209,15 +207,13 @@ impl DynamoStore {
     }
 }
 
-/// The IAM action the select needs, on the index's ARN.
+/// The IAM action the select needs, on the index's ARN: named in its failures.
 const SELECT_ACTION: &str = "dynamodb:PartiQLSelect";
 
 /// Why the select did not answer.
 enum Refusal {
-    /// Access denied: the role lacks the grant. An error, not a reason to fall back.
-    Denied(Failure),
-    /// Refused for good for another reason (an emulator that serves no PartiQL on an
-    /// index): the store queries each shard instead.
+    /// Refused for good (a role without `dynamodb:PartiQLSelect`, an emulator that
+    /// serves no PartiQL on an index): the store queries each shard instead.
     Unserved(Failure),
     /// A passing failure: the fence cannot tell this time.
     Failed(Failure),
@@ -232,19 +228,10 @@ impl Refusal {
         let failure = named(err, &what);
         if failure.is_retryable() {
             Refusal::Failed(failure)
-        } else if is_denied(err) {
-            Refusal::Denied(failure)
         } else {
             Refusal::Unserved(failure)
         }
     }
-}
-
-/// Whether the service answered that the caller may not make the request.
-fn is_denied<E: ProvideErrorMetadata>(err: &AwsError<E>) -> bool {
-    err.as_service_error()
-        .and_then(ProvideErrorMetadata::code)
-        .is_some_and(|code| code.starts_with("AccessDenied"))
 }
 
 /// The store's failure for `err`, its reason naming the request and its action.
@@ -371,24 +358,27 @@ mod tests {
     }
 
     #[test]
-    fn a_denied_select_is_an_error_naming_the_action_not_a_reason_to_fall_back() {
-        let denied = Refusal::of(&select_error("AccessDeniedException", 400), "orders");
-        let Refusal::Denied(failure) = denied else {
-            panic!("a denial falls back to other reads");
+    fn a_failed_select_names_its_request_and_action_and_only_a_passing_one_stops_the_read() {
+        let Refusal::Failed(failure) =
+            Refusal::of(&select_error("ThrottlingException", 400), "orders")
+        else {
+            panic!("a throttled select is a passing failure");
         };
+        assert!(failure.is_retryable());
         assert!(
-            failure.reason.contains("dynamodb:PartiQLSelect")
+            failure.reason.contains("ExecuteStatement (dynamodb:PartiQLSelect)")
                 && failure.reason.contains("orders")
-                && failure.reason.contains("AccessDeniedException"),
+                && failure.reason.contains("ThrottlingException"),
             "{failure}"
         );
-        assert!(matches!(
-            Refusal::of(&select_error("ValidationException", 400), "orders"),
-            Refusal::Unserved(_)
-        ));
-        assert!(matches!(
-            Refusal::of(&select_error("ThrottlingException", 400), "orders"),
-            Refusal::Failed(f) if f.is_retryable()
-        ));
+        for code in ["ValidationException", "AccessDeniedException"] {
+            assert!(
+                matches!(
+                    Refusal::of(&select_error(code, 400), "orders"),
+                    Refusal::Unserved(_)
+                ),
+                "{code}: the shards are queried instead"
+            );
+        }
     }
 }
