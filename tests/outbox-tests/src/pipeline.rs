@@ -257,17 +257,29 @@ async fn create_functions(
 /// EventBridge's scheduled event, as the sweeper's rule delivers it.
 pub const SCHEDULED_EVENT: &[u8] = br#"{"version":"0","id":"53dc4d37-cffa-4f76-80c9-8b7d4a4d2eaa","detail-type":"Scheduled Event","source":"aws.events","account":"000000000000","time":"2026-11-29T10:00:00Z","region":"us-east-1","resources":["arn:aws:events:us-east-1:000000000000:rule/outbox-sweep"],"detail":{}}"#;
 
-/// Creates a `provided.al2023` function from `<dir>/bootstrap.zip`.
+/// Creates a `provided.al2023` function from `<dir>/bootstrap.zip`, with the role of
+/// the functions the tests deploy themselves (`provision::test_function_role`).
 pub async fn create_function(
     outbox: &Outbox,
     name: &str,
     dir: &std::path::Path,
     env: Vec<(String, String)>,
 ) {
-    let zip = std::fs::read(dir.join("bootstrap.zip")).expect("read bootstrap.zip");
     let role = provision::test_function_role(&outbox.clients.iam)
         .await
         .expect("the test functions' role");
+    create_function_as(outbox, name, dir, env, &role).await;
+}
+
+/// Creates a `provided.al2023` function from `<dir>/bootstrap.zip` that runs as `role`.
+pub async fn create_function_as(
+    outbox: &Outbox,
+    name: &str,
+    dir: &std::path::Path,
+    env: Vec<(String, String)>,
+    role: &str,
+) {
+    let zip = std::fs::read(dir.join("bootstrap.zip")).expect("read bootstrap.zip");
     outbox
         .clients
         .lambda

@@ -81,7 +81,7 @@ pub async fn handle(event: &SqsEvent, deps: &Deps) -> BatchReport<OrderResult, I
         .batch
         .run(event, |m| async move { process_message(&m, deps).await })
         .await;
-    log_outcomes(&report);
+    log_outcomes(event, &report);
     report
 }
 
@@ -99,17 +99,31 @@ pub async fn handle_until(
             process_message(&m, deps).await
         })
         .await;
-    log_outcomes(&report);
+    log_outcomes(event, &report);
     report
 }
 
-/// One `RESULT` or `FAILED` line per message: ids and outcomes, never bodies.
-fn log_outcomes(report: &BatchReport<OrderResult, IdempotencyError>) {
+/// When SQS accepted the message `message_id` of `event` (`SentTimestamp`, epoch ms),
+/// or 0: for following a copy's send against its outbox item's `SentAt`.
+fn sent_at_ms(event: &SqsEvent, message_id: &str) -> i64 {
+    event
+        .records
+        .iter()
+        .find(|m| m.message_id.as_deref() == Some(message_id))
+        .and_then(|m| m.attributes.get("SentTimestamp"))
+        .and_then(|t| t.parse().ok())
+        .unwrap_or(0)
+}
+
+/// One `RESULT` or `FAILED` line per message: ids, when SQS accepted it, and
+/// outcomes, never bodies.
+fn log_outcomes(event: &SqsEvent, report: &BatchReport<OrderResult, IdempotencyError>) {
     for o in &report.outcomes {
         match &o.result {
             Ok(r) => tracing::info!(
                 message_id = %o.message_id,
                 outbox_message_id = o.outbox_message_id.as_deref().unwrap_or_default(),
+                sent_at_ms = sent_at_ms(event, &o.message_id),
                 id = %r.id,
                 quantity = r.quantity,
                 processed = r.processed,

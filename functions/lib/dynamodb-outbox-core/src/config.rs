@@ -368,7 +368,7 @@ mod tests {
             ("OUTBOX_TABLE_NAME", "t"),
             (
                 "OUTBOX_ROUTES",
-                r#"{"a":"https://sqs.x/1/a","b":"https://sqs.x/1/a","c":{"destination":"https://sqs.x/1/c","max_message_bytes":4096},"d":"arn:aws:sns:eu-west-1:1:t"}"#,
+                r#"{"a":"https://sqs.x/1/a","b":"https://sqs.x/1/a","c":{"destination":"https://sqs.x/1/c","max_message_bytes":4096},"d":"arn:aws:sns:eu-west-1:123456789012:t"}"#,
             ),
             ("OUTBOX_DEFAULT_DESTINATION", "https://sqs.x/1/dlq"),
             ("OUTBOX_DLQ_URL", "https://sqs.x/1/dlq"),

@@ -19,6 +19,11 @@ pub const ATTR_SEQUENCE: &str = "outbox-sequence";
 pub const ATTR_ERROR: &str = "outbox-error";
 /// Dead-letter attribute: the item's sort key, to find it again.
 pub const ATTR_SK: &str = "outbox-sk";
+/// Dead-letter attribute of a record that carries no payload: where the payload is
+/// ([`PAYLOAD_ON_OUTBOX_ITEM`]).
+pub const ATTR_PAYLOAD_ON: &str = "outbox-payload-on";
+/// The value of [`ATTR_PAYLOAD_ON`]: the payload stayed on the outbox item.
+pub const PAYLOAD_ON_OUTBOX_ITEM: &str = "outbox item";
 
 /// One message attribute value.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -8,6 +8,9 @@ use serde::Deserialize;
 use std::collections::HashMap;
 use std::fmt;
 
+pub mod envelope;
+pub mod region;
+
 /// SQS's largest message (body plus attributes): 1 MiB, and the default limit of an
 /// SQS destination whose own `MaximumMessageSize` is not known. A queue may set a
 /// lower one: the functions read it at start ([`SqsLimit`]), or the route states it.
@@ -38,6 +41,10 @@ pub enum Destination {
     Sns {
         /// Topic ARN.
         arn: String,
+        /// Whether every subscription of the topic uses raw delivery (the route's
+        /// `raw_delivery`): a message is then sized as SNS counts it; otherwise as the
+        /// notification envelope a subscriber's queue receives ([`envelope`]).
+        raw_delivery: bool,
     },
     /// An EventBridge event bus, by ARN. Each message becomes an event whose
     /// `DetailType` is the topic and whose `Detail` carries the outbox metadata and
@@ -85,11 +92,22 @@ impl Destination {
         }
     }
 
+    /// The AWS region the destination is in, when its address names one (see
+    /// [`region`]): the adapters send to it through a client of that region.
+    /// `None` for a queue URL whose host names no region (a local endpoint).
+    pub fn region(&self) -> Option<&str> {
+        match self {
+            Destination::Sqs { url, .. } => region::queue_url_region(url),
+            Destination::Sns { arn, .. } => region::arn_region(arn),
+            Destination::EventBridge { bus, .. } => region::arn_region(bus),
+        }
+    }
+
     /// Whether the destination keeps order per group and deduplicates (FIFO).
     pub fn is_fifo(&self) -> bool {
         match self {
             Destination::Sqs { url, .. } => url.ends_with(".fifo"),
-            Destination::Sns { arn } => arn.ends_with(".fifo"),
+            Destination::Sns { arn, .. } => arn.ends_with(".fifo"),
             Destination::EventBridge { .. } => false,
         }
     }
@@ -108,7 +126,12 @@ impl Destination {
     pub fn limit_source(&self) -> &'static str {
         match self {
             Destination::Sqs { limit, .. } => limit.source(),
-            Destination::Sns { .. } => "SNS's largest message",
+            Destination::Sns {
+                raw_delivery: true, ..
+            } => "SNS's largest message",
+            Destination::Sns { .. } => {
+                "a subscriber queue's 256 KiB, counting SNS's notification envelope; set raw_delivery on the route when its subscriptions use raw delivery"
+            }
             Destination::EventBridge { .. } => "EventBridge's largest request",
         }
     }
@@ -126,6 +149,10 @@ impl Destination {
     /// The size of `m` as this destination counts it against its limits.
     pub fn message_size(&self, m: &crate::message::OutboundMessage) -> usize {
         match self {
+            Destination::Sns {
+                arn,
+                raw_delivery: false,
+            } => envelope::sns_envelope_bytes(arn, m),
             Destination::Sqs { .. } | Destination::Sns { .. } => m.size(),
             Destination::EventBridge { source, .. } => {
                 let topic = m
@@ -141,16 +168,36 @@ impl Destination {
 
     /// Parses a destination: an SQS queue URL, an SNS topic ARN or an EventBridge
     /// event bus ARN.
+    /// An SNS topic is taken to deliver without raw delivery (see [`envelope`]).
     pub fn parse(text: &str, max_message_bytes: Option<usize>) -> Result<Self, RouteError> {
-        Self::parse_with(text, max_message_bytes, None)
+        Self::parse_with(text, max_message_bytes, None, None)
     }
 
     fn parse_with(
         text: &str,
         max_message_bytes: Option<usize>,
         source: Option<String>,
+        raw_delivery: Option<bool>,
     ) -> Result<Self, RouteError> {
         let text = text.trim();
+        let d = Self::parse_kind(
+            text,
+            max_message_bytes,
+            source,
+            raw_delivery.unwrap_or(false),
+        )?;
+        if raw_delivery.is_some() && !matches!(d, Destination::Sns { .. }) {
+            return Err(RouteError::RawDeliveryNotSupported(text.to_owned()));
+        }
+        Ok(d)
+    }
+
+    fn parse_kind(
+        text: &str,
+        max_message_bytes: Option<usize>,
+        source: Option<String>,
+        raw_delivery: bool,
+    ) -> Result<Self, RouteError> {
         if text.starts_with("https://") || text.starts_with("http://") {
             let limit = match max_message_bytes {
                 None => SqsLimit::Default,
@@ -169,14 +216,19 @@ impl Destination {
         }
         let parts: Vec<&str> = text.split(':').collect();
         if parts.len() >= 6 && parts[0] == "arn" {
-            let limited = |d: Destination| match max_message_bytes {
-                Some(_) => Err(RouteError::LimitNotSupported(text.to_owned())),
-                None => Ok(d),
+            let limited = |d: Destination| match (max_message_bytes, region::arn_problem(text)) {
+                (_, Some(reason)) => Err(RouteError::BadArn {
+                    destination: text.to_owned(),
+                    reason,
+                }),
+                (Some(_), None) => Err(RouteError::LimitNotSupported(text.to_owned())),
+                (None, None) => Ok(d),
             };
             match parts[2] {
                 "sns" if !parts[5].is_empty() => {
                     return limited(Destination::Sns {
                         arn: text.to_owned(),
+                        raw_delivery,
                     });
                 }
                 "events" if parts[5].starts_with("event-bus/") && parts[5].len() > 10 => {
@@ -196,7 +248,7 @@ impl fmt::Display for Destination {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Destination::Sqs { url, .. } => write!(f, "sqs:{url}"),
-            Destination::Sns { arn } => write!(f, "{arn}"),
+            Destination::Sns { arn, .. } => write!(f, "{arn}"),
             Destination::EventBridge { bus, .. } => write!(f, "{bus}"),
         }
     }
@@ -207,7 +259,7 @@ impl fmt::Display for Destination {
 pub enum RouteError {
     /// The routes text is not the expected JSON.
     #[error(
-        "routes must be a JSON object mapping a topic to a destination (SQS queue URL, SNS topic ARN, EventBridge bus ARN), or to {{\"destination\": ..., \"max_message_bytes\": N, \"source\": S, \"large_payload_bucket\": B}}: {0}"
+        "routes must be a JSON object mapping a topic to a destination (SQS queue URL, SNS topic ARN, EventBridge bus ARN), or to {{\"destination\": ..., \"max_message_bytes\": N, \"source\": S, \"large_payload_bucket\": B, \"raw_delivery\": true}}: {0}"
     )]
     Json(String),
     /// The destination is not a queue URL, topic ARN or event bus ARN.
@@ -220,6 +272,9 @@ pub enum RouteError {
         "`{0}`: max_message_bytes applies to SQS queues only (SNS and EventBridge limits are fixed at 256 KiB)"
     )]
     LimitNotSupported(String),
+    /// `raw_delivery` on a destination that is not an SNS topic.
+    #[error("`{0}`: raw_delivery applies to SNS topics only")]
+    RawDeliveryNotSupported(String),
     /// A size limit outside what SQS allows.
     #[error(
         "max_message_bytes {max} for `{destination}` must be between 1 and {SQS_MAX_MESSAGE_BYTES}"
@@ -229,6 +284,14 @@ pub enum RouteError {
         destination: String,
         /// The rejected limit.
         max: usize,
+    },
+    /// A topic or bus ARN that names no usable partition, region or account.
+    #[error("`{destination}` is not a usable ARN: {reason}")]
+    BadArn {
+        /// The destination concerned.
+        destination: String,
+        /// What is wrong.
+        reason: String,
     },
     /// A topic name that is empty.
     #[error("a route has an empty topic name")]
@@ -255,6 +318,8 @@ enum RouteSpec {
         source: Option<String>,
         #[serde(default)]
         large_payload_bucket: Option<String>,
+        #[serde(default)]
+        raw_delivery: Option<bool>,
     },
 }
 
@@ -344,6 +409,7 @@ impl Routes {
                     max_message_bytes,
                     source,
                     large_payload_bucket,
+                    raw_delivery,
                 } => {
                     if let Some(bucket) = large_payload_bucket {
                         if let Some(reason) = bucket_name_problem(&bucket) {
@@ -351,7 +417,7 @@ impl Routes {
                         }
                         large.by_topic.insert(topic.clone(), bucket);
                     }
-                    Destination::parse_with(&destination, max_message_bytes, source)?
+                    Destination::parse_with(&destination, max_message_bytes, source, raw_delivery)?
                 }
             };
             by_topic.insert(topic, dest);

@@ -49,6 +49,7 @@ internal! {
     batch;
     dynamo;
     eventbridge;
+    regional;
     s3;
     sdk_error;
     sink;

@@ -15,6 +15,7 @@ use aws_smithy_types::retry::ProvideErrorKind;
 pub use dynamodb_outbox_core::failure::signals;
 use dynamodb_outbox_core::failure::{Failure, FailureKind, retryable};
 use dynamodb_outbox_core::metrics::{ACCESS_DENIED, Emitter, Metric};
+use dynamodb_outbox_core::policy::{DESTINATION_REFUSED, blames_the_destination};
 
 /// Codes with which SQS, SNS and EventBridge refuse a request for what it carries
 /// when the operation does not model them (or an emulator answers without the
@@ -97,14 +98,21 @@ pub fn report_denied(action: &str, error: &str) {
 /// reads the operation's modelled variants; unmodelled codes are checked too), or
 /// else transient — a whole call failing for throttling, an outage, a missing queue
 /// or a permission is never the message's fault, so its messages are retried.
+///
+/// A refusal that names the destination's address (`Invalid parameter: TopicArn`,
+/// SNS's answer for a topic in another region) is the route's, not the content's:
+/// transient, with [`DESTINATION_REFUSED`] in its reason.
 pub fn send_failure<E>(err: &AwsError<E>, refuses_content: impl Fn(&E) -> bool) -> Failure
 where
     E: ProvideErrorKind + ProvideErrorMetadata + std::error::Error + 'static,
 {
     report_denial(err);
-    let content = err
-        .as_service_error()
-        .is_some_and(|e| refuses_content(e) || is_content_code(ProvideErrorMetadata::code(e)));
+    let service = err.as_service_error();
+    if service.is_some_and(|e| blames_the_destination(e.message())) {
+        return Failure::transient(format!("{DESTINATION_REFUSED}: {}", describe(err)));
+    }
+    let content = service
+        .is_some_and(|e| refuses_content(e) || is_content_code(ProvideErrorKind::code(e)));
     let kind = if content {
         FailureKind::ContentRefused
     } else {
@@ -198,6 +206,19 @@ mod tests {
         assert_eq!(refused.kind, FailureKind::ContentRefused);
         let unmodelled = send_failure(&service_error("InvalidParameterValue", 400), |_| false);
         assert_eq!(unmodelled.kind, FailureKind::ContentRefused);
+        // SNS's answer for a topic in another region than the client's: the route's
+        // fault, retried, never a refusal that fails every message.
+        let elsewhere = {
+            let meta = ErrorMetadata::builder()
+                .code("InvalidParameter")
+                .message("Invalid parameter: TopicArn")
+                .build();
+            let raw = Response::new(StatusCode::try_from(400).expect("status"), SdkBody::empty());
+            SdkError::service_error(SendMessageBatchError::generic(meta), raw)
+        };
+        let wrong_region = send_failure(&elsewhere, |_| false);
+        assert_eq!(wrong_region.kind, FailureKind::Transient);
+        assert!(wrong_region.reason.contains("another region"), "{}", wrong_region.reason);
         let missing = send_failure(&service_error("QueueDoesNotExist", 400), |_| false);
         assert_eq!(missing.kind, FailureKind::Transient, "an operator fixes it");
         assert!(missing.reason.contains("said so"), "{}", missing.reason);

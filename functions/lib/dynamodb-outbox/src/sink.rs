@@ -1,9 +1,11 @@
 //! The destinations adapter: SQS, SNS or EventBridge by the destination's kind, with
 //! every client built once from one configuration, so that every kind of destination
-//! a route can name is reachable.
+//! a route can name is reachable — in whichever region it is: each destination goes
+//! through a client of the region its address names ([`crate::regional`]).
 
 use crate::batch::send;
 use crate::eventbridge::Bus;
+use crate::regional::Regional;
 use crate::sns::Topic;
 use crate::sqs::Queue;
 use aws_types::SdkConfig;
@@ -17,9 +19,9 @@ use dynamodb_outbox_core::route::Destination;
 /// Sends to whichever service a destination names.
 #[derive(Debug, Clone)]
 pub struct AwsSink {
-    sqs: aws_sdk_sqs::Client,
-    sns: aws_sdk_sns::Client,
-    eventbridge: aws_sdk_eventbridge::Client,
+    sqs: Regional<aws_sdk_sqs::Client>,
+    sns: Regional<aws_sdk_sns::Client>,
+    eventbridge: Regional<aws_sdk_eventbridge::Client>,
     s3: Option<aws_sdk_s3::Client>,
 }
 
@@ -49,16 +51,18 @@ impl AwsSink {
         crate::sqs::learn_limits(&self.sqs, config).await
     }
 
-    /// A sink over clients built elsewhere (with interceptors, say).
+    /// A sink over clients built elsewhere (with interceptors, say): the clients of
+    /// the function's region; those of other regions are built from their
+    /// configurations when a destination there is first sent to.
     pub fn new(
         sqs: aws_sdk_sqs::Client,
         sns: aws_sdk_sns::Client,
         eventbridge: aws_sdk_eventbridge::Client,
     ) -> Self {
         AwsSink {
-            sqs,
-            sns,
-            eventbridge,
+            sqs: Regional::new(sqs),
+            sns: Regional::new(sns),
+            eventbridge: Regional::new(eventbridge),
             s3: None,
         }
     }
@@ -72,22 +76,25 @@ impl MessageSink for AwsSink {
     ) -> Result<Vec<EntryResult>, Failure> {
         match destination {
             Destination::Sqs { url, .. } => {
+                let client = self.sqs.for_destination(destination);
                 let queue = Queue {
-                    client: &self.sqs,
+                    client: &client,
                     url,
                 };
                 send(&queue, messages).await
             }
-            Destination::Sns { arn } => {
+            Destination::Sns { arn, .. } => {
+                let client = self.sns.for_destination(destination);
                 let topic = Topic {
-                    client: &self.sns,
+                    client: &client,
                     arn,
                 };
                 send(&topic, messages).await
             }
             Destination::EventBridge { bus, source } => {
+                let client = self.eventbridge.for_destination(destination);
                 let bus = Bus {
-                    client: &self.eventbridge,
+                    client: &client,
                     bus,
                     source,
                 };

@@ -17,6 +17,7 @@
 //! or race with I/O.
 
 use crate::batch::{Answer, BatchApi, Refused, entry_id};
+use crate::regional::Regional;
 use crate::sdk_error::{describe, send_failure};
 use aws_sdk_sqs::config::timeout::TimeoutConfig;
 use aws_sdk_sqs::operation::send_message_batch::SendMessageBatchError;
@@ -28,6 +29,7 @@ use dynamodb_outbox_core::policy::limit::{
     LimitRead, QueueLimits, sqs_limit, unknown_limit_advice,
 };
 use dynamodb_outbox_core::route::SqsLimit;
+use dynamodb_outbox_core::route::region::queue_url_region;
 use std::collections::HashMap;
 use std::time::Duration;
 
@@ -134,8 +136,10 @@ pub async fn maximum_message_size(client: &aws_sdk_sqs::Client, url: &str) -> Li
 /// with the limits that apply ([`sqs_limit`]: the route's, else the queue's, else
 /// SQS's default of 1 MiB). Logs each limit learned, and once per queue that could
 /// not be read what is assumed and what to do about it.
+///
+/// Each queue is read through a client of the region its URL names (`clients`).
 pub async fn learn_limits(
-    client: &aws_sdk_sqs::Client,
+    clients: &Regional<aws_sdk_sqs::Client>,
     config: PublisherConfig,
 ) -> PublisherConfig {
     let queues = config.queues_to_learn();
@@ -143,7 +147,8 @@ pub async fn learn_limits(
         return config;
     }
     let reads = futures::future::join_all(queues.iter().map(|(url, role)| async move {
-        (url.clone(), *role, maximum_message_size(client, url).await)
+        let client = clients.client(queue_url_region(url));
+        (url.clone(), *role, maximum_message_size(&client, url).await)
     }))
     .await;
     let mut limits = QueueLimits::with_capacity(reads.len());

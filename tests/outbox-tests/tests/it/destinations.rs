@@ -97,3 +97,67 @@ async fn messages_routed_to_an_event_bus_arrive_as_events_with_metadata_and_payl
         .expect("item");
     assert_eq!(s(&item, "Status").as_deref(), Some("SENT"));
 }
+
+#[tokio::test]
+async fn destinations_in_another_region_are_sent_to_through_a_client_of_their_region() {
+    // Given a topic, a bus and a queue in us-west-2 — the publisher's clients are in
+    // us-east-1 — the topic and the bus delivering to queues there
+    let mut ob = Outbox::new().await;
+    let west_config = outbox_tests::sdk_config()
+        .await
+        .to_builder()
+        .region(aws_sdk_sqs::config::Region::new("us-west-2"))
+        .build();
+    let west = outbox_devkit::aws::Clients::new(&west_config);
+    let notified = subscriber(&west, "west-notified").await;
+    let topic_arn = topic_into(&west, "west-notify", &notified.arn, SnsDelivery::Raw).await;
+    let evented = subscriber(&west, "west-evented").await;
+    let bus_arn = bus_into(&west, "west-bus", "dynamodb-outbox", &evented.arn).await;
+    let queue = subscriber(&west, "west-queue").await;
+    // Addressed as on AWS, the host naming the region (the emulator serves every
+    // region at one endpoint and reads the queue from the path).
+    let name = queue.url.rsplit('/').next().expect("name");
+    let account = queue.arn.split(':').nth(4).expect("account");
+    let queue_url = format!("https://sqs.us-west-2.amazonaws.com/{account}/{name}");
+    let mut config = ob.config();
+    config.routes = Routes::parse(
+        &format!(r#"{{"notify":"{topic_arn}","event":"{bus_arn}","queue":"{queue_url}"}}"#),
+        None,
+    )
+    .expect("routes");
+    let committed = ob
+        .writer()
+        .commit(
+            vec![],
+            &[
+                NewMessage::new("USER#1", "notify", r#"{"n":1}"#),
+                NewMessage::new("USER#2", "event", r#"{"n":2}"#),
+                NewMessage::new("USER#3", "queue", r#"{"n":3}"#),
+            ],
+        )
+        .await
+        .expect("commit");
+
+    // When the publisher handles the inserts
+    let event = ob.filtered_event().await;
+    let (response, summary) = handle_stream_event(&ob.publisher_with(config), &event).await;
+
+    // Then each reached its destination in us-west-2 and is SENT
+    assert!(response.batch_item_failures.is_empty(), "{response:?}");
+    assert_eq!(summary.sent, 3, "{summary:?}");
+    for (i, sk) in committed.sort_keys.iter().enumerate() {
+        let item = ob.item(&format!("USER#{}", i + 1), sk).await.expect("item");
+        assert_eq!(s(&item, "Status").as_deref(), Some("SENT"), "{item:?}");
+    }
+    let notified = drain(&west.sqs, &notified.url).await;
+    assert_eq!(notified.len(), 1);
+    assert_eq!(notified[0].body(), Some(r#"{"n":1}"#));
+    let evented = drain(&west.sqs, &evented.url).await;
+    assert_eq!(evented.len(), 1);
+    let ev: serde_json::Value =
+        serde_json::from_str(evented[0].body().expect("body")).expect("event json");
+    assert_eq!(ev["detail"]["payload"], serde_json::json!({"n": 2}));
+    let queued = drain(&west.sqs, &queue.url).await;
+    assert_eq!(queued.len(), 1);
+    assert_eq!(queued[0].body(), Some(r#"{"n":3}"#));
+}

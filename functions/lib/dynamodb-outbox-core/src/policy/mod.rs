@@ -1,7 +1,7 @@
 //! Every decision of the outbox, as plain functions of plain data: which size limit
 //! an SQS destination has ([`limit`]), what to do with a destination's answer
-//! ([`send`]), with each answer of a batched state change ([`marks`]) or with a
-//! dead-letter copy over the queue's limit, how poison is marked `FAILED` so that the mark
+//! ([`send`]), with each answer of a batched state change ([`marks`]), which form
+//! a dead-letter copy takes ([`dead_letter`]), how poison is marked `FAILED` so that the mark
 //! fits ([`poison`]), what a claimed item becomes and when to try again ([`retry`]),
 //! how a sweep keeps each aggregate's order ([`order`]) and walks a chunk in waves
 //! ([`wave`]), which messages routed to
@@ -14,6 +14,7 @@
 //! publisher's decisions depend on each other's outcomes.)
 
 pub mod budget;
+pub mod dead_letter;
 pub mod fence;
 pub mod limit;
 pub mod marks;
@@ -24,6 +25,10 @@ pub mod send;
 pub mod wave;
 
 pub use budget::{Budget, adopted_due, expired, work_window};
+pub use dead_letter::{
+    CopyForm, CopyVerdict, copy_forms, judge_copy, over_dead_letter_limit, refusal_note,
+    uncopied_reason,
+};
 pub use fence::{
     CONFIRM_LIMIT, FENCE_BATCH_PAGES, Fence, FenceRead, Member, Pending, READ_BOUNDED, READ_FAILED,
     Scope, Sibling, cannot_tell_reason, fence_reads, fenced, key_position, page_budgets,
@@ -42,7 +47,7 @@ pub use retry::{
     judge_attempt, millis, unclaimable,
 };
 pub use send::{
-    CallVerdict, DeadLetterVerdict, EntryVerdict, judge_call, judge_dead_letter,
-    judge_dead_letter_size, judge_entry, judge_single,
+    CallVerdict, DESTINATION_REFUSED, DeadLetterVerdict, EntryVerdict, blames_the_destination,
+    judge_call, judge_dead_letter, judge_entry, judge_single,
 };
 pub use wave::{WAVE_PER_AGGREGATE, Waves};

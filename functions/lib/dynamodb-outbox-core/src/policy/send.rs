@@ -38,6 +38,24 @@ pub fn judge_call(
     }
 }
 
+/// Words in a refusal that name the destination's address rather than the message:
+/// SNS refuses a topic in another region (or a malformed ARN) with
+/// `InvalidParameter: Invalid parameter: TopicArn`, EventBridge names `EventBusName`,
+/// SQS `QueueUrl`.
+const DESTINATION_PARAMETERS: &[&str] = &["TopicArn", "TargetArn", "EventBusName", "QueueUrl"];
+
+/// What a refusal that blames the destination's address says to do: it is the
+/// route's configuration (or a missing grant), so its messages are retried — counted
+/// in `PublishFailed` and logged — until an operator fixes it.
+pub const DESTINATION_REFUSED: &str = "the destination's address was refused (a topic, bus or queue in another region than the client's, or one that does not exist): check the route; its messages are retried meanwhile";
+
+/// Whether a refusal with this message blames the destination's address (see
+/// [`DESTINATION_PARAMETERS`]), not the message: never a content refusal, which
+/// would fail every message sent there.
+pub fn blames_the_destination(message: Option<&str>) -> bool {
+    message.is_some_and(|m| DESTINATION_PARAMETERS.iter().any(|p| m.contains(p)))
+}
+
 /// The result of one message sent on its own (after its call was refused for its
 /// content): a refusal now blames this message, so it is permanent unless transient.
 pub fn judge_single(answer: Result<Vec<EntryResult>, Failure>, dest: &Destination) -> EntryResult {
@@ -124,29 +142,9 @@ pub fn judge_dead_letter(result: EntryResult, poison_reason: &str) -> DeadLetter
     }
 }
 
-/// Judges a dead-letter copy of `size` bytes before it is sent to `dlq`, for poison
-/// that failed for `poison_reason`. A copy over the queue's limit would only be
-/// refused, so it is not sent: `Some(reason)` — mark the item `FAILED` with this
-/// reason, keeping its payload (as [`DeadLetterVerdict::MarkFailed`] with `copied`
-/// false). `None`: send the copy.
-pub fn judge_dead_letter_size(
-    poison_reason: &str,
-    size: usize,
-    dlq: &Destination,
-) -> Option<String> {
-    let max = dlq.max_message_bytes();
-    (size > max).then(|| {
-        format!(
-            "{poison_reason}; its dead-letter copy is {size} bytes but the dead-letter queue {dlq} accepts at most {max} bytes ({}), so no copy was sent and the payload is only on this item",
-            dlq.limit_source()
-        )
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policy::QueueLimits;
 
     fn dest() -> Destination {
         Destination::sqs("https://q/x")
@@ -167,6 +165,19 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn a_refusal_naming_the_destinations_address_blames_the_route_not_the_message() {
+        assert!(blames_the_destination(Some("Invalid parameter: TopicArn")));
+        assert!(blames_the_destination(Some(
+            "EventBusName arn:aws:events:us-west-2:123456789012:event-bus/b does not exist."
+        )));
+        assert!(!blames_the_destination(Some(
+            "One or more parameters are invalid. Reason: Message must be shorter than 1024 bytes."
+        )));
+        assert!(!blames_the_destination(Some("Invalid parameter: Message too long")));
+        assert!(!blames_the_destination(None));
     }
 
     #[test]
@@ -222,27 +233,5 @@ mod tests {
             judge_dead_letter(Err(Failure::transient("Throttled")), "no route"),
             DeadLetterVerdict::Retry(Outcome::Retry { .. })
         ));
-    }
-
-    #[test]
-    fn a_copy_over_the_dead_letter_queues_own_limit_is_not_sent_and_says_where_the_payload_is() {
-        let limits = QueueLimits::from([("https://q/dlq".to_owned(), Ok(262_144))]);
-        let dlq = Destination::sqs("https://q/dlq").with_queue_limits(&limits);
-        assert_eq!(judge_dead_letter_size("no route", 262_144, &dlq), None);
-        match judge_dead_letter_size("no route", 262_145, &dlq) {
-            Some(reason) => {
-                assert!(reason.starts_with("no route; its dead-letter copy is 262145 bytes"));
-                assert!(reason.contains("at most 262144 bytes (the queue's MaximumMessageSize)"));
-                assert!(
-                    reason.ends_with("the payload is only on this item"),
-                    "{reason}"
-                );
-            }
-            other => panic!("{other:?}"),
-        }
-        // Not known: SQS's largest message, which no copy may exceed anyway.
-        let unknown = Destination::sqs("https://q/dlq");
-        assert_eq!(judge_dead_letter_size("x", 1_048_576, &unknown), None);
-        assert!(judge_dead_letter_size("x", 1_048_577, &unknown).is_some());
     }
 }

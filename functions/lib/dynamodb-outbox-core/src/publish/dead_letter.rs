@@ -1,60 +1,180 @@
 //! Copying poison to the dead-letter queue before it is marked `FAILED`. The copy
 //! comes first: a crash between the two leaves the item `PENDING` (found again),
-//! never `FAILED` without its copy.
+//! never `FAILED` without its copy. A copy the queue cannot take as it is goes
+//! through the claim-check bucket, else as a record without its payload (the forms
+//! of [`crate::policy::dead_letter`]), so that the queue operators watch holds a
+//! record of every `FAILED` message.
 
 use super::dispatch::send_resilient;
-use super::plan::{ToFail, chunk_by_limits, dead_letter_fitting, dead_letter_message};
+use super::plan::{ToFail, chunk_by_limits, dead_letter_copy};
 use super::{Outcome, Poison};
+use crate::config::PublisherConfig;
 use crate::message::OutboundMessage;
-use crate::policy::{DeadLetterVerdict, judge_dead_letter};
-use crate::ports::{MessageSink, OutboxStore};
-use crate::route::Destination;
+use crate::policy::{
+    CopyForm, CopyVerdict, copy_forms, judge_copy, over_dead_letter_limit, uncopied_reason,
+};
+use crate::ports::{EntryResult, MessageSink, OutboxStore};
+use crate::route::{Destination, Routes};
 use crate::schema::{STATUS, Status, string_attr};
+use std::collections::VecDeque;
 
 /// What copying came to.
 #[derive(Debug, Default)]
 pub(super) struct Copied {
-    /// Poison to mark `FAILED` now: copied, or over the queue's own limit (never
-    /// sent, see [`dead_letter_fitting`]).
+    /// Poison to mark `FAILED` now: copied in some form, or refused in every form.
     pub to_fail: Vec<ToFail>,
     /// Poison settled here: finished by someone else, or not copied (`Retry`).
     pub decided: Vec<(usize, Outcome)>,
 }
 
-/// Copies poison to the dead-letter queue `dlq`, in batches within its limits. Poison
-/// already finished is not copied again (a stream record delivered again after a
-/// checkpoint, a sweep after the publisher): the item is read first.
+/// Copies poison to the dead-letter queue, in batches within its limits, each in
+/// the first of its forms the queue takes. Poison already finished is not copied
+/// again (a stream record delivered again after a checkpoint, a sweep after the
+/// publisher): the item is read first.
 pub(super) async fn copy_poison<K: MessageSink, S: OutboxStore>(
     sink: &K,
     store: &S,
-    dlq: &Destination,
+    config: &PublisherConfig,
     poison: Vec<(usize, Poison)>,
 ) -> Copied {
     if poison.is_empty() {
         return Copied::default();
     }
-    let (poison, mut decided) = still_pending(store, poison).await;
-    let (poison, mut to_fail) = dead_letter_fitting(poison, dlq);
-    for chunk in chunk_by_limits(dlq, &poison, |(_, p)| dead_letter_message(p, dlq)) {
-        let (members, messages): (Vec<&(usize, Poison)>, Vec<OutboundMessage>) =
-            chunk.into_iter().unzip();
-        let refs: Vec<&OutboundMessage> = messages.iter().collect();
-        let results = send_resilient(sink, dlq, &refs).await;
-        for ((index, p), result) in members.into_iter().zip(results) {
-            match judge_dead_letter(result, &p.reason) {
-                DeadLetterVerdict::MarkFailed { reason, copied } => {
-                    let mut p = p.clone();
-                    p.reason = reason;
-                    to_fail.push((*index, p, copied));
-                }
-                DeadLetterVerdict::Retry(outcome) => {
-                    tracing::error!(?outcome, "could not dead-letter poison; will retry");
-                    decided.push((*index, outcome));
+    let (poison, decided) = still_pending(store, poison).await;
+    let mut out = Copied {
+        to_fail: Vec::new(),
+        decided,
+    };
+    let mut copying: Vec<Copying> = poison
+        .into_iter()
+        .map(|(index, p)| Copying::new(index, p, &config.routes))
+        .collect();
+    // Each round moves every copy refused for good on to its next form; there are
+    // at most three forms.
+    while !copying.is_empty() {
+        copying = copy_round(sink, &config.dead_letter, copying, &mut out).await;
+    }
+    out
+}
+
+/// One poison item on its way to the dead-letter queue.
+struct Copying {
+    index: usize,
+    poison: Poison,
+    /// The forms left to try, the current one first.
+    forms: VecDeque<CopyForm>,
+    /// Why the forms tried so far were not taken.
+    notes: Vec<String>,
+}
+
+impl Copying {
+    fn new(index: usize, poison: Poison, routes: &Routes) -> Self {
+        let bucket = match &poison.topic {
+            Some(topic) => routes.offload(topic).bucket,
+            None => routes.large_payloads().default_bucket.as_deref(),
+        };
+        let forms = copy_forms(bucket, poison.message_id.as_deref()).into();
+        Copying {
+            index,
+            poison,
+            forms,
+            notes: Vec::new(),
+        }
+    }
+
+    /// The current form and its message, skipping (with a note) the forms over the
+    /// queue's limit: a copy that would only be refused is never sent. `None` when
+    /// no form is left.
+    fn next_sendable(&mut self, dlq: &Destination) -> Option<(CopyForm, OutboundMessage)> {
+        while let Some(form) = self.forms.front() {
+            let message = dead_letter_copy(&self.poison, dlq, form);
+            match over_dead_letter_limit(form, dlq.message_size(&message), dlq) {
+                None => return Some((form.clone(), message)),
+                Some(note) => {
+                    self.notes.push(note);
+                    self.forms.pop_front();
                 }
             }
         }
+        None
     }
-    Copied { to_fail, decided }
+}
+
+/// Tries every item's current form: the claim checks' payloads written first, then
+/// the copies sent in batches. Returns the items to try again in their next form.
+async fn copy_round<K: MessageSink>(
+    sink: &K,
+    dlq: &Destination,
+    copying: Vec<Copying>,
+    out: &mut Copied,
+) -> Vec<Copying> {
+    let mut next = Vec::new();
+    let mut ready = Vec::new();
+    for mut c in copying {
+        match c.next_sendable(dlq) {
+            Some((form, message)) => ready.push((c, form, message)),
+            None => {
+                let reason = uncopied_reason(&c.poison.reason, &c.notes);
+                tracing::error!(reason, "no dead-letter record could be sent; marking FAILED");
+                c.poison.reason = reason;
+                out.to_fail.push((c.index, c.poison, false));
+            }
+        }
+    }
+    let writes = futures::future::join_all(ready.iter().map(|(c, form, _)| async move {
+        match form {
+            CopyForm::ClaimCheck(pointer) => sink.put_payload(pointer, &c.poison.body).await,
+            CopyForm::Whole | CopyForm::Record => Ok(()),
+        }
+    }))
+    .await;
+    let mut sendable = Vec::new();
+    for ((c, form, message), write) in ready.into_iter().zip(writes) {
+        match write {
+            Ok(()) => sendable.push((c, form, message)),
+            Err(f) => settle(c, &form, Err(f), out, &mut next),
+        }
+    }
+    let mut results: Vec<EntryResult> = Vec::with_capacity(sendable.len());
+    // The chunks keep the order of `sendable`, and so do their results.
+    for chunk in chunk_by_limits(dlq, &sendable, |(_, _, m)| m.clone()) {
+        let messages: Vec<OutboundMessage> = chunk.into_iter().map(|(_, m)| m).collect();
+        let refs: Vec<&OutboundMessage> = messages.iter().collect();
+        results.extend(send_resilient(sink, dlq, &refs).await);
+    }
+    for ((c, form, _), result) in sendable.into_iter().zip(results) {
+        settle(c, &form, result, out, &mut next);
+    }
+    next
+}
+
+/// Acts on what one form of a copy came to.
+fn settle(
+    mut c: Copying,
+    form: &CopyForm,
+    result: EntryResult,
+    out: &mut Copied,
+    next: &mut Vec<Copying>,
+) {
+    match judge_copy(form, result, &c.poison.reason, &c.notes) {
+        CopyVerdict::Copied {
+            reason,
+            holds_payload,
+        } => {
+            c.poison.reason = reason;
+            out.to_fail.push((c.index, c.poison, holds_payload));
+        }
+        CopyVerdict::Next(note) => {
+            tracing::warn!(%note, "dead-letter copy refused for good; trying its next form");
+            c.notes.push(note);
+            c.forms.pop_front();
+            next.push(c);
+        }
+        CopyVerdict::Retry(outcome) => {
+            tracing::error!(?outcome, "could not dead-letter poison; will retry");
+            out.decided.push((c.index, outcome));
+        }
+    }
 }
 
 /// Splits poison into what is still `PENDING` (or cannot be read: copied anyway,

@@ -22,7 +22,7 @@ mod redelivery;
 mod work;
 
 pub use outcome::{Outcome, Summary};
-pub use plan::{Plan, chunk_by_limits, dead_letter_message, plan};
+pub use plan::{Plan, chunk_by_limits, dead_letter_copy, dead_letter_message, plan};
 pub use redelivery::{CurrentStatuses, Delivery, judge_delivery, status_keys};
 pub use work::{Poison, Work, WorkItem, poison_of};
 
@@ -93,12 +93,17 @@ impl<K: MessageSink, S: OutboxStore> Publisher<K, S> {
         let dispatched = dispatch::send_rounds(&self.sink, &plan, items, &held).await;
         // Dead-letter: copy poison (the plan's, then the sends') before marking it.
         let poison = plan.poison.into_iter().chain(dispatched.poison).collect();
-        let dlq = &self.config.dead_letter;
-        let copied = dead_letter::copy_poison(&self.sink, &self.store, dlq, poison).await;
-        // Mark: FAILED for the poison copied, SENT for what went out.
-        let failed = mark::all_failed(&self.store, copied.to_fail, now_ms).await;
+        let copied = dead_letter::copy_poison(&self.sink, &self.store, &self.config, poison).await;
+        // Mark: FAILED for the poison copied, SENT for what went out. `SentAt` and
+        // `FailedAt` are the time of the mark, read after the sends: a copy's send
+        // time (SQS's `SentTimestamp`) is then never after its own message's `SentAt`,
+        // so a copy sent later is one sent again after the mark (the chaos run counts
+        // them).
+        let marked_at_ms = self.clock.now_ms();
+        let failed = mark::all_failed(&self.store, copied.to_fail, marked_at_ms).await;
         let ttl_days = self.config.ttl_days;
-        let sent = mark::all_sent(&self.store, ttl_days, items, &dispatched.sent, now_ms).await;
+        let sent =
+            mark::all_sent(&self.store, ttl_days, items, &dispatched.sent, marked_at_ms).await;
         let decided = [deferred, dispatched.decided, copied.decided, failed, sent];
         let mut outcomes = by_position(items.len(), decided);
         // Adopt: what is left unfinished and unindexed goes in the sweeper index.

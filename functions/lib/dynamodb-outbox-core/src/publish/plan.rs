@@ -5,9 +5,12 @@
 use super::{Poison, Work, WorkItem, poison_of};
 use crate::config::PublisherConfig;
 use crate::large_payload::{self, PayloadPointer, Placement};
-use crate::message::{ATTR_AGGREGATE, ATTR_ERROR, ATTR_MESSAGE_ID, ATTR_SK, ATTR_TOPIC};
+use crate::message::{
+    ATTR_AGGREGATE, ATTR_ERROR, ATTR_MESSAGE_ID, ATTR_PAYLOAD_ON, ATTR_SK, ATTR_TOPIC,
+    PAYLOAD_ON_OUTBOX_ITEM,
+};
 use crate::message::{AttrValue, OutboundMessage, fifo_id};
-use crate::policy::judge_dead_letter_size;
+use crate::policy::CopyForm;
 use crate::route::{Destination, SQS_MAX_BATCH_ENTRIES};
 use std::collections::{BTreeMap, HashMap};
 
@@ -254,30 +257,48 @@ pub fn dead_letter_message(p: &Poison, dlq: &Destination) -> OutboundMessage {
 }
 
 /// Poison to mark `FAILED`: its position in the batch, itself (with the reason to
-/// record), and whether the dead-letter queue holds its copy.
+/// record), and whether the dead-letter queue holds its payload (its copy, or a
+/// pointer to it).
 pub type ToFail = (usize, Poison, bool);
 
-/// Splits poison into what the dead-letter queue can take and, to become `FAILED`
-/// without a copy (see [`judge_dead_letter_size`]), what is over the queue's own
-/// message limit: a copy that would only be refused is never sent.
-pub fn dead_letter_fitting(
-    poison: Vec<(usize, Poison)>,
-    dlq: &Destination,
-) -> (Vec<(usize, Poison)>, Vec<ToFail>) {
-    let mut fitting = Vec::with_capacity(poison.len());
-    let mut too_large = Vec::new();
-    for (index, mut p) in poison {
-        let size = dlq.message_size(&dead_letter_message(&p, dlq));
-        match judge_dead_letter_size(&p.reason, size, dlq) {
-            Some(reason) => {
-                p.reason = reason;
-                too_large.push((index, p, false));
+/// The dead-letter copy of poison in `form` (see [`crate::policy::dead_letter`]): the
+/// copy itself, the copy pointing to its body in the claim-check bucket, or a record
+/// without the body.
+pub fn dead_letter_copy(p: &Poison, dlq: &Destination, form: &CopyForm) -> OutboundMessage {
+    let copy = dead_letter_message(p, dlq);
+    match form {
+        CopyForm::Whole => copy,
+        CopyForm::ClaimCheck(pointer) => copy.offloaded(pointer, p.body.len()),
+        CopyForm::Record => {
+            let mut attributes: Vec<_> = copy
+                .attributes
+                .into_iter()
+                .filter(|(name, _)| *name != ATTR_ERROR)
+                .collect();
+            // Short, so that the record fits the smallest queue SQS allows (1 KiB).
+            let reason: String = p.reason.chars().take(RECORD_REASON_CHARS).collect();
+            attributes.push((ATTR_ERROR, AttrValue::String(reason)));
+            attributes.push((
+                ATTR_PAYLOAD_ON,
+                AttrValue::String(PAYLOAD_ON_OUTBOX_ITEM.to_owned()),
+            ));
+            let body = serde_json::json!({
+                "payload_omitted": format!(
+                    "the payload ({} bytes) is too large for this queue and is kept on the outbox item named by the {ATTR_AGGREGATE} and {ATTR_SK} attributes",
+                    p.body.len()
+                ),
+            });
+            OutboundMessage {
+                body: body.to_string(),
+                attributes,
+                ..copy
             }
-            None => fitting.push((index, p)),
         }
     }
-    (fitting, too_large)
 }
+
+/// The longest reason a dead-letter record carries.
+const RECORD_REASON_CHARS: usize = 300;
 
 /// Groups items into chunks within `dest`'s batch limits (10 entries, its byte limit).
 pub fn chunk_by_limits<'a, T>(

@@ -1,6 +1,7 @@
 //! The publish path against the in-memory fakes: the logic only (the conditional
 //! writes themselves are tested against the emulator).
 
+mod dead_letter;
 mod fence;
 mod large_payload;
 mod limit;
@@ -227,7 +228,8 @@ async fn poison_someone_already_failed_is_neither_copied_again_nor_counted() {
 #[tokio::test]
 async fn an_item_at_its_size_limit_whose_copy_was_refused_keeps_its_payload_and_is_failed() {
     // The dead-letter queue refused the copy: the payload must stay on the item, which
-    // has no room for a reason or a time. Only the bare mark fits: FAILED all the same.
+    // has no room for a reason or a time. Only the bare mark fits: FAILED all the same,
+    // with a record on the dead-letter queue saying why.
     let p = publisher(RecordingSink::new(Refusals {
         refused_everywhere: vec!["big".into()],
         ..Refusals::default()
@@ -249,6 +251,10 @@ async fn an_item_at_its_size_limit_whose_copy_was_refused_keeps_its_payload_and_
     let stored = p.store.get(&key).expect("stored");
     assert_eq!(stored.status.as_deref(), Some("FAILED"));
     assert_eq!(stored.payload_on, None, "the payload was not moved");
+    // And the dead-letter queue holds a record of it without the payload
+    let dead = p.sink.delivered("dlq");
+    assert_eq!(dead.len(), 1, "{dead:?}");
+    assert!(dead[0].body.contains("kept on the outbox item"), "{}", dead[0].body);
 }
 
 /// The in-memory store whose `FAILED` marks, `SENT` marks or adoptions fail, as a

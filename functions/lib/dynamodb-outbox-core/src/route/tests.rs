@@ -39,7 +39,7 @@ fn parses_sns_topics_and_eventbridge_buses() {
         })
     );
     let err = Routes::parse(
-        r#"{"a":{"destination":"arn:aws:sns:eu-west-1:1:t","max_message_bytes":100}}"#,
+        r#"{"a":{"destination":"arn:aws:sns:eu-west-1:123456789012:t","max_message_bytes":100}}"#,
         None,
     )
     .expect_err("fixed limit");
@@ -88,4 +88,44 @@ fn rejects_what_is_not_a_destination_with_a_hint() {
     )
     .expect_err("too big");
     assert!(matches!(err, RouteError::BadLimit { .. }));
+}
+
+#[test]
+fn each_destination_is_in_the_region_its_address_names() {
+    let routes = Routes::parse(
+        r#"{"a":"arn:aws:sns:ap-southeast-2:123456789012:orders","b":"arn:aws:events:us-west-2:123456789012:event-bus/shop","c":"https://sqs.eu-central-1.amazonaws.com/210987654321/q","d":"http://127.0.0.1:4566/000000000000/q"}"#,
+        None,
+    )
+    .expect("valid");
+    let region = |topic: &str| routes.resolve(topic).and_then(Destination::region);
+    assert_eq!(region("a"), Some("ap-southeast-2"));
+    assert_eq!(region("b"), Some("us-west-2"));
+    assert_eq!(region("c"), Some("eu-central-1"));
+    assert_eq!(
+        region("d"),
+        None,
+        "a local endpoint: the function's own region"
+    );
+}
+
+#[test]
+fn an_arn_without_a_usable_region_is_refused_at_start_naming_it() {
+    let err = Routes::parse(
+        r#"{"a":"arn:aws:sns:eu-wset-1x:123456789012:orders"}"#,
+        None,
+    )
+    .expect_err("refused");
+    let text = err.to_string();
+    assert!(matches!(err, RouteError::BadArn { .. }), "{err:?}");
+    assert!(
+        text.contains("arn:aws:sns:eu-wset-1x:123456789012:orders"),
+        "{text}"
+    );
+    assert!(text.contains("not a region name"), "{text}");
+    let err = Routes::parse(
+        r#"{"b":"arn:aws:events::123456789012:event-bus/shop"}"#,
+        None,
+    )
+    .expect_err("refused");
+    assert!(err.to_string().contains("region ``"), "{err}");
 }

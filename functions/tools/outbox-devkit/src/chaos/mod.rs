@@ -202,6 +202,9 @@ async fn observe_all(
         lines.extend(d.logs(clients, &f, since_ms).await.unwrap_or_default());
     }
     count_faults(&lines, &mut seen);
+    // A sum of counts: whole numbers, however CloudWatch's EMF writes them.
+    seen.iam_denials =
+        crate::deployment::emf_sum(&lines, dynamodb_outbox::metrics::ACCESS_DENIED) as usize;
     for m in drain(clients, &chaos.fifo_url).await? {
         let attr = |name: &str| {
             m.message_attributes()
@@ -219,6 +222,11 @@ async fn observe_all(
                 .and_then(|s| s.parse().ok())
                 .unwrap_or(u64::MAX),
             message_id: attr("outbox-message-id").unwrap_or_default(),
+            sqs_id: m.message_id().unwrap_or_default().to_owned(),
+            sent_at_ms: m
+                .attributes()
+                .and_then(|a| a.get(&MessageSystemAttributeName::SentTimestamp))
+                .and_then(|t| t.parse().ok()),
         });
     }
     for m in drain(clients, &d.dlq_url).await? {
@@ -315,6 +323,9 @@ mod tests {
         ];
         let mut seen = verify::Observed::default();
         count_faults(&lines, &mut seen);
+        // A sum of counts: whole numbers, however CloudWatch's EMF writes them.
+        seen.iam_denials =
+            crate::deployment::emf_sum(&lines, dynamodb_outbox::metrics::ACCESS_DENIED) as usize;
         assert_eq!((seen.faults_injected, seen.crashes), (3, 1));
     }
 }

@@ -1,8 +1,8 @@
 //! Queue size limits: read from each queue once, a message over its queue's real
 //! limit is poison before any send, a dead-letter copy over its queue's limit is not
-//! sent.
+//! sent (a record of it without the payload is).
 
-use dynamodb_outbox::message::ATTR_ERROR;
+use dynamodb_outbox::message::{ATTR_ERROR, ATTR_PAYLOAD_ON};
 use dynamodb_outbox::stream::handle_stream_event;
 use dynamodb_outbox::{Destination, NewMessage, Routes};
 use outbox_tests::{Outbox, attr, drain, s};
@@ -78,7 +78,8 @@ async fn a_message_over_its_queues_real_limit_is_poison_before_any_send_and_fits
 }
 
 #[tokio::test]
-async fn a_copy_over_the_dead_letter_queues_limit_is_not_sent_and_the_item_keeps_its_payload() {
+async fn a_copy_over_the_dead_letter_queues_limit_is_not_sent_its_record_is_and_the_item_keeps_its_payload()
+ {
     // Given a 300 KiB message to a queue at 256 KiB, and a dead-letter queue at 256 KiB
     let mut ob = Outbox::new().await;
     let small = ob.sized_queue("small", KIB_256).await;
@@ -100,12 +101,13 @@ async fn a_copy_over_the_dead_letter_queues_limit_is_not_sent_and_the_item_keeps
     ob.clients.counter.reset();
     let (response, summary) = handle_stream_event(&publisher, &event).await;
 
-    // Then no call is made at all: neither queue would take it
+    // Then one call only: neither queue would take the message, so the dead-letter
+    // queue gets a record of it without the payload
     assert!(response.batch_item_failures.is_empty(), "{response:?}");
     assert_eq!(summary.dead_lettered, 1, "{summary:?}");
     assert_eq!(
         ob.clients.counter.of(&["SendMessageBatch"]),
-        0,
+        1,
         "{:?}",
         ob.clients.counter.by_operation()
     );
@@ -122,7 +124,12 @@ async fn a_copy_over_the_dead_letter_queues_limit_is_not_sent_and_the_item_keeps
     );
     assert!(reason.contains("only on this item"), "{reason}");
     assert!(drain(&ob.clients.sqs, &small).await.is_empty());
-    assert!(drain(&ob.clients.sqs, &dlq).await.is_empty());
+    let dead = drain(&ob.clients.sqs, &dlq).await;
+    assert_eq!(dead.len(), 1);
+    assert_eq!(
+        attr(&dead[0], ATTR_PAYLOAD_ON).as_deref(),
+        Some("outbox item")
+    );
 }
 
 #[tokio::test]

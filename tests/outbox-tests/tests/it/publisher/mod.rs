@@ -4,6 +4,7 @@
 
 mod batches;
 mod commit_retries;
+mod dead_letter_size;
 mod fifo;
 pub(crate) mod keyed;
 mod limits;

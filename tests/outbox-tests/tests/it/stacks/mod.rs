@@ -8,6 +8,7 @@ mod alarms;
 mod bucket;
 mod flows;
 mod functions;
+mod grants;
 mod mappings;
 mod resources;
 

@@ -4,7 +4,7 @@
 
 use crate::fakes::{MemoryStore, RecordingSink, Refusals};
 use crate::large_payload::{ATTR_EXTENDED_PAYLOAD_SIZE, PayloadPointer};
-use crate::message::AttrValue;
+use crate::message::{AttrValue, OutboundMessage};
 use crate::publish::*;
 use crate::route::{Destination, Routes};
 
@@ -171,4 +171,60 @@ async fn a_write_refused_for_good_is_poison_and_its_payload_goes_to_the_dead_let
     }
     assert!(p.sink.delivered(TOPIC_ARN).is_empty());
     assert_eq!(p.sink.delivered("dlq")[0].body, big());
+}
+
+/// A payload that fits SNS's 256 KiB as SNS counts it (body plus attributes), but not
+/// a subscriber queue's 256 KiB once SNS wraps it in its notification envelope.
+fn fits_raw_not_enveloped() -> String {
+    "p".repeat(261_000)
+}
+
+fn body_sent(config: &PublisherConfig, payload: String) -> Result<String, String> {
+    let plan = plan(config, &[work("A", "sns", payload)]);
+    match (plan.messages().next(), plan.poison.first()) {
+        (Some(m), None) => Ok(m.body.clone()),
+        (_, Some((_, p))) => Err(p.reason.clone()),
+        (None, None) => Err("nothing planned".into()),
+    }
+}
+
+#[test]
+fn an_sns_payload_is_sized_in_its_notification_envelope_unless_the_route_says_raw_delivery() {
+    let payload = fits_raw_not_enveloped();
+    let raw_size = OutboundMessage::for_destination(
+        &match &work("A", "sns", payload.clone()).work {
+            Work::Publish(m) => m.clone(),
+            Work::Poison(_) => unreachable!(),
+        },
+        &Destination::parse(TOPIC_ARN, None).expect("topic"),
+    )
+    .size();
+    assert!(raw_size <= 262_144, "fits as SNS counts it: {raw_size}");
+    // Enveloped (the default): over a subscriber's 256 KiB, so it goes to the bucket
+    let pointer = PayloadPointer::for_message("large", "id-A-261000");
+    let sent = body_sent(&config(Some("large"), None), payload.clone()).expect("sent");
+    assert_eq!(PayloadPointer::decode(&sent), Some(pointer));
+    // and without a bucket it is poison, the reason saying what to set
+    let reason = body_sent(&config(None, None), payload.clone()).expect_err("poison");
+    assert!(reason.contains("notification envelope"), "{reason}");
+    assert!(reason.contains("raw_delivery"), "{reason}");
+    // Raw delivery declared on the route: sized as SNS counts it, sent as it is
+    let mut raw = config(Some("large"), None);
+    raw.routes = Routes::parse(
+        &format!(r#"{{"sns":{{"destination":"{TOPIC_ARN}","raw_delivery":true}}}}"#),
+        None,
+    )
+    .expect("routes")
+    .with_large_payloads(Some("large".into()), None);
+    assert_eq!(body_sent(&raw, payload.clone()), Ok(payload));
+}
+
+#[test]
+fn raw_delivery_is_refused_on_a_route_that_is_not_an_sns_topic() {
+    let err = Routes::parse(
+        r#"{"q":{"destination":"https://sqs.eu-west-1.amazonaws.com/123456789012/q","raw_delivery":true}}"#,
+        None,
+    )
+    .expect_err("refused");
+    assert!(err.to_string().contains("raw_delivery applies to SNS topics only"), "{err}");
 }

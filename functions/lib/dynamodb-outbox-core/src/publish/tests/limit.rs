@@ -1,6 +1,7 @@
 //! The publish path with the queues' own size limits (read at start, see
 //! [`crate::policy::limit`]): what is over a queue's limit is poison before any send,
-//! and a dead-letter copy over the dead-letter queue's limit is never sent.
+//! and a dead-letter copy over the dead-letter queue's limit is never sent (a record
+//! without the payload is).
 
 use crate::fakes::{MemoryStore, RecordingSink};
 use crate::policy::QueueLimits;
@@ -73,7 +74,7 @@ async fn a_message_over_its_queues_own_limit_is_poison_before_any_send() {
 }
 
 #[tokio::test]
-async fn a_copy_over_the_dead_letter_queues_own_limit_is_never_sent_and_the_payload_stays() {
+async fn a_copy_over_the_dead_letter_queues_own_limit_is_never_sent_a_record_is_and_the_payload_stays() {
     let p = publisher(config(KIB_256));
     let outcomes = p
         .process(&[work("A", "small", "p".repeat(300 * 1024))])
@@ -90,13 +91,16 @@ async fn a_copy_over_the_dead_letter_queues_own_limit_is_never_sent_and_the_payl
                 "{reason}"
             );
             assert!(
-                reason.ends_with("the payload is only on this item"),
+                reason.contains("the payload is only on this item"),
                 "{reason}"
             );
         }
         other => panic!("{other:?}"),
     }
-    assert!(p.sink.calls().is_empty(), "{:?}", p.sink.calls());
+    // Only a record without the payload went to the dead-letter queue
+    let dead = p.sink.delivered("dlq");
+    assert_eq!(dead.len(), 1, "{dead:?}");
+    assert!(dead[0].size() < 1024, "{}", dead[0].size());
     let key = ItemKey {
         pk: "A".into(),
         sk: "MESSAGE#A".into(),
@@ -109,7 +113,7 @@ async fn a_copy_over_the_dead_letter_queues_own_limit_is_never_sent_and_the_payl
 #[tokio::test]
 async fn only_copies_over_the_limit_are_held_back_the_others_are_sent() {
     // Poison for another reason (no route): a small copy fits the dead-letter queue
-    // and is sent; a larger one does not and is not.
+    // and is sent; a larger one does not and is not (its record is).
     let p = publisher(config(KIB_256));
     let outcomes = p
         .process(&[
@@ -125,7 +129,11 @@ async fn only_copies_over_the_limit_are_held_back_the_others_are_sent() {
         matches!(&outcomes[1], Outcome::DeadLettered { reason, .. } if reason.contains("only on this item")),
         "{outcomes:?}"
     );
-    assert_eq!(p.sink.delivered("dlq").len(), 1);
+    // The small copy whole, the large one as a record without its payload
+    let dead = p.sink.delivered("dlq");
+    assert_eq!(dead.len(), 2, "{dead:?}");
+    assert_eq!(dead[0].body, "p".repeat(1000));
+    assert!(dead[1].size() < 1024, "{}", dead[1].size());
 }
 
 #[test]

@@ -4,6 +4,7 @@
 
 mod fifo;
 mod report;
+mod resent;
 
 pub use report::ChaosReport;
 
@@ -22,6 +23,10 @@ pub struct FifoDelivery {
     pub sequence: u64,
     /// Its `outbox-message-id`.
     pub message_id: String,
+    /// SQS's id of this copy.
+    pub sqs_id: String,
+    /// When SQS accepted it (`SentTimestamp`, epoch ms).
+    pub sent_at_ms: Option<i64>,
 }
 
 /// Everything the verdict reads.
@@ -41,6 +46,8 @@ pub struct Observed {
     pub faults_injected: usize,
     /// Crashes among them.
     pub crashes: usize,
+    /// Calls AWS denied, from every function's `AccessDenied` metric.
+    pub iam_denials: usize,
 }
 
 /// Builds the report.
@@ -52,6 +59,7 @@ pub fn verdict(planned: &[(Planned, Committed)], seen: &Observed) -> ChaosReport
         dead_letter_copies: seen.dead_letters.len(),
         faults_injected: seen.faults_injected,
         crashes: seen.crashes,
+        iam_denials: seen.iam_denials,
         ..ChaosReport::default()
     };
     let committed: Vec<&Planned> = planned
@@ -63,6 +71,17 @@ pub fn verdict(planned: &[(Planned, Committed)], seen: &Observed) -> ChaosReport
     check_items(&committed, &items, seen, &mut r);
     check_effects(planned, &committed, &items, seen, &mut r);
     check_fifo(&committed, &items, seen, &mut r);
+    let results = log_records(&seen.consumer_logs, "RESULT");
+    resent::check_resent(&results, &seen.fifo, &seen.outbox_items, &mut r);
+    if r.iam_denials > 0 {
+        let n = r.iam_denials;
+        problem(
+            &mut r,
+            format!(
+                "AWS denied {n} calls: a role lacks a grant (the functions' logs name the action)"
+            ),
+        );
+    }
     r
 }
 

@@ -35,6 +35,11 @@ pub struct ChaosReport {
     /// deduplication (a republish after a lost mark): duplicates the consumer's
     /// idempotency absorbs, not a reordering — order is judged on first deliveries.
     pub fifo_repeats: usize,
+    /// Copies sent after their message was marked `SENT` (a redelivered stream batch
+    /// publishing again what it already published).
+    pub sent_after_sent: usize,
+    /// Calls AWS denied for a missing permission (the local AWS checks IAM).
+    pub iam_denials: usize,
     /// Dead-letter copies on the outbox DLQ.
     pub dead_letter_copies: usize,
     /// Faults injected into AWS calls, crashes included.
@@ -86,6 +91,8 @@ impl ChaosReport {
             "FIFO repeats past deduplication",
             self.fifo_repeats.to_string(),
         );
+        line("sent again after SENT", self.sent_after_sent.to_string());
+        line("IAM denials", self.iam_denials.to_string());
         line("wall time", format!("{:.1} s", self.wall.as_secs_f64()));
         for p in &self.problems {
             let _ = writeln!(out, "  - {p}");
@@ -100,6 +107,8 @@ impl ChaosReport {
             && self.phantom == 0
             && self.effects_twice == 0
             && self.fifo_violations == 0
+            && self.sent_after_sent == 0
+            && self.iam_denials == 0
             && self.failed == self.failed_poison
     }
 }
