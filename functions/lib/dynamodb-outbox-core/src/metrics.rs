@@ -36,6 +36,10 @@ pub const ALREADY_SETTLED_SKIPPED: &str = "AlreadySettledSkipped";
 /// could not be read (throttling, a missing `dynamodb:BatchGetItem` grant): none is
 /// published unread.
 pub const STATUS_READ_FAILED: &str = "StatusReadFailed";
+/// FIFO messages held because the order fence could not read their aggregates'
+/// pending messages (a read refused or failing, more pending keys than its bound):
+/// the sweeper charges each an attempt, so a lasting cause ends them `FAILED`.
+pub const FENCE_UNREAD: &str = "FenceUnread";
 /// Calls AWS denied for a missing permission, whatever the function did next (a
 /// fallback that worked does not hide one): each is also logged as an error naming the
 /// IAM action to grant. Any value above zero is a role missing a grant (docs/iam.md).
@@ -99,6 +103,7 @@ pub fn publisher_metrics(summary: &Summary) -> Vec<Metric> {
         Metric::count(FAILED, summary.dead_lettered),
         Metric::count(ALREADY_SETTLED_SKIPPED, summary.already_settled),
         Metric::count(STATUS_READ_FAILED, summary.status_unread),
+        Metric::count(FENCE_UNREAD, summary.fence_unread),
     ]
 }
 
@@ -120,6 +125,7 @@ pub fn sweeper_metrics(summary: &SweepSummary) -> Vec<Metric> {
             unit: Unit::Seconds,
         });
     }
+    metrics.push(Metric::count(FENCE_UNREAD, summary.fence_unread));
     metrics
 }
 
@@ -220,6 +226,7 @@ mod tests {
             deferred: 0,
             already_settled: 4,
             status_unread: 1,
+            fence_unread: 2,
         };
         let doc = Emitter::default().emf(1_700_000_000_000, &publisher_metrics(&summary));
         assert_eq!(
@@ -236,6 +243,7 @@ mod tests {
                             {"Name": "Failed", "Unit": "Count"},
                             {"Name": "AlreadySettledSkipped", "Unit": "Count"},
                             {"Name": "StatusReadFailed", "Unit": "Count"},
+                            {"Name": "FenceUnread", "Unit": "Count"},
                         ],
                     }],
                 },
@@ -245,6 +253,7 @@ mod tests {
                 "Failed": 2.0,
                 "AlreadySettledSkipped": 4.0,
                 "StatusReadFailed": 1.0,
+                "FenceUnread": 2.0,
             })
         );
         // One line: CloudWatch Logs parses each line as one document.

@@ -114,6 +114,7 @@ pub async fn handle_stream_event<K: MessageSink, S: OutboxStore>(
         deferred = summary.deferred,
         already_settled = summary.already_settled,
         status_unread = summary.status_unread,
+        fence_unread = summary.fence_unread,
         "stream batch done"
     );
     (response, summary)

@@ -15,8 +15,15 @@
 //!
 //! - a sibling is earlier when its place says so: exactly ([`OrderKey`]) when the
 //!   read returned it, else by the UUIDv7 that ends the library's sort keys;
-//! - a sibling whose place cannot be known, or a read that failed or stopped at its
-//!   bound, fences (conservative);
+//! - a sibling whose place cannot be known fences (conservative);
+//! - a read that failed or stopped at its bound cannot tell: a message it found no
+//!   earlier pending sibling for is held too (never sent out of order), but marked
+//!   [`Fence::cannot_tell`] — it may be its aggregate's earliest, so the sweeper
+//!   charges it an attempt instead of giving it back, and a read that never succeeds
+//!   ends it `FAILED` with the reason ([`Pending::why_unread`]) instead of parking it;
+//! - siblings the index lists (eventually consistent: it may still list a message
+//!   just marked `SENT`) are confirmed by a consistent status read before they fence
+//!   ([`confirm`]);
 //! - a message that waits holds back the later messages of its aggregate in the
 //!   batch, whatever their destination.
 //!
@@ -125,6 +132,31 @@ pub fn fence_reads(members: &[Member]) -> Vec<FenceRead> {
     reads
 }
 
+/// Pages (1 MB each at most) the fence's reads of one batch may take together.
+pub const FENCE_BATCH_PAGES: u32 = 16;
+
+/// How many pages each of `reads` may take: `total` shared out evenly, at least one
+/// each — so a batch reads at most `total` pages, or one per read when it has more
+/// reads than that.
+pub fn page_budgets(reads: &[FenceRead], total: u32) -> Vec<u32> {
+    let n = u32::try_from(reads.len()).unwrap_or(u32::MAX).max(1);
+    let (share, extra) = (total / n, total % n);
+    (0..reads.len())
+        .map(|i| {
+            let i = u32::try_from(i).unwrap_or(u32::MAX);
+            (share + u32::from(i < extra)).max(1)
+        })
+        .collect()
+}
+
+/// The `LastError` of a message held because the fence could not tell (`why`: the
+/// store's error, or the bound it stopped at). Its attempt counts.
+pub fn cannot_tell_reason(why: &str) -> String {
+    format!(
+        "not sent: the order fence could not read the pending messages of the aggregate ({why}), so it cannot tell whether an earlier one is still pending; the attempt counts"
+    )
+}
+
 /// A pending message a read found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Sibling {
@@ -181,34 +213,80 @@ impl Sibling {
 /// a read failed or stopped at its bound.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Pending {
-    by_aggregate: BTreeMap<String, Option<Vec<Sibling>>>,
+    by_aggregate: BTreeMap<String, Found>,
 }
+
+/// What the reads found for one aggregate.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct Found {
+    /// The pending messages read (all of them when `unread` is `None`).
+    siblings: Vec<Sibling>,
+    /// Why the read is incomplete (it failed, or stopped at its bound), if it is.
+    unread: Option<String>,
+    /// Whether the siblings come from the index (eventually consistent: they may be
+    /// finished by now, see [`confirm`]) rather than a consistent partition read.
+    from_index: bool,
+}
+
+/// Why a read that stopped at its bound could not tell.
+pub const READ_BOUNDED: &str = "more pending messages than the fence reads in one batch";
+
+/// Why a read that failed could not tell, when the caller gives no reason.
+pub const READ_FAILED: &str = "the read failed";
 
 impl Pending {
     /// Records what `read` found; `complete` is false when it stopped at its bound.
     pub fn found(&mut self, read: &FenceRead, siblings: Vec<Sibling>, complete: bool) {
-        for aggregate in &read.aggregates {
-            let mine = complete.then(|| {
-                siblings
-                    .iter()
-                    .filter(|s| &s.key.pk == aggregate)
-                    .cloned()
-                    .collect()
-            });
-            self.by_aggregate.insert(aggregate.clone(), mine);
-        }
+        let unread = (!complete).then(|| READ_BOUNDED.to_owned());
+        self.record(read, siblings, unread);
+    }
+
+    /// Records what `read` found before it stopped, and why it stopped (its bound,
+    /// with the numbers): what it found still fences; what it did not read cannot tell.
+    pub fn stopped(&mut self, read: &FenceRead, siblings: Vec<Sibling>, why: String) {
+        self.record(read, siblings, Some(why));
     }
 
     /// Records that `read` failed: its aggregates' pending messages are unknown.
     pub fn failed(&mut self, read: &FenceRead) {
+        self.failed_because(read, READ_FAILED.to_owned());
+    }
+
+    /// Records that `read` failed, and why (the store's error).
+    pub fn failed_because(&mut self, read: &FenceRead, why: String) {
+        self.record(read, Vec::new(), Some(why));
+    }
+
+    fn record(&mut self, read: &FenceRead, siblings: Vec<Sibling>, unread: Option<String>) {
+        let from_index = matches!(read.scope, Scope::Shards(_));
         for aggregate in &read.aggregates {
-            self.by_aggregate.insert(aggregate.clone(), None);
+            let mine = siblings
+                .iter()
+                .filter(|s| &s.key.pk == aggregate)
+                .cloned()
+                .collect();
+            let found = Found {
+                siblings: mine,
+                unread: unread.clone(),
+                from_index,
+            };
+            self.by_aggregate.insert(aggregate.clone(), found);
         }
     }
 
-    /// The pending messages of `aggregate`, when known.
+    /// The pending messages of `aggregate`, when all are known.
     pub fn of(&self, aggregate: &str) -> Option<&[Sibling]> {
-        self.by_aggregate.get(aggregate)?.as_deref()
+        let found = self.by_aggregate.get(aggregate)?;
+        found.unread.is_none().then_some(found.siblings.as_slice())
+    }
+
+    /// Why the fence cannot tell for `aggregate`: its read failed or stopped at its
+    /// bound (or nobody read it); `None` when everything pending was read.
+    pub fn why_unread(&self, aggregate: &str) -> Option<&str> {
+        match self.by_aggregate.get(aggregate) {
+            None => Some("its pending messages were not read"),
+            Some(found) => found.unread.as_deref(),
+        }
     }
 }
 
@@ -218,12 +296,35 @@ pub struct Fence {
     /// The latest due time of the pending messages it waits behind, when known: the
     /// sweeper does not make it due before.
     pub not_before: Option<i64>,
+    /// The fence could not tell: no earlier pending message is known, but its
+    /// aggregate's read failed or stopped at its bound ([`Pending::why_unread`]). It
+    /// is held all the same (never sent out of order), yet it may be its aggregate's
+    /// earliest, so its attempt counts: a read that keeps failing ends it `FAILED`.
+    pub cannot_tell: bool,
+}
+
+impl Fence {
+    /// Behind a known earlier pending message, due at `not_before` when known.
+    pub fn behind(not_before: Option<i64>) -> Self {
+        Fence {
+            not_before,
+            cannot_tell: false,
+        }
+    }
+
+    /// Held because the fence could not tell.
+    pub const CANNOT_TELL: Fence = Fence {
+        not_before: None,
+        cannot_tell: true,
+    };
 }
 
 /// For each member, whether it waits (and behind what): a FIFO-routed member that a
 /// pending sibling outside the batch precedes (or may precede), and every later
-/// member of an aggregate with one that waits. Members of an aggregate with no
-/// FIFO-routed member never wait: standard destinations keep no order.
+/// member of an aggregate with one that waits (behind it: a known pending message).
+/// Members of an aggregate with no FIFO-routed member never wait: standard
+/// destinations keep no order. A FIFO-routed member that no known sibling precedes,
+/// of an aggregate whose read is incomplete, waits with [`Fence::cannot_tell`].
 pub fn fenced(members: &[Member], pending: &Pending) -> Vec<Option<Fence>> {
     let in_batch: BTreeSet<&ItemKey> = members.iter().map(|m| &m.key).collect();
     let mut order: Vec<usize> = (0..members.len()).collect();
@@ -237,15 +338,17 @@ pub fn fenced(members: &[Member], pending: &Pending) -> Vec<Option<Fence>> {
         let m = &members[i];
         let behind = waiting.filter(|(aggregate, _)| *aggregate == m.key.pk);
         let own = if m.fifo {
-            fence_of(m, pending.of(&m.key.pk), &in_batch)
+            fence_of(m, pending, &in_batch)
         } else {
             None
         };
         let fence = match (behind.map(|(_, f)| f), own) {
-            (Some(a), Some(b)) => Some(Fence {
-                not_before: a.not_before.max(b.not_before),
-            }),
-            (a, b) => a.or(b),
+            // Behind a member of the batch that waits: a pending message, known.
+            (Some(a), Some(b)) if !b.cannot_tell => {
+                Some(Fence::behind(a.not_before.max(b.not_before)))
+            }
+            (Some(a), _) => Some(Fence::behind(a.not_before)),
+            (None, b) => b,
         };
         if let Some(f) = fence {
             waiting = Some((m.key.pk.as_str(), f));
@@ -255,26 +358,36 @@ pub fn fenced(members: &[Member], pending: &Pending) -> Vec<Option<Fence>> {
     out
 }
 
-/// The fence of one FIFO-routed member given its aggregate's pending messages
-/// (`None`: unknown).
-fn fence_of(
-    m: &Member,
-    siblings: Option<&[Sibling]>,
-    in_batch: &BTreeSet<&ItemKey>,
-) -> Option<Fence> {
-    let Some(siblings) = siblings else {
-        return Some(Fence { not_before: None });
+/// The fence of one FIFO-routed member: behind the earlier pending siblings read,
+/// or, when none is known and the read is incomplete, [`Fence::CANNOT_TELL`].
+fn fence_of(m: &Member, pending: &Pending, in_batch: &BTreeSet<&ItemKey>) -> Option<Fence> {
+    let Some(found) = pending.by_aggregate.get(&m.key.pk) else {
+        return Some(Fence::CANNOT_TELL);
     };
     let mut fence: Option<Fence> = None;
-    for s in siblings {
-        if in_batch.contains(&s.key) || !s.before(m) {
-            continue;
-        }
+    for s in fencing(m, &found.siblings, in_batch) {
         let not_before = fence.and_then(|f| f.not_before).max(s.due_at_ms);
-        fence = Some(Fence { not_before });
+        fence = Some(Fence::behind(not_before));
     }
-    fence
+    match (fence, &found.unread) {
+        (None, Some(_)) => Some(Fence::CANNOT_TELL),
+        (fence, _) => fence,
+    }
 }
+
+/// The siblings that hold `m` back: earlier (or of unknown place), outside the batch.
+fn fencing<'a>(
+    m: &'a Member,
+    siblings: &'a [Sibling],
+    in_batch: &'a BTreeSet<&ItemKey>,
+) -> impl Iterator<Item = &'a Sibling> + 'a {
+    siblings
+        .iter()
+        .filter(move |s| !in_batch.contains(&s.key) && s.before(m))
+}
+
+pub mod confirm;
+pub use confirm::{CONFIRM_LIMIT, to_confirm};
 
 #[cfg(test)]
 mod tests;

@@ -30,7 +30,9 @@ pub use dead_letter::{
     uncopied_reason,
 };
 pub use fence::{
-    Fence, FenceRead, Member, Pending, Scope, Sibling, fence_reads, fenced, key_position,
+    CONFIRM_LIMIT, FENCE_BATCH_PAGES, Fence, FenceRead, Member, Pending, READ_BOUNDED, READ_FAILED,
+    Scope, Sibling, cannot_tell_reason, fence_reads, fenced, key_position, page_budgets,
+    to_confirm,
 };
 pub use limit::{LimitRead, QueueLimits, QueueRole, sqs_limit, unknown_limit_advice};
 pub use marks::{

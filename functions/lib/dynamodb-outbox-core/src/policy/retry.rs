@@ -210,6 +210,12 @@ pub fn judge_attempt(outcome: &Outcome) -> AttemptVerdict {
             reason: format!("{HELD_BACK} (outside this sweep's claims)"),
             attempted: false,
         },
+        // It may be its aggregate's earliest: giving the attempt back would park it
+        // forever when the fence never can tell.
+        Outcome::OrderUnknown { reason } => AttemptVerdict::Reschedule {
+            reason: reason.clone(),
+            attempted: true,
+        },
     }
 }
 

@@ -42,6 +42,7 @@ pub(super) async fn unfinished<S: OutboxStore>(
                         Outcome::Sent { .. }
                             | Outcome::DeadLettered { .. }
                             | Outcome::Deferred { .. }
+                            | Outcome::OrderUnknown { .. }
                     )
                     .then(|| (index, Outcome::Retry {
                         reason: "not finished (published and not marked SENT, or left for the sweeper) and not put in the sweeper index"
@@ -72,6 +73,7 @@ fn unindexed_unfinished<'a>(
                 Outcome::Retry { .. }
                 | Outcome::Blocked
                 | Outcome::Deferred { .. }
+                | Outcome::OrderUnknown { .. }
                 | Outcome::Sent { marked: false }
                 | Outcome::DeadLettered { marked: false, .. },
             ) if !msg.indexed() => Some((index, msg, outcome)),

@@ -1,18 +1,26 @@
 //! The order fence's reads, before anything is sent: the pending messages of the
-//! batch's FIFO-routed aggregates, and the decision of [`crate::policy::fence`] on
-//! them. A batch with no FIFO route reads nothing.
+//! batch's FIFO-routed aggregates (at most [`FENCE_BATCH_PAGES`] pages for the whole
+//! batch), the current status of the index siblings that would fence (one consistent
+//! read, [`crate::policy::fence::confirm`]), and the decision of
+//! [`crate::policy::fence`] on them. A batch with no FIFO route reads nothing.
 
 use super::plan::Plan;
-use super::{FENCE_MAX_PAGES, Outcome, Work, WorkItem};
-use crate::policy::{FenceRead, Member, Pending, fence_reads, fenced};
+use super::{Outcome, Work, WorkItem};
+use crate::failure::Failure;
+use crate::policy::{
+    CONFIRM_LIMIT, FENCE_BATCH_PAGES, FenceRead, Member, Pending, cannot_tell_reason, fence_reads,
+    fenced, page_budgets, to_confirm,
+};
 use crate::ports::OutboxStore;
 use crate::schema::ItemKey;
 use std::collections::HashSet;
 
 /// The planned messages that must wait behind an earlier pending message of their
-/// aggregate, by position in the batch, each [`Outcome::Deferred`]. A read that fails
-/// or stops at its bound fences its aggregates; a sibling in `finished` (finished by
-/// the caller since the index was written) does not fence.
+/// aggregate, by position in the batch: [`Outcome::Deferred`], or
+/// [`Outcome::OrderUnknown`] when the fence could not tell (a read that failed or
+/// stopped at its bound). A sibling in `finished` (finished by the caller since the
+/// index was written) does not fence, nor one the consistent status read finds
+/// finished.
 pub(super) async fn deferred<S: OutboxStore>(
     store: &S,
     plan: &Plan,
@@ -24,16 +32,25 @@ pub(super) async fn deferred<S: OutboxStore>(
     if reads.is_empty() {
         return Vec::new();
     }
-    let pending = read_pending(store, &reads, finished).await;
+    let mut pending = read_pending(store, &reads, finished).await;
+    confirm(store, &members, &mut pending).await;
     let fences = fenced(&members, &pending);
     positions
         .into_iter()
         .zip(members.iter().zip(fences))
         .filter_map(|(index, (m, fence))| {
             let fence = fence?;
-            tracing::info!(aggregate = %m.key.pk, sk = %m.key.sk, not_before = ?fence.not_before,
-                "an earlier message of the aggregate is still pending: left for the sweeper, which publishes in order");
+            let (pk, sk) = (&m.key.pk, &m.key.sk);
+            if fence.cannot_tell {
+                let why = pending.why_unread(pk).unwrap_or("unknown");
+                tracing::warn!(aggregate = %pk, %sk, why,
+                    "the order fence cannot tell whether an earlier message of the aggregate is pending: not sent, and its attempt counts");
+                let reason = cannot_tell_reason(why);
+                return Some((index, Outcome::OrderUnknown { reason }));
+            }
             let not_before = fence.not_before;
+            tracing::info!(aggregate = %pk, %sk, ?not_before,
+                "an earlier message of the aggregate is still pending: left for the sweeper, which publishes in order");
             Some((index, Outcome::Deferred { not_before }))
         })
         .collect()
@@ -57,39 +74,86 @@ fn planned_members(plan: &Plan, items: &[WorkItem]) -> (Vec<usize>, Vec<Member>)
     (positions, members)
 }
 
-/// Runs the fence's reads concurrently, leaving out the siblings in `finished`.
+/// Runs the fence's reads concurrently, within the batch's page budget, leaving out
+/// the siblings in `finished`.
 async fn read_pending<S: OutboxStore>(
     store: &S,
     reads: &[FenceRead],
     finished: &HashSet<ItemKey>,
 ) -> Pending {
+    let budgets = page_budgets(reads, FENCE_BATCH_PAGES);
     let answers = futures::future::join_all(
         reads
             .iter()
-            .map(|read| store.pending(read, FENCE_MAX_PAGES)),
+            .zip(&budgets)
+            .map(|(read, &pages)| store.pending(read, pages)),
     )
     .await;
     let mut pending = Pending::default();
-    for (read, answer) in reads.iter().zip(answers) {
+    for ((read, answer), pages) in reads.iter().zip(answers).zip(budgets) {
         match answer {
             Ok(page) => {
-                if !page.complete {
-                    tracing::warn!(scope = ?read.scope, pages = FENCE_MAX_PAGES,
-                        "too many pending messages to read them all: the FIFO messages of these aggregates wait for the sweeper");
-                }
                 let siblings = page
                     .siblings
                     .into_iter()
                     .filter(|s| !finished.contains(&s.key))
                     .collect();
-                pending.found(read, siblings, page.complete);
+                if page.complete {
+                    pending.found(read, siblings, true);
+                } else {
+                    tracing::warn!(scope = ?read.scope, pages,
+                        "too many pending messages to read them all: the FIFO messages of these aggregates that nothing read fences cannot go");
+                    let why = format!(
+                        "more pending keys than its {pages} pages of 1 MB could read, in this batch's share of {FENCE_BATCH_PAGES}"
+                    );
+                    pending.stopped(read, siblings, why);
+                }
             }
             Err(e) => {
-                tracing::warn!(scope = ?read.scope, error = %e,
-                    "could not read the pending messages: the FIFO messages of these aggregates wait for the sweeper");
-                pending.failed(read);
+                log_failed_read(read, &e);
+                pending.failed_because(read, e.reason);
             }
         }
     }
     pending
+}
+
+/// A read that failed for good (a missing permission, a missing index) is an error an
+/// operator must fix; a passing one, a warning.
+fn log_failed_read(read: &FenceRead, e: &Failure) {
+    if e.is_retryable() {
+        tracing::warn!(scope = ?read.scope, error = %e,
+            "could not read the pending messages: the FIFO messages of these aggregates cannot go");
+    } else {
+        tracing::error!(scope = ?read.scope, error = %e,
+            "the order fence's read is refused: the FIFO messages of these aggregates cannot go, and use up their attempts");
+    }
+}
+
+/// Asks the current status of the index siblings that would fence (the index may
+/// still list what was just finished), in one consistent read, and drops those no
+/// longer pending. When the read fails, the index's answer stands: a sibling it lists
+/// is most likely still pending, and fencing behind it is never out of order.
+async fn confirm<S: OutboxStore>(store: &S, members: &[Member], pending: &mut Pending) {
+    let asked = to_confirm(members, pending, CONFIRM_LIMIT);
+    if asked.is_empty() {
+        return;
+    }
+    match store.statuses(&asked).await {
+        Ok(read) => {
+            let dropped = pending.confirm(&asked, &read.statuses);
+            if dropped > 0 {
+                tracing::info!(asked = asked.len(), dropped,
+                    "the sweeper index still listed finished messages: they do not fence");
+            }
+        }
+        Err(e) if e.is_retryable() => {
+            tracing::warn!(asked = asked.len(), error = %e,
+                "could not confirm the status of the pending messages the index lists: they fence as listed");
+        }
+        Err(e) => {
+            tracing::error!(asked = asked.len(), error = %e,
+                "the consistent status read of the fence is refused (grant dynamodb:BatchGetItem on the table): the pending messages the index lists fence as listed");
+        }
+    }
 }

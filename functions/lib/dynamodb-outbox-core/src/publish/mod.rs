@@ -35,10 +35,6 @@ use std::collections::HashSet;
 /// How many conditional updates run at once after a publish.
 const MARK_CONCURRENCY: usize = 32;
 
-/// Pages each order-fence read may take (DynamoDB's pages hold up to 1 MB: some
-/// 7,000 index keys each). A read with more left fences its aggregates.
-pub const FENCE_MAX_PAGES: u32 = 8;
-
 /// The publish path with its dependencies.
 #[derive(Debug)]
 pub struct Publisher<K, S> {

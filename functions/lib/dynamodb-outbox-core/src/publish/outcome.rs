@@ -43,6 +43,16 @@ pub enum Outcome {
         /// not make it due before.
         not_before: Option<i64>,
     },
+    /// Not attempted: routed to a FIFO destination, and the order fence could not
+    /// tell whether an earlier message of its aggregate is still pending (its read
+    /// failed or stopped at its bound). Held like [`Outcome::Deferred`] — never sent
+    /// out of order — but it may be its aggregate's earliest, so the sweeper charges
+    /// the attempt (`reason` in `LastError`): a fence that never can tell ends it
+    /// `FAILED` and dead-lettered, instead of parked forever.
+    OrderUnknown {
+        /// Why ([`crate::policy::cannot_tell_reason`]).
+        reason: String,
+    },
 }
 
 impl Outcome {
@@ -80,6 +90,9 @@ pub struct Summary {
     /// Records reported for retry because their items' status could not be read (also
     /// counted in `retried`).
     pub status_unread: usize,
+    /// FIFO messages held because the order fence could not read their aggregates'
+    /// pending messages (also counted in `deferred`; metric `FenceUnread`).
+    pub fence_unread: usize,
 }
 
 impl Summary {
@@ -98,6 +111,10 @@ impl Summary {
                 Outcome::AlreadyFinished => {}
                 Outcome::Retry { .. } | Outcome::Blocked => s.retried += 1,
                 Outcome::Deferred { .. } => s.deferred += 1,
+                Outcome::OrderUnknown { .. } => {
+                    s.deferred += 1;
+                    s.fence_unread += 1;
+                }
             }
         }
         s

@@ -91,6 +91,10 @@ pub struct SweepSummary {
     /// scan cursors (metric `SweepErrors`). Any makes the invocation fail, so that the
     /// function's `Errors` metric shows a sweeper that cannot do its work.
     pub errors: usize,
+    /// FIFO messages held, their attempts charged, because the order fence could not
+    /// read their aggregates' pending messages (metric `FenceUnread`; also counted in
+    /// `retried`).
+    pub fence_unread: usize,
 }
 
 /// The sweeper with its dependencies.

@@ -40,8 +40,10 @@ pub(super) fn settle_all<'a>(
             None => match outcomes.next() {
                 Some(outcome) => {
                     // Fenced: not due before what it waits behind.
-                    if let Outcome::Deferred { not_before } = outcome {
-                        hold = not_before;
+                    match outcome {
+                        Outcome::Deferred { not_before } => hold = not_before,
+                        Outcome::OrderUnknown { .. } => summary.fence_unread += 1,
+                        _ => {}
                     }
                     judge_attempt(&outcome)
                 }

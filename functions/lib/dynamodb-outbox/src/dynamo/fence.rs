@@ -8,12 +8,19 @@
 //! index with `IN` on its partition key, which DynamoDB serves as a query of each
 //! shard, not a scan. One request per batch instead of one per shard took the
 //! publisher from 0.30 to about 0.15 requests per message on a half-FIFO workload
-//! (`scripts/bench`). Where the select is refused for good — a role without
-//! `dynamodb:PartiQLSelect` (a stack from before it), an emulator without PartiQL
-//! on indexes (moto) — the store says so once and queries each shard instead.
+//! (`scripts/bench`). Where the select is refused for good — an emulator without
+//! PartiQL on indexes (moto) — the store says so once and queries each shard
+//! instead; a denied select (a role without `dynamodb:PartiQLSelect`) falls back too,
+//! and is reported as an error naming the action and counted (`AccessDenied`) where
+//! its failure is built. A read that still fails makes the fence unable to tell (the
+//! sweeper charges the attempt and says why, with the request and action named).
+//! Every read takes at most the pages the core gives it (its share of one budget per
+//! batch).
 
 use super::{DynamoStore, Item, request, s, scanned};
-use crate::sdk_error::store_failure;
+use crate::sdk_error::{AwsError, store_failure};
+use aws_sdk_dynamodb::error::ProvideErrorMetadata;
+use aws_smithy_types::retry::ProvideErrorKind;
 use aws_sdk_dynamodb::operation::query::QueryOutput;
 use aws_sdk_dynamodb::types::AttributeValue;
 use dynamodb_outbox_core::KeyNames;
@@ -27,12 +34,14 @@ use std::collections::BTreeSet;
 use std::sync::atomic::Ordering;
 
 impl DynamoStore {
-    /// Reads what `read` asks for, at most `max_pages` requests.
+    /// Reads what `read` asks for, at most `max_pages` requests in all (the core
+    /// shares one budget among a batch's reads).
     pub(super) async fn fence_read(
         &self,
         read: &FenceRead,
         max_pages: u32,
     ) -> Result<PendingPage, Failure> {
+        let max_pages = usize::try_from(max_pages.max(1)).unwrap_or(usize::MAX);
         let shards = match &read.scope {
             Scope::Partition(pk) => {
                 let mut page = PendingPage::default();
@@ -50,20 +59,32 @@ impl DynamoStore {
         };
         if !self.select_refused.load(Ordering::Relaxed) {
             match self.select_shards(read, shards, max_pages).await {
-                Err(e) if !e.is_retryable() => {
+                Err(Refusal::Unserved(e)) => {
+                    // A denial is reported as an error naming the action where the
+                    // failure is built (`sdk_error::store_failure`): the fallback
+                    // does not hide it.
                     self.select_refused.store(true, Ordering::Relaxed);
                     tracing::warn!(error = %e,
-                        "the order fence cannot read the index shards in one PartiQL select (grant dynamodb:PartiQLSelect on the sweep index); querying each shard instead");
+                        "the order fence cannot read the index shards in one PartiQL select (denied, or not served on an index by this store); querying each shard instead");
                 }
-                answer => return answer,
+                Err(Refusal::Failed(e)) => return Err(e),
+                Ok(page) => return Ok(page),
             }
         }
         let mut page = PendingPage {
             complete: true,
             ..PendingPage::default()
         };
+        // One query per shard: each gets at least its first page, or a batch whose
+        // shards outnumber its budget could never tell on such a store.
+        let max_pages = max_pages.max(shards.len());
         for shard in shards {
-            self.query_pages(read, Target::Shard(shard), max_pages, &mut page)
+            let left = max_pages.saturating_sub(page.requests);
+            if left == 0 {
+                page.complete = false;
+                break;
+            }
+            self.query_pages(read, Target::Shard(shard), left, &mut page)
                 .await?;
             if !page.complete {
                 break;
@@ -78,13 +99,12 @@ impl DynamoStore {
         &self,
         read: &FenceRead,
         target: Target<'_>,
-        max_pages: u32,
+        max_pages: usize,
         page: &mut PendingPage,
     ) -> Result<(), Failure> {
-        let max_pages = usize::try_from(max_pages.max(1)).unwrap_or(usize::MAX);
         let mut start: Option<Item> = None;
         page.complete = false;
-        for _ in 0..max_pages {
+        for _ in 0..max_pages.max(1) {
             let out = match target {
                 Target::Shard(shard) => self.shard_page(shard, start).await?,
                 Target::Partition(pk) => self.partition_page(pk, start).await?,
@@ -102,21 +122,17 @@ impl DynamoStore {
         Ok(())
     }
 
-    /// Every pending key of `shards`, in one PartiQL select (and its next pages, up
-    /// to `max_pages` requests per shard). DynamoDB takes up to 50 partition keys in an
+    /// Every pending key of `shards`, in one PartiQL select and its next pages, at
+    /// most `max_pages` requests in all. DynamoDB takes up to 50 partition keys in an
     /// `IN`; the index has 16 shards.
     async fn select_shards(
         &self,
         read: &FenceRead,
         shards: &BTreeSet<String>,
-        max_pages: u32,
-    ) -> Result<PendingPage, Failure> {
+        max_pages: usize,
+    ) -> Result<PendingPage, Refusal> {
         let statement = select_statement(&self.table, &self.keys, shards.len());
         let parameters: Vec<AttributeValue> = shards.iter().map(|shard| s(shard)).collect();
-        // The bound is per shard, as when each shard is queried on its own.
-        let max_pages = usize::try_from(max_pages.max(1))
-            .unwrap_or(usize::MAX)
-            .saturating_mul(shards.len());
         let mut page = PendingPage::default();
         let mut next: Option<String> = None;
         loop {
@@ -129,7 +145,7 @@ impl DynamoStore {
                     .send(),
             )
             .await
-            .map_err(|e| store_failure(&e))?;
+            .map_err(|e| Refusal::of(&e, &self.table))?;
             page.requests += 1;
             page.scanned += out.items().len() as u64;
             page.siblings
@@ -159,7 +175,7 @@ impl DynamoStore {
                 .send(),
         )
         .await
-        .map_err(|e| store_failure(&e))
+        .map_err(|e| named(&e, &format!("Query (dynamodb:Query) on the sweep index of {}", self.table)))
     }
 
     /// One page of an aggregate's partition: its pending outbox items.
@@ -187,8 +203,44 @@ impl DynamoStore {
                 .send(),
         )
         .await
-        .map_err(|e| store_failure(&e))
+        .map_err(|e| named(&e, &format!("Query (dynamodb:Query) on {}", self.table)))
     }
+}
+
+/// The IAM action the select needs, on the index's ARN: named in its failures.
+const SELECT_ACTION: &str = "dynamodb:PartiQLSelect";
+
+/// Why the select did not answer.
+enum Refusal {
+    /// Refused for good (a role without `dynamodb:PartiQLSelect`, an emulator that
+    /// serves no PartiQL on an index): the store queries each shard instead.
+    Unserved(Failure),
+    /// A passing failure: the fence cannot tell this time.
+    Failed(Failure),
+}
+
+impl Refusal {
+    fn of<E>(err: &AwsError<E>, table: &str) -> Self
+    where
+        E: ProvideErrorKind + ProvideErrorMetadata + std::error::Error + 'static,
+    {
+        let what = format!("ExecuteStatement ({SELECT_ACTION}) on the sweep index of {table}");
+        let failure = named(err, &what);
+        if failure.is_retryable() {
+            Refusal::Failed(failure)
+        } else {
+            Refusal::Unserved(failure)
+        }
+    }
+}
+
+/// The store's failure for `err`, its reason naming the request and its action.
+fn named<E>(err: &AwsError<E>, what: &str) -> Failure
+where
+    E: ProvideErrorKind + ProvideErrorMetadata + std::error::Error + 'static,
+{
+    let failure = store_failure(err);
+    Failure::new(failure.kind, format!("{what}: {}", failure.reason))
 }
 
 /// What one query reads.
@@ -285,5 +337,48 @@ mod tests {
         let odd = [("CreatedAt", AttributeValue::Bool(true))];
         let unknown = sibling(&partition, raw("A", &odd)).expect("still a sibling");
         assert_eq!(unknown.order, None, "unreadable: its place is unknown");
+    }
+
+    fn select_error(
+        code: &str,
+        status: u16,
+    ) -> AwsError<aws_sdk_dynamodb::operation::execute_statement::ExecuteStatementError> {
+        use aws_smithy_runtime_api::http::{Response, StatusCode};
+        use aws_smithy_types::body::SdkBody;
+        use aws_smithy_types::error::ErrorMetadata;
+        let meta = ErrorMetadata::builder().code(code).message("said so").build();
+        let raw = Response::new(
+            StatusCode::try_from(status).expect("status"),
+            SdkBody::empty(),
+        );
+        aws_sdk_dynamodb::error::SdkError::service_error(
+            aws_sdk_dynamodb::operation::execute_statement::ExecuteStatementError::generic(meta),
+            raw,
+        )
+    }
+
+    #[test]
+    fn a_failed_select_names_its_request_and_action_and_only_a_passing_one_stops_the_read() {
+        let Refusal::Failed(failure) =
+            Refusal::of(&select_error("ThrottlingException", 400), "orders")
+        else {
+            panic!("a throttled select is a passing failure");
+        };
+        assert!(failure.is_retryable());
+        assert!(
+            failure.reason.contains("ExecuteStatement (dynamodb:PartiQLSelect)")
+                && failure.reason.contains("orders")
+                && failure.reason.contains("ThrottlingException"),
+            "{failure}"
+        );
+        for code in ["ValidationException", "AccessDeniedException"] {
+            assert!(
+                matches!(
+                    Refusal::of(&select_error(code, 400), "orders"),
+                    Refusal::Unserved(_)
+                ),
+                "{code}: the shards are queried instead"
+            );
+        }
     }
 }

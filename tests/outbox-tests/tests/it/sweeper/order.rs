@@ -1,5 +1,6 @@
 //! Order per aggregate in the sweeper: a later message waits behind a failed earlier
-//! one, or one whose claim answer was lost.
+//! one, or one whose claim answer was lost; a message whose order fence cannot read
+//! its aggregate's pending messages ends FAILED, never parked.
 
 use super::{config, sweep_at, sweeper};
 use dynamodb_outbox::clock::now_ms;
@@ -119,4 +120,67 @@ async fn a_later_fifo_message_waits_behind_an_earlier_one_whose_claim_answer_was
         .filter_map(|m| m.body().map(str::to_owned))
         .collect();
     assert_eq!(bodies, ["first", "second"]);
+}
+
+#[tokio::test]
+async fn a_fifo_message_whose_fence_read_keeps_failing_ends_failed_with_the_reason_and_a_dead_letter_copy()
+ {
+    // Given a FIFO message due now, and a sweeper whose order fence read (the PartiQL
+    // select on the sweep index, its only ExecuteStatement) fails every time: the
+    // fault layer answers each with DynamoDB's 500 InternalFailure
+    let ob = Outbox::new().await;
+    let committed = ob
+        .writer()
+        .sweep_grace(Duration::ZERO)
+        .commit(vec![], &[NewMessage::new("ACCOUNT#9", "ledger", "only")])
+        .await
+        .expect("commit");
+    let sk = committed.sort_keys[0].clone();
+    let plan = "ExecuteStatement:server_error:1".parse().expect("plan");
+    let faulty = outbox_faults::with_plan(outbox_tests::sdk_config().await, plan, Some(5));
+    let failing = AwsSweeper::with_sink(
+        config(ob.config()),
+        aws_sdk_dynamodb::Client::new(&faulty),
+        ob.clients.sink(),
+    );
+
+    // When it sweeps each time the message comes due, up to the limit (3)
+    let mut now = now_ms() + 1_000;
+    for attempt in 1..=3 {
+        let summary = sweep_at(&failing, now).await;
+        // Then it is not sent (the fence cannot tell whether an earlier message is
+        // pending), and each attempt counts — before, each was given back and the
+        // message was parked for ever — with the truth in LastError
+        assert_eq!(
+            (summary.claimed, summary.published),
+            (1, 0),
+            "attempt {attempt}: {summary:?}"
+        );
+        let item = ob.item("ACCOUNT#9", &sk).await.expect("item");
+        assert_eq!(n(&item, "RetryCount"), Some(attempt), "{item:?}");
+        let reason = s(&item, "LastError").unwrap_or_default();
+        assert!(
+            reason.contains("order fence could not read")
+                && reason.contains("ExecuteStatement (dynamodb:PartiQLSelect)")
+                && !reason.contains("an earlier message of the same aggregate is still pending"),
+            "{reason}"
+        );
+        now = n(&item, "SweepDueAt").expect("due again");
+    }
+
+    // And past the limit it is FAILED with the reason, its payload on the dead-letter
+    // queue, nothing on its FIFO queue
+    let summary = sweep_at(&failing, now).await;
+    assert_eq!((summary.claimed, summary.failed), (1, 1), "{summary:?}");
+    let item = ob.item("ACCOUNT#9", &sk).await.expect("item");
+    assert_eq!(s(&item, "Status").as_deref(), Some("FAILED"));
+    let reason = s(&item, "LastError").unwrap_or_default();
+    assert!(
+        reason.starts_with("gave up after 3 attempts: not sent: the order fence could not read"),
+        "{reason}"
+    );
+    let dead = drain(&ob.clients.sqs, &ob.dlq_url).await;
+    assert_eq!(dead.len(), 1);
+    assert_eq!(dead[0].body(), Some("only"));
+    assert!(drain(&ob.clients.sqs, &ob.fifo.url).await.is_empty());
 }

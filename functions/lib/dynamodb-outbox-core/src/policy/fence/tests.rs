@@ -1,8 +1,10 @@
 use super::*;
+use crate::policy::retry::{AttemptVerdict, judge_attempt};
+use crate::publish::Outcome;
 
 /// A library sort key: its UUIDv7 made at `ms`, `n` telling apart two of one
 /// millisecond.
-fn library_key(pk: &str, ms: u64, n: u8) -> ItemKey {
+pub(super) fn library_key(pk: &str, ms: u64, n: u8) -> ItemKey {
     let id = uuid::Builder::from_unix_timestamp_millis(ms, &[n; 10]).into_uuid();
     ItemKey {
         pk: pk.into(),
@@ -10,7 +12,7 @@ fn library_key(pk: &str, ms: u64, n: u8) -> ItemKey {
     }
 }
 
-fn library(pk: &str, ms: u64, n: u8, fifo: bool) -> Member {
+pub(super) fn library(pk: &str, ms: u64, n: u8, fifo: bool) -> Member {
     let key = library_key(pk, ms, n);
     let id = key.sk.rsplit('#').next().unwrap_or_default().to_owned();
     Member {
@@ -125,9 +127,7 @@ fn an_earlier_pending_sibling_outside_the_batch_holds_back_a_fifo_message() {
     assert_eq!(
         fences,
         vec![
-            Some(Fence {
-                not_before: Some(500)
-            }),
+            Some(Fence::behind(Some(500))),
             None
         ]
     );
@@ -151,9 +151,7 @@ fn a_waiting_message_holds_back_the_later_ones_of_its_aggregate_in_the_batch() {
     ];
     let gap = Sibling::indexed(library_key("A", 20, 0), 900);
     let fences = fenced(&batch, &pending(&fence_reads(&batch), &[gap]));
-    let f = Some(Fence {
-        not_before: Some(900),
-    });
+    let f = Some(Fence::behind(Some(900)));
     assert_eq!(fences, vec![f, f, None]);
 }
 
@@ -173,10 +171,7 @@ fn what_cannot_be_known_fences() {
     // A read that failed, or stopped at its bound.
     let mut failed = Pending::default();
     failed.failed(&reads[0]);
-    assert_eq!(
-        fenced(&batch, &failed),
-        vec![Some(Fence { not_before: None })]
-    );
+    assert_eq!(fenced(&batch, &failed), vec![Some(Fence::CANNOT_TELL)]);
     let mut bounded = Pending::default();
     bounded.found(&reads[0], Vec::new(), false);
     assert_eq!(waits(&fenced(&batch, &bounded)), [true]);
@@ -202,7 +197,7 @@ fn a_partition_read_orders_other_producers_messages_exactly() {
     );
     assert_eq!(
         fenced(&batch, &pending(&reads, &[earlier, later])),
-        vec![Some(Fence { not_before: None })]
+        vec![Some(Fence::behind(None))]
     );
     // A library message read from the partition comes after every one without
     // CreatedAt, as the sweep orders them.
@@ -270,4 +265,87 @@ fn the_fence_never_holds_back_the_earliest_pending_message_and_has_no_cycle() {
             assert!(!(*held && holds[j][i]), "{i} and {j} wait for each other");
         }
     }
+}
+
+#[test]
+fn a_read_that_cannot_tell_holds_the_earliest_charged_and_the_later_ones_behind_it() {
+    // Before, a failed read fenced every member alike and the sweeper gave each its
+    // attempt back: the earliest message of the aggregate was parked forever.
+    let batch = [
+        library("A", 20, 0, true),
+        library("A", 30, 0, true),
+        library("B", 20, 0, true),
+    ];
+    let reads = fence_reads(&batch);
+    let denied = "AccessDeniedException: not authorized to perform dynamodb:PartiQLSelect";
+    let mut p = Pending::default();
+    p.failed_because(&reads[0], denied.to_owned());
+    assert_eq!(
+        fenced(&batch, &p),
+        vec![
+            Some(Fence::CANNOT_TELL),
+            Some(Fence::behind(None)),
+            Some(Fence::CANNOT_TELL)
+        ],
+        "A2 waits behind A1, which is pending: that is known"
+    );
+    assert_eq!(p.why_unread("A"), Some(denied));
+    // The sweeper charges the one that cannot tell, with the truth in LastError, and
+    // gives the attempt back to one behind a known pending message.
+    let charged = judge_attempt(&Outcome::OrderUnknown {
+        reason: cannot_tell_reason(denied),
+    });
+    let AttemptVerdict::Reschedule { reason, attempted } = charged else {
+        panic!("{charged:?}");
+    };
+    assert!(attempted, "its attempt counts");
+    assert!(
+        reason.contains("order fence could not read the pending messages")
+            && reason.contains("dynamodb:PartiQLSelect")
+            && !reason.contains("an earlier message of the same aggregate is still pending"),
+        "{reason}"
+    );
+    let behind = judge_attempt(&Outcome::Deferred { not_before: None });
+    assert!(matches!(
+        behind,
+        AttemptVerdict::Reschedule {
+            attempted: false,
+            ..
+        }
+    ));
+}
+
+#[test]
+fn a_read_stopped_at_its_bound_still_fences_on_what_it_found() {
+    let batch = [library("A", 20, 0, true), library("B", 20, 0, true)];
+    let reads = fence_reads(&batch);
+    let earlier = Sibling::indexed(library_key("A", 10, 0), 500);
+    let later = Sibling::indexed(library_key("B", 30, 0), 600);
+    let mut p = Pending::default();
+    p.found(&reads[0], vec![earlier, later], false);
+    // A is behind a pending message the read found: known, its attempt given back.
+    // B found only a later one: what was not read may hold an earlier one.
+    assert_eq!(
+        fenced(&batch, &p),
+        vec![Some(Fence::behind(Some(500))), Some(Fence::CANNOT_TELL)]
+    );
+    assert_eq!(p.why_unread("B"), Some(READ_BOUNDED));
+    let mut read_all = Pending::default();
+    read_all.found(&reads[0], Vec::new(), true);
+    assert_eq!(read_all.why_unread("B"), None);
+    assert!(Pending::default().why_unread("B").is_some(), "nobody read it");
+}
+
+#[test]
+fn a_batch_shares_one_page_budget_among_its_reads() {
+    let read = |pk: &str| FenceRead {
+        scope: Scope::Partition(pk.into()),
+        aggregates: BTreeSet::from([pk.to_owned()]),
+    };
+    assert_eq!(page_budgets(&[read("A")], 16), [16]);
+    let three = [read("A"), read("B"), read("C")];
+    assert_eq!(page_budgets(&three, 16), [6, 5, 5]);
+    let many: Vec<FenceRead> = (0..20).map(|i| read(&format!("M{i}"))).collect();
+    assert!(page_budgets(&many, 16).iter().all(|&p| p == 1));
+    assert!(page_budgets(&[], 16).is_empty());
 }

@@ -165,11 +165,37 @@ async fn when_the_pending_messages_cannot_be_read_fifo_messages_wait_and_others_
         ..StoreFaults::default()
     });
     let outcomes = p.process(&[fifo, standard]).await;
+    assert!(
+        matches!(&outcomes[0], Outcome::OrderUnknown { reason }
+            if reason.contains("order fence could not read")
+                && reason.contains("ProvisionedThroughputExceeded")),
+        "{outcomes:?}"
+    );
+    assert_eq!(outcomes[1], Outcome::Sent { marked: true });
+    assert_eq!(Summary::of(&outcomes).fence_unread, 1);
+}
+
+#[tokio::test]
+async fn behind_a_lagging_index_the_next_message_of_a_fifo_burst_is_sent_not_deferred() {
+    // Given A1 published and marked SENT by one stream batch, and a sweeper index that
+    // still lists it as pending (a global secondary index lags)
+    let p = publisher();
+    let (_, a1) = library(&p, "A", "ledger", 1_000);
+    let (a2_key, a2) = library(&p, "A", "ledger", 2_000);
+    let (first, _) = p.process_delivery(&[a1]).await;
+    assert_eq!(first, vec![Outcome::Sent { marked: true }]);
+    p.store.fail(StoreFaults {
+        stale_index: true,
+        ..StoreFaults::default()
+    });
+    // When the next batch brings A2
+    let (outcomes, summary) = p.process_delivery(&[a2]).await;
+    // Then A2 goes out now: the consistent status read finds A1 SENT, so the index's
+    // stale listing does not fence it (before: deferred to the sweeper, 60-120 s)
+    assert_eq!(outcomes, vec![Outcome::Sent { marked: true }], "{summary:?}");
+    assert_eq!(bodies(&p, "ledger").len(), 2);
     assert_eq!(
-        outcomes,
-        vec![
-            Outcome::Deferred { not_before: None },
-            Outcome::Sent { marked: true }
-        ]
+        p.store.get(&a2_key).and_then(|i| i.status()),
+        Some(Status::Sent)
     );
 }

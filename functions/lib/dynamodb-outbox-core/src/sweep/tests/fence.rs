@@ -3,7 +3,7 @@
 
 use crate::clock::ManualClock;
 use crate::config::PublisherConfig;
-use crate::fakes::{MemoryStore, RecordingSink, Refusals, library_item, library_key};
+use crate::fakes::{MemoryStore, RecordingSink, Refusals, StoreFaults, library_item, library_key};
 use crate::route::{Destination, Routes};
 use crate::schema::Status;
 use crate::sweep::*;
@@ -84,4 +84,85 @@ async fn a_due_message_waits_behind_an_earlier_one_the_sweep_did_not_claim() {
         .map(|m| m.body)
         .collect();
     assert_eq!(order, ["payload-1000", "payload-2000"]);
+}
+
+#[tokio::test]
+async fn a_message_whose_fence_read_keeps_failing_ends_failed_and_dead_lettered() {
+    // Given A1, alone and due, to the FIFO queue, and an order fence whose read always
+    // fails
+    let sw = sweeper();
+    let store = &sw.publisher.store;
+    let a1 = library_key("A", 1_000, 0);
+    store.put(a1.clone(), library_item(&a1, "ledger", NOW - 1, 1_000));
+    store.fail(StoreFaults {
+        fence_reads: true,
+        ..StoreFaults::default()
+    });
+
+    // When the sweeper runs each time it comes due, up to the attempt limit
+    let max = sw.config.max_attempts;
+    let mut now = NOW;
+    for attempt in 1..=max {
+        let summary = sw
+            .sweep(Budget::for_window(now, Duration::from_secs(30)))
+            .await;
+        assert_eq!((summary.claimed, summary.published), (1, 0), "{summary:?}");
+        // Then each attempt counts (before: given back, so it never ended), and the
+        // reason says what happened, not that an earlier message is pending
+        let item = store.get(&a1).expect("stored");
+        assert_eq!(item.status(), Some(Status::Pending));
+        assert_eq!(item.retry_count, Some(attempt), "attempt {attempt} counts");
+        let reason = item.last_error.unwrap_or_default();
+        assert!(
+            reason.contains("order fence could not read")
+                && reason.contains("ProvisionedThroughputExceeded")
+                && !reason.contains("earlier message of the same aggregate is still pending"),
+            "{reason}"
+        );
+        now = item.sweep_due_at.expect("due again");
+    }
+
+    // And past the limit it is FAILED with the reason and copied to the dead-letter
+    // queue, never sent to its FIFO queue
+    let summary = sw
+        .sweep(Budget::for_window(now, Duration::from_secs(30)))
+        .await;
+    assert_eq!(summary.failed, 1, "{summary:?}");
+    let item = store.get(&a1).expect("stored");
+    assert_eq!(item.status(), Some(Status::Failed));
+    let reason = item.last_error.unwrap_or_default();
+    assert!(
+        reason.starts_with(&format!("gave up after {max} attempts: not sent: the order fence")),
+        "{reason}"
+    );
+    assert_eq!(sw.publisher.sink.delivered("dlq").len(), 1);
+    assert!(sw.publisher.sink.delivered("ledger").is_empty());
+}
+
+#[tokio::test]
+async fn when_the_fence_cannot_tell_only_the_earliest_is_charged() {
+    // Given A1 and A2 due, and a fence read that fails
+    let sw = sweeper();
+    let store = &sw.publisher.store;
+    let (a1, a2) = (library_key("A", 1_000, 0), library_key("A", 2_000, 0));
+    store.put(a1.clone(), library_item(&a1, "ledger", NOW - 2, 1_000));
+    store.put(a2.clone(), library_item(&a2, "ledger", NOW - 1, 2_000));
+    store.fail(StoreFaults {
+        fence_reads: true,
+        ..StoreFaults::default()
+    });
+    // When a sweep runs
+    let summary = sw
+        .sweep(Budget::for_window(NOW, Duration::from_secs(30)))
+        .await;
+    // Then neither is sent; A1, which may be the earliest, is charged; A2, behind A1
+    // (pending: that is known), gets its attempt back
+    assert_eq!((summary.published, summary.retried), (0, 2), "{summary:?}");
+    let count = |k| store.get(k).and_then(|i| i.retry_count);
+    assert_eq!((count(&a1), count(&a2)), (Some(1), Some(0)));
+    let (d1, d2) = (
+        store.get(&a1).and_then(|i| i.sweep_due_at),
+        store.get(&a2).and_then(|i| i.sweep_due_at),
+    );
+    assert!(d1 < d2, "A2 is not due before A1: {d1:?} {d2:?}");
 }
