@@ -82,7 +82,8 @@ export function sweeperStatements(t: PolicyTargets): iam.PolicyStatement[] {
     ...selectPendingKeys(t),
     allow('UpdateOutboxItems', update, [t.tableArn]),
     // An item whose claim was refused, an item before it is dead-lettered, and (backstop, on) the scan cursors.
-    allow('ReadOutboxItems', ['dynamodb:GetItem'], [t.tableArn]),
+    // BatchGetItem: the order fence confirms, in one consistent read, that the siblings the (lagging) index lists still pend.
+    allow('ReadOutboxItems', ['dynamodb:BatchGetItem', 'dynamodb:GetItem'], [t.tableArn]),
     // The scan cursors (partition key OUTBOX#SWEEPER) and no other item: the leading key must be present and be the sweeper's.
     ...(t.scans
       ? [

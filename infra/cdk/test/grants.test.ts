@@ -28,7 +28,7 @@ describe("each role's exact actions (the defaults: backstop scan, large payloads
   });
   it('sweeper', () => {
     assert.deepEqual(actionSet(t, 'outbox-sweeper'), [
-      'Allow dynamodb:GetItem', 'Allow dynamodb:UpdateItem', 'Allow dynamodb:PartiQLUpdate', 'Allow dynamodb:PutItem', 'Allow dynamodb:Scan', ...FENCE,
+      'Allow dynamodb:BatchGetItem', 'Allow dynamodb:GetItem', 'Allow dynamodb:UpdateItem', 'Allow dynamodb:PartiQLUpdate', 'Allow dynamodb:PutItem', 'Allow dynamodb:Scan', ...FENCE,
       ...SENDS, ...LOGS,
     ].sort());
   });
@@ -62,9 +62,10 @@ describe('the grants the calls added need', () => {
   const getAtt = (id: string) => ({ 'Fn::GetAtt': [id, 'Arn'] });
   const on = (fn: string, action: string) =>
     statementsOf(t, fn).filter((s) => asList(s.Action as string | string[]).includes(action)).flatMap((s) => asList(s.Resource));
-  it("the publisher reads a redelivered batch's statuses in one BatchGetItem on the outbox table; no other role does", () => {
-    assert.deepEqual(on('outbox-publisher', 'dynamodb:BatchGetItem'), [getAtt(logicalId(t, 'AWS::DynamoDB::Table', { TableName: 'outbox-table' }))]);
-    for (const fn of ['outbox-sweeper', 'outbox-recovery', 'outbox-orders-consumer']) assert.deepEqual(on(fn, 'dynamodb:BatchGetItem'), [], fn);
+  it("the publisher (a redelivered batch's statuses) and the sweeper (the fence's confirmation) BatchGetItem only the outbox table; no other role does", () => {
+    const table = getAtt(logicalId(t, 'AWS::DynamoDB::Table', { TableName: 'outbox-table' }));
+    for (const fn of ['outbox-publisher', 'outbox-sweeper']) assert.deepEqual(on(fn, 'dynamodb:BatchGetItem'), [table], fn);
+    for (const fn of ['outbox-recovery', 'outbox-orders-consumer']) assert.deepEqual(on(fn, 'dynamodb:BatchGetItem'), [], fn);
   });
   it('the consumer may ListBucket on the large-payload bucket (a missing object reads as missing, not AccessDenied)', () => {
     const bucket = Object.entries(t.findResources('AWS::S3::Bucket'))[0][0];

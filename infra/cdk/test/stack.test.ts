@@ -311,11 +311,17 @@ describe('default deployment', () => {
         Resource: getAtt(table),
       });
       const actions = [...new Set(actionsOf(t, 'outbox-sweeper'))]; // Query: on the index and (the fence) the table
-      assert.deepEqual(bySid.ReadOutboxItems, { Sid: 'ReadOutboxItems', Effect: 'Allow', Action: 'dynamodb:GetItem', Resource: getAtt(table) });
+      assert.deepEqual(bySid.ReadOutboxItems, {
+        Sid: 'ReadOutboxItems',
+        Effect: 'Allow',
+        Action: ['dynamodb:BatchGetItem', 'dynamodb:GetItem'],
+        Resource: getAtt(table),
+      });
       assert.deepEqual(bySid.SaveScanCursors.Action, 'dynamodb:PutItem');
       assert.deepEqual(bySid.SelectPendingKeys.Resource, { 'Fn::Join': ['', [getAtt(table), '/index/OutboxSweepIndex']] });
       assert.deepEqual(bySid.NoFullIndexScan.Effect, 'Deny');
       assert.deepEqual(actions, [
+        'dynamodb:BatchGetItem',
         'dynamodb:GetItem',
         'dynamodb:PartiQLSelect',
         'dynamodb:PartiQLUpdate',

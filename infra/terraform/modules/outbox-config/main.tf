@@ -259,7 +259,8 @@ locals {
         { Sid = "MarkSentOrFailed", Effect = "Allow", Action = ["dynamodb:UpdateItem", "dynamodb:PartiQLUpdate"], Resource = local.r.outbox_table_arn },
         # GetItem: the item is read before it is dead-lettered (poison already FAILED is not copied
         # twice). BatchGetItem: the current status of a redelivered batch's records, in one
-        # consistent read (what the first delivery already marked SENT is not sent again).
+        # consistent read (what the first delivery already marked SENT is not sent again), and
+        # the order fence's confirmation that the siblings a lagging index lists still pend.
         { Sid = "ReadOutboxItems", Effect = "Allow", Action = ["dynamodb:BatchGetItem", "dynamodb:GetItem"], Resource = local.r.outbox_table_arn },
         {
           Sid      = "ReadOutboxStream"
@@ -287,8 +288,10 @@ locals {
           Resource = local.r.outbox_table_arn
         },
         # An item whose claim was refused (finished, or still pending), an item before it is
-        # dead-lettered, and (backstop, on) the scan cursors.
-        { Sid = "ReadOutboxItems", Effect = "Allow", Action = "dynamodb:GetItem", Resource = local.r.outbox_table_arn },
+        # dead-lettered, and (backstop, on) the scan cursors. BatchGetItem: the order fence
+        # confirms, in one consistent read, that the siblings the (lagging) index lists are
+        # still pending.
+        { Sid = "ReadOutboxItems", Effect = "Allow", Action = ["dynamodb:BatchGetItem", "dynamodb:GetItem"], Resource = local.r.outbox_table_arn },
         local.logs_statement.sweeper,
       ], local.scan_cursor_statements, local.select_pending_keys, local.send_statements, local.large_payload_statements.sweeper)
     }
