@@ -182,6 +182,19 @@ impl Outbox {
         .expect("create sized queue")
     }
 
+    /// A new S3 bucket (the large-payload claim check's), named after the test run.
+    pub async fn bucket(&self) -> String {
+        let name = unique("large");
+        self.clients
+            .s3
+            .create_bucket()
+            .bucket(&name)
+            .send()
+            .await
+            .expect("create bucket");
+        name
+    }
+
     pub fn writer(&self) -> dynamodb_outbox::OutboxWriter {
         dynamodb_outbox::OutboxWriter::new(self.clients.dynamodb.clone(), &self.table)
             .key_names(self.keys.clone())

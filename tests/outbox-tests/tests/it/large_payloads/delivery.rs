@@ -1,7 +1,7 @@
 //! Large payloads reach the consumer whole through SNS, EventBridge, the publisher
 //! and the sweeper.
 
-use super::{bucket, consume, keys, notified, payload, publish, received, routes};
+use super::{consume, keys, notified, payload, publish, received, routes};
 use dynamodb_outbox::clock::now_ms;
 use dynamodb_outbox::large_payload::{ATTR_EXTENDED_PAYLOAD_SIZE, PayloadPointer, object_key};
 use dynamodb_outbox::stream::handle_stream_event;
@@ -15,7 +15,7 @@ use std::time::Duration;
 async fn a_300_kib_payload_through_an_sns_topic_reaches_the_consumer_whole() {
     // Given a topic (256 KiB at most) with a queue subscribed, and a bucket
     let mut ob = Outbox::new().await;
-    let bucket = bucket(&ob).await;
+    let bucket = ob.bucket().await;
     let (sub, topic_arn) = notified(&ob, "large-sns-sub").await;
     let config = routes(&ob, "notify", &topic_arn, Some(&bucket));
     // When a 300 KiB payload is published
@@ -35,7 +35,7 @@ async fn a_300_kib_payload_through_an_sns_topic_reaches_the_consumer_whole() {
 async fn a_300_kib_payload_on_an_event_bus_reaches_the_consumer_whole() {
     // Given a bus (256 KiB at most) with a rule targeting a queue, and a bucket
     let mut ob = Outbox::new().await;
-    let bucket = bucket(&ob).await;
+    let bucket = ob.bucket().await;
     let sub = subscriber(&ob.clients, "large-events-sub").await;
     let bus_arn = bus_into(&ob.clients, "large-shop", "dynamodb-outbox", &sub.arn).await;
     let config = routes(&ob, "order-placed", &bus_arn, Some(&bucket));
@@ -60,7 +60,7 @@ async fn a_300_kib_payload_on_an_event_bus_reaches_the_consumer_whole() {
 async fn a_1_mib_producer_payload_round_trips_through_the_publisher_to_the_consumer() {
     // Given a writer with a bucket, and a publisher with none (it forwards pointers)
     let mut ob = Outbox::new().await;
-    let bucket = bucket(&ob).await;
+    let bucket = ob.bucket().await;
     let writer = ob.writer().large_payloads(ob.clients.s3.clone(), &bucket);
     let big = payload(1024 * 1024);
     // When the application commits a 1 MiB payload, more than an item holds
@@ -112,7 +112,7 @@ async fn a_1_mib_producer_payload_round_trips_through_the_publisher_to_the_consu
 async fn the_sweeper_sends_a_stuck_large_payload_through_the_bucket_too() {
     // Given a 300 KiB message for an SNS topic that the stream path never published
     let ob = Outbox::new().await;
-    let bucket = bucket(&ob).await;
+    let bucket = ob.bucket().await;
     let (sub, topic_arn) = notified(&ob, "large-sweep-sub").await;
     let big = payload(300 * 1024);
     let committed = ob

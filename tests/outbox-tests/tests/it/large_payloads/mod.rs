@@ -10,19 +10,7 @@ use dynamodb_outbox::stream::handle_stream_event;
 use dynamodb_outbox::{NewMessage, PublisherConfig, Routes};
 use dynamodb_outbox_idempotency::{BatchProcessor, BatchReport, S3Payloads};
 use outbox_tests::subscribers::{SnsDelivery, Subscriber, subscriber, topic_into};
-use outbox_tests::{Outbox, drain, lambda_message, unique};
-
-async fn bucket(ob: &Outbox) -> String {
-    let name = unique("large");
-    ob.clients
-        .s3
-        .create_bucket()
-        .bucket(&name)
-        .send()
-        .await
-        .expect("create bucket");
-    name
-}
+use outbox_tests::{Outbox, drain, lambda_message};
 
 /// Every key under `outbox/` in `bucket`.
 async fn keys(ob: &Outbox, bucket: &str) -> Vec<String> {

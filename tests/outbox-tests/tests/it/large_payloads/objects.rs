@@ -1,7 +1,7 @@
 //! The offloaded objects: a republish overwrites the same one, a deleted one fails
 //! its message only, no bucket fails an oversized payload saying how to enable it.
 
-use super::{bucket, consume, keys, notified, payload, publish, received, routes};
+use super::{consume, keys, notified, payload, publish, received, routes};
 use crate::publisher::redelivery::read_before_the_mark;
 use dynamodb_outbox::NewMessage;
 use dynamodb_outbox::large_payload::{ATTR_EXTENDED_PAYLOAD_SIZE, PayloadPointer, object_key};
@@ -14,7 +14,7 @@ use outbox_tests::{Outbox, drain, s};
 async fn a_republish_overwrites_the_same_object() {
     // Given a queue route whose threshold sends every payload over 1 KiB to the bucket
     let mut ob = Outbox::new().await;
-    let bucket = bucket(&ob).await;
+    let bucket = ob.bucket().await;
     let mut config = ob.config();
     config.routes = config
         .routes
@@ -57,7 +57,7 @@ async fn a_republish_overwrites_the_same_object() {
 async fn a_deleted_object_fails_its_message_only_with_a_retryable_reason() {
     // Given two offloaded messages on a queue, one of whose objects is deleted
     let mut ob = Outbox::new().await;
-    let bucket = bucket(&ob).await;
+    let bucket = ob.bucket().await;
     let mut config = ob.config();
     config.routes = config
         .routes

@@ -9,7 +9,7 @@ use dynamodb_outbox::large_payload::{ATTR_EXTENDED_PAYLOAD_SIZE, PayloadPointer}
 use dynamodb_outbox::message::{ATTR_AGGREGATE, ATTR_ERROR, ATTR_PAYLOAD_ON};
 use dynamodb_outbox::stream::handle_stream_event;
 use dynamodb_outbox::{Destination, PublisherConfig};
-use outbox_tests::{Outbox, attr, drain, minimal_item, n, s, unique};
+use outbox_tests::{Outbox, attr, drain, minimal_item, n, s};
 
 /// `orders` → the outbox's queue, the dead-letter queue 1 KiB, large payloads to
 /// `bucket` when given.
@@ -23,25 +23,13 @@ async fn small_dead_letter_queue(ob: &Outbox, bucket: Option<&str>) -> (Publishe
     (config, dlq)
 }
 
-async fn bucket(ob: &Outbox) -> String {
-    let name = unique("large");
-    ob.clients
-        .s3
-        .create_bucket()
-        .bucket(&name)
-        .send()
-        .await
-        .expect("create bucket");
-    name
-}
-
 #[tokio::test]
 async fn an_item_at_the_size_limit_whose_copy_is_too_large_goes_through_the_claim_check() {
     // Given an unpublishable item as large as the table accepts (no room for a
     // LastError while it keeps its payload), a 1 KiB dead-letter queue whose limit
     // the publisher learned at start, and a claim-check bucket
     let mut ob = Outbox::new().await;
-    let bucket = bucket(&ob).await;
+    let bucket = ob.bucket().await;
     let (config, dlq) = small_dead_letter_queue(&ob, Some(&bucket)).await;
     let (pk, sk) = ("BIG#1", "MESSAGE#X#1");
     let payload_len = ob.put_largest(minimal_item(pk, sk, "nowhere", "")).await;
