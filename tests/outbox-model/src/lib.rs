@@ -8,7 +8,8 @@
 //! the properties and what the model leaves out.
 //!
 //! The model and the functions share their decisions: the model calls the code.
-//! The stream records are Lambda events turned into work by `dynamodb_outbox::stream::classify`;
+//! The stream records are Lambda events turned into work by `dynamodb_outbox::stream::classify`,
+//! a delivery publishes what `publish::judge_delivery` finds still pending;
 //! a batch is laid out by `dynamodb_outbox_core::publish::plan`; a destination's answer is
 //! judged by `policy::judge_call` and `judge_entry`, a dead-letter copy's by
 //! `judge_dead_letter`; a sweep's lease comes from `policy::Budget`, a claimed item
@@ -22,6 +23,7 @@
 //! mapping and the queues (AWS's behaviour, not ours), and the consumer's storage.
 #![warn(missing_docs)]
 
+mod delivery;
 pub mod fixture;
 pub mod model;
 pub mod params;

@@ -3,8 +3,7 @@
 use crate::fixture::Fixture;
 use crate::params::{Consumer as Strategy, Kind, Mutation, Params};
 use crate::state::{
-    Consumer, Copy, GuardKey, Inv, Item, Out, Phase, Record, Shard, State, Status, TxnState, Work,
-    bit,
+    Consumer, Copy, GuardKey, Inv, Item, Phase, Record, Shard, State, Status, TxnState, Work, bit,
 };
 use aws_lambda_events::event::sqs::{SqsMessage, SqsMessageAttribute};
 use dynamodb_outbox_core::publish::{Work as CodeWork, WorkItem};
@@ -199,7 +198,7 @@ impl OutboxModel {
                 work: self.msg(m).work.clone(),
             })
             .collect();
-        let publish = self.start_publish(works, &items);
+        let publish = self.start_delivery(s, works, &items);
         s.invs.push(Inv::Stream {
             shard,
             from,
@@ -479,6 +478,7 @@ impl Model for OutboxModel {
             consumers: Vec::new(),
             left_terminal: false,
             overtaken: false,
+            sent_after_sent: false,
         }]
     }
 
@@ -605,10 +605,12 @@ impl Model for OutboxModel {
                         mut publish,
                     } => {
                         if publish.phase == Phase::Done {
+                            // The handler's partial batch response: every record
+                            // whose outcome `needs_retry`; the mapping keeps the lowest.
                             let failed = publish
                                 .outcome
                                 .iter()
-                                .position(|o| matches!(o, Out::Retry | Out::Blocked | Out::Open))
+                                .position(|o| crate::delivery::outcome_of(*o).needs_retry())
                                 .and_then(|p| u8::try_from(p).ok());
                             self.esm_after(&mut s, shard, from, to, Some(failed));
                         } else {

@@ -111,6 +111,10 @@ pub enum Mutation {
     /// a FIFO destination goes out whatever earlier message of its aggregate is still
     /// `PENDING` outside the batch.
     NoOrderFence,
+    /// The stream path as it was before the status read (issue 22, defect 2): it
+    /// classifies records from the stream image alone and publishes every record
+    /// Lambda delivers, also one an earlier delivery already sent and marked `SENT`.
+    NoStatusRead,
 }
 
 /// One model instance.
@@ -150,8 +154,8 @@ pub struct Params {
     pub ttl: u8,
     /// Operator redrives of `FAILED` items.
     pub redrives: u8,
-    /// A deliberate bug, or none.
-    pub mutation: Option<Mutation>,
+    /// Deliberate bugs (none: the protocol as the code has it).
+    pub mutations: Vec<Mutation>,
 }
 
 impl Default for Params {
@@ -174,20 +178,20 @@ impl Default for Params {
             dedup_window: 2,
             ttl: 1,
             redrives: 0,
-            mutation: None,
+            mutations: Vec::new(),
         }
     }
 }
 
 impl Params {
-    /// With this mutation.
+    /// With this mutation too.
     pub fn mutated(mut self, m: Mutation) -> Self {
-        self.mutation = Some(m);
+        self.mutations.push(m);
         self
     }
 
-    /// Whether `m` is the mutation in force.
+    /// Whether `m` is a mutation in force.
     pub fn has(&self, m: Mutation) -> bool {
-        self.mutation == Some(m)
+        self.mutations.contains(&m)
     }
 }

@@ -24,6 +24,11 @@ pub const EFFECT_ONCE: &str = "effect at most once";
 /// On a FIFO destination, no message is first accepted after a later one of its
 /// aggregate.
 pub const FIFO_ORDER: &str = "per-aggregate order on FIFO";
+/// No message is sent again after it was marked `SENT`, except by an invocation that
+/// read it `PENDING` itself before the mark landed (two invocations racing: a
+/// sweep's claim, or the stream path's status read, came first). A `SENT` mark that
+/// landed with its answer lost needs no exception: every later read sees `SENT`.
+pub const SENT_ONCE: &str = "no message sent again after SENT";
 /// At most one sweep may still write an item under its claim (the lease's purpose).
 pub const EXCLUSIVE_CLAIMS: &str = "claims are exclusive";
 /// When nothing can happen any more, every committed message is `SENT` with its
@@ -58,6 +63,10 @@ fn effect_once(_: &OutboxModel, s: &State) -> bool {
 
 fn fifo_order(_: &OutboxModel, s: &State) -> bool {
     !s.overtaken
+}
+
+fn sent_once(_: &OutboxModel, s: &State) -> bool {
+    !s.sent_after_sent
 }
 
 /// Whether sweep `sw` may still write item `m` under its claim: claimed and not yet
@@ -113,6 +122,7 @@ pub fn all() -> Vec<Property<OutboxModel>> {
         Property::always(TERMINAL, terminal),
         Property::always(EFFECT_ONCE, effect_once),
         Property::always(FIFO_ORDER, fifo_order),
+        Property::always(SENT_ONCE, sent_once),
         Property::always(EXCLUSIVE_CLAIMS, exclusive_claims),
         Property::always(SETTLES, settles),
         Property::always(NO_LIVELOCK, no_livelock),

@@ -23,27 +23,43 @@ use dynamodb_outbox_core::ports::EntryResult;
 use dynamodb_outbox_core::publish::WorkItem;
 
 impl OutboxModel {
-    /// A publish of `works`, planned by the real `plan` from `items`.
-    pub fn start_publish(&self, works: Vec<Work>, items: &[WorkItem]) -> Publish {
-        let (rounds, poison) = self.fixture.plan(items);
-        let n = works.len();
+    /// A publish of `works`, planned by the real `plan` from `items`; `read`: the
+    /// messages the invocation read `PENDING` from the table (a sweep's claims).
+    pub fn start_publish(&self, works: Vec<Work>, items: &[WorkItem], read: u32) -> Publish {
         let mut p = Publish {
+            outcome: vec![Out::Open; works.len()],
             items: works,
-            rounds,
-            phase: Phase::Round(0),
-            outcome: vec![Out::Open; n],
-            poison,
+            rounds: Vec::new(),
+            phase: Phase::Status,
+            poison: Vec::new(),
             to_fail: Vec::new(),
             sent: Vec::new(),
             failed_aggs: 0,
             adopt: Vec::new(),
+            read,
         };
-        p.phase = if self.fences(&p) {
+        let all: Vec<u8> = (0..p.items.len())
+            .filter_map(|i| u8::try_from(i).ok())
+            .collect();
+        self.plan_positions(&mut p, items, &all);
+        p
+    }
+
+    /// Plans the items at `positions` (`items[i]` is position `positions[i]`'s work)
+    /// with the real `plan`, and moves to the first call.
+    pub(crate) fn plan_positions(&self, p: &mut Publish, items: &[WorkItem], positions: &[u8]) {
+        let (rounds, poison) = self.fixture.plan(items);
+        let at = |i: u8| positions[usize::from(i)];
+        p.rounds = rounds
+            .into_iter()
+            .map(|round| round.into_iter().map(at).collect())
+            .collect();
+        p.poison = poison.into_iter().map(at).collect();
+        p.phase = if self.fences(p) {
             Phase::Fence
         } else {
-            self.after_fence(&mut p)
+            self.after_fence(p)
         };
-        p
     }
 
     fn after_fence(&self, p: &mut Publish) -> Phase {
@@ -78,6 +94,15 @@ impl OutboxModel {
     /// times); from a partition, all of them with their places. A failed read fences.
     fn fence_step(&self, s: &State, p: &mut Publish, fault: Fault) {
         let (positions, members) = self.members(p);
+        // What the status read found finished does not fence (`process_after`'s
+        // `finished`), whatever the read says of it now.
+        let finished: Vec<u8> = p
+            .items
+            .iter()
+            .zip(&p.outcome)
+            .filter(|(_, o)| **o == Out::Finished)
+            .map(|(w, _)| w.msg)
+            .collect();
         let mut pending = Pending::default();
         for read in fence_reads(&members) {
             if fault != Fault::None {
@@ -90,6 +115,9 @@ impl OutboxModel {
                 .msgs
                 .iter()
                 .zip(&s.items)
+                .enumerate()
+                .filter(|(i, _)| !finished.iter().any(|f| usize::from(*f) == *i))
+                .map(|(_, mi)| mi)
                 .filter(|(m, item)| {
                     item.status == Status::Pending && read.aggregates.contains(&m.key.pk)
                 })
@@ -153,7 +181,7 @@ impl OutboxModel {
                     .any(|&pos| !self.deferred(p, pos) && !self.blocked(p, pos));
                 (live, live)
             }
-            Phase::Fence => (true, false),
+            Phase::Fence | Phase::Status => (true, false),
             Phase::DeadLetter => (true, true),
             Phase::Done => (false, false),
             _ => (true, true),
@@ -173,6 +201,7 @@ impl OutboxModel {
     /// Takes one step of `p`.
     pub fn publish_step(&self, s: &mut State, p: &mut Publish, fault: Fault) {
         match p.phase {
+            Phase::Status => self.status_step(s, p, fault),
             Phase::Fence => {
                 self.fence_step(s, p, fault);
                 p.phase = self.after_fence(p);
@@ -339,7 +368,9 @@ impl OutboxModel {
         if fault != Fault::Fail {
             for &pos in &live {
                 if !refused(pos) {
-                    self.accept(s, p.items[usize::from(pos)].msg);
+                    let msg = p.items[usize::from(pos)].msg;
+                    self.note_sent_again(s, p, msg);
+                    self.accept(s, msg);
                 }
             }
         }

@@ -72,11 +72,19 @@ pub enum Out {
     /// Held back by the order fence behind an earlier pending message (not before
     /// the tick given, when known).
     Deferred(Option<u8>),
+    /// The stream path's status read found the item no longer `PENDING` (`SENT`,
+    /// `FAILED`, gone): skipped, not reported (`Outcome::AlreadyFinished`).
+    Finished,
+    /// The stream path's status read failed: not published, reported for retry.
+    Unread,
 }
 
 /// Where a publish is in `Publisher::process`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Phase {
+    /// The stream path's status read: the current `Status` of the batch's items, in
+    /// one consistent `BatchGetItem`, before anything is planned or sent.
+    Status,
     /// The order fence: reading the pending messages of the batch's FIFO-routed
     /// aggregates.
     Fence,
@@ -128,6 +136,10 @@ pub struct Publish {
     pub failed_aggs: u16,
     /// Unindexed positions to adopt.
     pub adopt: Vec<u8>,
+    /// Messages this invocation read `PENDING` from the table itself (a sweep's
+    /// claims, the stream path's status read), bit per message: what the property
+    /// `SENT_ONCE` lets it send after a `SENT` mark that landed since.
+    pub read: u32,
 }
 
 /// Where a sweep is.
@@ -274,6 +286,9 @@ pub struct State {
     pub left_terminal: bool,
     /// Monitor: a message of an aggregate was first accepted after a later one.
     pub overtaken: bool,
+    /// Monitor: the destination accepted a send of a message already marked `SENT`
+    /// from an invocation that had not read it `PENDING` from the table.
+    pub sent_after_sent: bool,
 }
 
 /// Bit `n`.

@@ -8,7 +8,7 @@
 use crate::fixture::TICK_MS;
 use crate::model::{Fault, OutboxModel};
 use crate::params::Mutation;
-use crate::state::{Out, Phase, Publish, State, Status, Sweep, SweepPhase, Work};
+use crate::state::{Phase, Publish, State, Status, Sweep, SweepPhase, Work};
 use dynamodb_outbox_core::policy::{
     AttemptVerdict, Budget, Retrying, attempt_of, judge_attempt, millis, next_due_times,
     order_attempts,
@@ -193,7 +193,11 @@ impl OutboxModel {
                 work: a.work,
             })
             .collect();
-        self.start_publish(works, &items)
+        let read = sw
+            .claimed
+            .iter()
+            .fold(0, |read, c| read | crate::state::bit(c.0));
+        self.start_publish(works, &items, read)
     }
 
     /// `judge_attempt` on each outcome; the failed ones get `next_due_times`, not
@@ -201,20 +205,7 @@ impl OutboxModel {
     fn settle(&self, sw: &Sweep, p: &Publish) -> Vec<(u8, u8, bool)> {
         let mut failed = Vec::new();
         for (w, out) in p.items.iter().zip(&p.outcome) {
-            let outcome = match out {
-                Out::Sent(marked) => Outcome::Sent { marked: *marked },
-                Out::Dead => Outcome::DeadLettered {
-                    marked: true,
-                    reason: "poison".into(),
-                },
-                Out::Retry | Out::Open => Outcome::Retry {
-                    reason: "Throttled".into(),
-                },
-                Out::Blocked => Outcome::Blocked,
-                Out::Deferred(tick) => Outcome::Deferred {
-                    not_before: tick.map(|t| i64::from(t) * TICK_MS),
-                },
-            };
+            let outcome = crate::delivery::outcome_of(*out);
             let not_before = match outcome {
                 Outcome::Deferred { not_before } => not_before.unwrap_or(i64::MIN),
                 _ => i64::MIN,

@@ -52,6 +52,7 @@ fn step_of(model: &OutboxModel, s: &State, i: u8) -> String {
     let pub_step = |p: &crate::state::Publish| -> String {
         let at = |pos: u8| msg(p.items[usize::from(pos)].msg);
         match p.phase {
+            Phase::Status => "reads the current status of its records' items".into(),
             Phase::Fence => {
                 "reads the pending messages of its FIFO aggregates (the order fence)".into()
             }
