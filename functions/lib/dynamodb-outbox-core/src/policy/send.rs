@@ -49,8 +49,8 @@ const DESTINATION_PARAMETERS: &[&str] = &["TopicArn", "TargetArn", "EventBusName
 /// in `PublishFailed` and logged — until an operator fixes it.
 pub const DESTINATION_REFUSED: &str = "the destination's address was refused (a topic, bus or queue in another region than the client's, or one that does not exist): check the route; its messages are retried meanwhile";
 
-/// Whether a refusal with this message blames the destination's address (see
-/// [`DESTINATION_PARAMETERS`]), not the message: never a content refusal, which
+/// Whether a refusal with this message blames the destination's address (it names
+/// `TopicArn`, `TargetArn`, `EventBusName` or `QueueUrl`), not the message: never a content refusal, which
 /// would fail every message sent there.
 pub fn blames_the_destination(message: Option<&str>) -> bool {
     message.is_some_and(|m| DESTINATION_PARAMETERS.iter().any(|p| m.contains(p)))
