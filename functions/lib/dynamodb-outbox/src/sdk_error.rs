@@ -86,12 +86,11 @@ pub fn report_denied(action: &str, error: &str) {
     let action = if action.is_empty() { "(not named)" } else { action };
     tracing::error!(action, error,
         "AWS denied a call: the function's role lacks this action (docs/iam.md lists each role's grants)");
-    let now_ms = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-        .unwrap_or(0);
     let emitter = Emitter::from_env().unwrap_or_default();
-    emitter.emit(now_ms, &[Metric::count(ACCESS_DENIED, 1)]);
+    emitter.emit(
+        dynamodb_outbox_core::clock::now_ms(),
+        &[Metric::count(ACCESS_DENIED, 1)],
+    );
 }
 
 /// A batch send that failed as a whole: refused for its content (`refuses_content`

@@ -38,10 +38,17 @@ async fn each_stacks_publisher_fails_naming_the_one_grant_taken_from_its_role() 
         "this test needs the local AWS to check IAM (scripts/emulator's default)"
     );
     for (tool, c, d) in each_stack().await {
-        let statements = role_statements(&c, &d.publisher).await;
+        let config = c
+            .lambda
+            .get_function_configuration()
+            .function_name(&d.publisher)
+            .send()
+            .await
+            .expect("the publisher's configuration");
+        let statements = role_statements(&c, config.role().unwrap_or_default()).await;
         let mut ob = Outbox::new().await;
         let statements = retarget(&statements, &d, &ob).await;
-        let env = copy_env(&c, &d, &ob).await;
+        let env = copy_env(&config, &ob);
 
         // The whole role: the message is published and marked SENT.
         let outcome = run_copy(&mut ob, &format!("{tool}-whole"), &statements, &env, None).await;
@@ -123,7 +130,7 @@ async fn run_copy(
         1,
         "the committed message's stream record"
     );
-    let since_ms = chrono_now_ms() - 1000;
+    let since_ms = dynamodb_outbox::clock::now_ms() - 1000;
     let out = ob
         .clients
         .lambda
@@ -157,24 +164,9 @@ async fn run_copy(
     }
 }
 
-fn chrono_now_ms() -> i64 {
-    std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-        .unwrap_or(0)
-}
-
-/// Every statement of the role `function` runs as: its inline policies and the
-/// managed policies attached to it.
-async fn role_statements(c: &Clients, function: &str) -> Vec<Value> {
-    let config = c
-        .lambda
-        .get_function_configuration()
-        .function_name(function)
-        .send()
-        .await
-        .expect("the publisher's configuration");
-    let role = config.role().unwrap_or_default();
+/// Every statement of the role `role` (an ARN): its inline policies and the managed
+/// policies attached to it.
+async fn role_statements(c: &Clients, role: &str) -> Vec<Value> {
     let role_name = role.rsplit('/').next().unwrap_or_default().to_owned();
     let mut documents = Vec::new();
     let inline = c
@@ -232,17 +224,14 @@ async fn role_statements(c: &Clients, function: &str) -> Vec<Value> {
         // IAM answers policy documents URL-encoded.
         let text = urlencoding_decode(&doc);
         let parsed: Value = serde_json::from_str(&text)
-            .unwrap_or_else(|e| panic!("{function}'s role: a policy is not JSON: {e}: {text}"));
+            .unwrap_or_else(|e| panic!("role {role}: a policy is not JSON: {e}: {text}"));
         match &parsed["Statement"] {
             Value::Array(list) => statements.extend(list.iter().cloned()),
             single @ Value::Object(_) => statements.push(single.clone()),
             _ => {}
         }
     }
-    assert!(
-        !statements.is_empty(),
-        "{function}'s role {role} has no statements"
-    );
+    assert!(!statements.is_empty(), "role {role} has no statements");
     statements
 }
 
@@ -329,16 +318,12 @@ async fn retarget(statements: &[Value], d: &Deployment, ob: &Outbox) -> Vec<Valu
     serde_json::from_str::<Vec<Value>>(&text).expect("statements")
 }
 
-/// The stack's publisher's environment, with this test's table, route and
-/// dead-letter queue.
-async fn copy_env(c: &Clients, d: &Deployment, ob: &Outbox) -> Vec<(String, String)> {
-    let config = c
-        .lambda
-        .get_function_configuration()
-        .function_name(&d.publisher)
-        .send()
-        .await
-        .expect("the publisher's configuration");
+/// The stack's publisher's environment (from its `config`), with this test's table,
+/// route and dead-letter queue.
+fn copy_env(
+    config: &aws_sdk_lambda::operation::get_function_configuration::GetFunctionConfigurationOutput,
+    ob: &Outbox,
+) -> Vec<(String, String)> {
     let mut env: Vec<(String, String)> = config
         .environment()
         .and_then(|e| e.variables())
