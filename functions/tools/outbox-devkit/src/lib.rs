@@ -7,7 +7,9 @@
 //! - [`demo`]: the one-command demo: produce, observe, verify;
 //! - [`chaos`]: the chaos benchmark: faults in every call, crashes, discards;
 //! - [`provision`]: tables and queues for the integration tests, which need fresh,
-//!   uniquely named resources per test on both emulators.
+//!   uniquely named resources per test on both emulators;
+//! - [`runtime_api`]: a Lambda Runtime API on loopback, to run a function's packaged
+//!   binary through invocations without Lambda.
 //!
 //! What it no longer has: an imitation of Lambda's event source mappings and of the
 //! EventBridge schedule. The local AWS runs our compiled functions behind real ones.
@@ -22,4 +24,5 @@ pub mod demo;
 pub mod deployment;
 pub mod latency;
 pub mod provision;
+pub mod runtime_api;
 mod writes;

@@ -171,6 +171,8 @@ pub fn function_env(name: &str, aws: &LocalAws) -> Vec<(String, String)> {
         .into_iter()
         .map(|(k, v)| (k.to_owned(), v.to_owned())),
     );
+    // The local AWS may serve TLS with its own certificate (`scripts/emulator trust`).
+    env.extend(crate::runtime_api::trust_env());
     env.remove("AWS_SESSION_TOKEN");
     env.remove("AWS_PROFILE");
     env.into_iter().collect()

@@ -1,6 +1,6 @@
-//! Cold start and memory of a Lambda binary, without Lambda: a minimal Lambda Runtime
-//! API on loopback that answers `GET …/invocation/next` once, with an empty batch of
-//! the trigger's shape, then holds the next `/next`. Measured: the time from `exec` to
+//! Cold start and memory of a Lambda binary, without Lambda: the local Lambda Runtime
+//! API ([`crate::runtime_api`]) hands it one invocation, an empty batch of the
+//! trigger's shape, then holds its next `/next`. Measured: the time from `exec` to
 //! the first `/next` (the binary's init: configuration, clients, the publisher's and
 //! the sweeper's reads of their SQS queues' attributes, runtime), the time to the first
 //! answer (the sweeper's first sweep queries its index), the peak resident memory
@@ -18,9 +18,10 @@ mod local_aws;
 mod report;
 mod runtime_api;
 
+pub use crate::runtime_api::peak_rss_kib;
 pub use local_aws::{FUNCTIONS, LocalAws, deployed, deployed_name, function_env, provisioned};
 pub use report::report;
-pub use runtime_api::{empty_event, measure, peak_rss_kib};
+pub use runtime_api::{empty_event, measure};
 
 use std::time::Duration;
 

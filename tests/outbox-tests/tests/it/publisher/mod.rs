@@ -3,6 +3,7 @@
 //! Lambda binary calls.
 
 mod batches;
+mod binary;
 mod commit_retries;
 mod dead_letter_size;
 mod fifo;

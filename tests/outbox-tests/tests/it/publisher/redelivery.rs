@@ -99,7 +99,7 @@ impl<S: OutboxStore> OutboxStore for ReadBeforeTheMark<S> {
 
 /// The event of the last `n` records of `event`: what Lambda delivers again after a
 /// partial batch response reports the first of them.
-fn tail(
+pub(crate) fn tail(
     event: &aws_lambda_events::event::dynamodb::Event,
     n: usize,
 ) -> aws_lambda_events::event::dynamodb::Event {
@@ -109,7 +109,7 @@ fn tail(
 
 /// Commits `count` messages on `topic`, one aggregate each (`prefix#i`), one
 /// transaction each; returns their keys.
-async fn commit_each(
+pub(crate) async fn commit_each(
     ob: &Outbox,
     prefix: &str,
     topic: &str,
@@ -131,7 +131,7 @@ async fn commit_each(
     keys
 }
 
-async fn statuses(ob: &Outbox, keys: &[(String, String)]) -> Vec<Option<String>> {
+pub(crate) async fn statuses(ob: &Outbox, keys: &[(String, String)]) -> Vec<Option<String>> {
     let mut statuses = Vec::with_capacity(keys.len());
     for (pk, sk) in keys {
         let item = ob.item(pk, sk).await;
