@@ -49,7 +49,10 @@ run "functions_know_their_deployment_and_routes" {
   command = apply
   variables {
     prefix = "shop"
-    routes = { mail = { destination = "https://sqs.eu-west-1.amazonaws.com/123456789012/mail", max_message_bytes = 1024 } }
+    routes = {
+      mail  = { destination = "https://sqs.eu-west-1.amazonaws.com/123456789012/mail", max_message_bytes = 1024 }
+      audit = { destination = "arn:aws:sns:eu-west-1:123456789012:audit", raw_delivery = true }
+    }
   }
   assert {
     condition     = alltrue([for f in aws_lambda_function.this : f.environment[0].variables.OUTBOX_DEPLOYMENT == "shop"])
@@ -58,6 +61,13 @@ run "functions_know_their_deployment_and_routes" {
   assert {
     condition     = jsondecode(aws_lambda_function.this["sweeper"].environment[0].variables.OUTBOX_ROUTES).mail == { destination = "https://sqs.eu-west-1.amazonaws.com/123456789012/mail", max_message_bytes = 1024 }
     error_message = "A route object reaches OUTBOX_ROUTES unchanged."
+  }
+  assert {
+    condition = alltrue([for fn in ["publisher", "sweeper"] : strcontains(
+      aws_lambda_function.this[fn].environment[0].variables.OUTBOX_ROUTES,
+      "\"audit\":{\"destination\":\"arn:aws:sns:eu-west-1:123456789012:audit\",\"raw_delivery\":true}",
+    )])
+    error_message = "raw_delivery on an SNS route reaches the publisher's and the sweeper's OUTBOX_ROUTES as the JSON boolean true."
   }
   assert {
     condition     = alltrue([for a in aws_cloudwatch_metric_alarm.this : startswith(a.alarm_name, "shop-")]) && length(aws_cloudwatch_metric_alarm.this) == 13
