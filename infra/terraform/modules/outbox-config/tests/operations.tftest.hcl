@@ -228,7 +228,7 @@ run "access_denied_and_fence_unread_alarm_on_any" {
 run "status_read_failed_and_recovery_range_unfinished_are_on_the_dashboard_not_alarmed" {
   command = apply
   assert {
-    condition = length([for a in values(output.alarms) : a if contains(["StatusReadFailed", "RecoveryRangeUnfinished", "AlreadySettledSkipped"], a.metric_name)]) == 0
+    condition     = length([for a in values(output.alarms) : a if contains(["StatusReadFailed", "RecoveryRangeUnfinished", "AlreadySettledSkipped"], a.metric_name)]) == 0
     error_message = "No alarm on StatusReadFailed, RecoveryRangeUnfinished or AlreadySettledSkipped: each repairs itself, and a lasting cause has its own alarm."
   }
   assert {
