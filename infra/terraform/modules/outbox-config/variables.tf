@@ -55,7 +55,7 @@ variable "routes" {
       (r.raw_delivery == true || r.raw_delivery == false) && can(regex("^arn:aws[a-z-]*:sns:", r.destination)),
       false,
     )]), false)
-    error_message = "A route's raw_delivery (true: every subscription of the topic uses raw delivery, so messages are sized without SNS's notification envelope) must be true or false, and only on an SNS topic destination (arn:aws:sns:...), not on an SQS queue or an EventBridge bus."
+    error_message = "Route ${try(join(", ", [for t, r in var.routes : "\"${t}\"" if !(try(r.raw_delivery, null) == null || try((r.raw_delivery == true || r.raw_delivery == false) && can(regex("^arn:aws[a-z-]*:sns:", r.destination)), false))]), "?")}: raw_delivery (true: every subscription of the topic uses raw delivery, so messages are sized without SNS's notification envelope) must be true or false, and only on an SNS topic destination (arn:aws:sns:...), not on an SQS queue or an EventBridge bus: remove it from that route."
   }
   validation {
     condition     = try(alltrue([for t in keys(var.routes) : can(regex("^[A-Za-z0-9._:-]{1,256}$", t))]), false)
