@@ -54,7 +54,7 @@ export interface OutboxRoute {
 
 /** A route as the functions read it, and what sending needs. */
 export interface ResolvedRoute {
-  /** The value in OUTBOX_ROUTES (a destination, or an object with max_message_bytes / source). */
+  /** The value in OUTBOX_ROUTES (a destination, or an object with max_message_bytes / source / raw_delivery). */
   readonly json: string | { destination: string; max_message_bytes?: number; source?: string; raw_delivery?: boolean };
   readonly kind: RouteTarget['kind'];
   /** The ARN to grant the send on (a token for a queue/topic/bus of the app). */
