@@ -37,7 +37,9 @@ export interface OutboxStackProps extends cdk.StackProps {
 
 /** A context route (OUTBOX_ROUTES' spelling) as the construct's route. */
 const routeOf = (r: Route): OutboxDestination | OutboxRoute =>
-  typeof r === 'string' ? r : { destination: r.destination, maxMessageBytes: r.max_message_bytes, source: r.source };
+  typeof r === 'string'
+    ? r
+    : { destination: r.destination, maxMessageBytes: r.max_message_bytes, source: r.source, rawDelivery: r.raw_delivery };
 
 export class OutboxStack extends cdk.Stack {
   readonly settings: OutboxSettings;

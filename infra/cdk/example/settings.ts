@@ -38,6 +38,7 @@ export interface RouteObject {
   readonly destination: string;
   readonly max_message_bytes?: number;
   readonly source?: string;
+  readonly raw_delivery?: boolean;
 }
 /** A route: a destination, or a detailed route. */
 export type Route = string | RouteObject;
@@ -77,16 +78,21 @@ export const DEFAULTS: OutboxSettings = {
 export function checkRoute(topic: string, route: Route): RouteTarget {
   if (typeof route === 'string') return routeTarget(route);
   if (route === null || typeof route !== 'object' || Array.isArray(route)) {
-    throw new Error(`route "${topic}" must be a destination or {"destination": ..., "max_message_bytes": N, "source": S}`);
+    throw new Error(`route "${topic}" must be a destination or {"destination": ..., "max_message_bytes": N, "source": S, "raw_delivery": true}`);
   }
   for (const key of Object.keys(route)) {
-    if (!['destination', 'max_message_bytes', 'source'].includes(key)) {
-      throw new Error(`route "${topic}" has an unknown key "${key}" (destination, max_message_bytes, source)`);
+    if (!['destination', 'max_message_bytes', 'source', 'raw_delivery'].includes(key)) {
+      throw new Error(`route "${topic}" has an unknown key "${key}" (destination, max_message_bytes, source, raw_delivery)`);
     }
   }
   if (typeof route.destination !== 'string') throw new Error(`route "${topic}" needs a "destination" (queue URL, topic ARN or bus ARN)`);
   const target = routeTarget(route.destination);
-  checkRouteOptions(topic, target.kind, route.max_message_bytes, route.source, 'max_message_bytes');
+  checkRouteOptions(
+    topic,
+    target.kind,
+    { size: route.max_message_bytes, source: route.source, rawDelivery: route.raw_delivery },
+    { size: 'max_message_bytes', rawDelivery: 'raw_delivery' },
+  );
   return target;
 }
 

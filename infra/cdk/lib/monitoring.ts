@@ -42,6 +42,34 @@ export function queueNotEmptyAlarm(queueName: string, description: string): Alar
   };
 }
 
+/**
+ * Alarms on a count of the functions' own metrics (namespace DynamoDbOutbox): any in 5 minutes.
+ * Each is emitted only when it happens or as 0 on every run, so missing data is no breach.
+ * StatusReadFailed, RecoveryRangeUnfinished and AlreadySettledSkipped are on the dashboard
+ * only (README: Alarms).
+ */
+const OUTBOX_COUNT_ALARMS: Record<string, { readonly metric: string; readonly description: string }> = {
+  AccessDenied: {
+    metric: 'AccessDenied',
+    description:
+      "AWS denied a call of an outbox function for a missing permission (AccessDenied > 0 in 5 minutes): a role lacks a grant, whatever the function did next (a fallback that worked does not hide it). The function's log names the IAM action: compare its role with docs/iam.md and add the grant.",
+  },
+  FenceUnread: {
+    metric: 'FenceUnread',
+    description:
+      "The FIFO order fence could not read an aggregate's pending messages (a read refused or failing, or more pending keys than it reads): those messages are held and charged an attempt at each sweep, so they end FAILED if the cause lasts. Read the publisher's and the sweeper's logs for the cause.",
+  },
+  RecoveryRangeLost: {
+    metric: 'RecoveryRangeLost',
+    description:
+      "Discarded stream records were past the stream's 24 h retention when the recovery function read them: their items are found only by the sweeper's backstop scan.",
+  },
+  SweeperRecovering: {
+    metric: 'RecoveredBySweeper',
+    description: 'The sweeper had to publish messages the stream path missed: the stream path is unhealthy.',
+  },
+};
+
 /** `<title>Errors` and `<title>Throttles` of the function named `functionName`. */
 export function functionAlarms(functionName: string, title: string): Record<string, AlarmDefinition> {
   const alarms: Record<string, AlarmDefinition> = {};
@@ -74,6 +102,21 @@ export function alarmDefinitions(s: OutboxSettings): Record<string, AlarmDefinit
       "The recovery function failed on-failure records maxReceiveCount times (not an on-failure record, or a range it could not read); read them and its logs, fix, redrive to the failure queue within the stream's 24 h.",
     ),
   };
+  for (const [key, { metric, description }] of Object.entries(OUTBOX_COUNT_ALARMS)) {
+    alarms[key] = {
+      description,
+      namespace: CONTRACT.metricsNamespace,
+      metricName: metric,
+      dimensions: outbox,
+      statistic: 'Sum',
+      period: 300,
+      evaluationPeriods: 1,
+      datapointsToAlarm: 1,
+      threshold: 0,
+      comparisonOperator: 'GreaterThanThreshold',
+      treatMissingData: 'notBreaching',
+    };
+  }
   // The failure queue is consumed by the recovery function, so its depth says little: a
   // message *sent* to it means the stream mapping discarded records.
   alarms.StreamDiscards = {
@@ -82,20 +125,6 @@ export function alarmDefinitions(s: OutboxSettings): Record<string, AlarmDefinit
     namespace: 'AWS/SQS',
     metricName: 'NumberOfMessagesSent',
     dimensions: { QueueName: n.streamFailures },
-    statistic: 'Sum',
-    period: 300,
-    evaluationPeriods: 1,
-    datapointsToAlarm: 1,
-    threshold: 0,
-    comparisonOperator: 'GreaterThanThreshold',
-    treatMissingData: 'notBreaching',
-  };
-  alarms.RecoveryRangeLost = {
-    description:
-      "Discarded stream records were past the stream's 24 h retention when the recovery function read them: their items are found only by the sweeper's backstop scan.",
-    namespace: CONTRACT.metricsNamespace,
-    metricName: 'RecoveryRangeLost',
-    dimensions: outbox,
     statistic: 'Sum',
     period: 300,
     evaluationPeriods: 1,
@@ -114,19 +143,6 @@ export function alarmDefinitions(s: OutboxSettings): Record<string, AlarmDefinit
     evaluationPeriods: 5,
     datapointsToAlarm: 3,
     threshold: s.iteratorAgeThresholdMs,
-    comparisonOperator: 'GreaterThanThreshold',
-    treatMissingData: 'notBreaching',
-  };
-  alarms.SweeperRecovering = {
-    description: 'The sweeper had to publish messages the stream path missed: the stream path is unhealthy.',
-    namespace: CONTRACT.metricsNamespace,
-    metricName: 'RecoveredBySweeper',
-    dimensions: outbox,
-    statistic: 'Sum',
-    period: 300,
-    evaluationPeriods: 1,
-    datapointsToAlarm: 1,
-    threshold: 0,
     comparisonOperator: 'GreaterThanThreshold',
     treatMissingData: 'notBreaching',
   };
@@ -193,7 +209,7 @@ export function dashboardWidgets(s: OutboxSettings, extras: DashboardExtras = {}
       ...common,
       stat: 'Sum',
       period: 300,
-      metrics: ['Published', 'PublishFailed', 'Failed', 'RecoveredBySweeper', 'SweepRetries', 'SweepErrors'].map(outbox),
+      metrics: ['Published', 'PublishFailed', 'Failed', 'RecoveredBySweeper', 'SweepRetries', 'SweepErrors', 'AlreadySettledSkipped'].map(outbox),
     },
     {
       title: 'Oldest PENDING message (seconds)',
@@ -216,7 +232,12 @@ export function dashboardWidgets(s: OutboxSettings, extras: DashboardExtras = {}
       ...common,
       stat: 'Sum',
       period: 300,
-      metrics: [['AWS/SQS', 'NumberOfMessagesSent', 'QueueName', n.streamFailures], outbox('RecoveredFromStream'), outbox('RecoveryRangeLost')],
+      metrics: [
+        ['AWS/SQS', 'NumberOfMessagesSent', 'QueueName', n.streamFailures],
+        outbox('RecoveredFromStream'),
+        outbox('RecoveryRangeLost'),
+        outbox('RecoveryRangeUnfinished'),
+      ],
     },
     {
       title: 'Dead-letter and failure queues (messages visible)',
@@ -233,6 +254,13 @@ export function dashboardWidgets(s: OutboxSettings, extras: DashboardExtras = {}
     { title: 'Function errors', ...common, stat: 'Sum', period: 300, metrics: fns('Errors') },
     { title: 'Function duration (ms, maximum)', ...common, stat: 'Maximum', period: 300, metrics: fns('Duration') },
     { title: 'Function throttles', ...common, stat: 'Sum', period: 300, metrics: fns('Throttles') },
+    {
+      title: 'Denied calls and reads the functions could not make (sum per 5 minutes)',
+      ...common,
+      stat: 'Sum',
+      period: 300,
+      metrics: ['AccessDenied', 'FenceUnread', 'StatusReadFailed'].map(outbox),
+    },
   ];
   return widgets.map((properties, i) => ({ type: 'metric', x: (i % 2) * 12, y: Math.floor(i / 2) * 6, width: 12, height: 6, properties }));
 }

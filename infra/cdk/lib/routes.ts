@@ -43,12 +43,19 @@ export interface OutboxRoute {
   readonly maxMessageBytes?: number;
   /** EventBridge only: the events' Source (default `dynamodb-outbox`). */
   readonly source?: string;
+  /**
+   * SNS only: every subscription of the topic uses raw delivery, so a message is sized as SNS
+   * counts it (body plus attributes). Without it a message is sized in the notification
+   * envelope a subscriber queue receives (the escaped body and SNS's metadata), so that nothing
+   * SNS accepts overflows a 256 KiB subscriber queue.
+   */
+  readonly rawDelivery?: boolean;
 }
 
 /** A route as the functions read it, and what sending needs. */
 export interface ResolvedRoute {
-  /** The value in OUTBOX_ROUTES (a destination, or an object with max_message_bytes / source). */
-  readonly json: string | { destination: string; max_message_bytes?: number; source?: string };
+  /** The value in OUTBOX_ROUTES (a destination, or an object with max_message_bytes / source / raw_delivery). */
+  readonly json: string | { destination: string; max_message_bytes?: number; source?: string; raw_delivery?: boolean };
   readonly kind: RouteTarget['kind'];
   /** The ARN to grant the send on (a token for a queue/topic/bus of the app). */
   readonly arn: string;
@@ -70,11 +77,25 @@ function target(d: OutboxDestination): { url: string; kind: RouteTarget['kind'];
   throw new Error('a route destination must be an IQueue, ITopic, IEventBus, or a queue URL / topic ARN / bus ARN');
 }
 
+/** How the caller spells a detailed route's options (maxMessageBytes or max_message_bytes, ...). */
+export interface RouteOptionNames {
+  readonly size: string;
+  readonly rawDelivery: string;
+}
+
 /**
- * A detailed route's size (SQS only, 1 B to 1 MiB) and source (EventBridge only, 1-256
- * characters); `sizeName` is how the caller spells the size (maxMessageBytes, max_message_bytes).
+ * A detailed route's size (SQS only, 1 B to 1 MiB), source (EventBridge only, 1-256
+ * characters) and raw delivery (SNS only, a boolean: the functions refuse it on a queue or a
+ * bus whatever its value); `spelling` names them as the caller does.
  */
-export function checkRouteOptions(topic: string, kind: RouteTarget['kind'], size: unknown, source: unknown, sizeName: string): void {
+export function checkRouteOptions(
+  topic: string,
+  kind: RouteTarget['kind'],
+  options: { size?: unknown; source?: unknown; rawDelivery?: unknown },
+  spelling: RouteOptionNames,
+): void {
+  const { size, source, rawDelivery } = options;
+  const sizeName = spelling.size;
   if (size !== undefined) {
     if (kind !== 'sqs') throw new Error(`route "${topic}": ${sizeName} applies to SQS queues only (SNS and EventBridge limits are fixed)`);
     intIn(`route "${topic}" ${sizeName}`, size as number, 1, SQS_MAX_MESSAGE_BYTES);
@@ -82,6 +103,15 @@ export function checkRouteOptions(topic: string, kind: RouteTarget['kind'], size
   if (source !== undefined) {
     if (kind !== 'events') throw new Error(`route "${topic}": source applies to EventBridge buses only`);
     if (typeof source !== 'string' || source.length < 1 || source.length > 256) throw new Error(`route "${topic}": source must be 1-256 characters`);
+  }
+  if (rawDelivery !== undefined) {
+    const name = spelling.rawDelivery;
+    if (kind !== 'sns') {
+      throw new Error(
+        `route "${topic}": ${name} applies to SNS topics only (it says the topic's subscriptions use raw delivery); remove it from this ${kind === 'sqs' ? 'SQS queue' : 'EventBridge bus'} route`,
+      );
+    }
+    if (typeof rawDelivery !== 'boolean') throw new Error(`route "${topic}": ${name} must be true or false, got ${JSON.stringify(rawDelivery)}`);
   }
 }
 
@@ -93,11 +123,17 @@ export function resolveRoute(topic: string, route: OutboxDestination | OutboxRou
     return { json: t.url, kind: t.kind, arn: t.arn, key: t.key };
   }
   const t = target(route.destination);
-  checkRouteOptions(topic, t.kind, route.maxMessageBytes, route.source, 'maxMessageBytes');
+  checkRouteOptions(
+    topic,
+    t.kind,
+    { size: route.maxMessageBytes, source: route.source, rawDelivery: route.rawDelivery },
+    { size: 'maxMessageBytes', rawDelivery: 'rawDelivery' },
+  );
   const json = {
     destination: t.url,
     ...(route.maxMessageBytes !== undefined ? { max_message_bytes: route.maxMessageBytes } : {}),
     ...(route.source !== undefined ? { source: route.source } : {}),
+    ...(route.rawDelivery !== undefined ? { raw_delivery: route.rawDelivery } : {}),
   };
   return { json, kind: t.kind, arn: t.arn, key: t.key };
 }

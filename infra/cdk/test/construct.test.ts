@@ -36,7 +36,7 @@ describe('the Outbox construct alone, on an imported table', () => {
     const counts: Record<string, number> = {};
     for (const r of Object.values(t.toJSON().Resources as Record<string, { Type: string }>)) counts[r.Type] = (counts[r.Type] ?? 0) + 1;
     assert.deepEqual(counts, {
-      'AWS::CloudWatch::Alarm': 13,
+      'AWS::CloudWatch::Alarm': 15,
       'AWS::CloudWatch::Dashboard': 1,
       'AWS::Events::Rule': 1,
       'AWS::IAM::ManagedPolicy': 1,

@@ -128,8 +128,8 @@ describe('alarms that see a dead or failing function', () => {
     assert.equal(a.MetricName, 'ApproximateNumberOfMessagesVisible');
     assert.deepEqual(dimensions(a), { QueueName: 'outbox-orders-events-dlq.fifo' });
   });
-  it('has 17 alarms, every one named with the prefix', () => {
-    assert.equal(Object.keys(alarms).length, 17);
+  it('has 19 alarms, every one named with the prefix', () => {
+    assert.equal(Object.keys(alarms).length, 19);
     for (const name of Object.keys(alarms)) assert.ok(name.startsWith('outbox-'), name);
   });
 });
@@ -147,7 +147,7 @@ describe('deployment name in metrics', () => {
   it('selects the deployment in every alarm and dashboard metric on the outbox namespace (Service = prefix)', () => {
     const t = synth({ prefix: 'shop' });
     const custom = Object.values(alarmsOf(t)).filter((a) => a.Namespace === 'DynamoDbOutbox');
-    assert.equal(custom.length, 3);
+    assert.equal(custom.length, 5);
     for (const a of custom) assert.deepEqual(a.Dimensions, [{ Name: 'Service', Value: 'shop' }]);
     const outboxMetrics = dashboardBody(t).widgets.flatMap((w) => w.properties.metrics as string[][]).filter((m) => m[0] === 'DynamoDbOutbox');
     assert.ok(outboxMetrics.length >= 7);

@@ -418,7 +418,7 @@ describe('default deployment', () => {
     });
     it('has no alarm actions unless an alarm topic is given', () => {
       for (const a of Object.values(t.findResources('AWS::CloudWatch::Alarm'))) assert.equal(a.Properties.AlarmActions, undefined);
-      t.resourceCountIs('AWS::CloudWatch::Alarm', 17);
+      t.resourceCountIs('AWS::CloudWatch::Alarm', 19);
     });
   });
 });

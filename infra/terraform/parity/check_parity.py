@@ -59,6 +59,8 @@ VARIANTS: dict[str, dict] = {
         "routes": {
             "mail": {"destination": "https://sqs.eu-west-1.amazonaws.com/123456789012/mail", "max_message_bytes": 262144},
             "audit": "arn:aws:sns:eu-west-1:123456789012:audit",
+            # SNS with raw delivery: OUTBOX_ROUTES carries "raw_delivery": true in both stacks.
+            "ledger": {"destination": "arn:aws:sns:eu-west-1:123456789012:ledger", "raw_delivery": True},
             "shop": {"destination": "arn:aws:events:eu-west-1:123456789012:event-bus/shop", "source": "shop.orders"},
         },
         "defaultDestination": "https://sqs.eu-west-1.amazonaws.com/123456789012/catch-all",

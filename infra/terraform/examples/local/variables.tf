@@ -27,7 +27,7 @@ variable "lambda_asset_dir" {
 }
 
 variable "routes" {
-  description = "Extra routes, topic => SQS queue URL, SNS topic ARN or EventBridge bus ARN, or { destination, max_message_bytes, source }; added to the example's orders and orders-events."
+  description = "Extra routes, topic => SQS queue URL, SNS topic ARN or EventBridge bus ARN, or { destination, max_message_bytes, source, raw_delivery }; added to the example's orders and orders-events."
   type        = any
   default     = {}
   validation {

@@ -354,6 +354,15 @@ locals {
     OutboxDlqNotEmpty   = { queue = local.names.outbox_dlq, description = "Outbox messages became FAILED (see LastError on the item); inspect, fix, redrive." }
     RecoveryDlqNotEmpty = { queue = local.names.stream_failures_dlq, description = "The recovery function failed on-failure records maxReceiveCount times (not an on-failure record, or a range it could not read); read them and its logs, fix, redrive to the failure queue within the stream's 24 h." }
   }
+  # Alarms on a count of the functions' own metrics: any in 5 minutes. Each is emitted only
+  # when it happens or as 0 on every run, so missing data is no breach. StatusReadFailed,
+  # RecoveryRangeUnfinished and AlreadySettledSkipped are on the dashboard only (README: Alarms).
+  outbox_count_alarms = {
+    AccessDenied      = { metric = "AccessDenied", description = "AWS denied a call of an outbox function for a missing permission (AccessDenied > 0 in 5 minutes): a role lacks a grant, whatever the function did next (a fallback that worked does not hide it). The function's log names the IAM action: compare its role with docs/iam.md and add the grant." }
+    FenceUnread       = { metric = "FenceUnread", description = "The FIFO order fence could not read an aggregate's pending messages (a read refused or failing, or more pending keys than it reads): those messages are held and charged an attempt at each sweep, so they end FAILED if the cause lasts. Read the publisher's and the sweeper's logs for the cause." }
+    RecoveryRangeLost = { metric = "RecoveryRangeLost", description = "Discarded stream records were past the stream's 24 h retention when the recovery function read them: their items are found only by the sweeper's backstop scan." }
+    SweeperRecovering = { metric = "RecoveredBySweeper", description = "The sweeper had to publish messages the stream path missed: the stream path is unhealthy." }
+  }
   function_titles = { publisher = "Publisher", sweeper = "Sweeper", recovery = "Recovery" }
   function_alarm_descriptions = {
     Errors    = "fails invocations in 3 consecutive 5-minute periods (a crash, a timeout, a bad configuration): read its log group."
@@ -367,6 +376,19 @@ locals {
       metric_name         = "ApproximateNumberOfMessagesVisible"
       dimensions          = tomap({ QueueName = q.queue })
       statistic           = "Maximum"
+      period              = 300
+      evaluation_periods  = 1
+      datapoints_to_alarm = 1
+      threshold           = 0
+      comparison_operator = "GreaterThanThreshold"
+      treat_missing_data  = "notBreaching"
+    } },
+    { for k, a in local.outbox_count_alarms : k => {
+      description         = a.description
+      namespace           = local.metrics.namespace
+      metric_name         = a.metric
+      dimensions          = tomap(local.metrics.dimensions)
+      statistic           = "Sum"
       period              = 300
       evaluation_periods  = 1
       datapoints_to_alarm = 1
@@ -390,19 +412,6 @@ locals {
         comparison_operator = "GreaterThanThreshold"
         treat_missing_data  = "notBreaching"
       }
-      RecoveryRangeLost = {
-        description         = "Discarded stream records were past the stream's 24 h retention when the recovery function read them: their items are found only by the sweeper's backstop scan."
-        namespace           = local.metrics.namespace
-        metric_name         = "RecoveryRangeLost"
-        dimensions          = tomap(local.metrics.dimensions)
-        statistic           = "Sum"
-        period              = 300
-        evaluation_periods  = 1
-        datapoints_to_alarm = 1
-        threshold           = 0
-        comparison_operator = "GreaterThanThreshold"
-        treat_missing_data  = "notBreaching"
-      }
       PublisherIteratorAge = {
         description         = "The publisher falls behind the table stream (records older than the threshold)."
         namespace           = "AWS/Lambda"
@@ -413,19 +422,6 @@ locals {
         evaluation_periods  = 5
         datapoints_to_alarm = 3
         threshold           = var.iterator_age_threshold_ms
-        comparison_operator = "GreaterThanThreshold"
-        treat_missing_data  = "notBreaching"
-      }
-      SweeperRecovering = {
-        description         = "The sweeper had to publish messages the stream path missed: the stream path is unhealthy."
-        namespace           = local.metrics.namespace
-        metric_name         = "RecoveredBySweeper"
-        dimensions          = tomap(local.metrics.dimensions)
-        statistic           = "Sum"
-        period              = 300
-        evaluation_periods  = 1
-        datapoints_to_alarm = 1
-        threshold           = 0
         comparison_operator = "GreaterThanThreshold"
         treat_missing_data  = "notBreaching"
       }
@@ -464,7 +460,7 @@ locals {
 
   # ---------------------------------------------------------------- dashboard <prefix>-dashboard
   # Widgets without "region": each stack adds its own.
-  outbox_metric = [for m in ["Published", "PublishFailed", "Failed", "RecoveredBySweeper", "SweepRetries", "SweepErrors"] : [local.metrics.namespace, m, "Service", var.prefix]]
+  outbox_metric = [for m in ["Published", "PublishFailed", "Failed", "RecoveredBySweeper", "SweepRetries", "SweepErrors", "AlreadySettledSkipped"] : [local.metrics.namespace, m, "Service", var.prefix]]
   # The outbox's functions, then the caller's (var.dashboard_function_names: its consumers).
   function_metrics = { for metric in ["Errors", "Duration", "Throttles"] : metric => [
     for name in concat([for fn in ["publisher", "sweeper", "recovery"] : local.names[fn]], var.dashboard_function_names) : ["AWS/Lambda", metric, "FunctionName", name]
@@ -487,6 +483,7 @@ locals {
         ["AWS/SQS", "NumberOfMessagesSent", "QueueName", local.names.stream_failures],
         [local.metrics.namespace, "RecoveredFromStream", "Service", var.prefix],
         [local.metrics.namespace, "RecoveryRangeLost", "Service", var.prefix],
+        [local.metrics.namespace, "RecoveryRangeUnfinished", "Service", var.prefix],
       ]
     },
     {
@@ -498,6 +495,10 @@ locals {
     { title = "Function errors", view = "timeSeries", stacked = false, stat = "Sum", period = 300, metrics = local.function_metrics.Errors },
     { title = "Function duration (ms, maximum)", view = "timeSeries", stacked = false, stat = "Maximum", period = 300, metrics = local.function_metrics.Duration },
     { title = "Function throttles", view = "timeSeries", stacked = false, stat = "Sum", period = 300, metrics = local.function_metrics.Throttles },
+    {
+      title   = "Denied calls and reads the functions could not make (sum per 5 minutes)", view = "timeSeries", stacked = false, stat = "Sum", period = 300
+      metrics = [for m in ["AccessDenied", "FenceUnread", "StatusReadFailed"] : [local.metrics.namespace, m, "Service", var.prefix]]
+    },
   ]
   dashboard = {
     name = local.names.dashboard

@@ -13,16 +13,18 @@ variable "routes" {
     Your routes, topic => destination: OUTBOX_ROUTES (unchanged; nothing else is merged in).
     A destination is an SQS queue URL, an SNS topic ARN or an EventBridge bus ARN, or an object
     { destination = "...", max_message_bytes = N (SQS only: the queue's MaximumMessageSize
-    when below 1 MiB), source = "..." (EventBridge only: the events' Source) }.
+    when below 1 MiB), source = "..." (EventBridge only: the events' Source), raw_delivery =
+    true (SNS only: every subscription of the topic uses raw delivery, so a message is sized as
+    SNS counts it instead of in the notification envelope a subscriber queue receives) }.
   EOT
   type        = any
   default     = {}
   nullable    = false
   validation {
     condition = try(alltrue([for t, r in var.routes : can(tostring(r)) || (
-      try(length(setsubtract(keys(r), ["destination", "max_message_bytes", "source"])) == 0, false) && can(tostring(r.destination))
+      try(length(setsubtract(keys(r), ["destination", "max_message_bytes", "source", "raw_delivery"])) == 0, false) && can(tostring(r.destination))
     )]), false)
-    error_message = "Every route is a destination text or an object { destination = \"...\", max_message_bytes = N, source = \"...\" } (no other keys)."
+    error_message = "Every route is a destination text or an object { destination = \"...\", max_message_bytes = N, source = \"...\", raw_delivery = true } (no other keys)."
   }
   validation {
     condition = try(alltrue([for t, r in var.routes : can(regex(
@@ -45,6 +47,15 @@ variable "routes" {
       false,
     )]), false)
     error_message = "A route's source (the events' Source) must be 1-256 characters, and only on an EventBridge bus destination."
+  }
+  # The functions refuse raw_delivery on a queue or a bus whatever its value (false too),
+  # and anything but a boolean: so does the module, before deploying.
+  validation {
+    condition = try(alltrue([for t, r in var.routes : try(r.raw_delivery, null) == null || try(
+      (r.raw_delivery == true || r.raw_delivery == false) && can(regex("^arn:aws[a-z-]*:sns:", r.destination)),
+      false,
+    )]), false)
+    error_message = "Route ${try(join(", ", [for t, r in var.routes : "\"${t}\"" if !(try(r.raw_delivery, null) == null || try((r.raw_delivery == true || r.raw_delivery == false) && can(regex("^arn:aws[a-z-]*:sns:", r.destination)), false))]), "?")}: raw_delivery (true: every subscription of the topic uses raw delivery, so messages are sized without SNS's notification envelope) must be true or false, and only on an SNS topic destination (arn:aws:sns:...), not on an SQS queue or an EventBridge bus: remove it from that route."
   }
   validation {
     condition     = try(alltrue([for t in keys(var.routes) : can(regex("^[A-Za-z0-9._:-]{1,256}$", t))]), false)

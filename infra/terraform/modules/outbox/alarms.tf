@@ -1,7 +1,8 @@
 # Every alarm is defined in ../outbox-config (local.alarms), named <prefix>-<key>:
 # dead-letter queues not empty, stream discards (messages sent to the failure queue),
-# publisher IteratorAge, sweeper recovering, recovery range lost, oldest pending message
-# (missing data breaching: a dead sweeper), Errors and Throttles of the four functions.
+# publisher IteratorAge, sweeper recovering, recovery range lost, denied calls
+# (AccessDenied), unread FIFO fences (FenceUnread), oldest pending message (missing data
+# breaching: a dead sweeper), Errors and Throttles of the three functions.
 
 locals {
   alarm_actions = compact([var.alarm_topic_arn])

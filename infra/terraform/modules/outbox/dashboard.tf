@@ -1,5 +1,6 @@
 # The dashboard <prefix>-dashboard: messages, oldest pending age, IteratorAge, stream
-# discards and their recovery, DLQ depths, function errors, duration and throttles. The widgets come from
+# discards and their recovery, DLQ depths, function errors, duration and throttles, denied
+# calls and unread fences and statuses. The widgets come from
 # ../outbox-config; each metric widget needs the region, taken from a queue's ARN
 # (no data source: planning needs no AWS call).
 

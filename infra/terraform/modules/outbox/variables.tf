@@ -10,7 +10,7 @@ variable "prefix" {
 }
 
 variable "routes" {
-  description = "Your routes, topic => destination (SQS queue URL, SNS topic ARN or EventBridge bus ARN) or { destination, max_message_bytes (SQS only: the queue's MaximumMessageSize when below 1 MiB), source (EventBridge only) }: OUTBOX_ROUTES, unchanged, and the functions' send grants. Nothing else is routed. Validated in ../outbox-config."
+  description = "Your routes, topic => destination (SQS queue URL, SNS topic ARN or EventBridge bus ARN) or { destination, max_message_bytes (SQS only: the queue's MaximumMessageSize when below 1 MiB), source (EventBridge only), raw_delivery (SNS only: true when every subscription of the topic uses raw delivery; messages are then sized without the notification envelope) }: OUTBOX_ROUTES, unchanged, and the functions' send grants. Nothing else is routed. Validated in ../outbox-config."
   type        = any
   default     = {}
   nullable    = false

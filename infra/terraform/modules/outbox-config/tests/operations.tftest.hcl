@@ -71,7 +71,7 @@ run "every_function_knows_its_deployment" {
   assert {
     condition = alltrue([for a in values(output.alarms) : a.dimensions == tomap({ Service = "shop" }) if a.namespace == "DynamoDbOutbox"]) && length([
       for a in values(output.alarms) : a if a.namespace == "DynamoDbOutbox"
-    ]) == 3
+    ]) == 5
     error_message = "Every alarm on the outbox namespace selects Service = prefix."
   }
   assert {
@@ -139,8 +139,8 @@ run "every_dead_letter_queue_is_alarmed" {
     error_message = "Each DLQ of the outbox (the outbox DLQ, the recovery DLQ) has a not-empty alarm; the failure queue is consumed, StreamDiscards watches what is sent to it. (The orders example alarms its own: examples/orders-config.)"
   }
   assert {
-    condition     = length(output.alarms) == 13
-    error_message = "13 alarms: 2 DLQs, stream discards, iterator age, 3 outbox metrics, Errors and Throttles of 3 functions."
+    condition     = length(output.alarms) == 15
+    error_message = "15 alarms: 2 DLQs, stream discards, iterator age, 5 outbox metrics, Errors and Throttles of 3 functions."
   }
 }
 
@@ -188,5 +188,64 @@ run "dashboard_shows_sweep_errors" {
       ["DynamoDbOutbox", "SweepErrors", "Service", "outbox"],
     )
     error_message = "The outbox messages widget shows SweepErrors (store requests a sweep could not make), per deployment."
+  }
+}
+
+# The functions' own signals an operator must act on: any AccessDenied (a role lacks a grant;
+# emitted only when a call is denied, so missing data is no breach) and any FenceUnread (FIFO
+# messages held and charged because the order fence could not read; 0 on every run).
+run "access_denied_and_fence_unread_alarm_on_any" {
+  command = apply
+  variables {
+    prefix = "shop"
+  }
+  assert {
+    condition = alltrue([for metric in ["AccessDenied", "FenceUnread"] : output.alarms[metric] == {
+      description         = output.alarms[metric].description
+      namespace           = "DynamoDbOutbox"
+      metric_name         = metric
+      dimensions          = tomap({ Service = "shop" })
+      statistic           = "Sum"
+      period              = 300
+      evaluation_periods  = 1
+      datapoints_to_alarm = 1
+      threshold           = 0
+      comparison_operator = "GreaterThanThreshold"
+      treat_missing_data  = "notBreaching"
+    }])
+    error_message = "AccessDenied and FenceUnread alarm on any (Sum > 0) in one 5-minute period of the deployment's metrics; no data is no breach."
+  }
+  assert {
+    condition     = strcontains(output.alarms.AccessDenied.description, "docs/iam.md") && strcontains(output.alarms.FenceUnread.description, "FAILED")
+    error_message = "Each description says what to do (AccessDenied: the grant, docs/iam.md) or what follows (FenceUnread: FAILED)."
+  }
+}
+
+# StatusReadFailed (a redelivered batch reported for retry: Lambda redelivers it; a lasting
+# cause shows as AccessDenied, PublisherIteratorAge or StreamDiscards) and
+# RecoveryRangeUnfinished (a range read again on the retry; a lasting cause ends on the
+# recovery DLQ, RecoveryDlqNotEmpty) need no one: on the dashboard, not alarmed.
+run "status_read_failed_and_recovery_range_unfinished_are_on_the_dashboard_not_alarmed" {
+  command = apply
+  assert {
+    condition     = length([for a in values(output.alarms) : a if contains(["StatusReadFailed", "RecoveryRangeUnfinished", "AlreadySettledSkipped"], a.metric_name)]) == 0
+    error_message = "No alarm on StatusReadFailed, RecoveryRangeUnfinished or AlreadySettledSkipped: each repairs itself, and a lasting cause has its own alarm."
+  }
+  assert {
+    condition = length(setsubtract([
+      ["DynamoDbOutbox", "AccessDenied", "Service", "outbox"],
+      ["DynamoDbOutbox", "FenceUnread", "Service", "outbox"],
+      ["DynamoDbOutbox", "StatusReadFailed", "Service", "outbox"],
+      ["DynamoDbOutbox", "RecoveryRangeUnfinished", "Service", "outbox"],
+      ["DynamoDbOutbox", "AlreadySettledSkipped", "Service", "outbox"],
+    ], concat([for w in output.dashboard.widgets : w.properties.metrics]...))) == 0
+    error_message = "The dashboard shows AccessDenied, FenceUnread, StatusReadFailed, RecoveryRangeUnfinished and AlreadySettledSkipped."
+  }
+  assert {
+    condition = contains(
+      [for w in output.dashboard.widgets : w.properties.metrics if w.properties.title == "Stream discards and their recovery (sum per 5 minutes)"][0],
+      ["DynamoDbOutbox", "RecoveryRangeUnfinished", "Service", "outbox"],
+    )
+    error_message = "RecoveryRangeUnfinished is beside the discards and their recovery."
   }
 }

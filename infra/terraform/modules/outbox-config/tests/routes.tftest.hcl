@@ -1,5 +1,5 @@
 # Detailed routes: a route is a destination, or an object
-# {destination, max_message_bytes, source} passed to OUTBOX_ROUTES unchanged; IAM
+# {destination, max_message_bytes, source, raw_delivery} passed to OUTBOX_ROUTES unchanged; IAM
 # comes from the destination.
 
 variables {
@@ -129,6 +129,52 @@ run "route_object_with_an_unknown_key" {
   command = plan
   variables {
     routes = { x = { destination = "https://sqs.eu-west-1.amazonaws.com/123456789012/q", max_bytes = 1 } }
+  }
+  expect_failures = [var.routes]
+}
+
+# raw_delivery (SNS only): the topic's subscriptions use raw delivery, so the functions size
+# a message as SNS counts it, not in the notification envelope. It reaches OUTBOX_ROUTES as
+# the boolean the functions parse (route.rs: RouteSpec::Detailed's raw_delivery).
+run "raw_delivery_on_a_topic_passes_through_as_a_boolean" {
+  command = apply
+  variables {
+    routes = {
+      audit  = { destination = "arn:aws:sns:eu-west-1:123456789012:audit", raw_delivery = true }
+      ledger = { destination = "arn:aws:sns:eu-west-1:123456789012:ledger.fifo", raw_delivery = false }
+    }
+  }
+  assert {
+    condition     = output.routes_json == "{\"audit\":{\"destination\":\"arn:aws:sns:eu-west-1:123456789012:audit\",\"raw_delivery\":true},\"ledger\":{\"destination\":\"arn:aws:sns:eu-west-1:123456789012:ledger.fifo\",\"raw_delivery\":false}}"
+    error_message = "OUTBOX_ROUTES carries raw_delivery as a JSON boolean, unchanged: ${output.routes_json}"
+  }
+  assert {
+    condition     = [for s in output.policies.publisher.Statement : s.Resource if s.Sid == "PublishToRoutedTopics"][0] == tolist(["arn:aws:sns:eu-west-1:123456789012:audit", "arn:aws:sns:eu-west-1:123456789012:ledger.fifo"])
+    error_message = "raw_delivery changes no grant: the topics are published to as before."
+  }
+}
+
+run "raw_delivery_on_a_queue" {
+  command = plan
+  variables {
+    routes = { x = { destination = "https://sqs.eu-west-1.amazonaws.com/123456789012/q", raw_delivery = true } }
+  }
+  expect_failures = [var.routes]
+}
+
+# The functions refuse raw_delivery on a non-topic whatever its value.
+run "raw_delivery_false_on_a_bus" {
+  command = plan
+  variables {
+    routes = { x = { destination = "arn:aws:events:eu-west-1:123456789012:event-bus/shop", raw_delivery = false } }
+  }
+  expect_failures = [var.routes]
+}
+
+run "raw_delivery_as_text" {
+  command = plan
+  variables {
+    routes = { x = { destination = "arn:aws:sns:eu-west-1:123456789012:t", raw_delivery = "true" } }
   }
   expect_failures = [var.routes]
 }

@@ -49,7 +49,10 @@ run "functions_know_their_deployment_and_routes" {
   command = apply
   variables {
     prefix = "shop"
-    routes = { mail = { destination = "https://sqs.eu-west-1.amazonaws.com/123456789012/mail", max_message_bytes = 1024 } }
+    routes = {
+      mail  = { destination = "https://sqs.eu-west-1.amazonaws.com/123456789012/mail", max_message_bytes = 1024 }
+      audit = { destination = "arn:aws:sns:eu-west-1:123456789012:audit", raw_delivery = true }
+    }
   }
   assert {
     condition     = alltrue([for f in aws_lambda_function.this : f.environment[0].variables.OUTBOX_DEPLOYMENT == "shop"])
@@ -60,8 +63,15 @@ run "functions_know_their_deployment_and_routes" {
     error_message = "A route object reaches OUTBOX_ROUTES unchanged."
   }
   assert {
-    condition     = alltrue([for a in aws_cloudwatch_metric_alarm.this : startswith(a.alarm_name, "shop-")]) && length(aws_cloudwatch_metric_alarm.this) == 13
-    error_message = "13 alarms, named with the prefix."
+    condition = alltrue([for fn in ["publisher", "sweeper"] : strcontains(
+      aws_lambda_function.this[fn].environment[0].variables.OUTBOX_ROUTES,
+      "\"audit\":{\"destination\":\"arn:aws:sns:eu-west-1:123456789012:audit\",\"raw_delivery\":true}",
+    )])
+    error_message = "raw_delivery on an SNS route reaches the publisher's and the sweeper's OUTBOX_ROUTES as the JSON boolean true."
+  }
+  assert {
+    condition     = alltrue([for a in aws_cloudwatch_metric_alarm.this : startswith(a.alarm_name, "shop-")]) && length(aws_cloudwatch_metric_alarm.this) == 15
+    error_message = "15 alarms, named with the prefix."
   }
   assert {
     condition = alltrue([for w in jsondecode(aws_cloudwatch_dashboard.outbox.dashboard_body).widgets : w.properties.region == "eu-west-1"]) && (
@@ -400,5 +410,28 @@ run "an_existing_large_payload_bucket_is_attached_not_created" {
       output.large_payload_bucket_arn == "arn:aws:s3:::shop-payloads"
     )
     error_message = "The grants name the attached bucket's outbox/ objects, in the deployment's partition."
+  }
+}
+
+# The functions' own alarms (AccessDenied, FenceUnread) are real alarms of the deployment and
+# notify the topic every other alarm notifies.
+run "access_denied_and_fence_unread_alarms_notify_the_alarm_topic" {
+  command = plan
+  variables {
+    prefix          = "shop"
+    alarm_topic_arn = "arn:aws:sns:eu-west-1:123456789012:ops"
+  }
+  assert {
+    condition = alltrue([for k in ["AccessDenied", "FenceUnread"] : (
+      aws_cloudwatch_metric_alarm.this[k].alarm_name == "shop-${k}"
+      && aws_cloudwatch_metric_alarm.this[k].metric_name == k
+      && aws_cloudwatch_metric_alarm.this[k].namespace == "DynamoDbOutbox"
+      && aws_cloudwatch_metric_alarm.this[k].dimensions == tomap({ Service = "shop" })
+    )])
+    error_message = "shop-AccessDenied and shop-FenceUnread watch the deployment's own metrics."
+  }
+  assert {
+    condition     = alltrue([for a in aws_cloudwatch_metric_alarm.this : a.alarm_actions == toset(["arn:aws:sns:eu-west-1:123456789012:ops"])])
+    error_message = "Every alarm, the new ones included, notifies alarm_topic_arn."
   }
 }

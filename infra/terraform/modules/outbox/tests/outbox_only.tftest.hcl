@@ -28,10 +28,10 @@ run "a_users_table_and_one_route_get_the_outbox_only" {
       && toset(keys(aws_cloudwatch_log_group.function)) == toset(["publisher", "recovery", "sweeper"])
       && toset(keys(merge(aws_sqs_queue.dead_letter, aws_sqs_queue.destination))) == toset(["outbox_dlq", "stream_failures", "stream_failures_dlq"])
       && toset(keys(aws_sqs_queue_policy.tls_only)) == toset(["outbox_dlq", "stream_failures", "stream_failures_dlq"])
-      && length(aws_cloudwatch_metric_alarm.this) == 13
+      && length(aws_cloudwatch_metric_alarm.this) == 15
       && length(aws_iam_policy.producer) == 1
     )
-    error_message = "An existing table and one route: three functions with their roles, policies and log groups, the outbox's three queues, 13 alarms, the producer policy -- no table."
+    error_message = "An existing table and one route: three functions with their roles, policies and log groups, the outbox's three queues, 15 alarms, the producer policy -- no table."
   }
   assert {
     condition = !anytrue(flatten([
