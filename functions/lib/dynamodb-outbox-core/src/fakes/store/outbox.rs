@@ -7,8 +7,8 @@ use crate::failure::{Failure, FailureKind};
 use crate::fakes::lock;
 use crate::policy::{FailedMark, FenceRead, PAYLOAD_ON_DEAD_LETTER_QUEUE, Scope, Sibling};
 use crate::ports::{
-    MarkChange, MarkCondition, MarkOutcome, OutboxStore, PendingPage, StatementAnswer, StatementError, StatusRead,
-    SweepStore,
+    MarkChange, MarkCondition, MarkOutcome, OutboxStore, PendingPage, StatementAnswer,
+    StatementError, StatusRead, SweepStore,
 };
 use crate::schema::{
     ItemKey, OutboxItem, PENDING_MESSAGE, SeenIndex, Status, failed_sweep_shard, sweep_shard,
