@@ -161,7 +161,7 @@ async fn a_failed_mark_under_a_claim_the_redrive_replaced_is_refused() {
     let redriven = ops::redrive(db, &ob.ops_table(), selection, now)
         .await
         .expect("redrive");
-    assert_eq!(redriven.redriven, [key.clone()]);
+    assert_eq!(redriven.redriven, std::slice::from_ref(&key));
 
     // Then the first sweep's FAILED mark under its old claim is refused, one by one
     // and batched
