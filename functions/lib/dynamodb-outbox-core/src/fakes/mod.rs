@@ -11,7 +11,7 @@ mod sink;
 mod store;
 
 pub use sink::{RecordingSink, Refusals};
-pub use store::{MemoryStore, StoreFaults, redriven};
+pub use store::{MemoryStore, StoreFaults};
 
 use crate::schema::{ItemKey, OutboxItem, PENDING_MESSAGE, Status, sweep_shard};
 use std::sync::{Mutex, MutexGuard, PoisonError};

@@ -67,23 +67,7 @@ pub(super) async fn all_failed<S: OutboxStore>(
                 }
                 (None, _) => FailedMarked::NotMarked,
             };
-            let reason = p.reason;
-            let outcome = match marked {
-                FailedMarked::Failed => Outcome::DeadLettered {
-                    reason,
-                    marked: true,
-                },
-                FailedMarked::NotMarked => Outcome::DeadLettered {
-                    reason,
-                    marked: false,
-                },
-                FailedMarked::ClaimLost => {
-                    tracing::warn!(aggregate = %p.key.as_ref().map(|k| k.pk.as_str()).unwrap_or("-"),
-                        sk = %p.key.as_ref().map(|k| k.sk.as_str()).unwrap_or("-"),
-                        "claim lost: the item was finished, or redriven and claimed again, during this attempt; not marked FAILED, left to whoever holds it");
-                    Outcome::ClaimLost { at_mark: true }
-                }
-            };
+            let outcome = marked.outcome(p.reason);
             (index, outcome)
         }
     }))
@@ -105,6 +89,17 @@ enum FailedMarked {
 }
 
 impl FailedMarked {
+    /// The poison's outcome: dead-lettered (`FAILED` or not), or its claim lost.
+    fn outcome(self, reason: String) -> Outcome {
+        match self {
+            FailedMarked::ClaimLost => Outcome::ClaimLost { at_mark: true },
+            marked => Outcome::DeadLettered {
+                reason,
+                marked: marked == FailedMarked::Failed,
+            },
+        }
+    }
+
     /// What a mark that answered `outcome` under `condition` came to. A refused mark
     /// without a claim met an item someone else finished; with one, the item may be
     /// pending under a newer claim, so it cannot be counted as failed.

@@ -42,7 +42,7 @@ pub struct StoreFaults {
     pub status_reads: bool,
     /// Items redriven during a sweep's attempt, each with the due time the redrive
     /// gives it: just before the store's first `FAILED` mark of the item, someone
-    /// else failed it and an operator redrove it ([`redriven`]).
+    /// else failed it and an operator redrove it (as `outbox-ops redrive` leaves it).
     pub redriven_before_failed_mark: Vec<(ItemKey, i64)>,
     /// The same, just before the store's first read of the item (`load`: the check
     /// before a dead-letter copy).
@@ -52,7 +52,7 @@ pub struct StoreFaults {
 /// `item` as `outbox-ops redrive` leaves a `FAILED` item: `PENDING` with a fresh
 /// budget (`RetryCount` 0), in its sweep partition due at `due_ms`, without
 /// `LastError` and `FailedAt`.
-pub fn redriven(key: &ItemKey, item: &mut OutboxItem, due_ms: i64) {
+fn redriven(key: &ItemKey, item: &mut OutboxItem, due_ms: i64) {
     item.status = Some(Status::Pending.as_str().to_owned());
     item.retry_count = Some(0);
     item.sweep_shard = Some(sweep_shard(&key.pk));
