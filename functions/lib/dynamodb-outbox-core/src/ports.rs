@@ -13,6 +13,10 @@ use crate::schema::{
 use std::collections::HashMap;
 use std::future::Future;
 
+mod condition;
+
+pub use condition::MarkCondition;
+
 /// The answer for one entry of a batch: sent, or why not (a [`Failure`] of kind
 /// `Transient` or `Permanent`).
 pub type EntryResult = Result<(), Failure>;
@@ -49,13 +53,15 @@ pub trait MessageSink: Send + Sync {
 pub enum MarkOutcome {
     /// The item was `PENDING` and is now in the new state.
     Marked,
-    /// The item was no longer `PENDING`: someone else finished it. Not an error.
+    /// The condition was refused: the item was no longer `PENDING` (someone else
+    /// finished it), or, for a sweep's mark under its claim ([`MarkCondition`]), no
+    /// longer under that claim (redriven, claimed again or rescheduled since). Not an
+    /// error.
     AlreadyFinished,
 }
 
 /// A conditional state change of one item, as a batched mark carries it. Each is
-/// conditional on the item being `PENDING`, like [`OutboxStore::mark_sent`] and
-/// [`OutboxStore::mark_failed`].
+/// conditional as [`OutboxStore::mark_sent`] and [`OutboxStore::mark_failed`] are.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum MarkChange {
     /// `PENDING` → `SENT`, as [`OutboxStore::mark_sent`].
@@ -71,6 +77,8 @@ pub enum MarkChange {
         mark: FailedMark,
         /// `FailedAt`, epoch milliseconds.
         failed_at_ms: i64,
+        /// What the item must hold besides `PENDING`: a sweep's claim.
+        condition: MarkCondition,
     },
 }
 
@@ -109,6 +117,8 @@ pub trait OutboxStore: Send + Sync {
     }
 
     /// `PENDING` → `SENT`: sets `SentAt` and the TTL, removes the sweeper index keys.
+    /// Conditional on `PENDING` alone, a sweep's too: a message that went out is
+    /// sent, whoever holds it now.
     fn mark_sent(
         &self,
         key: &ItemKey,
@@ -133,13 +143,16 @@ pub trait OutboxStore: Send + Sync {
     }
 
     /// `PENDING` → `FAILED` as `mark` says (see [`crate::policy::poison`]), removing
-    /// the sweeper index keys. An item the mark would make too large is refused with
-    /// a [`FailureKind::ContentRefused`](crate::failure::FailureKind) failure.
+    /// the sweeper index keys, only if the item meets `condition` too: a sweep marks
+    /// under its claim ([`MarkCondition::Claimed`]), so that a redrive made during its
+    /// attempt is not undone. An item the mark would make too large is refused with a
+    /// [`FailureKind::ContentRefused`](crate::failure::FailureKind) failure.
     fn mark_failed(
         &self,
         key: &ItemKey,
         mark: &FailedMark,
         failed_at_ms: i64,
+        condition: &MarkCondition,
     ) -> impl Future<Output = Result<MarkOutcome, Failure>> + Send;
 
     /// The item as stored now (a strongly consistent read), `None` when there is none.

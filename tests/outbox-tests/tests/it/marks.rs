@@ -15,7 +15,7 @@ use outbox_tests::{Outbox, clients, n, s, sv};
 
 /// Whether the emulator enforces PartiQL conditions (MiniStack does, like DynamoDB;
 /// moto does not). Prints why a test skips part of itself.
-fn partiql_conditions_enforced(test: &str) -> bool {
+pub(crate) fn partiql_conditions_enforced(test: &str) -> bool {
     let kind = std::env::var("OUTBOX_EMULATOR").unwrap_or_else(|_| "ministack".into());
     if kind == "moto" {
         eprintln!(

@@ -176,6 +176,12 @@ pub enum AttemptVerdict {
     /// Someone else finished the item before this sweep's dead-letter copy: nothing
     /// was sent.
     Finished,
+    /// Poison whose claim this sweep lost before it could mark it `FAILED`
+    /// ([`Outcome::ClaimLost`]): left to whoever holds it now, not rescheduled.
+    ClaimLost {
+        /// Whether it was found at the mark, after the dead-letter copy.
+        at_mark: bool,
+    },
     /// Not published: record the reason and try again after a backoff.
     Reschedule {
         /// The reason recorded in `LastError`.
@@ -198,6 +204,7 @@ pub fn judge_attempt(outcome: &Outcome) -> AttemptVerdict {
             reason: reason.clone(),
         },
         Outcome::AlreadyFinished => AttemptVerdict::Finished,
+        Outcome::ClaimLost { at_mark } => AttemptVerdict::ClaimLost { at_mark: *at_mark },
         Outcome::Retry { reason } => AttemptVerdict::Reschedule {
             reason: reason.clone(),
             attempted: true,

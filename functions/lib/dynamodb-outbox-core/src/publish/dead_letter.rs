@@ -13,10 +13,10 @@ use crate::message::OutboundMessage;
 use crate::policy::{
     CopyForm, CopyVerdict, copy_forms, judge_copy, over_dead_letter_limit, uncopied_reason,
 };
-use crate::ports::{EntryResult, MessageSink, OutboxStore};
+use crate::ports::{EntryResult, MarkCondition, MessageSink, OutboxStore};
 use crate::route::{Destination, Routes};
-use crate::schema::{STATUS, Status, string_attr};
-use std::collections::VecDeque;
+use crate::schema::{ItemKey, STATUS, Status, string_attr};
+use std::collections::{HashMap, VecDeque};
 
 /// What copying came to.
 #[derive(Debug, Default)]
@@ -30,17 +30,19 @@ pub(super) struct Copied {
 /// Copies poison to the dead-letter queue, in batches within its limits, each in
 /// the first of its forms the queue takes. Poison already finished is not copied
 /// again (a stream record delivered again after a checkpoint, a sweep after the
-/// publisher): the item is read first.
+/// publisher), nor a sweep's poison no longer under its claim (`claims`): the item
+/// is read first.
 pub(super) async fn copy_poison<K: MessageSink, S: OutboxStore>(
     sink: &K,
     store: &S,
     config: &PublisherConfig,
     poison: Vec<(usize, Poison)>,
+    claims: &HashMap<ItemKey, MarkCondition>,
 ) -> Copied {
     if poison.is_empty() {
         return Copied::default();
     }
-    let (poison, decided) = still_pending(store, poison).await;
+    let (poison, decided) = still_pending(store, poison, claims).await;
     let mut out = Copied {
         to_fail: Vec::new(),
         decided,
@@ -177,43 +179,56 @@ fn settle(
     }
 }
 
-/// Splits poison into what is still `PENDING` (or cannot be read: copied anyway,
-/// as a duplicate copy is better than none) and what someone else has finished.
+/// Splits poison into what is still `PENDING` under its claim, if it has one (or
+/// cannot be read: copied anyway, as a duplicate copy is better than none), and what
+/// someone else has finished or holds now.
 async fn still_pending<S: OutboxStore>(
     store: &S,
     poison: Vec<(usize, Poison)>,
+    claims: &HashMap<ItemKey, MarkCondition>,
 ) -> (Vec<(usize, Poison)>, Vec<(usize, Outcome)>) {
     let checked = futures::future::join_all(poison.into_iter().map(|(index, p)| async move {
-        let finished = match &p.key {
-            None => false,
+        let decided = match &p.key {
+            None => None,
             Some(key) => match store.load(key).await {
-                Ok(item) => !is_pending(item.as_ref()),
+                Ok(item) => not_ours(item.as_ref(), claims.get(key)),
                 Err(e) => {
                     tracing::warn!(sk = %key.sk, error = %e, "could not read poison before copying it; copying");
-                    false
+                    None
                 }
             },
         };
-        (index, p, finished)
+        (index, p, decided)
     }))
     .await;
     let mut pending = Vec::new();
-    let mut finished = Vec::new();
-    for (index, p, done) in checked {
-        if done {
-            tracing::info!(
-                message_id = p.message_id.as_deref().unwrap_or("-"),
-                "poison already finished: not copied again"
-            );
-            finished.push((index, Outcome::AlreadyFinished));
-        } else {
-            pending.push((index, p));
+    let mut decided = Vec::new();
+    for (index, p, outcome) in checked {
+        match outcome {
+            Some(outcome) => {
+                tracing::info!(
+                    message_id = p.message_id.as_deref().unwrap_or("-"),
+                    ?outcome,
+                    "poison finished or held by someone else: not copied"
+                );
+                decided.push((index, outcome));
+            }
+            None => pending.push((index, p)),
         }
     }
-    (pending, finished)
+    (pending, decided)
 }
 
-/// Whether a stored item is `PENDING` (an absent item is not).
-fn is_pending(item: Option<&serde_dynamo::Item>) -> bool {
-    item.and_then(|i| string_attr(i, STATUS)) == Some(Status::Pending.as_str())
+/// What a stored item (`None`: absent) that is not this caller's to copy comes to:
+/// finished when it is no longer `PENDING`, the claim lost when it is pending but no
+/// longer under `claim`; `None` when it is ours.
+fn not_ours(item: Option<&serde_dynamo::Item>, claim: Option<&MarkCondition>) -> Option<Outcome> {
+    let item = item.filter(|i| string_attr(i, STATUS) == Some(Status::Pending.as_str()));
+    match (item, claim) {
+        (None, _) => Some(Outcome::AlreadyFinished),
+        (Some(item), Some(claim)) if !claim.holds(item) => {
+            Some(Outcome::ClaimLost { at_mark: false })
+        }
+        _ => None,
+    }
 }

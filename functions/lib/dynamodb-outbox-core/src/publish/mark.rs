@@ -10,9 +10,10 @@ use crate::policy::{
     MARK_BATCH_ATTEMPTS, MARK_BATCH_LIMIT, StatementVerdict, batch_retry_delay, bounded_error,
     failed_marks, judge_statement,
 };
-use crate::ports::{MarkChange, MarkOutcome, OutboxStore};
+use crate::ports::{MarkChange, MarkCondition, MarkOutcome, OutboxStore};
 use crate::schema::{ItemKey, OutboxMessage};
 use futures::StreamExt;
+use std::collections::HashMap;
 
 /// What the batches made of one change: done, or left to the per-item path.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -24,26 +25,32 @@ enum Batched {
 /// Marks poison `FAILED` once its copy is on the dead-letter queue (`copied`) or
 /// the queue refused it for good: the full mark batched, and the ladder of
 /// smaller marks one by one for what the batch could not mark (an item at its
-/// size limit among them).
+/// size limit among them). The marks of a sweep's items are conditional on its
+/// claims (`claims`); a refused one is [`Outcome::ClaimLost`].
 pub(super) async fn all_failed<S: OutboxStore>(
     store: &S,
     poison: Vec<ToFail>,
     now_ms: i64,
+    claims: &HashMap<ItemKey, MarkCondition>,
 ) -> Vec<(usize, Outcome)> {
+    let condition_of = |key: &ItemKey| claims.get(key).cloned().unwrap_or_default();
     let changes: Vec<(ItemKey, MarkChange)> = poison
         .iter()
         .filter_map(|(_, p, copied)| {
             let mark = failed_marks(&p.reason, *copied).into_iter().next()?;
+            let key = p.key.clone()?;
             let change = MarkChange::Failed {
                 mark,
                 failed_at_ms: now_ms,
+                condition: condition_of(&key),
             };
-            Some((p.key.clone()?, change))
+            Some((key, change))
         })
         .collect();
     let mut batched = mark_batched(store, changes).await.into_iter();
     futures::stream::iter(poison.into_iter().map(|(index, p, copied)| {
         let answer = p.key.as_ref().and_then(|_| batched.next());
+        let condition = p.key.as_ref().map(condition_of).unwrap_or_default();
         async move {
             tracing::warn!(
                 message_id = p.message_id.as_deref().unwrap_or("-"),
@@ -54,12 +61,14 @@ pub(super) async fn all_failed<S: OutboxStore>(
                 "message is poison: copied to the dead-letter queue, marking FAILED"
             );
             let marked = match (&p.key, answer) {
-                (Some(_), Some(Batched::Done(_))) => true,
-                (Some(key), _) => mark_failed_fitting(store, key, &p.reason, copied, now_ms).await,
-                (None, _) => false,
+                (Some(_), Some(Batched::Done(outcome))) => FailedMarked::of(outcome, &condition),
+                (Some(key), _) => {
+                    mark_failed_fitting(store, key, &p.reason, copied, now_ms, &condition).await
+                }
+                (None, _) => FailedMarked::NotMarked,
             };
-            let reason = p.reason;
-            (index, Outcome::DeadLettered { reason, marked })
+            let outcome = marked.outcome(p.reason);
+            (index, outcome)
         }
     }))
     .buffer_unordered(MARK_CONCURRENCY)
@@ -67,25 +76,63 @@ pub(super) async fn all_failed<S: OutboxStore>(
     .await
 }
 
+/// What a `FAILED` mark came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum FailedMarked {
+    /// The item is `FAILED` now (by this mark or, for a mark without a claim,
+    /// someone else's).
+    Failed,
+    /// A sweep's mark was refused: the item is no longer under its claim.
+    ClaimLost,
+    /// The mark could not be made: the item stays `PENDING` for the sweeper.
+    NotMarked,
+}
+
+impl FailedMarked {
+    /// The poison's outcome: dead-lettered (`FAILED` or not), or its claim lost.
+    fn outcome(self, reason: String) -> Outcome {
+        match self {
+            FailedMarked::ClaimLost => Outcome::ClaimLost { at_mark: true },
+            marked => Outcome::DeadLettered {
+                reason,
+                marked: marked == FailedMarked::Failed,
+            },
+        }
+    }
+
+    /// What a mark that answered `outcome` under `condition` came to. A refused mark
+    /// without a claim met an item someone else finished; with one, the item may be
+    /// pending under a newer claim, so it cannot be counted as failed.
+    fn of(outcome: MarkOutcome, condition: &MarkCondition) -> Self {
+        match (outcome, condition) {
+            (MarkOutcome::AlreadyFinished, MarkCondition::Claimed { .. }) => {
+                FailedMarked::ClaimLost
+            }
+            _ => FailedMarked::Failed,
+        }
+    }
+}
+
 /// Tries the marks of [`failed_marks`] in order while the item refuses them for
-/// what they would make it hold (its size): whether the item is `FAILED` now
-/// (by this mark or someone else's).
+/// what they would make it hold (its size), each under `condition`.
 async fn mark_failed_fitting<S: OutboxStore>(
     store: &S,
     key: &ItemKey,
     reason: &str,
     copied: bool,
     now_ms: i64,
-) -> bool {
+    condition: &MarkCondition,
+) -> FailedMarked {
     for mark in failed_marks(reason, copied) {
-        match store.mark_failed(key, &mark, now_ms).await {
-            Ok(_) => {
-                if mark.payload_moved || mark.last_error.as_deref() != Some(&bounded_error(reason))
-                {
+        match store.mark_failed(key, &mark, now_ms, condition).await {
+            Ok(outcome) => {
+                let smaller = mark.payload_moved
+                    || mark.last_error.as_deref() != Some(&bounded_error(reason));
+                if smaller && outcome == MarkOutcome::Marked {
                     tracing::warn!(sk = %key.sk, payload_moved = mark.payload_moved, %reason,
                         "the item is at its size limit: marked FAILED with a smaller mark");
                 }
-                return true;
+                return FailedMarked::of(outcome, condition);
             }
             Err(f) if f.kind == FailureKind::ContentRefused => {
                 tracing::info!(sk = %key.sk, error = %f, "the item refused the FAILED mark; trying a smaller one");
@@ -94,12 +141,12 @@ async fn mark_failed_fitting<S: OutboxStore>(
                 // The copy is on the dead-letter queue; the item stays PENDING and
                 // the sweeper will fail it again.
                 tracing::error!(error = %e, sk = %key.sk, "could not mark FAILED; the sweeper will");
-                return false;
+                return FailedMarked::NotMarked;
             }
         }
     }
     tracing::error!(sk = %key.sk, "the item refused every FAILED mark; the sweeper will retry");
-    false
+    FailedMarked::NotMarked
 }
 
 /// Marks every published item `SENT`, in batches, with the per-item path for what

@@ -28,9 +28,9 @@ pub use work::{Poison, Work, WorkItem, poison_of};
 
 use crate::clock::{self, SharedClock};
 use crate::config::PublisherConfig;
-use crate::ports::{MessageSink, OutboxStore};
+use crate::ports::{MarkCondition, MessageSink, OutboxStore};
 use crate::schema::ItemKey;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 /// How many conditional updates run at once after a publish.
 const MARK_CONCURRENCY: usize = 32;
@@ -83,6 +83,21 @@ impl<K: MessageSink, S: OutboxStore> Publisher<K, S> {
         items: &[WorkItem],
         finished: &HashSet<ItemKey>,
     ) -> Vec<Outcome> {
+        self.process_under_claims(items, finished, &HashMap::new())
+            .await
+    }
+
+    /// The same for a sweep, which holds a claim on its items: the `FAILED` mark of
+    /// an item in `claims` is conditional on its claim (and poison found no longer
+    /// under it is not copied), so that a redrive during the attempt is not undone
+    /// ([`Outcome::ClaimLost`]). Items not in `claims` are marked as the stream
+    /// publisher marks them, on `PENDING` alone; `SENT` always is.
+    pub async fn process_under_claims(
+        &self,
+        items: &[WorkItem],
+        finished: &HashSet<ItemKey>,
+        claims: &HashMap<ItemKey, MarkCondition>,
+    ) -> Vec<Outcome> {
         let now_ms = self.clock.now_ms();
         // Plan: route, build entries, lay out calls; poison found while routing.
         let plan = plan(&self.config, items);
@@ -93,14 +108,15 @@ impl<K: MessageSink, S: OutboxStore> Publisher<K, S> {
         let dispatched = dispatch::send_rounds(&self.sink, &plan, items, &held).await;
         // Dead-letter: copy poison (the plan's, then the sends') before marking it.
         let poison = plan.poison.into_iter().chain(dispatched.poison).collect();
-        let copied = dead_letter::copy_poison(&self.sink, &self.store, &self.config, poison).await;
+        let copied =
+            dead_letter::copy_poison(&self.sink, &self.store, &self.config, poison, claims).await;
         // Mark: FAILED for the poison copied, SENT for what went out. `SentAt` and
         // `FailedAt` are the time of the mark, read after the sends: a copy's send
         // time (SQS's `SentTimestamp`) is then never after its own message's `SentAt`,
         // so a copy sent later is one sent again after the mark (the chaos run counts
         // them).
         let marked_at_ms = self.clock.now_ms();
-        let failed = mark::all_failed(&self.store, copied.to_fail, marked_at_ms).await;
+        let failed = mark::all_failed(&self.store, copied.to_fail, marked_at_ms, claims).await;
         let ttl_days = self.config.ttl_days;
         let sent =
             mark::all_sent(&self.store, ttl_days, items, &dispatched.sent, marked_at_ms).await;

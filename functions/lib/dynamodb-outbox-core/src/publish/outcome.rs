@@ -30,6 +30,16 @@ pub enum Outcome {
         /// What failed.
         reason: String,
     },
+    /// Poison of a sweep whose claim on the item was gone when it came to copy or
+    /// mark it: the stream publisher finished it, or an operator redrove it and a
+    /// newer claim may hold it. Left alone — a `FAILED` mark now would undo the
+    /// redrive. Only a sweep's poison ends so (the stream publisher holds no claim).
+    ClaimLost {
+        /// Whether the claim was found gone at the `FAILED` mark, after the
+        /// dead-letter copy (a second copy, when whoever failed it sent one too),
+        /// rather than when the item was read before the copy.
+        at_mark: bool,
+    },
     /// Not attempted: an earlier message of the same aggregate failed in this batch,
     /// and publishing this one first would break the aggregate's order.
     Blocked,
@@ -108,7 +118,7 @@ impl Summary {
                     }
                 }
                 Outcome::DeadLettered { .. } => s.dead_lettered += 1,
-                Outcome::AlreadyFinished => {}
+                Outcome::AlreadyFinished | Outcome::ClaimLost { .. } => {}
                 Outcome::Retry { .. } | Outcome::Blocked => s.retried += 1,
                 Outcome::Deferred { .. } => s.deferred += 1,
                 Outcome::OrderUnknown { .. } => {

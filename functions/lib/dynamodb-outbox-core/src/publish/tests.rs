@@ -297,11 +297,14 @@ impl OutboxStore for FlakyStore {
         key: &ItemKey,
         mark: &crate::policy::FailedMark,
         failed_at_ms: i64,
+        condition: &crate::ports::MarkCondition,
     ) -> Result<crate::ports::MarkOutcome, crate::failure::Failure> {
         if self.fail_marks {
             return Err(crate::failure::Failure::transient("Throttled"));
         }
-        self.inner.mark_failed(key, mark, failed_at_ms).await
+        self.inner
+            .mark_failed(key, mark, failed_at_ms, condition)
+            .await
     }
 
     async fn load(

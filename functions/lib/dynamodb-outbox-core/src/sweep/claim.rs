@@ -5,15 +5,18 @@
 use super::{SweepSummary, Sweeper};
 use crate::failure::{Failure, FailureKind};
 use crate::policy::{Attempt, Gate, attempt_of, order_key, unclaimable};
-use crate::ports::{Claim, DueKey, MessageSink, OutboxStore, SweepStore};
-use crate::schema::{STATUS, Status, string_attr};
+use crate::ports::{Claim, DueKey, MarkCondition, MessageSink, OutboxStore, SweepStore};
+use crate::schema::{ItemKey, STATUS, SeenIndex, Status, string_attr};
 use futures::StreamExt;
+use std::collections::HashMap;
 
-/// What the claims of one chunk gave: attempts to make, and the earlier messages the
-/// later ones of their aggregate must wait behind.
+/// What the claims of one chunk gave: attempts to make, the condition of each
+/// attempt's `FAILED` mark (its claim), and the earlier messages the later ones of
+/// their aggregate must wait behind.
 #[derive(Debug, Default)]
 pub(super) struct Claims {
     pub(super) attempts: Vec<Attempt>,
+    pub(super) conditions: HashMap<ItemKey, MarkCondition>,
     pub(super) gates: Vec<Gate>,
 }
 
@@ -44,6 +47,8 @@ impl<K: MessageSink, S: OutboxStore + SweepStore> Sweeper<K, S> {
             match result {
                 Ok(Claim::Claimed(item)) => {
                     summary.claimed += 1;
+                    let condition = MarkCondition::claim(lease_until);
+                    claims.conditions.insert(d.key.clone(), condition);
                     claims.attempts.push(attempt_of(*item, max_attempts));
                 }
                 Ok(Claim::Finished) => summary.skipped += 1,
@@ -59,7 +64,10 @@ impl<K: MessageSink, S: OutboxStore + SweepStore> Sweeper<K, S> {
                 Err(f) if f.kind == FailureKind::ContentRefused => {
                     tracing::error!(aggregate = %pk, %sk, error = %f, "the item refuses every claim: it is poison");
                     match self.unclaimable(d, &f, lease_until, summary).await {
-                        Ok(Some(attempt)) => claims.attempts.push(attempt),
+                        Ok(Some((attempt, condition))) => {
+                            claims.conditions.insert(d.key.clone(), condition);
+                            claims.attempts.push(attempt);
+                        }
                         Ok(None) => summary.skipped += 1,
                         Err(gate) => claims.gates.push(gate),
                     }
@@ -76,17 +84,20 @@ impl<K: MessageSink, S: OutboxStore + SweepStore> Sweeper<K, S> {
     }
 
     /// The poison attempt of an item that refused its claim for good, read as it is
-    /// now; `None` when it is no longer pending, a gate when it cannot be read.
+    /// now, with the condition of its `FAILED` mark: its due time as read, as a
+    /// claim's would be. `None` when it is no longer pending, a gate when it cannot
+    /// be read.
     async fn unclaimable(
         &self,
         d: &DueKey,
         refusal: &Failure,
         lease_until: i64,
         summary: &mut SweepSummary,
-    ) -> Result<Option<Attempt>, Gate> {
+    ) -> Result<Option<(Attempt, MarkCondition)>, Gate> {
         match self.store().load(&d.key).await {
             Ok(Some(item)) if string_attr(&item, STATUS) == Some(Status::Pending.as_str()) => {
-                Ok(Some(unclaimable(d.key.clone(), &item, refusal)))
+                let condition = MarkCondition::as_read(&SeenIndex::of(&item));
+                Ok(Some((unclaimable(d.key.clone(), &item, refusal), condition)))
             }
             Ok(_) => Ok(None),
             Err(e) => {

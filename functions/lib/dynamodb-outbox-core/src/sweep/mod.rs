@@ -12,9 +12,11 @@
 //! `PENDING`, `SweepDueAt` unchanged since the query) that increments `RetryCount`,
 //! moves `SweepDueAt` past the end of this invocation (a lease: a concurrent sweeper
 //! will not take it) and returns the whole item. It then publishes through the same
-//! [`Publisher::process`] as the stream publisher, which marks it `SENT`. A failed
-//! attempt records `LastError` and the next due time, exponential backoff with jitter;
-//! past the attempt limit the item is dead-lettered and marked `FAILED`.
+//! path as the stream publisher ([`Publisher::process_under_claims`]), which marks it
+//! `SENT`. A failed attempt records `LastError` and the next due time, exponential
+//! backoff with jitter; past the attempt limit the item is dead-lettered and marked
+//! `FAILED`. Both writes are conditional on the claim (`SweepDueAt` still the lease):
+//! an item redriven during the attempt is left alone (`claims_lost`).
 //!
 //! Minimal producers write no index attributes (and foreign producers may write
 //! values no sweep claims); [`ScanMode::On`] adopts their items into the index with a
@@ -91,6 +93,10 @@ pub struct SweepSummary {
     /// scan cursors (metric `SweepErrors`). Any makes the invocation fail, so that the
     /// function's `Errors` metric shows a sweeper that cannot do its work.
     pub errors: usize,
+    /// Poison whose claim this sweep lost during its attempt — finished by someone
+    /// else, or redriven by an operator (and perhaps claimed by another sweep) — so
+    /// it was not marked `FAILED`: the redrive stands. Not counted in `failed`.
+    pub claims_lost: usize,
     /// FIFO messages held, their attempts charged, because the order fence could not
     /// read their aggregates' pending messages (metric `FenceUnread`; also counted in
     /// `retried`).
@@ -171,6 +177,7 @@ impl<K: MessageSink, S: OutboxStore + SweepStore> Sweeper<K, S> {
             oldest_pending_age_ms = summary.oldest_pending_age_ms.unwrap_or(0),
             unread_shards = summary.unread_shards,
             errors = summary.errors,
+            claims_lost = summary.claims_lost,
             "sweep done"
         );
         summary

@@ -109,6 +109,7 @@ impl<K: MessageSink, S: OutboxStore + SweepStore> Sweeper<K, S> {
         let lease_until = now.saturating_add(millis(window.budget.lease));
         let Claims {
             mut attempts,
+            conditions,
             gates,
         } = self.claim_all(keys, lease_until, summary).await;
         for a in attempts.iter().filter(|a| a.created_at > 0) {
@@ -118,7 +119,10 @@ impl<K: MessageSink, S: OutboxStore + SweepStore> Sweeper<K, S> {
         order_attempts(&mut attempts);
         let holds = held_back(&attempts, &gates);
         let work = work_of(&attempts, &holds);
-        let outcomes = self.publisher.process_after(&work, finished).await;
+        let outcomes = self
+            .publisher
+            .process_under_claims(&work, finished, &conditions)
+            .await;
         let mut stopped: HashSet<String> = gates.iter().map(|g| g.aggregate.clone()).collect();
         stopped.extend(note_finished(&work, &outcomes, finished));
         let settle = settle_all(&attempts, holds, outcomes, summary);
@@ -146,7 +150,9 @@ fn work_of(attempts: &[Attempt], holds: &[Option<i64>]) -> Vec<WorkItem> {
 
 /// Adds what the publish finished to `finished`, and returns the aggregates of what
 /// it published but could not mark: still pending (and charged) as far as this sweep
-/// knows, so its aggregate goes no further, as after a failure.
+/// knows, so its aggregate goes no further, as after a failure. So too for what it
+/// lost the claim of: it may be pending under a newer claim, ahead of the later
+/// messages of its aggregate.
 fn note_finished(
     work: &[WorkItem],
     outcomes: &[Outcome],
@@ -160,7 +166,10 @@ fn note_finished(
     {
         if outcome.finished_here() {
             finished.insert(key.clone());
-        } else if matches!(outcome, Outcome::Sent { marked: false }) {
+        } else if matches!(
+            outcome,
+            Outcome::Sent { marked: false } | Outcome::ClaimLost { .. }
+        ) {
             unmarked.push(key.pk.clone());
         }
     }

@@ -177,6 +177,14 @@ fn tally<'a>(
             summary.skipped += 1;
             None
         }
+        AttemptVerdict::ClaimLost { at_mark } => {
+            // Redriven or finished by someone else during the attempt: neither
+            // FAILED nor rescheduled here, whoever holds it now decides.
+            summary.claims_lost += 1;
+            tracing::warn!(aggregate = %pk, %sk, attempt, at_mark,
+                "claim lost during the attempt (redriven, claimed again or finished by someone else): left alone");
+            None
+        }
         AttemptVerdict::Reschedule { reason, attempted } => Some(Settle {
             attempt: a,
             reason,

@@ -1,6 +1,7 @@
 //! The sweep against the in-memory fakes: the logic only (the conditional writes
 //! themselves are tested against the emulator).
 
+mod claim_lost;
 mod fence;
 mod wave;
 

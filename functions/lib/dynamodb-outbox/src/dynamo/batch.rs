@@ -1,5 +1,6 @@
 //! Batched state changes: up to 25 conditional PartiQL `UPDATE` statements in one
-//! `BatchExecuteStatement`, each conditional on `Status = 'PENDING'`, each billed as
+//! `BatchExecuteStatement`, each conditional on `Status = 'PENDING'` (and a sweep's
+//! `FAILED` mark on its claim's `SweepDueAt` too), each billed as
 //! its own write and answered on its own (not a transaction: one refused statement
 //! leaves the others applied). What each answer means is the core's decision
 //! ([`dynamodb_outbox_core::policy::judge_statement`]); here the statements are written and the
@@ -10,7 +11,7 @@ use crate::sdk_error::store_failure;
 use aws_sdk_dynamodb::types::{AttributeValue, BatchStatementRequest, BatchStatementResponse};
 use dynamodb_outbox_core::failure::Failure;
 use dynamodb_outbox_core::policy::{FailedMark, PAYLOAD_ON_DEAD_LETTER_QUEUE};
-use dynamodb_outbox_core::ports::{MarkChange, StatementAnswer, StatementError};
+use dynamodb_outbox_core::ports::{MarkChange, MarkCondition, StatementAnswer, StatementError};
 use dynamodb_outbox_core::KeyNames;
 use dynamodb_outbox_core::schema::{
     FAILED_AT, ItemKey, LAST_ERROR, PAYLOAD, PAYLOAD_ON, SENT_AT, STATUS, Status, TABLE,
@@ -33,6 +34,19 @@ fn where_pending(keys: &KeyNames) -> String {
         quoted(STATUS),
         Status::Pending.as_str()
     )
+}
+
+/// [`where_pending`], and for a mark under a sweep's claim also on its `SweepDueAt`:
+/// then the claim's due time is the last parameter, after the key.
+fn where_claimed(keys: &KeyNames, condition: &MarkCondition) -> String {
+    match condition.sweep_due_at() {
+        None => where_pending(keys),
+        Some(_) => format!(
+            "{} AND {} = ?",
+            where_pending(keys),
+            quoted(TABLE.sweep_index_sort_key)
+        ),
+    }
 }
 
 /// `REMOVE` of the sweeper index keys: the item leaves the sparse index.
@@ -65,13 +79,15 @@ fn sent_statement(
 }
 
 /// The `FAILED` mark of `key` as a statement and its parameters (before the key's):
-/// the same changes as the per-item update (`failed_update`), removals first.
+/// the same changes as the per-item update (`failed_update`), removals first, under
+/// `condition` ([`where_claimed`]).
 fn failed_statement(
     table: &str,
     keys: &KeyNames,
     key: &ItemKey,
     mark: &FailedMark,
     failed_at_ms: i64,
+    condition: &MarkCondition,
 ) -> (String, Vec<AttributeValue>) {
     let mut clauses = Vec::new();
     let mut parameters = Vec::new();
@@ -109,7 +125,7 @@ fn failed_statement(
         "UPDATE {} {} {}",
         quoted(table),
         clauses.join(" "),
-        where_pending(keys)
+        where_claimed(keys, condition)
     );
     (statement, parameters)
 }
@@ -121,16 +137,25 @@ fn statement(
     key: &ItemKey,
     change: &MarkChange,
 ) -> Result<BatchStatementRequest, Failure> {
-    let (statement, mut parameters) = match change {
+    let ((statement, mut parameters), claimed_due) = match change {
         MarkChange::Sent {
             sent_at_ms,
             expires_at_s,
-        } => sent_statement(table, keys, *sent_at_ms, *expires_at_s),
-        MarkChange::Failed { mark, failed_at_ms } => {
-            failed_statement(table, keys, key, mark, *failed_at_ms)
-        }
+        } => (
+            sent_statement(table, keys, *sent_at_ms, *expires_at_s),
+            None,
+        ),
+        MarkChange::Failed {
+            mark,
+            failed_at_ms,
+            condition,
+        } => (
+            failed_statement(table, keys, key, mark, *failed_at_ms, condition),
+            condition.sweep_due_at(),
+        ),
     };
     parameters.extend([s(&key.pk), s(&key.sk)]);
+    parameters.extend(claimed_due.map(|due| AttributeValue::N(due.to_owned())));
     BatchStatementRequest::builder()
         .statement(statement)
         .set_parameters(Some(parameters))
@@ -210,7 +235,7 @@ mod tests {
             payload_moved: false,
         };
         let (keys, key) = (KeyNames::default(), key());
-        let (statement, parameters) = failed_statement("t", &keys, &key, &full, 7);
+        let (statement, parameters) = failed_statement("t", &keys, &key, &full, 7, &MarkCondition::Pending);
         assert_eq!(
             statement,
             "UPDATE \"t\" SET \"LastError\" = ? \
@@ -225,7 +250,7 @@ mod tests {
             payload_moved: true,
             ..full
         };
-        let (statement, parameters) = failed_statement("t", &keys, &key, &moved, 7);
+        let (statement, parameters) = failed_statement("t", &keys, &key, &moved, 7, &MarkCondition::Pending);
         assert!(statement.contains("REMOVE \"Payload\" SET \"PayloadOn\" = ?"));
         assert_eq!(parameters[0], s("dead-letter queue"));
         let bare = FailedMark {
@@ -233,7 +258,7 @@ mod tests {
             failed_at: false,
             payload_moved: false,
         };
-        let (statement, parameters) = failed_statement("t", &keys, &key, &bare, 7);
+        let (statement, parameters) = failed_statement("t", &keys, &key, &bare, 7, &MarkCondition::Pending);
         assert_eq!(statement.matches('?').count(), 2, "only the key's");
         assert!(statement.contains("REMOVE \"SweepShard\" REMOVE \"SweepDueAt\""));
         assert!(parameters.is_empty());
@@ -244,6 +269,35 @@ mod tests {
             pk: "USER#1".into(),
             sk: "MESSAGE#X#1".into(),
         }
+    }
+
+    #[test]
+    fn a_failed_mark_under_a_claim_is_conditional_on_its_due_time_given_after_the_key() {
+        let mark = FailedMark {
+            last_error: Some("why".into()),
+            failed_at: true,
+            payload_moved: false,
+        };
+        let change = MarkChange::Failed {
+            mark,
+            failed_at_ms: 7,
+            condition: MarkCondition::claim(1_000),
+        };
+        let request = statement("t", &KeyNames::default(), &key(), &change).expect("builds");
+        assert!(
+            request.statement().ends_with(
+                "WHERE \"PK\" = ? AND \"SK\" = ? AND \"Status\" = 'PENDING' AND \"SweepDueAt\" = ?"
+            ),
+            "{}",
+            request.statement()
+        );
+        let parameters = request.parameters();
+        assert_eq!(parameters.len(), request.statement().matches('?').count());
+        assert_eq!(&parameters[parameters.len() - 3..], &[
+            s("USER#1"),
+            s("MESSAGE#X#1"),
+            AttributeValue::N("1000".into())
+        ]);
     }
 
     #[test]

@@ -19,7 +19,7 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use dynamodb_outbox_core::failure::Failure;
 use dynamodb_outbox_core::policy::{FailedMark, FenceRead, PAYLOAD_ON_DEAD_LETTER_QUEUE};
 use dynamodb_outbox_core::ports::{
-    MarkChange, MarkOutcome, OutboxStore, PageToken, PendingPage, StatementAnswer, StatusRead,
+    MarkChange, MarkCondition, MarkOutcome, OutboxStore, PageToken, PendingPage, StatementAnswer, StatusRead,
 };
 use dynamodb_outbox_core::KeyNames;
 use dynamodb_outbox_core::schema::{
@@ -275,12 +275,21 @@ impl OutboxStore for DynamoStore {
         key: &ItemKey,
         mark: &FailedMark,
         failed_at_ms: i64,
+        condition: &MarkCondition,
     ) -> Result<MarkOutcome, Failure> {
         let (expression, values) = failed_update(key, mark);
         let mut update = self
             .update(key)
             .update_expression(expression)
             .expression_attribute_values(":failed", s(Status::Failed.as_str()));
+        if let Some(due) = condition.sweep_due_at() {
+            // Under a sweep's claim: refused once the item was redriven or claimed
+            // again (its `SweepDueAt` is no longer the lease).
+            update = update
+                .condition_expression("#status = :pending AND #claimed_due = :claimed_due")
+                .expression_attribute_names("#claimed_due", TABLE.sweep_index_sort_key)
+                .expression_attribute_values(":claimed_due", AttributeValue::N(due.to_owned()));
+        }
         if mark.failed_at {
             update = update.expression_attribute_values(":now", n(failed_at_ms));
         }

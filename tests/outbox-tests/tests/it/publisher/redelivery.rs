@@ -16,7 +16,7 @@ use dynamodb_outbox_core::Publisher;
 use dynamodb_outbox_core::failure::Failure;
 use dynamodb_outbox_core::policy::{FailedMark, FenceRead};
 use dynamodb_outbox_core::ports::{
-    MarkChange, MarkOutcome, OutboxStore, PendingPage, StatementAnswer, StatusRead,
+    MarkChange, MarkCondition, MarkOutcome, OutboxStore, PendingPage, StatementAnswer, StatusRead,
 };
 use dynamodb_outbox_core::schema::{ItemKey, SeenIndex, Status};
 use outbox_tests::stream::event_of;
@@ -76,8 +76,9 @@ impl<S: OutboxStore> OutboxStore for ReadBeforeTheMark<S> {
         key: &ItemKey,
         mark: &FailedMark,
         failed_at_ms: i64,
+        condition: &MarkCondition,
     ) -> Result<MarkOutcome, Failure> {
-        self.0.mark_failed(key, mark, failed_at_ms).await
+        self.0.mark_failed(key, mark, failed_at_ms, condition).await
     }
 
     async fn load(&self, key: &ItemKey) -> Result<Option<serde_dynamo::Item>, Failure> {

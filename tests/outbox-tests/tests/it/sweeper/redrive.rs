@@ -1,10 +1,17 @@
-//! Redriven FAILED messages are republished once and end SENT.
+//! Redriven FAILED messages are republished once and end SENT, and a sweep that
+//! claimed one before its redrive does not fail it again.
 
 use super::{config, sweep_at, sweeper};
+use crate::marks::partiql_conditions_enforced;
 use dynamodb_outbox::clock::now_ms;
+use dynamodb_outbox::dynamo::DynamoStore;
 use dynamodb_outbox::message::ATTR_MESSAGE_ID;
 use dynamodb_outbox::schema::{ItemKey, sweep_shard};
 use dynamodb_outbox::{Destination, NewMessage, Routes};
+use dynamodb_outbox_core::policy::failed_marks;
+use dynamodb_outbox_core::ports::{
+    Claim, MarkChange, MarkCondition, MarkOutcome, OutboxStore, SweepStore,
+};
 use outbox_ops::{self as ops, Selection};
 use outbox_tests::{Outbox, attr, drain, n, s};
 use std::time::Duration;
@@ -115,4 +122,94 @@ async fn redriven_failed_messages_are_republished_once_and_end_sent() {
     assert_eq!(sent, 2);
     let status = ops::status(db, &ob.ops_table()).await.expect("status");
     assert_eq!(status.counts.get("FAILED"), None);
+}
+
+/// Issue 22, defect 8 (found by the model, `known_gap_a_redrive_…`): a sweep claims a
+/// message; the stream publisher fails it meanwhile; an operator redrives it. The
+/// first sweep's `FAILED` mark, conditional on its claim (`SweepDueAt` still its
+/// lease), is refused — one by one, and batched (PartiQL, on MiniStack: moto's PartiQL
+/// enforces no condition) — so the redrive stands; a newer claim's mark is taken.
+#[tokio::test]
+async fn a_failed_mark_under_a_claim_the_redrive_replaced_is_refused() {
+    // Given a message due now, claimed by a sweep
+    let ob = Outbox::new().await;
+    let committed = ob
+        .writer()
+        .sweep_grace(Duration::ZERO)
+        .commit(vec![], &[NewMessage::new("RACE#1", "refunds", "{}")])
+        .await
+        .expect("commit");
+    let key = ItemKey {
+        pk: "RACE#1".into(),
+        sk: committed.sort_keys[0].clone(),
+    };
+    let store = DynamoStore::new(ob.clients.dynamodb.clone(), &ob.table);
+    let now = now_ms();
+    let stored = ob.item(&key.pk, &key.sk).await.expect("item");
+    let seen_due = n(&stored, "SweepDueAt").expect("due").to_string();
+    let lease = now + 600_000;
+    let claim = store.claim(&key, &seen_due, lease).await.expect("claim");
+    assert!(matches!(claim, Claim::Claimed(_)), "{claim:?}");
+    // When the stream publisher fails it (it holds no claim) and an operator redrives it
+    let mark = failed_marks("no route for topic `refunds`", true).remove(0);
+    let failed = store
+        .mark_failed(&key, &mark, now, &MarkCondition::Pending)
+        .await;
+    assert_eq!(failed, Ok(MarkOutcome::Marked));
+    let db = &ob.clients.dynamodb;
+    let selection = Selection::Keys(vec![key.clone()]);
+    let redriven = ops::redrive(db, &ob.ops_table(), selection, now)
+        .await
+        .expect("redrive");
+    assert_eq!(redriven.redriven, std::slice::from_ref(&key));
+
+    // Then the first sweep's FAILED mark under its old claim is refused, one by one
+    // and batched
+    let old_claim = MarkCondition::claim(lease);
+    let one = store.mark_failed(&key, &mark, now + 1, &old_claim).await;
+    assert_eq!(one, Ok(MarkOutcome::AlreadyFinished));
+    let batches = partiql_conditions_enforced("the batched FAILED mark under a lost claim");
+    let change = |condition: MarkCondition| MarkChange::Failed {
+        mark: mark.clone(),
+        failed_at_ms: now + 1,
+        condition,
+    };
+    if batches {
+        let batched = store
+            .mark_batch(&[(key.clone(), change(old_claim))])
+            .await
+            .expect("batch");
+        assert!(
+            matches!(&batched[..], [Err(e)] if e.code == "ConditionalCheckFailed"),
+            "{batched:?}"
+        );
+    }
+    // And the item is as the redrive left it
+    let item = ob.item(&key.pk, &key.sk).await.expect("item");
+    assert_eq!(s(&item, "Status").as_deref(), Some("PENDING"), "{item:?}");
+    assert_eq!(n(&item, "RetryCount"), Some(0));
+    assert_eq!(n(&item, "SweepDueAt"), Some(now));
+    assert!(!item.contains_key("LastError") && !item.contains_key("FailedAt"));
+
+    // When a newer sweep claims it, its own mark is taken
+    let newer = now + 900_000;
+    let claim = store
+        .claim(&key, &now.to_string(), newer)
+        .await
+        .expect("claim");
+    assert!(matches!(claim, Claim::Claimed(_)), "{claim:?}");
+    let newer_claim = MarkCondition::claim(newer);
+    if batches {
+        let batched = store
+            .mark_batch(&[(key.clone(), change(newer_claim))])
+            .await
+            .expect("batch");
+        assert!(matches!(&batched[..], [Ok(())]), "{batched:?}");
+    } else {
+        let one = store.mark_failed(&key, &mark, now + 2, &newer_claim).await;
+        assert_eq!(one, Ok(MarkOutcome::Marked));
+    }
+    let item = ob.item(&key.pk, &key.sk).await.expect("item");
+    assert_eq!(s(&item, "Status").as_deref(), Some("FAILED"), "{item:?}");
+    assert_eq!(n(&item, "RetryCount"), Some(1));
 }

@@ -9,7 +9,7 @@ mod sweep;
 
 use super::lock;
 use crate::ports::{MarkOutcome, PageToken};
-use crate::schema::{ItemKey, OutboxItem, Status};
+use crate::schema::{ItemKey, OutboxItem, Status, sweep_shard};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 
@@ -40,6 +40,25 @@ pub struct StoreFaults {
     pub batches: bool,
     /// Whether the stream path's status reads fail (transiently).
     pub status_reads: bool,
+    /// Items redriven during a sweep's attempt, each with the due time the redrive
+    /// gives it: just before the store's first `FAILED` mark of the item, someone
+    /// else failed it and an operator redrove it (as `outbox-ops redrive` leaves it).
+    pub redriven_before_failed_mark: Vec<(ItemKey, i64)>,
+    /// The same, just before the store's first read of the item (`load`: the check
+    /// before a dead-letter copy).
+    pub redriven_before_read: Vec<(ItemKey, i64)>,
+}
+
+/// `item` as `outbox-ops redrive` leaves a `FAILED` item: `PENDING` with a fresh
+/// budget (`RetryCount` 0), in its sweep partition due at `due_ms`, without
+/// `LastError` and `FailedAt`.
+fn redriven(key: &ItemKey, item: &mut OutboxItem, due_ms: i64) {
+    item.status = Some(Status::Pending.as_str().to_owned());
+    item.retry_count = Some(0);
+    item.sweep_shard = Some(sweep_shard(&key.pk));
+    item.sweep_due_at = Some(due_ms);
+    item.last_error = None;
+    item.failed_at = None;
 }
 
 /// An outbox table in memory. Conditional changes behave as the DynamoDB adapter's:
@@ -89,6 +108,26 @@ impl MemoryStore {
 
     fn faults(&self) -> StoreFaults {
         lock(&self.faults).clone()
+    }
+
+    /// Redrives `key` if `pick` lists it among the faults, once: the entry is
+    /// removed.
+    fn redrive_if_asked(
+        &self,
+        key: &ItemKey,
+        pick: impl FnOnce(&mut StoreFaults) -> &mut Vec<(ItemKey, i64)>,
+    ) {
+        let due = {
+            let mut faults = lock(&self.faults);
+            let list = pick(&mut faults);
+            let Some(at) = list.iter().position(|(k, _)| k == key) else {
+                return;
+            };
+            list.remove(at).1
+        };
+        let mut items = lock(&self.items);
+        let item = items.entry(key.clone()).or_insert_with(absent_item);
+        redriven(key, item, due);
     }
 
     /// Applies `change` to a pending item (created when absent); `false` from it, or

@@ -7,8 +7,8 @@ use crate::failure::{Failure, FailureKind};
 use crate::fakes::lock;
 use crate::policy::{FailedMark, FenceRead, PAYLOAD_ON_DEAD_LETTER_QUEUE, Scope, Sibling};
 use crate::ports::{
-    MarkChange, MarkOutcome, OutboxStore, PendingPage, StatementAnswer, StatementError, StatusRead,
-    SweepStore,
+    MarkChange, MarkCondition, MarkOutcome, OutboxStore, PendingPage, StatementAnswer,
+    StatementError, StatusRead, SweepStore,
 };
 use crate::schema::{
     ItemKey, OutboxItem, PENDING_MESSAGE, SeenIndex, Status, failed_sweep_shard, sweep_shard,
@@ -36,9 +36,11 @@ impl MemoryStore {
                 sent_at_ms,
                 expires_at_s,
             } => self.mark_sent(key, *sent_at_ms, *expires_at_s).await,
-            MarkChange::Failed { mark, failed_at_ms } => {
-                self.mark_failed(key, mark, *failed_at_ms).await
-            }
+            MarkChange::Failed {
+                mark,
+                failed_at_ms,
+                condition,
+            } => self.mark_failed(key, mark, *failed_at_ms, condition).await,
         };
         match answer {
             Ok(MarkOutcome::Marked) => Ok(()),
@@ -111,7 +113,9 @@ impl OutboxStore for MemoryStore {
         key: &ItemKey,
         mark: &FailedMark,
         failed_at_ms: i64,
+        condition: &MarkCondition,
     ) -> Result<MarkOutcome, Failure> {
+        self.redrive_if_asked(key, |f| &mut f.redriven_before_failed_mark);
         let grows = mark.last_error.is_some() || mark.failed_at;
         if grows && !mark.payload_moved && self.faults().full.contains(key) {
             return Err(Failure::content_refused(
@@ -119,6 +123,9 @@ impl OutboxStore for MemoryStore {
             ));
         }
         let outcome = self.change(key, |i| {
+            if !condition.holds_due(i.sweep_due_at) {
+                return false;
+            }
             i.status = Some(Status::Failed.as_str().to_owned());
             if let Some(reason) = &mark.last_error {
                 i.last_error = Some(reason.clone());
@@ -148,6 +155,7 @@ impl OutboxStore for MemoryStore {
     /// An absent key reads as a pending item with nothing else known, as everywhere
     /// in this store.
     async fn load(&self, key: &ItemKey) -> Result<Option<serde_dynamo::Item>, Failure> {
+        self.redrive_if_asked(key, |f| &mut f.redriven_before_read);
         let item = lock(&self.items)
             .get(key)
             .cloned()
