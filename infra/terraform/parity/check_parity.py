@@ -348,12 +348,12 @@ def uses(what: str, expr, expected: str) -> None:
         failures.append(f"modules/outbox {what} is {text!r}, expected it to use {expected}")
 
 
-def holds(what: str, condition: bool) -> None:
-    """A property of the Terraform module on its own."""
+def holds(what: str, condition: bool, where: str = "modules/outbox") -> None:
+    """A property of the Terraform module (or of `where`) on its own."""
     global checked
     checked += 1
     if not condition:
-        failures.append(f"modules/outbox: {what}")
+        failures.append(f"{where}: {what}")
 
 
 def joined(value, tokens) -> str:
@@ -614,7 +614,7 @@ def compare_module_sources(src: dict, example: dict) -> None:
     for name, body in sorted(example_vars.items()):
         if name in example_config_vars and "default" in body and name not in KNOWN_DEFAULT_DIFFERENCES:
             mine, theirs = scalar(body.get("default")), scalar(example_config_vars[name].get("default"))
-            holds(f"variable {name}: examples/orders' default {mine!r} is examples/orders-config's {theirs!r}", mine == theirs)
+            holds(f"variable {name} defaults to {mine!r}, examples/orders-config's to {theirs!r}: they must agree", mine == theirs, "examples/orders")
 
     dash = src["aws_cloudwatch_dashboard"]["outbox"]
     uses("dashboard name", dash["dashboard_name"], "module.config.dashboard.name")
