@@ -57,6 +57,7 @@ export function settingsFromContext(get: (key: string) => unknown, env: NodeJS.P
     streamRetryAttempts: num('streamRetryAttempts'),
     streamMaxRecordAgeSeconds: num('streamMaxRecordAgeSeconds'),
     consumerBatchSize: num('consumerBatchSize'),
+    consumerMaxReceiveCount: num('consumerMaxReceiveCount'),
     maxReceiveCount: num('maxReceiveCount'),
     maxMessageBytes: num('maxMessageBytes'),
     sweeperReservedConcurrency: nullableNum('sweeperReservedConcurrency'),

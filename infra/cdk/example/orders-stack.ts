@@ -66,16 +66,19 @@ export class OutboxStack extends cdk.Stack {
       });
 
     const consumerTimeout = cdk.Duration.seconds(30);
+    // The orders queues have their own receive budget (consumerMaxReceiveCount, 10), not the
+    // stream-failure queue's (maxReceiveCount): a consumer crash charges every neighbour still
+    // in its batch a receive.
     const ordersDlq = queue('OrdersDlq', n.ordersDlq);
     const ordersQueue = queue('OrdersQueue', n.ordersQueue, {
       visibilityTimeout: cdk.Duration.seconds(consumerTimeout.toSeconds() * 6),
-      deadLetterQueue: { queue: ordersDlq, maxReceiveCount: s.maxReceiveCount },
+      deadLetterQueue: { queue: ordersDlq, maxReceiveCount: s.consumerMaxReceiveCount },
     });
     const fifoDlq = queue('OrdersEventsDlq', n.fifoDlq, { fifo: true });
     const fifoQueue = queue('OrdersEventsQueue', n.fifoQueue, {
       fifo: true,
       contentBasedDeduplication: false, // the outbox sets MessageDeduplicationId = MessageId
-      deadLetterQueue: { queue: fifoDlq, maxReceiveCount: s.maxReceiveCount },
+      deadLetterQueue: { queue: fifoDlq, maxReceiveCount: s.consumerMaxReceiveCount },
     });
 
     // Below 1 MiB the example routes say the queues' size, so the publisher treats a larger

@@ -51,6 +51,14 @@ export interface OutboxSettings extends OutboxConstructSettings {
   readonly defaultDestination?: string;
   /** SQS event source mapping batch size of the reference consumer. */
   readonly consumerBatchSize: number;
+  /**
+   * maxReceiveCount of the orders queue and the FIFO orders-events queue before their DLQs
+   * (not the outbox's stream-failure queue: that is `maxReceiveCount`). 10, not 5: frequent
+   * random consumer crashes charge every neighbour still in the batch a receive, and 5 lets
+   * innocent messages reach the DLQ (functions/lib/dynamodb-outbox-idempotency/README.md,
+   * "A message that kills the process").
+   */
+  readonly consumerMaxReceiveCount: number;
   /** Customer-managed KMS key for the tables and queues; AWS-managed / SQS-managed SSE when absent. */
   readonly kmsKeyArn?: string;
   readonly existingTable?: ExistingTable;
@@ -68,6 +76,7 @@ export const DEFAULTS: OutboxSettings = {
   ...OUTBOX_DEFAULTS,
   routes: {},
   consumerBatchSize: 10,
+  consumerMaxReceiveCount: 10,
   partitionKeyName: 'PK',
   sortKeyName: 'SK',
   ttlAttributeName: 'ExpiresAt',
@@ -107,6 +116,7 @@ export function resolveSettings(overrides: OutboxSettingsInput = {}): OutboxSett
   const merged = { ...DEFAULTS, ...defined };
   const s: OutboxSettings = { ...merged, ...resolveOutboxSettings(merged) };
   intIn('consumerBatchSize', s.consumerBatchSize, 1, 10);
+  intIn('consumerMaxReceiveCount', s.consumerMaxReceiveCount, 1, 1000);
   resolveKeyNames({ partitionKey: s.partitionKeyName, sortKey: s.sortKeyName, ttlAttribute: s.ttlAttributeName });
   for (const [topic, route] of Object.entries(s.routes)) {
     if (!/^[A-Za-z0-9._:-]{1,256}$/.test(topic)) throw new Error(`route topic "${topic}" has characters other than A-Z a-z 0-9 . _ : -`);

@@ -38,6 +38,8 @@ describe('settings', () => {
     assert.equal(s.sweepGraceSeconds, 60);
     assert.equal(s.sweepScanMode, 'backstop');
     assert.equal(s.architecture, 'arm64');
+    assert.equal(s.maxReceiveCount, 5);
+    assert.equal(s.consumerMaxReceiveCount, 10);
     assert.deepEqual(s, DEFAULTS);
   });
   for (const [name, bad, message] of [
@@ -49,6 +51,9 @@ describe('settings', () => {
     ['sweepRateMinutes', 1.5, /sweepRateMinutes/],
     ['streamMaxRecordAgeSeconds', -1, /streamMaxRecordAgeSeconds/],
     ['consumerBatchSize', 11, /consumerBatchSize/],
+    ['consumerMaxReceiveCount', 0, /consumerMaxReceiveCount must be an integer from 1 to 1000/],
+    ['consumerMaxReceiveCount', 1001, /consumerMaxReceiveCount/],
+    ['consumerMaxReceiveCount', 2.5, /consumerMaxReceiveCount/],
     ['logRetentionDays', 31, /logRetentionDays/],
     ['architecture', 'sparc', /architecture/],
     ['kmsKeyArn', 'alias/mine', /kmsKeyArn/],

@@ -175,20 +175,25 @@ describe('default deployment', () => {
       });
       assert.deepEqual(covered.sort(), queueIds);
     });
-    it('redrives the standard destination to its DLQ after 5 receives', () => {
+    // 10, not the stream-failure queue's 5: with frequent random consumer crashes 5 dead-letters
+    // innocent neighbours (functions/lib/dynamodb-outbox-idempotency/README.md).
+    it('redrives the standard destination to its DLQ after 10 receives', () => {
       t.hasResourceProperties('AWS::SQS::Queue', {
         QueueName: 'outbox-orders-queue',
         VisibilityTimeout: 180,
-        RedrivePolicy: { deadLetterTargetArn: getAtt(logicalId(t, 'AWS::SQS::Queue', { QueueName: 'outbox-orders-queue-dlq' })), maxReceiveCount: 5 },
+        RedrivePolicy: { deadLetterTargetArn: getAtt(logicalId(t, 'AWS::SQS::Queue', { QueueName: 'outbox-orders-queue-dlq' })), maxReceiveCount: 10 },
       });
     });
-    it('redrives the FIFO destination to a FIFO DLQ', () => {
+    it('redrives the FIFO destination to a FIFO DLQ after 10 receives', () => {
       t.hasResourceProperties('AWS::SQS::Queue', {
         QueueName: 'outbox-orders-events.fifo',
         FifoQueue: true,
-        RedrivePolicy: { deadLetterTargetArn: getAtt(logicalId(t, 'AWS::SQS::Queue', { QueueName: 'outbox-orders-events-dlq.fifo' })), maxReceiveCount: 5 },
+        RedrivePolicy: { deadLetterTargetArn: getAtt(logicalId(t, 'AWS::SQS::Queue', { QueueName: 'outbox-orders-events-dlq.fifo' })), maxReceiveCount: 10 },
       });
       t.hasResourceProperties('AWS::SQS::Queue', { QueueName: 'outbox-orders-events-dlq.fifo', FifoQueue: true });
+    });
+    it('leaves the stream-failure queue at 5 receives beside them', () => {
+      t.hasResourceProperties('AWS::SQS::Queue', { QueueName: 'outbox-stream-failures', RedrivePolicy: Match.objectLike({ maxReceiveCount: 5 }) });
     });
     it('keeps failed messages 14 days', () => {
       for (const name of ['outbox-dlq', 'outbox-stream-failures', 'outbox-stream-failures-dlq', 'outbox-orders-queue-dlq', 'outbox-orders-events-dlq.fifo']) {
@@ -444,6 +449,25 @@ describe('parameters', () => {
     t.hasResourceProperties('AWS::Lambda::Function', { FunctionName: 'shop-publisher', Environment: { Variables: Match.objectLike({ OUTBOX_TTL_DAYS: '3' }) } });
     t.hasResourceProperties('AWS::Events::Rule', { ScheduleExpression: 'rate(5 minutes)' });
     t.hasResourceProperties('AWS::Logs::LogGroup', { LogGroupName: '/aws/lambda/shop-publisher', RetentionInDays: 90 });
+  });
+  it('gives the orders queues consumerMaxReceiveCount and the stream-failure queue maxReceiveCount, each its own', () => {
+    const receives = (t: Template) =>
+      Object.fromEntries(
+        Object.values(t.findResources('AWS::SQS::Queue'))
+          .filter((q) => q.Properties.RedrivePolicy)
+          .map((q) => [q.Properties.QueueName, q.Properties.RedrivePolicy.maxReceiveCount]),
+      );
+    const fromContext = (ctx: Record<string, string>) => synth(settingsFromContext((k) => ctx[k], { OUTBOX_LAMBDA_ASSET_DIR: fakeAssetDir() }));
+    assert.deepEqual(receives(fromContext({ 'outbox:consumerMaxReceiveCount': '20' })), {
+      'outbox-orders-queue': 20,
+      'outbox-orders-events.fifo': 20,
+      'outbox-stream-failures': 5,
+    });
+    assert.deepEqual(receives(fromContext({ 'outbox:maxReceiveCount': '3' })), {
+      'outbox-orders-queue': 10,
+      'outbox-orders-events.fifo': 10,
+      'outbox-stream-failures': 3,
+    });
   });
   it('grants exactly the actions extra routes need, on exactly their resources', () => {
     const t = synth({

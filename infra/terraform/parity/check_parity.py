@@ -73,7 +73,9 @@ VARIANTS: dict[str, dict] = {
         "streamRetryAttempts": 2,
         "streamMaxRecordAgeSeconds": 600,
         "consumerBatchSize": 5,
+        # The outbox's stream-failure queue and the example's orders queues: each its own count.
         "maxReceiveCount": 3,
+        "consumerMaxReceiveCount": 7,
         "maxMessageBytes": 262144,
         "sweeperReservedConcurrency": 0,
         "deletionProtection": False,
@@ -109,7 +111,7 @@ VARIANTS["non-default key names"] = {"partitionKeyName": "pk", "sortKeyName": "s
 # Variables whose modules/outbox default differs from modules/outbox-config's (the one compared
 # with CDK's), and why.
 KNOWN_DEFAULT_DIFFERENCES = {
-    "max_message_bytes": "modules/outbox defaults to 262144 because hashicorp/aws before 6.8.0 refuses more and the module supports 5.x; the compared default is 1 MiB, CDK's",
+    "max_message_bytes": "modules/outbox (and examples/orders) default to 262144 because hashicorp/aws before 6.8.0 refuses more and the module supports 5.x; the compared default is 1 MiB, CDK's",
 }
 
 # The sweeper's scan mode a setting means: off | backstop | on, the old booleans true = on,
@@ -190,10 +192,11 @@ def large_payload_bucket_placeholder(settings: dict) -> str:
     return f'"PARITY:bucket:{name}"' if name else '"PARITY:bucket"'
 
 
-# The settings the orders example takes too (examples/orders-config); consumer_batch_size is
-# the example's only.
-ORDERS_SETTINGS = ("prefix", "consumer_batch_size", "max_receive_count", "max_message_bytes", "deletion_protection", "kms_key_arn", "architecture")
-EXAMPLE_ONLY_SETTINGS = ("consumer_batch_size",)
+# The settings the orders example takes too (examples/orders-config); consumer_batch_size and
+# consumer_max_receive_count (its queues' maxReceiveCount) are the example's only: the outbox's
+# max_receive_count is its stream-failure queue's.
+ORDERS_SETTINGS = ("prefix", "consumer_batch_size", "consumer_max_receive_count", "max_message_bytes", "deletion_protection", "kms_key_arn", "architecture")
+EXAMPLE_ONLY_SETTINGS = ("consumer_batch_size", "consumer_max_receive_count")
 # A queue URL of no region (a local AWS's form): modules/outbox-config puts such a queue in
 # resources.region, so its ARN is arn:aws:sqs:<PARITY_REGION>:000000000000:<name>, which
 # tf_resource names queue:<name> -- as the routes name the example queues here.
@@ -345,12 +348,12 @@ def uses(what: str, expr, expected: str) -> None:
         failures.append(f"modules/outbox {what} is {text!r}, expected it to use {expected}")
 
 
-def holds(what: str, condition: bool) -> None:
-    """A property of the Terraform module on its own."""
+def holds(what: str, condition: bool, where: str = "modules/outbox") -> None:
+    """A property of the Terraform module (or of `where`) on its own."""
     global checked
     checked += 1
     if not condition:
-        failures.append(f"modules/outbox: {what}")
+        failures.append(f"{where}: {what}")
 
 
 def joined(value, tokens) -> str:
@@ -604,6 +607,15 @@ def compare_module_sources(src: dict, example: dict) -> None:
         holds(f"variable {name} is listed as a known default difference ({why}) but its defaults agree",
               scalar(src["variable"][name].get("default")) != scalar(config_vars[name].get("default")))
 
+    # Likewise the orders example's: examples/orders passes its variables to examples/orders-config
+    # (the compared one), so a default given in both must be the same.
+    example_vars = module_sources("examples/orders")["variable"]
+    example_config_vars = module_sources("examples/orders-config")["variable"]
+    for name, body in sorted(example_vars.items()):
+        if name in example_config_vars and "default" in body and name not in KNOWN_DEFAULT_DIFFERENCES:
+            mine, theirs = scalar(body.get("default")), scalar(example_config_vars[name].get("default"))
+            holds(f"variable {name} defaults to {mine!r}, examples/orders-config's to {theirs!r}: they must agree", mine == theirs, "examples/orders")
+
     dash = src["aws_cloudwatch_dashboard"]["outbox"]
     uses("dashboard name", dash["dashboard_name"], "module.config.dashboard.name")
     uses("dashboard widgets", dash["dashboard_body"], "module.config.dashboard.widgets")
@@ -815,7 +827,11 @@ def compare(variant: str, template: dict, tf: dict, module_queues: dict) -> None
             for name, p in cdk_queues.items()
             if "RedrivePolicy" in p
         },
-        {names[k]: (names[x["dlq"]], q["max_receive_count"]) for k, x in tf_queues.items() if x.get("dlq")},
+        {
+            names[k]: (names[x["dlq"]], (tf["example_queue_settings"] if k in tf["example_queues"] else q)["max_receive_count"])
+            for k, x in tf_queues.items()
+            if x.get("dlq")
+        },
     )
     same(f"{v} orders queue visibility", cdk_queues[names["orders_queue"]]["VisibilityTimeout"], q["consumer_visibility"])
     same(f"{v} stream-failure queue visibility", cdk_queues[names["stream_failures"]]["VisibilityTimeout"], q["stream_failures_visibility"])

@@ -39,7 +39,7 @@ locals {
   queue_settings = {
     max_message_size          = var.max_message_bytes
     message_retention_seconds = 14 * 86400
-    max_receive_count         = var.max_receive_count
+    max_receive_count         = var.consumer_max_receive_count
   }
   queues = {
     orders_dlq   = { name = local.names.orders_dlq, fifo = false, dlq = null, visibility = 30 }

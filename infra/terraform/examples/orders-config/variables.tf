@@ -15,11 +15,19 @@ variable "consumer_batch_size" {
   }
 }
 
-variable "max_receive_count" {
-  description = "Receives of an orders message before it moves to its queue's DLQ."
+# 10, not the outbox's 5 (its stream-failure queue's max_receive_count): a consumer crash
+# charges every neighbour still in the batch a receive, and with frequent random crashes 5
+# dead-letters innocent messages (functions/lib/dynamodb-outbox-idempotency/README.md,
+# "A message that kills the process").
+variable "consumer_max_receive_count" {
+  description = "Receives of a message of the orders queue or the FIFO orders-events queue before it moves to that queue's DLQ (the outbox module's max_receive_count is its stream-failure queue's)."
   type        = number
-  default     = 5
+  default     = 10
   nullable    = false
+  validation {
+    condition     = var.consumer_max_receive_count >= 1 && var.consumer_max_receive_count <= 1000 && floor(var.consumer_max_receive_count) == var.consumer_max_receive_count
+    error_message = "consumer_max_receive_count must be an integer from 1 to 1000."
+  }
 }
 
 variable "max_message_bytes" {

@@ -7,15 +7,15 @@
 module "config" {
   source = "../orders-config"
 
-  prefix              = var.prefix
-  consumer_batch_size = var.consumer_batch_size
-  max_receive_count   = var.max_receive_count
-  max_message_bytes   = var.max_message_bytes
-  deletion_protection = var.deletion_protection
-  kms_key_arn         = var.kms_key_arn
-  architecture        = var.architecture
-  lambda_asset_dir    = var.lambda_asset_dir
-  queue_urls          = { standard = local.all_queues["orders_queue"].url, fifo = local.all_queues["fifo_queue"].url }
+  prefix                     = var.prefix
+  consumer_batch_size        = var.consumer_batch_size
+  consumer_max_receive_count = var.consumer_max_receive_count
+  max_message_bytes          = var.max_message_bytes
+  deletion_protection        = var.deletion_protection
+  kms_key_arn                = var.kms_key_arn
+  architecture               = var.architecture
+  lambda_asset_dir           = var.lambda_asset_dir
+  queue_urls                 = { standard = local.all_queues["orders_queue"].url, fifo = local.all_queues["fifo_queue"].url }
   resources = {
     orders_table_arn      = aws_dynamodb_table.orders.arn
     orders_queue_arn      = local.all_queues["orders_queue"].arn

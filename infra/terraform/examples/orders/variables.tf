@@ -22,10 +22,22 @@ variable "consumer_batch_size" {
   default     = 10
 }
 
-variable "max_receive_count" {
-  description = "Receives of an orders message before it moves to its queue's DLQ."
+variable "consumer_max_receive_count" {
+  description = "Receives of a message of the orders queue or the FIFO orders-events queue before it moves to that queue's DLQ; 10 (see ../orders-config). The outbox module's max_receive_count is its stream-failure queue's."
   type        = number
-  default     = 5
+  default     = 10
+}
+
+# The example's old name for consumer_max_receive_count, refused with the new name: it was 5
+# by default and read like the outbox module's max_receive_count (the stream-failure queue).
+variable "max_receive_count" {
+  description = "Replaced by consumer_max_receive_count; refused when set."
+  type        = number
+  default     = null
+  validation {
+    condition     = var.max_receive_count == null
+    error_message = "The orders example's max_receive_count is now consumer_max_receive_count (default 10): rename the argument. The outbox module's max_receive_count (the stream-failure queue, default 5) is unchanged."
+  }
 }
 
 variable "max_message_bytes" {

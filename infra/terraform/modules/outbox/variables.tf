@@ -108,7 +108,7 @@ variable "stream_max_record_age_seconds" {
 }
 
 variable "max_receive_count" {
-  description = "Receives of a stream-failure record before it moves to the stream-failure DLQ."
+  description = "Receives of a stream-failure record before it moves to the stream-failure DLQ (the orders example's queues have their own consumer_max_receive_count)."
   type        = number
   default     = 5
   validation {

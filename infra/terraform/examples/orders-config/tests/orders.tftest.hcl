@@ -198,3 +198,53 @@ run "consumer_batch_too_large" {
   }
   expect_failures = [var.consumer_batch_size]
 }
+
+# The orders queues' receive budget is their own (consumer_max_receive_count), 10 by default:
+# with frequent random consumer crashes 5 dead-letters innocent messages
+# (functions/lib/dynamodb-outbox-idempotency/README.md, "A message that kills the process").
+run "the_orders_queues_redrive_after_10_receives" {
+  command = apply
+  assert {
+    condition     = output.queue_settings.max_receive_count == 10
+    error_message = "The orders queues redrive after 10 receives by default, got ${output.queue_settings.max_receive_count}."
+  }
+  assert {
+    condition     = [for k, q in output.queues : k if q.dlq != null] == ["fifo_queue", "orders_queue"]
+    error_message = "Both orders queues (standard and FIFO), and only they, redrive to a DLQ with that count."
+  }
+}
+
+run "consumer_max_receive_count_is_the_orders_queues" {
+  command = apply
+  variables {
+    consumer_max_receive_count = 20
+  }
+  assert {
+    condition     = output.queue_settings.max_receive_count == 20
+    error_message = "consumer_max_receive_count is the orders queues' maxReceiveCount."
+  }
+}
+
+run "consumer_max_receive_count_zero" {
+  command = plan
+  variables {
+    consumer_max_receive_count = 0
+  }
+  expect_failures = [var.consumer_max_receive_count]
+}
+
+run "consumer_max_receive_count_too_large" {
+  command = plan
+  variables {
+    consumer_max_receive_count = 1001
+  }
+  expect_failures = [var.consumer_max_receive_count]
+}
+
+run "consumer_max_receive_count_fractional" {
+  command = plan
+  variables {
+    consumer_max_receive_count = 2.5
+  }
+  expect_failures = [var.consumer_max_receive_count]
+}

@@ -59,7 +59,17 @@ run "failure_queue_visibility_and_redrive" {
   }
   assert {
     condition     = output.queue_settings.max_receive_count == 3
-    error_message = "The failure queue redrives after max_receive_count receives, like the destination queues."
+    error_message = "The failure queue redrives after max_receive_count receives."
+  }
+}
+
+# The orders example's queues have their own setting (consumer_max_receive_count, 10); this
+# one stays the failure queue's, 5.
+run "failure_queue_redrives_after_5_receives_by_default" {
+  command = apply
+  assert {
+    condition     = output.queue_settings.max_receive_count == 5
+    error_message = "The failure queue redrives after 5 receives by default."
   }
 }
 
