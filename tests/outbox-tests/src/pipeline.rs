@@ -156,7 +156,7 @@ impl Pipeline {
         let queue_arn = provision::queue_arn(&clients.sqs, &outbox.queue.url)
             .await
             .expect("queue arn");
-        // maxReceiveCount 5, the AWS minimum for a Lambda consumer, so that a poison
+        // maxReceiveCount 5, the least AWS recommends for a Lambda consumer, so that a poison
         // message reaches the DLQ within a test (the example stacks allow 10:
         // consumerMaxReceiveCount, infra/README.md).
         let dlq_arn = provision::queue_arn(&clients.sqs, &outbox.queue.dlq_url)
