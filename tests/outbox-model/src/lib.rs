@@ -24,6 +24,7 @@
 #![warn(missing_docs)]
 
 mod delivery;
+mod fence;
 pub mod fixture;
 pub mod model;
 pub mod params;

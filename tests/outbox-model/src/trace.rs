@@ -43,6 +43,7 @@ fn fault(f: Fault) -> &'static str {
         Fault::None => "",
         Fault::Fail => " — the call FAILS",
         Fault::Lost => " — the call takes effect but its answer is LOST",
+        Fault::Stale => " — the index LAGS: it still lists what a mark just removed",
     }
 }
 
@@ -55,6 +56,9 @@ fn step_of(model: &OutboxModel, s: &State, i: u8) -> String {
             Phase::Status => "reads the current status of its records' items".into(),
             Phase::Fence => {
                 "reads the pending messages of its FIFO aggregates (the order fence)".into()
+            }
+            Phase::Confirm => {
+                "reads the current status of the pending siblings the index lists (the fence's confirmation)".into()
             }
             Phase::PreMark(k) => {
                 let all: Vec<u8> = p.rounds.iter().flatten().copied().collect();
