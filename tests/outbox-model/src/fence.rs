@@ -13,7 +13,7 @@
 
 use crate::model::{Fault, OutboxModel};
 use crate::params::Mutation;
-use crate::state::{Out, Phase, Publish, State, Status, bit};
+use crate::state::{Listed, Out, Phase, Publish, State, Status, bit};
 use crate::sweep::ticks;
 use dynamodb_outbox_core::policy::{
     CONFIRM_LIMIT, FenceRead, Member, Pending, Scope, fence_reads, fenced, to_confirm,
@@ -98,7 +98,7 @@ impl OutboxModel {
     /// What `read` lists: the pending items of its aggregates that the status read
     /// did not find finished (`process_after`'s `finished`); from the index, the
     /// indexed ones with their due times, and when it lags, also what it still lists.
-    fn listed(&self, s: &State, p: &Publish, read: &FenceRead, lag: bool) -> Vec<(u8, Option<u8>)> {
+    fn listed(&self, s: &State, p: &Publish, read: &FenceRead, lag: bool) -> Listed {
         let finished = |m: u8| {
             p.items
                 .iter()
@@ -106,8 +106,11 @@ impl OutboxModel {
                 .any(|(w, o)| w.msg == m && *o == Out::Finished)
         };
         let partition = matches!(read.scope, Scope::Partition(_));
-        let ours = |m: u8| read.aggregates.contains(&self.fixture.msgs[usize::from(m)].key.pk);
-        let mut listed: Vec<(u8, Option<u8>)> = (0..s.items.len())
+        let ours = |m: u8| {
+            read.aggregates
+                .contains(&self.fixture.msgs[usize::from(m)].key.pk)
+        };
+        let mut listed: Listed = (0..s.items.len())
             .filter_map(|i| u8::try_from(i).ok())
             .filter(|&m| ours(m) && !finished(m))
             .filter_map(|m| {
@@ -128,7 +131,7 @@ impl OutboxModel {
     }
 
     /// The code's `Pending` of what the reads found.
-    fn pending_of(&self, reads: &[FenceRead], found: &[Option<Vec<(u8, Option<u8>)>>]) -> Pending {
+    fn pending_of(&self, reads: &[FenceRead], found: &[Option<Listed>]) -> Pending {
         let mut pending = Pending::default();
         for (read, found) in reads.iter().zip(found) {
             let Some(listed) = found else {
@@ -138,7 +141,9 @@ impl OutboxModel {
             let partition = matches!(read.scope, Scope::Partition(_));
             let siblings = listed
                 .iter()
-                .filter_map(|&(m, due)| self.fixture.msgs[usize::from(m)].as_sibling(due, partition))
+                .filter_map(|&(m, due)| {
+                    self.fixture.msgs[usize::from(m)].as_sibling(due, partition)
+                })
                 .collect();
             pending.found(read, siblings, true);
         }
@@ -146,7 +151,7 @@ impl OutboxModel {
     }
 
     /// The messages a consistent read of the fence listed `PENDING` (a partition read).
-    fn consistently_listed(&self, reads: &[FenceRead], found: &[Option<Vec<(u8, Option<u8>)>>]) -> u32 {
+    fn consistently_listed(&self, reads: &[FenceRead], found: &[Option<Listed>]) -> u32 {
         reads
             .iter()
             .zip(found)

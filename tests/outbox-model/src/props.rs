@@ -107,9 +107,9 @@ fn exclusive_claims(m: &OutboxModel, s: &State) -> bool {
         let holders = s
             .invs
             .iter()
-            .filter(|inv| {
-                matches!(inv, Inv::Sweep(sw) if sw.superseded & bit(i) == 0 && holds(sw, i))
-            })
+            .filter(
+                |inv| matches!(inv, Inv::Sweep(sw) if sw.superseded & bit(i) == 0 && holds(sw, i)),
+            )
             .count();
         holders <= 1
     })

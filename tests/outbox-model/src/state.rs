@@ -126,6 +126,10 @@ pub struct Work {
     pub poison: bool,
 }
 
+/// What one read of the order fence listed: `(message, due tick)` of each pending
+/// message (no due tick: outside the index, from a partition read).
+pub type Listed = Vec<(u8, Option<u8>)>;
+
 /// One run of `Publisher::process`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Publish {
@@ -157,7 +161,7 @@ pub struct Publish {
     /// What each of the fence's reads (`policy::fence_reads`) returned, kept between
     /// the read and the consistent confirmation: `None` when it failed, else the
     /// pending messages it listed with their due ticks.
-    pub found: Vec<Option<Vec<(u8, Option<u8>)>>>,
+    pub found: Vec<Option<Listed>>,
 }
 
 /// Where a sweep is.

@@ -3,7 +3,7 @@
 use crate::fixture::Msg;
 use crate::model::{Action, Fault, OutboxModel};
 use crate::params::Consumer;
-use crate::state::{Inv, Phase, State, SweepPhase};
+use crate::state::{Inv, Out, Phase, State, SweepPhase};
 use stateright::{Checker, Expectation, HasDiscoveries, Model, Path};
 use std::fmt::Write;
 use std::time::{Duration, Instant};
@@ -64,14 +64,20 @@ fn step_of(model: &OutboxModel, s: &State, i: u8) -> String {
                 let all: Vec<u8> = p.rounds.iter().flatten().copied().collect();
                 format!("marks {} SENT before publishing", at(all[usize::from(k)]))
             }
-            Phase::Round(r) => format!(
-                "sends [{}]",
-                p.rounds[usize::from(r)]
-                    .iter()
-                    .map(|&q| at(q))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
+            Phase::Round(r) => {
+                let (held, live): (Vec<u8>, Vec<u8>) =
+                    p.rounds[usize::from(r)].iter().partition(|&&q| {
+                        matches!(p.outcome[usize::from(q)], Out::Deferred(_) | Out::Unknown)
+                    });
+                let list = |qs: &[u8]| qs.iter().map(|&q| at(q)).collect::<Vec<_>>().join(", ");
+                match (live.is_empty(), held.is_empty()) {
+                    (false, true) => format!("sends [{}]", list(&live)),
+                    (false, false) => {
+                        format!("sends [{}], not [{}] (held by the fence)", list(&live), list(&held))
+                    }
+                    _ => format!("sends nothing: [{}] held by the fence", list(&held)),
+                }
+            }
             Phase::PreFail(k) => format!(
                 "marks {} FAILED before its copy",
                 at(p.poison[usize::from(k)])
