@@ -142,6 +142,27 @@ pub fn deep() -> Vec<(&'static str, Params)> {
             },
         ),
         (
+            "FIFO, a lagging index, two transactions in separate batches, a crash and a faulty call",
+            Params {
+                txns: vec![Txn::library(0, 1), Txn::library(0, 1)],
+                fifo: true,
+                batch_size: 1,
+                index_lag: true,
+                ..Params::default()
+            },
+        ),
+        (
+            "FIFO, every fence read fails, a minimal producer's aggregate, two sweepers, a redrive",
+            Params {
+                txns: vec![Txn::minimal(0, 1), Txn::minimal(0, 1)],
+                fifo: true,
+                fence_reads_fail: true,
+                sweepers: 2,
+                redrives: 1,
+                ..Params::default()
+            },
+        ),
+        (
             "side-effect consumer, two consumers, two faults",
             Params {
                 txns: vec![Txn::library(0, 1)],

@@ -31,7 +31,7 @@ pub fn ticks(ms: i64) -> u8 {
 
 impl OutboxModel {
     /// The smallest token no running sweep with the same lease (`lease_until`) has:
-    /// only two claims that the ticks cannot tell apart need tokens to.
+    /// only claims whose leases the ticks cannot tell apart need different tokens.
     pub(crate) fn free_token(s: &State, lease_until: u8) -> u8 {
         (1..=u8::MAX)
             .find(|t| {
