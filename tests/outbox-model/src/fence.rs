@@ -8,7 +8,9 @@
 //! What the model writes itself is what the reads return: from the table, the
 //! pending items of the read's scope as the state holds them now; from the sweeper
 //! index, the same, or (`Params::index_lag`, `Fault::Stale`) also the messages a
-//! mark has just removed from it (`State::lagging`). And the monitor of
+//! mark has just removed from it (`State::lagging`) and, with
+//! `Params::index_lags_writes`, not yet the messages just written
+//! (`State::unlisted`). And the monitor of
 //! `NO_STALE_FENCE`.
 
 use crate::model::{Fault, OutboxModel};
@@ -22,18 +24,23 @@ use std::collections::HashMap;
 
 impl OutboxModel {
     /// Whether `p` is about to read the sweeper index for the fence while the index
-    /// still lists a message of one of the read's aggregates that a mark removed:
-    /// then the read may lag (`Fault::Stale`).
+    /// still lists a message of one of the read's aggregates that a mark removed, or
+    /// does not list one just written yet: then the read may lag (`Fault::Stale`).
     pub(crate) fn may_lag(&self, s: &State, p: &Publish) -> bool {
-        if !self.params.index_lag || p.phase != Phase::Fence || s.lagging.is_empty() {
+        let behind = !s.lagging.is_empty() || s.unlisted != 0;
+        if !self.params.index_lag || p.phase != Phase::Fence || !behind {
             return false;
         }
         fence_reads(&self.members(p).1).iter().any(|read| {
             matches!(read.scope, Scope::Shards(_))
-                && s.lagging.iter().any(|(m, _)| {
-                    read.aggregates
-                        .contains(&self.fixture.msgs[usize::from(*m)].key.pk)
-                })
+                && s.lagging
+                    .iter()
+                    .map(|l| l.0)
+                    .chain((0..32).filter(|&m| s.unlisted & bit(m) != 0))
+                    .any(|m| {
+                        read.aggregates
+                            .contains(&self.fixture.msgs[usize::from(m)].key.pk)
+                    })
         })
     }
 
@@ -120,6 +127,7 @@ impl OutboxModel {
             })
             .collect();
         if lag && !partition {
+            listed.retain(|(m, _)| s.unlisted & bit(*m) == 0);
             for &(m, due) in &s.lagging {
                 if ours(m) && !finished(m) && !listed.iter().any(|l| l.0 == m) {
                     listed.push((m, Some(due)));

@@ -508,6 +508,7 @@ impl Model for OutboxModel {
             lagging: Vec::new(),
             stale_fence: false,
             redrive_undone: false,
+            unlisted: 0,
         }]
     }
 
@@ -615,6 +616,9 @@ impl Model for OutboxModel {
                         token: 0,
                     };
                     s.shards[usize::from(agg)].records.push((m, s.now));
+                    if self.params.index_lags_writes && indexed {
+                        s.unlisted |= bit(m);
+                    }
                 }
             }
             Action::RollBack(t) => {
@@ -728,6 +732,7 @@ impl Model for OutboxModel {
                 s.dedup.retain(|&(_, until)| until > now);
                 // The index has caught up.
                 s.lagging.clear();
+                s.unlisted = 0;
             }
         }
         Some(s)

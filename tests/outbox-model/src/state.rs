@@ -326,6 +326,9 @@ pub struct State {
     /// Monitor: a sweep whose claim came before a redrive marked the redriven
     /// message `FAILED`.
     pub redrive_undone: bool,
+    /// Messages written since time last passed that the sweeper index may not list
+    /// yet (bit per message). Empty unless `Params::index_lags_writes`.
+    pub unlisted: u32,
 }
 
 /// Bit `n`.

@@ -214,6 +214,24 @@ fn a_fence_that_never_can_tell_parks_no_message_of_an_aggregate() {
     caught(p.mutated(Mutation::FenceParksWhenUnread), ENDS);
 }
 
+/// Found by the model, open: the index lags the table's writes too (a message just
+/// committed is not listed yet). The first message's fence read fails, so it is held
+/// (`OrderUnknown`) and the mapping moves on; the next batch's fence reads an index
+/// that does not list the first message yet, and sends the second one before it.
+#[test]
+fn known_gap_an_index_that_does_not_list_a_new_message_yet_lets_a_later_one_overtake() {
+    let p = Params {
+        txns: vec![Txn::library(0, 1), Txn::library(0, 1)],
+        fifo: true,
+        batch_size: 1,
+        index_lag: true,
+        index_lags_writes: true,
+        faults: 1,
+        ..one(Txn::library(0, 1))
+    };
+    caught(p, FIFO_ORDER);
+}
+
 /// Issue 22, defect 3, fixed by the fence's consistent confirmation: the stream
 /// publisher sends and marks the first message of a FIFO aggregate; the next batch's
 /// fence reads the index, which still lists it. Fenced behind it, the second message
