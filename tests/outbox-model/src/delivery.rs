@@ -8,6 +8,7 @@
 use crate::model::{Fault, OutboxModel};
 use crate::params::Mutation;
 use crate::state::{Out, Phase, Publish, State, Status, Work, bit};
+use dynamodb_outbox_core::policy::{READ_FAILED, cannot_tell_reason};
 use dynamodb_outbox_core::publish::{CurrentStatuses, Delivery, Outcome, WorkItem};
 use dynamodb_outbox_core::publish::{judge_delivery, status_keys};
 
@@ -31,6 +32,9 @@ pub fn outcome_of(out: Out) -> Outcome {
             not_before: tick.map(|t| i64::from(t) * crate::fixture::TICK_MS),
         },
         Out::Finished => Outcome::AlreadyFinished,
+        Out::Unknown => Outcome::OrderUnknown {
+            reason: cannot_tell_reason(READ_FAILED),
+        },
     }
 }
 

@@ -10,7 +10,9 @@
 //! The model and the functions share their decisions: the model calls the code.
 //! The stream records are Lambda events turned into work by `dynamodb_outbox::stream::classify`,
 //! a delivery publishes what `publish::judge_delivery` finds still pending;
-//! a batch is laid out by `dynamodb_outbox_core::publish::plan`; a destination's answer is
+//! a batch is laid out by `dynamodb_outbox_core::publish::plan`; the order fence reads by
+//! `policy::fence_reads`, confirms what the index lists by `policy::to_confirm` and
+//! `Pending::confirm`, and holds by `policy::fenced`; a destination's answer is
 //! judged by `policy::judge_call` and `judge_entry`, a dead-letter copy's by
 //! `judge_dead_letter`; a sweep's lease comes from `policy::Budget`, a claimed item
 //! becomes an attempt through `policy::attempt_of` (`exhausted`), attempts are put in
@@ -24,6 +26,7 @@
 #![warn(missing_docs)]
 
 mod delivery;
+mod fence;
 pub mod fixture;
 pub mod model;
 pub mod params;

@@ -25,6 +25,9 @@ pub enum Fault {
     /// The service acted (sent, wrote), but the answer was lost (a timeout after it
     /// acted): the caller sees a failure.
     Lost,
+    /// A read of the sweeper index answers from before the latest marks (it still
+    /// lists what they removed): `Params::index_lag`, not a fault of the budget.
+    Stale,
 }
 
 /// One step of one actor.
@@ -103,21 +106,43 @@ impl OutboxModel {
                 && matches!(item.status, Status::Failed | Status::Sent));
         if pass {
             self.set_status(s, m, Status::Sent, false);
+            self.leave_index(s, m);
             let item = &mut s.items[usize::from(m)];
-            item.due = None;
             item.expires = s.now.saturating_add(self.params.ttl);
         }
         pass
     }
 
-    /// The conditional `PENDING` → `FAILED` update.
-    pub fn mark_failed(&self, s: &mut State, m: u8) {
-        if s.items[usize::from(m)].status == Status::Pending {
+    /// The conditional `PENDING` → `FAILED` update; a sweep's (`claim`: its lease and
+    /// token) also only while its claim is current, `SweepDueAt` = its lease (before
+    /// the fix of defect 8, `UnclaimedSweepMark`, not).
+    pub fn mark_failed(&self, s: &mut State, m: u8, claim: Option<(u8, u8)>) {
+        let item = s.items[usize::from(m)];
+        let current = match claim {
+            Some((lease, token)) => item.due == Some(lease) && item.token == token,
+            None => true,
+        };
+        if item.status == Status::Pending
+            && (current || self.params.has(Mutation::UnclaimedSweepMark))
+        {
             self.set_status(s, m, Status::Failed, false);
-            let item = &mut s.items[usize::from(m)];
-            item.due = None;
-            item.error = true;
+            self.leave_index(s, m);
+            s.items[usize::from(m)].error = true;
         }
+    }
+
+    /// A mark removes the item's sweeper index keys; a lagging index still lists it
+    /// until time passes.
+    fn leave_index(&self, s: &mut State, m: u8) {
+        let item = &mut s.items[usize::from(m)];
+        if let Some(due) = item.due.take()
+            && self.params.index_lag
+        {
+            s.lagging.retain(|l| l.0 != m);
+            s.lagging.push((m, due));
+            s.lagging.sort_unstable();
+        }
+        item.token = 0;
     }
 
     /// The destination accepts a copy of `m` (FIFO: unless within its deduplication
@@ -452,6 +477,7 @@ impl Model for OutboxModel {
                     due: None,
                     error: false,
                     expires: 0,
+                    token: 0,
                 };
                 n
             ],
@@ -479,6 +505,10 @@ impl Model for OutboxModel {
             left_terminal: false,
             overtaken: false,
             sent_after_sent: false,
+            lagging: Vec::new(),
+            stale_fence: false,
+            redrive_undone: false,
+            unlisted: 0,
         }]
     }
 
@@ -505,6 +535,13 @@ impl Model for OutboxModel {
             };
             faults.clear();
             self.step_faults(s, call, &mut faults);
+            let lags = match inv {
+                Inv::Stream { publish, .. } => self.may_lag(s, publish),
+                Inv::Sweep(sw) => sw.publish.as_ref().is_some_and(|p| self.may_lag(s, p)),
+            };
+            if lags {
+                faults.push(Fault::Stale);
+            }
             actions.extend(faults.iter().map(|f| Action::Step(u(i), *f)));
             if s.crashes > 0 {
                 actions.push(Action::Crash(u(i)));
@@ -576,8 +613,12 @@ impl Model for OutboxModel {
                         due: indexed.then_some(s.now + 1),
                         error: false,
                         expires: 0,
+                        token: 0,
                     };
                     s.shards[usize::from(agg)].records.push((m, s.now));
+                    if self.params.index_lags_writes && indexed {
+                        s.unlisted |= bit(m);
+                    }
                 }
             }
             Action::RollBack(t) => {
@@ -593,7 +634,7 @@ impl Model for OutboxModel {
             }
             Action::Deliver(shard) => self.deliver(&mut s, shard),
             Action::Step(i, fault) => {
-                if fault != Fault::None {
+                if matches!(fault, Fault::Fail | Fault::Lost) {
                     s.faults -= 1;
                 }
                 let inv = s.invs.remove(usize::from(i));
@@ -629,25 +670,27 @@ impl Model for OutboxModel {
                     Inv::Sweep(mut sw) => {
                         if self.sweep_step(&mut s, &mut sw, fault) {
                             s.invs.insert(usize::from(i), Inv::Sweep(sw));
+                        } else {
+                            Self::sweep_gone(&mut s, &sw);
                         }
                     }
                 }
             }
             Action::Crash(i) => {
                 s.crashes -= 1;
-                if let Inv::Stream {
-                    shard, from, to, ..
-                } = s.invs.remove(usize::from(i))
-                {
-                    self.esm_after(&mut s, shard, from, to, None);
+                match s.invs.remove(usize::from(i)) {
+                    Inv::Stream {
+                        shard, from, to, ..
+                    } => self.esm_after(&mut s, shard, from, to, None),
+                    Inv::Sweep(sw) => Self::sweep_gone(&mut s, &sw),
                 }
             }
             Action::Sweep => {
-                let sw = self.start_sweep(s.now);
+                let sw = self.start_sweep(&s);
                 s.invs.push(Inv::Sweep(sw));
             }
             Action::Recover(n, fault) => match fault {
-                Fault::None => self.recover(&mut s, usize::from(n)),
+                Fault::None | Fault::Stale => self.recover(&mut s, usize::from(n)),
                 Fault::Lost => {
                     // The adoptions took effect; the record is reported and comes back.
                     s.faults -= 1;
@@ -672,11 +715,24 @@ impl Model for OutboxModel {
                 item.retry = 0;
                 item.due = Some(now);
                 item.error = false;
+                item.token = 0;
+                s.lagging.retain(|l| l.0 != m);
+                // Monitor: a claim of `m` made before the redrive is no longer current.
+                for inv in &mut s.invs {
+                    if let Inv::Sweep(sw) = inv
+                        && sw.claimed.iter().any(|c| c.0 == m)
+                    {
+                        sw.superseded |= bit(m);
+                    }
+                }
             }
             Action::Tick => {
                 s.now += 1;
                 let now = s.now;
                 s.dedup.retain(|&(_, until)| until > now);
+                // The index has caught up.
+                s.lagging.clear();
+                s.unlisted = 0;
             }
         }
         Some(s)

@@ -115,6 +115,19 @@ pub enum Mutation {
     /// classifies records from the stream image alone and publishes every record
     /// Lambda delivers, also one an earlier delivery already sent and marked `SENT`.
     NoStatusRead,
+    /// The order fence as it was before issue 22's defect 1 was fixed: a message the
+    /// fence cannot tell about (its read failed or was cut short) is deferred like
+    /// one behind a known earlier message, so the sweeper gives its attempt back and
+    /// a read that keeps failing parks it forever.
+    FenceParksWhenUnread,
+    /// The order fence as it was before issue 22's defect 3 was fixed: it fences
+    /// behind whatever the (lagging) index lists, without the consistent status read
+    /// of those siblings.
+    NoConsistentConfirm,
+    /// The sweep as it was before issue 22's defect 8 was fixed: its `FAILED` mark is
+    /// conditional on `Status = PENDING` only, not on its claim being current, so an
+    /// attempt claimed before a redrive fails the redriven message again.
+    UnclaimedSweepMark,
 }
 
 /// One model instance.
@@ -154,6 +167,16 @@ pub struct Params {
     pub ttl: u8,
     /// Operator redrives of `FAILED` items.
     pub redrives: u8,
+    /// Every read of the order fence fails (a lasting `AccessDenied`, a KMS error, an
+    /// aggregate with more pending keys than the fence reads): it never can tell.
+    pub fence_reads_fail: bool,
+    /// The sweeper index lags the table: until time passes, a read of it may still
+    /// list a message a mark has just removed from it (`State::lagging`).
+    pub index_lag: bool,
+    /// The sweeper index lags the table's writes too: until time passes, a lagging
+    /// read may not list a message just committed (`State::unlisted`). Open: it
+    /// breaks FIFO order (`known_gap_…` in `tests/mutations.rs`), so no preset has it.
+    pub index_lags_writes: bool,
     /// Deliberate bugs (none: the protocol as the code has it).
     pub mutations: Vec<Mutation>,
 }
@@ -178,6 +201,9 @@ impl Default for Params {
             dedup_window: 2,
             ttl: 1,
             redrives: 0,
+            fence_reads_fail: false,
+            index_lag: false,
+            index_lags_writes: false,
             mutations: Vec::new(),
         }
     }

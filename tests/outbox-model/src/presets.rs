@@ -62,6 +62,36 @@ pub fn ci() -> Vec<(&'static str, Params)> {
                 ..Params::default()
             },
         ),
+        (
+            "FIFO destination, every fence read fails, two messages of one aggregate, a crash and a faulty call",
+            Params {
+                txns: vec![Txn::library(0, 2)],
+                fifo: true,
+                fence_reads_fail: true,
+                ..Params::default()
+            },
+        ),
+        (
+            "FIFO destination, a lagging index, two transactions in separate batches, a faulty call",
+            Params {
+                txns: vec![Txn::library(0, 1), Txn::library(0, 1)],
+                fifo: true,
+                batch_size: 1,
+                index_lag: true,
+                crashes: 0,
+                ..Params::default()
+            },
+        ),
+        (
+            "a redrive during an attempt, two sweepers, a faulty call",
+            Params {
+                txns: vec![Txn::library(0, 1).kinds(&[Kind::Unroutable])],
+                sweepers: 2,
+                redrives: 1,
+                crashes: 0,
+                ..Params::default()
+            },
+        ),
     ]
 }
 
@@ -108,6 +138,27 @@ pub fn deep() -> Vec<(&'static str, Params)> {
                 txns: vec![Txn::library(0, 1), Txn::library(0, 1)],
                 fifo: true,
                 faults: 2,
+                ..Params::default()
+            },
+        ),
+        (
+            "FIFO, a lagging index, two transactions in separate batches, a crash and a faulty call",
+            Params {
+                txns: vec![Txn::library(0, 1), Txn::library(0, 1)],
+                fifo: true,
+                batch_size: 1,
+                index_lag: true,
+                ..Params::default()
+            },
+        ),
+        (
+            "FIFO, every fence read fails, a minimal producer's aggregate, two sweepers, a redrive",
+            Params {
+                txns: vec![Txn::minimal(0, 1), Txn::minimal(0, 1)],
+                fifo: true,
+                fence_reads_fail: true,
+                sweepers: 2,
+                redrives: 1,
                 ..Params::default()
             },
         ),

@@ -12,7 +12,7 @@
 //! horizon no correct run reaches, and `NO_LIVELOCK` fails at it: every run ends.
 
 use crate::model::OutboxModel;
-use crate::state::{Inv, Out, State, SweepPhase, bit};
+use crate::state::{Inv, Out, State, Status, SweepPhase, bit};
 use stateright::Property;
 
 /// Only committed messages are ever delivered, dead-lettered or applied.
@@ -29,8 +29,22 @@ pub const FIFO_ORDER: &str = "per-aggregate order on FIFO";
 /// sweep's claim, or the stream path's status read, came first). A `SENT` mark that
 /// landed with its answer lost needs no exception: every later read sees `SENT`.
 pub const SENT_ONCE: &str = "no message sent again after SENT";
-/// At most one sweep may still write an item under its claim (the lease's purpose).
+/// At most one sweep may still write an item under a current claim (the lease's
+/// purpose); a claim an operator's redrive superseded is not current (its writes that
+/// could end the message are conditional on the claim's lease: `REDRIVE_STANDS`).
 pub const EXCLUSIVE_CLAIMS: &str = "claims are exclusive";
+/// A redrive is never undone by an attempt claimed before it: no sweep marks `FAILED`
+/// (or reschedules) a message redriven since its claim. Its `SENT` mark may land: a
+/// message that was sent is sent.
+pub const REDRIVE_STANDS: &str = "a redrive is never undone by an earlier claim";
+/// No message is held back by the order fence behind earlier siblings none of which
+/// is still `PENDING`, when every read the fence made answered: a lagging index's
+/// listing is confirmed by a consistent read first.
+pub const NO_STALE_FENCE: &str = "no message held back behind a sibling no longer pending";
+/// When nothing can happen any more (fairness: every path ends, see the module's
+/// doc), every committed message is `SENT` or `FAILED` — also when every read of the
+/// order fence fails (`Params::fence_reads_fail`).
+pub const ENDS: &str = "every committed message ends SENT or FAILED";
 /// When nothing can happen any more, every committed message is `SENT` with its
 /// effect applied once, or `FAILED` with a dead-letter copy.
 pub const SETTLES: &str = "every committed message settles";
@@ -93,14 +107,35 @@ fn exclusive_claims(m: &OutboxModel, s: &State) -> bool {
         let holders = s
             .invs
             .iter()
-            .filter(|inv| matches!(inv, Inv::Sweep(sw) if holds(sw, i)))
+            .filter(
+                |inv| matches!(inv, Inv::Sweep(sw) if sw.superseded & bit(i) == 0 && holds(sw, i)),
+            )
             .count();
         holders <= 1
     })
 }
 
+fn redrive_stands(_: &OutboxModel, s: &State) -> bool {
+    !s.redrive_undone
+}
+
+fn no_stale_fence(_: &OutboxModel, s: &State) -> bool {
+    !s.stale_fence
+}
+
 fn settles(m: &OutboxModel, s: &State) -> bool {
-    !m.quiescent(s) || msgs(m).all(|i| m.settled(s, i))
+    msgs(m).all(|i| m.settled(s, i)) || !m.quiescent(s)
+}
+
+fn ends(m: &OutboxModel, s: &State) -> bool {
+    let ended = |i: u8| {
+        !m.committed(s, i)
+            || matches!(
+                s.items[usize::from(i)].status,
+                Status::Sent | Status::Deleted | Status::Failed
+            )
+    };
+    msgs(m).all(ended) || !m.quiescent(s)
 }
 
 fn some_end(m: &OutboxModel, s: &State) -> bool {
@@ -124,7 +159,10 @@ pub fn all() -> Vec<Property<OutboxModel>> {
         Property::always(FIFO_ORDER, fifo_order),
         Property::always(SENT_ONCE, sent_once),
         Property::always(EXCLUSIVE_CLAIMS, exclusive_claims),
+        Property::always(REDRIVE_STANDS, redrive_stands),
+        Property::always(NO_STALE_FENCE, no_stale_fence),
         Property::always(SETTLES, settles),
+        Property::always(ENDS, ends),
         Property::always(NO_LIVELOCK, no_livelock),
         Property::sometimes(DUPLICATES_HAPPEN, duplicates_happen),
         Property::sometimes(SOME_END, some_end),

@@ -1,10 +1,11 @@
 //! `Publisher::process` as a step machine: one step per call it makes, so a crash can
 //! fall between any two. Every decision between the calls is the real code's: the
-//! plan (`dynamodb_outbox_core::publish::plan`), the order fence's reads and decision
-//! (`policy::fence_reads`, `policy::fenced`), the verdict on a call and on each entry
+//! plan (`dynamodb_outbox_core::publish::plan`), the order fence's reads, confirmation
+//! and decision (`policy::fence_reads`, `to_confirm`, `fenced`: `crate::fence`), the verdict on a call and on each entry
 //! (`policy::judge_call`, `policy::judge_entry`), on a dead-letter copy
 //! (`policy::judge_dead_letter`). What the model writes itself is the order of the
-//! calls — the code's `process` runs them in this order: the fence's reads, rounds,
+//! calls — the code's `process` runs them in this order: the fence's reads and its
+//! confirmation, rounds,
 //! dead-letter copies, `FAILED` marks, `SENT` marks, adoptions —, what the reads
 //! return (the state's pending items, as the index or the partition shows them), and
 //! the hold-back of an aggregate that failed earlier in the batch (a few lines inside
@@ -13,11 +14,10 @@
 use crate::model::{Fault, OutboxModel};
 use crate::params::{Kind, Mutation};
 use crate::state::{Out, Phase, Publish, State, Status, Work, bit};
-use crate::sweep::ticks;
 use dynamodb_outbox_core::failure::Failure;
 use dynamodb_outbox_core::policy::{
-    CallVerdict, DeadLetterVerdict, EntryVerdict, Member, Pending, Scope, fence_reads, fenced,
-    judge_call, judge_dead_letter, judge_entry,
+    CallVerdict, DeadLetterVerdict, EntryVerdict, Member, fence_reads, judge_call,
+    judge_dead_letter, judge_entry,
 };
 use dynamodb_outbox_core::ports::EntryResult;
 use dynamodb_outbox_core::publish::WorkItem;
@@ -37,6 +37,8 @@ impl OutboxModel {
             failed_aggs: 0,
             adopt: Vec::new(),
             read,
+            claim: None,
+            found: Vec::new(),
         };
         let all: Vec<u8> = (0..p.items.len())
             .filter_map(|i| u8::try_from(i).ok())
@@ -62,7 +64,7 @@ impl OutboxModel {
         };
     }
 
-    fn after_fence(&self, p: &mut Publish) -> Phase {
+    pub(crate) fn after_fence(&self, p: &mut Publish) -> Phase {
         if self.params.has(Mutation::MarkBeforePublish) && !p.rounds.is_empty() {
             Phase::PreMark(0)
         } else {
@@ -71,7 +73,7 @@ impl OutboxModel {
     }
 
     /// The planned positions and what the fence sees of each.
-    fn members(&self, p: &Publish) -> (Vec<u8>, Vec<Member>) {
+    pub(crate) fn members(&self, p: &Publish) -> (Vec<u8>, Vec<Member>) {
         p.rounds
             .iter()
             .flatten()
@@ -86,50 +88,6 @@ impl OutboxModel {
     /// Whether the publish reads pending messages first (a FIFO route).
     fn fences(&self, p: &Publish) -> bool {
         !self.params.has(Mutation::NoOrderFence) && !fence_reads(&self.members(p).1).is_empty()
-    }
-
-    /// The fence's reads (one call: the model's instances have one aggregate per
-    /// read) and its decision. Each read returns the pending items of its scope as
-    /// the state holds them now: from an index shard, the indexed ones (keys and due
-    /// times); from a partition, all of them with their places. A failed read fences.
-    fn fence_step(&self, s: &State, p: &mut Publish, fault: Fault) {
-        let (positions, members) = self.members(p);
-        // What the status read found finished does not fence (`process_after`'s
-        // `finished`), whatever the read says of it now.
-        let finished: Vec<u8> = p
-            .items
-            .iter()
-            .zip(&p.outcome)
-            .filter(|(_, o)| **o == Out::Finished)
-            .map(|(w, _)| w.msg)
-            .collect();
-        let mut pending = Pending::default();
-        for read in fence_reads(&members) {
-            if fault != Fault::None {
-                pending.failed(&read);
-                continue;
-            }
-            let partition = matches!(read.scope, Scope::Partition(_));
-            let siblings = self
-                .fixture
-                .msgs
-                .iter()
-                .zip(&s.items)
-                .enumerate()
-                .filter(|(i, _)| !finished.iter().any(|f| usize::from(*f) == *i))
-                .map(|(_, mi)| mi)
-                .filter(|(m, item)| {
-                    item.status == Status::Pending && read.aggregates.contains(&m.key.pk)
-                })
-                .filter_map(|(m, item)| m.as_sibling(item.due, partition))
-                .collect();
-            pending.found(&read, siblings, true);
-        }
-        for (pos, fence) in positions.into_iter().zip(fenced(&members, &pending)) {
-            if let Some(f) = fence {
-                p.outcome[usize::from(pos)] = Out::Deferred(f.not_before.map(ticks));
-            }
-        }
     }
 
     fn after_round(&self, p: &mut Publish, next: usize) -> Phase {
@@ -181,7 +139,7 @@ impl OutboxModel {
                     .any(|&pos| !self.deferred(p, pos) && !self.blocked(p, pos));
                 (live, live)
             }
-            Phase::Fence | Phase::Status => (true, false),
+            Phase::Fence | Phase::Confirm | Phase::Status => (true, false),
             Phase::DeadLetter => (true, true),
             Phase::Done => (false, false),
             _ => (true, true),
@@ -194,18 +152,18 @@ impl OutboxModel {
         !self.params.has(Mutation::NoAggregateBlocking) && p.failed_aggs & (1 << agg) != 0
     }
 
+    /// Whether the fence holds `pos` (behind a known earlier message, or because it
+    /// could not tell).
     fn deferred(&self, p: &Publish, pos: u8) -> bool {
-        matches!(p.outcome[usize::from(pos)], Out::Deferred(_))
+        matches!(p.outcome[usize::from(pos)], Out::Deferred(_) | Out::Unknown)
     }
 
     /// Takes one step of `p`.
     pub fn publish_step(&self, s: &mut State, p: &mut Publish, fault: Fault) {
         match p.phase {
             Phase::Status => self.status_step(s, p, fault),
-            Phase::Fence => {
-                self.fence_step(s, p, fault);
-                p.phase = self.after_fence(p);
-            }
+            Phase::Fence => self.fence_step(s, p, fault),
+            Phase::Confirm => self.confirm_step(s, p, fault),
             Phase::PreMark(k) => {
                 let all: Vec<u8> = p.rounds.iter().flatten().copied().collect();
                 let pos = all[usize::from(k)];
@@ -225,7 +183,7 @@ impl OutboxModel {
             Phase::PreFail(k) => {
                 let pos = p.poison[usize::from(k)];
                 if fault != Fault::Fail {
-                    self.mark_failed(s, p.items[usize::from(pos)].msg);
+                    self.mark_failed(s, p.items[usize::from(pos)].msg, p.claim);
                 }
                 p.outcome[usize::from(pos)] = Out::Dead;
                 p.phase = if usize::from(k) + 1 < p.poison.len() {
@@ -236,7 +194,7 @@ impl OutboxModel {
             }
             Phase::DeadLetter => {
                 let result: EntryResult = match fault {
-                    Fault::None => Ok(()),
+                    Fault::None | Fault::Stale => Ok(()),
                     Fault::Fail | Fault::Lost => Err(Failure::transient("Throttled")),
                 };
                 for &pos in &p.poison.clone() {
@@ -258,7 +216,7 @@ impl OutboxModel {
             Phase::MarkFailed(k) => {
                 let pos = p.to_fail[usize::from(k)];
                 if fault != Fault::Fail {
-                    self.mark_failed(s, p.items[usize::from(pos)].msg);
+                    self.mark_failed(s, p.items[usize::from(pos)].msg, p.claim);
                 }
                 let marked = fault == Fault::None;
                 // `mark_all_failed`: the copy is safe; a mark that failed is reported
@@ -299,7 +257,7 @@ impl OutboxModel {
                 if fault != Fault::None
                     && matches!(
                         p.outcome[usize::from(pos)],
-                        Out::Sent(false) | Out::Deferred(_)
+                        Out::Sent(false) | Out::Deferred(_) | Out::Unknown
                     )
                     && !self.params.has(Mutation::StrandUnindexed)
                 {
@@ -325,7 +283,11 @@ impl OutboxModel {
                     && !self.fixture.msgs[usize::from(w.msg)].indexed
                     && matches!(
                         p.outcome[i],
-                        Out::Retry | Out::Blocked | Out::Deferred(_) | Out::Sent(false)
+                        Out::Retry
+                            | Out::Blocked
+                            | Out::Deferred(_)
+                            | Out::Unknown
+                            | Out::Sent(false)
                     )
             })
             .filter_map(|i| u8::try_from(i).ok())
@@ -353,7 +315,7 @@ impl OutboxModel {
             self.fixture.msgs[usize::from(p.items[usize::from(pos)].msg)].kind == Kind::Refused
         };
         let answer: Result<Vec<EntryResult>, Failure> = match fault {
-            Fault::None => Ok(live
+            Fault::None | Fault::Stale => Ok(live
                 .iter()
                 .map(|&pos| {
                     if refused(pos) {

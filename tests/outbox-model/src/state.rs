@@ -39,6 +39,10 @@ pub struct Item {
     pub error: bool,
     /// `ExpiresAt` in ticks (meaningful once `SENT`).
     pub expires: u8,
+    /// Which running sweep's claim wrote `SweepDueAt` (its `Sweep::token`), 0 when
+    /// none did: a lease is a millisecond value from each invocation's own deadline,
+    /// so two sweeps never write the same one, though the model's ticks would.
+    pub token: u8,
 }
 
 /// One stream shard (one aggregate's partition) and its event source mapping.
@@ -77,6 +81,10 @@ pub enum Out {
     Finished,
     /// The stream path's status read failed: not published, reported for retry.
     Unread,
+    /// Held by the order fence because it could not tell (its read failed or was cut
+    /// short): not sent, not reported, and its attempt counts
+    /// (`Outcome::OrderUnknown`).
+    Unknown,
 }
 
 /// Where a publish is in `Publisher::process`.
@@ -88,6 +96,9 @@ pub enum Phase {
     /// The order fence: reading the pending messages of the batch's FIFO-routed
     /// aggregates.
     Fence,
+    /// The order fence's consistent status read (`BatchGetItem`) of the index
+    /// siblings that would fence (`policy::to_confirm`).
+    Confirm,
     /// (Mutation) marking `SENT` before publishing.
     PreMark(u8),
     /// Sending round `n` of the plan.
@@ -115,6 +126,10 @@ pub struct Work {
     pub poison: bool,
 }
 
+/// What one read of the order fence listed: `(message, due tick)` of each pending
+/// message (no due tick: outside the index, from a partition read).
+pub type Listed = Vec<(u8, Option<u8>)>;
+
 /// One run of `Publisher::process`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Publish {
@@ -140,6 +155,13 @@ pub struct Publish {
     /// claims, the stream path's status read), bit per message: what the property
     /// `SENT_ONCE` lets it send after a `SENT` mark that landed since.
     pub read: u32,
+    /// A sweep's publish: its claims' `SweepDueAt` (lease tick and sweep token), on
+    /// which its `FAILED` marks are conditional; `None` on the stream path.
+    pub claim: Option<(u8, u8)>,
+    /// What each of the fence's reads (`policy::fence_reads`) returned, kept between
+    /// the read and the consistent confirmation: `None` when it failed, else the
+    /// pending messages it listed with their due ticks.
+    pub found: Vec<Option<Listed>>,
 }
 
 /// Where a sweep is.
@@ -175,6 +197,11 @@ pub struct Sweep {
     /// `(message, next due tick, attempted)` to reschedule; a message not attempted
     /// (held back) gets its claim's count back.
     pub resched: Vec<(u8, u8, bool)>,
+    /// Its token, distinct among running sweeps (`Item::token`).
+    pub token: u8,
+    /// Monitor: claimed messages an operator redrove since (bit per message): the
+    /// claim is no longer current, whatever this sweep still does.
+    pub superseded: u32,
 }
 
 /// A running function invocation of the publish side.
@@ -289,6 +316,19 @@ pub struct State {
     /// Monitor: the destination accepted a send of a message already marked `SENT`
     /// from an invocation that had not read it `PENDING` from the table.
     pub sent_after_sent: bool,
+    /// What the sweeper index still lists though a mark since removed it (an
+    /// eventually consistent global secondary index): `(message, due tick)`, until
+    /// time passes. Empty unless `Params::index_lag`.
+    pub lagging: Vec<(u8, u8)>,
+    /// Monitor: a message was held back behind earlier siblings none of which was
+    /// pending, though every read the fence made answered.
+    pub stale_fence: bool,
+    /// Monitor: a sweep whose claim came before a redrive marked the redriven
+    /// message `FAILED`.
+    pub redrive_undone: bool,
+    /// Messages written since time last passed that the sweeper index may not list
+    /// yet (bit per message). Empty unless `Params::index_lags_writes`.
+    pub unlisted: u32,
 }
 
 /// Bit `n`.

@@ -8,7 +8,7 @@
 use crate::fixture::TICK_MS;
 use crate::model::{Fault, OutboxModel};
 use crate::params::Mutation;
-use crate::state::{Phase, Publish, State, Status, Sweep, SweepPhase, Work};
+use crate::state::{Inv, Item, Phase, Publish, State, Status, Sweep, SweepPhase, Work};
 use dynamodb_outbox_core::policy::{
     AttemptVerdict, Budget, Retrying, attempt_of, judge_attempt, millis, next_due_times,
     order_attempts,
@@ -30,21 +30,53 @@ pub fn ticks(ms: i64) -> u8 {
 }
 
 impl OutboxModel {
-    /// A new sweep at `now`, its lease from the real `Budget`.
-    pub fn start_sweep(&self, now: u8) -> Sweep {
+    /// The smallest token no running sweep with the same lease (`lease_until`) has:
+    /// only claims whose leases the ticks cannot tell apart need different tokens.
+    pub(crate) fn free_token(s: &State, lease_until: u8) -> u8 {
+        (1..=u8::MAX)
+            .find(|t| {
+                !s.invs.iter().any(
+                    |i| matches!(i, Inv::Sweep(sw) if sw.token == *t && sw.lease_until == lease_until),
+                )
+            })
+            .unwrap_or(u8::MAX)
+    }
+
+    /// Sweep `sw` has ended: the claims it left are no running sweep's (their leases
+    /// still hold the items until they pass).
+    pub(crate) fn sweep_gone(s: &mut State, sw: &Sweep) {
+        for item in &mut s.items {
+            if item.token == sw.token && item.due == Some(sw.lease_until) {
+                item.token = 0;
+            }
+        }
+    }
+
+    /// A new sweep at `now`, its lease from the real `Budget`, its token free among
+    /// the running sweeps of `s` (`State::invs`).
+    pub fn start_sweep(&self, s: &State) -> Sweep {
+        let now = s.now;
         let now_ms = i64::from(now) * TICK_MS;
         let deadline = u64::try_from(now_ms + SWEEP_REMAINING_MS).unwrap_or(0);
         let budget = Budget::until_deadline(deadline, now_ms);
+        let lease_until = ticks(now_ms.saturating_add(millis(budget.lease)));
         Sweep {
             now,
-            lease_until: ticks(now_ms.saturating_add(millis(budget.lease))),
+            lease_until,
             keys: Vec::new(),
             chunk_at: 0,
             phase: SweepPhase::Query,
             claimed: Vec::new(),
             publish: None,
             resched: Vec::new(),
+            token: Self::free_token(s, lease_until),
+            superseded: 0,
         }
+    }
+
+    /// Whether `item`'s `SweepDueAt` is still what `sw`'s claim wrote.
+    fn claim_current(sw: &Sweep, item: &Item) -> bool {
+        item.due == Some(sw.lease_until) && item.token == sw.token
     }
 
     fn chunk_len(&self, sw: &Sweep) -> usize {
@@ -89,6 +121,7 @@ impl OutboxModel {
                         item.retry = item.retry.saturating_add(1);
                         if lease {
                             item.due = Some(sw.lease_until);
+                            item.token = sw.token;
                         }
                         // An answer lost after the claim took effect: skipped.
                         if fault == Fault::None {
@@ -111,7 +144,9 @@ impl OutboxModel {
                     return self.next_chunk(sw, self.chunk_len(sw));
                 };
                 if p.phase != Phase::Done {
+                    let before: Vec<Status> = s.items.iter().map(|i| i.status).collect();
                     self.publish_step(s, &mut p, fault);
+                    Self::note_undone(s, sw, &before);
                     sw.publish = Some(p);
                     return true;
                 }
@@ -127,11 +162,15 @@ impl OutboxModel {
                 let (msg, next, attempted) = sw.resched[usize::from(k)];
                 if fault != Fault::Fail {
                     let item = &mut s.items[usize::from(msg)];
-                    if item.status == Status::Pending && item.due == Some(sw.lease_until) {
+                    if item.status == Status::Pending && Self::claim_current(sw, item) {
                         item.due = Some(next);
+                        item.token = 0;
                         item.error = true;
                         if !attempted {
                             item.retry = item.retry.saturating_sub(1);
+                        }
+                        if sw.superseded & crate::state::bit(msg) != 0 {
+                            s.redrive_undone = true;
                         }
                     }
                 }
@@ -197,7 +236,21 @@ impl OutboxModel {
             .claimed
             .iter()
             .fold(0, |read, c| read | crate::state::bit(c.0));
-        self.start_publish(works, &items, read)
+        let mut p = self.start_publish(works, &items, read);
+        p.claim = Some((sw.lease_until, sw.token));
+        p
+    }
+
+    /// The monitor of `REDRIVE_STANDS`: a message redriven since `sw` claimed it
+    /// that this step of `sw` marked `FAILED` (`before`: the statuses before it).
+    fn note_undone(s: &mut State, sw: &Sweep, before: &[Status]) {
+        let undone = (0..s.items.len()).any(|m| {
+            let redriven = u8::try_from(m).is_ok_and(|m| sw.superseded & crate::state::bit(m) != 0);
+            redriven && before[m] == Status::Pending && s.items[m].status == Status::Failed
+        });
+        if undone {
+            s.redrive_undone = true;
+        }
     }
 
     /// `judge_attempt` on each outcome; the failed ones get `next_due_times`, not

@@ -3,7 +3,7 @@
 use crate::fixture::Msg;
 use crate::model::{Action, Fault, OutboxModel};
 use crate::params::Consumer;
-use crate::state::{Inv, Phase, State, SweepPhase};
+use crate::state::{Inv, Out, Phase, State, SweepPhase};
 use stateright::{Checker, Expectation, HasDiscoveries, Model, Path};
 use std::fmt::Write;
 use std::time::{Duration, Instant};
@@ -43,6 +43,7 @@ fn fault(f: Fault) -> &'static str {
         Fault::None => "",
         Fault::Fail => " — the call FAILS",
         Fault::Lost => " — the call takes effect but its answer is LOST",
+        Fault::Stale => " — the index LAGS: it still lists what a mark just removed",
     }
 }
 
@@ -56,18 +57,27 @@ fn step_of(model: &OutboxModel, s: &State, i: u8) -> String {
             Phase::Fence => {
                 "reads the pending messages of its FIFO aggregates (the order fence)".into()
             }
+            Phase::Confirm => {
+                "reads the current status of the pending siblings the index lists (the fence's confirmation)".into()
+            }
             Phase::PreMark(k) => {
                 let all: Vec<u8> = p.rounds.iter().flatten().copied().collect();
                 format!("marks {} SENT before publishing", at(all[usize::from(k)]))
             }
-            Phase::Round(r) => format!(
-                "sends [{}]",
-                p.rounds[usize::from(r)]
-                    .iter()
-                    .map(|&q| at(q))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
+            Phase::Round(r) => {
+                let (held, live): (Vec<u8>, Vec<u8>) =
+                    p.rounds[usize::from(r)].iter().partition(|&&q| {
+                        matches!(p.outcome[usize::from(q)], Out::Deferred(_) | Out::Unknown)
+                    });
+                let list = |qs: &[u8]| qs.iter().map(|&q| at(q)).collect::<Vec<_>>().join(", ");
+                match (live.is_empty(), held.is_empty()) {
+                    (false, true) => format!("sends [{}]", list(&live)),
+                    (false, false) => {
+                        format!("sends [{}], not [{}] (held by the fence)", list(&live), list(&held))
+                    }
+                    _ => format!("sends nothing: [{}] held by the fence", list(&held)),
+                }
+            }
             Phase::PreFail(k) => format!(
                 "marks {} FAILED before its copy",
                 at(p.poison[usize::from(k)])

@@ -2,7 +2,8 @@
 //! counterexample; and what the model found in the real code, pinned.
 
 use outbox_model::props::{
-    EFFECT_ONCE, EXCLUSIVE_CLAIMS, FIFO_ORDER, NOTHING_PHANTOM, SENT_ONCE, SETTLES, TERMINAL,
+    EFFECT_ONCE, ENDS, EXCLUSIVE_CLAIMS, FIFO_ORDER, NO_STALE_FENCE, NOTHING_PHANTOM,
+    REDRIVE_STANDS, SENT_ONCE, SETTLES, TERMINAL,
 };
 use outbox_model::{Consumer, Kind, Mutation, OutboxModel, Params, Txn, find};
 
@@ -160,17 +161,92 @@ fn known_limit_a_side_effect_runs_again_after_a_crash_before_completed() {
     caught(p, EFFECT_ONCE);
 }
 
-/// Found in the real code: a redrive ignores an attempt still in flight. A sweep
-/// claims an item another worker then fails; the operator redrives it; a second sweep
-/// claims it while the first still acts on it (and may fail it again).
+/// Found in the real code (issue 22, defect 8), fixed by conditioning a sweep's
+/// `FAILED` mark on its claim: a sweep claims an item another worker then fails; the
+/// operator redrives it; a second sweep claims it while the first still acts on it.
+/// The first's claim is no longer current (the redrive rewrote `SweepDueAt`), so its
+/// `FAILED` mark no longer lands on the redriven message. Before the fix it did: the
+/// redrive was undone by an attempt claimed before it.
 #[test]
-fn known_gap_a_redrive_during_an_attempt_gives_two_sweeps_the_item() {
+fn a_redrive_during_an_attempt_is_not_undone_by_it() {
     let p = Params {
         sweepers: 2,
         redrives: 1,
         ..one(Txn::library(0, 1).kinds(&[Kind::Unroutable]))
     };
-    caught(p, EXCLUSIVE_CLAIMS);
+    holds(p.clone());
+    caught(p.mutated(Mutation::UnclaimedSweepMark), REDRIVE_STANDS);
+}
+
+/// Issue 22, defect 1, fixed by charging the attempt: every read of the order fence
+/// fails (a lasting `AccessDenied`, more pending keys than it reads), so it never can
+/// tell whether an earlier message is pending. The message is held, charged an
+/// attempt with the reason, and ends `FAILED` with its dead-letter copy. Before the
+/// fix it was deferred like a message behind a known one, its attempt given back at
+/// every sweep: never sent, never `FAILED`.
+#[test]
+fn a_fence_that_never_can_tell_ends_the_message_failed_instead_of_parking_it() {
+    let p = Params {
+        fifo: true,
+        fence_reads_fail: true,
+        ..one(Txn::library(0, 1))
+    };
+    holds(p.clone());
+    caught(p.mutated(Mutation::FenceParksWhenUnread), ENDS);
+}
+
+/// The same for a minimal producer's aggregate (its partition is read) and for two
+/// messages of one aggregate: the earliest is charged, the later one waits behind it,
+/// and both end `FAILED`.
+#[test]
+fn a_fence_that_never_can_tell_parks_no_message_of_an_aggregate() {
+    holds(Params {
+        fifo: true,
+        fence_reads_fail: true,
+        ..one(Txn::minimal(0, 1))
+    });
+    let p = Params {
+        fifo: true,
+        fence_reads_fail: true,
+        ..one(Txn::library(0, 2))
+    };
+    holds(p.clone());
+    caught(p.mutated(Mutation::FenceParksWhenUnread), ENDS);
+}
+
+/// Found by the model, open: the index lags the table's writes too (a message just
+/// committed is not listed yet). The first message's fence read fails, so it is held
+/// (`OrderUnknown`) and the mapping moves on; the next batch's fence reads an index
+/// that does not list the first message yet, and sends the second one before it.
+#[test]
+fn known_gap_an_index_that_does_not_list_a_new_message_yet_lets_a_later_one_overtake() {
+    let p = Params {
+        txns: vec![Txn::library(0, 1), Txn::library(0, 1)],
+        fifo: true,
+        batch_size: 1,
+        index_lag: true,
+        index_lags_writes: true,
+        faults: 1,
+        ..one(Txn::library(0, 1))
+    };
+    caught(p, FIFO_ORDER);
+}
+
+/// Issue 22, defect 3, fixed by the fence's consistent confirmation: the stream
+/// publisher sends and marks the first message of a FIFO aggregate; the next batch's
+/// fence reads the index, which still lists it. Fenced behind it, the second message
+/// went to the sweeper; confirmed `SENT` by a consistent read, it fences nothing.
+#[test]
+fn a_lagging_index_no_longer_holds_the_next_fifo_message_behind_a_sent_one() {
+    let p = Params {
+        txns: vec![Txn::library(0, 1), Txn::library(0, 1)],
+        fifo: true,
+        batch_size: 1,
+        index_lag: true,
+        ..one(Txn::library(0, 1))
+    };
+    holds(p.clone());
+    caught(p.mutated(Mutation::NoConsistentConfirm), NO_STALE_FENCE);
 }
 
 /// The fence holds through discards and recovery too, without stranding anything:

@@ -1,0 +1,222 @@
+//! The order fence of a publish (`publish::fence::deferred` in the core): its reads
+//! (`policy::fence_reads`, one step, which can fail), the consistent status read of
+//! the index siblings that would fence (`policy::to_confirm`, `Pending::confirm`:
+//! a second step, which can fail too), and the real `fenced` on what they found. A
+//! message the fence cannot tell about is `Out::Unknown` (`Outcome::OrderUnknown`,
+//! charged an attempt), one behind a known earlier message `Out::Deferred`.
+//!
+//! What the model writes itself is what the reads return: from the table, the
+//! pending items of the read's scope as the state holds them now; from the sweeper
+//! index, the same, or (`Params::index_lag`, `Fault::Stale`) also the messages a
+//! mark has just removed from it (`State::lagging`) and, with
+//! `Params::index_lags_writes`, not yet the messages just written
+//! (`State::unlisted`). And the monitor of
+//! `NO_STALE_FENCE`.
+
+use crate::model::{Fault, OutboxModel};
+use crate::params::Mutation;
+use crate::state::{Listed, Out, Phase, Publish, State, Status, bit};
+use crate::sweep::ticks;
+use dynamodb_outbox_core::policy::{
+    CONFIRM_LIMIT, FenceRead, Member, Pending, Scope, fence_reads, fenced, to_confirm,
+};
+use std::collections::HashMap;
+
+impl OutboxModel {
+    /// Whether `p` is about to read the sweeper index for the fence while the index
+    /// still lists a message of one of the read's aggregates that a mark removed, or
+    /// does not list one just written yet: then the read may lag (`Fault::Stale`).
+    pub(crate) fn may_lag(&self, s: &State, p: &Publish) -> bool {
+        let behind = !s.lagging.is_empty() || s.unlisted != 0;
+        if !self.params.index_lag || p.phase != Phase::Fence || !behind {
+            return false;
+        }
+        fence_reads(&self.members(p).1).iter().any(|read| {
+            matches!(read.scope, Scope::Shards(_))
+                && s.lagging
+                    .iter()
+                    .map(|l| l.0)
+                    .chain((0..32).filter(|&m| s.unlisted & bit(m) != 0))
+                    .any(|m| {
+                        read.aggregates
+                            .contains(&self.fixture.msgs[usize::from(m)].key.pk)
+                    })
+        })
+    }
+
+    /// The fence's reads: each returns the pending items of its scope (or fails: a
+    /// faulty call, or `Params::fence_reads_fail`). When the index listed siblings
+    /// that would fence, the consistent confirmation comes next; else the decision.
+    pub(crate) fn fence_step(&self, s: &mut State, p: &mut Publish, fault: Fault) {
+        let (positions, members) = self.members(p);
+        let reads = fence_reads(&members);
+        p.found = reads
+            .iter()
+            .map(|read| {
+                let fails = fault == Fault::Fail || self.params.fence_reads_fail;
+                (!fails).then(|| self.listed(s, p, read, fault == Fault::Stale))
+            })
+            .collect();
+        let pending = self.pending_of(&reads, &p.found);
+        let confirm = !self.params.has(Mutation::NoConsistentConfirm)
+            && !to_confirm(&members, &pending, CONFIRM_LIMIT).is_empty();
+        if confirm {
+            p.phase = Phase::Confirm;
+            return;
+        }
+        let witnesses = self.pending_now(s) | self.consistently_listed(&reads, &p.found);
+        let unsure = p.found.iter().any(Option::is_none);
+        self.decide(s, p, (&positions, &members), &pending, witnesses, unsure);
+    }
+
+    /// The consistent `BatchGetItem` of the index siblings that would fence, then
+    /// the decision: those no longer `PENDING` do not fence. When the read fails, the
+    /// index's answer stands.
+    pub(crate) fn confirm_step(&self, s: &mut State, p: &mut Publish, fault: Fault) {
+        let (positions, members) = self.members(p);
+        let reads = fence_reads(&members);
+        let mut pending = self.pending_of(&reads, &p.found);
+        let asked = to_confirm(&members, &pending, CONFIRM_LIMIT);
+        let mut witnesses = self.consistently_listed(&reads, &p.found);
+        if fault == Fault::None {
+            let statuses: HashMap<_, _> = asked
+                .iter()
+                .filter_map(|key| {
+                    let m = self.fixture.by_key(key)?;
+                    let status = match s.items[usize::from(m)].status {
+                        Status::Pending => "PENDING",
+                        Status::Sent => "SENT",
+                        Status::Failed => "FAILED",
+                        Status::Absent | Status::Deleted => return None,
+                    };
+                    if status == "PENDING" {
+                        witnesses |= bit(m);
+                    }
+                    Some((key.clone(), Some(status.to_owned())))
+                })
+                .collect();
+            pending.confirm(&asked, &statuses);
+        }
+        let unsure = fault != Fault::None || p.found.iter().any(Option::is_none);
+        witnesses |= self.pending_now(s);
+        self.decide(s, p, (&positions, &members), &pending, witnesses, unsure);
+    }
+
+    /// What `read` lists: the pending items of its aggregates that the status read
+    /// did not find finished (`process_after`'s `finished`); from the index, the
+    /// indexed ones with their due times, and when it lags, also what it still lists.
+    fn listed(&self, s: &State, p: &Publish, read: &FenceRead, lag: bool) -> Listed {
+        let finished = |m: u8| {
+            p.items
+                .iter()
+                .zip(&p.outcome)
+                .any(|(w, o)| w.msg == m && *o == Out::Finished)
+        };
+        let partition = matches!(read.scope, Scope::Partition(_));
+        let ours = |m: u8| {
+            read.aggregates
+                .contains(&self.fixture.msgs[usize::from(m)].key.pk)
+        };
+        let mut listed: Listed = (0..s.items.len())
+            .filter_map(|i| u8::try_from(i).ok())
+            .filter(|&m| ours(m) && !finished(m))
+            .filter_map(|m| {
+                let item = s.items[usize::from(m)];
+                let shown = item.status == Status::Pending && (partition || item.due.is_some());
+                shown.then_some((m, item.due))
+            })
+            .collect();
+        if lag && !partition {
+            listed.retain(|(m, _)| s.unlisted & bit(*m) == 0);
+            for &(m, due) in &s.lagging {
+                if ours(m) && !finished(m) && !listed.iter().any(|l| l.0 == m) {
+                    listed.push((m, Some(due)));
+                }
+            }
+            listed.sort_unstable();
+        }
+        listed
+    }
+
+    /// The code's `Pending` of what the reads found.
+    fn pending_of(&self, reads: &[FenceRead], found: &[Option<Listed>]) -> Pending {
+        let mut pending = Pending::default();
+        for (read, found) in reads.iter().zip(found) {
+            let Some(listed) = found else {
+                pending.failed(read);
+                continue;
+            };
+            let partition = matches!(read.scope, Scope::Partition(_));
+            let siblings = listed
+                .iter()
+                .filter_map(|&(m, due)| {
+                    self.fixture.msgs[usize::from(m)].as_sibling(due, partition)
+                })
+                .collect();
+            pending.found(read, siblings, true);
+        }
+        pending
+    }
+
+    /// The messages a consistent read of the fence listed `PENDING` (a partition read).
+    fn consistently_listed(&self, reads: &[FenceRead], found: &[Option<Listed>]) -> u32 {
+        reads
+            .iter()
+            .zip(found)
+            .filter(|(read, _)| matches!(read.scope, Scope::Partition(_)))
+            .filter_map(|(_, found)| found.as_ref())
+            .flatten()
+            .fold(0, |acc, (m, _)| acc | bit(*m))
+    }
+
+    /// The messages `PENDING` in the table now.
+    fn pending_now(&self, s: &State) -> u32 {
+        (0..s.items.len())
+            .filter(|&i| s.items[i].status == Status::Pending)
+            .filter_map(|i| u8::try_from(i).ok())
+            .fold(0, |acc, m| acc | bit(m))
+    }
+
+    /// The real `fenced` on what the reads found, and the outcome of each member it
+    /// holds: `Unknown` when it could not tell (or, `FenceParksWhenUnread`, the code
+    /// before the fix: deferred, its attempt given back), else `Deferred`. Also the
+    /// monitor of `NO_STALE_FENCE`: a member held behind a known earlier message
+    /// when every read answered, though no earlier sibling outside the batch is
+    /// `PENDING` — neither in the table now nor as a consistent read of this fence
+    /// found it (`witnesses`).
+    fn decide(
+        &self,
+        s: &mut State,
+        p: &mut Publish,
+        (positions, members): (&[u8], &[Member]),
+        pending: &Pending,
+        witnesses: u32,
+        unsure: bool,
+    ) {
+        let in_batch: Vec<u8> = positions
+            .iter()
+            .map(|&pos| p.items[usize::from(pos)].msg)
+            .collect();
+        for (&pos, fence) in positions.iter().zip(fenced(members, pending)) {
+            let Some(f) = fence else { continue };
+            let parks = self.params.has(Mutation::FenceParksWhenUnread);
+            p.outcome[usize::from(pos)] = if f.cannot_tell && !parks {
+                Out::Unknown
+            } else {
+                Out::Deferred(f.not_before.map(ticks))
+            };
+            let msg = p.items[usize::from(pos)].msg;
+            let agg = self.fixture.msgs[usize::from(msg)].aggregate;
+            let behind_pending = (0..msg).any(|j| {
+                self.fixture.msgs[usize::from(j)].aggregate == agg
+                    && !in_batch.contains(&j)
+                    && witnesses & bit(j) != 0
+            });
+            if !f.cannot_tell && !unsure && !behind_pending {
+                s.stale_fence = true;
+            }
+        }
+        p.found.clear();
+        p.phase = self.after_fence(p);
+    }
+}
