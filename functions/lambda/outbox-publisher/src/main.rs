@@ -19,5 +19,68 @@ async fn main() -> Result<(), Error> {
     #[cfg(feature = "fault-injection")]
     let aws = outbox_faults::from_env(aws)?;
     let function = PublisherFunction::from_env(&aws).await?;
+    #[cfg(feature = "fault-injection")]
+    if let Some(redelivery) = outbox_faults::replay::Redelivery::from_env()? {
+        let draws = std::sync::Mutex::new(replay::draws());
+        return lambda_runtime::run(service_fn(|event| {
+            replay::handle(&function, redelivery, &draws, event)
+        }))
+        .await;
+    }
     lambda_runtime::run(service_fn(|event| function.handle(event))).await
+}
+
+/// Lambda's stream redelivery where the local AWS ignores partial batch responses
+/// (`OUTBOX_FAULTS_REDELIVER`): test builds only.
+#[cfg(feature = "fault-injection")]
+mod replay {
+    use aws_lambda_events::event::dynamodb::{Event, EventRecord};
+    use aws_lambda_events::event::streams::DynamoDbEventResponse;
+    use dynamodb_outbox::lambda::PublisherFunction;
+    use lambda_runtime::{Error, LambdaEvent};
+    use outbox_faults::replay::{Redelivery, deliver};
+    use std::sync::Mutex;
+
+    /// The draws of the redelivery after a success: seeded by `OUTBOX_FAULTS_SEED`
+    /// when it is set.
+    pub fn draws() -> fastrand::Rng {
+        std::env::var(outbox_faults::SEED_VAR)
+            .ok()
+            .and_then(|s| s.parse().ok())
+            .map_or_else(fastrand::Rng::new, fastrand::Rng::with_seed)
+    }
+
+    /// Hands the handler the batch, and again what Lambda would deliver again.
+    pub async fn handle(
+        function: &PublisherFunction,
+        redelivery: Redelivery,
+        draws: &Mutex<fastrand::Rng>,
+        event: LambdaEvent<Event>,
+    ) -> Result<DynamoDbEventResponse, Error> {
+        let LambdaEvent { payload, context } = event;
+        let records = payload.records.clone();
+        deliver(
+            records,
+            redelivery,
+            |r: &EventRecord| r.change.sequence_number.as_deref(),
+            |a: &DynamoDbEventResponse| {
+                a.batch_item_failures
+                    .iter()
+                    .map(|f| f.item_identifier.clone())
+                    .collect()
+            },
+            || {
+                draws
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .f64()
+            },
+            |batch| {
+                let mut again = payload.clone();
+                again.records = batch;
+                function.handle(LambdaEvent::new(again, context.clone()))
+            },
+        )
+        .await
+    }
 }

@@ -1,8 +1,9 @@
 //! The HTTP client wrapper: reads the operation from each request, draws a fault,
-//! and either answers for the service, fails the connection, or lets the request
-//! through (and maybe dies after it).
+//! and either answers for the service, fails the connection, lets the request
+//! through (and maybe dies after it), or answers an index read with an earlier answer.
 
-use crate::plan::{Fault, FaultPlan};
+use crate::lag::{Answers, is_index_read};
+use crate::plan::{Fault, FaultPlan, INDEX_LAG_MAX_MS};
 use aws_smithy_runtime_api::client::http::{
     HttpClient, HttpConnector, HttpConnectorFuture, HttpConnectorSettings, SharedHttpClient,
     SharedHttpConnector,
@@ -12,7 +13,9 @@ use aws_smithy_runtime_api::client::result::ConnectorError;
 use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
 use aws_smithy_runtime_api::http::StatusCode;
 use aws_smithy_types::body::SdkBody;
+use aws_smithy_types::byte_stream::ByteStream;
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 /// An HTTP client that injects the faults of a [`FaultPlan`] around another client.
 #[derive(Debug, Clone)]
@@ -25,6 +28,29 @@ pub struct FaultyHttpClient {
 struct Injector {
     plan: FaultPlan,
     rng: Mutex<fastrand::Rng>,
+    /// The last answer to each index read, when the plan lags them.
+    answers: Mutex<Answers<Answer>>,
+    /// The clock of `answers`.
+    started: Instant,
+}
+
+/// How many distinct index requests the lag remembers.
+const REMEMBERED_INDEX_READS: usize = 1_024;
+
+/// A whole answer, kept to be served again.
+#[derive(Debug, Clone)]
+struct Answer {
+    status: StatusCode,
+    headers: aws_smithy_runtime_api::http::Headers,
+    body: Vec<u8>,
+}
+
+impl Answer {
+    fn into_response(self) -> HttpResponse {
+        let mut response = HttpResponse::new(self.status, SdkBody::from(self.body));
+        *response.headers_mut() = self.headers;
+        response
+    }
 }
 
 impl FaultyHttpClient {
@@ -33,10 +59,7 @@ impl FaultyHttpClient {
         let rng = seed.map_or_else(fastrand::Rng::new, fastrand::Rng::with_seed);
         FaultyHttpClient {
             inner,
-            injector: Arc::new(Injector {
-                plan,
-                rng: Mutex::new(rng),
-            }),
+            injector: Arc::new(Injector::new(plan, rng)),
         }
     }
 }
@@ -61,22 +84,96 @@ struct FaultyConnector {
 }
 
 impl Injector {
-    fn pick(&self, operation: &str) -> Option<Fault> {
+    fn new(plan: FaultPlan, rng: fastrand::Rng) -> Self {
+        Injector {
+            plan,
+            rng: Mutex::new(rng),
+            answers: Mutex::new(Answers::new(INDEX_LAG_MAX_MS, REMEMBERED_INDEX_READS)),
+            started: Instant::now(),
+        }
+    }
+
+    fn pick(&self, operation: &str, index_read: bool) -> Option<Fault> {
         let mut rng = self
             .rng
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        self.plan.pick(operation, || rng.f64())
+        self.plan.pick_for(operation, index_read, || rng.f64())
+    }
+
+    /// Whether `request` is a DynamoDB index read the plan may lag.
+    fn lags(&self, shape: &Shape, request: &HttpRequest) -> bool {
+        self.plan.injects(Fault::IndexLag)
+            && shape.service.starts_with("DynamoDB")
+            && request
+                .body()
+                .bytes()
+                .is_some_and(|body| is_index_read(&shape.operation, body))
+    }
+
+    /// Remembers `fresh` and returns the answer to serve instead, if `lag` and the
+    /// same request has a young enough earlier answer.
+    fn stale_instead(&self, key: &[u8], fresh: Answer, lag: bool) -> Option<Answer> {
+        let now_ms = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        self.answers
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .answer(key, now_ms, fresh, lag)
+    }
+}
+
+impl FaultyConnector {
+    /// Sends an index read, remembers its answer, and answers with the earlier one
+    /// when `lag` drew it (and there is one young enough).
+    fn remembering(
+        &self,
+        operation: String,
+        request: HttpRequest,
+        lag: bool,
+    ) -> HttpConnectorFuture {
+        let mut key = operation.clone().into_bytes();
+        key.extend_from_slice(request.body().bytes().unwrap_or_default());
+        let sent = self.inner.call(request);
+        let injector = self.injector.clone();
+        HttpConnectorFuture::new(async move {
+            let mut response = sent.await?;
+            if !response.status().is_success() {
+                return Ok(response);
+            }
+            let body = std::mem::replace(response.body_mut(), SdkBody::taken());
+            let body = ByteStream::new(body)
+                .collect()
+                .await
+                .map_err(|e| ConnectorError::io(e.into()))?
+                .to_vec();
+            *response.body_mut() = SdkBody::from(body.clone());
+            let fresh = Answer {
+                status: response.status(),
+                headers: response.headers().clone(),
+                body,
+            };
+            match injector.stale_instead(&key, fresh, lag) {
+                Some(stale) => {
+                    tracing::warn!(%operation, fault = %Fault::IndexLag, "injected fault");
+                    Ok(stale.into_response())
+                }
+                None => Ok(response),
+            }
+        })
     }
 }
 
 impl HttpConnector for FaultyConnector {
     fn call(&self, request: HttpRequest) -> HttpConnectorFuture {
         let request_shape = Shape::of(&request);
-        let Some(fault) = self.injector.pick(&request_shape.operation) else {
-            return self.inner.call(request);
-        };
+        let index_read = self.injector.lags(&request_shape, &request);
         let operation = request_shape.operation.clone();
+        let fault = match self.injector.pick(&operation, index_read) {
+            None if index_read => return self.remembering(operation, request, false),
+            None => return self.inner.call(request),
+            Some(Fault::IndexLag) => return self.remembering(operation, request, true),
+            Some(fault) => fault,
+        };
         tracing::warn!(%operation, %fault, "injected fault");
         match fault {
             Fault::Throttle | Fault::ServerError => {
@@ -104,6 +201,8 @@ impl HttpConnector for FaultyConnector {
                 .into(),
             ))),
             Fault::CrashBefore => crash(&operation, "before sending"),
+            // Served above: it answers, it does not fail.
+            Fault::IndexLag => self.inner.call(request),
             Fault::Hang => {
                 let sent = self.inner.call(request);
                 HttpConnectorFuture::new(async move {
@@ -244,10 +343,10 @@ mod tests {
     fn faulty(plan: &str, service: impl HttpConnector + 'static) -> FaultyConnector {
         FaultyConnector {
             inner: SharedHttpConnector::new(service),
-            injector: Arc::new(Injector {
-                plan: plan.parse().expect("a valid plan"),
-                rng: Mutex::new(fastrand::Rng::with_seed(1)),
-            }),
+            injector: Arc::new(Injector::new(
+                plan.parse().expect("a valid plan"),
+                fastrand::Rng::with_seed(1),
+            )),
         }
     }
 
@@ -292,5 +391,68 @@ mod tests {
         // Before the fix this aborted the test process.
         let answer = connector.call(request).await.expect("an answer");
         assert_eq!(answer.status().as_u16(), 400);
+    }
+
+    /// A service whose answer to every call is the number of calls so far.
+    #[derive(Debug, Default, Clone)]
+    struct Numbering(Arc<std::sync::atomic::AtomicUsize>);
+
+    impl HttpConnector for Numbering {
+        fn call(&self, _request: HttpRequest) -> HttpConnectorFuture {
+            let n = self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+            let status = StatusCode::try_from(200).expect("a valid status");
+            let mut response = HttpResponse::new(status, SdkBody::from(format!("{{\"n\":{n}}}")));
+            response.headers_mut().insert("x-amz-crc32", n.to_string());
+            HttpConnectorFuture::ready(Ok(response))
+        }
+    }
+
+    fn query(body: &'static str) -> HttpRequest {
+        let mut request = HttpRequest::new(SdkBody::from(body));
+        request
+            .headers_mut()
+            .insert("x-amz-target", "DynamoDB_20120810.Query");
+        request
+    }
+
+    async fn answer_of(connector: &FaultyConnector, request: HttpRequest) -> (String, String) {
+        let mut answer = connector.call(request).await.expect("an answer");
+        let body = answer.take_body();
+        let body = String::from_utf8_lossy(body.bytes().unwrap_or_default()).into_owned();
+        let crc = answer
+            .headers()
+            .get("x-amz-crc32")
+            .unwrap_or_default()
+            .to_owned();
+        (body, crc)
+    }
+
+    #[tokio::test]
+    async fn a_lagging_index_read_gets_the_previous_answer_whole_and_a_table_read_never_does() {
+        let service = Numbering::default();
+        let connector = faulty("Query:index_lag:1", service.clone());
+        let index = r#"{"TableName":"t","IndexName":"i"}"#;
+        let first = answer_of(&connector, query(index)).await;
+        assert_eq!(
+            first,
+            (r#"{"n":1}"#.into(), "1".into()),
+            "nothing earlier: fresh"
+        );
+        let second = answer_of(&connector, query(index)).await;
+        assert_eq!(second, first, "the earlier answer, its checksum with it");
+        assert_eq!(
+            service.0.load(std::sync::atomic::Ordering::SeqCst),
+            2,
+            "sent anyway"
+        );
+        let table = r#"{"TableName":"t","KeyConditionExpression":"PK = :pk"}"#;
+        answer_of(&connector, query(table)).await;
+        assert_eq!(answer_of(&connector, query(table)).await.0, r#"{"n":4}"#);
+        let consistent = r#"{"TableName":"t","IndexName":"i","ConsistentRead":true}"#;
+        answer_of(&connector, query(consistent)).await;
+        assert_eq!(
+            answer_of(&connector, query(consistent)).await.0,
+            r#"{"n":6}"#
+        );
     }
 }

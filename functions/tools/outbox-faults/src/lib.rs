@@ -8,17 +8,35 @@
 //! the code above it cannot tell an injected failure from a real one. A crash is a
 //! real process abort: Lambda (or the local AWS) sees the invocation die.
 //!
+//! Two rules of AWS the local AWS is kinder about are produced here too:
+//!
+//! - **A lagging index** ([`Fault::IndexLag`], `index_lag` in a plan): an eventually
+//!   consistent read of a global secondary index (a `Query` with `IndexName`, a
+//!   PartiQL `SELECT` from `"table"."index"`) is answered, when the rule fires, with
+//!   the answer the same request got up to [`INDEX_LAG_MAX_MS`] before — an item
+//!   marked `SENT` since still listed, one written since missing ([`lag`]). Table
+//!   reads and consistent reads never lag.
+//! - **Lambda's stream redelivery** ([`replay`]): the local AWS ignores partial batch
+//!   responses; with `OUTBOX_FAULTS_REDELIVER=<retries>[:<share>]` the publisher
+//!   hands its own handler the records from the lowest one it reported, as the next
+//!   invocation would get them, up to `<retries>` times, and after a `<share>` of
+//!   successful batches a drawn suffix of the batch again (an answer the mapping
+//!   never got). Each is logged as [`replay::REPLAY_LOG`], with counts only.
+//!
 //! The binaries compile it in only with their `fault-injection` cargo feature, which
 //! refuses to build in release mode; it is switched on at run time by the
-//! `OUTBOX_FAULTS` variable (see [`FaultPlan`]) and `OUTBOX_FAULTS_SEED` (optional,
-//! for a repeatable sequence). Without `OUTBOX_FAULTS` nothing changes.
+//! `OUTBOX_FAULTS` variable (see [`FaultPlan`]), `OUTBOX_FAULTS_SEED` (optional,
+//! for a repeatable sequence) and, in the publisher, `OUTBOX_FAULTS_REDELIVER`.
+//! Without them nothing changes.
 #![warn(missing_docs)]
 
 mod http;
+pub mod lag;
 mod plan;
+pub mod replay;
 
 pub use http::FaultyHttpClient;
-pub use plan::{Fault, FaultPlan, PlanError, Rule};
+pub use plan::{Fault, FaultPlan, INDEX_LAG_MAX_MS, PlanError, Rule};
 
 /// The variable holding the plan.
 pub const FAULTS_VAR: &str = "OUTBOX_FAULTS";

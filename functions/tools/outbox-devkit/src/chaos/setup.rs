@@ -1,6 +1,8 @@
 //! Turning a deployed stack into a chaos run: an SNS topic and an EventBridge bus as
 //! extra destinations, each with a queue and an orders consumer behind it (as a user
-//! would add them), fault plans on every function, short visibility timeouts, and a
+//! would add them), fault plans on every function (a lagging index for the two that
+//! read it), Lambda's stream redelivery applied by the publisher to its own answers
+//! (the local AWS ignores partial batch responses), short visibility timeouts, and a
 //! stream mapping that discards records after a few seconds of failure.
 
 use crate::aws::Clients;
@@ -55,9 +57,10 @@ pub async fn prepare(
     routes.insert(TOPIC_SNS.into(), Value::String(topic_arn));
     routes.insert(TOPIC_BUS.into(), Value::String(bus_arn));
     let routes = serde_json::to_string(&routes).map_err(|e| e.to_string())?;
-    for (function, plan) in [
-        (&d.publisher, &plans.publisher),
-        (&d.sweeper, &plans.sweeper),
+    let redeliver = plans.redelivery(d);
+    for (function, plan, redeliver) in [
+        (&d.publisher, &plans.publisher, Some(redeliver.as_str())),
+        (&d.sweeper, &plans.sweeper, None),
     ] {
         set_env(
             clients,
@@ -66,6 +69,7 @@ pub async fn prepare(
             &[
                 ("OUTBOX_ROUTES", Some(&routes)),
                 ("OUTBOX_FAULTS", Some(plan)),
+                (outbox_faults::replay::REDELIVER_VAR, redeliver),
             ],
         )
         .await?;
@@ -127,11 +131,18 @@ pub struct FaultPlans {
     pub consumer: String,
     /// The producer's (applied to the workload's own client).
     pub producer: String,
+    /// The share of the publisher's successful batches delivered again anyway.
+    pub redeliver_after_success: f64,
 }
+
+/// The most redeliveries the publisher gives itself per batch (Lambda's budget is the
+/// mapping's `MaximumRetryAttempts`, up to 10,000; a few show the rule).
+pub const MAX_REDELIVERIES: i32 = 5;
 
 impl FaultPlans {
     /// About `rate` of every function's AWS calls fail, spread over throttling, 5xx,
-    /// timeouts, resets and lost answers; crashes come on top.
+    /// timeouts, resets and lost answers; crashes come on top. Twice `rate` of the
+    /// index reads of the publisher and the sweeper (the order fence's) lag.
     pub fn at(rate: f64) -> Self {
         let share = |f: f64| format!("{:.4}", rate * f);
         let common = format!(
@@ -144,9 +155,13 @@ impl FaultPlans {
         );
         FaultPlans {
             publisher: format!(
-                "SendMessageBatch:crash_after:0.01;UpdateItem:crash_before:0.005;{common}"
+                "*:index_lag:{lag};SendMessageBatch:crash_after:0.01;UpdateItem:crash_before:0.005;{common}",
+                lag = share(2.0)
             ),
-            sweeper: format!("SendMessageBatch:crash_after:0.01;{common}"),
+            sweeper: format!(
+                "*:index_lag:{lag};SendMessageBatch:crash_after:0.01;{common}",
+                lag = share(2.0)
+            ),
             recovery: common.clone(),
             consumer: format!("PutItem:crash_after:0.005;{common}"),
             producer: format!(
@@ -154,7 +169,20 @@ impl FaultPlans {
                 share(0.5),
                 share(0.5)
             ),
+            redeliver_after_success: rate,
         }
+    }
+
+    /// The publisher's `OUTBOX_FAULTS_REDELIVER`: the stream mapping's own
+    /// `MaximumRetryAttempts` (at most [`MAX_REDELIVERIES`]), and the share of
+    /// successful batches delivered again.
+    pub fn redelivery(&self, d: &Deployment) -> String {
+        let retries = d
+            .stream_mapping
+            .maximum_retry_attempts()
+            .filter(|n| (0..MAX_REDELIVERIES).contains(n))
+            .unwrap_or(MAX_REDELIVERIES);
+        format!("{retries}:{:.4}", self.redeliver_after_success)
     }
 }
 
