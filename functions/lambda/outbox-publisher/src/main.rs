@@ -21,9 +21,8 @@ async fn main() -> Result<(), Error> {
     let function = PublisherFunction::from_env(&aws).await?;
     #[cfg(feature = "fault-injection")]
     if let Some(redelivery) = outbox_faults::replay::Redelivery::from_env()? {
-        let draws = std::sync::Mutex::new(replay::draws());
         return lambda_runtime::run(service_fn(|event| {
-            replay::handle(&function, redelivery, &draws, event)
+            replay::handle(&function, redelivery, event)
         }))
         .await;
     }
@@ -39,25 +38,37 @@ mod replay {
     use dynamodb_outbox::lambda::PublisherFunction;
     use lambda_runtime::{Error, LambdaEvent};
     use outbox_faults::replay::{Redelivery, deliver};
-    use std::sync::Mutex;
+    use std::hash::{Hash, Hasher};
 
-    /// The draws of the redelivery after a success: seeded by `OUTBOX_FAULTS_SEED`
-    /// when it is set.
-    pub fn draws() -> fastrand::Rng {
-        std::env::var(outbox_faults::SEED_VAR)
+    /// The draws of the redelivery after a success: from `OUTBOX_FAULTS_SEED` and the
+    /// batch's first record when the seed is set (the same batch draws alike; the
+    /// local AWS runs each invocation in a new process, so a seed alone would draw
+    /// the same for every batch).
+    fn draws(event: &Event) -> fastrand::Rng {
+        let Some(seed) = std::env::var(outbox_faults::SEED_VAR)
             .ok()
-            .and_then(|s| s.parse().ok())
-            .map_or_else(fastrand::Rng::new, fastrand::Rng::with_seed)
+            .and_then(|s| s.parse::<u64>().ok())
+        else {
+            return fastrand::Rng::new();
+        };
+        let mut h = std::hash::DefaultHasher::new();
+        seed.hash(&mut h);
+        event
+            .records
+            .first()
+            .and_then(|r| r.change.sequence_number.as_deref())
+            .hash(&mut h);
+        fastrand::Rng::with_seed(h.finish())
     }
 
     /// Hands the handler the batch, and again what Lambda would deliver again.
     pub async fn handle(
         function: &PublisherFunction,
         redelivery: Redelivery,
-        draws: &Mutex<fastrand::Rng>,
         event: LambdaEvent<Event>,
     ) -> Result<DynamoDbEventResponse, Error> {
         let LambdaEvent { payload, context } = event;
+        let mut draws = draws(&payload);
         let records = payload.records.clone();
         deliver(
             records,
@@ -69,12 +80,7 @@ mod replay {
                     .map(|f| f.item_identifier.clone())
                     .collect()
             },
-            || {
-                draws
-                    .lock()
-                    .unwrap_or_else(std::sync::PoisonError::into_inner)
-                    .f64()
-            },
+            || draws.f64(),
             |batch| {
                 let mut again = payload.clone();
                 again.records = batch;

@@ -2,8 +2,9 @@
 //! and either answers for the service, fails the connection, lets the request
 //! through (and maybe dies after it), or answers an index read with an earlier answer.
 
-use crate::lag::{Answers, is_index_read};
+use crate::lag::{Remembered, is_index_read, young_enough};
 use crate::plan::{Fault, FaultPlan, INDEX_LAG_MAX_MS};
+use crate::remembered::AnswerStore;
 use aws_smithy_runtime_api::client::http::{
     HttpClient, HttpConnector, HttpConnectorFuture, HttpConnectorSettings, SharedHttpClient,
     SharedHttpConnector,
@@ -15,7 +16,6 @@ use aws_smithy_runtime_api::http::StatusCode;
 use aws_smithy_types::body::SdkBody;
 use aws_smithy_types::byte_stream::ByteStream;
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
 
 /// An HTTP client that injects the faults of a [`FaultPlan`] around another client.
 #[derive(Debug, Clone)]
@@ -29,28 +29,24 @@ struct Injector {
     plan: FaultPlan,
     rng: Mutex<fastrand::Rng>,
     /// The last answer to each index read, when the plan lags them.
-    answers: Mutex<Answers<Answer>>,
-    /// The clock of `answers`.
-    started: Instant,
+    answers: AnswerStore,
 }
 
-/// How many distinct index requests the lag remembers.
-const REMEMBERED_INDEX_READS: usize = 1_024;
-
-/// A whole answer, kept to be served again.
-#[derive(Debug, Clone)]
-struct Answer {
-    status: StatusCode,
-    headers: aws_smithy_runtime_api::http::Headers,
-    body: Vec<u8>,
-}
-
-impl Answer {
-    fn into_response(self) -> HttpResponse {
-        let mut response = HttpResponse::new(self.status, SdkBody::from(self.body));
-        *response.headers_mut() = self.headers;
-        response
+/// A remembered answer as the SDK would have received it.
+fn into_response(answer: Remembered) -> Result<HttpResponse, ConnectorError> {
+    let status =
+        StatusCode::try_from(answer.status).map_err(|e| ConnectorError::other(e.into(), None))?;
+    let mut response = HttpResponse::new(status, SdkBody::from(answer.body));
+    for (name, value) in answer.headers {
+        response.headers_mut().append(name, value);
     }
+    Ok(response)
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
 impl FaultyHttpClient {
@@ -88,8 +84,7 @@ impl Injector {
         Injector {
             plan,
             rng: Mutex::new(rng),
-            answers: Mutex::new(Answers::new(INDEX_LAG_MAX_MS, REMEMBERED_INDEX_READS)),
-            started: Instant::now(),
+            answers: AnswerStore::from_env(),
         }
     }
 
@@ -113,12 +108,9 @@ impl Injector {
 
     /// Remembers `fresh` and returns the answer to serve instead, if `lag` and the
     /// same request has a young enough earlier answer.
-    fn stale_instead(&self, key: &[u8], fresh: Answer, lag: bool) -> Option<Answer> {
-        let now_ms = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX);
-        self.answers
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .answer(key, now_ms, fresh, lag)
+    fn stale_instead(&self, fresh: &Remembered, lag: bool) -> Option<Remembered> {
+        let previous = self.answers.swap(fresh)?;
+        (lag && young_enough(previous.at_ms, fresh.at_ms, INDEX_LAG_MAX_MS)).then_some(previous)
     }
 }
 
@@ -131,7 +123,7 @@ impl FaultyConnector {
         request: HttpRequest,
         lag: bool,
     ) -> HttpConnectorFuture {
-        let mut key = operation.clone().into_bytes();
+        let mut key = format!("{} {operation} ", request.uri()).into_bytes();
         key.extend_from_slice(request.body().bytes().unwrap_or_default());
         let sent = self.inner.call(request);
         let injector = self.injector.clone();
@@ -147,15 +139,21 @@ impl FaultyConnector {
                 .map_err(|e| ConnectorError::io(e.into()))?
                 .to_vec();
             *response.body_mut() = SdkBody::from(body.clone());
-            let fresh = Answer {
-                status: response.status(),
-                headers: response.headers().clone(),
+            let fresh = Remembered {
+                request: key,
+                at_ms: now_ms(),
+                status: response.status().as_u16(),
+                headers: response
+                    .headers()
+                    .iter()
+                    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+                    .collect(),
                 body,
             };
-            match injector.stale_instead(&key, fresh, lag) {
+            match injector.stale_instead(&fresh, lag) {
                 Some(stale) => {
                     tracing::warn!(%operation, fault = %Fault::IndexLag, "injected fault");
-                    Ok(stale.into_response())
+                    into_response(stale)
                 }
                 None => Ok(response),
             }
@@ -343,10 +341,15 @@ mod tests {
     fn faulty(plan: &str, service: impl HttpConnector + 'static) -> FaultyConnector {
         FaultyConnector {
             inner: SharedHttpConnector::new(service),
-            injector: Arc::new(Injector::new(
-                plan.parse().expect("a valid plan"),
-                fastrand::Rng::with_seed(1),
-            )),
+            injector: Arc::new(Injector {
+                plan: plan.parse().expect("a valid plan"),
+                rng: Mutex::new(fastrand::Rng::with_seed(1)),
+                answers: AnswerStore::in_dir(std::env::temp_dir().join(format!(
+                    "outbox-faults-http-test-{}-{}",
+                    std::process::id(),
+                    fastrand::u64(..)
+                ))),
+            }),
         }
     }
 

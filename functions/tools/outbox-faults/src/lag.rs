@@ -8,7 +8,6 @@
 //! a view. Consistent reads and table reads never lag: they are left alone.
 
 use serde_json::Value;
-use std::collections::HashMap;
 
 /// Whether a DynamoDB request (its operation and JSON body) is an eventually
 /// consistent read of an index: a `Query` or `Scan` with an `IndexName`, or a PartiQL
@@ -63,37 +62,68 @@ fn quoted(text: &str) -> Option<&str> {
     (end > 0).then(|| &inner[end + 1..])
 }
 
-/// The last answer to each index request, with when it came (ms on a monotonic clock).
-/// Bounded: past `capacity` requests it forgets everything and starts again (the
-/// requests that repeat — the order fence's reads of the same shards — come back soon).
-#[derive(Debug)]
-pub struct Answers<T> {
-    by_request: HashMap<Vec<u8>, (u64, T)>,
-    max_age_ms: u64,
-    capacity: usize,
+/// Whether an answer given at `answered_at_ms` may still be served at `now_ms` as
+/// a lagging index's (both on the wall clock: the answers are shared between
+/// processes, see `remembered`).
+pub fn young_enough(answered_at_ms: i64, now_ms: i64, max_age_ms: u64) -> bool {
+    let age = now_ms.saturating_sub(answered_at_ms);
+    (0..=i64::try_from(max_age_ms).unwrap_or(i64::MAX)).contains(&age)
 }
 
-impl<T: Clone> Answers<T> {
-    /// Serves answers at most `max_age_ms` old, remembering at most `capacity` requests.
-    pub fn new(max_age_ms: u64, capacity: usize) -> Self {
-        Answers {
-            by_request: HashMap::new(),
-            max_age_ms,
-            capacity,
-        }
+/// One remembered answer, as it is kept: the request it answered (to tell a hash
+/// collision), when, and the answer whole.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Remembered {
+    /// The request's key (endpoint, operation and body).
+    pub request: Vec<u8>,
+    /// When it was answered (wall clock, epoch ms).
+    pub at_ms: i64,
+    /// The answer's HTTP status.
+    pub status: u16,
+    /// Its headers (the checksum DynamoDB's client verifies among them).
+    pub headers: Vec<(String, String)>,
+    /// Its body.
+    pub body: Vec<u8>,
+}
+
+impl Remembered {
+    /// The bytes it is kept as: a JSON line of everything but the body, then the body.
+    pub fn encode(&self) -> Vec<u8> {
+        let head = serde_json::json!({
+            "request": String::from_utf8_lossy(&self.request),
+            "at_ms": self.at_ms,
+            "status": self.status,
+            "headers": self.headers,
+        });
+        let mut out = head.to_string().into_bytes();
+        out.push(b'\n');
+        out.extend_from_slice(&self.body);
+        out
     }
 
-    /// Remembers `fresh` as the answer to `request` at `now_ms`, and returns the
-    /// answer to give: when `lag`, the previous answer to the same request if it is
-    /// young enough (`Some`); otherwise `None` (give the fresh one).
-    pub fn answer(&mut self, request: &[u8], now_ms: u64, fresh: T, lag: bool) -> Option<T> {
-        if self.by_request.len() >= self.capacity && !self.by_request.contains_key(request) {
-            self.by_request.clear();
-        }
-        let previous = self.by_request.insert(request.to_vec(), (now_ms, fresh));
-        previous
-            .filter(|(at, _)| lag && now_ms.saturating_sub(*at) <= self.max_age_ms)
-            .map(|(_, stale)| stale)
+    /// Reads what [`Remembered::encode`] wrote; `None` for anything else (a file cut
+    /// short by a crash, another version's).
+    pub fn decode(bytes: &[u8]) -> Option<Self> {
+        let split = bytes.iter().position(|b| *b == b'\n')?;
+        let head: Value = serde_json::from_slice(&bytes[..split]).ok()?;
+        let headers = head
+            .get("headers")?
+            .as_array()?
+            .iter()
+            .map(|h| {
+                Some((
+                    h.get(0)?.as_str()?.to_owned(),
+                    h.get(1)?.as_str()?.to_owned(),
+                ))
+            })
+            .collect::<Option<Vec<_>>>()?;
+        Some(Remembered {
+            request: head.get("request")?.as_str()?.as_bytes().to_vec(),
+            at_ms: head.get("at_ms")?.as_i64()?,
+            status: u16::try_from(head.get("status")?.as_u64()?).ok()?,
+            headers,
+            body: bytes[split + 1..].to_vec(),
+        })
     }
 }
 
@@ -160,39 +190,28 @@ mod tests {
     }
 
     #[test]
-    fn a_lagging_read_gets_the_previous_answer_to_the_same_request_while_it_is_young() {
-        let mut answers = Answers::new(1_000, 8);
-        assert_eq!(answers.answer(b"q1", 0, "a", true), None, "nothing before");
-        assert_eq!(answers.answer(b"q1", 500, "b", true), Some("a"));
-        assert_eq!(
-            answers.answer(b"q2", 600, "x", true),
-            None,
-            "another request"
-        );
-        assert_eq!(
-            answers.answer(b"q1", 700, "c", false),
-            None,
-            "not drawn: fresh"
-        );
-        assert_eq!(
-            answers.answer(b"q1", 800, "d", true),
-            Some("c"),
-            "the latest"
-        );
-        assert_eq!(
-            answers.answer(b"q1", 1_900, "e", true),
-            None,
-            "d is 1.1 s old: too stale to pass for a lagging index"
+    fn an_answer_passes_for_a_lagging_index_only_while_it_is_young() {
+        assert!(young_enough(1_000, 1_000, 2_000));
+        assert!(young_enough(1_000, 3_000, 2_000));
+        assert!(!young_enough(1_000, 3_001, 2_000), "too old");
+        assert!(
+            !young_enough(5_000, 1_000, 2_000),
+            "from the future: a clock step"
         );
     }
 
     #[test]
-    fn past_its_capacity_the_memory_starts_again() {
-        let mut answers = Answers::new(1_000, 2);
-        answers.answer(b"q1", 0, 1, false);
-        answers.answer(b"q2", 0, 2, false);
-        assert_eq!(answers.answer(b"q2", 1, 3, true), Some(2), "known: kept");
-        assert_eq!(answers.answer(b"q3", 1, 4, true), None);
-        assert_eq!(answers.answer(b"q1", 2, 5, true), None, "forgotten");
+    fn a_remembered_answer_reads_back_whole_and_a_cut_one_does_not() {
+        let answer = Remembered {
+            request: br#"https://127.0.0.1:1/ Query {"IndexName":"i"}"#.to_vec(),
+            at_ms: 1_700_000_000_000,
+            status: 200,
+            headers: vec![("x-amz-crc32".into(), "123".into())],
+            body: b"{\"Items\":[]}\n".to_vec(),
+        };
+        let bytes = answer.encode();
+        assert_eq!(Remembered::decode(&bytes), Some(answer));
+        assert_eq!(Remembered::decode(&bytes[..10]), None);
+        assert_eq!(Remembered::decode(b""), None);
     }
 }
