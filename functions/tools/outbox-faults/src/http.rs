@@ -1,10 +1,10 @@
 //! The HTTP client wrapper: reads the operation from each request, draws a fault,
 //! and either answers for the service, fails the connection, lets the request
-//! through (and maybe dies after it), or answers an index read with an earlier answer.
+//! through (and maybe dies after it), or answers an index read as a lagging index would.
 
-use crate::lag::{Remembered, is_index_read, young_enough};
+use crate::lag::{IndexRead, index_read, items_of, with_items};
 use crate::plan::{Fault, FaultPlan, INDEX_LAG_MAX_MS};
-use crate::remembered::AnswerStore;
+use crate::remembered::ListingStore;
 use aws_smithy_runtime_api::client::http::{
     HttpClient, HttpConnector, HttpConnectorFuture, HttpConnectorSettings, SharedHttpClient,
     SharedHttpConnector,
@@ -28,19 +28,8 @@ pub struct FaultyHttpClient {
 struct Injector {
     plan: FaultPlan,
     rng: Mutex<fastrand::Rng>,
-    /// The last answer to each index read, when the plan lags them.
-    answers: AnswerStore,
-}
-
-/// A remembered answer as the SDK would have received it.
-fn into_response(answer: Remembered) -> Result<HttpResponse, ConnectorError> {
-    let status =
-        StatusCode::try_from(answer.status).map_err(|e| ConnectorError::other(e.into(), None))?;
-    let mut response = HttpResponse::new(status, SdkBody::from(answer.body));
-    for (name, value) in answer.headers {
-        response.headers_mut().append(name, value);
-    }
-    Ok(response)
+    /// What the index listed lately, when the plan lags it.
+    listings: ListingStore,
 }
 
 fn now_ms() -> i64 {
@@ -84,7 +73,7 @@ impl Injector {
         Injector {
             plan,
             rng: Mutex::new(rng),
-            answers: AnswerStore::from_env(),
+            listings: ListingStore::from_env(),
         }
     }
 
@@ -96,35 +85,26 @@ impl Injector {
         self.plan.pick_for(operation, index_read, || rng.f64())
     }
 
-    /// Whether `request` is a DynamoDB index read the plan may lag.
-    fn lags(&self, shape: &Shape, request: &HttpRequest) -> bool {
-        self.plan.injects(Fault::IndexLag)
-            && shape.service.starts_with("DynamoDB")
-            && request
-                .body()
-                .bytes()
-                .is_some_and(|body| is_index_read(&shape.operation, body))
-    }
-
-    /// Remembers `fresh` and returns the answer to serve instead, if `lag` and the
-    /// same request has a young enough earlier answer.
-    fn stale_instead(&self, fresh: &Remembered, lag: bool) -> Option<Remembered> {
-        let previous = self.answers.swap(fresh)?;
-        (lag && young_enough(previous.at_ms, fresh.at_ms, INDEX_LAG_MAX_MS)).then_some(previous)
+    /// The index read `request` is, if the plan may lag it.
+    fn lags(&self, shape: &Shape, request: &HttpRequest) -> Option<IndexRead> {
+        if !self.plan.injects(Fault::IndexLag) || !shape.service.starts_with("DynamoDB") {
+            return None;
+        }
+        index_read(&shape.operation, request.body().bytes()?)
     }
 }
 
 impl FaultyConnector {
-    /// Sends an index read, remembers its answer, and answers with the earlier one
-    /// when `lag` drew it (and there is one young enough).
+    /// Sends an index read, remembers what it listed, and when `lag` drew it adds
+    /// what the index listed lately and no longer does (if anything).
     fn remembering(
         &self,
         operation: String,
+        read: IndexRead,
         request: HttpRequest,
         lag: bool,
     ) -> HttpConnectorFuture {
-        let mut key = format!("{} {operation} ", request.uri()).into_bytes();
-        key.extend_from_slice(request.body().bytes().unwrap_or_default());
+        let endpoint = request.uri().to_owned();
         let sent = self.inner.call(request);
         let injector = self.injector.clone();
         HttpConnectorFuture::new(async move {
@@ -138,25 +118,29 @@ impl FaultyConnector {
                 .await
                 .map_err(|e| ConnectorError::io(e.into()))?
                 .to_vec();
-            *response.body_mut() = SdkBody::from(body.clone());
-            let fresh = Remembered {
-                request: key,
-                at_ms: now_ms(),
-                status: response.status().as_u16(),
-                headers: response
-                    .headers()
-                    .iter()
-                    .map(|(k, v)| (k.to_owned(), v.to_owned()))
-                    .collect(),
-                body,
+            let Some(fresh) = items_of(&body) else {
+                *response.body_mut() = SdkBody::from(body);
+                return Ok(response);
             };
-            match injector.stale_instead(&fresh, lag) {
-                Some(stale) => {
-                    tracing::warn!(%operation, fault = %Fault::IndexLag, "injected fault");
-                    into_response(stale)
-                }
-                None => Ok(response),
-            }
+            let max_age = i64::try_from(INDEX_LAG_MAX_MS).unwrap_or(i64::MAX);
+            let stale = injector
+                .listings
+                .read(&endpoint, &read, &fresh, now_ms(), max_age);
+            let lagged = (lag && !stale.is_empty())
+                .then(|| with_items(&body, stale))
+                .flatten();
+            let Some(lagged) = lagged else {
+                *response.body_mut() = SdkBody::from(body);
+                return Ok(response);
+            };
+            tracing::warn!(%operation, fault = %Fault::IndexLag, "injected fault");
+            // The answer changed: its checksum and length no longer hold.
+            response.headers_mut().remove("x-amz-crc32");
+            response
+                .headers_mut()
+                .insert("content-length", lagged.len().to_string());
+            *response.body_mut() = SdkBody::from(lagged);
+            Ok(response)
         })
     }
 }
@@ -164,13 +148,16 @@ impl FaultyConnector {
 impl HttpConnector for FaultyConnector {
     fn call(&self, request: HttpRequest) -> HttpConnectorFuture {
         let request_shape = Shape::of(&request);
-        let index_read = self.injector.lags(&request_shape, &request);
+        let read = self.injector.lags(&request_shape, &request);
         let operation = request_shape.operation.clone();
-        let fault = match self.injector.pick(&operation, index_read) {
-            None if index_read => return self.remembering(operation, request, false),
-            None => return self.inner.call(request),
-            Some(Fault::IndexLag) => return self.remembering(operation, request, true),
-            Some(fault) => fault,
+        let fault = self.injector.pick(&operation, read.is_some());
+        let fault = match (fault, read) {
+            (None, Some(read)) => return self.remembering(operation, read, request, false),
+            (None, None) => return self.inner.call(request),
+            (Some(Fault::IndexLag), Some(read)) => {
+                return self.remembering(operation, read, request, true);
+            }
+            (Some(fault), _) => fault,
         };
         tracing::warn!(%operation, %fault, "injected fault");
         match fault {
@@ -344,7 +331,7 @@ mod tests {
             injector: Arc::new(Injector {
                 plan: plan.parse().expect("a valid plan"),
                 rng: Mutex::new(fastrand::Rng::with_seed(1)),
-                answers: AnswerStore::in_dir(std::env::temp_dir().join(format!(
+                listings: ListingStore::in_dir(std::env::temp_dir().join(format!(
                     "outbox-faults-http-test-{}-{}",
                     std::process::id(),
                     fastrand::u64(..)
@@ -396,16 +383,25 @@ mod tests {
         assert_eq!(answer.status().as_u16(), 400);
     }
 
-    /// A service whose answer to every call is the number of calls so far.
+    /// A service whose index lists, at the n-th call, the items after the n-th: one
+    /// more leaves it at every call (marked `SENT`).
     #[derive(Debug, Default, Clone)]
-    struct Numbering(Arc<std::sync::atomic::AtomicUsize>);
+    struct Draining(Arc<std::sync::atomic::AtomicUsize>);
 
-    impl HttpConnector for Numbering {
+    impl HttpConnector for Draining {
         fn call(&self, _request: HttpRequest) -> HttpConnectorFuture {
-            let n = self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+            let n = self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let items: Vec<String> = (n..3)
+                .map(|i| format!(r#"{{"SK":{{"S":"m{i}"}}}}"#))
+                .collect();
+            let body = format!(
+                r#"{{"Count":{},"Items":[{}]}}"#,
+                items.len(),
+                items.join(",")
+            );
             let status = StatusCode::try_from(200).expect("a valid status");
-            let mut response = HttpResponse::new(status, SdkBody::from(format!("{{\"n\":{n}}}")));
-            response.headers_mut().insert("x-amz-crc32", n.to_string());
+            let mut response = HttpResponse::new(status, SdkBody::from(body));
+            response.headers_mut().insert("x-amz-crc32", "1");
             HttpConnectorFuture::ready(Ok(response))
         }
     }
@@ -418,44 +414,44 @@ mod tests {
         request
     }
 
-    async fn answer_of(connector: &FaultyConnector, request: HttpRequest) -> (String, String) {
+    /// The sort keys an answer lists, and whether it kept its checksum.
+    async fn listed(connector: &FaultyConnector, request: HttpRequest) -> (Vec<String>, bool) {
         let mut answer = connector.call(request).await.expect("an answer");
         let body = answer.take_body();
-        let body = String::from_utf8_lossy(body.bytes().unwrap_or_default()).into_owned();
-        let crc = answer
-            .headers()
-            .get("x-amz-crc32")
-            .unwrap_or_default()
-            .to_owned();
-        (body, crc)
+        let items = crate::lag::items_of(body.bytes().unwrap_or_default()).unwrap_or_default();
+        let keys = items
+            .iter()
+            .filter_map(|i| i["SK"]["S"].as_str().map(str::to_owned))
+            .collect();
+        (keys, answer.headers().get("x-amz-crc32").is_some())
     }
 
     #[tokio::test]
-    async fn a_lagging_index_read_gets_the_previous_answer_whole_and_a_table_read_never_does() {
-        let service = Numbering::default();
-        let connector = faulty("Query:index_lag:1", service.clone());
-        let index = r#"{"TableName":"t","IndexName":"i"}"#;
-        let first = answer_of(&connector, query(index)).await;
+    async fn a_lagging_index_read_still_lists_what_left_the_index_and_a_table_read_never_does() {
+        let connector = faulty("Query:index_lag:1", Draining::default());
+        let index =
+            r#"{"TableName":"t","IndexName":"i","ExpressionAttributeValues":{":s":{"S":"03"}}}"#;
         assert_eq!(
-            first,
-            (r#"{"n":1}"#.into(), "1".into()),
-            "nothing earlier: fresh"
+            listed(&connector, query(index)).await,
+            (vec!["m0".into(), "m1".into(), "m2".into()], true)
         );
-        let second = answer_of(&connector, query(index)).await;
-        assert_eq!(second, first, "the earlier answer, its checksum with it");
+        let (keys, checksum) = listed(&connector, query(index)).await;
         assert_eq!(
-            service.0.load(std::sync::atomic::Ordering::SeqCst),
-            2,
-            "sent anyway"
+            keys,
+            ["m1", "m2", "m0"],
+            "m0 left the index and is still listed"
         );
-        let table = r#"{"TableName":"t","KeyConditionExpression":"PK = :pk"}"#;
-        answer_of(&connector, query(table)).await;
-        assert_eq!(answer_of(&connector, query(table)).await.0, r#"{"n":4}"#);
-        let consistent = r#"{"TableName":"t","IndexName":"i","ConsistentRead":true}"#;
-        answer_of(&connector, query(consistent)).await;
-        assert_eq!(
-            answer_of(&connector, query(consistent)).await.0,
-            r#"{"n":6}"#
+        assert!(
+            !checksum,
+            "a changed answer carries no checksum of the old one"
         );
+        let connector = faulty("Query:index_lag:1", Draining::default());
+        let table = r#"{"TableName":"t","ExpressionAttributeValues":{":pk":{"S":"A"}}}"#;
+        listed(&connector, query(table)).await;
+        assert_eq!(listed(&connector, query(table)).await.0, ["m1", "m2"]);
+        let connector = faulty("Query:index_lag:1", Draining::default());
+        let consistent = r#"{"TableName":"t","IndexName":"i","ConsistentRead":true,"ExpressionAttributeValues":{":s":{"S":"03"}}}"#;
+        listed(&connector, query(consistent)).await;
+        assert_eq!(listed(&connector, query(consistent)).await.0, ["m1", "m2"]);
     }
 }

@@ -1,58 +1,91 @@
 //! The index-lag fault's pure part: which requests read an index with eventual
-//! consistency, and the memory of their answers that a lagging read is served from.
+//! consistency, what part of the index each reads, and the earlier view a lagging
+//! read is answered with.
 //!
-//! A global secondary index follows its table asynchronously, so an index read may
-//! still list an item the table has changed since, or miss one written since. The
-//! fault layer cannot rewrite answers to match the table's history; it serves what the
-//! index really answered a little earlier to the same request, which is exactly such
-//! a view. Consistent reads and table reads never lag: they are left alone.
+//! A global secondary index follows its table asynchronously: a read may still list
+//! an item the table has since changed so that it left the index (a message marked
+//! `SENT` leaves the sparse sweep index). The fault layer serves that view: it
+//! remembers every item the index listed, with when and for which partition values,
+//! and a lagging read gets, beside its fresh items, those listed at most
+//! [`crate::INDEX_LAG_MAX_MS`] before, for partition values the read covers, that the
+//! index no longer lists. (An exact replay of an earlier answer to the same request
+//! hardly ever fires: the order fence's reads name a different set of shards almost
+//! every time.) Consistent reads, table reads and continuation pages never lag.
 
 use serde_json::Value;
+use std::collections::{BTreeMap, BTreeSet};
 
-/// Whether a DynamoDB request (its operation and JSON body) is an eventually
-/// consistent read of an index: a `Query` or `Scan` with an `IndexName`, or a PartiQL
-/// `ExecuteStatement` whose statement selects from `"table"."index"`; never one with
-/// `"ConsistentRead": true` (which DynamoDB serves from the table, or refuses on a
-/// global index).
-pub fn is_index_read(operation: &str, body: &[u8]) -> bool {
-    let Ok(request) = serde_json::from_slice::<Value>(body) else {
-        return false;
-    };
-    if request.get("ConsistentRead").and_then(Value::as_bool) == Some(true) {
-        return false;
-    }
-    match operation {
-        "Query" | "Scan" => request
-            .get("IndexName")
-            .and_then(Value::as_str)
-            .is_some_and(|i| !i.is_empty()),
-        "ExecuteStatement" => request
-            .get("Statement")
-            .and_then(Value::as_str)
-            .is_some_and(selects_from_an_index),
-        _ => false,
-    }
+/// What part of which index a read covers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IndexRead {
+    /// The index and the shape of the read (table, index, projection, condition):
+    /// items remembered from one shape are only added to reads of the same shape.
+    pub index: String,
+    /// The partition key values it reads (a remembered item belongs to one of the
+    /// values of the read that listed it).
+    pub scope: BTreeSet<String>,
 }
 
-/// `SELECT … FROM "table"."index" …`: the source is a quoted table name, a dot and a
-/// quoted index name.
-fn selects_from_an_index(statement: &str) -> bool {
-    let trimmed = statement.trim_start();
-    if !trimmed
-        .get(..6)
-        .is_some_and(|w| w.eq_ignore_ascii_case("select"))
+/// The index read a DynamoDB request (its operation and JSON body) is, if it is an
+/// eventually consistent first page: a `Query` with an `IndexName` (its scope the
+/// string values of its expression), or a PartiQL `ExecuteStatement` selecting from
+/// `"table"."index"` (its scope the string parameters). Never one with
+/// `"ConsistentRead": true`, an `ExclusiveStartKey` or a `NextToken`.
+pub fn index_read(operation: &str, body: &[u8]) -> Option<IndexRead> {
+    let request = serde_json::from_slice::<Value>(body).ok()?;
+    let flag = |name: &str| request.get(name).is_some_and(|v| !v.is_null());
+    if request.get("ConsistentRead").and_then(Value::as_bool) == Some(true)
+        || flag("ExclusiveStartKey")
+        || flag("NextToken")
     {
-        return false;
+        return None;
+    }
+    let text = |name: &str| request.get(name).and_then(Value::as_str).unwrap_or("");
+    let (index, values) = match operation {
+        "Query" if !text("IndexName").is_empty() => {
+            let shape = ["TableName", "IndexName", "KeyConditionExpression"]
+                .map(text)
+                .join("|");
+            let shape = format!("{shape}|{}", text("ProjectionExpression"));
+            let values = request
+                .get("ExpressionAttributeValues")
+                .and_then(Value::as_object)
+                .map(|m| m.values().cloned().collect())
+                .unwrap_or_default();
+            (shape, values)
+        }
+        "ExecuteStatement" => {
+            let source = index_source(text("Statement"))?;
+            let values = request
+                .get("Parameters")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
+            (source, values)
+        }
+        _ => return None,
+    };
+    let scope: BTreeSet<String> = values
+        .iter()
+        .filter_map(|v| v.get("S")?.as_str().map(str::to_owned))
+        .collect();
+    (!scope.is_empty()).then_some(IndexRead { index, scope })
+}
+
+/// For `SELECT … FROM "table"."index" WHERE …`, the statement up to its `WHERE` (the
+/// projection and the source); `None` for any other statement.
+fn index_source(statement: &str) -> Option<String> {
+    let trimmed = statement.trim_start();
+    if !trimmed.get(..6)?.eq_ignore_ascii_case("select") {
+        return None;
     }
     let upper = trimmed.to_ascii_uppercase();
-    let Some(at) = upper.find(" FROM ") else {
-        return false;
-    };
+    let at = upper.find(" FROM ")?;
     let source = trimmed[at + 6..].trim_start();
-    let Some(rest) = quoted(source) else {
-        return false;
-    };
-    rest.strip_prefix('.').and_then(quoted).is_some()
+    let rest = quoted(source)?;
+    let rest = quoted(rest.strip_prefix('.')?)?;
+    let end = trimmed.len() - rest.len();
+    Some(trimmed[..end].to_owned())
 }
 
 /// The text after a leading `"name"`, if `text` starts with one.
@@ -62,156 +95,81 @@ fn quoted(text: &str) -> Option<&str> {
     (end > 0).then(|| &inner[end + 1..])
 }
 
-/// Whether an answer given at `answered_at_ms` may still be served at `now_ms` as
-/// a lagging index's (both on the wall clock: the answers are shared between
-/// processes, see `remembered`).
-pub fn young_enough(answered_at_ms: i64, now_ms: i64, max_age_ms: u64) -> bool {
-    let age = now_ms.saturating_sub(answered_at_ms);
-    (0..=i64::try_from(max_age_ms).unwrap_or(i64::MAX)).contains(&age)
+/// The items an index listed lately, by index: each with when it was last listed and
+/// the scope of that read. Kept between processes as JSON (see `remembered`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Listed {
+    by_index: BTreeMap<String, BTreeMap<String, (i64, BTreeSet<String>)>>,
 }
 
-/// One remembered answer, as it is kept: the request it answered (to tell a hash
-/// collision), when, and the answer whole.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Remembered {
-    /// The request's key (endpoint, operation and body).
-    pub request: Vec<u8>,
-    /// When it was answered (wall clock, epoch ms).
-    pub at_ms: i64,
-    /// The answer's HTTP status.
-    pub status: u16,
-    /// Its headers (the checksum DynamoDB's client verifies among them).
-    pub headers: Vec<(String, String)>,
-    /// Its body.
-    pub body: Vec<u8>,
-}
-
-impl Remembered {
-    /// The bytes it is kept as: a JSON line of everything but the body, then the body.
-    pub fn encode(&self) -> Vec<u8> {
-        let head = serde_json::json!({
-            "request": String::from_utf8_lossy(&self.request),
-            "at_ms": self.at_ms,
-            "status": self.status,
-            "headers": self.headers,
-        });
-        let mut out = head.to_string().into_bytes();
-        out.push(b'\n');
-        out.extend_from_slice(&self.body);
-        out
-    }
-
-    /// Reads what [`Remembered::encode`] wrote; `None` for anything else (a file cut
-    /// short by a crash, another version's).
-    pub fn decode(bytes: &[u8]) -> Option<Self> {
-        let split = bytes.iter().position(|b| *b == b'\n')?;
-        let head: Value = serde_json::from_slice(&bytes[..split]).ok()?;
-        let headers = head
-            .get("headers")?
-            .as_array()?
+impl Listed {
+    /// Records the `fresh` items of `read` at `now_ms`, forgets what is older than
+    /// `max_age_ms`, and returns the items a lagging index would still list: listed
+    /// at most `max_age_ms` ago for values `read` covers, and missing from `fresh`.
+    pub fn read(
+        &mut self,
+        read: &IndexRead,
+        fresh: &[Value],
+        now_ms: i64,
+        max_age_ms: i64,
+    ) -> Vec<Value> {
+        let listed = self.by_index.entry(read.index.clone()).or_default();
+        listed.retain(|_, (at, _)| now_ms.saturating_sub(*at) <= max_age_ms && *at <= now_ms);
+        let fresh_keys: BTreeSet<String> = fresh.iter().map(Value::to_string).collect();
+        let stale = listed
             .iter()
-            .map(|h| {
-                Some((
-                    h.get(0)?.as_str()?.to_owned(),
-                    h.get(1)?.as_str()?.to_owned(),
-                ))
+            .filter(|(item, (_, scope))| {
+                !fresh_keys.contains(*item) && scope.is_subset(&read.scope)
             })
-            .collect::<Option<Vec<_>>>()?;
-        Some(Remembered {
-            request: head.get("request")?.as_str()?.as_bytes().to_vec(),
-            at_ms: head.get("at_ms")?.as_i64()?,
-            status: u16::try_from(head.get("status")?.as_u64()?).ok()?,
-            headers,
-            body: bytes[split + 1..].to_vec(),
-        })
+            .filter_map(|(item, _)| serde_json::from_str(item).ok())
+            .collect();
+        for item in fresh_keys {
+            listed.insert(item, (now_ms, read.scope.clone()));
+        }
+        stale
     }
+
+    /// As kept on disk.
+    pub fn encode(&self) -> String {
+        let by_index: BTreeMap<_, BTreeMap<_, _>> = self
+            .by_index
+            .iter()
+            .map(|(index, items)| {
+                let items = items
+                    .iter()
+                    .map(|(item, (at, scope))| (item.clone(), (*at, scope.clone())))
+                    .collect();
+                (index.clone(), items)
+            })
+            .collect();
+        serde_json::to_string(&by_index).unwrap_or_default()
+    }
+
+    /// Reads what [`Listed::encode`] wrote; anything else (a file cut short) is empty.
+    pub fn decode(text: &str) -> Self {
+        Listed {
+            by_index: serde_json::from_str(text).unwrap_or_default(),
+        }
+    }
+}
+
+/// `body` (a `Query` or `ExecuteStatement` answer) with `extra` items added to its
+/// `Items` and its `Count`; `None` if it is not such an answer.
+pub fn with_items(body: &[u8], extra: Vec<Value>) -> Option<Vec<u8>> {
+    let mut answer: Value = serde_json::from_slice(body).ok()?;
+    let added = extra.len() as u64;
+    answer.get_mut("Items")?.as_array_mut()?.extend(extra);
+    if let Some(count) = answer.get_mut("Count") {
+        *count = Value::from(count.as_u64().unwrap_or(0) + added);
+    }
+    serde_json::to_vec(&answer).ok()
+}
+
+/// The items of an answer.
+pub fn items_of(body: &[u8]) -> Option<Vec<Value>> {
+    let answer: Value = serde_json::from_slice(body).ok()?;
+    answer.get("Items")?.as_array().cloned()
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn index_queries_and_selects_lag_table_reads_and_consistent_reads_do_not() {
-        for (operation, body) in [
-            (
-                "Query",
-                r#"{"TableName":"t","IndexName":"OutboxSweepIndex"}"#,
-            ),
-            (
-                "Scan",
-                r#"{"TableName":"t","IndexName":"i","ConsistentRead":false}"#,
-            ),
-            (
-                "ExecuteStatement",
-                r#"{"Statement":"SELECT \"PK\", \"SK\" FROM \"orders\".\"OutboxSweepIndex\" WHERE \"SweepShard\" IN [?, ?]"}"#,
-            ),
-            (
-                "ExecuteStatement",
-                r#"{"Statement":"select * from \"t\".\"i\""}"#,
-            ),
-        ] {
-            assert!(
-                is_index_read(operation, body.as_bytes()),
-                "{operation} {body}"
-            );
-        }
-        for (operation, body) in [
-            (
-                "Query",
-                r#"{"TableName":"t","KeyConditionExpression":"PK = :pk"}"#,
-            ),
-            (
-                "Query",
-                r#"{"TableName":"t","IndexName":"i","ConsistentRead":true}"#,
-            ),
-            ("Query", r#"{"TableName":"t","IndexName":""}"#),
-            ("GetItem", r#"{"TableName":"t","IndexName":"i"}"#),
-            ("BatchGetItem", r#"{"RequestItems":{}}"#),
-            (
-                "ExecuteStatement",
-                r#"{"Statement":"SELECT * FROM \"t\" WHERE PK = ?"}"#,
-            ),
-            (
-                "ExecuteStatement",
-                r#"{"Statement":"SELECT * FROM \"t\".\"i\"","ConsistentRead":true}"#,
-            ),
-            (
-                "ExecuteStatement",
-                r#"{"Statement":"UPDATE \"t\" SET a = 1 WHERE PK = 'x.y'"}"#,
-            ),
-            ("Query", "not json"),
-        ] {
-            assert!(
-                !is_index_read(operation, body.as_bytes()),
-                "{operation} {body}"
-            );
-        }
-    }
-
-    #[test]
-    fn an_answer_passes_for_a_lagging_index_only_while_it_is_young() {
-        assert!(young_enough(1_000, 1_000, 2_000));
-        assert!(young_enough(1_000, 3_000, 2_000));
-        assert!(!young_enough(1_000, 3_001, 2_000), "too old");
-        assert!(
-            !young_enough(5_000, 1_000, 2_000),
-            "from the future: a clock step"
-        );
-    }
-
-    #[test]
-    fn a_remembered_answer_reads_back_whole_and_a_cut_one_does_not() {
-        let answer = Remembered {
-            request: br#"https://127.0.0.1:1/ Query {"IndexName":"i"}"#.to_vec(),
-            at_ms: 1_700_000_000_000,
-            status: 200,
-            headers: vec![("x-amz-crc32".into(), "123".into())],
-            body: b"{\"Items\":[]}\n".to_vec(),
-        };
-        let bytes = answer.encode();
-        assert_eq!(Remembered::decode(&bytes), Some(answer));
-        assert_eq!(Remembered::decode(&bytes[..10]), None);
-        assert_eq!(Remembered::decode(b""), None);
-    }
-}
+mod tests;

@@ -11,11 +11,12 @@
 //! Two rules of AWS the local AWS is kinder about are produced here too:
 //!
 //! - **A lagging index** ([`Fault::IndexLag`], `index_lag` in a plan): an eventually
-//!   consistent read of a global secondary index (a `Query` with `IndexName`, a
-//!   PartiQL `SELECT` from `"table"."index"`) is answered, when the rule fires, with
-//!   the answer the same request got up to [`INDEX_LAG_MAX_MS`] before — an item
-//!   marked `SENT` since still listed, one written since missing ([`lag`]). Table
-//!   reads and consistent reads never lag.
+//!   consistent first page of a global secondary index (a `Query` with `IndexName`,
+//!   a PartiQL `SELECT` from `"table"."index"`) still lists, when the rule fires, the
+//!   items the index listed up to [`INDEX_LAG_MAX_MS`] before, for the partition
+//!   values it reads, that it no longer lists — a message marked `SENT` since
+//!   ([`lag`]; what was listed is kept in files every process shares, [`remembered`]).
+//!   Table reads, consistent reads and next pages never lag.
 //! - **Lambda's stream redelivery** ([`replay`]): the local AWS ignores partial batch
 //!   responses; with `OUTBOX_FAULTS_REDELIVER=<retries>[:<share>]` the publisher
 //!   hands its own handler the records from the lowest one it reported, as the next

@@ -31,12 +31,12 @@ pub enum Fault {
     /// own timeouts end the call. (Sent whole: a request whose body is never read is
     /// a stalled upload, which the SDK's stalled-stream protection already catches.)
     Hang,
-    /// A read of a global secondary index (a `Query` or a PartiQL `SELECT` naming an
-    /// index, never a consistent read, never a table read) answers with what the same
-    /// request was answered up to [`INDEX_LAG_MAX_MS`] before: an item marked `SENT`
-    /// since may still be listed, one written since may be missing. The request is
-    /// sent and answered fresh too (that answer is the next stale one). Any other
-    /// request ignores the rule.
+    /// A read of a global secondary index (the first page of a `Query` or a PartiQL
+    /// `SELECT` naming an index, never a consistent read, never a table read) still
+    /// lists what the index listed up to [`INDEX_LAG_MAX_MS`] before for the same
+    /// partition values and no longer does: an item marked `SENT` since. The request
+    /// is sent and answered; the items are added to its answer. Any other request
+    /// ignores the rule.
     IndexLag,
 }
 

@@ -1,108 +1,107 @@
-//! Where the index-lag fault keeps the answers it may serve again: one file per
-//! request, in a directory every process on the machine shares (`OUTBOX_FAULTS_LAG_DIR`,
-//! by default `outbox-faults-index-lag` in the temporary directory).
+//! Where the index-lag fault keeps what the index listed lately: one file per local
+//! AWS (by endpoint), in a directory every process on the machine shares
+//! (`OUTBOX_FAULTS_LAG_DIR`, by default `outbox-faults-index-lag` in the temporary
+//! directory).
 //!
 //! Not in memory: the local AWS starts a new process for every invocation of a
 //! `provided` function, so a process never sees a second read of its own. Shared
 //! between the functions, as the index is: a lagging index shows every reader the same
-//! earlier view. Keyed by the endpoint too, so two local AWSs on one machine never
-//! see each other's answers.
+//! earlier view. Best effort: two processes writing at once may lose one's items (the
+//! index then lags a little less).
 
-use crate::lag::Remembered;
+use crate::lag::{IndexRead, Listed};
+use serde_json::Value;
 use std::hash::{Hash, Hasher};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-/// The variable naming the directory of the remembered answers.
+/// The variable naming the directory of the remembered listings.
 pub const LAG_DIR_VAR: &str = "OUTBOX_FAULTS_LAG_DIR";
 
-/// The directory of the remembered answers.
+/// The directory of the remembered listings.
 #[derive(Debug, Clone)]
-pub struct AnswerStore {
+pub struct ListingStore {
     dir: PathBuf,
 }
 
 /// Names each temporary file apart within a process.
 static WRITES: AtomicU64 = AtomicU64::new(0);
 
-impl AnswerStore {
+impl ListingStore {
     /// In `OUTBOX_FAULTS_LAG_DIR`, or the default.
     pub fn from_env() -> Self {
         let dir = std::env::var_os(LAG_DIR_VAR)
             .map(PathBuf::from)
             .unwrap_or_else(|| std::env::temp_dir().join("outbox-faults-index-lag"));
-        AnswerStore { dir }
+        ListingStore { dir }
     }
 
     /// In `dir`.
     pub fn in_dir(dir: PathBuf) -> Self {
-        AnswerStore { dir }
+        ListingStore { dir }
     }
 
-    /// Keeps `fresh` as the last answer to its request and returns the one kept
-    /// before it, if any. A store that cannot be read or written keeps nothing: the
-    /// fault then never fires, and the read is answered fresh.
-    pub fn swap(&self, fresh: &Remembered) -> Option<Remembered> {
-        let path = self.dir.join(file_name(&fresh.request));
-        let previous = std::fs::read(&path)
-            .ok()
-            .and_then(|bytes| Remembered::decode(&bytes))
-            .filter(|p| p.request == fresh.request);
-        if let Err(e) = self.write(&path, fresh) {
-            tracing::debug!(error = %e, dir = %self.dir.display(), "index lag: the answer was not kept");
+    /// Records the `fresh` items `read` got from the index at `endpoint`, and returns
+    /// what a lagging index would list besides ([`Listed::read`]). A store that cannot
+    /// be read or written keeps nothing: the read is then answered fresh.
+    pub fn read(
+        &self,
+        endpoint: &str,
+        read: &IndexRead,
+        fresh: &[Value],
+        now_ms: i64,
+        max_age_ms: i64,
+    ) -> Vec<Value> {
+        let path = self.dir.join(file_name(endpoint));
+        let mut listed = std::fs::read_to_string(&path)
+            .map(|t| Listed::decode(&t))
+            .unwrap_or_default();
+        let stale = listed.read(read, fresh, now_ms, max_age_ms);
+        if let Err(e) = self.write(&path, &listed.encode()) {
+            tracing::debug!(error = %e, dir = %self.dir.display(), "index lag: the listing was not kept");
         }
-        previous
+        stale
     }
 
     /// Writes whole or not at all (another process may be reading it).
-    fn write(&self, path: &std::path::Path, answer: &Remembered) -> std::io::Result<()> {
+    fn write(&self, path: &std::path::Path, text: &str) -> std::io::Result<()> {
         std::fs::create_dir_all(&self.dir)?;
         let n = WRITES.fetch_add(1, Ordering::Relaxed);
         let partial = path.with_extension(format!("{}-{n}.tmp", std::process::id()));
-        std::fs::write(&partial, answer.encode())?;
+        std::fs::write(&partial, text)?;
         std::fs::rename(&partial, path)
     }
 }
 
-/// A request's file: a hash of its key (the key itself is kept inside, to tell a
-/// collision). `DefaultHasher::new` has fixed keys: every process names it alike.
-fn file_name(request: &[u8]) -> String {
+/// An endpoint's file. `DefaultHasher::new` has fixed keys: every process names it
+/// alike.
+fn file_name(endpoint: &str) -> String {
     let mut h = std::hash::DefaultHasher::new();
-    request.hash(&mut h);
-    format!("{:016x}.answer", h.finish())
+    endpoint.hash(&mut h);
+    format!("{:016x}.json", h.finish())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn answer(request: &str, body: &str) -> Remembered {
-        Remembered {
-            request: request.as_bytes().to_vec(),
-            at_ms: 1,
-            status: 200,
-            headers: vec![],
-            body: body.as_bytes().to_vec(),
-        }
-    }
+    use serde_json::json;
 
     #[test]
-    fn each_request_gets_back_the_answer_kept_before_it() {
+    fn another_process_sees_what_one_listed_and_another_endpoint_does_not() {
         let dir = std::env::temp_dir().join(format!("outbox-faults-test-{}", std::process::id()));
-        let store = AnswerStore::in_dir(dir.clone());
-        assert_eq!(store.swap(&answer("q1", "a")), None);
-        assert_eq!(store.swap(&answer("q2", "x")), None, "another request");
-        assert_eq!(
-            store.swap(&answer("q1", "b")).map(|a| a.body),
-            Some(b"a".to_vec())
+        let read = IndexRead {
+            index: "i".into(),
+            scope: ["01".to_owned()].into(),
+        };
+        let item = json!({"PK": {"S": "A"}});
+        let one = ListingStore::in_dir(dir.clone());
+        assert!(
+            one.read("https://a:1", &read, &[item.clone()], 0, 2_000)
+                .is_empty()
         );
-        assert_eq!(
-            AnswerStore::in_dir(dir.clone())
-                .swap(&answer("q1", "c"))
-                .map(|a| a.body),
-            Some(b"b".to_vec()),
-            "another process's store reads the same"
-        );
+        let other = ListingStore::in_dir(dir.clone());
+        assert!(other.read("https://b:2", &read, &[], 10, 2_000).is_empty());
+        assert_eq!(other.read("https://a:1", &read, &[], 10, 2_000), [item]);
         let _ = std::fs::remove_dir_all(dir);
     }
 }
