@@ -96,7 +96,7 @@ mod tests {
         let item = json!({"PK": {"S": "A"}});
         let one = ListingStore::in_dir(dir.clone());
         assert!(
-            one.read("https://a:1", &read, &[item.clone()], 0, 2_000)
+            one.read("https://a:1", &read, std::slice::from_ref(&item), 0, 2_000)
                 .is_empty()
         );
         let other = ListingStore::in_dir(dir.clone());

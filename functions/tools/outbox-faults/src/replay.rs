@@ -145,7 +145,7 @@ where
             return Ok(answer);
         }
         let failed = reported(&answer);
-        let ids: Vec<Option<&str>> = batch.iter().map(|r| id_of(r)).collect();
+        let ids: Vec<Option<&str>> = batch.iter().map(&id_of).collect();
         let failed: Vec<Option<&str>> = failed.iter().map(Option::as_deref).collect();
         let next = match resume_at(&ids, &failed) {
             Some(at) => (at, After::PartialFailure),

@@ -88,17 +88,18 @@ fn a_lagging_read_still_lists_what_left_the_index_lately_within_its_own_scope() 
     );
     assert!(
         listed
-            .read(&read_of(&["02"]), &[other.clone()], 0, 2_000)
+            .read(&read_of(&["02"]), std::slice::from_ref(&other), 0, 2_000)
             .is_empty()
     );
     // m0 was marked SENT: the index no longer lists it, a lagging one still does
-    let stale = listed.read(&read_of(&["01", "04"]), &[m1.clone()], 1_500, 2_000);
-    assert_eq!(
-        stale,
-        [m0.clone()],
-        "not m1 twice, not B (shard 02 was not read)"
+    let stale = listed.read(
+        &read_of(&["01", "04"]),
+        std::slice::from_ref(&m1),
+        1_500,
+        2_000,
     );
-    let later = listed.read(&read_of(&["01"]), &[m1.clone()], 3_000, 2_000);
+    assert_eq!(stale, [m0], "not m1 twice, not B (shard 02 was not read)");
+    let later = listed.read(&read_of(&["01"]), std::slice::from_ref(&m1), 3_000, 2_000);
     assert!(
         later.is_empty(),
         "m0 last listed 3 s ago: the index has caught up"
