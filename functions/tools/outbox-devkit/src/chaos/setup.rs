@@ -1,6 +1,6 @@
 //! Turning a deployed stack into a chaos run: an SNS topic and an EventBridge bus as
 //! extra destinations, each with a queue and an orders consumer behind it (as a user
-//! would add them), fault plans on every function (a lagging index for the two that
+//! would add them, with their grants on the publisher's and the sweeper's roles), fault plans on every function (a lagging index for the two that
 //! read it), Lambda's stream redelivery applied by the publisher to its own answers
 //! (the local AWS ignores partial batch responses), short visibility timeouts, and a
 //! stream mapping that discards records after a few seconds of failure.
@@ -53,6 +53,9 @@ pub async fn prepare(
     let bus_url = queue_with_dlq(clients, &bus_queue).await?;
     let topic_arn = sns_to_queue(clients, &d.prefix, &sns_url).await?;
     let bus_arn = bus_to_queue(clients, &d.prefix, &bus_url).await?;
+    for function in [&d.publisher, &d.sweeper] {
+        grant_destinations(clients, function, &topic_arn, &bus_arn).await?;
+    }
     let mut routes = d.routes.clone();
     routes.insert(TOPIC_SNS.into(), Value::String(topic_arn));
     routes.insert(TOPIC_BUS.into(), Value::String(bus_arn));
@@ -188,6 +191,45 @@ impl FaultPlans {
             .unwrap_or(MAX_REDELIVERIES);
         format!("{retries}:{:.4}", self.redeliver_after_success)
     }
+}
+
+/// Lets `function` publish to the topic and the bus the setup added, as a user adds
+/// a destination's grant beside its route: the local AWS checks IAM, and the stack's
+/// roles grant only the destinations it was deployed with.
+async fn grant_destinations(
+    clients: &Clients,
+    function: &str,
+    topic_arn: &str,
+    bus_arn: &str,
+) -> Result<(), String> {
+    let config = clients
+        .lambda
+        .get_function_configuration()
+        .function_name(function)
+        .send()
+        .await
+        .map_err(|e| err("function configuration")(&e))?;
+    let role = config
+        .role()
+        .and_then(|arn| arn.rsplit('/').next())
+        .ok_or_else(|| format!("{function} has no execution role"))?;
+    let policy = json!({
+        "Version": "2012-10-17",
+        "Statement": [
+            {"Effect": "Allow", "Action": "sns:Publish", "Resource": topic_arn},
+            {"Effect": "Allow", "Action": "events:PutEvents", "Resource": bus_arn},
+        ],
+    });
+    clients
+        .iam
+        .put_role_policy()
+        .role_name(role)
+        .policy_name("chaos-destinations")
+        .policy_document(policy.to_string())
+        .send()
+        .await
+        .map(|_| ())
+        .map_err(|e| err("the chaos destinations' grant")(&e))
 }
 
 async fn set_env(
