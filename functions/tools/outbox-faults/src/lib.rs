@@ -13,7 +13,7 @@
 //! - **A lagging index** ([`Fault::IndexLag`], `index_lag` in a plan): an eventually
 //!   consistent first page of a global secondary index (a `Query` with `IndexName`,
 //!   a PartiQL `SELECT` from `"table"."index"`) still lists, when the rule fires, the
-//!   items the index listed up to [`INDEX_LAG_MAX_MS`] before, for the partition
+//!   items the index listed up to [`INDEX_LAG_MAX_MS`] (10 s) before, for the partition
 //!   values it reads, that it no longer lists — a message marked `SENT` since
 //!   ([`lag`]; what was listed is kept in files every process shares, [`remembered`]).
 //!   Table reads, consistent reads and next pages never lag.

@@ -1,5 +1,5 @@
 //! Where the index-lag fault keeps what the index listed lately: one file per local
-//! AWS (by endpoint), in a directory every process on the machine shares
+//! AWS (by endpoint) and shape of read, in a directory every process on the machine shares
 //! (`OUTBOX_FAULTS_LAG_DIR`, by default `outbox-faults-index-lag` in the temporary
 //! directory).
 //!
@@ -52,7 +52,9 @@ impl ListingStore {
         now_ms: i64,
         max_age_ms: i64,
     ) -> Vec<Value> {
-        let path = self.dir.join(file_name(endpoint));
+        let path = self
+            .dir
+            .join(file_name(&format!("{endpoint} {}", read.index)));
         let mut listed = std::fs::read_to_string(&path)
             .map(|t| Listed::decode(&t))
             .unwrap_or_default();
@@ -73,11 +75,11 @@ impl ListingStore {
     }
 }
 
-/// An endpoint's file. `DefaultHasher::new` has fixed keys: every process names it
-/// alike.
-fn file_name(endpoint: &str) -> String {
+/// The file of an endpoint's index reads of one shape. `DefaultHasher::new` has
+/// fixed keys: every process names it alike.
+fn file_name(key: &str) -> String {
     let mut h = std::hash::DefaultHasher::new();
-    endpoint.hash(&mut h);
+    key.hash(&mut h);
     format!("{:016x}.json", h.finish())
 }
 
