@@ -96,7 +96,7 @@ fn quoted(text: &str) -> Option<&str> {
 }
 
 /// The items an index listed lately, by index: each with when it was last listed and
-/// the scope of that read. Kept between processes as JSON (see `remembered`).
+/// the partition values it may have (those every read that listed it covered). Kept between processes as JSON (see `remembered`).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Listed {
     by_index: BTreeMap<String, BTreeMap<String, (i64, BTreeSet<String>)>>,
@@ -124,7 +124,14 @@ impl Listed {
             .filter_map(|(item, _)| serde_json::from_str(item).ok())
             .collect();
         for item in fresh_keys {
-            listed.insert(item, (now_ms, read.scope.clone()));
+            // Listed by every read that listed it: its partition value is in each.
+            let scope = match listed.get(&item) {
+                Some((_, known)) if !known.is_disjoint(&read.scope) => {
+                    known.intersection(&read.scope).cloned().collect()
+                }
+                _ => read.scope.clone(),
+            };
+            listed.insert(item, (now_ms, scope));
         }
         stale
     }

@@ -127,3 +127,18 @@ fn extra_items_join_the_answer_and_its_count() {
     assert_eq!(items_of(body).map(|i| i.len()), Some(1));
     assert_eq!(with_items(b"{}", vec![]), None, "not an answer with items");
 }
+
+#[test]
+fn an_item_listed_by_two_reads_belongs_to_what_both_covered() {
+    let m0 = json!({"PK": "A", "SK": "0"});
+    let mut listed = Listed::default();
+    listed.read(&read_of(&["01", "06"]), std::slice::from_ref(&m0), 0, 2_000);
+    listed.read(
+        &read_of(&["06", "07"]),
+        std::slice::from_ref(&m0),
+        100,
+        2_000,
+    );
+    // m0 left the index: a read of 06 alone would still list it
+    assert_eq!(listed.read(&read_of(&["06", "09"]), &[], 200, 2_000), [m0]);
+}
