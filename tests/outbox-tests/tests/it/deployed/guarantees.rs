@@ -160,6 +160,7 @@ async fn five_hundred_messages_through_faults_crashes_and_discards_lose_nothing(
     let report = outbox_devkit::chaos::run(&p.outbox.clients, &p.deployment, &opts)
         .await
         .expect("the chaos run");
+    eprintln!("{}", report.render());
     // Then nothing was lost or phantom, no effect ran twice, FIFO order held, nothing
     // was sent again after its SENT mark, AWS denied no call, and every FAILED
     // message is poison with its dead-letter copy
