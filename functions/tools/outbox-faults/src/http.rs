@@ -1,8 +1,10 @@
 //! The HTTP client wrapper: reads the operation from each request, draws a fault,
-//! and either answers for the service, fails the connection, or lets the request
-//! through (and maybe dies after it).
+//! and either answers for the service, fails the connection, lets the request
+//! through (and maybe dies after it), or answers an index read as a lagging index would.
 
-use crate::plan::{Fault, FaultPlan};
+use crate::lag::{IndexRead, index_read, items_of, with_items};
+use crate::plan::{Fault, FaultPlan, INDEX_LAG_MAX_MS};
+use crate::remembered::ListingStore;
 use aws_smithy_runtime_api::client::http::{
     HttpClient, HttpConnector, HttpConnectorFuture, HttpConnectorSettings, SharedHttpClient,
     SharedHttpConnector,
@@ -12,6 +14,7 @@ use aws_smithy_runtime_api::client::result::ConnectorError;
 use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
 use aws_smithy_runtime_api::http::StatusCode;
 use aws_smithy_types::body::SdkBody;
+use aws_smithy_types::byte_stream::ByteStream;
 use std::sync::{Arc, Mutex};
 
 /// An HTTP client that injects the faults of a [`FaultPlan`] around another client.
@@ -25,6 +28,14 @@ pub struct FaultyHttpClient {
 struct Injector {
     plan: FaultPlan,
     rng: Mutex<fastrand::Rng>,
+    /// What the index listed lately, when the plan lags it.
+    listings: ListingStore,
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
 }
 
 impl FaultyHttpClient {
@@ -33,10 +44,7 @@ impl FaultyHttpClient {
         let rng = seed.map_or_else(fastrand::Rng::new, fastrand::Rng::with_seed);
         FaultyHttpClient {
             inner,
-            injector: Arc::new(Injector {
-                plan,
-                rng: Mutex::new(rng),
-            }),
+            injector: Arc::new(Injector::new(plan, rng)),
         }
     }
 }
@@ -61,22 +69,96 @@ struct FaultyConnector {
 }
 
 impl Injector {
-    fn pick(&self, operation: &str) -> Option<Fault> {
+    fn new(plan: FaultPlan, rng: fastrand::Rng) -> Self {
+        Injector {
+            plan,
+            rng: Mutex::new(rng),
+            listings: ListingStore::from_env(),
+        }
+    }
+
+    fn pick(&self, operation: &str, index_read: bool) -> Option<Fault> {
         let mut rng = self
             .rng
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
-        self.plan.pick(operation, || rng.f64())
+        self.plan.pick_for(operation, index_read, || rng.f64())
+    }
+
+    /// The index read `request` is, if the plan may lag it.
+    fn lags(&self, shape: &Shape, request: &HttpRequest) -> Option<IndexRead> {
+        if !self.plan.injects(Fault::IndexLag) || !shape.service.starts_with("DynamoDB") {
+            return None;
+        }
+        index_read(&shape.operation, request.body().bytes()?)
+    }
+}
+
+impl FaultyConnector {
+    /// Sends an index read, remembers what it listed, and when `lag` drew it adds
+    /// what the index listed lately and no longer does (if anything).
+    fn remembering(
+        &self,
+        operation: String,
+        read: IndexRead,
+        request: HttpRequest,
+        lag: bool,
+    ) -> HttpConnectorFuture {
+        let endpoint = request.uri().to_owned();
+        let sent = self.inner.call(request);
+        let injector = self.injector.clone();
+        HttpConnectorFuture::new(async move {
+            let mut response = sent.await?;
+            if !response.status().is_success() {
+                return Ok(response);
+            }
+            let body = std::mem::replace(response.body_mut(), SdkBody::taken());
+            let body = ByteStream::new(body)
+                .collect()
+                .await
+                .map_err(|e| ConnectorError::io(e.into()))?
+                .to_vec();
+            let Some(fresh) = items_of(&body) else {
+                *response.body_mut() = SdkBody::from(body);
+                return Ok(response);
+            };
+            let max_age = i64::try_from(INDEX_LAG_MAX_MS).unwrap_or(i64::MAX);
+            let stale = injector
+                .listings
+                .read(&endpoint, &read, &fresh, now_ms(), max_age);
+            let lagged = (lag && !stale.is_empty())
+                .then(|| with_items(&body, stale))
+                .flatten();
+            let Some(lagged) = lagged else {
+                *response.body_mut() = SdkBody::from(body);
+                return Ok(response);
+            };
+            tracing::warn!(%operation, fault = %Fault::IndexLag, "injected fault");
+            // The answer changed: its checksum and length no longer hold.
+            response.headers_mut().remove("x-amz-crc32");
+            response
+                .headers_mut()
+                .insert("content-length", lagged.len().to_string());
+            *response.body_mut() = SdkBody::from(lagged);
+            Ok(response)
+        })
     }
 }
 
 impl HttpConnector for FaultyConnector {
     fn call(&self, request: HttpRequest) -> HttpConnectorFuture {
         let request_shape = Shape::of(&request);
-        let Some(fault) = self.injector.pick(&request_shape.operation) else {
-            return self.inner.call(request);
-        };
+        let read = self.injector.lags(&request_shape, &request);
         let operation = request_shape.operation.clone();
+        let fault = self.injector.pick(&operation, read.is_some());
+        let fault = match (fault, read) {
+            (None, Some(read)) => return self.remembering(operation, read, request, false),
+            (None, None) => return self.inner.call(request),
+            (Some(Fault::IndexLag), Some(read)) => {
+                return self.remembering(operation, read, request, true);
+            }
+            (Some(fault), _) => fault,
+        };
         tracing::warn!(%operation, %fault, "injected fault");
         match fault {
             Fault::Throttle | Fault::ServerError => {
@@ -104,6 +186,8 @@ impl HttpConnector for FaultyConnector {
                 .into(),
             ))),
             Fault::CrashBefore => crash(&operation, "before sending"),
+            // Served above: it answers, it does not fail.
+            Fault::IndexLag => self.inner.call(request),
             Fault::Hang => {
                 let sent = self.inner.call(request);
                 HttpConnectorFuture::new(async move {
@@ -247,6 +331,11 @@ mod tests {
             injector: Arc::new(Injector {
                 plan: plan.parse().expect("a valid plan"),
                 rng: Mutex::new(fastrand::Rng::with_seed(1)),
+                listings: ListingStore::in_dir(std::env::temp_dir().join(format!(
+                    "outbox-faults-http-test-{}-{}",
+                    std::process::id(),
+                    fastrand::u64(..)
+                ))),
             }),
         }
     }
@@ -292,5 +381,77 @@ mod tests {
         // Before the fix this aborted the test process.
         let answer = connector.call(request).await.expect("an answer");
         assert_eq!(answer.status().as_u16(), 400);
+    }
+
+    /// A service whose index lists, at the n-th call, the items after the n-th: one
+    /// more leaves it at every call (marked `SENT`).
+    #[derive(Debug, Default, Clone)]
+    struct Draining(Arc<std::sync::atomic::AtomicUsize>);
+
+    impl HttpConnector for Draining {
+        fn call(&self, _request: HttpRequest) -> HttpConnectorFuture {
+            let n = self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            let items: Vec<String> = (n..3)
+                .map(|i| format!(r#"{{"SK":{{"S":"m{i}"}}}}"#))
+                .collect();
+            let body = format!(
+                r#"{{"Count":{},"Items":[{}]}}"#,
+                items.len(),
+                items.join(",")
+            );
+            let status = StatusCode::try_from(200).expect("a valid status");
+            let mut response = HttpResponse::new(status, SdkBody::from(body));
+            response.headers_mut().insert("x-amz-crc32", "1");
+            HttpConnectorFuture::ready(Ok(response))
+        }
+    }
+
+    fn query(body: &'static str) -> HttpRequest {
+        let mut request = HttpRequest::new(SdkBody::from(body));
+        request
+            .headers_mut()
+            .insert("x-amz-target", "DynamoDB_20120810.Query");
+        request
+    }
+
+    /// The sort keys an answer lists, and whether it kept its checksum.
+    async fn listed(connector: &FaultyConnector, request: HttpRequest) -> (Vec<String>, bool) {
+        let mut answer = connector.call(request).await.expect("an answer");
+        let body = answer.take_body();
+        let items = crate::lag::items_of(body.bytes().unwrap_or_default()).unwrap_or_default();
+        let keys = items
+            .iter()
+            .filter_map(|i| i["SK"]["S"].as_str().map(str::to_owned))
+            .collect();
+        (keys, answer.headers().get("x-amz-crc32").is_some())
+    }
+
+    #[tokio::test]
+    async fn a_lagging_index_read_still_lists_what_left_the_index_and_a_table_read_never_does() {
+        let connector = faulty("Query:index_lag:1", Draining::default());
+        let index =
+            r#"{"TableName":"t","IndexName":"i","ExpressionAttributeValues":{":s":{"S":"03"}}}"#;
+        assert_eq!(
+            listed(&connector, query(index)).await,
+            (vec!["m0".into(), "m1".into(), "m2".into()], true)
+        );
+        let (keys, checksum) = listed(&connector, query(index)).await;
+        assert_eq!(
+            keys,
+            ["m1", "m2", "m0"],
+            "m0 left the index and is still listed"
+        );
+        assert!(
+            !checksum,
+            "a changed answer carries no checksum of the old one"
+        );
+        let connector = faulty("Query:index_lag:1", Draining::default());
+        let table = r#"{"TableName":"t","ExpressionAttributeValues":{":pk":{"S":"A"}}}"#;
+        listed(&connector, query(table)).await;
+        assert_eq!(listed(&connector, query(table)).await.0, ["m1", "m2"]);
+        let connector = faulty("Query:index_lag:1", Draining::default());
+        let consistent = r#"{"TableName":"t","IndexName":"i","ConsistentRead":true,"ExpressionAttributeValues":{":s":{"S":"03"}}}"#;
+        listed(&connector, query(consistent)).await;
+        assert_eq!(listed(&connector, query(consistent)).await.0, ["m1", "m2"]);
     }
 }

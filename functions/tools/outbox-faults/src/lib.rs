@@ -8,17 +8,38 @@
 //! the code above it cannot tell an injected failure from a real one. A crash is a
 //! real process abort: Lambda (or the local AWS) sees the invocation die.
 //!
+//! Two rules of AWS the local AWS is kinder about are produced here too:
+//!
+//! - **A lagging index** ([`Fault::IndexLag`], `index_lag` in a plan): an eventually
+//!   consistent first page of a global secondary index (a `Query` with `IndexName`,
+//!   a PartiQL `SELECT` from `"table"."index"`) still lists, when the rule fires, the
+//!   items the index listed up to [`INDEX_LAG_MAX_MS`] (10 s) before, for the partition
+//!   values it reads, that it no longer lists — a message marked `SENT` since
+//!   ([`lag`]; what was listed is kept in files every process shares, [`remembered`]).
+//!   Table reads, consistent reads and next pages never lag.
+//! - **Lambda's stream redelivery** ([`replay`]): the local AWS ignores partial batch
+//!   responses; with `OUTBOX_FAULTS_REDELIVER=<retries>[:<share>]` the publisher
+//!   hands its own handler the records from the lowest one it reported, as the next
+//!   invocation would get them, up to `<retries>` times, and after a `<share>` of
+//!   successful batches a drawn suffix of the batch again (an answer the mapping
+//!   never got). Each is logged as [`replay::REPLAY_LOG`], with counts only.
+//!
 //! The binaries compile it in only with their `fault-injection` cargo feature, which
 //! refuses to build in release mode; it is switched on at run time by the
-//! `OUTBOX_FAULTS` variable (see [`FaultPlan`]) and `OUTBOX_FAULTS_SEED` (optional,
-//! for a repeatable sequence). Without `OUTBOX_FAULTS` nothing changes.
+//! `OUTBOX_FAULTS` variable (see [`FaultPlan`]), `OUTBOX_FAULTS_SEED` (optional,
+//! for a repeatable sequence; each process mixes in its id, as the local AWS runs
+//! every invocation in a new process) and, in the publisher, `OUTBOX_FAULTS_REDELIVER`.
+//! Without them nothing changes.
 #![warn(missing_docs)]
 
 mod http;
+pub mod lag;
 mod plan;
+pub mod remembered;
+pub mod replay;
 
 pub use http::FaultyHttpClient;
-pub use plan::{Fault, FaultPlan, PlanError, Rule};
+pub use plan::{Fault, FaultPlan, INDEX_LAG_MAX_MS, PlanError, Rule};
 
 /// The variable holding the plan.
 pub const FAULTS_VAR: &str = "OUTBOX_FAULTS";
@@ -35,9 +56,20 @@ pub fn from_env(config: aws_config::SdkConfig) -> Result<aws_config::SdkConfig, 
         return Ok(config);
     };
     let plan: FaultPlan = text.parse()?;
-    let seed = std::env::var(SEED_VAR).ok().and_then(|s| s.parse().ok());
+    // Mixed with the process id: the local AWS starts a process per invocation, and
+    // the same seed in each would draw the same fault for the n-th call of every one.
+    let seed = std::env::var(SEED_VAR)
+        .ok()
+        .and_then(|s| s.parse::<u64>().ok())
+        .map(|s| per_process(s, std::process::id()));
     tracing::warn!(plan = %text, "fault injection is on: this build is for tests only");
     Ok(with_plan(config, plan, seed))
+}
+
+/// A process's own seed from the configured one: repeatable for a given process id,
+/// different between processes.
+fn per_process(seed: u64, pid: u32) -> u64 {
+    seed ^ u64::from(pid).wrapping_mul(0x9E37_79B9_7F4A_7C15)
 }
 
 /// Wraps the HTTP client of `config` so that requests fail as `plan` says.
@@ -59,4 +91,15 @@ pub fn with_plan(
         .into_builder()
         .http_client(FaultyHttpClient::new(inner, plan, seed))
         .build()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_process_draws_its_own_sequence_from_one_seed() {
+        assert_eq!(per_process(7, 100), per_process(7, 100), "repeatable");
+        assert_ne!(per_process(7, 100), per_process(7, 101));
+    }
 }

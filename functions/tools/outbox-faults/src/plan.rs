@@ -31,7 +31,22 @@ pub enum Fault {
     /// own timeouts end the call. (Sent whole: a request whose body is never read is
     /// a stalled upload, which the SDK's stalled-stream protection already catches.)
     Hang,
+    /// A read of a global secondary index (the first page of a `Query` or a PartiQL
+    /// `SELECT` naming an index, never a consistent read, never a table read) still
+    /// lists what the index listed up to [`INDEX_LAG_MAX_MS`] before for the same
+    /// partition values and no longer does: an item marked `SENT` since. The request
+    /// is sent and answered; the items are added to its answer. Any other request
+    /// ignores the rule.
+    IndexLag,
 }
+
+/// How long an item that left an index may still be listed by a lagging read. AWS
+/// says its indexes follow the table within a fraction of a second under normal
+/// conditions; the local AWS starts a process for every invocation, so two reads of
+/// the same shards come seconds apart, and a window shorter than that never shows.
+/// The fault only adds items that left the index (it never hides one), so a longer
+/// window is no kinder: it lists more of what is no longer there.
+pub const INDEX_LAG_MAX_MS: u64 = 10_000;
 
 impl Fault {
     /// Its name in the configuration.
@@ -45,10 +60,11 @@ impl Fault {
             Fault::CrashBefore => "crash_before",
             Fault::CrashAfter => "crash_after",
             Fault::Hang => "hang",
+            Fault::IndexLag => "index_lag",
         }
     }
 
-    const ALL: [Fault; 8] = [
+    const ALL: [Fault; 9] = [
         Fault::Throttle,
         Fault::ServerError,
         Fault::Timeout,
@@ -57,6 +73,7 @@ impl Fault {
         Fault::CrashBefore,
         Fault::CrashAfter,
         Fault::Hang,
+        Fault::IndexLag,
     ];
 }
 
@@ -80,7 +97,7 @@ pub struct Rule {
 /// The configuration could not be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "OUTBOX_FAULTS: `{rule}`: {reason}. Write rules as `operation:fault:probability` separated by `;`, e.g. `SendMessageBatch:crash_after:0.3;*:throttle:0.05`; faults: throttle, server_error, timeout, reset, lost_response, crash_before, crash_after, hang"
+    "OUTBOX_FAULTS: `{rule}`: {reason}. Write rules as `operation:fault:probability` separated by `;`, e.g. `SendMessageBatch:crash_after:0.3;*:throttle:0.05`; faults: throttle, server_error, timeout, reset, lost_response, crash_before, crash_after, hang, index_lag"
 )]
 pub struct PlanError {
     rule: String,
@@ -151,12 +168,31 @@ impl FaultPlan {
         &self.rules
     }
 
+    /// Whether some rule injects `fault`.
+    pub fn injects(&self, fault: Fault) -> bool {
+        self.rules.iter().any(|r| r.fault == fault)
+    }
+
+    /// The fault for one request to `operation` that is not an index read (see
+    /// [`FaultPlan::pick_for`]).
+    pub fn pick(&self, operation: &str, draw: impl FnMut() -> f64) -> Option<Fault> {
+        self.pick_for(operation, false, draw)
+    }
+
     /// The fault for one request to `operation`, given one uniform draw in `[0, 1)`
-    /// per rule (`draw` is called once for each rule that names the operation).
-    pub fn pick(&self, operation: &str, mut draw: impl FnMut() -> f64) -> Option<Fault> {
+    /// per rule (`draw` is called once for each rule that applies). An
+    /// [`Fault::IndexLag`] rule applies only when `index_read` (the request is an
+    /// eventually consistent read of an index): on any other request it cannot fire.
+    pub fn pick_for(
+        &self,
+        operation: &str,
+        index_read: bool,
+        mut draw: impl FnMut() -> f64,
+    ) -> Option<Fault> {
         self.rules
             .iter()
             .filter(|r| r.operation.as_deref().is_none_or(|o| o == operation))
+            .filter(|r| index_read || r.fault != Fault::IndexLag)
             .find(|r| draw() < r.probability)
             .map(|r| r.fault)
     }
@@ -221,5 +257,18 @@ mod tests {
         );
         assert_eq!(plan.pick("SendMessageBatch", || 0.6), None);
         assert_eq!(plan.pick("Query", || 0.4), Some(Fault::ServerError));
+    }
+
+    #[test]
+    fn an_index_lag_rule_fires_only_on_an_index_read() {
+        let plan: FaultPlan = "*:index_lag:0.5;*:throttle:0.5".parse().unwrap_or_default();
+        assert!(plan.injects(Fault::IndexLag) && !plan.injects(Fault::Hang));
+        assert_eq!(plan.pick_for("Query", true, || 0.1), Some(Fault::IndexLag));
+        assert_eq!(
+            plan.pick_for("Query", false, || 0.1),
+            Some(Fault::Throttle),
+            "a table read: the lag rule is skipped, the next one draws"
+        );
+        assert_eq!(plan.pick("PutItem", || 0.1), Some(Fault::Throttle));
     }
 }

@@ -1,6 +1,8 @@
 //! Turning a deployed stack into a chaos run: an SNS topic and an EventBridge bus as
 //! extra destinations, each with a queue and an orders consumer behind it (as a user
-//! would add them), fault plans on every function, short visibility timeouts, and a
+//! would add them, with their grants on the publisher's and the sweeper's roles), fault plans on every function (a lagging index for the two that
+//! read it), Lambda's stream redelivery applied by the publisher to its own answers
+//! (the local AWS ignores partial batch responses), short visibility timeouts, and a
 //! stream mapping that discards records after a few seconds of failure.
 
 use crate::aws::Clients;
@@ -51,13 +53,17 @@ pub async fn prepare(
     let bus_url = queue_with_dlq(clients, &bus_queue).await?;
     let topic_arn = sns_to_queue(clients, &d.prefix, &sns_url).await?;
     let bus_arn = bus_to_queue(clients, &d.prefix, &bus_url).await?;
+    for function in [&d.publisher, &d.sweeper] {
+        grant_destinations(clients, function, &topic_arn, &bus_arn).await?;
+    }
     let mut routes = d.routes.clone();
     routes.insert(TOPIC_SNS.into(), Value::String(topic_arn));
     routes.insert(TOPIC_BUS.into(), Value::String(bus_arn));
     let routes = serde_json::to_string(&routes).map_err(|e| e.to_string())?;
-    for (function, plan) in [
-        (&d.publisher, &plans.publisher),
-        (&d.sweeper, &plans.sweeper),
+    let redeliver = plans.redelivery(d);
+    for (function, plan, redeliver) in [
+        (&d.publisher, &plans.publisher, Some(redeliver.as_str())),
+        (&d.sweeper, &plans.sweeper, None),
     ] {
         set_env(
             clients,
@@ -66,6 +72,7 @@ pub async fn prepare(
             &[
                 ("OUTBOX_ROUTES", Some(&routes)),
                 ("OUTBOX_FAULTS", Some(plan)),
+                (outbox_faults::replay::REDELIVER_VAR, redeliver),
             ],
         )
         .await?;
@@ -127,13 +134,24 @@ pub struct FaultPlans {
     pub consumer: String,
     /// The producer's (applied to the workload's own client).
     pub producer: String,
+    /// The share of the publisher's successful batches delivered again anyway.
+    pub redeliver_after_success: f64,
 }
+
+/// The most redeliveries the publisher gives itself per batch (Lambda's budget is the
+/// mapping's `MaximumRetryAttempts`, up to 10,000; a few show the rule).
+pub const MAX_REDELIVERIES: i32 = 5;
 
 impl FaultPlans {
     /// About `rate` of every function's AWS calls fail, spread over throttling, 5xx,
-    /// timeouts, resets and lost answers; crashes come on top.
+    /// timeouts, resets and lost answers; crashes come on top. Ten times `rate` of the
+    /// index reads of the publisher and the sweeper (the order fence's) lag, and four
+    /// times `rate` of the publisher's successful batches are delivered again: an index
+    /// lags all the time, not as a rare failure (a read shows it only if the same read
+    /// came within the lag window), and a batch delivered again after a success is
+    /// the one case of redelivery that does not need a fault first.
     pub fn at(rate: f64) -> Self {
-        let share = |f: f64| format!("{:.4}", rate * f);
+        let share = |f: f64| format!("{:.4}", (rate * f).min(1.0));
         let common = format!(
             "*:throttle:{};*:server_error:{};*:timeout:{};*:reset:{};*:lost_response:{}",
             share(0.3),
@@ -144,9 +162,13 @@ impl FaultPlans {
         );
         FaultPlans {
             publisher: format!(
-                "SendMessageBatch:crash_after:0.01;UpdateItem:crash_before:0.005;{common}"
+                "*:index_lag:{lag};SendMessageBatch:crash_after:0.01;UpdateItem:crash_before:0.005;{common}",
+                lag = share(10.0)
             ),
-            sweeper: format!("SendMessageBatch:crash_after:0.01;{common}"),
+            sweeper: format!(
+                "*:index_lag:{lag};SendMessageBatch:crash_after:0.01;{common}",
+                lag = share(10.0)
+            ),
             recovery: common.clone(),
             consumer: format!("PutItem:crash_after:0.005;{common}"),
             producer: format!(
@@ -154,8 +176,60 @@ impl FaultPlans {
                 share(0.5),
                 share(0.5)
             ),
+            redeliver_after_success: (rate * 4.0).min(1.0),
         }
     }
+
+    /// The publisher's `OUTBOX_FAULTS_REDELIVER`: the stream mapping's own
+    /// `MaximumRetryAttempts` (at most [`MAX_REDELIVERIES`]), and the share of
+    /// successful batches delivered again.
+    pub fn redelivery(&self, d: &Deployment) -> String {
+        let retries = d
+            .stream_mapping
+            .maximum_retry_attempts()
+            .filter(|n| (0..MAX_REDELIVERIES).contains(n))
+            .unwrap_or(MAX_REDELIVERIES);
+        format!("{retries}:{:.4}", self.redeliver_after_success)
+    }
+}
+
+/// Lets `function` publish to the topic and the bus the setup added, as a user adds
+/// a destination's grant beside its route: the local AWS checks IAM, and the stack's
+/// roles grant only the destinations it was deployed with.
+async fn grant_destinations(
+    clients: &Clients,
+    function: &str,
+    topic_arn: &str,
+    bus_arn: &str,
+) -> Result<(), String> {
+    let config = clients
+        .lambda
+        .get_function_configuration()
+        .function_name(function)
+        .send()
+        .await
+        .map_err(|e| err("function configuration")(&e))?;
+    let role = config
+        .role()
+        .and_then(|arn| arn.rsplit('/').next())
+        .ok_or_else(|| format!("{function} has no execution role"))?;
+    let policy = json!({
+        "Version": "2012-10-17",
+        "Statement": [
+            {"Effect": "Allow", "Action": "sns:Publish", "Resource": topic_arn},
+            {"Effect": "Allow", "Action": "events:PutEvents", "Resource": bus_arn},
+        ],
+    });
+    clients
+        .iam
+        .put_role_policy()
+        .role_name(role)
+        .policy_name("chaos-destinations")
+        .policy_document(policy.to_string())
+        .send()
+        .await
+        .map(|_| ())
+        .map_err(|e| err("the chaos destinations' grant")(&e))
 }
 
 async fn set_env(

@@ -51,6 +51,10 @@ pub struct Observed {
     pub crashes: usize,
     /// Calls AWS denied, from every function's `AccessDenied` metric.
     pub iam_denials: usize,
+    /// Stream batches the publisher delivered to itself again (Lambda's rule).
+    pub replays: usize,
+    /// Index reads answered with an earlier answer (the index-lag fault).
+    pub lagged_reads: usize,
 }
 
 /// Builds the report.
@@ -63,6 +67,8 @@ pub fn verdict(planned: &[(Planned, Committed)], seen: &Observed) -> ChaosReport
         faults_injected: seen.faults_injected,
         crashes: seen.crashes,
         iam_denials: seen.iam_denials,
+        replays: seen.replays,
+        lagged_reads: seen.lagged_reads,
         ..ChaosReport::default()
     };
     let committed: Vec<&Planned> = planned

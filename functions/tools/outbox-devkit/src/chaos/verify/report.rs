@@ -46,6 +46,12 @@ pub struct ChaosReport {
     pub faults_injected: usize,
     /// Process crashes.
     pub crashes: usize,
+    /// Stream batches the publisher delivered to itself again, from the lowest
+    /// reported record or after a success (Lambda's rule; the local AWS ignores it).
+    pub replays: usize,
+    /// Index reads answered with an earlier answer to the same request (the
+    /// index-lag fault; counted among the faults too).
+    pub lagged_reads: usize,
     /// The share of every function's AWS calls set to fail (crashes on top).
     pub fault_rate: f64,
     /// Examples of what went wrong.
@@ -81,6 +87,17 @@ impl ChaosReport {
                 self.crashes,
                 self.fault_rate * 100.0
             ),
+        );
+        line(
+            "stream batches delivered again",
+            format!(
+                "{} (Lambda's redelivery rule, applied by the publisher)",
+                self.replays
+            ),
+        );
+        line(
+            "index reads answered stale",
+            format!("{} (of the faults)", self.lagged_reads),
         );
         line("lost", self.lost.to_string());
         line("still PENDING at the end", self.pending.to_string());
