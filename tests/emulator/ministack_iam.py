@@ -1,4 +1,4 @@
-"""Start the pinned MiniStack with IAM checked as AWS checks PartiQL and batch calls.
+"""Start the pinned MiniStack with IAM checked as AWS checks PartiQL, batch and stream calls.
 
 MiniStack (AUTH=true) evaluates every call against the caller's policies, but it
 names some calls by their API operation where AWS has no such IAM action:
@@ -22,6 +22,17 @@ on `arn:aws:dynamodb:<region>:<account>:table/<table>[/index/<index>]`. A
 key a policy uses to refuse scans; with a `WHERE` clause it is `false` here, where
 AWS decides by whether the clause restricts the partition key: an approximation that
 can only let a scan that names a `WHERE` clause pass).
+
+3. **DynamoDB Streams.** AWS authorises `DescribeStream`, `GetShardIterator` and
+   `GetRecords` on the stream's ARN (the request's `StreamArn`, or the stream the
+   `ShardIterator` was issued for). MiniStack reads only `TableName`/`RequestItems`,
+   so a stream call is checked against no resource and a role granted exactly the
+   stream is denied. The launcher names the stream (MiniStack's iterators carry it).
+4. **`dynamodb:LeadingKeys`.** AWS sets it to the partition key value of the item a
+   single-item call names (`GetItem`, `PutItem`, `UpdateItem`, `DeleteItem`: the
+   `Key`, or the `Item` of a put); MiniStack never sets it, so a grant conditioned on
+   it (the sweeper's `PutItem` of its scan cursors) is denied. The launcher sets it
+   from the table's key schema (not for queries, scans or batches).
 
 Without this correction a role granted exactly what AWS requires is denied locally,
 and a role granted `dynamodb:ExecuteStatement` on `*` (which AWS ignores) is allowed.
@@ -129,6 +140,64 @@ def checks(body, region, account_id):
     return found
 
 
+def _json(body):
+    try:
+        data = json.loads(body or b"{}")
+    except (json.JSONDecodeError, TypeError, UnicodeDecodeError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def stream_resource(body, decode_iterator):
+    """The stream ARN a Streams request is authorised on, or None: its `StreamArn`,
+    else the stream its `ShardIterator` (decoded by `decode_iterator`) was issued for."""
+    data = _json(body)
+    arn = data.get("StreamArn")
+    if isinstance(arn, str) and arn:
+        return arn
+    iterator = data.get("ShardIterator")
+    decoded = decode_iterator(iterator) if isinstance(iterator, str) and iterator else None
+    arn = decoded.get("arn") if isinstance(decoded, dict) else None
+    return arn if isinstance(arn, str) and arn else None
+
+
+def _key_text(value):
+    """A key attribute's value as IAM compares it: the text of an S, N or B value."""
+    if isinstance(value, dict) and len(value) == 1:
+        (kind, text), = value.items()
+        if kind in ("S", "N", "B") and isinstance(text, str):
+            return text
+    return None
+
+
+def leading_keys(body, partition_key_of):
+    """`dynamodb:LeadingKeys` of a single-item call (a one-value list), or None:
+    `partition_key_of(table)` names the table's partition key attribute. A request
+    that names one table and an `Item` (a put) or a `Key` (a get, update or delete) is
+    a single-item call; queries, scans and batches name neither."""
+    data = _json(body)
+    table = data.get("TableName")
+    named = data.get("Item", data.get("Key"))
+    pk = partition_key_of(table) if isinstance(table, str) and isinstance(named, dict) else None
+    value = _key_text(named.get(pk)) if pk else None
+    return [value] if value is not None else None
+
+
+def _partition_key_of(table):
+    """The partition key attribute of `table` in MiniStack's own state (this request's
+    account and region), or None."""
+    from ministack.services import dynamodb
+
+    found = dynamodb._tables.get(table)
+    return found.get("pk_name") if isinstance(found, dict) else None
+
+
+def _decode_iterator(token):
+    from ministack.services import dynamodb_streams
+
+    return dynamodb_streams._decode_iterator(token)
+
+
 def patch(iam_actions):
     """Correct MiniStack's mapping of PartiQL calls in its `iam_actions` module."""
     extract_action = iam_actions.extract_iam_action
@@ -147,6 +216,10 @@ def patch(iam_actions):
         if service == "dynamodb" and _operation(headers) in _PARTIQL_OPERATIONS:
             found = checks(body, region, account_id)
             return found[0][1] if found else "*"
+        if service in ("dynamodb", "dynamodbstreams") and "Streams" in headers.get("x-amz-target", ""):
+            stream = stream_resource(body, _decode_iterator)
+            if stream:
+                return stream
         return extract_resource(service, method, path, headers, body, query_params, region, account_id)
 
     def corrected_checks(iam_action, body, region, account_id):
@@ -163,6 +236,9 @@ def patch(iam_actions):
         scan = full_table_scan(statements[0]) if len(statements) == 1 else None
         if scan is not None:
             context["dynamodb:FullTableScan"] = scan
+        keys = leading_keys(body, _partition_key_of)
+        if keys is not None:
+            context["dynamodb:LeadingKeys"] = keys
         return context
 
     iam_actions.extract_iam_action = corrected_action

@@ -1,4 +1,5 @@
-"""The PartiQL correction of ministack_iam.py, against the pinned MiniStack.
+"""The corrections of ministack_iam.py (PartiQL, batch calls, streams, leading keys),
+against the pinned MiniStack.
 
     .venv/ministack/bin/python -m unittest discover -s tests/emulator -p 'test_*.py'
 
@@ -62,6 +63,27 @@ class StatementMapping(unittest.TestCase):
         self.assertEqual(ministack_iam.full_table_scan('SELECT * FROM "t"'), "true")
         self.assertEqual(ministack_iam.full_table_scan('SELECT * FROM "t" WHERE pk = ?'), "false")
         self.assertIsNone(ministack_iam.full_table_scan('UPDATE "t" SET a = ? WHERE pk = ?'))
+
+    def test_a_stream_call_is_authorised_on_its_stream(self):
+        from ministack.services import dynamodb_streams
+
+        arn = f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/t/stream/2024-01-01T00:00:00.000"
+        body = json.dumps({"StreamArn": arn, "ShardId": "s", "ShardIteratorType": "TRIM_HORIZON"}).encode()
+        self.assertEqual(ministack_iam.stream_resource(body, dynamodb_streams._decode_iterator), arn)
+        iterator = dynamodb_streams._encode_iterator("t", "s", 0, stream_arn=arn)
+        body = json.dumps({"ShardIterator": iterator}).encode()
+        self.assertEqual(ministack_iam.stream_resource(body, dynamodb_streams._decode_iterator), arn)
+        self.assertIsNone(ministack_iam.stream_resource(b"{}", dynamodb_streams._decode_iterator))
+
+    def test_leading_keys_are_the_partition_key_of_a_single_item_call(self):
+        pk_of = {"t": "PK"}.get
+        put = json.dumps({"TableName": "t", "Item": {"PK": {"S": "OUTBOX#SWEEPER"}, "SK": {"S": "x"}}})
+        self.assertEqual(ministack_iam.leading_keys(put.encode(), pk_of), ["OUTBOX#SWEEPER"])
+        update = json.dumps({"TableName": "t", "Key": {"PK": {"N": "7"}, "SK": {"S": "x"}}})
+        self.assertEqual(ministack_iam.leading_keys(update.encode(), pk_of), ["7"])
+        query = json.dumps({"TableName": "t", "KeyConditionExpression": "PK = :p"})
+        self.assertIsNone(ministack_iam.leading_keys(query.encode(), pk_of))
+        self.assertIsNone(ministack_iam.leading_keys(b'{"RequestItems": {}}', pk_of))
 
     def test_unpatched_ministack_still_asks_for_batch_actions_aws_does_not_have(self):
         from ministack.core import iam_actions
@@ -186,6 +208,48 @@ class EnforcedOnMiniStack(unittest.TestCase):
         message = self.denied_action(lambda: sender.delete_message_batch(
             QueueUrl=url, Entries=[{"Id": "1", "ReceiptHandle": "h"}]))
         self.assertIn("sqs:DeleteMessage ", message + " ")
+
+    def test_a_role_granted_exactly_the_stream_reads_it(self):
+        db = self.client("dynamodb", "test", "test")
+        created = db.create_table(
+            TableName="stream-iam", BillingMode="PAY_PER_REQUEST",
+            AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+            StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_IMAGE"})
+        stream = created["TableDescription"]["LatestStreamArn"]
+        db.put_item(TableName="stream-iam", Item={"pk": {"S": "a"}})
+        root = self.client("iam", "test", "test")
+        root.create_user(UserName="stream-reader")
+        root.put_user_policy(UserName="stream-reader", PolicyName="the-stream", PolicyDocument=json.dumps({
+            "Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Resource": stream, "Action": [
+                "dynamodb:DescribeStream", "dynamodb:GetShardIterator", "dynamodb:GetRecords"]}]}))
+        key = root.create_access_key(UserName="stream-reader")["AccessKey"]
+        reader = self.client("dynamodbstreams", key["AccessKeyId"], key["SecretAccessKey"])
+        shard = reader.describe_stream(StreamArn=stream)["StreamDescription"]["Shards"][0]["ShardId"]
+        iterator = reader.get_shard_iterator(
+            StreamArn=stream, ShardId=shard, ShardIteratorType="TRIM_HORIZON")["ShardIterator"]
+        records = reader.get_records(ShardIterator=iterator)["Records"]
+        self.assertEqual([r["dynamodb"]["Keys"]["pk"]["S"] for r in records], ["a"])
+        other = stream.replace("stream-iam", "elsewhere")
+        message = self.denied_action(lambda: reader.get_shard_iterator(
+            StreamArn=other, ShardId=shard, ShardIteratorType="TRIM_HORIZON"))
+        self.assertIn("dynamodb:GetShardIterator", message)
+
+    def test_a_put_conditioned_on_its_leading_key_is_allowed_for_that_key_only(self):
+        table_arn = f"arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/{TABLE}"
+        root = self.client("iam", "test", "test")
+        root.create_user(UserName="cursor-writer")
+        root.put_user_policy(UserName="cursor-writer", PolicyName="cursors", PolicyDocument=json.dumps({
+            "Version": "2012-10-17", "Statement": [{
+                "Effect": "Allow", "Action": "dynamodb:PutItem", "Resource": table_arn,
+                "Condition": {"ForAllValues:StringEquals": {"dynamodb:LeadingKeys": ["OUTBOX#SWEEPER"]},
+                              "Null": {"dynamodb:LeadingKeys": "false"}}}]}))
+        key = root.create_access_key(UserName="cursor-writer")["AccessKey"]
+        writer = self.client("dynamodb", key["AccessKeyId"], key["SecretAccessKey"])
+        writer.put_item(TableName=TABLE, Item={"pk": {"S": "OUTBOX#SWEEPER"}, "shard": {"S": "zz"}})
+        message = self.denied_action(lambda: writer.put_item(
+            TableName=TABLE, Item={"pk": {"S": "USER#1"}, "shard": {"S": "zz"}}))
+        self.assertIn("dynamodb:PutItem", message)
 
     def test_a_batch_update_is_denied_naming_partiql_update(self):
         message = self.denied_action(lambda: self.reader.batch_execute_statement(Statements=[
