@@ -3,7 +3,8 @@
 use crate::fixture::Fixture;
 use crate::params::{Consumer as Strategy, Kind, Mutation, Params};
 use crate::state::{
-    Consumer, Copy, GuardKey, Inv, Item, Phase, Record, Shard, State, Status, TxnState, Work, bit,
+    Consumer, Copy, GuardKey, Inv, Item, Out, Phase, Record, Shard, State, Status, TxnState, Work,
+    bit,
 };
 use aws_lambda_events::event::sqs::{SqsMessage, SqsMessageAttribute};
 use dynamodb_outbox_core::publish::{Work as CodeWork, WorkItem};
@@ -234,6 +235,16 @@ impl OutboxModel {
 
     /// The mapping after an invocation: checkpoint at the lowest reported failure
     /// (`None`: the function failed as a whole, so bisect, or count a retry).
+    /// Whether the handler's partial batch response reports a record with this
+    /// outcome (`Outcome::needs_retry`, or the code before the overtaking gap was
+    /// closed: `UnknownNotReported`).
+    fn reported(&self, out: Out) -> bool {
+        if out == Out::Unknown && self.params.has(Mutation::UnknownNotReported) {
+            return false;
+        }
+        crate::delivery::outcome_of(out).needs_retry()
+    }
+
     fn esm_after(&self, s: &mut State, shard: u8, from: u8, to: u8, failed: Option<Option<u8>>) {
         let batch = self.params.batch_size;
         let retries = self.params.esm_retries;
@@ -651,7 +662,7 @@ impl Model for OutboxModel {
                             let failed = publish
                                 .outcome
                                 .iter()
-                                .position(|o| crate::delivery::outcome_of(*o).needs_retry())
+                                .position(|o| self.reported(*o))
                                 .and_then(|p| u8::try_from(p).ok());
                             self.esm_after(&mut s, shard, from, to, Some(failed));
                         } else {

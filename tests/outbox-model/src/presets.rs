@@ -72,12 +72,13 @@ pub fn ci() -> Vec<(&'static str, Params)> {
             },
         ),
         (
-            "FIFO destination, a lagging index, two transactions in separate batches, a faulty call",
+            "FIFO destination, an index lagging marks and writes, two transactions in separate batches, a faulty call",
             Params {
                 txns: vec![Txn::library(0, 1), Txn::library(0, 1)],
                 fifo: true,
                 batch_size: 1,
                 index_lag: true,
+                index_lags_writes: true,
                 crashes: 0,
                 ..Params::default()
             },
@@ -142,12 +143,13 @@ pub fn deep() -> Vec<(&'static str, Params)> {
             },
         ),
         (
-            "FIFO, a lagging index, two transactions in separate batches, a crash and a faulty call",
+            "FIFO, an index lagging marks and writes, two transactions in separate batches, a crash and a faulty call",
             Params {
                 txns: vec![Txn::library(0, 1), Txn::library(0, 1)],
                 fifo: true,
                 batch_size: 1,
                 index_lag: true,
+                index_lags_writes: true,
                 ..Params::default()
             },
         ),

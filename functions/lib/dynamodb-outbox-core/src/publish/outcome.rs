@@ -55,10 +55,14 @@ pub enum Outcome {
     },
     /// Not attempted: routed to a FIFO destination, and the order fence could not
     /// tell whether an earlier message of its aggregate is still pending (its read
-    /// failed or stopped at its bound). Held like [`Outcome::Deferred`] — never sent
-    /// out of order — but it may be its aggregate's earliest, so the sweeper charges
-    /// the attempt (`reason` in `LastError`): a fence that never can tell ends it
-    /// `FAILED` and dead-lettered, instead of parked forever.
+    /// failed or stopped at its bound). Never sent out of order. The stream path
+    /// reports it for retry: Lambda redelivers the shard from it, so a later message
+    /// of its aggregate in the shard waits behind it instead of meeting a fence whose
+    /// index may not list it yet; when the mapping's retries run out, the range is
+    /// discarded and recovered for the sweeper like any other. It may be its
+    /// aggregate's earliest, so the sweeper charges the attempt (`reason` in
+    /// `LastError`): a fence that never can tell ends it `FAILED` and dead-lettered,
+    /// instead of parked forever.
     OrderUnknown {
         /// Why ([`crate::policy::cannot_tell_reason`]).
         reason: String,
@@ -75,9 +79,14 @@ impl Outcome {
         )
     }
 
-    /// Whether the caller must deliver this item again.
+    /// Whether the caller must deliver this item again: a failure, a message held
+    /// behind one, or a FIFO message whose place in its aggregate's order the fence
+    /// could not tell (a later one must not go before it is known).
     pub fn needs_retry(&self) -> bool {
-        matches!(self, Outcome::Retry { .. } | Outcome::Blocked)
+        matches!(
+            self,
+            Outcome::Retry { .. } | Outcome::Blocked | Outcome::OrderUnknown { .. }
+        )
     }
 }
 
@@ -90,7 +99,7 @@ pub struct Summary {
     pub unmarked: usize,
     /// Poison isolated.
     pub dead_lettered: usize,
-    /// Reported for retry (failed or blocked).
+    /// Reported for retry (failed, blocked, or the fence could not tell).
     pub retried: usize,
     /// Left for the sweeper behind an earlier pending message (the order fence).
     pub deferred: usize,
@@ -101,7 +110,7 @@ pub struct Summary {
     /// counted in `retried`).
     pub status_unread: usize,
     /// FIFO messages held because the order fence could not read their aggregates'
-    /// pending messages (also counted in `deferred`; metric `FenceUnread`).
+    /// pending messages (also counted in `retried`; metric `FenceUnread`).
     pub fence_unread: usize,
 }
 
@@ -122,7 +131,7 @@ impl Summary {
                 Outcome::Retry { .. } | Outcome::Blocked => s.retried += 1,
                 Outcome::Deferred { .. } => s.deferred += 1,
                 Outcome::OrderUnknown { .. } => {
-                    s.deferred += 1;
+                    s.retried += 1;
                     s.fence_unread += 1;
                 }
             }

@@ -1,9 +1,10 @@
 //! FIFO: the aggregate is the group and the message id the dedup id, in order; a
-//! message whose earlier one is still pending is left for the sweeper.
+//! message whose earlier one is still pending is left for the sweeper; one whose place
+//! the fence cannot tell keeps its shard's later records behind it.
 
 use aws_sdk_sqs::types::MessageSystemAttributeName;
 use dynamodb_outbox::stream::handle_stream_event;
-use dynamodb_outbox::{FromSdkConfig, NewMessage};
+use dynamodb_outbox::{AwsPublisher, FromSdkConfig, NewMessage};
 use outbox_tests::minimal_item;
 use outbox_tests::{Outbox, drain, n, s, system_attr};
 
@@ -132,4 +133,57 @@ async fn a_minimal_producers_fifo_message_behind_a_pending_one_waits_in_the_swee
         s(&item, "SweepShard"),
         Some(dynamodb_outbox::schema::sweep_shard("LEDGER#3"))
     );
+}
+
+#[tokio::test]
+async fn a_fifo_message_the_fence_cannot_place_is_reported_so_no_later_one_overtakes_it() {
+    // Given two FIFO messages of one account in one batch, and a publisher whose
+    // order fence read (the PartiQL select on the sweep index, its only
+    // ExecuteStatement) fails every time: the fault layer answers DynamoDB's 500
+    let mut ob = Outbox::new().await;
+    let w = ob.writer().sweep_grace(std::time::Duration::ZERO);
+    for n in 0..2 {
+        w.commit(
+            vec![],
+            &[NewMessage::new("ACCOUNT#7", "ledger", format!("m{n}"))],
+        )
+        .await
+        .expect("commit");
+    }
+    let event = ob.filtered_event().await;
+    assert_eq!(event.records.len(), 2);
+    let first = event.records[0].change.sequence_number.clone();
+    let plan = "ExecuteStatement:server_error:1".parse().expect("plan");
+    let faulty = outbox_faults::with_plan(outbox_tests::sdk_config().await, plan, Some(5));
+    let failing = AwsPublisher::with_sink(
+        ob.config(),
+        aws_sdk_dynamodb::Client::new(&faulty),
+        ob.clients.sink(),
+    );
+
+    // When the stream publisher handles the batch
+    let (response, summary) = handle_stream_event(&failing, &event).await;
+
+    // Then nothing goes out, and the first message is reported for retry: Lambda
+    // delivers the shard again from it, so the later one cannot meet a fence whose
+    // index does not list the first yet (AWS's indexes lag writes) and overtake it.
+    // Before, neither was reported and the mapping moved on.
+    let reported: Vec<Option<String>> = response
+        .batch_item_failures
+        .iter()
+        .map(|f| f.item_identifier.clone())
+        .collect();
+    assert_eq!(reported.first(), Some(&first), "{summary:?}");
+    assert_eq!((summary.sent, summary.fence_unread), (0, 1), "{summary:?}");
+    assert!(drain(&ob.clients.sqs, &ob.fifo.url).await.is_empty());
+
+    // And delivered again once the fence can read, both go out, in order
+    let (response, summary) = handle_stream_event(&ob.publisher(), &event).await;
+    assert!(response.batch_item_failures.is_empty(), "{summary:?}");
+    let bodies: Vec<String> = drain(&ob.clients.sqs, &ob.fifo.url)
+        .await
+        .iter()
+        .filter_map(|m| m.body().map(str::to_owned))
+        .collect();
+    assert_eq!(bodies, ["m0", "m1"]);
 }

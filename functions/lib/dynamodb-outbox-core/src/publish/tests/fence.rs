@@ -156,7 +156,7 @@ async fn a_minimal_producers_fifo_message_behind_an_unindexed_one_waits_in_the_i
 }
 
 #[tokio::test]
-async fn when_the_pending_messages_cannot_be_read_fifo_messages_wait_and_others_go() {
+async fn when_the_pending_messages_cannot_be_read_fifo_messages_are_held_and_reported_and_others_go() {
     let p = publisher();
     let (_, fifo) = library(&p, "A", "ledger", 1_000);
     let (_, standard) = library(&p, "B", "orders", 1_000);
@@ -173,6 +173,10 @@ async fn when_the_pending_messages_cannot_be_read_fifo_messages_wait_and_others_
     );
     assert_eq!(outcomes[1], Outcome::Sent { marked: true });
     assert_eq!(Summary::of(&outcomes).fence_unread, 1);
+    // And on the stream path the FIFO message is reported for retry, so that the
+    // shard's later records of its aggregate wait behind it
+    assert!(outcomes[0].needs_retry());
+    assert_eq!(Summary::of(&outcomes).retried, 1);
 }
 
 #[tokio::test]
