@@ -91,7 +91,15 @@ async fn outbox_usage() -> (Usage, Usage, f64) {
             .collect();
         writer.commit(vec![], &msgs).await.expect("commit");
     }
-    let pending: Vec<u64> = ob.all_items().await.iter().map(item_bytes).collect();
+    let pending_items = ob.all_items().await;
+    let pending: Vec<u64> = pending_items.iter().map(item_bytes).collect();
+    // The sweeper index's writes: each item enters it at commit and leaves it at its
+    // SENT mark, one write of its KEYS_ONLY projection each way.
+    let index_units: u64 = pending_items
+        .iter()
+        .filter_map(index_projection_bytes)
+        .map(|bytes| 2 * write_units(bytes))
+        .sum();
     let event = ob.filtered_event().await;
     own.counter.reset();
     let publisher = AwsPublisher::with_sink(ob.config(), own.dynamodb.clone(), own.sink());
@@ -118,6 +126,7 @@ async fn outbox_usage() -> (Usage, Usage, f64) {
             .map(|(a, b)| write_units(*a.max(b)))
             .sum::<u64>() as f64
             / n,
+        index_write_units: index_units as f64 / n,
         sqs_standard_requests: sqs_calls * billed_chunks(per_call_bytes) as f64 / n,
         ..Usage::default()
     };
@@ -244,6 +253,17 @@ async fn poll_once(own: &outbox_devkit::aws::Clients, ob: &Outbox) -> (usize, us
             return (found, pages);
         }
     }
+}
+
+/// The size of an item's projection into the sweeper index (`KEYS_ONLY`: the table's
+/// keys and the index's), or `None` when the item is not in the index.
+fn index_projection_bytes(item: &Item) -> Option<u64> {
+    item.get("SweepShard")?;
+    let projected: Item = ["PK", "SK", "SweepShard", "SweepDueAt"]
+        .iter()
+        .filter_map(|name| Some(((*name).to_owned(), item.get(*name)?.clone())))
+        .collect();
+    Some(item_bytes(&projected))
 }
 
 fn lambda(invocations: f64, billed_ms: f64) -> Usage {

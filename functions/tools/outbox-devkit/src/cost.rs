@@ -7,8 +7,10 @@
 //!   larger of before and after), 2 in a transaction; a refused conditional write is
 //!   billed as a write. A read is 1 read request unit per 4 KB strongly consistent,
 //!   half eventually consistent; a `Query` or `Scan` adds up the items it reads (not
-//!   what its filter keeps), at least one unit's worth. TTL deletes are free, and so
-//!   are the stream reads Lambda makes for a DynamoDB trigger.
+//!   what its filter keeps), at least one unit's worth. A global secondary index's
+//!   writes are billed like the table's (an item entering or leaving the index is one
+//!   write of its projection). TTL deletes are free, and so are the stream reads
+//!   Lambda makes for a DynamoDB trigger.
 //! - SQS and SNS: every 64 KB chunk of a request's payload is one billed request (a
 //!   batch of ten small messages is one request). EventBridge: every 64 KB chunk of
 //!   each event is one billed event (a batch of ten is ten).
@@ -130,6 +132,9 @@ pub struct Usage {
     pub producer_write_units: f64,
     /// DynamoDB write request units: `SENT` / `FAILED` marks.
     pub mark_write_units: f64,
+    /// DynamoDB write request units of a secondary index: the sweeper index's, an item
+    /// entering it at commit and leaving it at its mark.
+    pub index_write_units: f64,
     /// DynamoDB read request units of the worker that finds what is pending (the
     /// sweeper's index queries, or a polling worker's scans).
     pub finder_read_units: f64,
@@ -153,6 +158,7 @@ impl Usage {
         Usage {
             producer_write_units: self.producer_write_units * factor,
             mark_write_units: self.mark_write_units * factor,
+            index_write_units: self.index_write_units * factor,
             finder_read_units: self.finder_read_units * factor,
             sqs_standard_requests: self.sqs_standard_requests * factor,
             sqs_fifo_requests: self.sqs_fifo_requests * factor,
@@ -168,6 +174,7 @@ impl Usage {
         Usage {
             producer_write_units: self.producer_write_units + other.producer_write_units,
             mark_write_units: self.mark_write_units + other.mark_write_units,
+            index_write_units: self.index_write_units + other.index_write_units,
             finder_read_units: self.finder_read_units + other.finder_read_units,
             sqs_standard_requests: self.sqs_standard_requests + other.sqs_standard_requests,
             sqs_fifo_requests: self.sqs_fifo_requests + other.sqs_fifo_requests,
@@ -214,6 +221,12 @@ pub fn bill(usage: &Usage, prices: &Prices) -> Vec<Line> {
             usage.mark_write_units,
             "WRU",
             per_million(usage.mark_write_units, dynamodb_write),
+        ),
+        line(
+            "DynamoDB writes: sweeper index (enter at commit, leave at the mark)",
+            usage.index_write_units,
+            "WRU",
+            per_million(usage.index_write_units, dynamodb_write),
         ),
         line(
             "DynamoDB reads: finding pending items",
@@ -333,6 +346,7 @@ mod tests {
         let usage = Usage {
             producer_write_units: 2e6,
             mark_write_units: 1e6,
+            index_write_units: 2e6,
             finder_read_units: 1e6,
             sqs_standard_requests: 1e5,
             sqs_fifo_requests: 1e5,
@@ -344,14 +358,15 @@ mod tests {
         let lines = bill(&usage, &US_EAST_1);
         assert!(close(lines[0].dollars, 1.25));
         assert!(close(lines[1].dollars, 0.625));
-        assert!(close(lines[2].dollars, 0.125));
-        assert!(close(lines[3].dollars, 0.04));
-        assert!(close(lines[4].dollars, 0.05));
-        assert!(close(lines[7].dollars, 0.002));
-        assert!(close(lines[8].dollars, 0.016_666_7));
+        assert!(close(lines[2].dollars, 1.25), "the index's writes");
+        assert!(close(lines[3].dollars, 0.125));
+        assert!(close(lines[4].dollars, 0.04));
+        assert!(close(lines[5].dollars, 0.05));
+        assert!(close(lines[8].dollars, 0.002));
+        assert!(close(lines[9].dollars, 0.016_666_7));
         assert!(close(
             bill_total(&lines),
-            1.25 + 0.625 + 0.125 + 0.04 + 0.05 + 0.002 + 0.016_666_7
+            1.25 + 0.625 + 1.25 + 0.125 + 0.04 + 0.05 + 0.002 + 0.016_666_7
         ));
     }
 

@@ -10,6 +10,8 @@
 //!   uniquely named resources per test on both emulators;
 //! - [`runtime_api`]: a Lambda Runtime API on loopback, to run a function's packaged
 //!   binary through invocations without Lambda.
+//! - [`scale`]: where each ceiling is as the message rate grows, and which binds
+//!   first (docs/scale.md).
 //!
 //! What it no longer has: an imitation of Lambda's event source mappings and of the
 //! EventBridge schedule. The local AWS runs our compiled functions behind real ones.
@@ -25,4 +27,5 @@ pub mod deployment;
 pub mod latency;
 pub mod provision;
 pub mod runtime_api;
+pub mod scale;
 mod writes;

@@ -31,6 +31,25 @@ enum Command {
     /// Benchmarks: cold start and memory of each binary, latency on a deployed stack.
     #[command(subcommand)]
     Bench(BenchCommand),
+    /// Where each ceiling is at 1k, 10k and 100k messages a second, and which binds
+    /// first (arithmetic over AWS's documented limits; no AWS calls).
+    Scale(ScaleArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct ScaleArgs {
+    /// Sweeper-index shard values.
+    #[arg(long, default_value_t = 16)]
+    index_shards: u32,
+    /// The stream mapping's parallelization factor.
+    #[arg(long, default_value_t = 1)]
+    parallelization_factor: u32,
+    /// The table's on-demand write quota, units a second.
+    #[arg(long, default_value_t = 40_000.0)]
+    table_write_quota: f64,
+    /// Lambda's concurrent executions in the region.
+    #[arg(long, default_value_t = 1_000.0)]
+    lambda_concurrency: f64,
 }
 
 #[derive(Debug, Subcommand)]
@@ -137,6 +156,17 @@ struct DemoArgs {
 #[tokio::main]
 async fn main() -> ExitCode {
     let cli = Cli::parse();
+    if let Command::Scale(args) = &cli.command {
+        let settings = outbox_devkit::scale::Settings {
+            index_shards: args.index_shards,
+            parallelization_factor: args.parallelization_factor,
+            table_write_quota: args.table_write_quota,
+            lambda_concurrency: args.lambda_concurrency,
+            ..outbox_devkit::scale::Settings::default()
+        };
+        print!("{}", outbox_devkit::scale::report::report(&settings));
+        return ExitCode::SUCCESS;
+    }
     if let Command::Bench(BenchCommand::Coldstart { dir, runs, prefix }) = &cli.command {
         return coldstart_command(cli.endpoint.as_deref(), dir, *runs, prefix.as_deref()).await;
     }
@@ -145,7 +175,7 @@ async fn main() -> ExitCode {
         Command::Demo(args) => demo_command(&clients, args).await,
         Command::Chaos(args) => chaos_command(&clients, args).await,
         Command::Bench(BenchCommand::Latency(args)) => latency_command(&clients, args).await,
-        Command::Bench(BenchCommand::Coldstart { .. }) => ExitCode::SUCCESS,
+        Command::Bench(BenchCommand::Coldstart { .. }) | Command::Scale(_) => ExitCode::SUCCESS,
     }
 }
 

@@ -1,0 +1,248 @@
+//! Where each ceiling is as the message rate grows: the capacity each component
+//! needs per message, the ceilings AWS sets (with the page each comes from) and the
+//! ones this project sets itself, and which binds first at a given rate. Plain
+//! arithmetic over documented numbers; [`simulate`] steps through time where a
+//! ceiling depends on more than one number (a burst against on-demand scaling and the
+//! index's partitions; a backlog against the sweeper's cadence).
+//!
+//! `outbox-devkit scale` prints the table docs/scale.md is written from.
+
+pub mod report;
+pub mod simulate;
+
+/// What one published message costs each component, in capacity (happy path: the
+/// library producer, one outbox item beside one business item in its transaction,
+/// both under 1 KB; published by the stream path; marked `SENT`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct PerMessage {
+    /// Table write units: the transaction (2 per item per KB, two items) and the
+    /// `SENT` mark (1).
+    pub table_write_units: f64,
+    /// Sweeper-index write units: the item enters the sparse index at commit (1) and
+    /// leaves it at the `SENT` mark (1); a `KEYS_ONLY` projection is under 1 KB.
+    pub index_write_units: f64,
+}
+
+impl Default for PerMessage {
+    fn default() -> Self {
+        PerMessage {
+            table_write_units: 2.0 * 2.0 + 1.0,
+            index_write_units: 2.0,
+        }
+    }
+}
+
+/// The deployment's settings that move a ceiling.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Settings {
+    /// Sweeper-index shard values (`SweepShard`): each is one index partition key.
+    pub index_shards: u32,
+    /// The stream mapping's parallelization factor (1–10; the stacks pin 1).
+    pub parallelization_factor: u32,
+    /// The table's on-demand write quota (per table, default 40,000 units/s).
+    pub table_write_quota: f64,
+    /// Lambda's concurrent executions in the region (default 1,000), shared by every
+    /// function of the account.
+    pub lambda_concurrency: f64,
+    /// FIFO routes on a queue in high-throughput mode.
+    pub fifo_high_throughput: bool,
+    /// Items one sweep takes at most (`SweepLimits::max_items`).
+    pub sweep_max_items: u32,
+    /// Minutes between scheduled sweeps.
+    pub sweep_every_minutes: u32,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            index_shards: 16,
+            parallelization_factor: 1,
+            table_write_quota: 40_000.0,
+            lambda_concurrency: 1_000.0,
+            fifo_high_throughput: false,
+            sweep_max_items: 1_000,
+            sweep_every_minutes: 1,
+        }
+    }
+}
+
+/// Write units one DynamoDB partition takes a second, table or index alike
+/// (DynamoDB developer guide, "Burst and adaptive capacity": 1,000 WCU and 3,000 RCU
+/// per partition, which adaptive capacity does not lift).
+pub const PARTITION_WRITE_UNITS: f64 = 1_000.0;
+/// Write units a new on-demand table serves at once ("warm throughput": a new
+/// on-demand table starts at 4,000 write units/s; it then serves up to twice its
+/// previous peak at once).
+pub const NEW_TABLE_WARM_WRITE_UNITS: f64 = 4_000.0;
+/// Messages a second one standard FIFO queue takes with batches of ten (SQS
+/// developer guide, "Amazon SQS message quotas": 300 requests/s per action).
+pub const FIFO_QUEUE_BATCHED: f64 = 3_000.0;
+/// SNS `Publish`/`PublishBatch` messages a second in us-east-1 (General Reference,
+/// "Amazon SNS endpoints and quotas"; 9,000 or fewer in most other regions; soft).
+pub const SNS_PUBLISH_US_EAST_1: f64 = 30_000.0;
+/// EventBridge `PutEvents` entries a second in us-east-1 (General Reference,
+/// "Amazon EventBridge endpoints and quotas"; lower in most regions; soft).
+pub const EVENTBRIDGE_PUT_EVENTS_US_EAST_1: f64 = 10_000.0;
+
+/// Who sets a ceiling.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Owner {
+    /// An AWS quota or service limit (adjustable or not, as `lift` says).
+    Aws,
+    /// A choice of this project's (a setting, or code).
+    Ours,
+}
+
+/// One component's ceiling, in messages a second.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ceiling {
+    /// The component and what limits it.
+    pub component: &'static str,
+    /// Messages a second it carries at most.
+    pub messages_per_second: f64,
+    /// Who sets it.
+    pub owner: Owner,
+    /// What lifts it.
+    pub lift: &'static str,
+}
+
+/// Every ceiling of a deployment with `settings`, each message costing `per`.
+/// Destinations are listed apart (a workload without a FIFO route never meets the
+/// FIFO queue's).
+pub fn ceilings(settings: &Settings, per: &PerMessage) -> Vec<Ceiling> {
+    let shards = f64::from(settings.index_shards);
+    let factor = f64::from(settings.parallelization_factor.max(1));
+    // A stream shard follows a table partition; each carries at most a partition's
+    // writes, and each needs `factor` concurrent publishers.
+    let per_shard = PARTITION_WRITE_UNITS / per.table_write_units;
+    let sweep_per_second = f64::from(settings.sweep_max_items)
+        / (60.0 * f64::from(settings.sweep_every_minutes.max(1)));
+    vec![
+        Ceiling {
+            component: "table: on-demand write quota per table",
+            messages_per_second: settings.table_write_quota / per.table_write_units,
+            owner: Owner::Aws,
+            lift: "a quota increase (Service Quotas, DynamoDB per-table write throughput)",
+        },
+        Ceiling {
+            component: "sweeper index: one partition per shard value, sort key only increasing",
+            messages_per_second: shards * PARTITION_WRITE_UNITS / per.index_write_units,
+            owner: Owner::Ours,
+            lift: "more index shards (a setting: issue 23, part 2)",
+        },
+        Ceiling {
+            component: "one aggregate: its partition of the table",
+            messages_per_second: per_shard,
+            owner: Owner::Aws,
+            lift: "none per aggregate: spread hot aggregates over more partition keys",
+        },
+        Ceiling {
+            component: "stream publishers: one per shard and factor, within Lambda's concurrency",
+            messages_per_second: settings.lambda_concurrency / factor * per_shard,
+            owner: Owner::Aws,
+            lift: "a concurrency quota increase; reserved concurrency for the publisher",
+        },
+        Ceiling {
+            component: "sweeper: drains a backlog at most max_items per sweep",
+            messages_per_second: sweep_per_second,
+            owner: Owner::Ours,
+            lift: "more items per sweep, sweeps back to back while a backlog lasts (issue 23)",
+        },
+    ]
+}
+
+/// The destinations' ceilings: a FIFO queue, an SNS topic, an EventBridge bus.
+pub fn destination_ceilings(settings: &Settings) -> Vec<Ceiling> {
+    let fifo = if settings.fifo_high_throughput {
+        Ceiling {
+            component: "SQS FIFO queue, high throughput: per message group (one partition)",
+            messages_per_second: FIFO_QUEUE_BATCHED,
+            owner: Owner::Aws,
+            lift: "more message groups (aggregates); the queue's total is the region's quota",
+        }
+    } else {
+        Ceiling {
+            component: "SQS FIFO queue: 300 requests/s per action, batches of ten",
+            messages_per_second: FIFO_QUEUE_BATCHED,
+            owner: Owner::Aws,
+            lift: "high-throughput mode (FifoThroughputLimit perMessageGroupId)",
+        }
+    };
+    vec![
+        fifo,
+        Ceiling {
+            component: "SNS topic: Publish quota (us-east-1)",
+            messages_per_second: SNS_PUBLISH_US_EAST_1,
+            owner: Owner::Aws,
+            lift: "a quota increase",
+        },
+        Ceiling {
+            component: "EventBridge bus: PutEvents quota (us-east-1)",
+            messages_per_second: EVENTBRIDGE_PUT_EVENTS_US_EAST_1,
+            owner: Owner::Aws,
+            lift: "a quota increase",
+        },
+    ]
+}
+
+/// The ceiling that binds first for a sustained `rate` on the happy path (the
+/// sweeper's is a backlog's, not a sustained rate's, and is left out): the lowest of
+/// those below `rate`, if any.
+pub fn binding<'a>(rate: f64, all: &'a [Ceiling]) -> Option<&'a Ceiling> {
+    all.iter()
+        .filter(|c| {
+            !c.component.starts_with("sweeper:") && !c.component.starts_with("one aggregate")
+        })
+        .filter(|c| c.messages_per_second < rate)
+        .min_by(|a, b| a.messages_per_second.total_cmp(&b.messages_per_second))
+}
+
+/// Capacity a sustained `rate` needs: table write units/s, index write units/s per
+/// shard, stream shards (at least), and concurrent publishers.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Needs {
+    /// Table write units a second.
+    pub table_write_units: f64,
+    /// Index write units a second on each shard value.
+    pub index_units_per_shard: f64,
+    /// Table partitions, so stream shards, at least.
+    pub stream_shards: f64,
+    /// Concurrent stream publishers.
+    pub publishers: f64,
+}
+
+/// What `rate` messages a second need of each component.
+pub fn needs(rate: f64, settings: &Settings, per: &PerMessage) -> Needs {
+    let table = rate * per.table_write_units;
+    let shards = (table / PARTITION_WRITE_UNITS).ceil().max(1.0);
+    Needs {
+        table_write_units: table,
+        index_units_per_shard: rate * per.index_write_units
+            / f64::from(settings.index_shards.max(1)),
+        stream_shards: shards,
+        publishers: shards * f64::from(settings.parallelization_factor.max(1)),
+    }
+}
+
+/// The most index shards the table is planned for (issue 23: at least 256).
+pub const MAX_INDEX_SHARDS: u32 = 256;
+
+/// `settings` with what a sustained `rate` needs lifted: the table's write quota
+/// raised to the rate's units, and the index shards to the smallest power of two
+/// whose partitions carry it (at most [`MAX_INDEX_SHARDS`]). What a burst on top of
+/// that rate meets is then the burst's own, not the rate's.
+pub fn lifted_for(rate: f64, settings: &Settings, per: &PerMessage) -> Settings {
+    let needed_shards = rate * per.index_write_units / PARTITION_WRITE_UNITS;
+    let mut shards = settings.index_shards.max(1);
+    while f64::from(shards) < needed_shards && shards < MAX_INDEX_SHARDS {
+        shards *= 2;
+    }
+    Settings {
+        index_shards: shards,
+        table_write_quota: settings.table_write_quota.max(rate * per.table_write_units),
+        ..*settings
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,81 @@
+//! The table `outbox-devkit scale` prints: each ceiling, what 1k, 10k and 100k
+//! messages a second need, what binds first at each, and a tenfold burst on each.
+
+use super::simulate::{Burst, burst, drain_minutes};
+use super::{
+    Owner, PerMessage, Settings, binding, ceilings, destination_ceilings, lifted_for, needs,
+};
+use std::fmt::Write;
+
+/// The rates the table is for.
+pub const RATES: [f64; 3] = [1_000.0, 10_000.0, 100_000.0];
+
+/// The whole report for a deployment with `settings`.
+pub fn report(settings: &Settings) -> String {
+    let per = PerMessage::default();
+    let all = ceilings(settings, &per);
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "settings: {} index shards, parallelization factor {}, table write quota {:.0}/s, \
+         Lambda concurrency {:.0}, sweeps of {} every {} min",
+        settings.index_shards,
+        settings.parallelization_factor,
+        settings.table_write_quota,
+        settings.lambda_concurrency,
+        settings.sweep_max_items,
+        settings.sweep_every_minutes
+    );
+    let _ = writeln!(
+        out,
+        "per message: {} table write units, {} index write units\n",
+        per.table_write_units, per.index_write_units
+    );
+    let _ = writeln!(out, "ceilings (messages/s):");
+    for c in all.iter().chain(destination_ceilings(settings).iter()) {
+        let who = match c.owner {
+            Owner::Aws => "AWS",
+            Owner::Ours => "ours",
+        };
+        let _ = writeln!(
+            out,
+            "  {:>10.0}  {:<4}  {}  [lift: {}]",
+            c.messages_per_second, who, c.component, c.lift
+        );
+    }
+    let _ = writeln!(out, "\nat each rate:");
+    for rate in RATES {
+        let n = needs(rate, settings, &per);
+        let first = binding(rate, &all).map_or("nothing", |c| c.component);
+        let lifted = lifted_for(rate, settings, &per);
+        let b = burst(
+            &Burst {
+                base_rate: rate,
+                factor: 10.0,
+                seconds: 60,
+            },
+            &lifted,
+            &per,
+        );
+        let clear = b
+            .seconds_to_clear
+            .map_or("not within an hour".to_owned(), |s| format!("{s} s"));
+        let _ = writeln!(
+            out,
+            "  {rate:>7.0}/s: table {:.0} WU/s, index {:.0} WU/s per shard, >= {:.0} stream shards, \
+             {:.0} publishers; binds first: {first}; with quota {:.0} and {} shards, a 10x burst for \
+             60 s: {:.0} commits throttled (by {}), clear after {clear}; 10 min of it pending after \
+             an outage drains in {:.0} min",
+            n.table_write_units,
+            n.index_units_per_shard,
+            n.stream_shards,
+            n.publishers,
+            lifted.table_write_quota,
+            lifted.index_shards,
+            b.throttled,
+            b.bound_by,
+            drain_minutes(rate * 600.0, settings),
+        );
+    }
+    out
+}

@@ -1,0 +1,152 @@
+use super::simulate::{Burst, burst, drain_minutes};
+use super::*;
+
+fn at(rate: f64) -> Option<String> {
+    let all = ceilings(&Settings::default(), &PerMessage::default());
+    binding(rate, &all).map(|c| c.component.to_owned())
+}
+
+#[test]
+fn the_default_deployment_carries_a_thousand_a_second_and_binds_at_eight_thousand() {
+    assert_eq!(at(1_000.0), None);
+    // 40,000 table units / 5 per message = 8,000; 16 shards x 1,000 / 2 = 8,000 too:
+    // the table's quota is listed first and both are at 8,000
+    let all = ceilings(&Settings::default(), &PerMessage::default());
+    let table = &all[0];
+    let index = &all[1];
+    assert_eq!(table.messages_per_second, 8_000.0);
+    assert_eq!(index.messages_per_second, 8_000.0);
+    assert!(at(10_000.0).is_some());
+}
+
+#[test]
+fn more_index_shards_and_a_higher_quota_move_the_ceiling_to_the_next_component() {
+    let settings = Settings {
+        index_shards: 256,
+        table_write_quota: 1_000_000.0,
+        ..Settings::default()
+    };
+    let all = ceilings(&settings, &PerMessage::default());
+    let first = binding(100_000.0, &all).map(|c| c.component);
+    // 1,000 concurrent executions x 200 messages per shard = 200,000: nothing binds
+    // at 100,000 a second
+    assert_eq!(first, None);
+    let factor_ten = Settings {
+        parallelization_factor: 10,
+        ..settings
+    };
+    let all = ceilings(&factor_ten, &PerMessage::default());
+    assert_eq!(
+        binding(100_000.0, &all).map(|c| c.owner),
+        Some(Owner::Aws),
+        "ten publishers per shard use up Lambda's concurrency at 20,000 a second"
+    );
+}
+
+#[test]
+fn what_a_rate_needs_follows_from_the_units_per_message() {
+    let n = needs(10_000.0, &Settings::default(), &PerMessage::default());
+    assert_eq!(n.table_write_units, 50_000.0);
+    assert_eq!(n.index_units_per_shard, 1_250.0);
+    assert_eq!(n.stream_shards, 50.0);
+    assert_eq!(n.publishers, 50.0);
+}
+
+#[test]
+fn a_burst_within_twice_the_previous_peak_is_not_throttled() {
+    let r = burst(
+        &Burst {
+            base_rate: 1_000.0,
+            factor: 2.0,
+            seconds: 60,
+        },
+        &Settings::default(),
+        &PerMessage::default(),
+    );
+    assert_eq!((r.throttled, r.bound_by), (0.0, "nothing"));
+}
+
+#[test]
+fn a_tenfold_burst_is_throttled_by_the_table_then_drains_at_its_limit() {
+    let r = burst(
+        &Burst {
+            base_rate: 1_000.0,
+            factor: 10.0,
+            seconds: 60,
+        },
+        &Settings::default(),
+        &PerMessage::default(),
+    );
+    // twice the previous peak: 10,000 units = 2,000 messages a second; 8,000 a second
+    // over the limit for 60 s, then 1,000 a second of headroom clears them
+    assert_eq!(r.bound_by, "table");
+    assert_eq!(r.throttled, 480_000.0);
+    assert_eq!(r.peak_backlog, 480_000.0);
+    assert_eq!(r.seconds_to_clear, Some(60 + 480));
+}
+
+#[test]
+fn at_the_index_ceiling_a_burst_that_the_table_could_take_is_throttled_by_the_index() {
+    let settings = Settings {
+        table_write_quota: 1_000_000.0,
+        ..Settings::default()
+    };
+    let r = burst(
+        &Burst {
+            base_rate: 5_000.0,
+            factor: 1.5,
+            seconds: 60,
+        },
+        &settings,
+        &PerMessage::default(),
+    );
+    // 7,500 a second offered; the table takes 10,000; the index 8,000: nothing; at 2x
+    // (10,000 a second) the index binds
+    assert_eq!(r.bound_by, "nothing");
+    let r = burst(
+        &Burst {
+            factor: 2.0,
+            ..Burst {
+                base_rate: 5_000.0,
+                factor: 1.5,
+                seconds: 60,
+            }
+        },
+        &settings,
+        &PerMessage::default(),
+    );
+    assert_eq!(r.bound_by, "index");
+    assert_eq!(r.seconds_to_clear, Some(60 + 40));
+}
+
+#[test]
+fn a_backlog_drains_at_one_sweep_of_max_items_a_minute() {
+    let settings = Settings::default();
+    assert_eq!(drain_minutes(10_000.0, &settings), 10.0);
+    assert_eq!(drain_minutes(1.0, &settings), 1.0);
+    // ten minutes of a 10,000 a second outage: 6 million, 100 hours
+    assert_eq!(drain_minutes(6_000_000.0, &settings), 6_000.0);
+}
+
+#[test]
+fn the_settings_lifted_for_a_rate_carry_it_and_a_tenfold_burst_meets_the_two_times_rule() {
+    let per = PerMessage::default();
+    let lifted = lifted_for(100_000.0, &Settings::default(), &per);
+    assert_eq!(lifted.index_shards, 256);
+    assert_eq!(lifted.table_write_quota, 500_000.0);
+    let all = ceilings(&lifted, &per);
+    assert_eq!(binding(100_000.0, &all).map(|c| c.component), None);
+    let r = burst(
+        &Burst {
+            base_rate: 100_000.0,
+            factor: 10.0,
+            seconds: 60,
+        },
+        &lifted,
+        &per,
+    );
+    // the quota, raised to the sustained need, is what the 10x burst meets first
+    assert_eq!(r.bound_by, "table");
+    assert_eq!(r.peak_backlog, 900_000.0 * 60.0);
+    assert_eq!(r.seconds_to_clear, None, "no headroom left to retry into");
+}
