@@ -1,21 +1,31 @@
 //! Handler work per record without I/O, from the event's JSON bytes as Lambda hands
-//! them to the runtime: parse, decode the stream records, filter, route, plan batches
-//! and build the SQS request entries. Prints records per second on one core (the loop
-//! runs on one thread), and the same from an already parsed event.
+//! them to the runtime, on the publisher binary's own path (`PublisherFunction::handle_json`:
+//! the runtime's `Box<RawValue>`, then `stream::classify_json`): parse, decode the
+//! stream records, filter, route, plan batches and build the SQS request entries.
+//! Prints records per second on one core (the loop runs on one thread); beside it the
+//! same through the owned `aws_lambda_events` event (`handle_stream_event`'s path), from
+//! bytes and from an already parsed event; then runs the plain-Python peer
+//! (`handler_peer.py`, when `python3` is there) on the same records and prints the ratio.
 //!
 //! `cargo bench -p dynamodb-outbox --features unstable-internals --bench handler`. Writes the events it uses to
-//! `HANDLER_BENCH_EVENTS` (a directory), for the Python peer (`handler_peer.py`)
-//! to run on the same records. `HANDLER_BENCH_ITERATIONS=N` runs the first case N
+//! `HANDLER_BENCH_EVENTS` (a directory; a temporary one when unset), where the Python
+//! peer reads them. `HANDLER_BENCH_ITERATIONS=N` runs the first case N
 //! times and nothing else: for `valgrind --tool=callgrind`, which counts
 //! instructions.
 #![allow(clippy::expect_used, clippy::unwrap_used, missing_docs)]
 
 use aws_lambda_events::event::dynamodb::Event;
+use dynamodb_outbox::KeyNames;
 use dynamodb_outbox::config::PublisherConfig;
 use dynamodb_outbox::publish::{WorkItem, plan};
 use dynamodb_outbox::route::{Destination, Routes};
 use std::hint::black_box;
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+
+#[cfg(feature = "bench-mimalloc")]
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 fn event_json(n: usize, payload_bytes: usize) -> serde_json::Value {
     let payload = serde_json::to_string(&"x".repeat(payload_bytes)).expect("json");
@@ -68,14 +78,28 @@ fn config() -> PublisherConfig {
     }
 }
 
-/// What the handler does with one event without I/O: the entries of every call.
+/// What the publisher binary does with one event's bytes without I/O: the runtime's
+/// `Box<RawValue>` (what `handle_json` is handed), the lean parse, then [`entries`].
+fn handle_bytes(config: &PublisherConfig, bytes: &[u8]) -> (usize, usize) {
+    let raw: Box<serde_json::value::RawValue> = serde_json::from_slice(bytes).expect("event");
+    let (work, skipped) =
+        dynamodb_outbox::stream::classify_json(raw.get(), &config.key_names).expect("event");
+    (entries(config, &work), work.len() + skipped)
+}
+
+/// What `handle_stream_event` does with a parsed event without I/O.
 fn handle(config: &PublisherConfig, ev: &Event) -> usize {
     let work: Vec<WorkItem> = ev
         .records
         .iter()
-        .filter_map(|r| dynamodb_outbox::stream::classify(r).ok())
+        .filter_map(|r| dynamodb_outbox::stream::classify_keyed(r, &KeyNames::default()).ok())
         .collect();
-    let p = plan(config, &work);
+    entries(config, &work)
+}
+
+/// Plans the calls and builds the request entry of every message.
+fn entries(config: &PublisherConfig, work: &[WorkItem]) -> usize {
+    let p = plan(config, work);
     let mut entries = 0;
     for (i, m) in p.messages().enumerate() {
         black_box(dynamodb_outbox::sqs::batch_entry(i % 10, m).expect("entry"));
@@ -89,34 +113,69 @@ fn event_bytes(batch: usize, payload: usize) -> Vec<u8> {
     serde_json::to_vec(&event_json(batch, payload)).expect("json")
 }
 
-fn run(batch: usize, payload: usize) {
+/// Records per second of `f`, which handles one event and says how many records.
+fn rate(mut f: impl FnMut() -> usize) -> f64 {
+    let budget = Duration::from_secs(3);
+    let (mut records, start) = (0usize, Instant::now());
+    while start.elapsed() < budget {
+        records += f();
+    }
+    records as f64 / start.elapsed().as_secs_f64()
+}
+
+/// One case: returns the file its event was written to and the lean path's rate.
+fn run(dir: &Path, batch: usize, payload: usize) -> (String, f64) {
     let config = config();
     let bytes = event_bytes(batch, payload);
-    if let Ok(dir) = std::env::var("HANDLER_BENCH_EVENTS") {
-        let path = std::path::Path::new(&dir).join(format!("batch{batch}-payload{payload}.json"));
-        std::fs::write(&path, &bytes).expect("write the event for the Python peer");
-    }
+    let name = format!("batch{batch}-payload{payload}.json");
+    std::fs::write(dir.join(&name), &bytes).expect("write the event for the Python peer");
     let template: Event = serde_json::from_slice(&bytes).expect("event");
-    let budget = Duration::from_secs(3);
-    let (mut records, mut entries) = (0usize, 0usize);
-    let start = Instant::now();
-    while start.elapsed() < budget {
+    let mut entries = 0;
+    let lean = rate(|| {
+        let (built, records) = handle_bytes(&config, black_box(&bytes));
+        entries += built;
+        records
+    });
+    let owned = rate(|| {
         let ev: Event = serde_json::from_slice(black_box(&bytes)).expect("event");
-        entries += handle(&config, &ev);
-        records += ev.records.len();
-    }
-    let from_bytes = records as f64 / start.elapsed().as_secs_f64();
-    let (mut parsed_records, start) = (0usize, Instant::now());
-    while start.elapsed() < budget {
+        handle(&config, &ev);
+        ev.records.len()
+    });
+    let parsed = rate(|| {
         let ev = template.clone(); // an owned event, as the runtime would hand it
         handle(&config, &ev);
-        parsed_records += ev.records.len();
-    }
-    let parsed = parsed_records as f64 / start.elapsed().as_secs_f64();
+        ev.records.len()
+    });
     println!(
-        "handler (no I/O): batch {batch:>3} records, payload {payload:>5} B, {:>7} B of JSON: {from_bytes:>9.0} records/s from JSON bytes, {parsed:>9.0} records/s from a parsed event, on one core ({entries} entries built)",
+        "handler (no I/O): batch {batch:>3} records, payload {payload:>5} B, {:>7} B of JSON: {lean:>9.0} records/s from JSON bytes (the publisher binary's lean parse); through the owned Event: {owned:>9.0} from bytes, {parsed:>9.0} from a parsed event; on one core ({entries} entries built)",
         bytes.len()
     );
+    (name, lean)
+}
+
+/// The Python peer's records/s per event file, when `python3` runs it.
+fn python_peer(dir: &Path) -> Option<Vec<(String, f64)>> {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/handler_peer.py");
+    let out = std::process::Command::new("python3")
+        .arg(script)
+        .arg(dir)
+        .output()
+        .ok()
+        .filter(|o| o.status.success())?;
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    print!("{text}");
+    // "python peer: NAME  BYTES B of JSON:  RATE records/s from JSON bytes, …"
+    Some(
+        text.lines()
+            .filter_map(|line| {
+                let rest = line.strip_prefix("python peer: ")?;
+                let name = rest.split_whitespace().next()?.to_owned();
+                let (_, after) = rest.split_once("of JSON:")?;
+                let rate = after.split_whitespace().next()?.parse::<f64>().ok()?;
+                Some((name, rate))
+            })
+            .collect(),
+    )
 }
 
 fn main() {
@@ -126,13 +185,30 @@ fn main() {
     {
         let (config, bytes) = (config(), event_bytes(100, 256));
         for _ in 0..n {
-            let ev: Event = serde_json::from_slice(black_box(&bytes)).expect("event");
-            black_box(handle(&config, &ev));
+            black_box(handle_bytes(&config, black_box(&bytes)));
         }
         println!("{n} events of 100 records, 256 B payloads, handled from JSON bytes");
         return;
     }
-    for (batch, payload) in [(100, 256), (100, 4096), (10, 256)] {
-        run(batch, payload);
+    let dir = match std::env::var("HANDLER_BENCH_EVENTS") {
+        Ok(dir) => PathBuf::from(dir),
+        Err(_) => std::env::temp_dir().join(format!("handler-bench-{}", std::process::id())),
+    };
+    std::fs::create_dir_all(&dir).expect("the events directory");
+    let rust: Vec<(String, f64)> = [(100, 256), (100, 4096), (10, 256)]
+        .into_iter()
+        .map(|(batch, payload)| run(&dir, batch, payload))
+        .collect();
+    let Some(peer) = python_peer(&dir) else {
+        println!("python peer: not run (no python3); the ratio needs it");
+        return;
+    };
+    for (name, lean) in &rust {
+        if let Some((_, py)) = peer.iter().find(|(n, _)| n == name) {
+            println!(
+                "ratio: {name:<26} Rust {lean:>9.0} / Python {py:>9.0} records/s from JSON bytes = {:.2}x",
+                lean / py
+            );
+        }
     }
 }

@@ -1,6 +1,12 @@
 //! The stream publisher's edge: DynamoDB stream event in, partial batch response
 //! out. Each record is decoded here, at the boundary, into work for the publish path.
-//! The Lambda binary calls it; so do the integration tests, with events read from the stream.
+//! The Lambda binary hands it the event's JSON bytes ([`handle_stream_json`], read by
+//! the lean parse of [`classify_json`]); the integration tests and users who hold a
+//! parsed [`Event`] call [`handle_stream_event`]. Both decide each record alike.
+
+mod lean;
+
+pub use lean::classify_json;
 
 use aws_lambda_events::event::dynamodb::{Event, EventRecord};
 use aws_lambda_events::event::streams::{DynamoDbBatchItemFailure, DynamoDbEventResponse};
@@ -32,15 +38,13 @@ pub fn classify(record: &EventRecord) -> Result<WorkItem, Skip> {
 /// [`classify`] for a table whose key and TTL attributes are named `keys`: the
 /// record's `Keys` and image are read with the engine's names.
 pub fn classify_keyed(record: &EventRecord, keys: &KeyNames) -> Result<WorkItem, Skip> {
-    if record.event_name != "INSERT" {
-        return Err(Skip::Update);
-    }
     let image = &record.change.new_image;
-    if schema::string_attr(image, ITEM_TYPE) != Some(PENDING_MESSAGE) {
-        return Err(Skip::BusinessItem);
-    }
-    if schema::string_attr(image, STATUS) != Some(Status::Pending.as_str()) {
-        return Err(Skip::NotPendingWhenInserted);
+    if let Some(skip) = skip_reason(
+        &record.event_name,
+        schema::string_attr(image, ITEM_TYPE),
+        schema::string_attr(image, STATUS),
+    ) {
+        return Err(skip);
     }
     let id = record_id(record);
     let canonical = |item: &serde_dynamo::Item| {
@@ -63,6 +67,21 @@ pub fn classify_keyed(record: &EventRecord, keys: &KeyNames) -> Result<WorkItem,
         Err(undecodable) => Work::Poison(undecodable.into()),
     };
     Ok(WorkItem { id, work })
+}
+
+/// Whether a record is skipped, from its event name and its image's `ItemType` and
+/// `Status` (each when it is a string): the one decision both parses make.
+fn skip_reason(event_name: &str, item_type: Option<&str>, status: Option<&str>) -> Option<Skip> {
+    if event_name != "INSERT" {
+        return Some(Skip::Update);
+    }
+    if item_type != Some(PENDING_MESSAGE) {
+        return Some(Skip::BusinessItem);
+    }
+    if status != Some(Status::Pending.as_str()) {
+        return Some(Skip::NotPendingWhenInserted);
+    }
+    None
 }
 
 /// The identifier Lambda expects in a partial batch response: the sequence number.
@@ -91,6 +110,27 @@ pub async fn handle_stream_event<K: MessageSink, S: OutboxStore>(
             }
         })
         .collect();
+    publish(publisher, work, skipped).await
+}
+
+/// [`handle_stream_event`] for the event as Lambda hands it over, its JSON text: read
+/// by [`classify_json`], without building the owned event. An error when the text is
+/// not a stream event (as the runtime's own parse would fail).
+pub async fn handle_stream_json<K: MessageSink, S: OutboxStore>(
+    publisher: &Publisher<K, S>,
+    json: &str,
+) -> Result<(DynamoDbEventResponse, Summary), serde_json::Error> {
+    let (work, skipped) = classify_json(json, &publisher.config.key_names)?;
+    Ok(publish(publisher, work, skipped).await)
+}
+
+/// Publishes the work of one stream batch and reports the records to retry, by
+/// sequence number.
+async fn publish<K: MessageSink, S: OutboxStore>(
+    publisher: &Publisher<K, S>,
+    work: Vec<WorkItem>,
+    skipped: usize,
+) -> (DynamoDbEventResponse, Summary) {
     // Lambda may deliver these records again: only items still PENDING are published.
     let (outcomes, summary) = publisher.process_delivery(&work).await;
     let mut response = DynamoDbEventResponse::default();
@@ -105,7 +145,7 @@ pub async fn handle_stream_event<K: MessageSink, S: OutboxStore>(
         }
     }
     tracing::info!(
-        records = event.records.len(),
+        records = work.len() + skipped,
         skipped,
         sent = summary.sent,
         unmarked = summary.unmarked,

@@ -4,7 +4,7 @@
 use super::log_config_error;
 use crate::dynamo::DynamoStore;
 use crate::sink::AwsSink;
-use crate::stream::handle_stream_event;
+use crate::stream::{handle_stream_event, handle_stream_json};
 use crate::wiring::{AwsPublisher, FromSdkConfig};
 use aws_lambda_events::event::dynamodb::Event;
 use aws_lambda_events::event::streams::DynamoDbEventResponse;
@@ -13,6 +13,7 @@ use dynamodb_outbox_core::metrics::{Emitter, publisher_metrics};
 use dynamodb_outbox_core::ports::{MessageSink, OutboxStore};
 use dynamodb_outbox_core::{ConfigError, Publisher, PublisherConfig};
 use lambda_runtime::{Error, LambdaEvent};
+use serde_json::value::RawValue;
 
 /// The publisher Lambda function: the outbox table's DynamoDB stream in, every new
 /// pending message published to its destination and marked `SENT`, the records to
@@ -30,9 +31,14 @@ use lambda_runtime::{Error, LambdaEvent};
 ///     lambda_runtime::tracing::init_default_subscriber();
 ///     let aws = aws_config::load_from_env().await;
 ///     let function = PublisherFunction::from_env(&aws).await?;
-///     lambda_runtime::run(service_fn(|event| function.handle(event))).await
+///     lambda_runtime::run(service_fn(|event| function.handle_json(event))).await
 /// }
 /// ```
+///
+/// [`PublisherFunction::handle_json`] takes the event as the JSON text Lambda sends and
+/// reads only what the publisher uses (several times faster than building the owned
+/// [`Event`]); [`PublisherFunction::handle`] takes a parsed [`Event`], with the same
+/// outcome.
 #[derive(Debug)]
 pub struct PublisherFunction(Deps<AwsSink, DynamoStore>);
 
@@ -84,6 +90,16 @@ impl PublisherFunction {
     pub async fn handle(&self, event: LambdaEvent<Event>) -> Result<DynamoDbEventResponse, Error> {
         handle(event, &self.0).await
     }
+
+    /// The same from the event's JSON text, unparsed (`LambdaEvent<Box<RawValue>>`, which
+    /// the runtime hands over as it came): an event that is not a stream event is an
+    /// error, as the runtime's parse into [`Event`] would be.
+    pub async fn handle_json(
+        &self,
+        event: LambdaEvent<Box<RawValue>>,
+    ) -> Result<DynamoDbEventResponse, Error> {
+        handle_json(event, &self.0).await
+    }
 }
 
 /// What every invocation shares, built once.
@@ -101,6 +117,17 @@ pub(crate) async fn handle<K: MessageSink, S: OutboxStore>(
     deps: &Deps<K, S>,
 ) -> Result<DynamoDbEventResponse, Error> {
     let (response, summary) = handle_stream_event(&deps.publisher, &event.payload).await;
+    let now = deps.publisher.clock.now_ms();
+    deps.metrics.emit(now, &publisher_metrics(&summary));
+    Ok(response)
+}
+
+/// [`handle`] from the event's JSON text.
+pub(crate) async fn handle_json<K: MessageSink, S: OutboxStore>(
+    event: LambdaEvent<Box<RawValue>>,
+    deps: &Deps<K, S>,
+) -> Result<DynamoDbEventResponse, Error> {
+    let (response, summary) = handle_stream_json(&deps.publisher, event.payload.get()).await?;
     let now = deps.publisher.clock.now_ms();
     deps.metrics.emit(now, &publisher_metrics(&summary));
     Ok(response)
@@ -176,6 +203,54 @@ mod tests {
             .expect("handled");
         assert_eq!(failed(&response), ["2"]);
         assert_eq!(deps.publisher.store.sent().len(), 1);
+    }
+
+    #[tokio::test]
+    async fn the_event_as_json_text_is_handled_as_the_parsed_event_is() {
+        // Given a batch of a published record, a refused one, an update and a poison item
+        let mut poison = record("4", "D", "orders");
+        poison["dynamodb"]["NewImage"]["Topic"] = serde_json::json!({"N": "1"});
+        let mut update = record("3", "C", "orders");
+        update["eventName"] = serde_json::json!("MODIFY");
+        let json = serde_json::json!({
+            "Records": [record("1", "A", "orders"), record("2", "B", "orders"), update, poison]
+        })
+        .to_string();
+        let refusals = || Refusals {
+            transient: vec!["2".into()],
+            ..Refusals::default()
+        };
+        // When it is handled from its text and, apart, from the parsed event
+        let (lean, owned) = (deps(refusals()), deps(refusals()));
+        let raw = RawValue::from_string(json.clone()).expect("raw");
+        let from_text = handle_json(LambdaEvent::new(raw, Default::default()), &lean)
+            .await
+            .expect("handled");
+        let event: Event = serde_json::from_str(&json).expect("event");
+        let from_event = handle(LambdaEvent::new(event, Default::default()), &owned)
+            .await
+            .expect("handled");
+        // Then both report the same records and settle the same items
+        assert_eq!(failed(&from_text), ["2"]);
+        assert_eq!(failed(&from_text), failed(&from_event));
+        assert_eq!(lean.publisher.store.sent(), owned.publisher.store.sent());
+        assert_eq!(lean.publisher.store.sent().len(), 1);
+        assert_eq!(
+            lean.publisher.sink.delivered("orders"),
+            owned.publisher.sink.delivered("orders")
+        );
+    }
+
+    #[tokio::test]
+    async fn text_that_is_not_a_stream_event_is_an_error() {
+        let raw = RawValue::from_string(r#"{"Records": [{"eventName": 1}]}"#.to_owned());
+        let raw = raw.expect("raw");
+        let handled = handle_json(
+            LambdaEvent::new(raw, Default::default()),
+            &deps(Refusals::default()),
+        )
+        .await;
+        assert!(handled.is_err());
     }
 
     #[tokio::test]
