@@ -188,7 +188,7 @@ pub fn destination_ceilings(settings: &Settings) -> Vec<Ceiling> {
 /// The ceiling that binds first for a sustained `rate` on the happy path (the
 /// sweeper's is a backlog's, not a sustained rate's, and is left out): the lowest of
 /// those below `rate`, if any.
-pub fn binding<'a>(rate: f64, all: &'a [Ceiling]) -> Option<&'a Ceiling> {
+pub fn binding(rate: f64, all: &[Ceiling]) -> Option<&Ceiling> {
     all.iter()
         .filter(|c| {
             !c.component.starts_with("sweeper:") && !c.component.starts_with("one aggregate")
