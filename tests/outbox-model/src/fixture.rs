@@ -168,7 +168,7 @@ impl Fixture {
                         );
                         o.insert(
                             "SweepShard".into(),
-                            serde_json::json!({"S": schema::sweep_shard(&key.pk)}),
+                            serde_json::json!({"S": schema::SweepShards::default().shard_of(&key.pk)}),
                         );
                         o.insert("SweepDueAt".into(), serde_json::json!({"N": "0"}));
                     }
@@ -193,7 +193,11 @@ impl Fixture {
                     Work::Poison(_) => Vec::new(),
                 };
                 let member = match &work {
-                    Work::Publish(m) => Some(Member::of(m, dest.is_fifo())),
+                    Work::Publish(m) => Some(Member::of(
+                        m,
+                        dest.is_fifo(),
+                        &schema::SweepShards::default(),
+                    )),
                     Work::Poison(_) => None,
                 };
                 msgs.push(Msg {

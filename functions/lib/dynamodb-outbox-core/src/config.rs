@@ -58,6 +58,10 @@ pub mod vars {
     pub const SORT_KEY: &str = "OUTBOX_SORT_KEY";
     /// The outbox table's TTL attribute name (default `ExpiresAt`).
     pub const TTL_ATTRIBUTE: &str = "OUTBOX_TTL_ATTRIBUTE";
+    /// The number of sweeper index shards pending items are written to (default 16).
+    pub const SWEEP_SHARDS: &str = "OUTBOX_SWEEP_SHARDS";
+    /// While the shard count is being changed: the count it is changed from.
+    pub const SWEEP_SHARDS_PREVIOUS: &str = "OUTBOX_SWEEP_SHARDS_PREVIOUS";
 }
 
 /// What the publish path needs to know.

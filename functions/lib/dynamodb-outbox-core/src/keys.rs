@@ -8,6 +8,7 @@
 //! request they build ([`KeyNames::to_canonical`], [`KeyNames::to_configured`]).
 
 use crate::config::{ConfigError, vars};
+use crate::schema::SweepShards;
 use std::collections::HashMap;
 
 /// The partition key the engine reads items with.
@@ -41,6 +42,11 @@ pub struct KeyNames {
     /// The TTL attribute's name (`OUTBOX_TTL_ATTRIBUTE`, default `ExpiresAt`): the
     /// table's TTL setting must name it, or `SENT` items are never deleted.
     pub ttl_attribute: String,
+    /// How many sweeper index shards pending items are spread over
+    /// (`OUTBOX_SWEEP_SHARDS`, default 16; while it changes,
+    /// `OUTBOX_SWEEP_SHARDS_PREVIOUS`). Not a name, but like the names a property of
+    /// the table's items that every producer and function must agree on.
+    pub sweep_shards: SweepShards,
 }
 
 impl Default for KeyNames {
@@ -56,6 +62,7 @@ impl KeyNames {
             partition_key: partition_key.into(),
             sort_key: sort_key.into(),
             ttl_attribute: CANONICAL_TTL_ATTRIBUTE.to_owned(),
+            sweep_shards: SweepShards::default(),
         }
     }
 
@@ -65,8 +72,25 @@ impl KeyNames {
         self
     }
 
+    /// The same names with the sweeper index layout `shards`.
+    ///
+    /// ```
+    /// use dynamodb_outbox_core::KeyNames;
+    /// use dynamodb_outbox_core::schema::SweepShards;
+    ///
+    /// let keys = KeyNames::default().sweep_shards(SweepShards::new(64)?);
+    /// assert_eq!(keys.sweep_shards.count(), 64);
+    /// assert!(keys.is_default()); // the names are still the defaults
+    /// # Ok::<(), dynamodb_outbox_core::ConfigError>(())
+    /// ```
+    pub fn sweep_shards(mut self, shards: SweepShards) -> Self {
+        self.sweep_shards = shards;
+        self
+    }
+
     /// Reads `OUTBOX_PARTITION_KEY`, `OUTBOX_SORT_KEY` and `OUTBOX_TTL_ATTRIBUTE` from
-    /// the process environment (each defaults to today's name), validated.
+    /// the process environment (each defaults to today's name), validated, and the
+    /// sweeper index layout ([`SweepShards::from_lookup`]).
     ///
     /// ```no_run
     /// let names = dynamodb_outbox_core::KeyNames::from_env()?;
@@ -97,6 +121,7 @@ impl KeyNames {
             partition_key: read(vars::PARTITION_KEY, CANONICAL_PARTITION_KEY),
             sort_key: read(vars::SORT_KEY, CANONICAL_SORT_KEY),
             ttl_attribute: read(vars::TTL_ATTRIBUTE, CANONICAL_TTL_ATTRIBUTE),
+            sweep_shards: SweepShards::from_lookup(&lookup)?,
         };
         names.validate()?;
         Ok(names)
@@ -163,9 +188,12 @@ impl KeyNames {
         ]
     }
 
-    /// Whether these are the default names (nothing to rename).
+    /// Whether these are the default names (nothing to rename), whatever the
+    /// sweeper index layout.
     pub fn is_default(&self) -> bool {
-        *self == KeyNames::default()
+        self.pairs()
+            .iter()
+            .all(|(configured, canonical)| configured == canonical)
     }
 
     /// Renames the configured key and TTL attributes of an item read from the table

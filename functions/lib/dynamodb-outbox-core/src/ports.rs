@@ -347,11 +347,17 @@ pub trait SweepStore: Send + Sync {
     /// number, no room left under the size limit) fails with
     /// [`FailureKind::ContentRefused`](crate::failure::FailureKind): it will never
     /// succeed.
+    ///
+    /// The claim also sets `SweepShard` to `shard`, the item's shard under the current
+    /// count: while the shard count changes, a claim moves an item written under the
+    /// previous count into its new shard (at no extra cost: changing `SweepDueAt`
+    /// rewrites the item's index entry anyway), so the old shards empty.
     fn claim(
         &self,
         key: &ItemKey,
         seen_due: &str,
         lease_until_ms: i64,
+        shard: &str,
     ) -> impl Future<Output = Result<Claim, Failure>> + Send;
 
     /// After an attempt that did not publish: records `LastError` and the next due

@@ -2,7 +2,7 @@
 //! items they become, and DynamoDB's transaction limits. The DynamoDB adapter
 //! (`OutboxWriter` in `dynamodb-outbox`) writes them.
 
-use crate::schema::{OutboxItem, PENDING_MESSAGE, Status, sweep_shard};
+use crate::schema::{OutboxItem, PENDING_MESSAGE, Status, SweepShards};
 use std::fmt;
 use std::time::Duration;
 
@@ -78,8 +78,15 @@ impl NewMessage {
     }
 
     /// The outbox item for this message: every attribute of the schema, `PENDING`,
-    /// in the sweeper index and due `sweep_grace` after `now_ms`.
-    pub fn outbox_item(&self, message_id: &str, now_ms: i64, sweep_grace: Duration) -> OutboxItem {
+    /// in its shard of the sweeper index (`layout`) and due `sweep_grace` after
+    /// `now_ms`.
+    pub fn outbox_item(
+        &self,
+        message_id: &str,
+        now_ms: i64,
+        sweep_grace: Duration,
+        layout: &SweepShards,
+    ) -> OutboxItem {
         let event = self.event_type.as_deref().unwrap_or(&self.topic);
         let grace_ms = i64::try_from(sweep_grace.as_millis()).unwrap_or(i64::MAX);
         OutboxItem {
@@ -93,7 +100,7 @@ impl NewMessage {
             message_id: Some(message_id.to_owned()),
             created_at: Some(now_ms),
             sequence: self.sequence,
-            sweep_shard: Some(sweep_shard(&self.aggregate)),
+            sweep_shard: Some(layout.shard_of(&self.aggregate)),
             sweep_due_at: Some(now_ms.saturating_add(grace_ms)),
             ..OutboxItem::default()
         }
@@ -144,7 +151,8 @@ mod tests {
         let m = NewMessage::new("USER#1", "orders", "{}")
             .event_type("CREATED")
             .sequence(4);
-        let item = m.outbox_item("0190-id", 1_000, Duration::from_secs(60));
+        let layout = SweepShards::default();
+        let item = m.outbox_item("0190-id", 1_000, Duration::from_secs(60), &layout);
         assert_eq!(item.sk.as_deref(), Some("MESSAGE#CREATED#0190-id"));
         assert_eq!(item.item_type.as_deref(), Some("PENDING_MESSAGE"));
         assert_eq!(item.status(), Some(Status::Pending));
@@ -152,7 +160,7 @@ mod tests {
             (item.created_at, item.sweep_due_at),
             (Some(1_000), Some(61_000))
         );
-        assert_eq!(item.sweep_shard, Some(sweep_shard("USER#1")));
+        assert_eq!(item.sweep_shard, Some(layout.shard_of("USER#1")));
         assert_eq!((item.retry_count, item.sequence), (Some(0), Some(4)));
         assert_eq!(
             NewMessage::new("A", " ", "{}").invalid(),

@@ -87,7 +87,18 @@ pub(crate) async fn keys(
     shard: &str,
     reads: &mut Reads,
 ) -> Result<Vec<ItemKey>, OpsError> {
-    let mut keys = Vec::new();
+    let entries = entries(client, table, shard, reads).await?;
+    Ok(entries.into_iter().map(|(key, _)| key).collect())
+}
+
+/// Every entry in `shard`, all pages: its key and its index attributes as stored.
+pub(crate) async fn entries(
+    client: &aws_sdk_dynamodb::Client,
+    table: &Table,
+    shard: &str,
+    reads: &mut Reads,
+) -> Result<Vec<(ItemKey, SeenIndex)>, OpsError> {
+    let mut entries = Vec::new();
     let mut start = None;
     loop {
         let out = partition(client, table, shard)
@@ -96,14 +107,13 @@ pub(crate) async fn keys(
             .await
             .map_err(|e| OpsError::aws("query", &table.name, e))?;
         reads.add(out.consumed_capacity(), out.scanned_count(), 0);
-        keys.extend(
-            out.items()
-                .iter()
-                .filter_map(|i| item_key(&canonical(table, i))),
-        );
+        entries.extend(out.items().iter().filter_map(|i| {
+            let item = canonical(table, i);
+            Some((item_key(&item)?, SeenIndex::of(&item)))
+        }));
         start = last_key(out.last_evaluated_key);
         if start.is_none() {
-            return Ok(keys);
+            return Ok(entries);
         }
     }
 }

@@ -34,12 +34,14 @@ mod index;
 mod read;
 mod redrive;
 mod sdk;
+mod shards;
 
 pub use dynamodb_outbox::KeyNames;
 pub use error::OpsError;
 pub use read::{FailedMessage, StatusReport, failed, failed_read, status};
 pub use redrive::{RedriveReport, Selection, redrive, redrive_dry_run};
 pub use sdk::sdk_config;
+pub use shards::{ShardsReport, shards};
 
 use aws_sdk_dynamodb::types::ConsumedCapacity;
 

@@ -5,18 +5,21 @@
 //! outbox-ops failed [--topic T]           FAILED messages with their LastError
 //! outbox-ops redrive --key PK SK ...      chosen FAILED messages back to PENDING
 //! outbox-ops redrive --topic T | --all [--dry-run]
+//! outbox-ops shards [--move]              pending messages outside their shard while
+//!                                         the sweeper index's shard count changes
 //! ```
 //!
 //! Every read goes through the sweeper index, never a scan of the table. `--endpoint
 //! URL` (or `OUTBOX_ENDPOINT`) talks to the emulator; without it the standard AWS
 //! configuration chain picks the account. `--table` defaults to `OUTBOX_TABLE_NAME`,
 //! `--partition-key`/`--sort-key` to `OUTBOX_PARTITION_KEY`/`OUTBOX_SORT_KEY` (else
-//! `PK`/`SK`). Install it with `cargo install --path functions/tools/outbox-ops`
+//! `PK`/`SK`), `--sweep-shards`/`--sweep-shards-previous` to `OUTBOX_SWEEP_SHARDS`/
+//! `OUTBOX_SWEEP_SHARDS_PREVIOUS` (else 16 and none). Install it with `cargo install --path functions/tools/outbox-ops`
 //! (see its README).
 
 use clap::{ArgGroup, Parser, Subcommand};
 use dynamodb_outbox::clock::now_ms;
-use dynamodb_outbox::schema::ItemKey;
+use dynamodb_outbox::schema::{ItemKey, SweepShards};
 use outbox_ops::{KeyNames, OpsError, Reads, Selection, Table, sdk_config};
 use std::process::ExitCode;
 
@@ -29,6 +32,7 @@ Examples:
   outbox-ops --table orders redrive --topic orders-events --dry-run
   outbox-ops --table app --partition-key pk --sort-key sk failed
   outbox-ops --endpoint http://localhost:4566 --table orders status
+  outbox-ops --table orders --sweep-shards 64 --sweep-shards-previous 16 shards --move
 
 status and failed read only the sweeper index (OutboxSweepIndex) and the failed
 items, never the whole table: SENT messages are not counted.
@@ -73,6 +77,24 @@ struct Cli {
         default_value = "SK"
     )]
     sort_key: String,
+    /// The number of sweeper index shards the deployment writes (its
+    /// `sweep_shards` setting).
+    #[arg(
+        long,
+        env = "OUTBOX_SWEEP_SHARDS",
+        global = true,
+        value_name = "N",
+        default_value_t = 16
+    )]
+    sweep_shards: u32,
+    /// While the shard count changes: the count it changes from.
+    #[arg(
+        long,
+        env = "OUTBOX_SWEEP_SHARDS_PREVIOUS",
+        global = true,
+        value_name = "N"
+    )]
+    sweep_shards_previous: Option<u32>,
     #[command(subcommand)]
     command: Command,
 }
@@ -106,6 +128,15 @@ enum Command {
         #[arg(long)]
         dry_run: bool,
     },
+    /// While the sweeper index's shard count changes: counts the pending messages
+    /// still in a shard of the previous count, which must reach 0 before
+    /// OUTBOX_SWEEP_SHARDS_PREVIOUS is dropped (sweeps move what they claim).
+    Shards {
+        /// Move them into their new shard now (each conditional on it being
+        /// unchanged since the read).
+        #[arg(long = "move")]
+        move_them: bool,
+    },
 }
 
 #[tokio::main]
@@ -115,11 +146,13 @@ async fn main() -> ExitCode {
         eprintln!("outbox-ops: {}", OpsError::NoTable);
         return ExitCode::from(2);
     };
-    let keys = KeyNames::new(cli.partition_key.clone(), cli.sort_key.clone());
-    if let Err(e) = keys.validate() {
-        eprintln!("outbox-ops: {e}");
-        return ExitCode::from(2);
-    }
+    let keys = match key_names(&cli) {
+        Ok(keys) => keys,
+        Err(e) => {
+            eprintln!("outbox-ops: {e}");
+            return ExitCode::from(2);
+        }
+    };
     let table = Table::new(table).key_names(keys);
     let client = aws_sdk_dynamodb::Client::new(&sdk_config(cli.endpoint.as_deref()).await);
     match run(&client, &table, cli.command).await {
@@ -129,6 +162,17 @@ async fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// The table's key names and sweeper index layout, from the flags, validated.
+fn key_names(cli: &Cli) -> Result<KeyNames, dynamodb_outbox::ConfigError> {
+    let mut shards = SweepShards::new(cli.sweep_shards)?;
+    if let Some(previous) = cli.sweep_shards_previous {
+        shards = shards.changing_from(previous)?;
+    }
+    let keys = KeyNames::new(cli.partition_key.clone(), cli.sort_key.clone()).sweep_shards(shards);
+    keys.validate()?;
+    Ok(keys)
 }
 
 async fn run(
@@ -161,8 +205,45 @@ async fn run(
                 );
             }
         }
+        Command::Shards { move_them } => {
+            print_shards(&outbox_ops::shards(client, table, move_them).await?, table);
+        }
     }
     Ok(())
+}
+
+fn print_shards(report: &outbox_ops::ShardsReport, table: &Table) {
+    let layout = table.keys.sweep_shards;
+    match layout.previous() {
+        Some(previous) => println!(
+            "table {}: sweeper index changing from {previous} to {} shards ({} read)",
+            table.name,
+            layout.count(),
+            report.shards_read
+        ),
+        None => println!(
+            "table {}: sweeper index of {} shards",
+            table.name,
+            layout.count()
+        ),
+    }
+    println!("  pending in their shard        {}", report.in_place);
+    println!("  pending outside their shard   {}", report.misplaced);
+    if report.moved + report.changed_meanwhile > 0 {
+        println!("    moved now                   {}", report.moved);
+        println!(
+            "    changed meanwhile (claimed) {}",
+            report.changed_meanwhile
+        );
+    }
+    if report.done() {
+        println!(
+            "nothing left outside its shard: OUTBOX_SWEEP_SHARDS_PREVIOUS (sweep_shards_previous) can be dropped"
+        );
+    } else {
+        println!("not yet: run `shards --move`, or wait for the sweeper to claim them");
+    }
+    print_reads(&report.reads);
 }
 
 fn print_status(report: &outbox_ops::StatusReport, table: &Table, now: i64) {

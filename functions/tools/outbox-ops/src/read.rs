@@ -3,15 +3,16 @@
 
 use crate::{OpsError, Reads, Table, index};
 use dynamodb_outbox::schema::{
-    ItemKey, OutboxItem, Status, all_failed_sweep_shards, all_sweep_shards, derive_message_id,
+    ItemKey, OutboxItem, Status, all_failed_sweep_shards, derive_message_id,
 };
 use std::collections::BTreeMap;
 
 /// Counts per state from the sweeper index, and what reading them cost.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct StatusReport {
-    /// Messages per state: `PENDING` (in the sixteen sweep partitions) and `FAILED`
-    /// (in the sixteen `FAILED#NN` partitions). `SENT` messages have left the index
+    /// Messages per state: `PENDING` (in the sweep partitions of the table's
+    /// [`SweepShards`](dynamodb_outbox::schema::SweepShards)) and `FAILED` (in the
+    /// sixteen `FAILED#NN` partitions). `SENT` messages have left the index
     /// and are not counted.
     pub counts: BTreeMap<String, u64>,
     /// The earliest due time of a pending message, epoch milliseconds: the sweeper
@@ -25,7 +26,7 @@ pub struct StatusReport {
 }
 
 /// Counts the pending and failed messages of `table` from the sweeper index: a
-/// `Select=COUNT` query of each of the 32 partitions, the earliest entry of each
+/// `Select=COUNT` query of each sweep partition and of the 16 failed ones, the earliest entry of each
 /// sweep partition that holds any, and `DescribeTable` for the table's approximate
 /// size. No table item is read.
 pub async fn status(
@@ -34,7 +35,7 @@ pub async fn status(
 ) -> Result<StatusReport, OpsError> {
     let mut report = StatusReport::default();
     let mut pending = 0;
-    for shard in all_sweep_shards() {
+    for shard in table.keys.sweep_shards.all() {
         let count = index::count(client, table, &shard, &mut report.reads).await?;
         pending += count;
         if count == 0 {

@@ -5,7 +5,7 @@ use crate::{OpsError, Reads, Table, index};
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure};
 use dynamodb_outbox::schema::{
-    FAILED_AT, ItemKey, LAST_ERROR, PAYLOAD_ON, RETRY_COUNT, STATUS, Status, TABLE, sweep_shard,
+    FAILED_AT, ItemKey, LAST_ERROR, PAYLOAD_ON, RETRY_COUNT, STATUS, Status, TABLE,
 };
 
 /// Which failed messages to redrive.
@@ -136,7 +136,7 @@ async fn redrive_one(
         .expression_attribute_values(":failed", AttributeValue::S(Status::Failed.as_str().into()))
         .expression_attribute_values(":pending", AttributeValue::S(Status::Pending.as_str().into()))
         .expression_attribute_values(":zero", AttributeValue::N("0".into()))
-        .expression_attribute_values(":shard", AttributeValue::S(sweep_shard(&key.pk)))
+        .expression_attribute_values(":shard", AttributeValue::S(table.keys.sweep_shards.shard_of(&key.pk)))
         .expression_attribute_values(":now", AttributeValue::N(now_ms.to_string()))
         .send()
         .await;

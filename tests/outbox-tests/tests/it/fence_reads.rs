@@ -8,7 +8,7 @@ use dynamodb_outbox::NewMessage;
 use dynamodb_outbox::dynamo::DynamoStore;
 use dynamodb_outbox::policy::{FenceRead, Scope};
 use dynamodb_outbox::ports::OutboxStore;
-use dynamodb_outbox::schema::sweep_shard;
+use dynamodb_outbox::schema::SweepShards;
 use outbox_tests::{Outbox, s};
 use std::collections::BTreeSet;
 
@@ -25,7 +25,10 @@ async fn one_request_reads_the_pending_keys_of_every_shard_a_batch_touches() {
             .collect();
         writer.commit(vec![], &msgs).await.expect("commit");
     }
-    let shards: BTreeSet<String> = aggregates.iter().map(|a| sweep_shard(a)).collect();
+    let shards: BTreeSet<String> = aggregates
+        .iter()
+        .map(|a| SweepShards::default().shard_of(a))
+        .collect();
     assert!(shards.len() > 8, "spread over the shards: {shards:?}");
 
     // When the fence reads them

@@ -5,7 +5,7 @@
 use crate::publisher::keyed::own_names;
 use aws_sdk_dynamodb::types::{PutRequest, ReturnConsumedCapacity, Select, WriteRequest};
 use dynamodb_outbox::NewMessage;
-use dynamodb_outbox::schema::sweep_shard;
+use dynamodb_outbox::schema::SweepShards;
 use dynamodb_outbox::stream::handle_stream_event;
 use outbox_tests::{Outbox, sv};
 use std::collections::BTreeSet;
@@ -116,7 +116,10 @@ async fn status_and_failed_on_a_table_of_ten_thousand_business_items_read_no_bus
     // And it read index entries only: each counted once, and each pending shard's
     // earliest once more; no table item. Its requests: a count of each of the 32
     // index partitions, the earliest entry of each pending shard, and DescribeTable
-    let pending_shards: BTreeSet<String> = pending.iter().map(|pk| sweep_shard(pk)).collect();
+    let pending_shards: BTreeSet<String> = pending
+        .iter()
+        .map(|pk| SweepShards::default().shard_of(pk))
+        .collect();
     let shards = pending_shards.len() as u64;
     let reads = &status.reads;
     assert_eq!(reads.index_entries, 3 + 2 + shards, "{reads:?}");

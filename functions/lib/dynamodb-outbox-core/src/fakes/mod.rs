@@ -13,7 +13,7 @@ mod store;
 pub use sink::{RecordingSink, Refusals};
 pub use store::{MemoryStore, StoreFaults};
 
-use crate::schema::{ItemKey, OutboxItem, PENDING_MESSAGE, Status, sweep_shard};
+use crate::schema::{ItemKey, OutboxItem, PENDING_MESSAGE, Status, SweepShards};
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -38,7 +38,7 @@ pub fn pending_item(
         status: Some(Status::Pending.as_str().to_owned()),
         retry_count: Some(retry),
         created_at: Some(created_ms),
-        sweep_shard: Some(sweep_shard(&key.pk)),
+        sweep_shard: Some(SweepShards::default().shard_of(&key.pk)),
         sweep_due_at: Some(due_ms),
         ..OutboxItem::default()
     }

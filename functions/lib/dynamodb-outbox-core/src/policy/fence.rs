@@ -33,7 +33,7 @@
 //! fenced (docs/protocol.md, "What the model found").
 
 use super::order::{OrderKey, order_key};
-use crate::schema::{ItemKey, OutboxMessage, derive_message_id, sweep_shard};
+use crate::schema::{ItemKey, OutboxMessage, SweepShards, derive_message_id};
 use std::collections::{BTreeMap, BTreeSet};
 
 /// The UUIDv7 that ends a sort key written by the library (`MESSAGE#<EVENT>#<id>`):
@@ -59,14 +59,21 @@ pub struct Member {
     /// Another producer's aggregate may hold pending messages outside the index (a
     /// discarded record not yet recovered), so its partition is read instead.
     pub library: bool,
+    /// The sweeper index shards its aggregate's pending messages may be in (two while
+    /// the shard count changes, [`SweepShards::shards_of`]); what a library
+    /// aggregate's fence reads.
+    pub shards: Vec<String>,
 }
 
 impl Member {
-    /// The member a decoded message makes.
-    pub fn of(msg: &OutboxMessage, fifo: bool) -> Self {
+    /// The member a decoded message makes, in a table of `layout`.
+    pub fn of(msg: &OutboxMessage, fifo: bool, layout: &SweepShards) -> Self {
         Member {
             order: order_key(&msg.key, msg.created_at, &msg.message_id),
-            library: msg.created_at > 0 && key_position(&msg.key).is_some() && msg.indexed(),
+            library: msg.created_at > 0
+                && key_position(&msg.key).is_some()
+                && msg.indexed(layout),
+            shards: layout.shards_of(&msg.key.pk),
             key: msg.key.clone(),
             fifo,
         }
@@ -99,8 +106,10 @@ pub struct FenceRead {
 /// to a FIFO destination.
 pub fn fence_reads(members: &[Member]) -> Vec<FenceRead> {
     let mut library: BTreeMap<&str, bool> = BTreeMap::new();
+    let mut shards_of: BTreeMap<&str, &[String]> = BTreeMap::new();
     for m in members {
         *library.entry(m.key.pk.as_str()).or_insert(true) &= m.library;
+        shards_of.insert(m.key.pk.as_str(), &m.shards);
     }
     let fifo: BTreeSet<&str> = members
         .iter()
@@ -111,7 +120,8 @@ pub fn fence_reads(members: &[Member]) -> Vec<FenceRead> {
     let mut reads = Vec::new();
     for aggregate in fifo {
         if library.get(aggregate).copied().unwrap_or(false) {
-            shards.insert(sweep_shard(aggregate));
+            let of = shards_of.get(aggregate).copied().unwrap_or_default();
+            shards.extend(of.iter().cloned());
             indexed.insert(aggregate.to_owned());
         } else {
             reads.push(FenceRead {

@@ -8,7 +8,7 @@
 
 use super::{MARK_CONCURRENCY, Outcome, Work, WorkItem};
 use crate::ports::OutboxStore;
-use crate::schema::{OutboxMessage, sweep_shard};
+use crate::schema::{OutboxMessage, SweepShards};
 use futures::StreamExt;
 
 /// When an unindexed item the stream path could not finish becomes the sweeper's.
@@ -23,11 +23,12 @@ pub(super) async fn unfinished<S: OutboxStore>(
     items: &[WorkItem],
     outcomes: &[Outcome],
     now_ms: i64,
+    layout: &SweepShards,
 ) -> Vec<(usize, Outcome)> {
     let due = now_ms + ADOPT_GRACE_MS;
-    futures::stream::iter(unindexed_unfinished(items, outcomes))
+    futures::stream::iter(unindexed_unfinished(items, outcomes, layout))
         .map(|(index, msg, outcome)| async move {
-            let shard = sweep_shard(&msg.key.pk);
+            let shard = layout.shard_of(&msg.key.pk);
             match store
                 .adopt_unindexed(&msg.key, &shard, due, &msg.index)
                 .await
@@ -62,6 +63,7 @@ pub(super) async fn unfinished<S: OutboxStore>(
 fn unindexed_unfinished<'a>(
     items: &'a [WorkItem],
     outcomes: &'a [Outcome],
+    layout: &'a SweepShards,
 ) -> impl Iterator<Item = (usize, &'a OutboxMessage, &'a Outcome)> {
     items
         .iter()
@@ -76,7 +78,7 @@ fn unindexed_unfinished<'a>(
                 | Outcome::OrderUnknown { .. }
                 | Outcome::Sent { marked: false }
                 | Outcome::DeadLettered { marked: false, .. },
-            ) if !msg.indexed() => Some((index, msg, outcome)),
+            ) if !msg.indexed(layout) => Some((index, msg, outcome)),
             _ => None,
         })
 }

@@ -12,7 +12,7 @@ use crate::policy::{
     fenced, page_budgets, to_confirm,
 };
 use crate::ports::OutboxStore;
-use crate::schema::ItemKey;
+use crate::schema::{ItemKey, SweepShards};
 use std::collections::HashSet;
 
 /// The planned messages that must wait behind an earlier pending message of their
@@ -26,8 +26,9 @@ pub(super) async fn deferred<S: OutboxStore>(
     plan: &Plan,
     items: &[WorkItem],
     finished: &HashSet<ItemKey>,
+    layout: &SweepShards,
 ) -> Vec<(usize, Outcome)> {
-    let (positions, members) = planned_members(plan, items);
+    let (positions, members) = planned_members(plan, items, layout);
     let reads = fence_reads(&members);
     if reads.is_empty() {
         return Vec::new();
@@ -57,7 +58,11 @@ pub(super) async fn deferred<S: OutboxStore>(
 }
 
 /// Every planned message as the fence sees it, with its position in the batch.
-fn planned_members(plan: &Plan, items: &[WorkItem]) -> (Vec<usize>, Vec<Member>) {
+fn planned_members(
+    plan: &Plan,
+    items: &[WorkItem],
+    layout: &SweepShards,
+) -> (Vec<usize>, Vec<Member>) {
     let mut positions = Vec::new();
     let mut members = Vec::new();
     for round in &plan.rounds {
@@ -66,7 +71,7 @@ fn planned_members(plan: &Plan, items: &[WorkItem]) -> (Vec<usize>, Vec<Member>)
             for e in &call.entries {
                 if let Work::Publish(msg) = &items[e.index].work {
                     positions.push(e.index);
-                    members.push(Member::of(msg, fifo));
+                    members.push(Member::of(msg, fifo, layout));
                 }
             }
         }

@@ -102,7 +102,8 @@ impl<K: MessageSink, S: OutboxStore> Publisher<K, S> {
         // Plan: route, build entries, lay out calls; poison found while routing.
         let plan = plan(&self.config, items);
         // Fence: FIFO messages behind an earlier pending one wait for the sweeper.
-        let deferred = fence::deferred(&self.store, &plan, items, finished).await;
+        let layout = &self.config.key_names.sweep_shards;
+        let deferred = fence::deferred(&self.store, &plan, items, finished, layout).await;
         let held: HashSet<usize> = deferred.iter().map(|&(index, _)| index).collect();
         // Dispatch: the rounds in order; a failed aggregate holds back the rest.
         let dispatched = dispatch::send_rounds(&self.sink, &plan, items, &held).await;
@@ -123,7 +124,7 @@ impl<K: MessageSink, S: OutboxStore> Publisher<K, S> {
         let decided = [deferred, dispatched.decided, copied.decided, failed, sent];
         let mut outcomes = by_position(items.len(), decided);
         // Adopt: what is left unfinished and unindexed goes in the sweeper index.
-        for (index, retry) in adopt::unfinished(&self.store, items, &outcomes, now_ms).await {
+        for (index, retry) in adopt::unfinished(&self.store, items, &outcomes, now_ms, &self.config.key_names.sweep_shards).await {
             outcomes[index] = retry;
         }
         outcomes

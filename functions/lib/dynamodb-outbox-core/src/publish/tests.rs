@@ -50,7 +50,7 @@ fn publish_work(
     WorkItem {
         id: id.to_owned(),
         work: Work::Publish(OutboxMessage {
-            index: crate::schema::SeenIndex::ours(crate::schema::sweep_shard(&key.pk), 1),
+            index: crate::schema::SeenIndex::ours(crate::schema::SweepShards::default().shard_of(&key.pk), 1),
             key,
             message_id,
             topic: topic.into(),

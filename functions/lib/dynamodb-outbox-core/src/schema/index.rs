@@ -1,15 +1,15 @@
 //! The sweeper index attributes of an item as they were read, and whether a sweep
 //! can work with them.
 //!
-//! An item counts as indexed only when its `SweepShard` is one of the sixteen shards
-//! a sweep queries and its `SweepDueAt` is an integer: a foreign producer's shard
+//! An item counts as indexed only when its `SweepShard` is one of the shards a sweep
+//! queries ([`SweepShards::is_shard`]) and its `SweepDueAt` is an integer: a foreign producer's shard
 //! (`"99"`) is never queried, and a due time with a fraction would never match the
 //! integer the claim compares. Such an item is treated as unindexed — the publisher's
 //! adoption and the scan mode re-index it, conditionally on the values as read here,
 //! which overwrites the bad ones.
 
 use super::number::{integer, whole_part};
-use super::{SWEEP_DUE_AT, SWEEP_SHARD, SWEEP_SHARDS, string_attr};
+use super::{SWEEP_DUE_AT, SWEEP_SHARD, SweepShards, string_attr};
 use serde_dynamo::AttributeValue;
 
 /// `SweepShard` and `SweepDueAt` exactly as stored (the due time as its decimal
@@ -42,10 +42,10 @@ impl SeenIndex {
         }
     }
 
-    /// Whether a sweep finds and claims the item as it is: a shard of ours and an
-    /// integer due time.
-    pub fn is_valid(&self) -> bool {
-        self.shard.as_deref().is_some_and(is_sweep_shard) && self.due_ms_exact().is_some()
+    /// Whether a sweep of `shards` finds and claims the item as it is: one of its
+    /// shards and an integer due time.
+    pub fn is_valid(&self, shards: &SweepShards) -> bool {
+        self.shard.as_deref().is_some_and(|s| shards.is_shard(s)) && self.due_ms_exact().is_some()
     }
 
     /// The due time, when it is an integer of epoch milliseconds.
@@ -62,18 +62,9 @@ impl SeenIndex {
     }
 }
 
-/// Whether `shard` is one of the shards a sweep queries (`"00"` … `"15"`).
-pub fn is_sweep_shard(shard: &str) -> bool {
-    shard.len() == 2
-        && shard
-            .parse::<u32>()
-            .is_ok_and(|n| n < SWEEP_SHARDS && format!("{n:02}") == shard)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::schema::{all_sweep_shards, sweep_shard};
 
     fn seen(shard: Option<&str>, due: Option<&str>) -> SeenIndex {
         SeenIndex {
@@ -84,17 +75,16 @@ mod tests {
 
     #[test]
     fn only_our_shards_and_integer_due_times_count_as_indexed() {
-        assert!(all_sweep_shards().all(|s| is_sweep_shard(&s)));
-        assert!(is_sweep_shard(&sweep_shard("USER#1")));
+        let sixteen = SweepShards::default();
         for foreign in ["16", "99", "1", "001", "-1", "ab", ""] {
-            assert!(!is_sweep_shard(foreign), "{foreign}");
+            assert!(!seen(Some(foreign), Some("1")).is_valid(&sixteen), "{foreign}");
         }
-        assert!(seen(Some("07"), Some("1700000000000")).is_valid());
-        assert!(seen(Some("07"), Some("1700000000000.000")).is_valid());
-        assert!(!seen(Some("07"), Some("1700000000000.5")).is_valid());
-        assert!(!seen(Some("99"), Some("1")).is_valid());
-        assert!(!seen(Some("07"), None).is_valid());
-        assert!(!seen(None, Some("1")).is_valid());
+        assert!(seen(Some("07"), Some("1700000000000")).is_valid(&sixteen));
+        assert!(seen(Some("07"), Some("1700000000000.000")).is_valid(&sixteen));
+        assert!(!seen(Some("07"), Some("1700000000000.5")).is_valid(&sixteen));
+        assert!(!seen(Some("99"), Some("1")).is_valid(&sixteen));
+        assert!(!seen(Some("07"), None).is_valid(&sixteen));
+        assert!(!seen(None, Some("1")).is_valid(&sixteen));
         assert_eq!(seen(None, Some("12.9")).due_ms(), Some(12));
     }
 

@@ -143,9 +143,9 @@ pub struct OutboxMessage {
 }
 
 impl OutboxMessage {
-    /// Whether a sweep would find and claim the item as it is.
-    pub fn indexed(&self) -> bool {
-        self.index.is_valid()
+    /// Whether a sweep of `layout` would find and claim the item as it is.
+    pub fn indexed(&self, layout: &super::SweepShards) -> bool {
+        self.index.is_valid(layout)
     }
 
     /// The aggregate this message belongs to (its partition key).

@@ -10,8 +10,10 @@ mod index;
 mod item;
 pub mod number;
 mod shape;
+mod shards;
 
-pub use index::{SeenIndex, is_sweep_shard};
+pub use index::SeenIndex;
+pub use shards::{DEFAULT_SWEEP_SHARDS, MAX_SWEEP_SHARDS, SweepShards};
 pub use item::{DecodeError, OutboxItem, OutboxMessage, Undecodable, decode, decode_message};
 pub use shape::{ScalarType, TABLE, TableShape};
 
@@ -43,7 +45,7 @@ pub const CREATED_AT: &str = "CreatedAt";
 /// Optional per-aggregate sequence number, for consumers that need strict order.
 pub const SEQUENCE: &str = "Sequence";
 /// Sweeper index partition key (sparse: present only while `PENDING`, as one of the
-/// [`SWEEP_SHARDS`] shards, and on `FAILED` items, as [`failed_sweep_shard`]).
+/// [`SweepShards`], and on `FAILED` items, as [`failed_sweep_shard`]).
 pub const SWEEP_SHARD: &str = "SweepShard";
 /// Sweeper index sort key: epoch milliseconds at which the item is due for a sweep
 /// (on a `FAILED` item: when it failed).
@@ -82,8 +84,10 @@ pub fn scan_cursor_sk(segment: u32) -> String {
 
 /// Name of the sparse global secondary index the sweeper queries.
 pub const SWEEP_INDEX: &str = "OutboxSweepIndex";
-/// Number of sweeper index partitions. Fixed: producers and the sweeper must agree.
-pub const SWEEP_SHARDS: u32 = 16;
+/// Number of index partitions of `FAILED` items: fixed, whatever the pending items'
+/// [`SweepShards`], so the operator's reads of failed items never depend on a setting
+/// (failures arrive at the sweeper's pace, far below a partition's write ceiling).
+pub const FAILED_SHARDS: u16 = 16;
 
 /// Lifecycle state of an outbox item.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -181,35 +185,22 @@ pub fn stable_hash(bytes: &[u8]) -> u64 {
     hash
 }
 
-/// The sweeper index shard of an aggregate: a hash of its key, so one aggregate's
-/// messages always share a shard (and stay in order within it).
-pub fn sweep_shard(pk: &str) -> String {
-    format!(
-        "{:02}",
-        stable_hash(pk.as_bytes()) % u64::from(SWEEP_SHARDS)
-    )
-}
-
-/// Every sweep shard value, in order.
-pub fn all_sweep_shards() -> impl Iterator<Item = String> {
-    (0..SWEEP_SHARDS).map(|n| format!("{n:02}"))
-}
-
 /// What a `FAILED` item's [`SWEEP_SHARD`] starts with. The sweeper queries only the
-/// [`all_sweep_shards`] partitions, so a failed item in the index is never swept;
+/// [`SweepShards::all`] partitions, so a failed item in the index is never swept;
 /// the operator's `failed` and `status` read these partitions instead of the table.
 pub const FAILED_SHARD_PREFIX: &str = "FAILED#";
 
-/// The index partition of a `FAILED` item of aggregate `pk`: `FAILED#<its shard>`.
-/// Sharded like the pending ones, so that a storm of failures does not make one hot
-/// index partition, whose throttling would throttle the table's writes.
+/// The index partition of a `FAILED` item of aggregate `pk`: `FAILED#<n>`, `n` its
+/// hash modulo [`FAILED_SHARDS`]. Sharded, so that a storm of failures does not make
+/// one hot index partition, whose throttling would throttle the table's writes.
 pub fn failed_sweep_shard(pk: &str) -> String {
-    format!("{FAILED_SHARD_PREFIX}{}", sweep_shard(pk))
+    let n = stable_hash(pk.as_bytes()) % u64::from(FAILED_SHARDS);
+    format!("{FAILED_SHARD_PREFIX}{n:02}")
 }
 
 /// Every index partition of `FAILED` items, in order.
 pub fn all_failed_sweep_shards() -> impl Iterator<Item = String> {
-    all_sweep_shards().map(|shard| format!("{FAILED_SHARD_PREFIX}{shard}"))
+    (0..FAILED_SHARDS).map(|n| format!("{FAILED_SHARD_PREFIX}{n:02}"))
 }
 
 #[cfg(test)]
@@ -217,25 +208,22 @@ mod tests {
     use super::*;
 
     #[test]
-    fn shards_are_stable_and_in_range() {
-        assert_eq!(sweep_shard("USER#123"), sweep_shard("USER#123"));
-        let shards: Vec<String> = all_sweep_shards().collect();
-        assert_eq!(shards.len(), SWEEP_SHARDS as usize);
-        for pk in ["a", "b", "USER#1", "ORDER#99", ""] {
-            assert!(shards.contains(&sweep_shard(pk)));
-        }
+    fn the_hash_is_stable() {
         // FNV-1a reference value: guards against an accidental change of the hash,
         // which would strand pending items in shards the sweeper no longer reads.
         assert_eq!(stable_hash(b"a"), 0xaf63_dc4c_8601_ec8c);
     }
 
     #[test]
-    fn a_failed_item_has_the_shard_of_its_aggregate_under_a_prefix_no_sweep_queries() {
+    fn a_failed_item_has_the_default_shard_of_its_aggregate_under_a_prefix_no_sweep_queries() {
         let failed = failed_sweep_shard("USER#123");
-        assert_eq!(failed, format!("FAILED#{}", sweep_shard("USER#123")));
-        assert!(!is_sweep_shard(&failed));
+        let default = SweepShards::default();
+        assert_eq!(failed, format!("FAILED#{}", default.shard_of("USER#123")));
+        for layout in [default, SweepShards::new(256).unwrap_or_default()] {
+            assert!(!layout.is_shard(&failed));
+        }
         let all: Vec<String> = all_failed_sweep_shards().collect();
-        assert_eq!(all.len(), SWEEP_SHARDS as usize);
+        assert_eq!(all.len(), usize::from(FAILED_SHARDS));
         assert_eq!((all[0].as_str(), all[15].as_str()), ("FAILED#00", "FAILED#15"));
     }
 }

@@ -2,7 +2,7 @@
 //! creates and what the adapters query. The CDK app and the Terraform module declare
 //! the same table; keep them equal to this.
 
-use super::{EXPIRES_AT, PK, SK, SWEEP_DUE_AT, SWEEP_INDEX, SWEEP_SHARD, SWEEP_SHARDS};
+use super::{EXPIRES_AT, PK, SK, SWEEP_DUE_AT, SWEEP_INDEX, SWEEP_SHARD};
 
 /// A key attribute's DynamoDB type.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,7 +22,8 @@ pub struct TableShape {
     pub sort_key: &'static str,
     /// The sparse global secondary index the sweeper queries (`KEYS_ONLY`).
     pub sweep_index: &'static str,
-    /// Its partition key (string): one of [`TableShape::sweep_shards`] shards.
+    /// Its partition key (string): one of the [`SweepShards`](super::SweepShards)
+    /// (how many is a deployment setting: the index's definition does not change).
     pub sweep_index_partition_key: &'static str,
     /// Its sort key (number): the due time, epoch milliseconds.
     pub sweep_index_sort_key: &'static str,
@@ -31,8 +32,6 @@ pub struct TableShape {
     /// The stream carries new images (`NEW_IMAGE`): the publisher reads the item
     /// from its record.
     pub stream_new_image: bool,
-    /// Number of sweeper index shards.
-    pub sweep_shards: u32,
 }
 
 /// The outbox table.
@@ -44,7 +43,6 @@ pub const TABLE: TableShape = TableShape {
     sweep_index_sort_key: SWEEP_DUE_AT,
     ttl_attribute: EXPIRES_AT,
     stream_new_image: true,
-    sweep_shards: SWEEP_SHARDS,
 };
 
 impl TableShape {

@@ -6,7 +6,6 @@
 use super::{SweepSummary, Sweeper, Window};
 use crate::policy::adopted_due;
 use crate::ports::{MarkOutcome, MessageSink, OutboxStore, PageToken, SweepStore};
-use crate::schema::sweep_shard;
 
 /// What one segment's share of a sweep did.
 #[derive(Debug, Default)]
@@ -69,7 +68,7 @@ impl<K: MessageSink, S: OutboxStore + SweepStore> Sweeper<K, S> {
             start = page.next;
             for item in page.items {
                 let due = adopted_due(item.created_at_ms, window.budget.now_ms, self.config.grace);
-                let shard = sweep_shard(&item.key.pk);
+                let shard = self.config.publisher.key_names.sweep_shards.shard_of(&item.key.pk);
                 match self
                     .store()
                     .adopt(&item.key, &shard, due, &item.index)

@@ -31,12 +31,12 @@ impl<K: MessageSink, S: OutboxStore + SweepStore> Sweeper<K, S> {
         summary: &mut SweepSummary,
     ) -> Claims {
         let max_attempts = self.config.max_attempts;
+        let layout = &self.config.publisher.key_names.sweep_shards;
         let results: Vec<(&DueKey, Result<Claim, Failure>)> =
             futures::stream::iter(keys.iter().map(|d| async move {
-                (
-                    d,
-                    self.store().claim(&d.key, &d.seen_due, lease_until).await,
-                )
+                let shard = layout.shard_of(&d.key.pk);
+                let claim = self.store().claim(&d.key, &d.seen_due, lease_until, &shard);
+                (d, claim.await)
             }))
             .buffer_unordered(self.config.limits.concurrency.max(1))
             .collect()

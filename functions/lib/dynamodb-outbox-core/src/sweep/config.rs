@@ -64,6 +64,8 @@ pub struct SweepLimits {
     pub page_size: i32,
     /// Claims in flight at once.
     pub concurrency: usize,
+    /// Index shards queried at once.
+    pub query_concurrency: usize,
     /// Parallel scan segments (scan mode).
     pub scan_segments: u32,
     /// Items each segment reads per page (scan mode).
@@ -79,6 +81,7 @@ impl Default for SweepLimits {
             chunk: 100,
             page_size: 100,
             concurrency: 16,
+            query_concurrency: 16,
             scan_segments: 4,
             scan_page_size: 1000,
             scan_pages_per_segment: 2,

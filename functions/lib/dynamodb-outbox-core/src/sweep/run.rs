@@ -7,7 +7,8 @@ use super::{SweepSummary, Sweeper, Window};
 use crate::policy::{Attempt, WAVE_PER_AGGREGATE, Waves, held_back, millis, order_attempts};
 use crate::ports::{DueKey, MessageSink, OutboxStore, SweepStore};
 use crate::publish::{Outcome, WorkItem};
-use crate::schema::{ItemKey, all_sweep_shards};
+use crate::schema::ItemKey;
+use futures::StreamExt;
 use std::collections::HashSet;
 
 impl<K: MessageSink, S: OutboxStore + SweepStore> Sweeper<K, S> {
@@ -27,13 +28,16 @@ impl<K: MessageSink, S: OutboxStore + SweepStore> Sweeper<K, S> {
         due
     }
 
-    /// Due keys of every shard, each shard paged until it is exhausted, the per-run
-    /// bound is reached or the budget is used up. Shards are queried concurrently; a
-    /// shard whose query fails is counted as unread.
+    /// Due keys of every shard (of both counts while the count changes), each shard
+    /// paged until it is exhausted, the per-run bound is reached or the budget is used
+    /// up. Up to [`SweepLimits::query_concurrency`](super::SweepLimits) shards are
+    /// queried at once, so a thousand shards do not open a thousand requests; a shard
+    /// whose query fails is counted as unread.
     async fn find_due(&self, window: &Window, summary: &mut SweepSummary) -> Vec<DueKey> {
         let limits = self.config.limits;
         let now = window.budget.now_ms;
-        let shards = all_sweep_shards().map(|shard| async move {
+        let shards = self.config.publisher.key_names.sweep_shards.all();
+        let queries = shards.into_iter().map(|shard| async move {
             let (mut keys, mut scanned, mut queries, mut failed) = (Vec::new(), 0u64, 0usize, false);
             let mut start = None;
             loop {
@@ -57,7 +61,11 @@ impl<K: MessageSink, S: OutboxStore + SweepStore> Sweeper<K, S> {
             (keys, scanned, queries, failed)
         });
         let mut all = Vec::new();
-        for (keys, scanned, queries, failed) in futures::future::join_all(shards).await {
+        let read: Vec<_> = futures::stream::iter(queries)
+            .buffer_unordered(limits.query_concurrency.max(1))
+            .collect()
+            .await;
+        for (keys, scanned, queries, failed) in read {
             all.extend(keys);
             summary.index_items_read += scanned;
             summary.index_queries += queries;

@@ -13,7 +13,7 @@ use crate::message::{ATTR_ERROR, OutboundMessage};
 use crate::policy::millis;
 use crate::ports::DueKey;
 use crate::route::{Destination, Routes};
-use crate::schema::{OutboxItem, Status, sweep_shard};
+use crate::schema::{OutboxItem, Status};
 use std::time::Duration;
 
 const NOW: i64 = 1_000_000;
@@ -240,7 +240,7 @@ async fn scan_mode_adopts_an_unindexed_item_due_after_the_grace_from_its_write()
 async fn a_shard_whose_query_fails_is_reported_not_taken_for_empty() {
     let sw = sweeper();
     put(&sw, "A", "1", pending("A", "1", "up", 0, NOW - 60_000, 1));
-    let broken = sweep_shard("A");
+    let broken = crate::schema::SweepShards::default().shard_of("A");
     sw.publisher.store.fail(StoreFaults {
         queries: vec![broken],
         ..StoreFaults::default()

@@ -91,14 +91,17 @@ impl SweepStore for DynamoStore {
         key: &ItemKey,
         seen_due: &str,
         lease_until_ms: i64,
+        shard: &str,
     ) -> Result<Claim, Failure> {
         let result = request(
             self.update(key)
                 .condition_expression("#status = :pending AND #due = :seen")
                 .update_expression(format!(
-                    "SET {RETRY_COUNT} = if_not_exists({RETRY_COUNT}, :zero) + :one, #due = :lease"
+                    "SET {RETRY_COUNT} = if_not_exists({RETRY_COUNT}, :zero) + :one, #due = :lease, #shard = :shard"
                 ))
                 .expression_attribute_names("#due", TABLE.sweep_index_sort_key)
+                .expression_attribute_names("#shard", TABLE.sweep_index_partition_key)
+                .expression_attribute_values(":shard", AttributeValue::S(shard.to_owned()))
                 .expression_attribute_values(":seen", AttributeValue::N(seen_due.to_owned()))
                 .expression_attribute_values(":lease", n(lease_until_ms))
                 .expression_attribute_values(":zero", n(0))
@@ -196,7 +199,7 @@ impl SweepStore for DynamoStore {
                 let raw = self.canonical(raw);
                 let index = SeenIndex::of(&raw);
                 let item = read(raw)?;
-                (!index.is_valid()).then_some(UnindexedItem {
+                (!index.is_valid(&self.keys.sweep_shards)).then_some(UnindexedItem {
                     created_at_ms: item.created_at,
                     key: item.key()?,
                     index,

@@ -154,7 +154,7 @@ mod tests {
         // an oldest pending age of 0: a broken sweeper looked healthy.
         let deps = deps(Routes::new([], None));
         deps.sweeper.publisher.store.fail(StoreFaults {
-            queries: dynamodb_outbox_core::schema::all_sweep_shards().collect(),
+            queries: dynamodb_outbox_core::schema::SweepShards::default().all(),
             ..StoreFaults::default()
         });
         let err = handle(scheduled(), &deps)

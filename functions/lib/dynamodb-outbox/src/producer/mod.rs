@@ -231,7 +231,7 @@ impl OutboxWriter {
                 return Err(ProducerError::InvalidMessage { index, reason });
             }
             let id = uuid::Uuid::now_v7().to_string();
-            let mut item = m.outbox_item(&id, now_ms, self.sweep_grace);
+            let mut item = m.outbox_item(&id, now_ms, self.sweep_grace, &self.keys.sweep_shards);
             let sk = item.sk.clone().unwrap_or_default();
             let mut put = self.put(index, &item)?;
             let offload = self

@@ -5,7 +5,7 @@ use super::*;
 use dynamodb_outbox_core::large_payload::PayloadPointer;
 use dynamodb_outbox_core::producer::MAX_ITEM_BYTES;
 use dynamodb_outbox_core::schema::{
-    CREATED_AT, ITEM_TYPE, SK, STATUS, SWEEP_DUE_AT, SWEEP_SHARD, sweep_shard,
+    CREATED_AT, ITEM_TYPE, SK, STATUS, SWEEP_DUE_AT, SWEEP_SHARD, SweepShards,
 };
 
 fn writer() -> OutboxWriter {
@@ -55,7 +55,9 @@ fn message_items_follow_the_schema() {
     );
     assert_eq!(
         item.get(SWEEP_SHARD),
-        Some(&AttributeValue::S(sweep_shard("USER#1")))
+        Some(&AttributeValue::S(
+            SweepShards::default().shard_of("USER#1")
+        ))
     );
     let sk = format!("MESSAGE#CREATED#{}", committed.message_ids[0]);
     assert_eq!(item.get(SK), Some(&AttributeValue::S(sk)));

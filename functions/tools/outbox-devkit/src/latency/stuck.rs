@@ -41,7 +41,10 @@ pub(super) async fn sweeper_recovery(
         .update_expression("SET #s = :p, SweepShard = :shard, SweepDueAt = :due")
         .expression_attribute_names("#s", "Status")
         .expression_attribute_values(":p", s("PENDING"))
-        .expression_attribute_values(":shard", s(&dynamodb_outbox::schema::sweep_shard(&pk)))
+        .expression_attribute_values(
+            ":shard",
+            s(&dynamodb_outbox::schema::SweepShards::default().shard_of(&pk)),
+        )
         .expression_attribute_values(":due", AttributeValue::N(due.to_string()))
         .send()
         .await

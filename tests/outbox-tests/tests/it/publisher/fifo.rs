@@ -131,7 +131,7 @@ async fn a_minimal_producers_fifo_message_behind_a_pending_one_waits_in_the_swee
     assert_eq!(s(&item, "Status").as_deref(), Some("PENDING"));
     assert_eq!(
         s(&item, "SweepShard"),
-        Some(dynamodb_outbox::schema::sweep_shard("LEDGER#3"))
+        Some(dynamodb_outbox::schema::SweepShards::default().shard_of("LEDGER#3"))
     );
 }
 

@@ -174,7 +174,7 @@ async fn an_item_at_the_size_limit_the_sweeper_gives_up_on_is_failed_with_one_de
     // Out of the partitions a sweep queries (in a FAILED one, or out of the index)
     assert!(
         !s(&item, "SweepShard")
-            .is_some_and(|shard| dynamodb_outbox::schema::is_sweep_shard(&shard))
+            .is_some_and(|shard| dynamodb_outbox::schema::SweepShards::default().is_shard(&shard))
     );
     assert_eq!(s(&item, "PayloadOn").as_deref(), Some("dead-letter queue"));
     let dead = drain(&ob.clients.sqs, &ob.dlq_url).await;

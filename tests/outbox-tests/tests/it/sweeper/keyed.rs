@@ -6,7 +6,7 @@ use super::{config, sweep_at, sweeper};
 use crate::publisher::keyed::own_names;
 use dynamodb_outbox::NewMessage;
 use dynamodb_outbox::clock::now_ms;
-use dynamodb_outbox::schema::{failed_sweep_shard, sweep_shard};
+use dynamodb_outbox::schema::{SweepShards, failed_sweep_shard};
 use outbox_ops::{self as ops, Selection};
 use outbox_tests::{Outbox, drain, n, s};
 use std::time::Duration;
@@ -29,7 +29,10 @@ async fn on_a_table_keyed_otherwise_the_sweeper_recovers_one_message_and_fails_a
         .expect("commit");
     let (sent_sk, failed_sk) = (&committed.sort_keys[0], &committed.sort_keys[1]);
     let stuck = ob.item("ORDER#1", sent_sk).await.expect("item");
-    assert_eq!(s(&stuck, "SweepShard"), Some(sweep_shard("ORDER#1")));
+    assert_eq!(
+        s(&stuck, "SweepShard"),
+        Some(SweepShards::default().shard_of("ORDER#1"))
+    );
     // When the sweeper runs
     let summary = sweep_at(&sweeper(&ob.clients, config(ob.config())), now_ms()).await;
     // Then the routed one is published and SENT with its TTL in `expires_at`
@@ -74,5 +77,8 @@ async fn on_a_table_keyed_otherwise_the_sweeper_recovers_one_message_and_fails_a
     assert_eq!(redriven.redriven.len(), 1, "{redriven:?}");
     let pending = ob.item("REFUND#1", failed_sk).await.expect("item");
     assert_eq!(s(&pending, "Status").as_deref(), Some("PENDING"));
-    assert_eq!(s(&pending, "SweepShard"), Some(sweep_shard("REFUND#1")));
+    assert_eq!(
+        s(&pending, "SweepShard"),
+        Some(SweepShards::default().shard_of("REFUND#1"))
+    );
 }

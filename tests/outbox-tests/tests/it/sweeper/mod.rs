@@ -53,7 +53,7 @@ async fn sweep_at(sweeper: &AwsSweeper, now_ms: i64) -> SweepSummary {
 /// Items in the sweeper index, counted shard by shard.
 async fn index_size(ob: &Outbox) -> i32 {
     let mut total = 0;
-    for shard in dynamodb_outbox::schema::all_sweep_shards() {
+    for shard in dynamodb_outbox::schema::SweepShards::default().all() {
         let mut start = None;
         loop {
             let out = ob

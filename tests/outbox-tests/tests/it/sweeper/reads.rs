@@ -28,7 +28,12 @@ async fn a_sweep_over_ten_thousand_sent_items_with_nothing_stuck_reads_no_table_
     let (mut keys, mut items) = (Vec::new(), Vec::new());
     for i in 0..10_000 {
         let message = NewMessage::new(format!("ORDER#{i}"), "orders", r#"{"order":"placed"}"#);
-        let item = message.outbox_item(&uuid::Uuid::now_v7().to_string(), now, Duration::ZERO);
+        let item = message.outbox_item(
+            &uuid::Uuid::now_v7().to_string(),
+            now,
+            Duration::ZERO,
+            &Default::default(),
+        );
         keys.push(item.key().expect("key"));
         items.push(serde_dynamo::to_item(&item).expect("item"));
     }

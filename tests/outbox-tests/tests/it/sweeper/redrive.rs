@@ -6,7 +6,7 @@ use crate::marks::partiql_conditions_enforced;
 use dynamodb_outbox::clock::now_ms;
 use dynamodb_outbox::dynamo::DynamoStore;
 use dynamodb_outbox::message::ATTR_MESSAGE_ID;
-use dynamodb_outbox::schema::{ItemKey, sweep_shard};
+use dynamodb_outbox::schema::{ItemKey, SweepShards};
 use dynamodb_outbox::{Destination, NewMessage, Routes};
 use dynamodb_outbox_core::policy::failed_marks;
 use dynamodb_outbox_core::ports::{
@@ -85,7 +85,10 @@ async fn redriven_failed_messages_are_republished_once_and_end_sent() {
         let item = ob.item(pk, &committed.sort_keys[sk]).await.expect("item");
         assert_eq!(s(&item, "Status").as_deref(), Some("PENDING"));
         assert_eq!(n(&item, "RetryCount"), Some(0));
-        assert_eq!(s(&item, "SweepShard"), Some(sweep_shard(pk)));
+        assert_eq!(
+            s(&item, "SweepShard"),
+            Some(SweepShards::default().shard_of(pk))
+        );
         assert!(!item.contains_key("LastError") && !item.contains_key("FailedAt"));
     }
     // And a second redrive of the same key changes nothing
@@ -148,7 +151,15 @@ async fn a_failed_mark_under_a_claim_the_redrive_replaced_is_refused() {
     let stored = ob.item(&key.pk, &key.sk).await.expect("item");
     let seen_due = n(&stored, "SweepDueAt").expect("due").to_string();
     let lease = now + 600_000;
-    let claim = store.claim(&key, &seen_due, lease).await.expect("claim");
+    let claim = store
+        .claim(
+            &key,
+            &seen_due,
+            lease,
+            &SweepShards::default().shard_of(&key.pk),
+        )
+        .await
+        .expect("claim");
     assert!(matches!(claim, Claim::Claimed(_)), "{claim:?}");
     // When the stream publisher fails it (it holds no claim) and an operator redrives it
     let mark = failed_marks("no route for topic `refunds`", true).remove(0);
@@ -194,7 +205,12 @@ async fn a_failed_mark_under_a_claim_the_redrive_replaced_is_refused() {
     // When a newer sweep claims it, its own mark is taken
     let newer = now + 900_000;
     let claim = store
-        .claim(&key, &now.to_string(), newer)
+        .claim(
+            &key,
+            &now.to_string(),
+            newer,
+            &SweepShards::default().shard_of(&key.pk),
+        )
         .await
         .expect("claim");
     assert!(matches!(claim, Claim::Claimed(_)), "{claim:?}");

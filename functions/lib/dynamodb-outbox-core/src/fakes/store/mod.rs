@@ -9,7 +9,7 @@ mod sweep;
 
 use super::lock;
 use crate::ports::{MarkOutcome, PageToken};
-use crate::schema::{ItemKey, OutboxItem, Status, sweep_shard};
+use crate::schema::{ItemKey, OutboxItem, Status, SweepShards};
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Mutex;
 
@@ -52,10 +52,10 @@ pub struct StoreFaults {
 /// `item` as `outbox-ops redrive` leaves a `FAILED` item: `PENDING` with a fresh
 /// budget (`RetryCount` 0), in its sweep partition due at `due_ms`, without
 /// `LastError` and `FailedAt`.
-fn redriven(key: &ItemKey, item: &mut OutboxItem, due_ms: i64) {
+fn redriven(key: &ItemKey, item: &mut OutboxItem, due_ms: i64, layout: &SweepShards) {
     item.status = Some(Status::Pending.as_str().to_owned());
     item.retry_count = Some(0);
-    item.sweep_shard = Some(sweep_shard(&key.pk));
+    item.sweep_shard = Some(layout.shard_of(&key.pk));
     item.sweep_due_at = Some(due_ms);
     item.last_error = None;
     item.failed_at = None;
@@ -73,9 +73,17 @@ pub struct MemoryStore {
     faults: Mutex<StoreFaults>,
     batch_calls: Mutex<Vec<usize>>,
     statement_errors: Mutex<HashMap<ItemKey, u32>>,
+    layout: SweepShards,
 }
 
 impl MemoryStore {
+    /// A store whose sweeper index has the shards of `layout` (the default: 16): what
+    /// counts as indexed, and where a redrive puts an item.
+    pub fn with_sweep_shards(mut self, layout: SweepShards) -> Self {
+        self.layout = layout;
+        self
+    }
+
     /// Stores `item` under `key`.
     pub fn put(&self, key: ItemKey, item: OutboxItem) {
         lock(&self.items).insert(key, item);
@@ -127,7 +135,7 @@ impl MemoryStore {
         };
         let mut items = lock(&self.items);
         let item = items.entry(key.clone()).or_insert_with(absent_item);
-        redriven(key, item, due);
+        redriven(key, item, due, &self.layout);
     }
 
     /// Applies `change` to a pending item (created when absent); `false` from it, or

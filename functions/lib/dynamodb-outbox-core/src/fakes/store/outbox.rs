@@ -11,7 +11,7 @@ use crate::ports::{
     StatementError, StatusRead, SweepStore,
 };
 use crate::schema::{
-    ItemKey, OutboxItem, PENDING_MESSAGE, SeenIndex, Status, failed_sweep_shard, sweep_shard,
+    ItemKey, OutboxItem, PENDING_MESSAGE, SeenIndex, Status, SweepShards, failed_sweep_shard,
 };
 
 fn leave_index(item: &mut OutboxItem) {
@@ -196,7 +196,7 @@ impl OutboxStore for MemoryStore {
         let items = lock(&self.items);
         let siblings: Vec<Sibling> = items
             .iter()
-            .filter_map(|(k, i)| siblings(read, k, i, stale))
+            .filter_map(|(k, i)| siblings(read, k, i, stale, &self.layout))
             .collect();
         Ok(PendingPage {
             scanned: siblings.len() as u64,
@@ -209,14 +209,20 @@ impl OutboxStore for MemoryStore {
 
 /// The pending items `read` finds, as the adapter would return them; from a `stale`
 /// index, the finished ones too.
-fn siblings(read: &FenceRead, key: &ItemKey, item: &OutboxItem, stale: bool) -> Option<Sibling> {
+fn siblings(
+    read: &FenceRead,
+    key: &ItemKey,
+    item: &OutboxItem,
+    stale: bool,
+    layout: &SweepShards,
+) -> Option<Sibling> {
     if !read.aggregates.contains(&key.pk) {
         return None;
     }
     let pending = item.status() == Some(Status::Pending);
     match &read.scope {
         Scope::Shards(shards) if stale && !pending => shards
-            .contains(&sweep_shard(&key.pk))
+            .contains(&layout.shard_of(&key.pk))
             .then(|| Sibling::indexed(key.clone(), item.sweep_due_at.unwrap_or(0))),
         _ if !pending => None,
         Scope::Shards(shards) => {

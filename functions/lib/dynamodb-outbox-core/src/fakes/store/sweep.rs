@@ -51,6 +51,7 @@ impl SweepStore for MemoryStore {
         key: &ItemKey,
         seen_due: &str,
         lease_until_ms: i64,
+        shard: &str,
     ) -> Result<Claim, Failure> {
         let faults = self.faults();
         if faults.claims.contains(key) {
@@ -80,6 +81,7 @@ impl SweepStore for MemoryStore {
         }
         item.retry_count = Some(item.retry_count.unwrap_or(0) + 1);
         item.sweep_due_at = Some(lease_until_ms);
+        item.sweep_shard = Some(shard.to_owned());
         let stored =
             serde_dynamo::to_item(&*item).map_err(|e| Failure::permanent(e.to_string()))?;
         Ok(Claim::Claimed(Box::new(ClaimedItem::decode(
@@ -130,7 +132,7 @@ impl SweepStore for MemoryStore {
             .filter(|(_, (_, i))| {
                 i.item_type.as_deref() == Some(PENDING_MESSAGE)
                     && i.status() == Some(Status::Pending)
-                    && !seen(i).is_valid()
+                    && !seen(i).is_valid(&self.layout)
             })
             .map(|(_, (k, i))| UnindexedItem {
                 key: k.clone(),

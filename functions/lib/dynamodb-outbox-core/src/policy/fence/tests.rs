@@ -20,6 +20,7 @@ pub(super) fn library(pk: &str, ms: u64, n: u8, fifo: bool) -> Member {
         key,
         fifo,
         library: true,
+        shards: crate::schema::SweepShards::default().shards_of(pk),
     }
 }
 
@@ -33,6 +34,7 @@ fn minimal(pk: &str, sk: &str) -> Member {
         key,
         fifo: true,
         library: false,
+        shards: Vec::new(),
     }
 }
 
@@ -83,7 +85,7 @@ fn only_fifo_routed_aggregates_are_read_in_one_read_of_their_shards_or_by_partit
         reads,
         vec![
             FenceRead {
-                scope: Scope::Shards(BTreeSet::from([sweep_shard("A")])),
+                scope: Scope::Shards(BTreeSet::from([crate::schema::SweepShards::default().shard_of("A")])),
                 aggregates: BTreeSet::from(["A".to_owned()]),
             },
             FenceRead {
@@ -96,7 +98,7 @@ fn only_fifo_routed_aggregates_are_read_in_one_read_of_their_shards_or_by_partit
     let pks: Vec<String> = (0..64).map(|i| format!("ACC#{i}")).collect();
     let same = pks
         .iter()
-        .filter(|p| sweep_shard(p) == sweep_shard(&pks[0]))
+        .filter(|p| crate::schema::SweepShards::default().shard_of(p) == crate::schema::SweepShards::default().shard_of(&pks[0]))
         .take(2)
         .map(|p| library(p, 1, 0, true))
         .collect::<Vec<_>>();
@@ -105,7 +107,7 @@ fn only_fifo_routed_aggregates_are_read_in_one_read_of_their_shards_or_by_partit
     // And every library aggregate of the batch, whatever its shard, shares one read
     // of all their shards: one request per batch, not one per shard.
     let spread: Vec<Member> = pks.iter().map(|p| library(p, 1, 0, true)).collect();
-    let shards: BTreeSet<String> = pks.iter().map(|p| sweep_shard(p)).collect();
+    let shards: BTreeSet<String> = pks.iter().map(|p| crate::schema::SweepShards::default().shard_of(p)).collect();
     assert!(shards.len() > 8, "the keys spread over the shards");
     assert_eq!(
         fence_reads(&spread),

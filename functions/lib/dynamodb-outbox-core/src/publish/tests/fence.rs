@@ -152,7 +152,7 @@ async fn a_minimal_producers_fifo_message_behind_an_unindexed_one_waits_in_the_i
         shard: left.sweep_shard.clone(),
         due: left.sweep_due_at.map(|d| d.to_string()),
     };
-    assert!(index.is_valid(), "{left:?}");
+    assert!(index.is_valid(&crate::schema::SweepShards::default()), "{left:?}");
 }
 
 #[tokio::test]

@@ -75,7 +75,7 @@ fn fractional_metadata_numbers_are_read_leniently() {
     assert_eq!(msg.created_at, 1_698_765_432_123);
     assert_eq!(msg.sequence, Some(7));
     assert_eq!(msg.retry_count, 0);
-    assert!(!msg.indexed());
+    assert!(!msg.indexed(&crate::schema::SweepShards::default()));
 }
 
 #[test]
@@ -122,17 +122,17 @@ fn foreign_index_attributes_leave_a_message_unindexed_with_the_values_as_read() 
             ("SweepDueAt", Av::N(due.into())),
         ])
     };
-    let ours = crate::schema::sweep_shard("A");
+    let ours = crate::schema::SweepShards::default().shard_of("A");
     assert!(
         decode_message(with(&ours, "1700000000000"), None)
             .expect("ok")
-            .indexed()
+            .indexed(&crate::schema::SweepShards::default())
     );
     let fractional = decode_message(with(&ours, "1700000000000.5"), None).expect("ok");
-    assert!(!fractional.indexed());
+    assert!(!fractional.indexed(&crate::schema::SweepShards::default()));
     assert_eq!(fractional.index.due.as_deref(), Some("1700000000000.5"));
     let foreign = decode_message(with("99", "1"), None).expect("ok");
-    assert!(!foreign.indexed());
+    assert!(!foreign.indexed(&crate::schema::SweepShards::default()));
     assert_eq!(foreign.index.shard.as_deref(), Some("99"));
 }
 

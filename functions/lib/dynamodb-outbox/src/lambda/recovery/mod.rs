@@ -19,7 +19,7 @@ use dynamodb_outbox_core::config::{ConfigError, SdkTimeouts, required, vars};
 use dynamodb_outbox_core::metrics::{Emitter, Metric};
 use dynamodb_outbox_core::policy::budget::FALLBACK_WINDOW;
 use dynamodb_outbox_core::ports::{MarkOutcome, SweepStore};
-use dynamodb_outbox_core::schema::{ItemKey, SeenIndex, sweep_shard};
+use dynamodb_outbox_core::schema::{ItemKey, SeenIndex};
 use dynamodb_outbox_core::sweep::Budget;
 use dynamodb_outbox_core::{KeyNames, SharedClock, SystemClock};
 use lambda_runtime::{Error, LambdaEvent};
@@ -237,10 +237,11 @@ async fn adopt_all<S: SweepStore>(
         found: items.len(),
         adopted: 0,
     };
-    for (key, seen) in items.iter().filter(|(_, seen)| !seen.is_valid()) {
+    let layout = &deps.keys.sweep_shards;
+    for (key, seen) in items.iter().filter(|(_, seen)| !seen.is_valid(layout)) {
         match deps
             .store
-            .adopt(key, &sweep_shard(&key.pk), now, seen)
+            .adopt(key, &layout.shard_of(&key.pk), now, seen)
             .await
         {
             Ok(MarkOutcome::Marked) => {

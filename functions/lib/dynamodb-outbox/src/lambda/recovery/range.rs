@@ -272,7 +272,7 @@ mod tests {
         )
         .unwrap_or_else(|| panic!("pending"));
         assert!(
-            !seen.is_valid(),
+            !seen.is_valid(&dynamodb_outbox_core::schema::SweepShards::default()),
             "a minimal item carries no index attributes"
         );
     }

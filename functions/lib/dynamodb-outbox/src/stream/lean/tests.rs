@@ -107,7 +107,7 @@ fn a_good_record_is_decided_by_the_lean_read_alone_as_the_owned_parse_decides_it
         (msg.payload.as_str(), msg.topic.as_str(), msg.created_at),
         ("{\"n\":1}", "orders", 1_732_870_800_123)
     );
-    assert!(msg.indexed());
+    assert!(msg.indexed(&Default::default()));
     let (lean, owned) = both(vec![r]);
     assert_eq!(lean, owned);
 }
