@@ -75,8 +75,7 @@ impl KeyNames {
     /// The same names with the sweeper index layout `shards`.
     ///
     /// ```
-    /// use dynamodb_outbox_core::KeyNames;
-    /// use dynamodb_outbox_core::schema::SweepShards;
+    /// use dynamodb_outbox_core::{KeyNames, SweepShards};
     ///
     /// let keys = KeyNames::default().sweep_shards(SweepShards::new(64)?);
     /// assert_eq!(keys.sweep_shards.count(), 64);

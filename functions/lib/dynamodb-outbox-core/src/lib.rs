@@ -78,5 +78,6 @@ pub use producer::NewMessage;
 #[cfg(feature = "unstable-internals")]
 pub use publish::Publisher;
 pub use route::{Destination, Routes};
+pub use schema::SweepShards;
 #[cfg(feature = "unstable-internals")]
 pub use sweep::Sweeper;

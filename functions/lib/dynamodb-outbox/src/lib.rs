@@ -63,7 +63,7 @@ internal! {
 pub use dynamodb_outbox_core::large_payload::PayloadPointer;
 pub use dynamodb_outbox_core::{
     Clock, ConfigError, Destination, FailureKind, KeyNames, ManualClock, NewMessage,
-    PublisherConfig, Routes, SharedClock, SystemClock,
+    PublisherConfig, Routes, SharedClock, SweepShards, SystemClock,
 };
 pub use producer::{CancelledAction, Committed, OutboxWriter, PreparedCommit, ProducerError};
 pub use s3::client as s3_client;

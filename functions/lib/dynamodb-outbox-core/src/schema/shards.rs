@@ -31,7 +31,7 @@ pub const MAX_SWEEP_SHARDS: u16 = 1000;
 /// the count is being changed, the count they were written to before.
 ///
 /// ```
-/// use dynamodb_outbox_core::schema::SweepShards;
+/// use dynamodb_outbox_core::SweepShards;
 ///
 /// let shards = SweepShards::new(64)?;
 /// assert_eq!(shards.shard_of("ORDER#42"), shards.shard_of("ORDER#42"));
@@ -83,7 +83,7 @@ impl SweepShards {
     /// (set only while the count is being changed) through `lookup`.
     ///
     /// ```
-    /// use dynamodb_outbox_core::schema::SweepShards;
+    /// use dynamodb_outbox_core::SweepShards;
     ///
     /// let shards = SweepShards::from_lookup(|name| match name {
     ///     "OUTBOX_SWEEP_SHARDS" => Some("64".into()),

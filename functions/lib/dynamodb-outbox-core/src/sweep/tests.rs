@@ -3,6 +3,7 @@
 
 mod claim_lost;
 mod fence;
+mod reshard;
 mod wave;
 
 use super::*;

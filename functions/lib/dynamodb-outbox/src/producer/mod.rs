@@ -15,8 +15,8 @@ pub use error::ProducerError;
 pub use prepared::PreparedCommit;
 
 use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem};
-use dynamodb_outbox_core::KeyNames;
 use dynamodb_outbox_core::clock::{self, SharedClock};
+use dynamodb_outbox_core::{KeyNames, SweepShards};
 use std::collections::HashMap;
 use std::time::Duration;
 
@@ -158,6 +158,28 @@ impl OutboxWriter {
     /// ```
     pub fn key_names(mut self, keys: KeyNames) -> Self {
         self.keys = keys;
+        self
+    }
+
+    /// The sweeper index shards the writer's messages go to (16 by default): set it
+    /// to the deployment's `sweep_shards` (its functions' `OUTBOX_SWEEP_SHARDS`), and
+    /// while that count changes, to the same change. [`KeyNames`] carries the layout
+    /// too, so set it after [`key_names`](OutboxWriter::key_names).
+    ///
+    /// ```
+    /// use dynamodb_outbox::{ConfigError, OutboxWriter, SweepShards};
+    ///
+    /// # let aws = aws_types::SdkConfig::builder()
+    /// #     .behavior_version(dynamodb_outbox::aws_sdk_dynamodb::config::BehaviorVersion::latest())
+    /// #     .build();
+    /// let client = dynamodb_outbox::aws_sdk_dynamodb::Client::new(&aws);
+    /// // A table taking more than ~8,000 messages a second (docs/scale.md).
+    /// let writer = OutboxWriter::new(client, "orders").sweep_shards(SweepShards::new(64)?);
+    /// assert_eq!(writer.keys().sweep_shards.count(), 64);
+    /// # Ok::<(), ConfigError>(())
+    /// ```
+    pub fn sweep_shards(mut self, shards: SweepShards) -> Self {
+        self.keys.sweep_shards = shards;
         self
     }
 
