@@ -12,6 +12,7 @@ mod order;
 mod reads;
 mod recovery;
 mod redrive;
+mod reshard;
 mod scan;
 
 use dynamodb_outbox::sweep::{AwsSweeper, Budget, ScanMode, SweepSummary, SweeperConfig};
