@@ -162,3 +162,23 @@ async fn while_the_count_changes_the_fence_finds_an_earlier_message_in_the_old_s
     // `outbox-ops shards` must count 0 before the previous count is dropped
     assert_eq!(run(layout(64, None)).await, (1, 1));
 }
+
+#[tokio::test]
+async fn a_sweep_of_256_shards_queries_each_once_and_finds_what_is_due_in_any() {
+    // Given 256 shards and one due message in each of a few of the highest ones
+    let wide = layout(256, None);
+    let pks: Vec<String> = (0..)
+        .map(|i| format!("ORDER#{i}"))
+        .filter(|pk| wide.shard_of(pk).parse::<u32>().is_ok_and(|n| n >= 200))
+        .take(5)
+        .collect();
+    let sw = sweeper(wide);
+    write_due(&sw, &pks, wide, "up");
+
+    // When it sweeps (16 queries in flight at a time)
+    let summary = sweep(&sw).await;
+
+    // Then every shard was read once and every message sent
+    assert_eq!(summary.index_queries, 256, "{summary:?}");
+    assert_eq!((summary.found, summary.published), (5, 5), "{summary:?}");
+}
