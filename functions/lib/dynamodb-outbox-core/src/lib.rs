@@ -78,6 +78,6 @@ pub use producer::NewMessage;
 #[cfg(feature = "unstable-internals")]
 pub use publish::Publisher;
 pub use route::{Destination, Routes};
-pub use schema::SweepShards;
+pub use schema::{DEFAULT_SWEEP_SHARDS, MAX_SWEEP_SHARDS, SweepShards};
 #[cfg(feature = "unstable-internals")]
 pub use sweep::Sweeper;
