@@ -56,8 +56,12 @@ impl ScanMode {
 /// Bounds on one sweep, so that one invocation's work stays predictable.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SweepLimits {
-    /// Most due items taken in one sweep; the rest wait for the next.
+    /// Most due items taken in one round of a sweep (one read of the index).
     pub max_items: usize,
+    /// Most rounds in one sweep: while more is due than a round takes and the budget
+    /// lasts, the sweep reads the index again and goes on, so a backlog drains at up
+    /// to `max_items` × `max_rounds` a sweep instead of `max_items` a minute.
+    pub max_rounds: usize,
     /// Items claimed and published together (one `Publisher::process` call).
     pub chunk: usize,
     /// Index query page size.
@@ -78,6 +82,7 @@ impl Default for SweepLimits {
     fn default() -> Self {
         SweepLimits {
             max_items: 1000,
+            max_rounds: 20,
             chunk: 100,
             page_size: 100,
             concurrency: 16,

@@ -136,8 +136,9 @@ impl<K, S> Sweeper<K, S> {
 }
 
 impl<K: MessageSink, S: OutboxStore + SweepStore> Sweeper<K, S> {
-    /// One sweep: adopt unindexed items (scan mode), find due keys in every shard,
-    /// then claim and publish them chunk by chunk while the budget lasts.
+    /// One sweep: adopt unindexed items (scan mode), then rounds of finding due keys
+    /// in every shard and claiming and publishing them chunk by chunk, while more is
+    /// due than a round takes and the budget lasts ([`SweepLimits::max_rounds`]).
     pub async fn sweep(&self, budget: Budget) -> SweepSummary {
         let window = Window {
             budget,
@@ -147,21 +148,17 @@ impl<K: MessageSink, S: OutboxStore + SweepStore> Sweeper<K, S> {
         if let Some(bounds) = self.config.scan_mode.scan_bounds(&self.config.limits) {
             self.adopt_unindexed(bounds, &window, &mut summary).await;
         }
-        let due = self.due_keys(&window, &mut summary).await;
         let limits = self.config.limits;
-        let (chunks, left) = chunk_due(due, limits.max_items, limits.chunk);
-        summary.skipped += left;
-        for (i, keys) in chunks.iter().enumerate() {
-            if self.expired(&window) {
-                let rest: usize = chunks[i..].iter().map(Vec::len).sum();
-                summary.skipped += rest;
-                tracing::info!(left = rest, "time budget used up; the next sweep continues");
+        for round in 1..=limits.max_rounds.max(1) {
+            let claimed_before = summary.claimed;
+            let left = Box::pin(self.round(&window, &mut summary)).await;
+            let no_progress = summary.claimed == claimed_before;
+            if left == 0 || no_progress || round == limits.max_rounds || self.expired(&window) {
+                // What this sweep leaves for the next one.
+                summary.skipped += left;
                 break;
             }
-            // Boxed: each chunk's future holds the whole publish path; unboxed, the
-            // Lambda binary's future is too deep for the compiler's layout queries
-            // (see "Future depth" in the `dynamodb-outbox` crate docs).
-            Box::pin(self.attempt(keys, &window, &mut summary)).await;
+            tracing::info!(round, left, "more is due than a round takes: reading the index again");
         }
         tracing::info!(
             found = summary.found,
@@ -181,6 +178,28 @@ impl<K: MessageSink, S: OutboxStore + SweepStore> Sweeper<K, S> {
             "sweep done"
         );
         summary
+    }
+
+    /// One round: due keys of every shard, at most `max_items` of them claimed and
+    /// published chunk by chunk. Returns how many due keys it left (beyond
+    /// `max_items`, or not reached before the budget ran out).
+    async fn round(&self, window: &Window, summary: &mut SweepSummary) -> usize {
+        let due = self.due_keys(window, summary).await;
+        let limits = self.config.limits;
+        let (chunks, mut left) = chunk_due(due, limits.max_items, limits.chunk);
+        for (i, keys) in chunks.iter().enumerate() {
+            if self.expired(window) {
+                let rest: usize = chunks[i..].iter().map(Vec::len).sum();
+                left += rest;
+                tracing::info!(left = rest, "time budget used up; the next sweep continues");
+                break;
+            }
+            // Boxed: each chunk's future holds the whole publish path; unboxed, the
+            // Lambda binary's future is too deep for the compiler's layout queries
+            // (see "Future depth" in the `dynamodb-outbox` crate docs).
+            Box::pin(self.attempt(keys, window, summary)).await;
+        }
+        left
     }
 }
 

@@ -20,7 +20,7 @@ impl<K: MessageSink, S: OutboxStore + SweepStore> Sweeper<K, S> {
         summary: &mut SweepSummary,
     ) -> Vec<DueKey> {
         let due = self.find_due(window, summary).await;
-        summary.found = due.len();
+        summary.found += due.len();
         for d in &due {
             let overdue = window.budget.now_ms.saturating_sub(d.due_at_ms);
             summary.oldest_pending_age_ms = summary.oldest_pending_age_ms.max(Some(overdue));

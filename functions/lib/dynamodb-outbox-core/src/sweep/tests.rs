@@ -388,3 +388,39 @@ async fn scan_mode_saves_where_each_segment_stopped_and_adopts_foreign_index_val
     assert_eq!((summary.adopted, summary.published), (1, 1), "{summary:?}");
     assert_eq!(get(&sw, "A", "1").status(), Some(Status::Sent));
 }
+
+#[tokio::test]
+async fn a_backlog_larger_than_a_round_drains_in_one_sweep_of_several_rounds() {
+    // Given 2,500 messages due, more than the 1,000 a round takes
+    let sw = sweeper();
+    for i in 0..2_500 {
+        let pk = format!("ORDER#{i}");
+        put(&sw, &pk, "1", pending(&pk, "1", "up", 0, NOW - 1, i));
+    }
+
+    // When one sweep runs
+    let summary = run(&sw, Duration::from_secs(30)).await;
+
+    // Then it read the index again after each full round and sent them all (before
+    // rounds: 1,000 a sweep, so a backlog drained at 1,000 a minute)
+    assert_eq!(
+        (summary.published, summary.marked, summary.skipped),
+        (2_500, 2_500, 0),
+        "{summary:?}"
+    );
+    assert_eq!(sent_to(&sw, "up").len(), 2_500);
+    // Three rounds of sixteen shards, and a fourth was not needed
+    assert_eq!(summary.index_queries, 3 * 16, "{summary:?}");
+}
+
+#[tokio::test]
+async fn rounds_stop_at_their_bound_and_leave_the_rest_for_the_next_sweep() {
+    let mut sw = sweeper();
+    sw.config.limits.max_rounds = 2;
+    for i in 0..2_500 {
+        let pk = format!("ORDER#{i}");
+        put(&sw, &pk, "1", pending(&pk, "1", "up", 0, NOW - 1, i));
+    }
+    let summary = run(&sw, Duration::from_secs(30)).await;
+    assert_eq!((summary.published, summary.skipped), (2_000, 500), "{summary:?}");
+}

@@ -120,12 +120,18 @@ fn at_the_index_ceiling_a_burst_that_the_table_could_take_is_throttled_by_the_in
 }
 
 #[test]
-fn a_backlog_drains_at_one_sweep_of_max_items_a_minute() {
+fn a_backlog_drains_at_one_sweep_of_max_items_times_rounds_a_minute() {
     let settings = Settings::default();
-    assert_eq!(drain_minutes(10_000.0, &settings), 10.0);
+    assert_eq!(drain_minutes(10_000.0, &settings), 1.0);
     assert_eq!(drain_minutes(1.0, &settings), 1.0);
-    // ten minutes of a 10,000 a second outage: 6 million, 100 hours
-    assert_eq!(drain_minutes(6_000_000.0, &settings), 6_000.0);
+    // ten minutes of a 10,000 a second outage: 6 million, 5 hours at 20,000 a sweep
+    assert_eq!(drain_minutes(6_000_000.0, &settings), 300.0);
+    // one round a sweep, as before rounds: 100 hours
+    let one_round = Settings {
+        sweep_rounds: 1,
+        ..settings
+    };
+    assert_eq!(drain_minutes(6_000_000.0, &one_round), 6_000.0);
 }
 
 #[test]
