@@ -353,6 +353,16 @@ pub async fn drain(sqs: &aws_sdk_sqs::Client, url: &str) -> Vec<Message> {
     }
 }
 
+/// The bodies of everything on a queue, in the order received ([`drain`]): what an
+/// order test compares.
+pub async fn drain_bodies(sqs: &aws_sdk_sqs::Client, url: &str) -> Vec<String> {
+    drain(sqs, url)
+        .await
+        .iter()
+        .filter_map(|m| m.body().map(str::to_owned))
+        .collect()
+}
+
 /// An SQS message as Lambda's SQS event carries it.
 pub fn lambda_message(
     m: &aws_sdk_sqs::types::Message,

@@ -6,7 +6,7 @@ use aws_sdk_sqs::types::MessageSystemAttributeName;
 use dynamodb_outbox::stream::handle_stream_event;
 use dynamodb_outbox::{AwsPublisher, FromSdkConfig, NewMessage};
 use outbox_tests::minimal_item;
-use outbox_tests::{Outbox, drain, n, s, system_attr};
+use outbox_tests::{Outbox, drain, drain_bodies, n, s, system_attr};
 
 #[tokio::test]
 async fn fifo_messages_carry_the_aggregate_as_group_and_message_id_as_dedup_id_in_order() {
@@ -99,11 +99,7 @@ async fn a_fifo_message_whose_earlier_one_is_still_pending_is_left_for_the_sweep
     );
     let swept = sweeper.sweep(budget).await;
     assert_eq!(swept.published, 2, "{swept:?}");
-    let bodies: Vec<String> = drain(&ob.clients.sqs, &ob.fifo.url)
-        .await
-        .iter()
-        .filter_map(|m| m.body().map(str::to_owned))
-        .collect();
+    let bodies = drain_bodies(&ob.clients.sqs, &ob.fifo.url).await;
     assert_eq!(bodies, ["m0", "m1"]);
 }
 
@@ -180,10 +176,6 @@ async fn a_fifo_message_the_fence_cannot_place_is_reported_so_no_later_one_overt
     // And delivered again once the fence can read, both go out, in order
     let (response, summary) = handle_stream_event(&ob.publisher(), &event).await;
     assert!(response.batch_item_failures.is_empty(), "{summary:?}");
-    let bodies: Vec<String> = drain(&ob.clients.sqs, &ob.fifo.url)
-        .await
-        .iter()
-        .filter_map(|m| m.body().map(str::to_owned))
-        .collect();
+    let bodies = drain_bodies(&ob.clients.sqs, &ob.fifo.url).await;
     assert_eq!(bodies, ["m0", "m1"]);
 }

@@ -6,7 +6,7 @@ use super::{config, sweep_at, sweeper};
 use dynamodb_outbox::clock::now_ms;
 use dynamodb_outbox::sweep::AwsSweeper;
 use dynamodb_outbox::{Destination, FromSdkConfig, NewMessage, Routes};
-use outbox_tests::{Outbox, drain, endpoint, n, s, unique};
+use outbox_tests::{Outbox, drain, drain_bodies, endpoint, n, s, unique};
 use std::time::Duration;
 
 #[tokio::test]
@@ -114,11 +114,7 @@ async fn a_later_fifo_message_waits_behind_an_earlier_one_whose_claim_answer_was
     // And once the lease is over, one sweep publishes both in order
     let summary = sweep_at(&sweeper, n(&held, "SweepDueAt").expect("due")).await;
     assert_eq!(summary.published, 2, "{summary:?}");
-    let bodies: Vec<String> = drain(&ob.clients.sqs, &ob.fifo.url)
-        .await
-        .iter()
-        .filter_map(|m| m.body().map(str::to_owned))
-        .collect();
+    let bodies = drain_bodies(&ob.clients.sqs, &ob.fifo.url).await;
     assert_eq!(bodies, ["first", "second"]);
 }
 
