@@ -76,6 +76,9 @@ export function settingsFromContext(get: (key: string) => unknown, env: NodeJS.P
     partitionKeyName: str('partitionKeyName'),
     sortKeyName: str('sortKeyName'),
     ttlAttributeName: str('ttlAttributeName'),
+    sweepShards: num('sweepShards'),
+    sweepShardsPrevious: num('sweepShardsPrevious'),
+    parallelizationFactor: num('parallelizationFactor'),
     lambdaAssetDir: str('lambdaAssetDir') ?? (env.OUTBOX_LAMBDA_ASSET_DIR || undefined),
   };
 }

@@ -35,6 +35,15 @@ export const CONTRACT = {
   largePayloadEnv: { bucket: 'OUTBOX_LARGE_PAYLOAD_BUCKET', thresholdBytes: 'OUTBOX_LARGE_PAYLOAD_THRESHOLD_BYTES' },
   /** The key names of the outbox table, always passed to the three functions. */
   keyNameEnv: { partitionKey: 'OUTBOX_PARTITION_KEY', sortKey: 'OUTBOX_SORT_KEY', ttlAttribute: 'OUTBOX_TTL_ATTRIBUTE' },
+  /**
+   * The sweeper index's shard count, always passed to the three functions, and the count before
+   * while it changes (docs/operations.md). Producers must write with the same count.
+   */
+  sweepShardsEnv: { count: 'OUTBOX_SWEEP_SHARDS', previous: 'OUTBOX_SWEEP_SHARDS_PREVIOUS' },
+  /** The most shard values the functions accept (dynamodb-outbox-core's MAX_SWEEP_SHARDS). */
+  maxSweepShards: 1000,
+  /** Lambda's bounds of a stream mapping's parallelization factor. */
+  maxParallelizationFactor: 10,
   /** cargo lambda's binary names: <assetDir>/<bin>/bootstrap. */
   binaries: { publisher: 'outbox-publisher', sweeper: 'outbox-sweeper', recovery: 'outbox-recovery' },
 } as const;
@@ -149,6 +158,23 @@ export interface OutboxSettings {
   readonly ttlDays: number;
   /** Stream event source mapping batch size. */
   readonly batchSize: number;
+  /**
+   * Stream event source mapping: concurrent batches per stream shard (1-10, default 1). Above 1
+   * AWS keeps the order of each item (partition and sort key), not of each partition key, so two
+   * messages of one aggregate may be published at once: the FIFO order fence defers the later one
+   * while the earlier is PENDING (retries, not disorder). Keep 1 for FIFO-heavy tables.
+   */
+  readonly parallelizationFactor: number;
+  /**
+   * OUTBOX_SWEEP_SHARDS: partition values of the sweeper's index (1-1000, default 16), each about
+   * 1,000 index writes a second (a message writes the index twice). Producers must use the same.
+   */
+  readonly sweepShards: number;
+  /**
+   * OUTBOX_SWEEP_SHARDS_PREVIOUS: while `sweepShards` changes on a live table, the count before; the
+   * functions then also read the old shards. Drop it once `outbox-ops shards --move` reports nothing left.
+   */
+  readonly sweepShardsPrevious?: number;
   /** Stream event source mapping: retries of a failed batch before it goes to the on-failure destination. */
   readonly streamRetryAttempts: number;
   /** Stream event source mapping: oldest record age (seconds) still delivered. */
@@ -186,6 +212,8 @@ export const DEFAULTS: OutboxSettings = {
   sweepScanMode: 'backstop',
   ttlDays: 7,
   batchSize: 100,
+  parallelizationFactor: 1,
+  sweepShards: 16,
   streamRetryAttempts: 5,
   streamMaxRecordAgeSeconds: 3600,
   maxReceiveCount: 5,
@@ -218,7 +246,7 @@ export function intIn(name: string, value: number, min: number, max: number): vo
 
 /** Applies defaults to the plain settings and validates them; throws an Error naming the bad setting. */
 export function resolveOutboxSettings(overrides: OutboxSettingsInput = {}): OutboxSettings {
-  const known = Object.keys(DEFAULTS).concat(['largePayloadBucketName', 'largePayloadThresholdBytes']);
+  const known = Object.keys(DEFAULTS).concat(['largePayloadBucketName', 'largePayloadThresholdBytes', 'sweepShardsPrevious']);
   const defined = Object.fromEntries(Object.entries(overrides).filter(([k, v]) => v !== undefined && known.includes(k)));
   const merged = { ...DEFAULTS, ...defined };
   const s: OutboxSettings = { ...merged, sweepScanMode: sweepScanModeOf(merged.sweepScanMode) };
@@ -230,6 +258,14 @@ export function resolveOutboxSettings(overrides: OutboxSettingsInput = {}): Outb
   intIn('sweepGraceSeconds', s.sweepGraceSeconds, 0, 86_400);
   intIn('ttlDays', s.ttlDays, 1, 365);
   intIn('batchSize', s.batchSize, 1, 10_000);
+  intIn('parallelizationFactor', s.parallelizationFactor, 1, CONTRACT.maxParallelizationFactor);
+  intIn('sweepShards', s.sweepShards, 1, CONTRACT.maxSweepShards);
+  if (s.sweepShardsPrevious !== undefined) {
+    intIn('sweepShardsPrevious', s.sweepShardsPrevious, 1, CONTRACT.maxSweepShards);
+    if (s.sweepShardsPrevious === s.sweepShards) {
+      throw new Error(`sweepShardsPrevious is the count being changed from; it must differ from sweepShards (${s.sweepShards}), or be left out`);
+    }
+  }
   intIn('streamRetryAttempts', s.streamRetryAttempts, 0, 10_000);
   // Stream records live 24 h; -1 (infinite) is refused on purpose: the age must be bounded.
   intIn('streamMaxRecordAgeSeconds', s.streamMaxRecordAgeSeconds, 60, 86_400);

@@ -161,10 +161,12 @@ export class Outbox extends Construct {
       destinations,
       scans: s.sweepScanMode !== 'off',
     };
-    const keyEnv = {
+    const tableLayoutEnv = {
       [CONTRACT.keyNameEnv.partitionKey]: this.keyNames.partitionKey,
       [CONTRACT.keyNameEnv.sortKey]: this.keyNames.sortKey,
       [CONTRACT.keyNameEnv.ttlAttribute]: this.keyNames.ttlAttribute,
+      [CONTRACT.sweepShardsEnv.count]: String(s.sweepShards),
+      ...(s.sweepShardsPrevious !== undefined ? { [CONTRACT.sweepShardsEnv.previous]: String(s.sweepShardsPrevious) } : {}),
     };
     const commonEnv: Record<string, string> = {
       OUTBOX_TABLE_NAME: this.tableName,
@@ -173,7 +175,7 @@ export class Outbox extends Construct {
       OUTBOX_TTL_DAYS: String(s.ttlDays),
       // The value of the metrics dimension Service: two deployments in one account stay apart.
       OUTBOX_DEPLOYMENT: s.prefix,
-      ...keyEnv,
+      ...tableLayoutEnv,
       ...(fallback ? { OUTBOX_DEFAULT_DESTINATION: typeof fallback.json === 'string' ? fallback.json : fallback.json.destination } : {}),
       ...(bucket ? { [CONTRACT.largePayloadEnv.bucket]: bucket.bucketName } : {}),
       ...(s.largePayloadThresholdBytes !== undefined ? { [CONTRACT.largePayloadEnv.thresholdBytes]: String(s.largePayloadThresholdBytes) } : {}),
@@ -228,7 +230,7 @@ export class Outbox extends Construct {
     this.recovery = this.fn('Recovery', n.recovery, recoveryRole, code('recovery'), {
       description: "Reads the stream ranges of batches the stream mapping discarded and puts their PENDING items into the sweeper's index",
       timeout: cdk.Duration.seconds(RECOVERY.timeoutSeconds),
-      environment: { OUTBOX_TABLE_NAME: this.tableName, OUTBOX_DEPLOYMENT: s.prefix, ...keyEnv },
+      environment: { OUTBOX_TABLE_NAME: this.tableName, OUTBOX_DEPLOYMENT: s.prefix, ...tableLayoutEnv },
     });
     const recoveryMapping = new lambda.EventSourceMapping(this, 'RecoveryQueueMapping', {
       target: this.recovery,
@@ -396,7 +398,8 @@ export class Outbox extends Construct {
       bisectBatchOnError: true,
       retryAttempts: this.settings.streamRetryAttempts,
       maxRecordAge: cdk.Duration.seconds(this.settings.streamMaxRecordAgeSeconds),
-      parallelizationFactor: 1, // keep per-item order within a shard
+      // AWS orders per item (partition and sort key) above 1; the FIFO order fence keeps per-aggregate order.
+      parallelizationFactor: this.settings.parallelizationFactor,
       reportBatchItemFailures: true,
       enabled: true,
     });

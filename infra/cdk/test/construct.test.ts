@@ -122,6 +122,42 @@ describe('key names', () => {
   });
 });
 
+describe('the sweeper index shard count and the stream parallelization factor', () => {
+  const envOf = (t: Template, name: string) =>
+    Object.values(t.findResources('AWS::Lambda::Function', { Properties: { FunctionName: name } }))[0].Properties.Environment.Variables;
+  const FUNCTIONS = ['outbox-publisher', 'outbox-sweeper', 'outbox-recovery'];
+
+  it('tell every function 16 shards and no previous count by default, and map the stream one batch per shard', () => {
+    const t = Template.fromStack(userStack().stack);
+    for (const name of FUNCTIONS) {
+      const env = envOf(t, name);
+      assert.equal(env.OUTBOX_SWEEP_SHARDS, '16', name);
+      assert.ok(!('OUTBOX_SWEEP_SHARDS_PREVIOUS' in env), name);
+    }
+    t.hasResourceProperties('AWS::Lambda::EventSourceMapping', { EventSourceArn: STREAM, ParallelizationFactor: 1 });
+  });
+  it('reach every function while a change of the count is under way (OUTBOX_SWEEP_SHARDS, OUTBOX_SWEEP_SHARDS_PREVIOUS)', () => {
+    const t = Template.fromStack(userStack({ sweepShards: 64, sweepShardsPrevious: 16 }).stack);
+    for (const name of FUNCTIONS) {
+      const env = envOf(t, name);
+      assert.deepEqual([env.OUTBOX_SWEEP_SHARDS, env.OUTBOX_SWEEP_SHARDS_PREVIOUS], ['64', '16'], name);
+    }
+  });
+  it('set the stream mapping\'s ParallelizationFactor', () => {
+    const t = Template.fromStack(userStack({ parallelizationFactor: 4 }).stack);
+    t.hasResourceProperties('AWS::Lambda::EventSourceMapping', { EventSourceArn: STREAM, ParallelizationFactor: 4 });
+  });
+  it('refuse a count out of 1-1000, a previous count equal to the new one, and a factor out of 1-10', () => {
+    assert.throws(() => userStack({ sweepShards: 0 }), /sweepShards must be an integer from 1 to 1000, got 0/);
+    assert.throws(() => userStack({ sweepShards: 1001 }), /sweepShards must be an integer from 1 to 1000/);
+    assert.throws(() => userStack({ sweepShards: 2.5 }), /sweepShards must be an integer/);
+    assert.throws(() => userStack({ sweepShards: 64, sweepShardsPrevious: 64 }), /sweepShardsPrevious .* must differ from sweepShards \(64\)/);
+    assert.throws(() => userStack({ sweepShardsPrevious: 2000 }), /sweepShardsPrevious must be an integer from 1 to 1000/);
+    assert.throws(() => userStack({ parallelizationFactor: 11 }), /parallelizationFactor must be an integer from 1 to 10, got 11/);
+    assert.throws(() => userStack({ parallelizationFactor: 0 }), /parallelizationFactor must be an integer from 1 to 10/);
+  });
+});
+
 describe('grantProduce', () => {
   const producer = (props: Partial<OutboxProps> = {}) => {
     const { stack, outbox } = userStack(props);

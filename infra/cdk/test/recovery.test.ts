@@ -37,9 +37,17 @@ describe('recovery function', () => {
     const x86 = synth({ architecture: 'x86_64' });
     x86.hasResourceProperties('AWS::Lambda::Function', { FunctionName: 'outbox-recovery', Architectures: ['x86_64'] });
   });
-  it('knows the outbox table, its key names and the deployment (OUTBOX_TABLE_NAME, OUTBOX_PARTITION_KEY/SORT_KEY/TTL_ATTRIBUTE, OUTBOX_DEPLOYMENT), nothing else', () => {
+  it('knows the outbox table, its key names, its shard count and the deployment (OUTBOX_TABLE_NAME, OUTBOX_PARTITION_KEY/SORT_KEY/TTL_ATTRIBUTE, OUTBOX_SWEEP_SHARDS, OUTBOX_DEPLOYMENT), nothing else', () => {
     const env = props(t, 'AWS::Lambda::Function', { FunctionName: 'outbox-recovery' }).Environment.Variables;
-    assert.deepEqual(Object.keys(env).sort(), ['OUTBOX_DEPLOYMENT', 'OUTBOX_PARTITION_KEY', 'OUTBOX_SORT_KEY', 'OUTBOX_TABLE_NAME', 'OUTBOX_TTL_ATTRIBUTE']);
+    assert.deepEqual(Object.keys(env).sort(), [
+      'OUTBOX_DEPLOYMENT',
+      'OUTBOX_PARTITION_KEY',
+      'OUTBOX_SORT_KEY',
+      'OUTBOX_SWEEP_SHARDS',
+      'OUTBOX_TABLE_NAME',
+      'OUTBOX_TTL_ATTRIBUTE',
+    ]);
+    assert.equal(env.OUTBOX_SWEEP_SHARDS, '16');
     assert.deepEqual(env.OUTBOX_TABLE_NAME, { Ref: logicalId(t, 'AWS::DynamoDB::Table', { TableName: 'outbox-table' }) });
     assert.equal(env.OUTBOX_DEPLOYMENT, 'outbox');
     const shop = synth({ prefix: 'shop' });

@@ -84,11 +84,13 @@ describe('default deployment', () => {
         'OUTBOX_PARTITION_KEY',
         'OUTBOX_ROUTES',
         'OUTBOX_SORT_KEY',
+        'OUTBOX_SWEEP_SHARDS',
         'OUTBOX_TABLE_NAME',
         'OUTBOX_TTL_ATTRIBUTE',
         'OUTBOX_TTL_DAYS',
       ]);
       assert.deepEqual([env.OUTBOX_PARTITION_KEY, env.OUTBOX_SORT_KEY, env.OUTBOX_TTL_ATTRIBUTE], ['PK', 'SK', 'ExpiresAt']);
+      assert.equal(env.OUTBOX_SWEEP_SHARDS, '16');
       assert.equal(env.OUTBOX_DEPLOYMENT, 'outbox');
       assert.deepEqual(env.OUTBOX_TABLE_NAME, { Ref: logicalId(t, 'AWS::DynamoDB::Table', { TableName: 'outbox-table' }) });
       assert.deepEqual(env.OUTBOX_DLQ_URL, { Ref: logicalId(t, 'AWS::SQS::Queue', { QueueName: 'outbox-dlq' }) });

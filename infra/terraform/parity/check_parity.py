@@ -70,6 +70,10 @@ VARIANTS: dict[str, dict] = {
         "sweepScanMode": "on",
         "ttlDays": 3,
         "batchSize": 50,
+        # A live change of the sweeper index's shard count, and concurrent batches per stream shard.
+        "sweepShards": 64,
+        "sweepShardsPrevious": 16,
+        "parallelizationFactor": 2,
         "streamRetryAttempts": 2,
         "streamMaxRecordAgeSeconds": 600,
         "consumerBatchSize": 5,

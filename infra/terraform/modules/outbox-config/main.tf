@@ -49,12 +49,16 @@ locals {
     "ItemType", "Topic", "Payload", "Status", "RetryCount", "MessageId", "CreatedAt", "Sequence", "SweepShard", "SweepDueAt",
     "SentAt", "FailedAt", "LastError", "PayloadOn", "PayloadSize", "Segments", "Cursor",
   ]
-  # What the functions are told of the table's attribute names (always set, so both stacks say it).
-  key_environment = {
+  # What the functions are told of the table's attribute names and the sweeper index's shard count
+  # (always set, so both stacks say it; the previous count only while a change of it is under way).
+  key_environment = merge({
     OUTBOX_PARTITION_KEY = var.partition_key_name
     OUTBOX_SORT_KEY      = var.sort_key_name
     OUTBOX_TTL_ATTRIBUTE = var.ttl_attribute_name
-  }
+    OUTBOX_SWEEP_SHARDS  = tostring(var.sweep_shards)
+    }, var.sweep_shards_previous == null ? {} : {
+    OUTBOX_SWEEP_SHARDS_PREVIOUS = tostring(var.sweep_shards_previous)
+  })
   # The large-payload bucket (S3 large-payload offload): objects at <key_prefix><MessageId>, expiring after
   # the retention -- longer than any queue keeps a pointer (queue_retention_days).
   queue_retention_days = 14
@@ -105,7 +109,10 @@ locals {
     maximum_record_age_in_seconds  = var.stream_max_record_age_seconds
     bisect_batch_on_function_error = true
     function_response_types        = ["ReportBatchItemFailures"]
-    parallelization_factor         = 1
+    # Concurrent batches per stream shard. AWS keeps the order of each item (partition and sort key)
+    # under a factor above 1, not of each partition key: the order fence defers a FIFO message
+    # whose aggregate's earlier message is still PENDING, so order holds at a cost in retries.
+    parallelization_factor = var.parallelization_factor
   }
   # The recovery function's mapping on <prefix>-stream-failures: a range it cannot read for
   # now is reported and retried; the others are deleted.

@@ -154,12 +154,14 @@ output "assume_role_policy_json" {
 }
 
 output "key_names" {
-  description = "The outbox table's attribute names: partition key, sort key, TTL attribute (and the environment the functions get them in)."
+  description = "The outbox table's attribute names (partition key, sort key, TTL attribute), the sweeper index's shard count (and the previous one while it changes), and the environment the functions get them in: give your producers the same (KeyNames::from_env reads it)."
   value = {
-    partition_key = var.partition_key_name
-    sort_key      = var.sort_key_name
-    ttl_attribute = var.ttl_attribute_name
-    environment   = local.key_environment
+    partition_key         = var.partition_key_name
+    sort_key              = var.sort_key_name
+    ttl_attribute         = var.ttl_attribute_name
+    sweep_shards          = var.sweep_shards
+    sweep_shards_previous = var.sweep_shards_previous
+    environment           = local.key_environment
   }
 }
 

@@ -138,6 +138,38 @@ variable "batch_size" {
   }
 }
 
+variable "parallelization_factor" {
+  description = "Concurrent batches per stream shard of the publisher's mapping (1-10; default 1). AWS keeps the order of each item (partition and sort key), not of each partition key, above 1: batches of one shard run at once, so two messages of one aggregate may reach the publisher together. The FIFO order fence then defers the later message while the earlier one is PENDING (it is retried, and counted as deferred): order holds, at the cost of retries. Keep 1 for FIFO-heavy tables; raise it when one shard's batches cannot keep up (IteratorAge grows) and most routes are standard queues, topics or buses. docs/scale.md has the trade."
+  type        = number
+  default     = 1
+  nullable    = false
+  validation {
+    condition     = var.parallelization_factor >= 1 && var.parallelization_factor <= 10 && floor(var.parallelization_factor) == var.parallelization_factor
+    error_message = "parallelization_factor must be an integer from 1 to 10 (what Lambda allows for a stream)."
+  }
+}
+
+variable "sweep_shards" {
+  description = "OUTBOX_SWEEP_SHARDS: partition values of the sweeper's index (1-1000; default 16). Each takes about 1,000 index writes a second, and a message writes the index twice: 16 shards hold about 8,000 messages a second. Your producers must write with the same count (OutboxWriter::sweep_shards, or KeyNames::from_env with the key_names output's environment). To change it on a live table set sweep_shards_previous to the old count first: docs/operations.md."
+  type        = number
+  default     = 16
+  nullable    = false
+  validation {
+    condition     = var.sweep_shards >= 1 && var.sweep_shards <= 1000 && floor(var.sweep_shards) == var.sweep_shards
+    error_message = "sweep_shards must be an integer from 1 to 1000."
+  }
+}
+
+variable "sweep_shards_previous" {
+  description = "OUTBOX_SWEEP_SHARDS_PREVIOUS: while the shard count changes, the count before (null: no change under way). The functions then also read the old shards, so items written under the old count are still swept and fenced; drop it once `outbox-ops shards --move` reports nothing left (docs/operations.md)."
+  type        = number
+  default     = null
+  validation {
+    condition     = var.sweep_shards_previous == null || try(var.sweep_shards_previous >= 1 && var.sweep_shards_previous <= 1000 && floor(var.sweep_shards_previous) == var.sweep_shards_previous && var.sweep_shards_previous != var.sweep_shards, false)
+    error_message = "sweep_shards_previous must be null or an integer from 1 to 1000 that differs from sweep_shards (the count being changed from)."
+  }
+}
+
 variable "stream_retry_attempts" {
   description = "Retries of a failed stream batch before it goes to the on-failure destination (the sweeper then recovers the items)."
   type        = number

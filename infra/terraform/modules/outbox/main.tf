@@ -41,6 +41,9 @@ module "config" {
   partition_key_name               = var.partition_key_name
   sort_key_name                    = var.sort_key_name
   ttl_attribute_name               = var.ttl_attribute_name
+  sweep_shards                     = var.sweep_shards
+  sweep_shards_previous            = var.sweep_shards_previous
+  parallelization_factor           = var.parallelization_factor
   dashboard_queue_names            = var.dashboard_queue_names
   dashboard_function_names         = var.dashboard_function_names
 

@@ -82,3 +82,8 @@ output "producer_policy_arn" {
   description = "The managed policy <prefix>-producer holding producer_policy_json, to attach to your application's role; null when create_producer_policy is false."
   value       = one(aws_iam_policy.producer[*].arn)
 }
+
+output "key_names" {
+  description = "The outbox table's key and TTL attribute names and the sweeper index's shard count (and the previous one while it changes), with `environment`: the OUTBOX_* variables the functions get. Give your producers the same (dynamodb_outbox::KeyNames::from_env reads them): a producer writing with another shard count puts items where the sweeper does not look."
+  value       = module.config.key_names
+}

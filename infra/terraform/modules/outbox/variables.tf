@@ -275,6 +275,26 @@ variable "ttl_attribute_name" {
   nullable    = false
 }
 
+variable "sweep_shards" {
+  description = "OUTBOX_SWEEP_SHARDS: partition values of the sweeper's index (default 16, up to 1000): about 500 messages a second each (a message writes the index twice). Your producers must use the same count (output key_names). Change it on a live table with sweep_shards_previous: docs/operations.md. Validated in ../outbox-config."
+  type        = number
+  default     = 16
+  nullable    = false
+}
+
+variable "sweep_shards_previous" {
+  description = "OUTBOX_SWEEP_SHARDS_PREVIOUS: the count before, while sweep_shards changes (null: no change under way); drop it once `outbox-ops shards --move` reports nothing left. Validated in ../outbox-config."
+  type        = number
+  default     = null
+}
+
+variable "parallelization_factor" {
+  description = "Concurrent batches per stream shard of the publisher's mapping (1-10, default 1). Above 1 AWS orders per item, not per partition key: the FIFO order fence defers a message whose aggregate has an earlier one PENDING (retries, not disorder). Keep 1 for FIFO-heavy tables. Validated in ../outbox-config; docs/scale.md has the trade."
+  type        = number
+  default     = 1
+  nullable    = false
+}
+
 variable "create_producer_policy" {
   description = "Create the managed IAM policy <prefix>-producer (output producer_policy_arn) for your application's role. false: only the JSON (output producer_policy_json), to attach as you like."
   type        = bool

@@ -103,12 +103,13 @@ run "environment_defaults" {
       OUTBOX_PARTITION_KEY        = "PK"
       OUTBOX_SORT_KEY             = "SK"
       OUTBOX_TTL_ATTRIBUTE        = "ExpiresAt"
+      OUTBOX_SWEEP_SHARDS         = "16"
     }
-    error_message = "Sweeper defaults: TTL 7 days, 8 attempts, 60 s grace, a 60 s schedule, the backstop scan, the default key names (always set)."
+    error_message = "Sweeper defaults: TTL 7 days, 8 attempts, 60 s grace, a 60 s schedule, the backstop scan, the default key names and shard count (always set)."
   }
   assert {
-    condition     = output.publisher_environment == { OUTBOX_TTL_DAYS = "7", OUTBOX_DEPLOYMENT = "outbox", OUTBOX_PARTITION_KEY = "PK", OUTBOX_SORT_KEY = "SK", OUTBOX_TTL_ATTRIBUTE = "ExpiresAt" }
-    error_message = "Publisher defaults: TTL 7 days, no default destination, the default key names (always set)."
+    condition     = output.publisher_environment == { OUTBOX_TTL_DAYS = "7", OUTBOX_DEPLOYMENT = "outbox", OUTBOX_PARTITION_KEY = "PK", OUTBOX_SORT_KEY = "SK", OUTBOX_TTL_ATTRIBUTE = "ExpiresAt", OUTBOX_SWEEP_SHARDS = "16" }
+    error_message = "Publisher defaults: TTL 7 days, no default destination, the default key names and shard count (always set)."
   }
   assert {
     condition     = output.policies == null

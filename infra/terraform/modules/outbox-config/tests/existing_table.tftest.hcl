@@ -74,7 +74,7 @@ run "existing_table_with_its_own_key_names" {
     ttl_attribute_name = "expires_at"
   }
   assert {
-    condition     = output.key_names.environment == { OUTBOX_PARTITION_KEY = "pk", OUTBOX_SORT_KEY = "sk", OUTBOX_TTL_ATTRIBUTE = "expires_at" }
+    condition     = output.key_names.environment == { OUTBOX_PARTITION_KEY = "pk", OUTBOX_SORT_KEY = "sk", OUTBOX_TTL_ATTRIBUTE = "expires_at", OUTBOX_SWEEP_SHARDS = "16" }
     error_message = "The functions are told the existing table's key names."
   }
 }

@@ -7,9 +7,10 @@ run "defaults_are_pk_sk_expires_at" {
   assert {
     condition = (
       output.outbox_table.hash_key == "PK" && output.outbox_table.range_key == "SK" && output.outbox_table.ttl_attribute == "ExpiresAt"
-      && output.key_names.environment == { OUTBOX_PARTITION_KEY = "PK", OUTBOX_SORT_KEY = "SK", OUTBOX_TTL_ATTRIBUTE = "ExpiresAt" }
+      && output.key_names.environment == { OUTBOX_PARTITION_KEY = "PK", OUTBOX_SORT_KEY = "SK", OUTBOX_TTL_ATTRIBUTE = "ExpiresAt", OUTBOX_SWEEP_SHARDS = "16" }
+      && output.key_names.sweep_shards == 16 && output.key_names.sweep_shards_previous == null
     )
-    error_message = "The defaults are today's names, and the functions are told them explicitly."
+    error_message = "The defaults are today's names and 16 shards, no change under way, and the functions are told them explicitly."
   }
 }
 
@@ -87,4 +88,116 @@ run "the_default_ttl_name_as_a_key_of_a_lowercase_table" {
     ttl_attribute_name = "expires_at"
   }
   expect_failures = [var.ttl_attribute_name]
+}
+
+# The sweeper index's shard count (issue 23): always told to the three functions; the previous
+# count only while a change of it is under way (docs/operations.md).
+
+run "a_shard_count_change_reaches_every_function" {
+  command = apply
+  variables {
+    sweep_shards          = 64
+    sweep_shards_previous = 16
+  }
+  assert {
+    condition = alltrue([for env in [output.publisher_environment, output.sweeper_environment, output.recovery_environment] : (
+      env.OUTBOX_SWEEP_SHARDS == "64" && env.OUTBOX_SWEEP_SHARDS_PREVIOUS == "16"
+    )])
+    error_message = "The publisher, the sweeper and the recovery function get OUTBOX_SWEEP_SHARDS and OUTBOX_SWEEP_SHARDS_PREVIOUS."
+  }
+  assert {
+    condition     = output.key_names.sweep_shards == 64 && output.key_names.sweep_shards_previous == 16 && output.key_names.environment.OUTBOX_SWEEP_SHARDS == "64"
+    error_message = "The key_names output gives producers the same count."
+  }
+}
+
+run "after_the_change_the_previous_count_is_gone" {
+  command = apply
+  variables {
+    sweep_shards = 64
+  }
+  assert {
+    condition = alltrue([for env in [output.publisher_environment, output.sweeper_environment, output.recovery_environment] : (
+      env.OUTBOX_SWEEP_SHARDS == "64" && !contains(keys(env), "OUTBOX_SWEEP_SHARDS_PREVIOUS")
+    )])
+    error_message = "Without sweep_shards_previous no function gets OUTBOX_SWEEP_SHARDS_PREVIOUS."
+  }
+}
+
+run "no_shards" {
+  command = plan
+  variables {
+    sweep_shards = 0
+  }
+  expect_failures = [var.sweep_shards]
+}
+
+run "more_shards_than_the_functions_read" {
+  command = plan
+  variables {
+    sweep_shards = 1001
+  }
+  expect_failures = [var.sweep_shards]
+}
+
+run "a_fraction_of_a_shard" {
+  command = plan
+  variables {
+    sweep_shards = 2.5
+  }
+  expect_failures = [var.sweep_shards]
+}
+
+run "a_previous_count_equal_to_the_new_one" {
+  command = plan
+  variables {
+    sweep_shards          = 32
+    sweep_shards_previous = 32
+  }
+  expect_failures = [var.sweep_shards_previous]
+}
+
+run "a_previous_count_out_of_range" {
+  command = plan
+  variables {
+    sweep_shards_previous = 5000
+  }
+  expect_failures = [var.sweep_shards_previous]
+}
+
+# The stream mapping's parallelization factor: 1 unless set, Lambda's 1-10 otherwise.
+
+run "one_batch_per_stream_shard_by_default" {
+  command = apply
+  assert {
+    condition     = output.stream_mapping.parallelization_factor == 1
+    error_message = "The publisher's mapping reads one batch per shard at a time by default."
+  }
+}
+
+run "a_parallelization_factor_reaches_the_stream_mapping" {
+  command = apply
+  variables {
+    parallelization_factor = 4
+  }
+  assert {
+    condition     = output.stream_mapping.parallelization_factor == 4
+    error_message = "parallelization_factor is the stream mapping's."
+  }
+}
+
+run "a_parallelization_factor_out_of_range" {
+  command = plan
+  variables {
+    parallelization_factor = 11
+  }
+  expect_failures = [var.parallelization_factor]
+}
+
+run "no_parallelization" {
+  command = plan
+  variables {
+    parallelization_factor = 0
+  }
+  expect_failures = [var.parallelization_factor]
 }

@@ -31,7 +31,7 @@ run "names_and_binary" {
     error_message = "The function runs the cargo lambda binary outbox-recovery (infra/CONTRACT.md)."
   }
   assert {
-    condition     = output.recovery_environment == { OUTBOX_DEPLOYMENT = "shop", OUTBOX_PARTITION_KEY = "PK", OUTBOX_SORT_KEY = "SK", OUTBOX_TTL_ATTRIBUTE = "ExpiresAt" }
+    condition     = output.recovery_environment == { OUTBOX_DEPLOYMENT = "shop", OUTBOX_PARTITION_KEY = "PK", OUTBOX_SORT_KEY = "SK", OUTBOX_TTL_ATTRIBUTE = "ExpiresAt", OUTBOX_SWEEP_SHARDS = "16" }
     error_message = "The recovery function gets OUTBOX_DEPLOYMENT = prefix and the key names (modules/outbox adds OUTBOX_TABLE_NAME)."
   }
 }

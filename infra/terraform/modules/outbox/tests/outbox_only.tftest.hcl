@@ -133,11 +133,35 @@ run "key_names_reach_the_created_table_and_the_functions" {
   }
 }
 
+run "the_shard_count_and_the_parallelization_factor_reach_the_functions_and_the_mapping" {
+  command = apply
+  variables {
+    sweep_shards           = 64
+    sweep_shards_previous  = 16
+    parallelization_factor = 3
+  }
+  assert {
+    condition = alltrue([for f in aws_lambda_function.this : (
+      f.environment[0].variables.OUTBOX_SWEEP_SHARDS == "64" && f.environment[0].variables.OUTBOX_SWEEP_SHARDS_PREVIOUS == "16"
+    )])
+    error_message = "The publisher, the sweeper and the recovery function read the index under 64 shards and the previous 16."
+  }
+  assert {
+    condition     = aws_lambda_event_source_mapping.publisher.parallelization_factor == 3
+    error_message = "The publisher's stream mapping runs 3 batches per shard."
+  }
+  assert {
+    condition     = output.key_names.environment.OUTBOX_SWEEP_SHARDS == "64" && output.key_names.sweep_shards_previous == 16
+    error_message = "The key_names output gives producers the same layout."
+  }
+}
+
 run "default_key_names_are_always_set" {
   command = plan
   assert {
     condition = alltrue([for f in aws_lambda_function.this : (
       f.environment[0].variables.OUTBOX_PARTITION_KEY == "PK" && f.environment[0].variables.OUTBOX_SORT_KEY == "SK" && f.environment[0].variables.OUTBOX_TTL_ATTRIBUTE == "ExpiresAt"
+      && f.environment[0].variables.OUTBOX_SWEEP_SHARDS == "16" && !contains(keys(f.environment[0].variables), "OUTBOX_SWEEP_SHARDS_PREVIOUS")
     )])
     error_message = "The defaults PK/SK/ExpiresAt are set explicitly on every function."
   }
