@@ -79,7 +79,8 @@ impl Plan {
 /// to a FIFO queue (where one call may partly fail and let a later message overtake).
 pub fn plan(config: &PublisherConfig, items: &[WorkItem]) -> Plan {
     let mut plan = Plan::default();
-    let mut dest_index: HashMap<Destination, usize> = HashMap::new();
+    // Keyed by the configuration's own destinations: no clone of a URL per message.
+    let mut dest_index: HashMap<&Destination, usize> = HashMap::new();
     let mut last_round: HashMap<&str, (usize, usize)> = HashMap::new();
     for (index, item) in items.iter().enumerate() {
         let msg = match &item.work {
@@ -101,7 +102,7 @@ pub fn plan(config: &PublisherConfig, items: &[WorkItem]) -> Plan {
                 continue;
             }
         };
-        let d = *dest_index.entry(dest.clone()).or_insert_with(|| {
+        let d = *dest_index.entry(dest).or_insert_with(|| {
             plan.destinations.push(dest.clone());
             plan.destinations.len() - 1
         });

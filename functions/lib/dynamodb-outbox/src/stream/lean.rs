@@ -292,11 +292,14 @@ pub fn classify_json(
 
 /// The work of decided records, and how many were skipped.
 fn tally(decided: impl IntoIterator<Item = Result<WorkItem, Skip>>) -> (Vec<WorkItem>, usize) {
-    let mut skipped = 0usize;
-    let work = decided
-        .into_iter()
-        .filter_map(|d| d.map_err(|_| skipped += 1).ok())
-        .collect();
+    let decided = decided.into_iter();
+    let (mut work, mut skipped) = (Vec::with_capacity(decided.size_hint().0), 0usize);
+    for d in decided {
+        match d {
+            Ok(item) => work.push(item),
+            Err(_) => skipped += 1,
+        }
+    }
     (work, skipped)
 }
 

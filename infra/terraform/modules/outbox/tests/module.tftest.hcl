@@ -162,8 +162,8 @@ run "recovery_function_consumes_the_failure_queue" {
     error_message = "The recovery function is unreserved (-1)."
   }
   assert {
-    condition     = keys(aws_lambda_function.this["recovery"].environment[0].variables) == tolist(["OUTBOX_DEPLOYMENT", "OUTBOX_PARTITION_KEY", "OUTBOX_SORT_KEY", "OUTBOX_TABLE_NAME", "OUTBOX_TTL_ATTRIBUTE"]) && aws_lambda_function.this["recovery"].environment[0].variables.OUTBOX_DEPLOYMENT == "shop"
-    error_message = "The recovery function gets OUTBOX_TABLE_NAME, OUTBOX_DEPLOYMENT and the key names, nothing else."
+    condition     = keys(aws_lambda_function.this["recovery"].environment[0].variables) == tolist(["OUTBOX_DEPLOYMENT", "OUTBOX_PARTITION_KEY", "OUTBOX_SORT_KEY", "OUTBOX_SWEEP_SHARDS", "OUTBOX_TABLE_NAME", "OUTBOX_TTL_ATTRIBUTE"]) && aws_lambda_function.this["recovery"].environment[0].variables.OUTBOX_DEPLOYMENT == "shop"
+    error_message = "The recovery function gets OUTBOX_TABLE_NAME, OUTBOX_DEPLOYMENT the key names and the shard count, nothing else."
   }
   assert {
     condition = (
