@@ -17,6 +17,7 @@ async fn each_stack_deploys_the_functions_with_their_environment() {
                     "OUTBOX_TTL_DAYS",
                     "OUTBOX_DEPLOYMENT",
                     "OUTBOX_LARGE_PAYLOAD_BUCKET",
+                    "OUTBOX_SWEEP_SHARDS",
                 ][..],
             ),
             (
@@ -31,13 +32,18 @@ async fn each_stack_deploys_the_functions_with_their_environment() {
                     "OUTBOX_SWEEP_SCAN_MODE",
                     "OUTBOX_DEPLOYMENT",
                     "OUTBOX_LARGE_PAYLOAD_BUCKET",
+                    "OUTBOX_SWEEP_SHARDS",
                 ][..],
             ),
             (&d.consumer, 30, &["ORDERS_TABLE_NAME"][..]),
             (
                 &format!("{}-recovery", d.prefix),
                 60,
-                &["OUTBOX_TABLE_NAME", "OUTBOX_DEPLOYMENT"][..],
+                &[
+                    "OUTBOX_TABLE_NAME",
+                    "OUTBOX_DEPLOYMENT",
+                    "OUTBOX_SWEEP_SHARDS",
+                ][..],
             ),
         ] {
             let f = c
@@ -63,6 +69,15 @@ async fn each_stack_deploys_the_functions_with_their_environment() {
             let env = f.environment().and_then(|e| e.variables()).unwrap();
             for var in vars {
                 assert!(env.contains_key(*var), "{tool} {function}: {var}");
+            }
+            // The sweeper index's layout, the stacks' default: every outbox function reads the
+            // same shards the producers write, and no change of the count is under way.
+            if env.contains_key("OUTBOX_SWEEP_SHARDS") {
+                assert_eq!(env["OUTBOX_SWEEP_SHARDS"], "16", "{tool} {function}");
+                assert!(
+                    !env.contains_key("OUTBOX_SWEEP_SHARDS_PREVIOUS"),
+                    "{tool} {function}"
+                );
             }
             if env.contains_key("OUTBOX_DEPLOYMENT") {
                 assert_eq!(
