@@ -91,7 +91,11 @@ pub async fn run(
             opts.clone(),
             committed.clone(),
         );
-        tokio::spawn(async move { produce::produce(&clients, &table, &opts, committed).await })
+        tokio::spawn(async move {
+            let began = Instant::now();
+            let produced = produce::produce(&clients, &table, &opts, committed).await;
+            (produced, began.elapsed())
+        })
     };
     // On a terminal the counters redraw in place; in a log, a line every 5 s.
     let terminal = std::io::stderr().is_terminal();
@@ -122,7 +126,7 @@ pub async fn run(
         progress(&observe::snapshot(clients, deployment, &opts.tag).await?);
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
-    let produced = producing.await.map_err(|e| e.to_string())?;
+    let (produced, producing) = producing.await.map_err(|e| e.to_string())?;
     settle(
         clients,
         deployment,
@@ -137,6 +141,7 @@ pub async fn run(
     let elapsed = started.elapsed();
     let mut report = judge(clients, deployment, &produced, since_ms).await?;
     report.elapsed = elapsed;
+    report.producing = producing;
     Ok(report)
 }
 
