@@ -44,6 +44,9 @@ pub struct DemoReport {
     pub broken: Vec<String>,
     /// Wall time of the workload (after the deployment).
     pub elapsed: Duration,
+    /// Of it, from the first transaction sent to the last one answered: the rate the
+    /// producers really offered is `committed` over this.
+    pub producing: Duration,
 }
 
 /// The logs of the three functions over the demo.

@@ -5,6 +5,7 @@ use crate::demo::verify::{FunctionLogs, verify};
 use crate::deployment::LogLine;
 use aws_sdk_dynamodb::types::AttributeValue;
 use dynamodb_outbox::schema::{OutboxItem, PENDING_MESSAGE};
+use std::time::Duration;
 
 const T0: i64 = 1_700_000_000_000;
 
@@ -161,8 +162,102 @@ fn billed_durations_are_read_from_report_lines_only() {
         billed(&lines),
         Billed {
             invocations: 2,
-            mean_ms: 27.0
+            mean_ms: 27.0,
+            total_ms: 54.0,
         }
     );
     assert_eq!(billed(&[]), Billed::default());
+}
+
+fn produced(committed: usize, producing_s: u64) -> DemoReport {
+    DemoReport {
+        committed,
+        producing: Duration::from_secs(producing_s),
+        ..DemoReport::default()
+    }
+}
+
+#[test]
+fn a_step_kept_pace_only_when_its_producers_committed_at_nine_tenths_of_the_rate() {
+    assert!(kept_pace(&produced(6_000, 60), 100));
+    assert!(kept_pace(&produced(5_400, 60), 100), "exactly 90%");
+    // 800/s offered, but the transactions queued behind the writers in flight: the
+    // commits took 100 s, 480/s. That step did not offer 800/s.
+    assert!(!kept_pace(&produced(48_000, 100), 800));
+    assert!(!kept_pace(&produced(0, 0), 100), "nothing produced");
+}
+
+#[test]
+fn the_held_rate_over_the_raw_put_rate_needs_both() {
+    assert_eq!(held_over_raw(Some(400), 1_600.0), Some(0.25));
+    assert_eq!(held_over_raw(None, 1_600.0), None);
+    assert_eq!(held_over_raw(Some(400), 0.0), None, "no yardstick");
+}
+
+#[test]
+fn the_raw_put_rate_counts_successes_over_the_wall_time() {
+    let raw = RawPuts {
+        writers: 16,
+        puts: 19_200,
+        errors: 7,
+        seconds: 12.0,
+    };
+    assert_eq!(raw.rate(), 1_600.0);
+    assert_eq!(RawPuts::default().rate(), 0.0);
+}
+
+#[test]
+fn the_verdict_lines_give_the_held_rate_the_raw_rate_and_their_ratio() {
+    let raw = RawPuts {
+        writers: 16,
+        puts: 19_200,
+        errors: 0,
+        seconds: 12.0,
+    };
+    let lines = held_lines(Some(400), 60, Some(&raw));
+    assert_eq!(
+        lines,
+        "highest offered rate one stream shard carried with p99 < 1 s (every step 60 s of load): 400 messages/s\n\
+         raw PutItem rate of this local AWS in the same run (16 writers, 12.0 s, scratch table): 1600 puts/s (0 failed)\n\
+         held rate / raw PutItem rate: 0.250\n"
+    );
+    let none = held_lines(None, 10, Some(&raw));
+    assert!(none.starts_with("no step of the ladder (10 s each) held p99 < 1 s\n"));
+    assert!(none.ends_with("held rate / raw PutItem rate: none (no held rate)\n"));
+    assert_eq!(
+        held_lines(Some(100), 60, None).lines().count(),
+        1,
+        "no yardstick line when it was skipped"
+    );
+}
+
+#[test]
+fn billed_duration_per_message_is_the_total_over_the_messages_published() {
+    let publisher = Billed {
+        invocations: 20,
+        mean_ms: 27.0,
+        total_ms: 540.0,
+    };
+    assert_eq!(billed_ms_per_message(&publisher, 200), Some(2.7));
+    assert_eq!(billed_ms_per_message(&publisher, 0), None);
+    assert_eq!(
+        per_message_line(&publisher, 200),
+        "billed duration per message: publisher 2.700 ms (540 ms billed in total / 200 messages published)\n"
+    );
+    assert_eq!(
+        per_message_line(&Billed::default(), 0),
+        "billed duration per message: no messages published\n"
+    );
+}
+
+#[test]
+fn every_raw_put_writes_a_new_item_shaped_like_an_outbox_message() {
+    // Overwrites of one item would measure something else than writes of new ones.
+    let a = raw_put::message_like(0, 1);
+    let b = raw_put::message_like(1, 0);
+    let c = raw_put::message_like(0, 2);
+    assert_ne!(a["PK"], b["PK"]);
+    assert_ne!(a["PK"], c["PK"]);
+    assert_eq!(a["ItemType"], AttributeValue::S(PENDING_MESSAGE.to_owned()));
+    assert_eq!(a["Status"], AttributeValue::S("PENDING".to_owned()));
 }
