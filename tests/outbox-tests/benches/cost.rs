@@ -3,7 +3,10 @@
 //! of the items written: this outbox (producer transaction, batched marks, the
 //! publisher and the sweeper's index queries) beside a scan-based polling worker as
 //! the seed document describes it (every minute: scan the table for `PENDING`, send
-//! each, mark each `SENT`), with 1,000 and 10,000 items in the table.
+//! each, mark each `SENT`), with 1,000 and 10,000 items in the table; and three more
+//! rows: this outbox on a FIFO route (the order fence's index reads per message), an
+//! EventBridge-Pipes-style design with no `SENT` mark (arithmetic only), and a
+//! 10,000-item backlog drained through the sweeper (counted here).
 //!
 //! Lambda durations: the publisher's and the sweeper's billed duration per
 //! invocation as measured on the deployed local stack (`outbox-devkit bench latency`
@@ -21,12 +24,12 @@ use dynamodb_outbox::stream::handle_stream_event;
 use dynamodb_outbox::sweep::{AwsSweeper, Budget, SweeperConfig};
 use dynamodb_outbox::{AwsPublisher, FromSdkConfig, NewMessage};
 use outbox_devkit::cost::{
-    US_EAST_1, Usage, bill, bill_total, billed_chunks, eventual_read_units, gb_seconds, item_bytes,
-    transactional_write_units, write_units,
+    US_EAST_1, Usage, bill, bill_total, billed_chunks, eventual_read_units, fence_read_units,
+    gb_seconds, item_bytes, pipes_per_message, transactional_write_units, write_units,
 };
 use outbox_tests::stream::event_of;
-use outbox_tests::{Item, Outbox, bulk_put, clients, minimal_item, sv};
-use std::collections::HashMap;
+use outbox_tests::{Item, Outbox, bulk_put, clients, indexed_item, minimal_item, sv};
+use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
 const MESSAGES: usize = 1000;
@@ -34,6 +37,7 @@ const BATCH: usize = 100;
 const MEMORY_MB: u32 = 256;
 const POLL_INTERVAL_S: f64 = 60.0;
 const SWEEP_INTERVAL_S: f64 = 60.0;
+const BACKLOG: usize = 10_000;
 
 /// Billed duration per invocation, ms, and messages per publisher invocation, as the
 /// latency bench measured them on the deployed stack.
@@ -153,6 +157,165 @@ async fn outbox_usage() -> (Usage, Usage, f64) {
         ..Usage::default()
     };
     (per_message, per_sweep, handler_ms)
+}
+
+/// Our path on the FIFO route (`ledger`): per-message usage, the order fence's reads
+/// included. Committed and published a batch at a time, as at a steady rate: the
+/// index then holds the batch's own messages only when the fence reads it (all of a
+/// thousand committed first would make every fence read the whole backlog).
+async fn fifo_usage() -> Usage {
+    let mut ob = Outbox::new().await;
+    let own = clients().await;
+    let writer = dynamodb_outbox::OutboxWriter::new(own.dynamodb.clone(), &ob.table);
+    let publisher = AwsPublisher::with_sink(ob.config(), own.dynamodb.clone(), own.sink());
+    let (mut units, mut ops) = (Usage::default(), BTreeMap::<String, u64>::new());
+    for round in 0..MESSAGES / BATCH {
+        for chunk in (round * BATCH..(round + 1) * BATCH)
+            .collect::<Vec<_>>()
+            .chunks(25)
+        {
+            let msgs: Vec<NewMessage> = chunk
+                .iter()
+                .map(|i| {
+                    NewMessage::new(
+                        format!("ORDER#{}", i % 97),
+                        "ledger",
+                        format!("{{\"order\":{i},\"lines\":3}}"),
+                    )
+                })
+                .collect();
+            writer.commit(vec![], &msgs).await.expect("commit");
+        }
+        let pending_items = ob.all_items().await;
+        let pending: Vec<&Item> = pending_items.iter().filter(|i| is_pending(i)).collect();
+        // Every pending item is this round's, so in a shard the batch touches: what
+        // the fence's read of those shards returns.
+        let index_bytes: u64 = pending
+            .iter()
+            .filter_map(|i| index_projection_bytes(i))
+            .sum();
+        let event = ob.filtered_event().await;
+        own.counter.reset();
+        let (response, _) = handle_stream_event(&publisher, &event_of(event.records)).await;
+        assert!(response.batch_item_failures.is_empty());
+        let sent = ob.all_items().await;
+        units = units.plus(happy_path_writes(&pending, &sent));
+        let fence_requests = own.counter.of(&["ExecuteStatement", "Query"]);
+        let confirms = own.counter.of(&["BatchGetItem", "GetItem"]);
+        units.fence_read_units += fence_read_units(fence_requests, index_bytes, confirms);
+        units.sqs_fifo_requests += own.counter.of(&["SendMessageBatch"]) as f64;
+        for (op, n) in own.counter.by_operation() {
+            *ops.entry(op).or_default() += n;
+        }
+    }
+    println!(
+        "  FIFO route: {MESSAGES} messages in batches of {BATCH}, committed a batch at a time; requests: {ops:?} (a confirm read priced as one unit)"
+    );
+    units.scaled(1.0 / MESSAGES as f64)
+}
+
+fn is_pending(item: &Item) -> bool {
+    item.get("Status")
+        .and_then(|s| s.as_s().ok())
+        .map(String::as_str)
+        == Some("PENDING")
+}
+
+/// The writes of messages published and marked: the producer's transaction, the
+/// `SENT` mark (of the larger of before and after), the index entered and left.
+fn happy_path_writes(pending: &[&Item], after: &[Item]) -> Usage {
+    let bytes_after: HashMap<(String, String), u64> = after
+        .iter()
+        .map(|i| ((key_s(i, "PK"), key_s(i, "SK")), item_bytes(i)))
+        .collect();
+    let mut u = Usage::default();
+    for item in pending {
+        let before = item_bytes(item);
+        let sent = bytes_after
+            .get(&(key_s(item, "PK"), key_s(item, "SK")))
+            .copied()
+            .unwrap_or(before);
+        u.producer_write_units += transactional_write_units(before) as f64;
+        u.mark_write_units += write_units(before.max(sent)) as f64;
+        u.index_write_units += index_projection_bytes(item)
+            .map(|b| 2 * write_units(b))
+            .unwrap_or(0) as f64;
+    }
+    u
+}
+
+fn key_s(item: &Item, name: &str) -> String {
+    item.get(name)
+        .and_then(|v| v.as_s().ok())
+        .cloned()
+        .unwrap_or_default()
+}
+
+/// A backlog of BACKLOG due items in the sweeper index (as a stream outage leaves
+/// them) drained by sweeps one after another: the usage of the drain, per message,
+/// the producer's writes included; and the sweeps it took with their mean wall ms.
+async fn backlog_usage() -> (Usage, usize, f64) {
+    let ob = Outbox::new().await;
+    let due = now_ms() - 1_000;
+    let items: Vec<Item> = (0..BACKLOG)
+        .map(|i| {
+            indexed_item(
+                &format!("ORDER#{}", i % 97),
+                &format!("MESSAGE#ORDER_PLACED#{due}{i:06}"),
+                "orders",
+                &format!("{{\"order\":{i},\"lines\":3}}"),
+                due,
+            )
+        })
+        .collect();
+    let bytes = item_bytes(&items[0]);
+    let projection = index_projection_bytes(&items[0]).unwrap_or(0);
+    bulk_put(&ob.clients.dynamodb, &ob.table, items).await;
+    let own = clients().await;
+    let sweeper = AwsSweeper::with_sink(
+        SweeperConfig::new(ob.config()),
+        own.dynamodb.clone(),
+        own.sink(),
+    );
+    let (mut sweeps, mut published, mut index_items) = (0usize, 0usize, 0u64);
+    let start = Instant::now();
+    while published < BACKLOG && sweeps < 40 {
+        let summary = sweeper
+            .sweep(Budget::for_window(now_ms(), Duration::from_secs(60)))
+            .await;
+        sweeps += 1;
+        published += summary.published;
+        index_items += summary.index_items_read;
+        if summary.found == 0 {
+            break;
+        }
+    }
+    let sweep_ms = start.elapsed().as_secs_f64() * 1000.0 / sweeps as f64;
+    assert_eq!(published, BACKLOG, "the sweeps drained the backlog");
+    let claims = own.counter.of(&["UpdateItem"]);
+    let queries = own.counter.of(&["Query"]);
+    let n = BACKLOG as f64;
+    // A claim rewrites the item (RetryCount, a lease in SweepDueAt: the index's sort
+    // key, so its projection is deleted and put again); the SENT mark rewrites it and
+    // takes it out of the index.
+    let usage = Usage {
+        producer_write_units: transactional_write_units(bytes) as f64,
+        mark_write_units: (claims * write_units(bytes + 20)) as f64 / n
+            + write_units(bytes + 40) as f64,
+        index_write_units: (claims * 2 * write_units(projection)) as f64 / n
+            + write_units(projection) as f64,
+        finder_read_units: eventual_read_units(index_items * projection).max(queries as f64 * 0.5)
+            / n,
+        sqs_standard_requests: own.counter.of(&["SendMessageBatch"]) as f64
+            * billed_chunks(bytes * 10) as f64
+            / n,
+        ..Usage::default()
+    };
+    println!(
+        "  sweeper backlog: {BACKLOG} due items ({bytes} B) drained by {sweeps} sweeps, {sweep_ms:.0} ms wall time each on the emulator (their Lambda duration here), {index_items} index items read; requests: {:?}",
+        own.counter.by_operation()
+    );
+    (usage, sweeps, sweep_ms)
 }
 
 /// A polling worker's per-message usage, per-poll usage and wall ms per poll, over a
@@ -337,6 +500,32 @@ async fn main() {
             ));
         columns.push((format!("polling, {history} items"), usage));
     }
+    let fifo = fifo_usage()
+        .await
+        .scaled(1e6)
+        .plus(per_sweep.scaled(sweeps))
+        .plus(lambda(publishes, m.publisher_ms))
+        .plus(lambda(sweeps, m.sweeper_ms));
+    columns.push(("FIFO route (order fence)".to_owned(), fifo));
+    // The producer's item without the library's index attributes: what a pipe needs.
+    let plain = item_bytes(&minimal_item(
+        "ORDER#42",
+        &format!("MESSAGE#ORDER_PLACED#{}", uuid::Uuid::now_v7()),
+        "orders",
+        "{\"order\":42,\"lines\":3}",
+    ));
+    println!(
+        "  Pipes-style: item {plain} B, one pipe request and one SendMessage per message, no mark, no index, no sweeper (arithmetic, nothing run)"
+    );
+    columns.push((
+        "Pipes-style, no SENT mark".to_owned(),
+        pipes_per_message(plain).scaled(1e6),
+    ));
+    let (drain, drain_sweeps, sweep_ms) = backlog_usage().await;
+    let drain = drain
+        .scaled(1e6)
+        .plus(lambda(drain_sweeps as f64 * 1e6 / BACKLOG as f64, sweep_ms));
+    columns.push((format!("sweeper, {BACKLOG} backlog"), drain));
     print_table(&columns);
     println!(
         "routing to SNS instead: the same calls (10 per PublishBatch, per 64 KB chunk) at ${}/M; to EventBridge: one event per message at ${}/M = ${:.4} per million",

@@ -43,6 +43,9 @@ pub struct Prices {
     pub lambda_request_per_million: f64,
     /// Lambda, per GB-second (x86_64, first pricing tier).
     pub lambda_gb_second: f64,
+    /// EventBridge Pipes, per million requests (after its filter; each 64 KB chunk
+    /// of an event one request).
+    pub pipes_per_million: f64,
 }
 
 /// us-east-1 list prices, each from the service's public pricing page
@@ -60,6 +63,9 @@ pub const US_EAST_1: Prices = Prices {
     eventbridge_per_million: 1.00,
     lambda_request_per_million: 0.20,
     lambda_gb_second: 0.000_016_666_7,
+    // Not read on the date above: added with the Pipes row, from the EventBridge
+    // pricing page's Pipes section as remembered; check it before quoting the row.
+    pipes_per_million: 0.40,
 };
 
 /// A DynamoDB item's size as DynamoDB counts it: attribute names plus values
@@ -150,6 +156,11 @@ pub struct Usage {
     pub lambda_invocations: f64,
     /// Lambda GB-seconds.
     pub lambda_gb_seconds: f64,
+    /// DynamoDB read request units of the order fence: its index reads of the
+    /// aggregates' pending siblings and its consistent confirms (FIFO routes only).
+    pub fence_read_units: f64,
+    /// EventBridge Pipes billed requests (a pipe in place of the publisher).
+    pub pipes_requests: f64,
 }
 
 impl Usage {
@@ -166,6 +177,8 @@ impl Usage {
             eventbridge_events: self.eventbridge_events * factor,
             lambda_invocations: self.lambda_invocations * factor,
             lambda_gb_seconds: self.lambda_gb_seconds * factor,
+            fence_read_units: self.fence_read_units * factor,
+            pipes_requests: self.pipes_requests * factor,
         }
     }
 
@@ -182,6 +195,8 @@ impl Usage {
             eventbridge_events: self.eventbridge_events + other.eventbridge_events,
             lambda_invocations: self.lambda_invocations + other.lambda_invocations,
             lambda_gb_seconds: self.lambda_gb_seconds + other.lambda_gb_seconds,
+            fence_read_units: self.fence_read_units + other.fence_read_units,
+            pipes_requests: self.pipes_requests + other.pipes_requests,
         }
     }
 }
@@ -273,7 +288,45 @@ pub fn bill(usage: &Usage, prices: &Prices) -> Vec<Line> {
             "GB-s",
             usage.lambda_gb_seconds * prices.lambda_gb_second,
         ),
+        line(
+            "DynamoDB reads: order fence (FIFO routes)",
+            usage.fence_read_units,
+            "RRU",
+            per_million(
+                usage.fence_read_units,
+                prices.dynamodb_read_unit_per_million,
+            ),
+        ),
+        line(
+            "EventBridge Pipes",
+            usage.pipes_requests,
+            "requests",
+            per_million(usage.pipes_requests, prices.pipes_per_million),
+        ),
     ]
+}
+
+/// One message through an EventBridge-Pipes-style design: the stream's records go
+/// through a pipe (its filter keeps new `PENDING` items) straight to an SQS queue,
+/// with no function and no `SENT` mark, so no marks, no sweeper index and no
+/// recovery of what the pipe drops. `item_bytes`: the producer's outbox item (no
+/// index attributes). Each message is one pipe request and one `SendMessage`: a pipe
+/// to SQS sends per event, not in batches of ten (assumed; the conservative side).
+pub fn pipes_per_message(item_bytes: u64) -> Usage {
+    Usage {
+        producer_write_units: transactional_write_units(item_bytes) as f64,
+        pipes_requests: billed_chunks(item_bytes) as f64,
+        sqs_standard_requests: billed_chunks(item_bytes) as f64,
+        ..Usage::default()
+    }
+}
+
+/// Read units of the order fence's index reads: each read request is billed for the
+/// keys-only projections it read (`index_bytes`, eventually consistent), at least
+/// half a unit; `confirms` consistent reads of one small item each are one unit.
+pub fn fence_read_units(requests: u64, index_bytes: u64, confirms: u64) -> f64 {
+    let reads = eventual_read_units(index_bytes).max(requests as f64 * 0.5);
+    reads + confirms as f64
 }
 
 /// The bill's total, US dollars.
@@ -354,6 +407,7 @@ mod tests {
             eventbridge_events: 0.0,
             lambda_invocations: 1e4,
             lambda_gb_seconds: 1000.0,
+            ..Usage::default()
         };
         let lines = bill(&usage, &US_EAST_1);
         assert!(close(lines[0].dollars, 1.25));
@@ -368,6 +422,38 @@ mod tests {
             bill_total(&lines),
             1.25 + 0.625 + 1.25 + 0.125 + 0.04 + 0.05 + 0.002 + 0.016_666_7
         ));
+    }
+
+    #[test]
+    fn a_pipe_costs_a_transaction_a_pipe_request_and_a_send_per_message_and_no_mark() {
+        let u = pipes_per_message(300);
+        assert!(close(u.producer_write_units, 2.0));
+        assert!(close(u.pipes_requests, 1.0));
+        assert!(close(u.sqs_standard_requests, 1.0));
+        assert!(close(u.mark_write_units + u.index_write_units, 0.0));
+        assert!(close(u.lambda_invocations, 0.0));
+        let lines = bill(&u.scaled(1e6), &US_EAST_1);
+        assert_eq!(lines[11].item, "EventBridge Pipes");
+        assert!(close(lines[11].dollars, 0.40));
+    }
+
+    #[test]
+    fn fence_reads_are_billed_for_what_they_read_at_least_half_a_unit_each() {
+        assert!(close(fence_read_units(10, 0, 0), 5.0), "ten empty reads");
+        // One read of 100 projections of 100 B: 10,000 B = 3 started 4 KB.
+        assert!(close(fence_read_units(1, 10_000, 0), 1.5));
+        assert!(
+            close(fence_read_units(1, 10_000, 4), 5.5),
+            "plus 4 confirms"
+        );
+        let lines = bill(
+            &Usage {
+                fence_read_units: 1e6,
+                ..Usage::default()
+            },
+            &US_EAST_1,
+        );
+        assert!(close(lines[10].dollars, 0.125));
     }
 
     #[test]
