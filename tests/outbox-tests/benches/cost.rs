@@ -77,24 +77,33 @@ fn rate() -> f64 {
         .unwrap_or(50.0)
 }
 
-/// Our path: per-message usage, per-sweep usage, the handler's wall ms per batch.
-async fn outbox_usage() -> (Usage, Usage, f64) {
-    let mut ob = Outbox::new().await;
-    let own = clients().await;
-    let writer = dynamodb_outbox::OutboxWriter::new(own.dynamodb.clone(), &ob.table);
-    for chunk in (0..MESSAGES).collect::<Vec<_>>().chunks(25) {
+/// Commits the orders of `range` as messages to `topic`, 25 to a transaction.
+async fn commit_orders(
+    writer: &dynamodb_outbox::OutboxWriter,
+    range: std::ops::Range<usize>,
+    topic: &str,
+) {
+    for chunk in range.collect::<Vec<_>>().chunks(25) {
         let msgs: Vec<NewMessage> = chunk
             .iter()
             .map(|i| {
                 NewMessage::new(
                     format!("ORDER#{}", i % 97),
-                    "orders",
+                    topic,
                     format!("{{\"order\":{i},\"lines\":3}}"),
                 )
             })
             .collect();
         writer.commit(vec![], &msgs).await.expect("commit");
     }
+}
+
+/// Our path: per-message usage, per-sweep usage, the handler's wall ms per batch.
+async fn outbox_usage() -> (Usage, Usage, f64) {
+    let mut ob = Outbox::new().await;
+    let own = clients().await;
+    let writer = dynamodb_outbox::OutboxWriter::new(own.dynamodb.clone(), &ob.table);
+    commit_orders(&writer, 0..MESSAGES, "orders").await;
     let pending_items = ob.all_items().await;
     let pending: Vec<u64> = pending_items.iter().map(item_bytes).collect();
     // The sweeper index's writes: each item enters it at commit and leaves it at its
@@ -170,22 +179,7 @@ async fn fifo_usage() -> Usage {
     let publisher = AwsPublisher::with_sink(ob.config(), own.dynamodb.clone(), own.sink());
     let (mut units, mut ops) = (Usage::default(), BTreeMap::<String, u64>::new());
     for round in 0..MESSAGES / BATCH {
-        for chunk in (round * BATCH..(round + 1) * BATCH)
-            .collect::<Vec<_>>()
-            .chunks(25)
-        {
-            let msgs: Vec<NewMessage> = chunk
-                .iter()
-                .map(|i| {
-                    NewMessage::new(
-                        format!("ORDER#{}", i % 97),
-                        "ledger",
-                        format!("{{\"order\":{i},\"lines\":3}}"),
-                    )
-                })
-                .collect();
-            writer.commit(vec![], &msgs).await.expect("commit");
-        }
+        commit_orders(&writer, round * BATCH..(round + 1) * BATCH, "ledger").await;
         let pending_items = ob.all_items().await;
         let pending: Vec<&Item> = pending_items.iter().filter(|i| is_pending(i)).collect();
         // Every pending item is this round's, so in a shard the batch touches: what
