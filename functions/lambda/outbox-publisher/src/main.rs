@@ -10,7 +10,9 @@
 compile_error!("the fault-injection feature must never be compiled into a release build");
 
 use dynamodb_outbox::lambda::PublisherFunction;
-use lambda_runtime::{Error, service_fn};
+use lambda_runtime::Error;
+#[cfg(feature = "fault-injection")]
+use lambda_runtime::service_fn;
 
 // mimalloc, not the system allocator: the handler bench's instruction count per
 // record is 12% lower with it (docs/benchmarks.md).
@@ -31,8 +33,8 @@ async fn main() -> Result<(), Error> {
         }))
         .await;
     }
-    // The event as its JSON text, read by the publisher's lean parse.
-    lambda_runtime::run(service_fn(|event| function.handle_json(event))).await
+    // Each event read from the bytes Lambda sent, by the publisher's lean parse.
+    function.run().await
 }
 
 /// Lambda's stream redelivery where the local AWS ignores partial batch responses

@@ -1,10 +1,11 @@
 //! Handler work per record without I/O, from the event's JSON bytes as Lambda hands
-//! them to the runtime, on the publisher binary's own path (`PublisherFunction::handle_json`:
-//! the runtime's `Box<RawValue>`, then `stream::classify_json`): parse, decode the
+//! them to the runtime, on the publisher binary's own path (`PublisherFunction::run`:
+//! the body's bytes straight to `stream::classify_json`): parse, decode the
 //! stream records, filter, route, plan batches and build the SQS request entries.
 //! Prints records per second on one core (the loop runs on one thread); beside it the
-//! same through the owned `aws_lambda_events` event (`handle_stream_event`'s path), from
-//! bytes and from an already parsed event; then runs the plain-Python peer
+//! same after the runtime's `Box<RawValue>` copy (`PublisherFunction::handle_json`'s
+//! path) and through the owned `aws_lambda_events` event (`handle_stream_event`'s
+//! path), from bytes and from an already parsed event; then runs the plain-Python peer
 //! (`handler_peer.py`, when `python3` is there) on the same records and prints the ratio.
 //!
 //! `cargo bench -p dynamodb-outbox --features unstable-internals --bench handler`. Writes the events it uses to
@@ -78,13 +79,19 @@ fn config() -> PublisherConfig {
     }
 }
 
-/// What the publisher binary does with one event's bytes without I/O: the runtime's
-/// `Box<RawValue>` (what `handle_json` is handed), the lean parse, then [`entries`].
+/// What the publisher binary does with one event's bytes without I/O: the lean parse
+/// of the body Lambda sent, then [`entries`].
 fn handle_bytes(config: &PublisherConfig, bytes: &[u8]) -> (usize, usize) {
-    let raw: Box<serde_json::value::RawValue> = serde_json::from_slice(bytes).expect("event");
     let (work, skipped) =
-        dynamodb_outbox::stream::classify_json(raw.get(), &config.key_names).expect("event");
+        dynamodb_outbox::stream::classify_json(bytes, &config.key_names).expect("event");
     (entries(config, &work), work.len() + skipped)
+}
+
+/// [`handle_bytes`] after the runtime's own parse into `Box<RawValue>` (what
+/// `handle_json` is handed under `lambda_runtime::run`).
+fn handle_raw_value(config: &PublisherConfig, bytes: &[u8]) -> usize {
+    let raw: Box<serde_json::value::RawValue> = serde_json::from_slice(bytes).expect("event");
+    handle_bytes(config, raw.get().as_bytes()).1
 }
 
 /// What `handle_stream_event` does with a parsed event without I/O.
@@ -136,6 +143,7 @@ fn run(dir: &Path, batch: usize, payload: usize) -> (String, f64) {
         entries += built;
         records
     });
+    let raw_value = rate(|| handle_raw_value(&config, black_box(&bytes)));
     let owned = rate(|| {
         let ev: Event = serde_json::from_slice(black_box(&bytes)).expect("event");
         handle(&config, &ev);
@@ -147,7 +155,7 @@ fn run(dir: &Path, batch: usize, payload: usize) -> (String, f64) {
         ev.records.len()
     });
     println!(
-        "handler (no I/O): batch {batch:>3} records, payload {payload:>5} B, {:>7} B of JSON: {lean:>9.0} records/s from JSON bytes (the publisher binary's lean parse); through the owned Event: {owned:>9.0} from bytes, {parsed:>9.0} from a parsed event; on one core ({entries} entries built)",
+        "handler (no I/O): batch {batch:>3} records, payload {payload:>5} B, {:>7} B of JSON: {lean:>9.0} records/s from JSON bytes (the publisher binary's lean parse); {raw_value:>9.0} after the runtime's Box<RawValue> copy; through the owned Event: {owned:>9.0} from bytes, {parsed:>9.0} from a parsed event; on one core ({entries} entries built)",
         bytes.len()
     );
     (name, lean)

@@ -113,12 +113,12 @@ pub async fn handle_stream_event<K: MessageSink, S: OutboxStore>(
     publish(publisher, work, skipped).await
 }
 
-/// [`handle_stream_event`] for the event as Lambda hands it over, its JSON text: read
+/// [`handle_stream_event`] for the event as Lambda hands it over, its JSON bytes: read
 /// by [`classify_json`], without building the owned event. An error when the text is
 /// not a stream event (as the runtime's own parse would fail).
 pub async fn handle_stream_json<K: MessageSink, S: OutboxStore>(
     publisher: &Publisher<K, S>,
-    json: &str,
+    json: &[u8],
 ) -> Result<(DynamoDbEventResponse, Summary), serde_json::Error> {
     let (work, skipped) = classify_json(json, &publisher.config.key_names)?;
     Ok(publish(publisher, work, skipped).await)

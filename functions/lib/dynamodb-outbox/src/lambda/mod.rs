@@ -27,6 +27,7 @@
 //! }
 //! ```
 
+mod body;
 mod publisher;
 mod recovery;
 mod sweeper;

@@ -1,6 +1,7 @@
 //! The publisher function: one stream batch published, its metrics printed, the
 //! partial batch response returned. The work itself is the `stream` module's.
 
+use super::body::{Bodies, KeepBodies};
 use super::log_config_error;
 use crate::dynamo::DynamoStore;
 use crate::sink::AwsSink;
@@ -12,7 +13,9 @@ use aws_types::SdkConfig;
 use dynamodb_outbox_core::metrics::{Emitter, publisher_metrics};
 use dynamodb_outbox_core::ports::{MessageSink, OutboxStore};
 use dynamodb_outbox_core::{ConfigError, Publisher, PublisherConfig};
-use lambda_runtime::{Error, LambdaEvent};
+use lambda_runtime::layers::TracingLayer;
+use lambda_runtime::{Error, LambdaEvent, Runtime, service_fn};
+use serde::de::IgnoredAny;
 use serde_json::value::RawValue;
 
 /// The publisher Lambda function: the outbox table's DynamoDB stream in, every new
@@ -20,25 +23,27 @@ use serde_json::value::RawValue;
 /// retry reported in a partial batch response.
 ///
 /// Build it once per execution environment (it reads every SQS destination's size
-/// limit from its queue) and hand [`PublisherFunction::handle`] to the runtime:
+/// limit from its queue) and [`run`](PublisherFunction::run) it:
 ///
 /// ```no_run
 /// use dynamodb_outbox::lambda::PublisherFunction;
-/// use lambda_runtime::{Error, service_fn};
+/// use lambda_runtime::Error;
 ///
 /// #[tokio::main]
 /// async fn main() -> Result<(), Error> {
 ///     lambda_runtime::tracing::init_default_subscriber();
 ///     let aws = aws_config::load_from_env().await;
 ///     let function = PublisherFunction::from_env(&aws).await?;
-///     lambda_runtime::run(service_fn(|event| function.handle_json(event))).await
+///     function.run().await
 /// }
 /// ```
 ///
-/// [`PublisherFunction::handle_json`] takes the event as the JSON text Lambda sends and
-/// reads only what the publisher uses (several times faster than building the owned
-/// [`Event`]); [`PublisherFunction::handle`] takes a parsed [`Event`], with the same
-/// outcome.
+/// [`run`](PublisherFunction::run) reads each event from the bytes Lambda sends,
+/// only what the publisher uses, with no copy of the event made first. For a runtime
+/// of your own (layers of yours, say), hand it [`PublisherFunction::handle_json`] (the
+/// event as JSON text, read the same way once the runtime has copied it) or
+/// [`PublisherFunction::handle`] (a parsed [`Event`], several times slower); every
+/// way publishes alike.
 #[derive(Debug)]
 pub struct PublisherFunction(Deps<AwsSink, DynamoStore>);
 
@@ -86,6 +91,27 @@ impl PublisherFunction {
         })
     }
 
+    /// Runs the function on the Lambda runtime for as long as the execution environment
+    /// lives, each invocation traced as `lambda_runtime::run` traces it.
+    ///
+    /// Each stream event is read by the lean parse straight from the bytes Lambda
+    /// sent: the runtime's own parse of the body, which even for
+    /// `LambdaEvent<Box<RawValue>>` validates and copies the whole event, is given
+    /// `null` instead (`docs/benchmarks.md` measures what that saves). An event that is
+    /// not a stream event fails the invocation, naming what was wrong.
+    pub async fn run(&self) -> Result<(), Error> {
+        let bodies = Bodies::default();
+        let handler = service_fn(|event: LambdaEvent<IgnoredAny>| {
+            let body = bodies.take(&event.context.request_id);
+            async move { handle_bytes(&body?, &self.0).await }
+        });
+        Runtime::new(handler)
+            .layer(KeepBodies(bodies.clone()))
+            .layer(TracingLayer::new())
+            .run()
+            .await
+    }
+
     /// Publishes the batch's pending messages and reports the records to retry.
     pub async fn handle(&self, event: LambdaEvent<Event>) -> Result<DynamoDbEventResponse, Error> {
         handle(event, &self.0).await
@@ -127,7 +153,15 @@ pub(crate) async fn handle_json<K: MessageSink, S: OutboxStore>(
     event: LambdaEvent<Box<RawValue>>,
     deps: &Deps<K, S>,
 ) -> Result<DynamoDbEventResponse, Error> {
-    let (response, summary) = handle_stream_json(&deps.publisher, event.payload.get()).await?;
+    handle_bytes(event.payload.get().as_bytes(), deps).await
+}
+
+/// [`handle`] from the event's JSON bytes.
+pub(crate) async fn handle_bytes<K: MessageSink, S: OutboxStore>(
+    json: &[u8],
+    deps: &Deps<K, S>,
+) -> Result<DynamoDbEventResponse, Error> {
+    let (response, summary) = handle_stream_json(&deps.publisher, json).await?;
     let now = deps.publisher.clock.now_ms();
     deps.metrics.emit(now, &publisher_metrics(&summary));
     Ok(response)

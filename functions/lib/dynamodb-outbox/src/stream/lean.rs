@@ -260,13 +260,14 @@ struct Unsure;
 /// refuses, and for a table with key names of its own (which the owned path
 /// translates).
 pub fn classify_json(
-    json: &str,
+    json: impl AsRef<[u8]>,
     keys: &KeyNames,
 ) -> Result<(Vec<WorkItem>, usize), serde_json::Error> {
-    let lean_event = match serde_json::from_str::<LeanEvent<'_>>(json) {
+    let json = json.as_ref();
+    let lean_event = match serde_json::from_slice::<LeanEvent<'_>>(json) {
         Ok(event) if keys.is_default() => event,
         _ => {
-            let event: Event = serde_json::from_str(json)?;
+            let event: Event = serde_json::from_slice(json)?;
             return Ok(tally(event.records.iter().map(|r| classify_keyed(r, keys))));
         }
     };
@@ -277,7 +278,7 @@ pub fn classify_json(
             Ok(d) => decided.push(d),
             Err(Unsure) => {
                 if owned.is_none() {
-                    owned = Some(serde_json::from_str(json)?);
+                    owned = Some(serde_json::from_slice(json)?);
                 }
                 let record = owned
                     .as_ref()
