@@ -21,15 +21,47 @@ use dynamodb_outbox_core::publish::{Work, WorkItem};
 use dynamodb_outbox_core::schema::number::integer;
 use dynamodb_outbox_core::schema::{ItemKey, OutboxItem, SeenIndex};
 use serde::Deserialize;
-use serde::de::{self, Deserializer, IgnoredAny, MapAccess, Visitor};
+use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use std::borrow::Cow;
 use std::fmt;
 
-/// The event, each record read lean.
+/// The event, each record read lean and decided as soon as it is read.
 #[derive(Deserialize)]
-struct LeanEvent<'a> {
-    #[serde(rename = "Records", borrow)]
-    records: Vec<Record<'a>>,
+struct LeanEvent {
+    #[serde(rename = "Records")]
+    records: Decided,
+}
+
+/// A record's decision, or [`Unsure`] when the owned path is to decide it.
+type Decision = Result<Result<WorkItem, Skip>, Unsure>;
+
+/// The decisions of the records, in their order. No record is kept once decided:
+/// a lean [`Record`] is over a kilobyte (two [`Image`]s), and a `Vec` of them, grown
+/// as the batch was read, cost more in copies than the parse of the strings did.
+struct Decided(Vec<Decision>);
+
+/// What a batch's decisions are given room for before the first record is read
+/// (the event source mapping's default batch size).
+const USUAL_BATCH: usize = 100;
+
+impl<'de> Deserialize<'de> for Decided {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl<'de> Visitor<'de> for V {
+            type Value = Decided;
+            fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str("a list of stream records")
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Decided, A::Error> {
+                let mut decided = Vec::with_capacity(seq.size_hint().unwrap_or(USUAL_BATCH));
+                while let Some(record) = seq.next_element::<Record<'de>>()? {
+                    decided.push(lean(record));
+                }
+                Ok(Decided(decided))
+            }
+        }
+        d.deserialize_seq(V)
+    }
 }
 
 /// The record fields the publisher reads. The fields the owned type requires
@@ -150,6 +182,31 @@ const NAMES: [&str; 18] = [
     "PayloadSize",
     "PayloadOn",
 ];
+/// The index in [`NAMES`] of attribute `name` (a `match`: the compiler sorts the
+/// comparisons by length, where a scan of [`NAMES`] compared each name in turn).
+fn attribute_index(name: &str) -> Option<usize> {
+    Some(match name {
+        "PK" => PK,
+        "SK" => SK,
+        "ItemType" => ITEM_TYPE,
+        "Topic" => TOPIC,
+        "Payload" => PAYLOAD,
+        "Status" => STATUS,
+        "RetryCount" => RETRY_COUNT,
+        "MessageId" => MESSAGE_ID,
+        "CreatedAt" => CREATED_AT,
+        "Sequence" => SEQUENCE,
+        "SweepShard" => SWEEP_SHARD,
+        "SweepDueAt" => SWEEP_DUE_AT,
+        "SentAt" => 12,
+        "ExpiresAt" => 13,
+        "FailedAt" => 14,
+        "LastError" => 15,
+        "PayloadSize" => PAYLOAD_SIZE,
+        "PayloadOn" => 17,
+        _ => return None,
+    })
+}
 const PK: usize = 0;
 const SK: usize = 1;
 const ITEM_TYPE: usize = 2;
@@ -190,7 +247,7 @@ impl<'de: 'a, 'a> Deserialize<'de> for Image<'a> {
             fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Image<'de>, A::Error> {
                 let mut image = Image::default();
                 while let Some(Text(name)) = map.next_key::<Text<'de>>()? {
-                    match NAMES.iter().position(|n| *n == name) {
+                    match attribute_index(&name) {
                         Some(i) => image.attrs[i] = Some(map.next_value()?),
                         None => {
                             map.next_value::<IgnoredAny>()?;
@@ -263,22 +320,25 @@ pub fn classify_json(
     json: impl AsRef<[u8]>,
     keys: &KeyNames,
 ) -> Result<(Vec<WorkItem>, usize), serde_json::Error> {
-    let json = json.as_ref();
-    let lean_event = match serde_json::from_slice::<LeanEvent<'_>>(json) {
+    // Validated as UTF-8 once, here, rather than string by string as it is parsed.
+    let json = std::str::from_utf8(json.as_ref()).map_err(|e| {
+        de::Error::custom(format!("the event is not UTF-8 text ({e}): Lambda sends JSON"))
+    })?;
+    let lean_event = match serde_json::from_str::<LeanEvent>(json) {
         Ok(event) if keys.is_default() => event,
         _ => {
-            let event: Event = serde_json::from_slice(json)?;
+            let event: Event = serde_json::from_str(json)?;
             return Ok(tally(event.records.iter().map(|r| classify_keyed(r, keys))));
         }
     };
     let mut owned: Option<Event> = None;
-    let mut decided = Vec::with_capacity(lean_event.records.len());
-    for (i, record) in lean_event.records.into_iter().enumerate() {
-        match lean(record) {
+    let mut decided = Vec::with_capacity(lean_event.records.0.len());
+    for (i, decision) in lean_event.records.0.into_iter().enumerate() {
+        match decision {
             Ok(d) => decided.push(d),
             Err(Unsure) => {
                 if owned.is_none() {
-                    owned = Some(serde_json::from_slice(json)?);
+                    owned = Some(serde_json::from_str(json)?);
                 }
                 let record = owned
                     .as_ref()

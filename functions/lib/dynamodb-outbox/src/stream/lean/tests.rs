@@ -259,3 +259,23 @@ fn null_images_are_empty_as_in_the_owned_type() {
     let (lean, owned) = both(vec![r]);
     assert_eq!(lean, owned);
 }
+
+#[test]
+fn bytes_that_are_not_utf8_are_an_error_that_says_so() {
+    let mut bytes = json!({"Records": [record(Some("1"), "INSERT", image("1"))]})
+        .to_string()
+        .into_bytes();
+    let at = bytes.iter().position(|b| *b == b'x').expect("a payload byte");
+    bytes[at] = 0xff;
+    let error = classify_json(&bytes, &KeyNames::default()).expect_err("not UTF-8");
+    assert!(error.to_string().contains("not UTF-8"), "{error}");
+}
+
+#[test]
+fn every_attribute_the_lean_read_knows_is_found_at_its_index() {
+    for (i, name) in NAMES.iter().enumerate() {
+        assert_eq!(attribute_index(name), Some(i), "{name}");
+    }
+    assert_eq!(attribute_index("Other"), None);
+    assert_eq!(attribute_index("pk"), None);
+}
