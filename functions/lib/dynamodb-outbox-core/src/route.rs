@@ -198,7 +198,8 @@ impl fmt::Display for Destination {
 /// ```
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Routes {
-    by_topic: HashMap<String, Destination>,
+    /// Looked up once per message: hashed with foldhash, not SipHash.
+    by_topic: HashMap<String, Destination, foldhash::fast::RandomState>,
     default: Option<Destination>,
     large: LargePayloads,
 }

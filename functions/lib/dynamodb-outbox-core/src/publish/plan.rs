@@ -54,6 +54,17 @@ pub struct Plan {
 }
 
 impl Plan {
+    /// The index of `dest` in [`Plan::destinations`], added when new.
+    fn destination_index(&mut self, dest: &Destination) -> usize {
+        match self.destinations.iter().position(|d| d == dest) {
+            Some(d) => d,
+            None => {
+                self.destinations.push(dest.clone());
+                self.destinations.len() - 1
+            }
+        }
+    }
+
     /// Number of destination calls the plan makes.
     pub fn call_count(&self) -> usize {
         self.rounds.iter().map(BTreeMap::len).sum()
@@ -79,9 +90,10 @@ impl Plan {
 /// to a FIFO queue (where one call may partly fail and let a later message overtake).
 pub fn plan(config: &PublisherConfig, items: &[WorkItem]) -> Plan {
     let mut plan = Plan::default();
-    // Keyed by the configuration's own destinations: no clone of a URL per message.
-    let mut dest_index: HashMap<&Destination, usize> = HashMap::new();
-    let mut last_round: HashMap<&str, (usize, usize)> = HashMap::new();
+    // The aggregates of a batch are many, its destinations few: a seeded fast hash
+    // for the one, a scan of `plan.destinations` for the other.
+    let mut last_round: HashMap<&str, (usize, usize), foldhash::fast::RandomState> =
+        HashMap::default();
     for (index, item) in items.iter().enumerate() {
         let msg = match &item.work {
             Work::Poison(p) => {
@@ -102,10 +114,7 @@ pub fn plan(config: &PublisherConfig, items: &[WorkItem]) -> Plan {
                 continue;
             }
         };
-        let d = *dest_index.entry(dest).or_insert_with(|| {
-            plan.destinations.push(dest.clone());
-            plan.destinations.len() - 1
-        });
+        let d = plan.destination_index(dest);
         let earliest = match last_round.get(msg.aggregate()) {
             None => 0,
             Some(&(round, prev_d)) if prev_d == d && !dest.is_fifo() => round,

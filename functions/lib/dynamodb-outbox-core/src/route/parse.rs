@@ -161,7 +161,7 @@ impl Routes {
     pub fn parse(json: &str, default: Option<&str>) -> Result<Self, RouteError> {
         let specs: HashMap<String, RouteSpec> =
             serde_json::from_str(json).map_err(|e| RouteError::Json(e.to_string()))?;
-        let mut by_topic = HashMap::with_capacity(specs.len());
+        let mut by_topic = HashMap::with_capacity_and_hasher(specs.len(), Default::default());
         let mut large = LargePayloads::default();
         for (topic, spec) in specs {
             if topic.trim().is_empty() {
