@@ -6,7 +6,7 @@
 //! publisher_main --features lambda`.
 
 use dynamodb_outbox::lambda::PublisherFunction;
-use lambda_runtime::{Error, service_fn};
+use lambda_runtime::Error;
 use std::time::Duration;
 
 #[tokio::main]
@@ -17,5 +17,5 @@ async fn main() -> Result<(), Error> {
         .build();
     let aws = aws_config::from_env().timeout_config(timeouts).load().await;
     let function = PublisherFunction::from_env(&aws).await?;
-    lambda_runtime::run(service_fn(|event| function.handle(event))).await
+    function.run().await
 }
