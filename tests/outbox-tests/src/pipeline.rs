@@ -83,7 +83,7 @@ pub struct Pipeline {
 /// The directory holding `<bin>/bootstrap.zip`, debug builds with fault injection.
 pub fn lambda_dir() -> PathBuf {
     let dir = std::env::var_os("OUTBOX_LAMBDA_DIR").map_or_else(
-        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target/lambda-dev"),
+        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../target/lambda-dev"),
         PathBuf::from,
     );
     let probe = dir.join("outbox-publisher/bootstrap.zip");
