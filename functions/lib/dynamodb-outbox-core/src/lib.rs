@@ -14,7 +14,8 @@
 //! - [`KeyNames`]: the table's partition key, sort key and TTL attribute names;
 //! - [`Clock`]: time as an input ([`clock::now_ms`] is the one system-time reading);
 //! - [`message`]: the message attributes a consumer reads (`outbox-message-id`, …);
-//! - [`large_payload`]: the pointer a payload stored in S3 travels as.
+//! - [`large_payload`]: the pointer a payload stored in S3 travels as;
+//! - [`trace`]: the trace context a message carries from its commit to its consumer.
 //!
 //! ```
 //! use dynamodb_outbox_core::{Destination, NewMessage, Routes};
@@ -45,6 +46,7 @@ pub mod large_payload;
 pub mod message;
 pub mod producer;
 pub mod route;
+pub mod trace;
 
 // The engine: decisions, ports, the publish and sweep paths over them. Public only with
 // the `unstable-internals` feature, for `dynamodb-outbox` (whose adapters implement the

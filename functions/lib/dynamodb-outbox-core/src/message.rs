@@ -4,6 +4,7 @@
 use crate::large_payload::{ATTR_EXTENDED_PAYLOAD_SIZE, PayloadPointer};
 use crate::route::Destination;
 use crate::schema::{OutboxMessage, stable_hash};
+use crate::trace::{ATTR_TRACEPARENT, ATTR_TRACESTATE, TraceContext};
 
 /// Message attribute carrying the outbox `MessageId` (the consumer's dedup key).
 pub const ATTR_MESSAGE_ID: &str = "outbox-message-id";
@@ -62,6 +63,11 @@ pub struct OutboundMessage {
     pub group_id: Option<String>,
     /// FIFO `MessageDeduplicationId` (the message id), `None` for standard destinations.
     pub dedup_id: Option<String>,
+    /// The X-Ray trace header of the trace the message continues: SQS's
+    /// `AWSTraceHeader` system attribute, EventBridge's `TraceHeader`. (Its W3C form
+    /// travels in `attributes`, [`crate::trace::ATTR_TRACEPARENT`].) Not counted in
+    /// [`OutboundMessage::size`]: SQS does not count system attributes.
+    pub trace_header: Option<String>,
 }
 
 impl OutboundMessage {
@@ -97,7 +103,28 @@ impl OutboundMessage {
             attributes,
             group_id: fifo.then(|| fifo_id(&msg.key.pk)),
             dedup_id: fifo.then(|| fifo_id(&msg.message_id)),
+            trace_header: None,
         }
+        .traced(msg.trace.as_ref())
+    }
+
+    /// The same message continuing `trace`, when there is one: the W3C
+    /// `traceparent`/`tracestate` attributes that OpenTelemetry's propagators read,
+    /// and the X-Ray header for the destinations that carry one.
+    pub fn traced(mut self, trace: Option<&TraceContext>) -> Self {
+        let Some(trace) = trace else {
+            return self;
+        };
+        self.attributes.push((
+            ATTR_TRACEPARENT,
+            AttrValue::String(trace.traceparent().to_owned()),
+        ));
+        if let Some(state) = trace.tracestate() {
+            self.attributes
+                .push((ATTR_TRACESTATE, AttrValue::String(state.to_owned())));
+        }
+        self.trace_header = Some(trace.xray_header().into_owned());
+        self
     }
 
     /// The same message carrying `pointer` instead of its payload of
@@ -197,6 +224,7 @@ mod tests {
             sequence: Some(3),
             payload_size: None,
             index: crate::schema::SeenIndex::ours("00", 1),
+            trace: None,
         }
     }
 
@@ -309,5 +337,43 @@ mod tests {
         assert_ne!(spaced, fifo_id("user 2 with spaces"));
         assert!(fifo_id(&"x".repeat(200)).len() <= 128);
         assert!(fifo_id("Ünïcode").starts_with("h-"));
+    }
+
+    #[test]
+    fn a_traced_message_carries_its_trace_in_both_forms_and_an_untraced_one_none() {
+        let tp = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+        let mut traced = msg("USER#1");
+        traced.trace = Some(TraceContext::from_w3c(tp, Some("k=v")).expect("context"));
+        let dest = Destination::sqs("https://q/x");
+        let out = OutboundMessage::for_destination(&traced, &dest);
+        let attr = |m: &OutboundMessage, name: &str| {
+            m.attributes
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map(|(_, v)| v.text().to_owned())
+        };
+        assert_eq!(attr(&out, ATTR_TRACEPARENT).as_deref(), Some(tp));
+        assert_eq!(attr(&out, ATTR_TRACESTATE).as_deref(), Some("k=v"));
+        assert_eq!(
+            out.trace_header.as_deref(),
+            Some("Root=1-0af76519-16cd43dd8448eb211c80319c;Parent=b7ad6b7169203331;Sampled=1")
+        );
+        let detail: serde_json::Value = serde_json::from_str(&event_detail(&out)).expect("json");
+        assert_eq!(detail["outbox"]["traceparent"], tp);
+        // The system attribute is not counted; the W3C attributes are.
+        let untraced = OutboundMessage::for_destination(&msg("USER#1"), &dest);
+        assert_eq!(
+            out.size() - untraced.size(),
+            ATTR_TRACEPARENT.len()
+                + "String".len()
+                + tp.len()
+                + ATTR_TRACESTATE.len()
+                + "String".len()
+                + 3
+        );
+        assert_eq!(
+            (attr(&untraced, ATTR_TRACEPARENT), untraced.trace_header),
+            (None, None)
+        );
     }
 }

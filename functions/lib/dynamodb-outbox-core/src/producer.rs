@@ -3,6 +3,7 @@
 //! (`OutboxWriter` in `dynamodb-outbox`) writes them.
 
 use crate::schema::{OutboxItem, PENDING_MESSAGE, Status, SweepShards};
+use crate::trace::TraceContext;
 use std::fmt;
 use std::time::Duration;
 
@@ -36,6 +37,10 @@ pub struct NewMessage {
     pub event_type: Option<String>,
     /// Optional per-aggregate sequence number for consumers that need strict order.
     pub sequence: Option<u64>,
+    /// The trace the message continues ([`crate::trace`]): set it with
+    /// [`NewMessage::trace`]; `dynamodb-outbox`'s writer fills in the Lambda
+    /// invocation's when it is left unset.
+    pub trace: Option<TraceContext>,
 }
 
 impl NewMessage {
@@ -51,6 +56,7 @@ impl NewMessage {
             payload: payload.into(),
             event_type: None,
             sequence: None,
+            trace: None,
         }
     }
 
@@ -63,6 +69,23 @@ impl NewMessage {
     /// Sets a per-aggregate sequence number.
     pub fn sequence(mut self, sequence: u64) -> Self {
         self.sequence = Some(sequence);
+        self
+    }
+
+    /// Sets the trace the message continues: the publisher hands it on to the
+    /// destination, and a consumer's span links to it.
+    ///
+    /// ```
+    /// use dynamodb_outbox_core::NewMessage;
+    /// use dynamodb_outbox_core::trace::TraceContext;
+    ///
+    /// let trace = TraceContext::from_w3c("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01", None)?;
+    /// let message = NewMessage::new("ORDER#42", "orders", "{}").trace(trace);
+    /// assert!(message.trace.is_some());
+    /// # Ok::<(), dynamodb_outbox_core::trace::TraceError>(())
+    /// ```
+    pub fn trace(mut self, trace: TraceContext) -> Self {
+        self.trace = Some(trace);
         self
     }
 
@@ -89,7 +112,7 @@ impl NewMessage {
     ) -> OutboxItem {
         let event = self.event_type.as_deref().unwrap_or(&self.topic);
         let grace_ms = i64::try_from(sweep_grace.as_millis()).unwrap_or(i64::MAX);
-        OutboxItem {
+        let item = OutboxItem {
             pk: Some(self.aggregate.clone()),
             sk: Some(format!("MESSAGE#{event}#{message_id}")),
             item_type: Some(PENDING_MESSAGE.to_owned()),
@@ -103,6 +126,10 @@ impl NewMessage {
             sweep_shard: Some(layout.shard_of(&self.aggregate)),
             sweep_due_at: Some(now_ms.saturating_add(grace_ms)),
             ..OutboxItem::default()
+        };
+        match &self.trace {
+            Some(trace) => item.with_trace(trace),
+            None => item,
         }
     }
 }
@@ -165,6 +192,67 @@ mod tests {
         assert_eq!(
             NewMessage::new("A", " ", "{}").invalid(),
             Some("topic is empty")
+        );
+    }
+
+    #[test]
+    fn a_messages_trace_is_written_on_its_item_and_read_back_from_it() {
+        let layout = SweepShards::default();
+        let xray = "Root=1-0af76519-16cd43dd8448eb211c80319c;Parent=b7ad6b7169203331;Sampled=1;Lineage=a87bd80c:1";
+        let from_lambda = TraceContext::from_xray(xray).unwrap();
+        let item = NewMessage::new("USER#1", "orders", "{}")
+            .trace(from_lambda.clone())
+            .outbox_item("0190-id", 1_000, Duration::from_secs(60), &layout);
+        assert_eq!(
+            item.trace_parent.as_deref(),
+            Some("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")
+        );
+        assert_eq!(
+            item.aws_trace_header.as_deref(),
+            Some(xray),
+            "as Lambda gave it"
+        );
+        assert_eq!(item.trace_state, None);
+        let decoded = item.into_message(None, Default::default()).unwrap();
+        assert_eq!(decoded.trace, Some(from_lambda));
+
+        let w3c = TraceContext::from_w3c(
+            "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-00",
+            Some("vendor=x"),
+        )
+        .unwrap();
+        let item = NewMessage::new("USER#1", "orders", "{}")
+            .trace(w3c.clone())
+            .outbox_item("0190-id", 1_000, Duration::from_secs(60), &layout);
+        assert_eq!(item.trace_state.as_deref(), Some("vendor=x"));
+        assert_eq!(
+            item.aws_trace_header, None,
+            "derived when published, not stored"
+        );
+        assert_eq!(
+            item.into_message(None, Default::default()).unwrap().trace,
+            Some(w3c)
+        );
+
+        let untraced = NewMessage::new("USER#1", "orders", "{}").outbox_item(
+            "0190-id",
+            1_000,
+            Duration::from_secs(60),
+            &layout,
+        );
+        assert_eq!(
+            (
+                untraced.trace_parent.as_ref(),
+                untraced.aws_trace_header.as_ref()
+            ),
+            (None, None)
+        );
+        assert_eq!(
+            untraced
+                .into_message(None, Default::default())
+                .unwrap()
+                .trace,
+            None
         );
     }
 }

@@ -39,6 +39,7 @@ pub fn entry(bus: &str, source: &str, m: &OutboundMessage) -> PutEventsRequestEn
         .source(source)
         .detail_type(topic)
         .detail(event_detail(m))
+        .set_trace_header(m.trace_header.clone())
         .build()
 }
 

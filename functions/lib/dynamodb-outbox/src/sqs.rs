@@ -21,7 +21,10 @@ use crate::regional::Regional;
 use crate::sdk_error::{describe, send_failure};
 use aws_sdk_sqs::config::timeout::TimeoutConfig;
 use aws_sdk_sqs::operation::send_message_batch::SendMessageBatchError;
-use aws_sdk_sqs::types::{MessageAttributeValue, QueueAttributeName, SendMessageBatchRequestEntry};
+use aws_sdk_sqs::types::{
+    MessageAttributeValue, MessageSystemAttributeNameForSends, MessageSystemAttributeValue,
+    QueueAttributeName, SendMessageBatchRequestEntry,
+};
 use dynamodb_outbox_core::PublisherConfig;
 use dynamodb_outbox_core::failure::Failure;
 use dynamodb_outbox_core::message::OutboundMessage;
@@ -60,14 +63,23 @@ pub fn batch_entry(
             .map_err(|e| format!("attribute {name}: {e}"))?;
         attributes.insert((*name).to_owned(), v);
     }
-    SendMessageBatchRequestEntry::builder()
+    let mut entry = SendMessageBatchRequestEntry::builder()
         .id(entry_id(index))
         .message_body(&m.body)
         .set_message_attributes(Some(attributes))
         .set_message_group_id(m.group_id.clone())
-        .set_message_deduplication_id(m.dedup_id.clone())
-        .build()
-        .map_err(|e| e.to_string())
+        .set_message_deduplication_id(m.dedup_id.clone());
+    if let Some(header) = &m.trace_header {
+        // X-Ray's own attribute, the one OpenTelemetry's SQS conventions read; not
+        // counted against the message's size or its ten attributes.
+        let trace = MessageSystemAttributeValue::builder()
+            .data_type("String")
+            .string_value(header)
+            .build()
+            .map_err(|e| format!("AWSTraceHeader: {e}"))?;
+        entry = entry.message_system_attributes(MessageSystemAttributeNameForSends::AwsTraceHeader, trace);
+    }
+    entry.build().map_err(|e| e.to_string())
 }
 
 impl BatchApi for Queue<'_> {
@@ -168,4 +180,34 @@ pub async fn learn_limits(
         limits.insert(url, read);
     }
     config.with_queue_limits(&limits)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use dynamodb_outbox_core::message::AttrValue;
+
+    #[test]
+    fn a_traced_message_sends_its_x_ray_header_as_aws_trace_header() {
+        let header = "Root=1-0af76519-16cd43dd8448eb211c80319c;Parent=b7ad6b7169203331;Sampled=1";
+        let message = OutboundMessage {
+            body: "{}".into(),
+            attributes: vec![("outbox-topic", AttrValue::String("orders".into()))],
+            group_id: None,
+            dedup_id: None,
+            trace_header: Some(header.into()),
+        };
+        let entry = batch_entry(3, &message).expect("entry");
+        let sent = entry
+            .message_system_attributes()
+            .and_then(|a| a.get(&MessageSystemAttributeNameForSends::AwsTraceHeader))
+            .and_then(|v| v.string_value());
+        assert_eq!(sent, Some(header));
+        let untraced = OutboundMessage {
+            trace_header: None,
+            ..message
+        };
+        let entry = batch_entry(3, &untraced).expect("entry");
+        assert!(entry.message_system_attributes().is_none());
+    }
 }

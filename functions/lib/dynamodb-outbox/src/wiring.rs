@@ -237,6 +237,7 @@ mod tests {
             attributes: vec![],
             group_id: None,
             dedup_id: None,
+            trace_header: None,
         };
         for dest in [
             "arn:aws:sns:us-east-1:123456789012:orders",

@@ -67,6 +67,7 @@ async fn a_hung_send_is_reported_as_a_timeout_a_retry_can_fix() {
         attributes: vec![],
         group_id: None,
         dedup_id: None,
+        trace_header: None,
     };
     let queue = dynamodb_outbox::Destination::sqs(&ob.queue.url);
 

@@ -263,7 +263,9 @@ pub fn dead_letter_message(p: &Poison, dlq: &Destination) -> OutboundMessage {
         attributes,
         group_id: fifo.then(|| fifo_id(group)),
         dedup_id: fifo.then(|| fifo_id(dedup)),
+        trace_header: None,
     }
+    .traced(p.trace.as_ref())
 }
 
 /// Poison to mark `FAILED`: its position in the batch, itself (with the reason to

@@ -198,6 +198,7 @@ mod tests {
                 sequence: None,
                 payload_size: None,
                 index: crate::schema::SeenIndex::default(),
+                trace: None,
             }),
         }
     }
@@ -211,6 +212,7 @@ mod tests {
                 topic: None,
                 body: "{}".into(),
                 reason: "no key".into(),
+                trace: None,
             }),
         }
     }

@@ -59,6 +59,7 @@ fn publish_work(
             retry_count: 0,
             sequence: None,
             payload_size: None,
+            trace: None,
         }),
     }
 }

@@ -2,6 +2,7 @@
 //! or poison found before publishing.
 
 use crate::schema::{ItemKey, OutboxMessage, Undecodable, derive_message_id};
+use crate::trace::TraceContext;
 
 /// One unit of work for the publish path.
 #[derive(Debug, Clone)]
@@ -46,6 +47,9 @@ pub struct Poison {
     pub body: String,
     /// Why, in words an operator understands.
     pub reason: String,
+    /// The trace the message continues, when it could be read: its dead-letter copy
+    /// carries it too.
+    pub trace: Option<TraceContext>,
 }
 
 /// Poison built from a decoded message that cannot be delivered.
@@ -56,6 +60,7 @@ pub fn poison_of(msg: &OutboxMessage, reason: String) -> Poison {
         topic: Some(msg.topic.clone()),
         body: msg.payload.clone(),
         reason,
+        trace: msg.trace.clone(),
     }
 }
 
@@ -68,6 +73,8 @@ impl From<Undecodable> for Poison {
             topic: u.topic,
             body: u.raw,
             reason: u.error.to_string(),
+            // An item that does not decode is not read for its trace either.
+            trace: None,
         }
     }
 }

@@ -81,6 +81,7 @@ mod tests {
             attributes: vec![("outbox-topic", AttrValue::String("orders".into()))],
             group_id: None,
             dedup_id: None,
+            trace_header: None,
         }
     }
 

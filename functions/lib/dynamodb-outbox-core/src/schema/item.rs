@@ -11,6 +11,7 @@ use super::number::{integer, lenient};
 use super::{
     ItemKey, PAYLOAD, PK, SEQUENCE, SK, Status, TOPIC, derive_message_id, item_key, string_attr,
 };
+use crate::trace::TraceContext;
 use serde::{Deserialize, Serialize};
 
 /// An outbox item, attribute by attribute, as stored.
@@ -113,6 +114,33 @@ pub struct OutboxItem {
     /// gave it up (`dead-letter queue`: the dead-letter copy holds it).
     #[serde(rename = "PayloadOn", skip_serializing_if = "Option::is_none")]
     pub payload_on: Option<String>,
+    /// `TraceParent`: the W3C `traceparent` of the trace the message was committed in
+    /// ([`crate::trace`]). Trace attributes are read leniently: one of another type is
+    /// no trace, never a reason to fail the message.
+    #[serde(
+        rename = "TraceParent",
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient::text"
+    )]
+    pub trace_parent: Option<String>,
+    /// `TraceState`: the W3C `tracestate` beside `TraceParent`.
+    #[serde(
+        rename = "TraceState",
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient::text"
+    )]
+    pub trace_state: Option<String>,
+    /// `AwsTraceHeader`: the X-Ray trace header the message was committed under, as the
+    /// producer had it (Lambda's `_X_AMZN_TRACE_ID`).
+    #[serde(
+        rename = "AwsTraceHeader",
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient::text"
+    )]
+    pub aws_trace_header: Option<String>,
 }
 
 /// An outbox message, decoded and validated: everything the publish path needs.
@@ -140,6 +168,8 @@ pub struct OutboxMessage {
     /// [`OutboxMessage::indexed`], and is adopted into the index when the stream path
     /// cannot finish it.
     pub index: SeenIndex,
+    /// The trace the message was committed in, when the item carries a well-formed one.
+    pub trace: Option<TraceContext>,
 }
 
 impl OutboxMessage {
@@ -204,6 +234,16 @@ impl OutboxItem {
         Ok(read)
     }
 
+    /// The item carrying `trace` in its trace attributes: the W3C form always, the
+    /// X-Ray header only when the context came from one (else it is derived when
+    /// published).
+    pub fn with_trace(mut self, trace: &TraceContext) -> Self {
+        self.trace_parent = Some(trace.traceparent().to_owned());
+        self.trace_state = trace.tracestate().map(str::to_owned);
+        self.aws_trace_header = trace.given_xray_header().map(str::to_owned);
+        self
+    }
+
     /// The stored `Status`, when it is one of the three states.
     pub fn status(&self) -> Option<Status> {
         self.status.as_deref().and_then(Status::parse)
@@ -243,6 +283,18 @@ impl OutboxItem {
             Some(id) if !id.is_empty() => id,
             _ => derive_message_id(&key),
         };
+        let trace = match TraceContext::from_attributes(
+            self.trace_parent.as_deref(),
+            self.trace_state.as_deref(),
+            self.aws_trace_header.as_deref(),
+        ) {
+            Some(Ok(trace)) => Some(trace),
+            Some(Err(error)) => {
+                tracing::warn!(%message_id, %error, "the message's trace attributes are malformed: it is published without a trace");
+                None
+            }
+            None => None,
+        };
         Ok(OutboxMessage {
             message_id,
             topic,
@@ -253,6 +305,7 @@ impl OutboxItem {
             payload_size: self.payload_size,
             index,
             key,
+            trace,
         })
     }
 }

@@ -9,6 +9,7 @@ mod check;
 mod error;
 mod offload;
 mod prepared;
+mod trace;
 
 pub use dynamodb_outbox_core::producer::{CancelledAction, MAX_TRANSACTION_ACTIONS, NewMessage};
 pub use error::ProducerError;
@@ -16,6 +17,7 @@ pub use prepared::PreparedCommit;
 
 use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem};
 use dynamodb_outbox_core::clock::{self, SharedClock};
+use dynamodb_outbox_core::trace::TraceContext;
 use dynamodb_outbox_core::{KeyNames, SweepShards};
 use std::collections::HashMap;
 use std::time::Duration;
@@ -54,6 +56,7 @@ pub struct OutboxWriter {
     keys: KeyNames,
     clock: SharedClock,
     large: Option<offload::Offloader>,
+    capture_lambda_trace: bool,
 }
 
 impl OutboxWriter {
@@ -68,7 +71,17 @@ impl OutboxWriter {
             keys: KeyNames::default(),
             clock: clock::system(),
             large: None,
+            capture_lambda_trace: true,
         }
+    }
+
+    /// Whether a message committed without a trace of its own
+    /// ([`NewMessage::trace`]) takes the Lambda invocation's (`_X_AMZN_TRACE_ID`, which
+    /// the Rust runtime sets per invocation): on by default. Off, only the traces you
+    /// give are stored. Outside Lambda the variable is unset and nothing is captured.
+    pub fn capture_lambda_trace(mut self, capture: bool) -> Self {
+        self.capture_lambda_trace = capture;
+        self
     }
 
     /// Enables the large-payload offload: a payload an outbox item cannot hold (400 KB with
@@ -230,6 +243,22 @@ impl OutboxWriter {
         messages: &[NewMessage],
         now_ms: i64,
     ) -> Result<PreparedCommit, ProducerError> {
+        let lambda_trace = self
+            .capture_lambda_trace
+            .then(trace::lambda_invocation)
+            .flatten();
+        self.prepare_under(business, messages, now_ms, lambda_trace.as_ref())
+    }
+
+    /// [`OutboxWriter::prepare_at`] under `ambient`, the trace a message without
+    /// one of its own is committed in.
+    fn prepare_under(
+        &self,
+        business: Vec<TransactWriteItem>,
+        messages: &[NewMessage],
+        now_ms: i64,
+        ambient: Option<&TraceContext>,
+    ) -> Result<PreparedCommit, ProducerError> {
         if messages.is_empty() {
             return Err(ProducerError::NoMessages);
         }
@@ -254,6 +283,9 @@ impl OutboxWriter {
             }
             let id = uuid::Uuid::now_v7().to_string();
             let mut item = m.outbox_item(&id, now_ms, self.sweep_grace, &self.keys.sweep_shards);
+            if let (None, Some(trace)) = (&m.trace, ambient) {
+                item = item.with_trace(trace);
+            }
             let sk = item.sk.clone().unwrap_or_default();
             let mut put = self.put(index, &item)?;
             let offload = self

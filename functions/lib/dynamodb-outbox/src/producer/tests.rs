@@ -252,3 +252,50 @@ fn item_size_counts_names_and_values() {
     ]);
     assert_eq!(item_size(&item), 2 + 3 + 1 + 4);
 }
+
+#[test]
+fn a_message_keeps_its_own_trace_and_one_without_takes_the_invocations() {
+    use dynamodb_outbox_core::trace::{AWS_TRACE_HEADER, TRACE_PARENT, TraceContext};
+    let invocation = TraceContext::from_xray(
+        "Root=1-0af76519-16cd43dd8448eb211c80319c;Parent=b7ad6b7169203331;Sampled=1",
+    )
+    .expect("context");
+    let own = TraceContext::from_w3c(
+        "00-11111111111111111111111111111111-2222222222222222-01",
+        None,
+    )
+    .expect("context");
+    let messages = [
+        NewMessage::new("USER#1", "orders", "{}").trace(own.clone()),
+        NewMessage::new("USER#2", "orders", "{}"),
+    ];
+    let prepared = writer()
+        .prepare_under(vec![], &messages, 1_000, Some(&invocation))
+        .expect("valid");
+    let attr = |i: usize, name: &str| {
+        prepared.actions()[i]
+            .put()
+            .and_then(|p| p.item().get(name))
+            .and_then(|v| v.as_s().ok())
+            .cloned()
+    };
+    assert_eq!(attr(0, TRACE_PARENT).as_deref(), Some(own.traceparent()));
+    assert_eq!(attr(0, AWS_TRACE_HEADER), None);
+    assert_eq!(
+        attr(1, TRACE_PARENT).as_deref(),
+        Some(invocation.traceparent())
+    );
+    assert_eq!(
+        attr(1, AWS_TRACE_HEADER).as_deref(),
+        invocation.given_xray_header()
+    );
+    // No invocation, no trace: none is invented.
+    let untraced = writer()
+        .prepare_under(vec![], &messages[1..], 1_000, None)
+        .expect("valid");
+    let item = untraced.actions()[0]
+        .put()
+        .map(|p| p.item().clone())
+        .unwrap_or_default();
+    assert!(!item.contains_key(TRACE_PARENT) && !item.contains_key(AWS_TRACE_HEADER));
+}

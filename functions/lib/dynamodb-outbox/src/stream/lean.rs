@@ -162,7 +162,7 @@ struct Image<'a> {
 }
 
 /// [`OutboxItem`]'s attributes, in the order of [`Image::attrs`].
-const NAMES: [&str; 18] = [
+const NAMES: [&str; 21] = [
     "PK",
     "SK",
     "ItemType",
@@ -181,6 +181,9 @@ const NAMES: [&str; 18] = [
     "LastError",
     "PayloadSize",
     "PayloadOn",
+    "TraceParent",
+    "TraceState",
+    "AwsTraceHeader",
 ];
 /// The index in [`NAMES`] of attribute `name` (a `match`: the compiler sorts the
 /// comparisons by length, where a scan of [`NAMES`] compared each name in turn).
@@ -204,6 +207,9 @@ fn attribute_index(name: &str) -> Option<usize> {
         "LastError" => 15,
         "PayloadSize" => PAYLOAD_SIZE,
         "PayloadOn" => 17,
+        "TraceParent" => TRACE_PARENT,
+        "TraceState" => TRACE_STATE,
+        "AwsTraceHeader" => AWS_TRACE_HEADER,
         _ => return None,
     })
 }
@@ -220,6 +226,9 @@ const SEQUENCE: usize = 9;
 const SWEEP_SHARD: usize = 10;
 const SWEEP_DUE_AT: usize = 11;
 const PAYLOAD_SIZE: usize = 16;
+const TRACE_PARENT: usize = 18;
+const TRACE_STATE: usize = 19;
+const AWS_TRACE_HEADER: usize = 20;
 /// Numbers the publisher does not use, read only to refuse what the owned path refuses
 /// (`SentAt`, `ExpiresAt`, `FailedAt`).
 const VALIDATED_NUMBERS: [usize; 3] = [12, 13, 14];
@@ -276,6 +285,15 @@ impl<'a> Image<'a> {
             None => Ok(None),
             Some(Attr::S(s)) => Ok(Some(s.into_owned())),
             Some(_) => Err(Unsure),
+        }
+    }
+
+    /// A string attribute read leniently, as [`OutboxItem`] reads the trace's: one of
+    /// another type is none.
+    fn lenient_string(&mut self, i: usize) -> Option<String> {
+        match self.attrs[i].take() {
+            Some(Attr::S(s)) => Some(s.into_owned()),
+            _ => None,
         }
     }
 
@@ -419,6 +437,9 @@ fn lean(record: Record<'_>) -> Result<Result<WorkItem, Skip>, Unsure> {
         created_at,
         sequence,
         payload_size,
+        trace_parent: new_image.lenient_string(TRACE_PARENT),
+        trace_state: new_image.lenient_string(TRACE_STATE),
+        aws_trace_header: new_image.lenient_string(AWS_TRACE_HEADER),
         ..OutboxItem::default()
     };
     // An item that does not decode is poison: the owned path builds it, raw image and all.

@@ -26,6 +26,7 @@ fn attempt(pk: &str, created: i64, id: &str) -> Attempt {
             topic: None,
             body: String::new(),
             reason: String::new(),
+            trace: None,
         }),
     }
 }
@@ -42,6 +43,7 @@ fn publishable(pk: &str, created: i64, id: &str) -> Attempt {
         sequence: None,
         payload_size: None,
         index: crate::schema::SeenIndex::default(),
+        trace: None,
     });
     a
 }

@@ -183,3 +183,24 @@ async fn a_copy_the_queue_refuses_for_its_content_goes_through_the_claim_check()
     );
     assert_eq!(p.store.get(&key()).and_then(|i| i.payload), None);
 }
+
+#[test]
+fn a_dead_letter_copy_continues_the_messages_trace() {
+    let tp = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+    let Work::Publish(mut msg) = at_the_item_limit().work else {
+        panic!("a message")
+    };
+    msg.trace = Some(crate::trace::TraceContext::from_w3c(tp, None).expect("context"));
+    let poison = poison_of(&msg, "no route".into());
+    let dlq = Destination::sqs("https://q/dlq");
+    for form in [crate::policy::CopyForm::Whole, crate::policy::CopyForm::Record] {
+        let copy = dead_letter_copy(&poison, &dlq, &form);
+        let traceparent = copy
+            .attributes
+            .iter()
+            .find(|(n, _)| *n == crate::trace::ATTR_TRACEPARENT)
+            .map(|(_, v)| v.text());
+        assert_eq!(traceparent, Some(tp), "{form:?}");
+        assert!(copy.trace_header.as_deref().is_some_and(|h| h.starts_with("Root=1-0af76519-")));
+    }
+}

@@ -178,3 +178,36 @@ fn an_item_written_and_read_back_is_the_same() {
     assert_eq!(read, written);
     assert_eq!(read.status(), Some(Status::Pending));
 }
+
+#[test]
+fn a_minimal_producers_trace_attributes_are_read_and_malformed_ones_are_no_trace_not_poison() {
+    let base = [
+        ("PK", s("USER#123")),
+        ("SK", s("MESSAGE#X#1")),
+        ("ItemType", s("PENDING_MESSAGE")),
+        ("Topic", s("orders")),
+        ("Payload", s("{}")),
+        ("Status", s("PENDING")),
+    ];
+    let with = |extra: &[(&str, Av)]| {
+        let mut pairs = base.to_vec();
+        pairs.extend_from_slice(extra);
+        decode_message(item(&pairs), None)
+    };
+    let tp = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+    let traced = with(&[("TraceParent", s(tp)), ("TraceState", s("k=v"))]).expect("decodes");
+    let trace = traced.trace.expect("a trace");
+    assert_eq!((trace.traceparent(), trace.tracestate()), (tp, Some("k=v")));
+    let xray = "Root=1-0af76519-16cd43dd8448eb211c80319c;Parent=b7ad6b7169203331;Sampled=1";
+    let from_xray = with(&[("AwsTraceHeader", s(xray))]).expect("decodes");
+    assert_eq!(from_xray.trace.expect("a trace").traceparent(), tp);
+    for malformed in [
+        vec![("TraceParent", s("not a traceparent"))],
+        vec![("TraceParent", Av::N("1".into()))],
+        vec![("AwsTraceHeader", Av::M(HashMap::new()))],
+        vec![("TraceParent", Av::B(vec![1, 2].into())), ("TraceState", Av::Bool(true))],
+    ] {
+        let msg = with(&malformed).expect("a malformed trace never makes poison");
+        assert_eq!(msg.trace, None, "{malformed:?}");
+    }
+}

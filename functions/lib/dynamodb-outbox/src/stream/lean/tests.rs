@@ -279,3 +279,29 @@ fn every_attribute_the_lean_read_knows_is_found_at_its_index() {
     assert_eq!(attribute_index("Other"), None);
     assert_eq!(attribute_index("pk"), None);
 }
+
+#[test]
+fn trace_attributes_are_read_alike_and_malformed_ones_leave_a_message_untraced() {
+    let tp = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+    let xray = "Root=1-0af76519-16cd43dd8448eb211c80319c;Parent=b7ad6b7169203331;Sampled=1";
+    let traced = with(with(image("1"), "TraceParent", json!({"S": tp})), "TraceState", json!({"S": "k=v"}));
+    let records = vec![
+        record(Some("1"), "INSERT", traced),
+        record(Some("2"), "INSERT", with(image("2"), "AwsTraceHeader", json!({"S": xray}))),
+        record(Some("3"), "INSERT", with(image("3"), "TraceParent", json!({"S": "garbage"}))),
+        record(Some("4"), "INSERT", with(image("4"), "TraceParent", json!({"N": "7"}))),
+    ];
+    let decided: Vec<_> = records.iter().map(|r| lean_only(r)).collect();
+    let traces: Vec<Option<String>> = decided
+        .iter()
+        .map(|d| match d {
+            Some(Ok(WorkItem { work: Work::Publish(m), .. })) => {
+                m.trace.as_ref().map(|t| t.traceparent().to_owned())
+            }
+            other => panic!("published by the lean read alone: {other:?}"),
+        })
+        .collect();
+    assert_eq!(traces, [Some(tp.to_owned()), Some(tp.to_owned()), None, None]);
+    let (lean, owned) = both(records);
+    assert_eq!(lean, owned);
+}
