@@ -61,6 +61,8 @@ internal! {
 }
 
 pub use dynamodb_outbox_core::large_payload::PayloadPointer;
+/// The trace context a message carries from its commit to its consumer.
+pub use dynamodb_outbox_core::trace;
 pub use dynamodb_outbox_core::{
     Clock, ConfigError, Destination, FailureKind, KeyNames, ManualClock, NewMessage,
     PublisherConfig, Routes, SharedClock, SweepShards, SystemClock,

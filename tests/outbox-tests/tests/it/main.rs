@@ -3,7 +3,7 @@
 //!
 //! Against the emulator `tests/run` starts (`OUTBOX_ENDPOINT`): `consumer`,
 //! `destinations`, `faults`, `fence_reads`, `large_payloads`, `marks`, `ops_reads`,
-//! `publisher`, `sweeper`, `timeouts` run on both MiniStack and moto; `deployed` and `stacks` need Lambda
+//! `publisher`, `sweeper`, `timeouts`, `trace` run on both MiniStack and moto; `deployed` and `stacks` need Lambda
 //! functions to run, so MiniStack only (tests/run selects them by module path).
 //! `fixtures` needs no emulator.
 #![allow(clippy::expect_used, clippy::unwrap_used)]
@@ -21,3 +21,4 @@ mod publisher;
 mod stacks;
 mod sweeper;
 mod timeouts;
+mod trace;
