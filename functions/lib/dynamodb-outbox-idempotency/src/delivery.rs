@@ -28,6 +28,7 @@ use crate::parse::parse_json;
 use aws_lambda_events::event::sqs::SqsMessage;
 use dynamodb_outbox_core::large_payload::PayloadPointer;
 use dynamodb_outbox_core::message::ATTR_MESSAGE_ID;
+use dynamodb_outbox_core::trace::{ATTR_TRACEPARENT, ATTR_TRACESTATE, TraceContext};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use std::borrow::Cow;
@@ -85,8 +86,12 @@ pub struct Delivery<'a> {
     envelope: Envelope,
     body: Option<Cow<'a, str>>,
     outbox_id: Option<Cow<'a, str>>,
+    trace: Option<TraceContext>,
     sqs_id_fallback: bool,
 }
+
+/// SQS's system attribute carrying the X-Ray trace header.
+const AWS_TRACE_HEADER: &str = "AWSTraceHeader";
 
 impl<'a> Delivery<'a> {
     /// Opens `message`: reads the outbox message id and the payload from the
@@ -99,27 +104,56 @@ impl<'a> Delivery<'a> {
             .and_then(|a| a.string_value.as_deref())
             .filter(|s| !s.is_empty());
         let body = message.body.as_deref();
-        let (envelope, body, outbox_id) = match (attribute, body) {
+        let attribute_text = |name: &str| {
+            message
+                .message_attributes
+                .get(name)
+                .and_then(|a| a.string_value.clone())
+        };
+        let direct_trace = || {
+            (
+                attribute_text(ATTR_TRACEPARENT),
+                attribute_text(ATTR_TRACESTATE),
+            )
+        };
+        let (envelope, body, outbox_id, (traceparent, tracestate)) = match (attribute, body) {
             (Some(id), body) => (
                 Envelope::Sqs,
                 body.map(Cow::Borrowed),
                 Some(Cow::Borrowed(id)),
+                direct_trace(),
             ),
             (None, Some(text)) => match unwrap(text) {
                 Some(Unwrapped {
                     envelope,
                     body,
                     outbox_id,
-                }) => (envelope, body.map(Cow::Owned), outbox_id.map(Cow::Owned)),
-                None => (Envelope::Sqs, Some(Cow::Borrowed(text)), None),
+                    trace,
+                }) => (
+                    envelope,
+                    body.map(Cow::Owned),
+                    outbox_id.map(Cow::Owned),
+                    trace,
+                ),
+                None => (
+                    Envelope::Sqs,
+                    Some(Cow::Borrowed(text)),
+                    None,
+                    direct_trace(),
+                ),
             },
-            (None, None) => (Envelope::Sqs, None, None),
+            (None, None) => (Envelope::Sqs, None, None, direct_trace()),
         };
+        let xray = message.attributes.get(AWS_TRACE_HEADER).map(String::as_str);
+        let trace =
+            TraceContext::from_attributes(traceparent.as_deref(), tracestate.as_deref(), xray)
+                .and_then(Result::ok);
         Delivery {
             message,
             envelope,
             body,
             outbox_id,
+            trace,
             sqs_id_fallback: false,
         }
     }
@@ -151,6 +185,16 @@ impl<'a> Delivery<'a> {
     /// The outbox message id, if the message carries one.
     pub fn outbox_message_id(&self) -> Option<&str> {
         self.outbox_id.as_deref()
+    }
+
+    /// The trace the message continues, from whichever envelope carried it: the
+    /// `traceparent`/`tracestate` message attributes (SQS, raw SNS), the SNS
+    /// notification's `MessageAttributes`, the EventBridge event's
+    /// `detail.outbox.traceparent`, else SQS's `AWSTraceHeader` system attribute (what
+    /// EventBridge and X-Ray-traced senders set). `None` when there is none, or it is
+    /// malformed: a consumer never invents a context.
+    pub fn trace(&self) -> Option<&TraceContext> {
+        self.trace.as_ref()
     }
 
     /// The payload: the body without its envelope.
@@ -202,6 +246,8 @@ struct Unwrapped {
     envelope: Envelope,
     body: Option<String>,
     outbox_id: Option<String>,
+    /// The W3C `traceparent` and `tracestate` the envelope carried.
+    trace: (Option<String>, Option<String>),
 }
 
 /// Reads `text` as an SNS notification or an EventBridge event; `None` when it is
@@ -212,6 +258,14 @@ fn unwrap(text: &str) -> Option<Unwrapped> {
     }
     let value: Value = serde_json::from_str(text).ok()?;
     let object = value.as_object()?;
+    let sns_attribute = |name: &str| {
+        object
+            .get("MessageAttributes")
+            .and_then(|a| a.get(name))
+            .and_then(|a| a.get("Value"))
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    };
     let is_sns = object.get("Type").and_then(Value::as_str) == Some("Notification")
         && object.get("TopicArn").is_some_and(Value::is_string)
         && object.get("Message").is_some_and(Value::is_string);
@@ -229,6 +283,10 @@ fn unwrap(text: &str) -> Option<Unwrapped> {
                 .and_then(Value::as_str)
                 .filter(|s| !s.is_empty())
                 .map(str::to_owned),
+            trace: (
+                sns_attribute(ATTR_TRACEPARENT),
+                sns_attribute(ATTR_TRACESTATE),
+            ),
         });
     }
     let is_event = object.get("detail-type").is_some_and(Value::is_string)
@@ -236,6 +294,12 @@ fn unwrap(text: &str) -> Option<Unwrapped> {
         && object.contains_key("detail");
     if is_event {
         let outbox = object.get("detail").and_then(|d| d.get("outbox"));
+        let outbox_text = |name: &str| {
+            outbox
+                .and_then(|o| o.get(name))
+                .and_then(Value::as_str)
+                .map(str::to_owned)
+        };
         // Only the outbox's own events are opened: another producer's event stays
         // whole, as it was sent.
         let body = match outbox {
@@ -254,6 +318,7 @@ fn unwrap(text: &str) -> Option<Unwrapped> {
                 .and_then(Value::as_str)
                 .filter(|s| !s.is_empty())
                 .map(str::to_owned),
+            trace: (outbox_text(ATTR_TRACEPARENT), outbox_text(ATTR_TRACESTATE)),
         });
     }
     None

@@ -164,3 +164,50 @@ fn bodies_that_only_look_like_envelopes_are_payloads() {
         Err(IdempotencyError::MalformedBody { .. })
     ));
 }
+
+const TP: &str = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+const XRAY: &str = "Root=1-0af76519-16cd43dd8448eb211c80319c;Parent=b7ad6b7169203331;Sampled=1";
+
+fn with_named(mut m: SqsMessage, name: &str, value: &str) -> SqsMessage {
+    let mut attr = SqsMessageAttribute::default();
+    attr.string_value = Some(value.to_owned());
+    attr.data_type = Some("String".to_owned());
+    m.message_attributes.insert(name.to_owned(), attr);
+    m
+}
+
+fn traceparent_of(m: &SqsMessage) -> Option<String> {
+    Delivery::open(m)
+        .trace()
+        .map(|t| t.traceparent().to_owned())
+}
+
+#[test]
+fn the_trace_is_read_from_every_envelope_and_none_is_invented() {
+    // SQS directly (and raw SNS): the W3C attributes
+    let direct = with_named(
+        with_named(with_attribute(msg("{}"), "o-1"), ATTR_TRACEPARENT, TP),
+        ATTR_TRACESTATE,
+        "k=v",
+    );
+    let opened = Delivery::open(&direct);
+    let trace = opened.trace().expect("a trace");
+    assert_eq!((trace.traceparent(), trace.tracestate()), (TP, Some("k=v")));
+    // An SNS notification: its MessageAttributes
+    let mut n: Value = serde_json::from_str(&sns("{}", Some("o-2"))).unwrap();
+    n["MessageAttributes"]["traceparent"] = json!({"Type": "String", "Value": TP});
+    assert_eq!(traceparent_of(&msg(&n.to_string())).as_deref(), Some(TP));
+    // An EventBridge event: detail.outbox.traceparent
+    let ev = event(json!({"outbox": {"messageId": "o-3", "traceparent": TP}, "payload": {}}));
+    assert_eq!(traceparent_of(&msg(&ev)).as_deref(), Some(TP));
+    // Only the X-Ray system attribute (EventBridge to SQS, X-Ray-traced senders)
+    let mut xray_only = with_attribute(msg("{}"), "o-4");
+    xray_only
+        .attributes
+        .insert("AWSTraceHeader".into(), XRAY.into());
+    assert_eq!(traceparent_of(&xray_only).as_deref(), Some(TP));
+    // None, or a malformed one: no trace
+    assert_eq!(traceparent_of(&with_attribute(msg("{}"), "o-5")), None);
+    let malformed = with_named(with_attribute(msg("{}"), "o-6"), ATTR_TRACEPARENT, "00-zz");
+    assert_eq!(traceparent_of(&malformed), None);
+}
