@@ -132,10 +132,10 @@ impl TraceContext {
         let xray = xray.map(str::trim).filter(|x| !x.is_empty());
         match (traceparent.map(str::trim).filter(|t| !t.is_empty()), xray) {
             (Some(tp), xray) => Some(Self::from_w3c(tp, tracestate).map(|mut ctx| {
-                if let Some(x) = xray.and_then(|x| Self::from_xray(x).ok()) {
-                    if x.trace_id() == ctx.trace_id() {
-                        ctx.xray = x.xray;
-                    }
+                if let Some(x) = xray.and_then(|x| Self::from_xray(x).ok())
+                    && x.trace_id() == ctx.trace_id()
+                {
+                    ctx.xray = x.xray;
                 }
                 ctx
             })),

@@ -2,8 +2,8 @@
 //! are pending and failed, which messages failed and why, and redrive of failed
 //! messages once their cause is fixed.
 //!
-//! Every read goes through the sparse sweeper index (`OutboxSweepIndex`), never a
-//! scan of the table: the table may be an application's own, holding millions of
+//! Every read goes through the sparse sweeper index (`OutboxSweepIndex`) — or, for
+//! [`show`], one aggregate's partition — never a scan of the table: the table may be an application's own, holding millions of
 //! business items. Pending messages are in its sixteen partitions `00`..`15`, failed
 //! ones in `FAILED#00`..`FAILED#15`; `status` counts them (`Select=COUNT`), `failed`
 //! lists the failed partitions' keys and then reads only those items (`BatchGetItem`).
@@ -35,6 +35,7 @@ mod read;
 mod redrive;
 mod sdk;
 mod shards;
+mod show;
 
 pub use dynamodb_outbox::KeyNames;
 pub use error::OpsError;
@@ -42,6 +43,7 @@ pub use read::{FailedMessage, StatusReport, failed, failed_read, status};
 pub use redrive::{RedriveReport, Selection, redrive, redrive_dry_run};
 pub use sdk::sdk_config;
 pub use shards::{ShardsReport, shards};
+pub use show::{MessageLife, show};
 
 use aws_sdk_dynamodb::types::ConsumedCapacity;
 

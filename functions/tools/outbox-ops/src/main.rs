@@ -7,9 +7,12 @@
 //! outbox-ops redrive --topic T | --all [--dry-run]
 //! outbox-ops shards [--move]              pending messages outside their shard while
 //!                                         the sweeper index's shard count changes
+//! outbox-ops show AGGREGATE [MESSAGE_ID]  an aggregate's messages: state, attempts,
+//!                                         last error, when sent, their trace id
 //! ```
 //!
-//! Every read goes through the sweeper index, never a scan of the table. `--endpoint
+//! Every read goes through the sweeper index (`show`: one aggregate's partition),
+//! never a scan of the table. `--endpoint
 //! URL` (or `OUTBOX_ENDPOINT`) talks to the emulator; without it the standard AWS
 //! configuration chain picks the account. `--table` defaults to `OUTBOX_TABLE_NAME`,
 //! `--partition-key`/`--sort-key` to `OUTBOX_PARTITION_KEY`/`OUTBOX_SORT_KEY` (else
@@ -33,6 +36,7 @@ Examples:
   outbox-ops --table app --partition-key pk --sort-key sk failed
   outbox-ops --endpoint http://localhost:4566 --table orders status
   outbox-ops --table orders --sweep-shards 64 --sweep-shards-previous 16 shards --move
+  outbox-ops --table orders show ORDER#42
 
 status and failed read only the sweeper index (OutboxSweepIndex) and the failed
 items, never the whole table: SENT messages are not counted.
@@ -137,6 +141,16 @@ enum Command {
         #[arg(long = "move")]
         move_them: bool,
     },
+    /// Shows an aggregate's messages (its partition key, e.g. ORDER#42), or one of
+    /// them: state, sweeper attempts, last error, when it was sent or given up on,
+    /// and the trace id it was committed in (to open in X-Ray or any OpenTelemetry
+    /// backend). One query of the aggregate's partition.
+    Show {
+        /// The aggregate: the messages' partition key.
+        aggregate: String,
+        /// Only this message (its outbox message id).
+        message_id: Option<String>,
+    },
 }
 
 #[tokio::main]
@@ -208,6 +222,15 @@ async fn run(
         Command::Shards { move_them } => {
             print_shards(&outbox_ops::shards(client, table, move_them).await?, table);
         }
+        Command::Show {
+            aggregate,
+            message_id,
+        } => {
+            let (lives, reads) =
+                outbox_ops::show(client, table, &aggregate, message_id.as_deref()).await?;
+            print_lives(&lives, &aggregate, now);
+            print_reads(&reads);
+        }
     }
     Ok(())
 }
@@ -278,6 +301,64 @@ fn print_reads(reads: &Reads) {
         "read: {} request(s), {} index entries, {} table item(s), {:.1} read units",
         reads.requests, reads.index_entries, reads.table_items, reads.read_units
     );
+}
+
+fn print_lives(lives: &[outbox_ops::MessageLife], aggregate: &str, now: i64) {
+    if lives.is_empty() {
+        println!("no outbox message of {aggregate} (SENT ones expire by TTL)");
+    }
+    for life in lives {
+        println!(
+            "message {} ({} / {}), topic {}",
+            life.message_id,
+            life.key.pk,
+            life.key.sk,
+            life.topic.as_deref().unwrap_or("-")
+        );
+        let since_commit = |ms: i64| match life.created_at_ms {
+            Some(created) => format!("{ms} ({} ms after commit)", ms - created),
+            None => ms.to_string(),
+        };
+        if let Some(created) = life.created_at_ms {
+            println!(
+                "  committed   {created} (epoch ms, {:.1} s ago)",
+                (now - created) as f64 / 1000.0
+            );
+        }
+        let status = life.status.map_or("unknown", |s| s.as_str());
+        match (life.sent_at_ms, life.failed_at_ms, life.due_ms) {
+            (Some(sent), _, _) => println!("  status      {status} at {}", since_commit(sent)),
+            (_, Some(failed), _) => println!("  status      {status} at {}", since_commit(failed)),
+            (_, _, Some(due)) => println!(
+                "  status      {status}, the sweeper may take it {}",
+                if due <= now {
+                    format!("now (due {:.1} s ago)", (now - due) as f64 / 1000.0)
+                } else {
+                    format!("in {:.1} s", (due - now) as f64 / 1000.0)
+                }
+            ),
+            _ => println!("  status      {status}"),
+        }
+        println!(
+            "  attempts    {} by the sweeper",
+            life.retry_count.unwrap_or(0)
+        );
+        if let Some(error) = &life.last_error {
+            println!("  last error  {error}");
+        }
+        if let Some(expires) = life.expires_at_s {
+            println!("  expires     {expires} (epoch s, the table's TTL)");
+        }
+        match &life.trace {
+            Some(trace) => println!(
+                "  trace       {} (X-Ray {}), parent span {}",
+                trace.trace_id(),
+                trace.xray_trace_id(),
+                trace.parent_id()
+            ),
+            None => println!("  trace       none (committed outside a trace)"),
+        }
+    }
 }
 
 fn print_failed(failed: &[outbox_ops::FailedMessage]) {

@@ -30,9 +30,12 @@ fn trace() -> TraceContext {
     TraceContext::from_w3c(TRACEPARENT, None).expect("context")
 }
 
+/// One entry the publisher sent: its body (an event's detail), its X-Ray header.
+type SentEntry = (String, Option<String>);
+
 /// The X-Ray header of every entry the publisher sent, by message body.
 #[derive(Debug, Clone, Default)]
-struct SentTraceHeaders(Arc<Mutex<Vec<(String, Option<String>)>>>);
+struct SentTraceHeaders(Arc<Mutex<Vec<SentEntry>>>);
 
 impl SentTraceHeaders {
     fn of(&self, body_part: &str) -> Vec<Option<String>> {
@@ -215,4 +218,73 @@ async fn the_sweepers_republish_keeps_the_trace_the_message_was_committed_in() {
         Some(TRACEPARENT)
     );
     assert_eq!(headers.of("swept"), [Some(XRAY.to_owned())]);
+}
+
+#[tokio::test]
+async fn the_operators_view_of_an_aggregate_shows_each_messages_state_and_trace() {
+    // Given two messages of one aggregate, one traced, both published, and a third
+    // message of another aggregate still pending
+    let mut ob = Outbox::new().await;
+    let writer = ob.writer().capture_lambda_trace(false);
+    let committed = writer
+        .commit(
+            vec![],
+            &[
+                NewMessage::new("ORDER#7", "orders", "{}").trace(trace()),
+                NewMessage::new("ORDER#7", "orders", "{}"),
+            ],
+        )
+        .await
+        .expect("commit");
+    let event = ob.filtered_event().await;
+    let (_, summary) = handle_stream_event(&ob.publisher(), &event).await;
+    assert_eq!(summary.sent, 2);
+    writer
+        .commit(vec![], &[NewMessage::new("ORDER#8", "orders", "{}")])
+        .await
+        .expect("commit");
+    // When the operator looks at each aggregate
+    let table = outbox_ops::Table::new(&ob.table);
+    let (order_7, reads) = outbox_ops::show(&ob.clients.dynamodb, &table, "ORDER#7", None)
+        .await
+        .expect("show");
+    // Then the first shows SENT with the trace it was committed in, the second none
+    assert_eq!(reads.requests, 1, "one query of the aggregate's partition");
+    let ids: Vec<&str> = order_7.iter().map(|l| l.message_id.as_str()).collect();
+    assert_eq!(
+        ids,
+        committed
+            .message_ids
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>()
+    );
+    for life in &order_7 {
+        assert_eq!(life.status, Some(dynamodb_outbox::schema::Status::Sent));
+        assert!(life.sent_at_ms >= life.created_at_ms && life.sent_at_ms.is_some());
+    }
+    assert_eq!(
+        order_7[0].trace.as_ref().map(TraceContext::trace_id),
+        Some("0af7651916cd43dd8448eb211c80319c")
+    );
+    assert_eq!(order_7[1].trace, None);
+    // And one message can be asked for by its id; a pending one shows when it is due
+    let (one, _) = outbox_ops::show(
+        &ob.clients.dynamodb,
+        &table,
+        "ORDER#7",
+        Some(committed.message_ids[1].as_str()),
+    )
+    .await
+    .expect("show");
+    assert_eq!(one.len(), 1);
+    let (order_8, _) = outbox_ops::show(&ob.clients.dynamodb, &table, "ORDER#8", None)
+        .await
+        .expect("show");
+    assert_eq!(order_8.len(), 1);
+    assert_eq!(
+        order_8[0].status,
+        Some(dynamodb_outbox::schema::Status::Pending)
+    );
+    assert!(order_8[0].due_ms.is_some() && order_8[0].sent_at_ms.is_none());
 }

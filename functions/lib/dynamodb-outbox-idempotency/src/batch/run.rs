@@ -14,6 +14,7 @@ use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::sync::{Mutex, PoisonError};
 use std::time::Duration;
+use tracing::Instrument;
 
 impl BatchProcessor {
     /// Carries out the [`plan`](plan::plan) for `messages`, for at most `left`.
@@ -81,14 +82,20 @@ impl BatchProcessor {
             };
             let delivery = self.open(msg);
             let outbox_message_id = delivery.outbox_message_id().map(str::to_owned);
+            let span = message_span(&delivery);
             let result = match &failed_first {
                 Some(after) => Err(MessageFailure::Skipped {
                     after: after.clone(),
                 }),
-                None => match resolve(self.payloads.as_deref(), delivery).await {
-                    Ok(delivery) => call(f, delivery).await,
-                    Err(e) => Err(MessageFailure::PayloadUnavailable(e)),
-                },
+                None => {
+                    let handled = async {
+                        match resolve(self.payloads.as_deref(), delivery).await {
+                            Ok(delivery) => call(f, delivery).await,
+                            Err(e) => Err(MessageFailure::PayloadUnavailable(e)),
+                        }
+                    };
+                    handled.instrument(span).await
+                }
             };
             match (&result, &self.deleter) {
                 (Ok(_), Some(deleter)) if delete_early => delete(deleter.as_ref(), msg).await,
@@ -109,6 +116,17 @@ impl BatchProcessor {
                 .push((index, outcome));
         }
     }
+}
+
+/// The span a message is handled in: every log line of the handler carries the
+/// outbox message id and the producer's trace id, to find the message by
+/// (`outbox-ops`, X-Ray, any OpenTelemetry backend).
+fn message_span(delivery: &Delivery<'_>) -> tracing::Span {
+    tracing::info_span!(
+        "outbox.message",
+        message_id = delivery.outbox_message_id().unwrap_or_default(),
+        trace_id = delivery.trace().map(|t| t.trace_id()).unwrap_or_default(),
+    )
 }
 
 /// Deletes a finished message ahead of Lambda; a failure only costs that message

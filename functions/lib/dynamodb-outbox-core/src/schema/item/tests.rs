@@ -205,7 +205,7 @@ fn a_minimal_producers_trace_attributes_are_read_and_malformed_ones_are_no_trace
         vec![("TraceParent", s("not a traceparent"))],
         vec![("TraceParent", Av::N("1".into()))],
         vec![("AwsTraceHeader", Av::M(HashMap::new()))],
-        vec![("TraceParent", Av::B(vec![1, 2].into())), ("TraceState", Av::Bool(true))],
+        vec![("TraceParent", Av::B(vec![1, 2])), ("TraceState", Av::Bool(true))],
     ] {
         let msg = with(&malformed).expect("a malformed trace never makes poison");
         assert_eq!(msg.trace, None, "{malformed:?}");

@@ -291,7 +291,7 @@ fn trace_attributes_are_read_alike_and_malformed_ones_leave_a_message_untraced()
         record(Some("3"), "INSERT", with(image("3"), "TraceParent", json!({"S": "garbage"}))),
         record(Some("4"), "INSERT", with(image("4"), "TraceParent", json!({"N": "7"}))),
     ];
-    let decided: Vec<_> = records.iter().map(|r| lean_only(r)).collect();
+    let decided: Vec<_> = records.iter().map(lean_only).collect();
     let traces: Vec<Option<String>> = decided
         .iter()
         .map(|d| match d {
