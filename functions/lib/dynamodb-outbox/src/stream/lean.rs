@@ -342,8 +342,13 @@ pub fn classify_json(
     let json = std::str::from_utf8(json.as_ref()).map_err(|e| {
         de::Error::custom(format!("the event is not UTF-8 text ({e}): Lambda sends JSON"))
     })?;
-    let lean_event = match serde_json::from_str::<LeanEvent>(json) {
-        Ok(event) if keys.is_default() => event,
+    // A table keyed otherwise is the owned path's (which translates the names); so is
+    // an event the lean read refuses, for the owned parse to name what is wrong.
+    let lean_event = match keys
+        .is_default()
+        .then(|| serde_json::from_str::<LeanEvent>(json))
+    {
+        Some(Ok(event)) => event,
         _ => {
             let event: Event = serde_json::from_str(json)?;
             return Ok(tally(event.records.iter().map(|r| classify_keyed(r, keys))));
