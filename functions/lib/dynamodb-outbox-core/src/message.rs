@@ -123,7 +123,7 @@ impl OutboundMessage {
             self.attributes
                 .push((ATTR_TRACESTATE, AttrValue::String(state.to_owned())));
         }
-        self.trace_header = Some(trace.xray_header().into_owned());
+        self.trace_header = Some(trace.xray_header());
         self
     }
 
@@ -136,6 +136,14 @@ impl OutboundMessage {
             ATTR_EXTENDED_PAYLOAD_SIZE,
             AttrValue::Number(payload_bytes.to_string()),
         ));
+        self
+    }
+
+    /// The same message without its `traceparent`/`tracestate` attributes (they count
+    /// against the size; the X-Ray header does not and stays).
+    pub fn without_trace_attributes(mut self) -> Self {
+        self.attributes
+            .retain(|(name, _)| *name != ATTR_TRACEPARENT && *name != ATTR_TRACESTATE);
         self
     }
 

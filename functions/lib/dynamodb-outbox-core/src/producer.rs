@@ -209,8 +209,8 @@ mod tests {
         );
         assert_eq!(
             item.aws_trace_header.as_deref(),
-            Some(xray),
-            "as Lambda gave it"
+            Some("Root=1-0af76519-16cd43dd8448eb211c80319c;Parent=b7ad6b7169203331;Sampled=1"),
+            "both forms stored, the X-Ray one rebuilt"
         );
         assert_eq!(item.trace_state, None);
         let decoded = item.into_message(None, Default::default()).unwrap();
@@ -226,8 +226,8 @@ mod tests {
             .outbox_item("0190-id", 1_000, Duration::from_secs(60), &layout);
         assert_eq!(item.trace_state.as_deref(), Some("vendor=x"));
         assert_eq!(
-            item.aws_trace_header, None,
-            "derived when published, not stored"
+            item.aws_trace_header.as_deref(),
+            Some("Root=1-0af76519-16cd43dd8448eb211c80319c;Parent=b7ad6b7169203331;Sampled=0")
         );
         assert_eq!(
             item.into_message(None, Default::default()).unwrap().trace,

@@ -21,14 +21,12 @@
 //! # Ok::<(), dynamodb_outbox_core::trace::TraceError>(())
 //! ```
 
-use std::borrow::Cow;
-
 /// Outbox item attribute: the W3C `traceparent` of the producer's trace.
 pub const TRACE_PARENT: &str = "TraceParent";
 /// Outbox item attribute: the W3C `tracestate` that goes with [`TRACE_PARENT`].
 pub const TRACE_STATE: &str = "TraceState";
-/// Outbox item attribute: the X-Ray trace header, as the producer had it (it may carry
-/// fields W3C has no place for, such as Lambda's `Lineage`).
+/// Outbox item attribute: the same context as an X-Ray trace header. The writer stores
+/// both forms; a producer of its own may write either.
 pub const AWS_TRACE_HEADER: &str = "AwsTraceHeader";
 /// Message attribute carrying the W3C `traceparent` (SQS, SNS; in EventBridge's detail).
 pub const ATTR_TRACEPARENT: &str = "traceparent";
@@ -37,8 +35,8 @@ pub const ATTR_TRACESTATE: &str = "tracestate";
 
 /// The longest `tracestate` kept: the W3C recommendation's 512 characters.
 pub const MAX_TRACESTATE: usize = 512;
-/// The longest X-Ray header kept (X-Ray's own limit is 7 KB per header; the outbox keeps
-/// far less, so that a header never crowds out a payload).
+/// The longest X-Ray header read (X-Ray's own limit is 7 KB per header; only its
+/// `Root`, `Parent` and `Sampled` are kept).
 pub const MAX_XRAY_HEADER: usize = 1024;
 
 /// Why a trace attribute was not read as a trace context. The message is still
@@ -50,11 +48,6 @@ pub enum TraceError {
         "traceparent `{0}` is not `00-<32 lowercase hex>-<16 lowercase hex>-<2 hex>` with non-zero ids (W3C Trace Context)"
     )]
     TraceParent(String),
-    /// Longer than [`MAX_TRACESTATE`] or not printable ASCII.
-    #[error(
-        "tracestate is longer than {MAX_TRACESTATE} characters or not printable ASCII (W3C Trace Context)"
-    )]
-    TraceState,
     /// Without `Root=1-<8 hex>-<24 hex>` and `Parent=<16 hex>`, or too long.
     #[error(
         "X-Ray trace header `{0}` has no `Root=1-<8 hex>-<24 hex>` and `Parent=<16 hex>`, or is longer than {MAX_XRAY_HEADER} characters"
@@ -62,40 +55,50 @@ pub enum TraceError {
     XRay(String),
 }
 
-/// One trace context: the W3C form always, the X-Ray form as it was given when it was.
+/// One trace context: its W3C `traceparent` (normalised to version 00) and
+/// `tracestate`. The X-Ray form is always built from them, never passed on as some
+/// producer wrote it: SQS and EventBridge refuse a header that is not well formed, and
+/// a message must never be refused for its trace. (So X-Ray fields W3C has no place
+/// for are dropped — Lambda's `Lineage` among them, on purpose: the outbox is where a
+/// chain of invocations ends, and carrying `Lineage` on would let Lambda's recursion
+/// detection stop a saga that passes through two outboxes.)
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TraceContext {
-    /// `00-<trace id>-<parent id>-<flags>`, normalised to version 00.
+    /// `00-<trace id>-<parent id>-<flags>`.
     traceparent: String,
     tracestate: Option<String>,
-    /// The X-Ray header as given, when the context came from one that agrees.
-    xray: Option<String>,
 }
 
 impl TraceContext {
     /// From a W3C `traceparent` and its `tracestate`. A later version's extra fields are
-    /// dropped (the context is handed on as version 00, as the specification allows).
+    /// dropped (the context is handed on as version 00, as the specification allows);
+    /// a `tracestate` that is too long or not printable ASCII is dropped alone, as the
+    /// specification asks (it never invalidates the `traceparent`).
     pub fn from_w3c(traceparent: &str, tracestate: Option<&str>) -> Result<Self, TraceError> {
         let (trace_id, parent_id, flags) = parse_traceparent(traceparent.trim())
             .ok_or_else(|| TraceError::TraceParent(shown(traceparent)))?;
-        let tracestate = match tracestate.map(str::trim).filter(|s| !s.is_empty()) {
-            Some(s)
-                if s.len() <= MAX_TRACESTATE && s.bytes().all(|b| (0x20..0x7f).contains(&b)) =>
-            {
-                Some(s.to_owned())
-            }
-            Some(_) => return Err(TraceError::TraceState),
-            None => None,
-        };
+        let tracestate = tracestate
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .filter(|s| {
+                let usable =
+                    s.len() <= MAX_TRACESTATE && s.bytes().all(|b| (0x20..0x7f).contains(&b));
+                if !usable {
+                    tracing::warn!(
+                        "a tracestate longer than {MAX_TRACESTATE} characters or not printable ASCII is dropped; the traceparent is kept"
+                    );
+                }
+                usable
+            })
+            .map(str::to_owned);
         Ok(TraceContext {
             traceparent: format!("00-{trace_id}-{parent_id}-{flags}"),
             tracestate,
-            xray: None,
         })
     }
 
     /// From an X-Ray trace header (`Root=1-…;Parent=…;Sampled=…`, as in Lambda's
-    /// `_X_AMZN_TRACE_ID` or SQS's `AWSTraceHeader`), kept as given.
+    /// `_X_AMZN_TRACE_ID` or SQS's `AWSTraceHeader`); its other fields are dropped.
     pub fn from_xray(header: &str) -> Result<Self, TraceError> {
         let header = header.trim();
         let refused = || TraceError::XRay(shown(header));
@@ -117,27 +120,21 @@ impl TraceContext {
         Ok(TraceContext {
             traceparent: format!("00-{trace_id}-{parent_id}-{flags}"),
             tracestate: None,
-            xray: Some(header.to_owned()),
         })
     }
 
-    /// From an outbox item's trace attributes, when it has any: the W3C form when it is
-    /// there, with the X-Ray header kept beside it when both name one trace; else the
-    /// X-Ray header alone. `None` when the item carries no trace.
+    /// From an outbox item's (or a message's) trace attributes, when it has any: the
+    /// W3C form when it reads, else the X-Ray header. `None` when there is no trace
+    /// attribute; an error only when none of them reads.
     pub fn from_attributes(
         traceparent: Option<&str>,
         tracestate: Option<&str>,
         xray: Option<&str>,
     ) -> Option<Result<Self, TraceError>> {
-        let xray = xray.map(str::trim).filter(|x| !x.is_empty());
-        match (traceparent.map(str::trim).filter(|t| !t.is_empty()), xray) {
-            (Some(tp), xray) => Some(Self::from_w3c(tp, tracestate).map(|mut ctx| {
-                if let Some(x) = xray.and_then(|x| Self::from_xray(x).ok())
-                    && x.trace_id() == ctx.trace_id()
-                {
-                    ctx.xray = x.xray;
-                }
-                ctx
+        match (present(traceparent), present(xray)) {
+            (Some(tp), xray) => Some(Self::from_w3c(tp, tracestate).or_else(|w3c| match xray {
+                Some(x) => Self::from_xray(x).map_err(|_| w3c),
+                None => Err(w3c),
             })),
             (None, Some(x)) => Some(Self::from_xray(x)),
             (None, None) => None,
@@ -154,23 +151,14 @@ impl TraceContext {
         self.tracestate.as_deref()
     }
 
-    /// The X-Ray trace header: as given, or built from the W3C form.
-    pub fn xray_header(&self) -> Cow<'_, str> {
-        match &self.xray {
-            Some(x) => Cow::Borrowed(x),
-            None => Cow::Owned(format!(
-                "Root={};Parent={};Sampled={}",
-                self.xray_trace_id(),
-                self.parent_id(),
-                if self.sampled() { 1 } else { 0 }
-            )),
-        }
-    }
-
-    /// The X-Ray header when the context came from one (what the item stores as
-    /// [`AWS_TRACE_HEADER`]); `None` when it is derived from the W3C form.
-    pub fn given_xray_header(&self) -> Option<&str> {
-        self.xray.as_deref()
+    /// The X-Ray trace header, built from the W3C form: `Root=…;Parent=…;Sampled=…`.
+    pub fn xray_header(&self) -> String {
+        format!(
+            "Root={};Parent={};Sampled={}",
+            self.xray_trace_id(),
+            self.parent_id(),
+            if self.sampled() { 1 } else { 0 }
+        )
     }
 
     /// The trace id, 32 lowercase hex digits (what OpenTelemetry backends show).
@@ -193,6 +181,11 @@ impl TraceContext {
     pub fn sampled(&self) -> bool {
         u8::from_str_radix(&self.traceparent[53..55], 16).is_ok_and(|flags| flags & 1 == 1)
     }
+}
+
+/// A trace attribute that is there and not blank.
+fn present(value: Option<&str>) -> Option<&str> {
+    value.map(str::trim).filter(|v| !v.is_empty())
 }
 
 /// The trace id, parent id and flags of a `traceparent`.

@@ -346,6 +346,11 @@ fn print_lives(lives: &[outbox_ops::MessageLife], aggregate: &str, now: i64) {
         if let Some(error) = &life.last_error {
             println!("  last error  {error}");
         }
+        if let Some(error) = &life.decode_error {
+            println!(
+                "  unreadable  {error} (poison: the publisher marks it FAILED with a dead-letter copy)"
+            );
+        }
         if let Some(expires) = life.expires_at_s {
             println!("  expires     {expires} (epoch s, the table's TTL)");
         }
@@ -356,7 +361,10 @@ fn print_lives(lives: &[outbox_ops::MessageLife], aggregate: &str, now: i64) {
                 trace.xray_trace_id(),
                 trace.parent_id()
             ),
-            None => println!("  trace       none (committed outside a trace)"),
+            None => match &life.trace_error {
+                Some(error) => println!("  trace       none readable: {error}"),
+                None => println!("  trace       none (committed outside a trace)"),
+            },
         }
     }
 }

@@ -8,7 +8,7 @@
 
 use crate::{OpsError, Reads, Table};
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnConsumedCapacity};
-use dynamodb_outbox::schema::{ItemKey, OutboxItem, Status, derive_message_id};
+use dynamodb_outbox::schema::{ItemKey, OutboxItem, Status, derive_message_id, item_key};
 use dynamodb_outbox::trace::TraceContext;
 use std::collections::HashMap;
 
@@ -42,17 +42,25 @@ pub struct MessageLife {
     pub last_error: Option<String>,
     /// The trace it was committed in, when it carries a well-formed one.
     pub trace: Option<TraceContext>,
+    /// Why its trace attributes are not a trace, when they are there but malformed.
+    pub trace_error: Option<String>,
+    /// Why the item does not read as an outbox item (poison), when it does not: the
+    /// other fields are then only what its key says.
+    pub decode_error: Option<String>,
 }
 
 impl MessageLife {
     fn of(item: OutboxItem) -> Option<Self> {
         let key = item.key()?;
-        let trace = TraceContext::from_attributes(
+        let (trace, trace_error) = match TraceContext::from_attributes(
             item.trace_parent.as_deref(),
             item.trace_state.as_deref(),
             item.aws_trace_header.as_deref(),
-        )
-        .and_then(Result::ok);
+        ) {
+            Some(Ok(trace)) => (Some(trace), None),
+            Some(Err(e)) => (None, Some(e.to_string())),
+            None => (None, None),
+        };
         Some(MessageLife {
             message_id: item
                 .message_id
@@ -68,8 +76,30 @@ impl MessageLife {
             failed_at_ms: item.failed_at,
             last_error: item.last_error,
             trace,
+            trace_error,
+            decode_error: None,
             key,
         })
+    }
+
+    /// An item that does not read as an outbox item: shown by its key, with why.
+    fn undecodable(key: ItemKey, error: String) -> Self {
+        MessageLife {
+            message_id: derive_message_id(&key),
+            key,
+            topic: None,
+            status: None,
+            created_at_ms: None,
+            retry_count: None,
+            due_ms: None,
+            sent_at_ms: None,
+            expires_at_s: None,
+            failed_at_ms: None,
+            last_error: None,
+            trace: None,
+            trace_error: None,
+            decode_error: Some(error),
+        }
     }
 }
 
@@ -106,9 +136,12 @@ pub async fn show(
         for raw in out.items() {
             let mut raw = raw.clone();
             table.keys.to_canonical(&mut raw);
-            // An item that does not fit the schema is shown as far as it reads.
-            let item = OutboxItem::from_item(raw.into()).unwrap_or_default();
-            lives.extend(MessageLife::of(item));
+            let key = item_key(&raw.clone().into());
+            match OutboxItem::from_item(raw.into()) {
+                Ok(item) => lives.extend(MessageLife::of(item)),
+                // Poison is what an operator most needs to see: by its key, with why.
+                Err(e) => lives.extend(key.map(|k| MessageLife::undecodable(k, e.to_string()))),
+            }
         }
         match out.last_evaluated_key() {
             Some(k) if !k.is_empty() => start = Some(k.clone()),

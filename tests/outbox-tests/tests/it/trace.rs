@@ -278,6 +278,7 @@ async fn the_operators_view_of_an_aggregate_shows_each_messages_state_and_trace(
     .await
     .expect("show");
     assert_eq!(one.len(), 1);
+    assert_eq!(one[0].message_id, committed.message_ids[1]);
     let (order_8, _) = outbox_ops::show(&ob.clients.dynamodb, &table, "ORDER#8", None)
         .await
         .expect("show");
@@ -287,4 +288,25 @@ async fn the_operators_view_of_an_aggregate_shows_each_messages_state_and_trace(
         Some(dynamodb_outbox::schema::Status::Pending)
     );
     assert!(order_8[0].due_ms.is_some() && order_8[0].sent_at_ms.is_none());
+    // And an item that is not a readable outbox item (poison) is shown by its key, with
+    // why, not left out
+    let mut poison = outbox_tests::indexed_item("ORDER#9", "MESSAGE#X#1", "orders", "{}", 0);
+    poison.insert(
+        "Topic".into(),
+        aws_sdk_dynamodb::types::AttributeValue::N("5".into()),
+    );
+    ob.put_raw(poison).await;
+    let (order_9, _) = outbox_ops::show(&ob.clients.dynamodb, &table, "ORDER#9", None)
+        .await
+        .expect("show");
+    assert_eq!(order_9.len(), 1);
+    assert_eq!(order_9[0].key.sk, "MESSAGE#X#1");
+    assert!(
+        order_9[0]
+            .decode_error
+            .as_deref()
+            .is_some_and(|e| e.contains("Topic")),
+        "{:?}",
+        order_9[0].decode_error
+    );
 }

@@ -153,9 +153,15 @@ fn route<'c>(
             msg.topic
         ));
     };
-    let outbound = OutboundMessage::for_destination(msg, dest);
-    let size = dest.message_size(&outbound);
     let max = dest.max_message_bytes();
+    let mut outbound = OutboundMessage::for_destination(msg, dest);
+    let mut size = dest.message_size(&outbound);
+    // A trace never costs a message its delivery: what its attributes push over the
+    // limit goes without them (the X-Ray header, a system attribute, stays).
+    if size > max && msg.trace.is_some() {
+        outbound = outbound.without_trace_attributes();
+        size = dest.message_size(&outbound);
+    }
     let is_pointer = PayloadPointer::decode(&msg.payload).is_some();
     let check = config.routes.offload(&msg.topic);
     match large_payload::place(
@@ -282,12 +288,14 @@ pub fn dead_letter_copy(p: &Poison, dlq: &Destination, form: &CopyForm) -> Outbo
         CopyForm::Whole => copy,
         CopyForm::ClaimCheck(pointer) => copy.offloaded(pointer, p.body.len()),
         CopyForm::Record => {
+            // Short, so that the record fits the smallest queue SQS allows (1 KiB): no
+            // trace attributes either (its X-Ray header, not counted, stays).
+            let copy = copy.without_trace_attributes();
             let mut attributes: Vec<_> = copy
                 .attributes
                 .into_iter()
                 .filter(|(name, _)| *name != ATTR_ERROR)
                 .collect();
-            // Short, so that the record fits the smallest queue SQS allows (1 KiB).
             let reason: String = p.reason.chars().take(RECORD_REASON_CHARS).collect();
             attributes.push((ATTR_ERROR, AttrValue::String(reason)));
             attributes.push((

@@ -132,8 +132,7 @@ pub struct OutboxItem {
         deserialize_with = "lenient::text"
     )]
     pub trace_state: Option<String>,
-    /// `AwsTraceHeader`: the X-Ray trace header the message was committed under, as the
-    /// producer had it (Lambda's `_X_AMZN_TRACE_ID`).
+    /// `AwsTraceHeader`: the same trace as an X-Ray header (`Root=…;Parent=…;Sampled=…`).
     #[serde(
         rename = "AwsTraceHeader",
         default,
@@ -234,13 +233,11 @@ impl OutboxItem {
         Ok(read)
     }
 
-    /// The item carrying `trace` in its trace attributes: the W3C form always, the
-    /// X-Ray header only when the context came from one (else it is derived when
-    /// published).
+    /// The item carrying `trace` in its trace attributes, in both forms.
     pub fn with_trace(mut self, trace: &TraceContext) -> Self {
         self.trace_parent = Some(trace.traceparent().to_owned());
         self.trace_state = trace.tracestate().map(str::to_owned);
-        self.aws_trace_header = trace.given_xray_header().map(str::to_owned);
+        self.aws_trace_header = Some(trace.xray_header());
         self
     }
 

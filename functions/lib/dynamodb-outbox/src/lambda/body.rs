@@ -7,8 +7,9 @@
 //! [`KeepBodies`] is a runtime layer that takes the body out of the invocation before
 //! that parse, keeps it under the invocation's request id, and leaves `null` for the
 //! runtime to parse; the handler takes its body back by the request id in its context.
-//! Keyed by request id, not held in one slot, so that concurrent invocations (Lambda
-//! Managed Instances, `Runtime::run_concurrent`) each find their own.
+//! Keyed by request id, not held in one slot: `PublisherFunction::run` runs one
+//! invocation at a time, but a runtime running several at once would still hand each
+//! handler its own body.
 
 use lambda_runtime::tower::{Layer, Service};
 use lambda_runtime::{Error, LambdaInvocation};

@@ -78,7 +78,10 @@ impl OutboxWriter {
     /// Whether a message committed without a trace of its own
     /// ([`NewMessage::trace`]) takes the Lambda invocation's (`_X_AMZN_TRACE_ID`, which
     /// the Rust runtime sets per invocation): on by default. Off, only the traces you
-    /// give are stored. Outside Lambda the variable is unset and nothing is captured.
+    /// give are stored. Outside Lambda the variable is unset and nothing is captured;
+    /// so it is where invocations run concurrently (Lambda Managed Instances), which
+    /// leave it unset: there, pass the invocation's `context.xray_trace_id` to
+    /// [`NewMessage::trace`] (`TraceContext::from_xray`).
     pub fn capture_lambda_trace(mut self, capture: bool) -> Self {
         self.capture_lambda_trace = capture;
         self

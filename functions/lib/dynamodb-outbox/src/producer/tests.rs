@@ -280,15 +280,12 @@ fn a_message_keeps_its_own_trace_and_one_without_takes_the_invocations() {
             .cloned()
     };
     assert_eq!(attr(0, TRACE_PARENT).as_deref(), Some(own.traceparent()));
-    assert_eq!(attr(0, AWS_TRACE_HEADER), None);
+    assert_eq!(attr(0, AWS_TRACE_HEADER), Some(own.xray_header()));
     assert_eq!(
         attr(1, TRACE_PARENT).as_deref(),
         Some(invocation.traceparent())
     );
-    assert_eq!(
-        attr(1, AWS_TRACE_HEADER).as_deref(),
-        invocation.given_xray_header()
-    );
+    assert_eq!(attr(1, AWS_TRACE_HEADER), Some(invocation.xray_header()));
     // No invocation, no trace: none is invented.
     let untraced = writer()
         .prepare_under(vec![], &messages[1..], 1_000, None)
