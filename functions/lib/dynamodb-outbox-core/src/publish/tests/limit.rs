@@ -147,3 +147,28 @@ fn calls_to_a_small_queue_still_fill_up_to_one_mebibyte() {
     assert_eq!(plan.poison_count(), 0);
     assert_eq!(plan.call_count(), 1);
 }
+
+#[test]
+fn a_message_its_trace_attributes_would_push_over_the_limit_goes_without_them() {
+    let tp = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
+    let traced = |payload: String| {
+        let mut w = work("A", "small", payload);
+        if let Work::Publish(m) = &mut w.work {
+            m.trace = Some(crate::trace::TraceContext::from_w3c(tp, Some("k=v")).expect("context"));
+        }
+        w
+    };
+    // Sized so that the message fits the 256 KiB queue only without its trace attributes.
+    let untraced = plan(&config(KIB_256), &[work("A", "small", String::new())]);
+    let overhead = untraced.messages().next().map(crate::message::OutboundMessage::size).unwrap_or_default();
+    let payload = "p".repeat(KIB_256 - overhead - 10);
+    let p = plan(&config(KIB_256), &[traced(payload.clone())]);
+    assert_eq!(p.poison_count(), 0, "a trace never makes a message poison");
+    let sent = p.messages().next().expect("published");
+    assert!(sent.attributes.iter().all(|(n, _)| *n != crate::trace::ATTR_TRACEPARENT));
+    assert!(sent.trace_header.is_some(), "the X-Ray header, not counted, stays");
+    // A smaller one keeps them.
+    let p = plan(&config(KIB_256), &[traced("p".repeat(100))]);
+    let sent = p.messages().next().expect("published");
+    assert!(sent.attributes.iter().any(|(n, _)| *n == crate::trace::ATTR_TRACEPARENT));
+}
