@@ -15,7 +15,7 @@ use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
 use aws_smithy_types::config_bag::ConfigBag;
 use dynamodb_outbox::sink::AwsSink;
 use dynamodb_outbox::stream::handle_stream_event;
-use dynamodb_outbox::sweep::{AwsSweeper, Budget, ScanMode, SweeperConfig};
+use dynamodb_outbox::sweep::AwsSweeper;
 use dynamodb_outbox::trace::{ATTR_TRACEPARENT, TraceContext};
 use dynamodb_outbox::{AwsPublisher, FromSdkConfig, NewMessage, Routes};
 use outbox_tests::subscribers::{bus_into, subscriber};
@@ -193,18 +193,13 @@ async fn the_sweepers_republish_keeps_the_trace_the_message_was_committed_in() {
         .expect("commit");
     // When the sweeper finds it due
     let headers = SentTraceHeaders::default();
-    let mut config = SweeperConfig::new(ob.config());
-    config.scan_mode = ScanMode::Off;
-    config.grace = Duration::ZERO;
     let sweeper = AwsSweeper::with_sink(
-        config,
+        crate::sweeper::config(ob.config()),
         ob.clients.dynamodb.clone(),
         watched_sink(&ob, &headers),
     );
     let now = dynamodb_outbox::clock::now_ms() + 60_000;
-    let summary = sweeper
-        .sweep(Budget::for_window(now, Duration::from_secs(30)))
-        .await;
+    let summary = crate::sweeper::sweep_at(&sweeper, now).await;
     assert_eq!(summary.marked, 1, "{summary:?}");
     // Then the message it published continues the producer's trace
     let msgs = drain(&ob.clients.sqs, &ob.queue.url).await;

@@ -23,7 +23,7 @@ use std::time::Duration;
 
 /// Retry policy short enough to follow in a test; the index only (the backstop scan,
 /// on by default, has tests of its own).
-fn config(publisher: PublisherConfig) -> SweeperConfig {
+pub(crate) fn config(publisher: PublisherConfig) -> SweeperConfig {
     let mut c = SweeperConfig::new(publisher);
     c.scan_mode = ScanMode::Off;
     c.max_attempts = 3;
@@ -45,7 +45,7 @@ async fn sweeper_learning(clients: &Clients, mut config: SweeperConfig) -> AwsSw
 }
 
 /// A sweep at (virtual) time `now_ms` with 30 s of budget.
-async fn sweep_at(sweeper: &AwsSweeper, now_ms: i64) -> SweepSummary {
+pub(crate) async fn sweep_at(sweeper: &AwsSweeper, now_ms: i64) -> SweepSummary {
     sweeper
         .sweep(Budget::for_window(now_ms, Duration::from_secs(30)))
         .await
