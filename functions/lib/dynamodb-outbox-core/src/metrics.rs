@@ -40,6 +40,11 @@ pub const STATUS_READ_FAILED: &str = "StatusReadFailed";
 /// pending messages (a read refused or failing, more pending keys than its bound):
 /// the sweeper charges each an attempt, so a lasting cause ends them `FAILED`.
 pub const FENCE_UNREAD: &str = "FenceUnread";
+/// FIFO messages the stream publisher left for the sweeper behind an earlier pending
+/// message of their aggregate (the order fence held them: they go out at a sweep, up to
+/// a sweep period later). A steady count means bursty FIFO aggregates split across
+/// batches (a parallelization factor above 1) or earlier messages stuck in the sweeper.
+pub const FENCE_DEFERRED: &str = "FenceDeferred";
 /// Calls AWS denied for a missing permission, whatever the function did next (a
 /// fallback that worked does not hide one): each is also logged as an error naming the
 /// IAM action to grant. Any value above zero is a role missing a grant (docs/iam.md).
@@ -104,6 +109,7 @@ pub fn publisher_metrics(summary: &Summary) -> Vec<Metric> {
         Metric::count(ALREADY_SETTLED_SKIPPED, summary.already_settled),
         Metric::count(STATUS_READ_FAILED, summary.status_unread),
         Metric::count(FENCE_UNREAD, summary.fence_unread),
+        Metric::count(FENCE_DEFERRED, summary.deferred),
     ]
 }
 
@@ -223,7 +229,7 @@ mod tests {
             unmarked: 1,
             dead_lettered: 2,
             retried: 3,
-            deferred: 0,
+            deferred: 5,
             already_settled: 4,
             status_unread: 1,
             fence_unread: 2,
@@ -244,6 +250,7 @@ mod tests {
                             {"Name": "AlreadySettledSkipped", "Unit": "Count"},
                             {"Name": "StatusReadFailed", "Unit": "Count"},
                             {"Name": "FenceUnread", "Unit": "Count"},
+                            {"Name": "FenceDeferred", "Unit": "Count"},
                         ],
                     }],
                 },
@@ -254,6 +261,7 @@ mod tests {
                 "AlreadySettledSkipped": 4.0,
                 "StatusReadFailed": 1.0,
                 "FenceUnread": 2.0,
+                "FenceDeferred": 5.0,
             })
         );
         // One line: CloudWatch Logs parses each line as one document.

@@ -86,7 +86,11 @@ struct LatencyArgs {
     /// Rates tried in order for the highest with p99 under 1 s (stops at the first
     /// that does not hold; the low steps are there because the local AWS on a small
     /// machine holds well under 100/s).
-    #[arg(long, value_delimiter = ',', default_value = "25,50,100,200,400,800")]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "5,10,15,20,25,50,100,200,400,800"
+    )]
     ladder: Vec<u32>,
     /// Seconds of load per rate: 60 makes the ladder's rate a sustained one; fewer
     /// for a quick check.
