@@ -35,7 +35,7 @@ pub(super) async fn unfinished<S: OutboxStore>(
             {
                 Ok(_) => None,
                 Err(e) => {
-                    tracing::warn!(message_id = %msg.message_id, error = %e, "could not put the item in the sweeper index; reporting it for retry");
+                    tracing::warn!(message_id = %msg.message_id, trace_id = msg.trace_id(), error = %e, "could not put the item in the sweeper index; reporting it for retry");
                     // Retry and Blocked are reported already; a published,
                     // dead-lettered or deferred item must be reported now.
                     matches!(

@@ -133,7 +133,7 @@ async fn offload<K: MessageSink>(
     for (entry, msg, result) in futures::future::join_all(uploads).await {
         let Err(failure) = result else { continue };
         let reason = format!("could not write the payload to S3: {failure}");
-        tracing::warn!(message_id = %msg.message_id, error = %failure, "large-payload offload: payload not written");
+        tracing::warn!(message_id = %msg.message_id, trace_id = msg.trace_id(), error = %failure, "large-payload offload: payload not written");
         if failure.is_retryable() {
             out.failed_aggregates.insert(entry.aggregate.clone());
             out.decided.push((entry.index, Outcome::Retry { reason }));

@@ -185,11 +185,11 @@ pub(super) async fn all_sent<S: OutboxStore>(
             let marked = match answer {
                 Ok(MarkOutcome::Marked) => true,
                 Ok(MarkOutcome::AlreadyFinished) => {
-                    tracing::debug!(message_id = %msg.message_id, "already finished by another worker");
+                    tracing::debug!(message_id = %msg.message_id, trace_id = msg.trace_id(), "already finished by another worker");
                     false
                 }
                 Err(e) => {
-                    tracing::warn!(message_id = %msg.message_id, topic = %msg.topic, error = %e,
+                    tracing::warn!(message_id = %msg.message_id, trace_id = msg.trace_id(), topic = %msg.topic, error = %e,
                         "published but could not mark SENT; the sweeper will republish it (a duplicate for consumers)");
                     false
                 }

@@ -181,6 +181,13 @@ impl OutboxMessage {
     pub fn aggregate(&self) -> &str {
         &self.key.pk
     }
+
+    /// The W3C trace id of the trace the message was committed in, or `-` without
+    /// one: the `trace_id` field of the functions' log lines about this message, so
+    /// that an operator finds them from the id shown in X-Ray or `outbox-ops show`.
+    pub fn trace_id(&self) -> &str {
+        self.trace.as_ref().map_or("-", TraceContext::trace_id)
+    }
 }
 
 /// Why an item could not be turned into a message. Permanent: retrying cannot help.

@@ -196,6 +196,7 @@ fn a_minimal_producers_trace_attributes_are_read_and_malformed_ones_are_no_trace
     };
     let tp = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01";
     let traced = with(&[("TraceParent", s(tp)), ("TraceState", s("k=v"))]).expect("decodes");
+    assert_eq!(traced.trace_id(), "0af7651916cd43dd8448eb211c80319c");
     let trace = traced.trace.expect("a trace");
     assert_eq!((trace.traceparent(), trace.tracestate()), (tp, Some("k=v")));
     let xray = "Root=1-0af76519-16cd43dd8448eb211c80319c;Parent=b7ad6b7169203331;Sampled=1";
@@ -209,5 +210,6 @@ fn a_minimal_producers_trace_attributes_are_read_and_malformed_ones_are_no_trace
     ] {
         let msg = with(&malformed).expect("a malformed trace never makes poison");
         assert_eq!(msg.trace, None, "{malformed:?}");
+        assert_eq!(msg.trace_id(), "-", "logged as no trace");
     }
 }
