@@ -31,16 +31,26 @@
 
 mod error;
 mod index;
+mod logline;
+mod logs;
+mod message;
 mod read;
 mod redrive;
+mod render;
 mod sdk;
 mod shards;
 mod show;
 
 pub use dynamodb_outbox::KeyNames;
 pub use error::OpsError;
+pub use logline::ParsedLine;
+pub use logs::{FunctionLogLine, LogGroups, LogSearch, MessageLogs, message_logs};
+pub use message::{
+    FoundBy, LogOptions, MessageView, named_aggregates, parse_duration, show_message, window,
+};
 pub use read::{FailedMessage, StatusReport, failed, failed_read, status};
 pub use redrive::{RedriveReport, Selection, redrive, redrive_dry_run};
+pub use render::{render_lives, render_message};
 pub use sdk::sdk_config;
 pub use shards::{ShardsReport, shards};
 pub use show::{MessageLife, show};
@@ -97,6 +107,14 @@ pub struct Reads {
 }
 
 impl Reads {
+    /// Adds what another read cost.
+    pub fn merge(&mut self, other: &Reads) {
+        self.requests += other.requests;
+        self.index_entries += other.index_entries;
+        self.table_items += other.table_items;
+        self.read_units += other.read_units;
+    }
+
     fn add(&mut self, capacity: Option<&ConsumedCapacity>, index_entries: i32, table_items: usize) {
         self.requests += 1;
         self.index_entries += u64::try_from(index_entries).unwrap_or(0);

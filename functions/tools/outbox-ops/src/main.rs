@@ -7,18 +7,23 @@
 //! outbox-ops redrive --topic T | --all [--dry-run]
 //! outbox-ops shards [--move]              pending messages outside their shard while
 //!                                         the sweeper index's shard count changes
-//! outbox-ops show AGGREGATE [MESSAGE_ID]  an aggregate's messages: state, attempts,
+//! outbox-ops show AGGREGATE               an aggregate's messages: state, attempts,
 //!                                         last error, when sent, their trace id
+//! outbox-ops show [AGGREGATE] --message-id ID [--since 2h]
+//!                                         one message's whole life: its item and the
+//!                                         functions' log lines about it
 //! ```
 //!
-//! Every read goes through the sweeper index (`show`: one aggregate's partition),
-//! never a scan of the table. `--endpoint
+//! Every read goes through the sweeper index (`show`: one aggregate's partition, and
+//! the functions' CloudWatch Logs), never a scan of the table. `--endpoint
 //! URL` (or `OUTBOX_ENDPOINT`) talks to the emulator; without it the standard AWS
 //! configuration chain picks the account. `--table` defaults to `OUTBOX_TABLE_NAME`,
 //! `--partition-key`/`--sort-key` to `OUTBOX_PARTITION_KEY`/`OUTBOX_SORT_KEY` (else
 //! `PK`/`SK`), `--sweep-shards`/`--sweep-shards-previous` to `OUTBOX_SWEEP_SHARDS`/
 //! `OUTBOX_SWEEP_SHARDS_PREVIOUS` (else 16 and none). Install it with `cargo install --path functions/tools/outbox-ops`
 //! (see its README).
+
+mod cli_show;
 
 use clap::{ArgGroup, Parser, Subcommand};
 use dynamodb_outbox::clock::now_ms;
@@ -37,6 +42,7 @@ Examples:
   outbox-ops --endpoint http://localhost:4566 --table orders status
   outbox-ops --table orders --sweep-shards 64 --sweep-shards-previous 16 shards --move
   outbox-ops --table orders show ORDER#42
+  outbox-ops --table orders show --message-id 0190f1c2-7d7c-7cc0-8b6e-3f1d2c4b5a69
 
 status and failed read only the sweeper index (OutboxSweepIndex) and the failed
 items, never the whole table: SENT messages are not counted.
@@ -141,16 +147,15 @@ enum Command {
         #[arg(long = "move")]
         move_them: bool,
     },
-    /// Shows an aggregate's messages (its partition key, e.g. ORDER#42), or one of
-    /// them: state, sweeper attempts, last error, when it was sent or given up on,
-    /// and the trace id it was committed in (to open in X-Ray or any OpenTelemetry
-    /// backend). One query of the aggregate's partition.
-    Show {
-        /// The aggregate: the messages' partition key.
-        aggregate: String,
-        /// Only this message (its outbox message id).
-        message_id: Option<String>,
-    },
+    /// Shows an aggregate's messages (its partition key, e.g. ORDER#42), or one
+    /// message's whole life: its item (state, sweeper attempts, last error, when it
+    /// was sent or given up on, its dead-letter copy, the trace id it was committed in,
+    /// to open in X-Ray or any OpenTelemetry backend) and the outbox functions' log
+    /// lines about it (CloudWatch Logs). One query of the aggregate's partition; a
+    /// message asked for by its id alone is found through the log lines that name its
+    /// aggregate, else among the FAILED messages.
+    #[command(after_help = cli_show::EXAMPLES)]
+    Show(cli_show::ShowArgs),
 }
 
 #[tokio::main]
@@ -168,8 +173,9 @@ async fn main() -> ExitCode {
         }
     };
     let table = Table::new(table).key_names(keys);
-    let client = aws_sdk_dynamodb::Client::new(&sdk_config(cli.endpoint.as_deref()).await);
-    match run(&client, &table, cli.command).await {
+    let config = sdk_config(cli.endpoint.as_deref()).await;
+    let client = aws_sdk_dynamodb::Client::new(&config);
+    match run(&client, &config, &table, cli.command).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("outbox-ops: {e}");
@@ -191,6 +197,7 @@ fn key_names(cli: &Cli) -> Result<KeyNames, dynamodb_outbox::ConfigError> {
 
 async fn run(
     client: &aws_sdk_dynamodb::Client,
+    config: &aws_config::SdkConfig,
     table: &Table,
     command: Command,
 ) -> Result<(), OpsError> {
@@ -222,15 +229,7 @@ async fn run(
         Command::Shards { move_them } => {
             print_shards(&outbox_ops::shards(client, table, move_them).await?, table);
         }
-        Command::Show {
-            aggregate,
-            message_id,
-        } => {
-            let (lives, reads) =
-                outbox_ops::show(client, table, &aggregate, message_id.as_deref()).await?;
-            print_lives(&lives, &aggregate, now);
-            print_reads(&reads);
-        }
+        Command::Show(args) => cli_show::run(client, config, table, args, now).await?,
     }
     Ok(())
 }
@@ -301,72 +300,6 @@ fn print_reads(reads: &Reads) {
         "read: {} request(s), {} index entries, {} table item(s), {:.1} read units",
         reads.requests, reads.index_entries, reads.table_items, reads.read_units
     );
-}
-
-fn print_lives(lives: &[outbox_ops::MessageLife], aggregate: &str, now: i64) {
-    if lives.is_empty() {
-        println!("no outbox message of {aggregate} (SENT ones expire by TTL)");
-    }
-    for life in lives {
-        println!(
-            "message {} ({} / {}), topic {}",
-            life.message_id,
-            life.key.pk,
-            life.key.sk,
-            life.topic.as_deref().unwrap_or("-")
-        );
-        let since_commit = |ms: i64| match life.created_at_ms {
-            Some(created) => format!("{ms} ({} ms after commit)", ms - created),
-            None => ms.to_string(),
-        };
-        if let Some(created) = life.created_at_ms {
-            println!(
-                "  committed   {created} (epoch ms, {:.1} s ago)",
-                (now - created) as f64 / 1000.0
-            );
-        }
-        let status = life.status.map_or("unknown", |s| s.as_str());
-        match (life.sent_at_ms, life.failed_at_ms, life.due_ms) {
-            (Some(sent), _, _) => println!("  status      {status} at {}", since_commit(sent)),
-            (_, Some(failed), _) => println!("  status      {status} at {}", since_commit(failed)),
-            (_, _, Some(due)) => println!(
-                "  status      {status}, the sweeper may take it {}",
-                if due <= now {
-                    format!("now (due {:.1} s ago)", (now - due) as f64 / 1000.0)
-                } else {
-                    format!("in {:.1} s", (due - now) as f64 / 1000.0)
-                }
-            ),
-            _ => println!("  status      {status}"),
-        }
-        println!(
-            "  attempts    {} by the sweeper",
-            life.retry_count.unwrap_or(0)
-        );
-        if let Some(error) = &life.last_error {
-            println!("  last error  {error}");
-        }
-        if let Some(error) = &life.decode_error {
-            println!(
-                "  unreadable  {error} (poison: the publisher marks it FAILED with a dead-letter copy)"
-            );
-        }
-        if let Some(expires) = life.expires_at_s {
-            println!("  expires     {expires} (epoch s, the table's TTL)");
-        }
-        match &life.trace {
-            Some(trace) => println!(
-                "  trace       {} (X-Ray {}), parent span {}",
-                trace.trace_id(),
-                trace.xray_trace_id(),
-                trace.parent_id()
-            ),
-            None => match &life.trace_error {
-                Some(error) => println!("  trace       none readable: {error}"),
-                None => println!("  trace       none (committed outside a trace)"),
-            },
-        }
-    }
 }
 
 fn print_failed(failed: &[outbox_ops::FailedMessage]) {

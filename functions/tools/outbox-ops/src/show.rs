@@ -40,6 +40,9 @@ pub struct MessageLife {
     pub failed_at_ms: Option<i64>,
     /// Why the last attempt failed, or why it was given up on.
     pub last_error: Option<String>,
+    /// Where its payload went when a `FAILED` mark had to move it off the item (at
+    /// the 400 KB limit): `PayloadOn`, its dead-letter copy then the only one.
+    pub payload_on: Option<String>,
     /// The trace it was committed in, when it carries a well-formed one.
     pub trace: Option<TraceContext>,
     /// Why its trace attributes are not a trace, when they are there but malformed.
@@ -75,6 +78,7 @@ impl MessageLife {
             expires_at_s: item.expires_at,
             failed_at_ms: item.failed_at,
             last_error: item.last_error,
+            payload_on: item.payload_on,
             trace,
             trace_error,
             decode_error: None,
@@ -96,6 +100,7 @@ impl MessageLife {
             expires_at_s: None,
             failed_at_ms: None,
             last_error: None,
+            payload_on: None,
             trace: None,
             trace_error: None,
             decode_error: Some(error),
