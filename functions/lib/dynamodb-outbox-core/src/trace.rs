@@ -226,5 +226,8 @@ fn shown(value: &str) -> String {
     value.chars().take(80).collect()
 }
 
+#[cfg(feature = "opentelemetry")]
+mod otel;
+
 #[cfg(test)]
 mod tests;

@@ -324,5 +324,7 @@ fn unwrap(text: &str) -> Option<Unwrapped> {
     None
 }
 
+mod span;
+
 #[cfg(test)]
 mod tests;

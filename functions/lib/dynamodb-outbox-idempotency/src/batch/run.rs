@@ -82,7 +82,7 @@ impl BatchProcessor {
             };
             let delivery = self.open(msg);
             let outbox_message_id = delivery.outbox_message_id().map(str::to_owned);
-            let span = message_span(&delivery);
+            let span = delivery.span();
             let result = match &failed_first {
                 Some(after) => Err(MessageFailure::Skipped {
                     after: after.clone(),
@@ -94,9 +94,13 @@ impl BatchProcessor {
                             Err(e) => Err(MessageFailure::PayloadUnavailable(e)),
                         }
                     };
-                    handled.instrument(span).await
+                    handled.instrument(span.clone()).await
                 }
             };
+            #[cfg(feature = "opentelemetry")]
+            if result.is_err() {
+                span.record("otel.status_code", "error");
+            }
             match (&result, &self.deleter) {
                 (Ok(_), Some(deleter)) if delete_early => delete(deleter.as_ref(), msg).await,
                 (Err(_), _) if failed_first.is_none() => {
@@ -116,17 +120,6 @@ impl BatchProcessor {
                 .push((index, outcome));
         }
     }
-}
-
-/// The span a message is handled in: every log line of the handler carries the
-/// outbox message id and the producer's trace id, to find the message by
-/// (`outbox-ops`, X-Ray, any OpenTelemetry backend).
-fn message_span(delivery: &Delivery<'_>) -> tracing::Span {
-    tracing::info_span!(
-        "outbox.message",
-        message_id = delivery.outbox_message_id().unwrap_or_default(),
-        trace_id = delivery.trace().map(|t| t.trace_id()).unwrap_or_default(),
-    )
 }
 
 /// Deletes a finished message ahead of Lambda; a failure only costs that message

@@ -77,8 +77,10 @@ impl OutboxWriter {
 
     /// Whether a message committed without a trace of its own
     /// ([`NewMessage::trace`]) takes the Lambda invocation's (`_X_AMZN_TRACE_ID`, which
-    /// the Rust runtime sets per invocation): on by default. Off, only the traces you
-    /// give are stored. Outside Lambda the variable is unset and nothing is captured;
+    /// the Rust runtime sets per invocation): on by default. With the `opentelemetry`
+    /// feature the active span's context comes first, when there is one (see
+    /// [`OutboxWriter::prepare_at`]). Off, only the traces you give and the active
+    /// span's are stored. Outside Lambda the variable is unset and nothing is captured;
     /// so it is where invocations run concurrently (Lambda Managed Instances), which
     /// leave it unset: there, pass the invocation's `context.xray_trace_id` to
     /// [`NewMessage::trace`] (`TraceContext::from_xray`).
@@ -240,17 +242,24 @@ impl OutboxWriter {
     }
 
     /// [`OutboxWriter::prepare`] with `CreatedAt` = `now_ms`.
+    ///
+    /// Each message is committed under a trace: its own ([`NewMessage::trace`]),
+    /// else — with the `opentelemetry` feature — the active span's (the current
+    /// `tracing` span through a `tracing-opentelemetry` layer, else OpenTelemetry's
+    /// current context), else the Lambda invocation's X-Ray trace
+    /// ([`OutboxWriter::capture_lambda_trace`]), else none.
     pub fn prepare_at(
         &self,
         business: Vec<TransactWriteItem>,
         messages: &[NewMessage],
         now_ms: i64,
     ) -> Result<PreparedCommit, ProducerError> {
-        let lambda_trace = self
-            .capture_lambda_trace
-            .then(trace::lambda_invocation)
-            .flatten();
-        self.prepare_under(business, messages, now_ms, lambda_trace.as_ref())
+        let ambient = trace::active_span().or_else(|| {
+            self.capture_lambda_trace
+                .then(trace::lambda_invocation)
+                .flatten()
+        });
+        self.prepare_under(business, messages, now_ms, ambient.as_ref())
     }
 
     /// [`OutboxWriter::prepare_at`] under `ambient`, the trace a message without

@@ -296,3 +296,43 @@ fn a_message_keeps_its_own_trace_and_one_without_takes_the_invocations() {
         .unwrap_or_default();
     assert!(!item.contains_key(TRACE_PARENT) && !item.contains_key(AWS_TRACE_HEADER));
 }
+
+/// With the `opentelemetry` feature, a message committed inside a span carries that
+/// span's context — ahead of the Lambda invocation's — and outside one, none.
+#[cfg(feature = "opentelemetry")]
+#[test]
+fn a_message_committed_inside_an_opentelemetry_span_carries_its_context() {
+    use dynamodb_outbox_core::trace::{TRACE_PARENT, TraceContext};
+    use opentelemetry::trace::{TraceContextExt, TracerProvider as _};
+    use tracing_opentelemetry::OpenTelemetrySpanExt;
+    use tracing_subscriber::layer::SubscriberExt;
+
+    let provider = opentelemetry_sdk::trace::SdkTracerProvider::builder().build();
+    let layer = tracing_opentelemetry::layer().with_tracer(provider.tracer("producer-test"));
+    let _installed = tracing::subscriber::set_default(tracing_subscriber::registry().with(layer));
+    let traceparent = |prepared: &PreparedCommit| {
+        prepared.actions()[0]
+            .put()
+            .and_then(|p| p.item().get(TRACE_PARENT))
+            .and_then(|v| v.as_s().ok())
+            .cloned()
+    };
+    let message = [NewMessage::new("USER#1", "orders", "{}")];
+
+    let span = tracing::info_span!("place order");
+    let expected = TraceContext::from_span_context(span.context().span().span_context())
+        .expect("the layer gives the span a context");
+    let prepared = span
+        .in_scope(|| writer().prepare_at(vec![], &message, 1_000))
+        .expect("valid");
+    assert_eq!(
+        traceparent(&prepared).as_deref(),
+        Some(expected.traceparent())
+    );
+
+    let outside = writer()
+        .capture_lambda_trace(false)
+        .prepare_at(vec![], &message, 1_000)
+        .expect("valid");
+    assert_eq!(traceparent(&outside), None, "no span, no context invented");
+}

@@ -1,4 +1,5 @@
-//! The trace a producer running in Lambda commits its messages under.
+//! The trace a producer commits its messages under: the active OpenTelemetry span's
+//! (feature `opentelemetry`), else the Lambda invocation's.
 
 use dynamodb_outbox_core::trace::TraceContext;
 
@@ -16,4 +17,25 @@ pub(super) fn lambda_invocation() -> Option<TraceContext> {
             None
         }
     }
+}
+
+/// The context of the active span, when there is a valid one: the current `tracing`
+/// span's through a `tracing-opentelemetry` layer, else OpenTelemetry's current
+/// context (an application that uses the OpenTelemetry API directly). The message
+/// names that span as its parent, so the consumer's link points at the span that
+/// committed it.
+#[cfg(feature = "opentelemetry")]
+pub(super) fn active_span() -> Option<TraceContext> {
+    use opentelemetry::trace::TraceContextExt;
+    use tracing_opentelemetry::OpenTelemetrySpanExt;
+    let from_tracing = tracing::Span::current().context();
+    TraceContext::from_span_context(from_tracing.span().span_context()).or_else(|| {
+        TraceContext::from_span_context(opentelemetry::Context::current().span().span_context())
+    })
+}
+
+/// Without the `opentelemetry` feature there is no active span to read.
+#[cfg(not(feature = "opentelemetry"))]
+pub(super) fn active_span() -> Option<TraceContext> {
+    None
 }
