@@ -45,12 +45,35 @@ pub const FENCE_UNREAD: &str = "FenceUnread";
 /// a sweep period later). A steady count means bursty FIFO aggregates split across
 /// batches (a parallelization factor above 1) or earlier messages stuck in the sweeper.
 pub const FENCE_DEFERRED: &str = "FenceDeferred";
+/// DynamoDB requests the order fence made to read the pending messages of a batch's
+/// FIFO-routed aggregates (index select pages, per-shard and partition query pages)
+/// and that answered; a read that failed is seen in `FenceUnread` instead. The fence's
+/// cost: 0 for batches with no FIFO route, about one per batch otherwise; more means
+/// pages of pending keys (aggregates with a long backlog) or a store serving no
+/// PartiQL select on the index (one query per shard). Its consistent status read of
+/// the siblings it found is not counted here.
+pub const FENCE_READS: &str = "FenceReads";
+/// Payloads the publisher or the sweeper wrote to S3 and sent as a pointer instead of
+/// inline (the large-payload offload: over the destination's limit or the threshold),
+/// and dead-letter copies too large for the queue written there as claim checks; only
+/// writes that succeeded. Each is an S3 `PutObject` billed and an object kept until
+/// the bucket's lifecycle rule removes it; a rise with no change of payloads means
+/// the threshold or a destination changed.
+pub const PAYLOADS_OFFLOADED: &str = "PayloadsOffloaded";
 /// Calls AWS denied for a missing permission, whatever the function did next (a
 /// fallback that worked does not hide one): each is also logged as an error naming the
 /// IAM action to grant. Any value above zero is a role missing a grant (docs/iam.md).
 pub const ACCESS_DENIED: &str = "AccessDenied";
 /// Messages the sweeper published (the stream path had not).
 pub const RECOVERED_BY_SWEEPER: &str = "RecoveredBySweeper";
+/// Pending items the sweeper's scan (scan mode `backstop` or `on`) found outside the
+/// sweeper index and put into it: messages no stream record brought (a minimal
+/// producer's items whose records were trimmed or past retention) and that only the
+/// scan saved; a sweep publishes them later (`RecoveredBySweeper`). Beside the recovery
+/// function's `RecoveredFromStream` (items of discarded stream records), it says
+/// which path recovered a message; a steady count means records lost before anyone
+/// read them (a mapping disabled, `RecoveryRangeLost`).
+pub const RECOVERED_BY_SCAN: &str = "RecoveredByScan";
 /// Sweeper attempts that failed and were rescheduled with backoff.
 pub const SWEEP_RETRIES: &str = "SweepRetries";
 /// Age of the oldest pending message the sweeper found due.
@@ -110,6 +133,8 @@ pub fn publisher_metrics(summary: &Summary) -> Vec<Metric> {
         Metric::count(STATUS_READ_FAILED, summary.status_unread),
         Metric::count(FENCE_UNREAD, summary.fence_unread),
         Metric::count(FENCE_DEFERRED, summary.deferred),
+        Metric::count(FENCE_READS, summary.fence_reads),
+        Metric::count(PAYLOADS_OFFLOADED, summary.offloaded),
     ]
 }
 
@@ -132,6 +157,9 @@ pub fn sweeper_metrics(summary: &SweepSummary) -> Vec<Metric> {
         });
     }
     metrics.push(Metric::count(FENCE_UNREAD, summary.fence_unread));
+    metrics.push(Metric::count(FENCE_READS, summary.fence_reads));
+    metrics.push(Metric::count(PAYLOADS_OFFLOADED, summary.offloaded));
+    metrics.push(Metric::count(RECOVERED_BY_SCAN, summary.adopted));
     metrics
 }
 
@@ -233,6 +261,8 @@ mod tests {
             already_settled: 4,
             status_unread: 1,
             fence_unread: 2,
+            fence_reads: 6,
+            offloaded: 8,
         };
         let doc = Emitter::default().emf(1_700_000_000_000, &publisher_metrics(&summary));
         assert_eq!(
@@ -251,6 +281,8 @@ mod tests {
                             {"Name": "StatusReadFailed", "Unit": "Count"},
                             {"Name": "FenceUnread", "Unit": "Count"},
                             {"Name": "FenceDeferred", "Unit": "Count"},
+                            {"Name": "FenceReads", "Unit": "Count"},
+                            {"Name": "PayloadsOffloaded", "Unit": "Count"},
                         ],
                     }],
                 },
@@ -262,6 +294,8 @@ mod tests {
                 "StatusReadFailed": 1.0,
                 "FenceUnread": 2.0,
                 "FenceDeferred": 5.0,
+                "FenceReads": 6.0,
+                "PayloadsOffloaded": 8.0,
             })
         );
         // One line: CloudWatch Logs parses each line as one document.
@@ -291,6 +325,30 @@ mod tests {
         // Nothing due: the age is reported as 0, not left out.
         let idle = Emitter::default().emf(1, &sweeper_metrics(&SweepSummary::default()));
         assert_eq!(idle["OldestPendingAgeSeconds"], json!(0.0));
+    }
+
+    #[test]
+    fn sweeper_metrics_report_offloads_fence_reads_and_scan_recoveries() {
+        let summary = SweepSummary {
+            offloaded: 3,
+            fence_reads: 5,
+            adopted: 7,
+            ..SweepSummary::default()
+        };
+        let doc = Emitter::default().emf(1, &sweeper_metrics(&summary));
+        assert_eq!(doc["PayloadsOffloaded"], json!(3.0));
+        assert_eq!(doc["FenceReads"], json!(5.0));
+        assert_eq!(doc["RecoveredByScan"], json!(7.0));
+        let declared = &doc["_aws"]["CloudWatchMetrics"][0]["Metrics"];
+        for name in ["PayloadsOffloaded", "FenceReads", "RecoveredByScan"] {
+            let entry = json!({"Name": name, "Unit": "Count"});
+            let listed = declared.as_array().is_some_and(|a| a.contains(&entry));
+            assert!(listed, "{name} not declared in {declared}");
+        }
+        // Declared on every sweep, 0 when nothing happened: a gap is a sweeper not
+        // running, not a quiet one.
+        let idle = Emitter::default().emf(1, &sweeper_metrics(&SweepSummary::default()));
+        assert_eq!(idle["RecoveredByScan"], json!(0.0));
     }
 
     #[test]

@@ -155,6 +155,8 @@ async fn publish<K: MessageSink, S: OutboxStore>(
         already_settled = summary.already_settled,
         status_unread = summary.status_unread,
         fence_unread = summary.fence_unread,
+        fence_reads = summary.fence_reads,
+        offloaded = summary.offloaded,
         "stream batch done"
     );
     (response, summary)

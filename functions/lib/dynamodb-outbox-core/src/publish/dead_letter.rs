@@ -25,6 +25,8 @@ pub(super) struct Copied {
     pub to_fail: Vec<ToFail>,
     /// Poison settled here: finished by someone else, or not copied (`Retry`).
     pub decided: Vec<(usize, Outcome)>,
+    /// Claim-check payloads written to S3 (copies too large for the queue).
+    pub offloaded: usize,
 }
 
 /// Copies poison to the dead-letter queue, in batches within its limits, each in
@@ -46,6 +48,7 @@ pub(super) async fn copy_poison<K: MessageSink, S: OutboxStore>(
     let mut out = Copied {
         to_fail: Vec::new(),
         decided,
+        offloaded: 0,
     };
     let mut copying: Vec<Copying> = poison
         .into_iter()
@@ -133,7 +136,12 @@ async fn copy_round<K: MessageSink>(
     let mut sendable = Vec::new();
     for ((c, form, message), write) in ready.into_iter().zip(writes) {
         match write {
-            Ok(()) => sendable.push((c, form, message)),
+            Ok(()) => {
+                if matches!(form, CopyForm::ClaimCheck(_)) {
+                    out.offloaded += 1;
+                }
+                sendable.push((c, form, message));
+            }
             Err(f) => settle(c, &form, Err(f), out, &mut next),
         }
     }

@@ -24,6 +24,8 @@ pub(super) struct Dispatched {
     pub poison: Vec<(usize, Poison)>,
     /// Aggregates with a transient failure: their later entries are held back.
     failed_aggregates: HashSet<String>,
+    /// Payloads written to S3 (the large-payload offload), whatever their send did.
+    pub offloaded: usize,
 }
 
 impl Dispatched {
@@ -33,6 +35,7 @@ impl Dispatched {
         self.sent.extend(later.sent);
         self.poison.extend(later.poison);
         self.failed_aggregates.extend(later.failed_aggregates);
+        self.offloaded += later.offloaded;
     }
 
     /// The positions this already settled one way or another.
@@ -131,7 +134,10 @@ async fn offload<K: MessageSink>(
             });
     let mut out = Dispatched::default();
     for (entry, msg, result) in futures::future::join_all(uploads).await {
-        let Err(failure) = result else { continue };
+        let Err(failure) = result else {
+            out.offloaded += 1;
+            continue;
+        };
         let reason = format!("could not write the payload to S3: {failure}");
         tracing::warn!(message_id = %msg.message_id, trace_id = msg.trace_id(), error = %failure, "large-payload offload: payload not written");
         if failure.is_retryable() {

@@ -20,23 +20,23 @@ use std::collections::HashSet;
 /// [`Outcome::OrderUnknown`] when the fence could not tell (a read that failed or
 /// stopped at its bound). A sibling in `finished` (finished by the caller since the
 /// index was written) does not fence, nor one the consistent status read finds
-/// finished.
+/// finished. Also the requests its reads of pending messages made (`FenceReads`).
 pub(super) async fn deferred<S: OutboxStore>(
     store: &S,
     plan: &Plan,
     items: &[WorkItem],
     finished: &HashSet<ItemKey>,
     layout: &SweepShards,
-) -> Vec<(usize, Outcome)> {
+) -> (Vec<(usize, Outcome)>, usize) {
     let (positions, members) = planned_members(plan, items, layout);
     let reads = fence_reads(&members);
     if reads.is_empty() {
-        return Vec::new();
+        return (Vec::new(), 0);
     }
-    let mut pending = read_pending(store, &reads, finished).await;
+    let (mut pending, requests) = read_pending(store, &reads, finished).await;
     confirm(store, &members, &mut pending).await;
     let fences = fenced(&members, &pending);
-    positions
+    let decided = positions
         .into_iter()
         .zip(members.iter().zip(fences))
         .filter_map(|(index, (m, fence))| {
@@ -54,7 +54,8 @@ pub(super) async fn deferred<S: OutboxStore>(
                 "an earlier message of the aggregate is still pending: left for the sweeper, which publishes in order");
             Some((index, Outcome::Deferred { not_before }))
         })
-        .collect()
+        .collect();
+    (decided, requests)
 }
 
 /// Every planned message as the fence sees it, with its position in the batch.
@@ -80,12 +81,13 @@ fn planned_members(
 }
 
 /// Runs the fence's reads concurrently, within the batch's page budget, leaving out
-/// the siblings in `finished`.
+/// the siblings in `finished`; with the requests the reads that answered made (the
+/// adapter counts its pages: a failed read reports none).
 async fn read_pending<S: OutboxStore>(
     store: &S,
     reads: &[FenceRead],
     finished: &HashSet<ItemKey>,
-) -> Pending {
+) -> (Pending, usize) {
     let budgets = page_budgets(reads, FENCE_BATCH_PAGES);
     let answers = futures::future::join_all(
         reads
@@ -95,9 +97,11 @@ async fn read_pending<S: OutboxStore>(
     )
     .await;
     let mut pending = Pending::default();
+    let mut requests = 0;
     for ((read, answer), pages) in reads.iter().zip(answers).zip(budgets) {
         match answer {
             Ok(page) => {
+                requests += page.requests;
                 let siblings = page
                     .siblings
                     .into_iter()
@@ -120,7 +124,7 @@ async fn read_pending<S: OutboxStore>(
             }
         }
     }
-    pending
+    (pending, requests)
 }
 
 /// A read that failed for good (a missing permission, a missing index) is an error an

@@ -21,7 +21,7 @@ pub mod plan;
 mod redelivery;
 mod work;
 
-pub use outcome::{Outcome, Summary};
+pub use outcome::{Effort, Outcome, Summary};
 pub use plan::{Plan, chunk_by_limits, dead_letter_copy, dead_letter_message, plan};
 pub use redelivery::{CurrentStatuses, Delivery, judge_delivery, status_keys};
 pub use work::{Poison, Work, WorkItem, poison_of};
@@ -98,12 +98,25 @@ impl<K: MessageSink, S: OutboxStore> Publisher<K, S> {
         finished: &HashSet<ItemKey>,
         claims: &HashMap<ItemKey, MarkCondition>,
     ) -> Vec<Outcome> {
+        self.process_counted(items, finished, claims).await.0
+    }
+
+    /// [`Self::process_under_claims`], with what the publish wrote to S3 and the
+    /// requests of the order fence's reads, counted where they were made: for the
+    /// `PayloadsOffloaded` and `FenceReads` metrics.
+    pub async fn process_counted(
+        &self,
+        items: &[WorkItem],
+        finished: &HashSet<ItemKey>,
+        claims: &HashMap<ItemKey, MarkCondition>,
+    ) -> (Vec<Outcome>, Effort) {
         let now_ms = self.clock.now_ms();
         // Plan: route, build entries, lay out calls; poison found while routing.
         let plan = plan(&self.config, items);
         // Fence: FIFO messages behind an earlier pending one wait for the sweeper.
         let layout = &self.config.key_names.sweep_shards;
-        let deferred = fence::deferred(&self.store, &plan, items, finished, layout).await;
+        let (deferred, fence_reads) =
+            fence::deferred(&self.store, &plan, items, finished, layout).await;
         let held: HashSet<usize> = deferred.iter().map(|&(index, _)| index).collect();
         // Dispatch: the rounds in order; a failed aggregate holds back the rest.
         let dispatched = dispatch::send_rounds(&self.sink, &plan, items, &held).await;
@@ -121,13 +134,17 @@ impl<K: MessageSink, S: OutboxStore> Publisher<K, S> {
         let ttl_days = self.config.ttl_days;
         let sent =
             mark::all_sent(&self.store, ttl_days, items, &dispatched.sent, marked_at_ms).await;
+        let effort = Effort {
+            offloaded: dispatched.offloaded + copied.offloaded,
+            fence_reads,
+        };
         let decided = [deferred, dispatched.decided, copied.decided, failed, sent];
         let mut outcomes = by_position(items.len(), decided);
         // Adopt: what is left unfinished and unindexed goes in the sweeper index.
         for (index, retry) in adopt::unfinished(&self.store, items, &outcomes, now_ms, &self.config.key_names.sweep_shards).await {
             outcomes[index] = retry;
         }
-        outcomes
+        (outcomes, effort)
     }
 }
 

@@ -90,6 +90,27 @@ impl Outcome {
     }
 }
 
+/// What a batch's publish did that its outcomes do not show, counted where it was
+/// done: for the cost metrics (S3 writes, the fence's DynamoDB requests).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Effort {
+    /// Payloads written to S3 by the large-payload offload, dead-letter claim checks
+    /// included: only the writes that succeeded.
+    pub offloaded: usize,
+    /// Requests made by the order fence's reads of pending messages (index select
+    /// pages, per-shard and partition query pages) that answered. A read that failed
+    /// reports no count: its messages show as `FenceUnread`.
+    pub fence_reads: usize,
+}
+
+impl Effort {
+    /// Adds another batch's effort (a sweep publishes in waves).
+    pub fn add(&mut self, other: Effort) {
+        self.offloaded += other.offloaded;
+        self.fence_reads += other.fence_reads;
+    }
+}
+
 /// Counts for logs and metrics.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Summary {
@@ -112,6 +133,10 @@ pub struct Summary {
     /// FIFO messages held because the order fence could not read their aggregates'
     /// pending messages (also counted in `retried`; metric `FenceUnread`).
     pub fence_unread: usize,
+    /// Payloads written to S3 instead of sent inline (metric `PayloadsOffloaded`).
+    pub offloaded: usize,
+    /// Requests of the order fence's reads that answered (metric `FenceReads`).
+    pub fence_reads: usize,
 }
 
 impl Summary {
@@ -137,5 +162,12 @@ impl Summary {
             }
         }
         s
+    }
+
+    /// The same with the batch's effort: what it wrote to S3 and the fence's reads.
+    pub fn with_effort(mut self, effort: Effort) -> Self {
+        self.offloaded = effort.offloaded;
+        self.fence_reads = effort.fence_reads;
+        self
     }
 }

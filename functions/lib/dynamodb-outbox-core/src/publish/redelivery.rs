@@ -98,8 +98,9 @@ impl<K: MessageSink, S: OutboxStore> Publisher<K, S> {
             .filter(|(_, verdict)| verdict.is_settled())
             .filter_map(|(item, _)| item.work.key().cloned())
             .collect();
-        let published = if verdicts.iter().all(|v| *v == Delivery::Publish) {
-            self.process_after(items, &finished).await
+        let claims = HashMap::new();
+        let (published, effort) = if verdicts.iter().all(|v| *v == Delivery::Publish) {
+            self.process_counted(items, &finished, &claims).await
         } else {
             let to_publish: Vec<WorkItem> = items
                 .iter()
@@ -107,7 +108,7 @@ impl<K: MessageSink, S: OutboxStore> Publisher<K, S> {
                 .filter(|(_, verdict)| **verdict == Delivery::Publish)
                 .map(|(item, _)| item.clone())
                 .collect();
-            self.process_after(&to_publish, &finished).await
+            self.process_counted(&to_publish, &finished, &claims).await
         };
         let unread = read
             .err()
@@ -126,7 +127,7 @@ impl<K: MessageSink, S: OutboxStore> Publisher<K, S> {
                 })
             })
             .collect();
-        let mut summary = Summary::of(&outcomes);
+        let mut summary = Summary::of(&outcomes).with_effort(effort);
         summary.already_settled = verdicts.iter().filter(|v| v.is_settled()).count();
         summary.status_unread = verdicts.iter().filter(|v| **v == Delivery::Unread).count();
         log_skipped(items, &verdicts);

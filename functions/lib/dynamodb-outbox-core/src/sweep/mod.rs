@@ -73,7 +73,7 @@ pub struct SweepSummary {
     /// the next sweep by the time budget, the per-run bound or behind an earlier
     /// message of its aggregate that did not go (never claimed), or a store error.
     pub skipped: usize,
-    /// Unindexed items adopted into the index (scan mode).
+    /// Unindexed items adopted into the index (scan mode; metric `RecoveredByScan`).
     pub adopted: usize,
     /// Index items read by the queries (their `ScannedCount`).
     pub index_items_read: u64,
@@ -101,6 +101,11 @@ pub struct SweepSummary {
     /// read their aggregates' pending messages (metric `FenceUnread`; also counted in
     /// `retried`).
     pub fence_unread: usize,
+    /// Payloads written to S3 instead of sent inline, dead-letter claim checks
+    /// included (metric `PayloadsOffloaded`).
+    pub offloaded: usize,
+    /// Requests of the order fence's reads that answered (metric `FenceReads`).
+    pub fence_reads: usize,
 }
 
 /// The sweeper with its dependencies.

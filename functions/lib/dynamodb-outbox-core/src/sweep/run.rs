@@ -127,10 +127,12 @@ impl<K: MessageSink, S: OutboxStore + SweepStore> Sweeper<K, S> {
         order_attempts(&mut attempts);
         let holds = held_back(&attempts, &gates);
         let work = work_of(&attempts, &holds);
-        let outcomes = self
+        let (outcomes, effort) = self
             .publisher
-            .process_under_claims(&work, finished, &conditions)
+            .process_counted(&work, finished, &conditions)
             .await;
+        summary.offloaded += effort.offloaded;
+        summary.fence_reads += effort.fence_reads;
         let mut stopped: HashSet<String> = gates.iter().map(|g| g.aggregate.clone()).collect();
         stopped.extend(note_finished(&work, &outcomes, finished));
         let settle = settle_all(&attempts, holds, outcomes, summary);

@@ -424,3 +424,24 @@ async fn rounds_stop_at_their_bound_and_leave_the_rest_for_the_next_sweep() {
     let summary = run(&sw, Duration::from_secs(30)).await;
     assert_eq!((summary.published, summary.skipped), (2_000, 500), "{summary:?}");
 }
+
+#[tokio::test]
+async fn a_sweep_counts_the_payloads_it_wrote_to_s3() {
+    // Given a sweeper whose routes offload payloads over 1000 bytes to a bucket, and
+    // two due messages: one over the threshold, one small
+    let mut sw = sweeper();
+    let config = sw.publisher.config.clone();
+    sw.publisher.config = PublisherConfig {
+        routes: config.routes.with_large_payloads(Some("large".into()), Some(1000)),
+        ..config
+    };
+    let mut large = pending("A", "1", "up", 0, NOW - 1, 1);
+    large.payload = Some("p".repeat(1001));
+    put(&sw, "A", "1", large);
+    put(&sw, "B", "1", pending("B", "1", "up", 0, NOW - 1, 2));
+    // When it sweeps
+    let summary = run(&sw, Duration::from_secs(5)).await;
+    // Then both went out, and the one written to S3 is counted
+    assert_eq!((summary.published, summary.offloaded), (2, 1), "{summary:?}");
+    assert_eq!(sw.publisher.sink.object_counts(), (1, 1));
+}

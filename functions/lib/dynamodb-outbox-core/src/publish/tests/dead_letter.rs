@@ -208,3 +208,14 @@ fn a_dead_letter_copy_continues_the_messages_trace() {
         assert!(copy.trace_header.as_deref().is_some_and(|h| h.starts_with("Root=1-0af76519-")));
     }
 }
+
+#[tokio::test]
+async fn a_claim_check_written_for_a_dead_letter_copy_counts_as_offloaded() {
+    let p = publisher(config(Some("large")), Refusals::default());
+    let (_, summary) = p.process_delivery(&[at_the_item_limit()]).await;
+    assert_eq!((summary.dead_lettered, summary.offloaded), (1, 1), "{summary:?}");
+    // A copy sent whole, or as a record without its payload, writes nothing
+    let p = publisher(config(None), Refusals::default());
+    let (_, summary) = p.process_delivery(&[at_the_item_limit()]).await;
+    assert_eq!((summary.dead_lettered, summary.offloaded), (1, 0), "{summary:?}");
+}

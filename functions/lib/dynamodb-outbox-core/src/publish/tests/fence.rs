@@ -260,3 +260,45 @@ async fn an_aggregate_split_across_concurrent_batches_never_sends_the_later_mess
     assert_eq!(earlier, vec![Outcome::Sent { marked: true }]);
     assert_eq!(bodies(&p, "ledger"), vec!["payload-1000".to_owned()]);
 }
+
+#[tokio::test]
+async fn the_summary_counts_the_requests_the_fences_reads_made_and_none_without_a_fifo_route() {
+    // Given a library FIFO aggregate, and a minimal producer's one (read by partition)
+    let p = publisher();
+    let (_, standard) = library(&p, "S", "orders", 1_000);
+    let (_, fifo) = library(&p, "A", "ledger", 1_000);
+    let key = ItemKey {
+        pk: "M".into(),
+        sk: "MESSAGE#X#1".into(),
+    };
+    let minimal = OutboxItem {
+        pk: Some(key.pk.clone()),
+        sk: Some(key.sk.clone()),
+        item_type: Some(PENDING_MESSAGE.into()),
+        topic: Some("ledger".into()),
+        payload: Some("{}".into()),
+        status: Some("PENDING".into()),
+        retry_count: Some(0),
+        ..OutboxItem::default()
+    };
+    let minimal = stored(&p, &key, minimal);
+    // When a batch routed to a standard queue only is published: the fence reads nothing
+    let (_, summary) = p.process_delivery(&[standard]).await;
+    assert_eq!(summary.fence_reads, 0);
+    // When a batch of both FIFO aggregates is: one select of the index shards and one
+    // query of the minimal producer's partition, one request each in the fake store
+    let (_, summary) = p.process_delivery(&[fifo, minimal]).await;
+    assert_eq!(summary.fence_reads, 2, "{summary:?}");
+}
+
+#[tokio::test]
+async fn a_fence_read_that_failed_counts_no_request_and_shows_as_fence_unread() {
+    let p = publisher();
+    let (_, fifo) = library(&p, "A", "ledger", 1_000);
+    p.store.fail(StoreFaults {
+        fence_reads: true,
+        ..StoreFaults::default()
+    });
+    let (_, summary) = p.process_delivery(&[fifo]).await;
+    assert_eq!((summary.fence_reads, summary.fence_unread), (0, 1));
+}

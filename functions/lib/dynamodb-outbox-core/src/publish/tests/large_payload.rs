@@ -228,3 +228,32 @@ fn raw_delivery_is_refused_on_a_route_that_is_not_an_sns_topic() {
     .expect_err("refused");
     assert!(err.to_string().contains("raw_delivery applies to SNS topics only"), "{err}");
 }
+
+#[tokio::test]
+async fn the_summary_counts_the_payloads_written_to_s3_not_those_sent_inline_or_forwarded() {
+    // Given one payload over SNS's limit, one small and a producer's pointer
+    let p = publisher(config(Some("large"), None), Refusals::default());
+    let pointer = PayloadPointer::for_message("producer-bucket", "id-C").encode();
+    let batch = [
+        work("A", "sns", big()),
+        work("B", "sns", "small".into()),
+        work("C", "sns", pointer),
+    ];
+    // When the stream path publishes them
+    let (outcomes, summary) = p.process_delivery(&batch).await;
+    // Then only the one written to the bucket counts
+    assert_eq!(outcomes, vec![Outcome::Sent { marked: true }; 3]);
+    assert_eq!(p.sink.object_counts(), (1, 1));
+    assert_eq!(summary.offloaded, 1, "{summary:?}");
+}
+
+#[tokio::test]
+async fn a_write_that_failed_is_not_counted_as_offloaded() {
+    let refusals = Refusals {
+        buckets_down: vec!["large".into()],
+        ..Refusals::default()
+    };
+    let p = publisher(config(Some("large"), None), refusals);
+    let (_, summary) = p.process_delivery(&[work("A", "sns", big())]).await;
+    assert_eq!((summary.offloaded, summary.retried), (0, 1), "{summary:?}");
+}

@@ -166,3 +166,19 @@ async fn when_the_fence_cannot_tell_only_the_earliest_is_charged() {
     );
     assert!(d1 < d2, "A2 is not due before A1: {d1:?} {d2:?}");
 }
+
+#[tokio::test]
+async fn a_sweep_counts_the_requests_of_its_fence_reads() {
+    // Given one due FIFO message
+    let sw = sweeper();
+    let a1 = library_key("A", 1_000, 0);
+    let store = &sw.publisher.store;
+    store.put(a1.clone(), library_item(&a1, "ledger", NOW - 1, 1_000));
+    // When the sweeper publishes it
+    let summary = sw
+        .sweep(Budget::for_window(NOW, Duration::from_secs(30)))
+        .await;
+    // Then its one fence read (one select of the index shards, one request in the
+    // fake store) is counted
+    assert_eq!((summary.published, summary.fence_reads), (1, 1), "{summary:?}");
+}
