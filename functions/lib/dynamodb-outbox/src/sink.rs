@@ -3,7 +3,11 @@
 //! a route can name is reachable — in whichever region it is: each destination goes
 //! through a client of the region its address names ([`crate::regional`]).
 
+mod span;
+
 use crate::batch::send;
+use span::send_span;
+use tracing::Instrument;
 use crate::eventbridge::Bus;
 use crate::regional::Regional;
 use crate::sns::Topic;
@@ -74,6 +78,27 @@ impl MessageSink for AwsSink {
         destination: &Destination,
         messages: &[&OutboundMessage],
     ) -> Result<Vec<EntryResult>, Failure> {
+        let span = send_span(destination, messages);
+        self.send_to(destination, messages).instrument(span).await
+    }
+
+    async fn put_payload(&self, pointer: &PayloadPointer, payload: &str) -> Result<(), Failure> {
+        match &self.s3 {
+            Some(s3) => crate::s3::put_payload(s3, pointer, payload).await,
+            None => Err(Failure::permanent(format!(
+                "cannot write {pointer}: this sink was built without an S3 client (AwsSink::with_s3)"
+            ))),
+        }
+    }
+}
+
+impl AwsSink {
+    /// Sends `messages` to `destination` with the client of its region.
+    async fn send_to(
+        &self,
+        destination: &Destination,
+        messages: &[&OutboundMessage],
+    ) -> Result<Vec<EntryResult>, Failure> {
         match destination {
             Destination::Sqs { url, .. } => {
                 let client = self.sqs.for_destination(destination);
@@ -100,15 +125,6 @@ impl MessageSink for AwsSink {
                 };
                 send(&bus, messages).await
             }
-        }
-    }
-
-    async fn put_payload(&self, pointer: &PayloadPointer, payload: &str) -> Result<(), Failure> {
-        match &self.s3 {
-            Some(s3) => crate::s3::put_payload(s3, pointer, payload).await,
-            None => Err(Failure::permanent(format!(
-                "cannot write {pointer}: this sink was built without an S3 client (AwsSink::with_s3)"
-            ))),
         }
     }
 }
