@@ -237,6 +237,7 @@ export function dashboardWidgets(s: OutboxSettings, extras: DashboardExtras = {}
         outbox('RecoveredFromStream'),
         outbox('RecoveryRangeLost'),
         outbox('RecoveryRangeUnfinished'),
+        outbox('RecoveredByScan'),
       ],
     },
     {
@@ -260,6 +261,13 @@ export function dashboardWidgets(s: OutboxSettings, extras: DashboardExtras = {}
       stat: 'Sum',
       period: 300,
       metrics: ['AccessDenied', 'FenceUnread', 'StatusReadFailed'].map(outbox),
+    },
+    {
+      title: 'FIFO order fence and large payloads (sum per 5 minutes)',
+      ...common,
+      stat: 'Sum',
+      period: 300,
+      metrics: ['FenceDeferred', 'FenceReads', 'PayloadsOffloaded'].map(outbox),
     },
   ];
   return widgets.map((properties, i) => ({ type: 'metric', x: (i % 2) * 12, y: Math.floor(i / 2) * 6, width: 12, height: 6, properties }));

@@ -193,6 +193,19 @@ describe('dashboard', () => {
       has(['AWS/Lambda', 'Duration', 'FunctionName', fn]);
     }
   });
+  it('shows the fence deferrals and reads and the S3 offloads in one widget, the scan recoveries beside the stream recoveries', () => {
+    const fence = dashboardBody(t).widgets.find((w) => w.properties.title === 'FIFO order fence and large payloads (sum per 5 minutes)')!;
+    assert.deepEqual(
+      fence.properties.metrics,
+      ['FenceDeferred', 'FenceReads', 'PayloadsOffloaded'].map((m) => ['DynamoDbOutbox', m, 'Service', 'outbox']),
+    );
+    assert.equal(fence.properties.stat, 'Sum');
+    const recovery = dashboardBody(t).widgets.find((w) => w.properties.title === 'Stream discards and their recovery (sum per 5 minutes)')!;
+    assert.ok(
+      (recovery.properties.metrics as string[][]).some((m) => JSON.stringify(m) === JSON.stringify(['DynamoDbOutbox', 'RecoveredByScan', 'Service', 'outbox'])),
+      JSON.stringify(recovery.properties.metrics),
+    );
+  });
   it('puts every metric widget in the deployment region', () => {
     for (const w of dashboardBody(t).widgets) assert.equal(w.properties.region, 'eu-west-1');
   });

@@ -491,6 +491,7 @@ locals {
         [local.metrics.namespace, "RecoveredFromStream", "Service", var.prefix],
         [local.metrics.namespace, "RecoveryRangeLost", "Service", var.prefix],
         [local.metrics.namespace, "RecoveryRangeUnfinished", "Service", var.prefix],
+        [local.metrics.namespace, "RecoveredByScan", "Service", var.prefix],
       ]
     },
     {
@@ -505,6 +506,10 @@ locals {
     {
       title   = "Denied calls and reads the functions could not make (sum per 5 minutes)", view = "timeSeries", stacked = false, stat = "Sum", period = 300
       metrics = [for m in ["AccessDenied", "FenceUnread", "StatusReadFailed"] : [local.metrics.namespace, m, "Service", var.prefix]]
+    },
+    {
+      title   = "FIFO order fence and large payloads (sum per 5 minutes)", view = "timeSeries", stacked = false, stat = "Sum", period = 300
+      metrics = [for m in ["FenceDeferred", "FenceReads", "PayloadsOffloaded"] : [local.metrics.namespace, m, "Service", var.prefix]]
     },
   ]
   dashboard = {

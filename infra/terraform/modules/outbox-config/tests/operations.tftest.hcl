@@ -249,3 +249,29 @@ run "status_read_failed_and_recovery_range_unfinished_are_on_the_dashboard_not_a
     error_message = "RecoveryRangeUnfinished is beside the discards and their recovery."
   }
 }
+
+# The functions' cost and hand-off counts (no alarm: none is a fault by itself): the
+# fence's deferrals and reads and the S3 offloads in one widget, the scan's recoveries
+# beside the stream's.
+run "fence_offload_and_scan_recovery_metrics_are_on_the_dashboard" {
+  command = apply
+  assert {
+    condition = [for w in output.dashboard.widgets : w.properties.metrics if w.properties.title == "FIFO order fence and large payloads (sum per 5 minutes)"] == [[
+      ["DynamoDbOutbox", "FenceDeferred", "Service", "outbox"],
+      ["DynamoDbOutbox", "FenceReads", "Service", "outbox"],
+      ["DynamoDbOutbox", "PayloadsOffloaded", "Service", "outbox"],
+    ]]
+    error_message = "One widget shows FenceDeferred, FenceReads and PayloadsOffloaded."
+  }
+  assert {
+    condition = contains(
+      [for w in output.dashboard.widgets : w.properties.metrics if w.properties.title == "Stream discards and their recovery (sum per 5 minutes)"][0],
+      ["DynamoDbOutbox", "RecoveredByScan", "Service", "outbox"],
+    )
+    error_message = "RecoveredByScan is beside RecoveredFromStream."
+  }
+  assert {
+    condition     = length([for a in values(output.alarms) : a if contains(["FenceDeferred", "FenceReads", "PayloadsOffloaded", "RecoveredByScan"], a.metric_name)]) == 0
+    error_message = "No alarm on FenceDeferred, FenceReads, PayloadsOffloaded or RecoveredByScan."
+  }
+}
