@@ -115,14 +115,15 @@ fn sent_at_ms(event: &SqsEvent, message_id: &str) -> i64 {
         .unwrap_or(0)
 }
 
-/// One `RESULT` or `FAILED` line per message: ids, when SQS accepted it, and
-/// outcomes, never bodies.
+/// One `RESULT` or `FAILED` line per message: ids (the producer's trace id among
+/// them), when SQS accepted it, and outcomes, never bodies.
 fn log_outcomes(event: &SqsEvent, report: &BatchReport<OrderResult, IdempotencyError>) {
     for o in &report.outcomes {
         match &o.result {
             Ok(r) => tracing::info!(
                 message_id = %o.message_id,
                 outbox_message_id = o.outbox_message_id.as_deref().unwrap_or_default(),
+                trace_id = o.trace_id.as_deref().unwrap_or_default(),
                 sent_at_ms = sent_at_ms(event, &o.message_id),
                 id = %r.id,
                 quantity = r.quantity,
@@ -140,6 +141,7 @@ fn log_outcomes(event: &SqsEvent, report: &BatchReport<OrderResult, IdempotencyE
                 tracing::error!(
                     message_id = %o.message_id,
                     outbox_message_id = o.outbox_message_id.as_deref().unwrap_or_default(),
+                    trace_id = o.trace_id.as_deref().unwrap_or_default(),
                     retryable,
                     conflict,
                     error = %e,

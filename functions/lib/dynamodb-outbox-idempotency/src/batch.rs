@@ -78,6 +78,9 @@ pub struct MessageOutcome<T, E> {
     pub outbox_message_id: Option<String>,
     /// The FIFO `MessageGroupId`, if any.
     pub group_id: Option<String>,
+    /// The producer's trace id (32 hex digits, [`Delivery::trace`]), when the message
+    /// carries a trace: log it beside the outcome to open the trace that committed it.
+    pub trace_id: Option<String>,
     /// What the function returned.
     pub result: Result<T, MessageFailure<E>>,
 }

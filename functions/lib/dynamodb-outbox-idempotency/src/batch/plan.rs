@@ -160,11 +160,15 @@ pub(super) fn settle<T, E>(
         .into_iter()
         .zip(messages)
         .map(|(slot, msg)| {
-            slot.unwrap_or_else(|| MessageOutcome {
-                message_id: msg.message_id.clone().unwrap_or_default(),
-                outbox_message_id: Delivery::open(msg).outbox_message_id().map(str::to_owned),
-                group_id: group_id(msg).map(str::to_owned),
-                result: Err(MessageFailure::Unfinished),
+            slot.unwrap_or_else(|| {
+                let delivery = Delivery::open(msg);
+                MessageOutcome {
+                    message_id: msg.message_id.clone().unwrap_or_default(),
+                    outbox_message_id: delivery.outbox_message_id().map(str::to_owned),
+                    group_id: group_id(msg).map(str::to_owned),
+                    trace_id: delivery.trace().map(|t| t.trace_id().to_owned()),
+                    result: Err(MessageFailure::Unfinished),
+                }
             })
         })
         .collect()

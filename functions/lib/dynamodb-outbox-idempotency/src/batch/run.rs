@@ -82,6 +82,7 @@ impl BatchProcessor {
             };
             let delivery = self.open(msg);
             let outbox_message_id = delivery.outbox_message_id().map(str::to_owned);
+            let trace_id = delivery.trace().map(|t| t.trace_id().to_owned());
             let span = delivery.span();
             let result = match &failed_first {
                 Some(after) => Err(MessageFailure::Skipped {
@@ -112,6 +113,7 @@ impl BatchProcessor {
                 message_id: msg.message_id.clone().unwrap_or_default(),
                 outbox_message_id,
                 group_id: group_id(msg).map(str::to_owned),
+                trace_id,
                 result,
             };
             finished

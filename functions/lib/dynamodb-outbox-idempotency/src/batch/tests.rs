@@ -298,3 +298,24 @@ async fn a_redelivered_message_that_hangs_hands_back_the_ones_behind_it_and_keep
     assert_eq!(report.failed_ids(), ["fresh", "hangs"]);
     assert!(report.outcomes[1].result.is_ok());
 }
+
+#[tokio::test]
+async fn each_outcome_names_the_trace_its_message_carries_and_none_is_invented() {
+    let mut traced = msg("sqs-1", None, "ok");
+    let mut attr = SqsMessageAttribute::default();
+    attr.string_value = Some("00-5759e988bd862e3fe1be46a994272793-53995c3f42cd8ad8-01".into());
+    attr.data_type = Some("String".into());
+    traced
+        .message_attributes
+        .insert(dynamodb_outbox_core::trace::ATTR_TRACEPARENT.into(), attr);
+    let ev = event(vec![traced, msg("sqs-2", None, "ok")]);
+    let report = BatchProcessor::new()
+        .run(&ev, |_| async { Ok::<(), &str>(()) })
+        .await;
+    let traces: Vec<Option<&str>> = report
+        .outcomes
+        .iter()
+        .map(|o| o.trace_id.as_deref())
+        .collect();
+    assert_eq!(traces, [Some("5759e988bd862e3fe1be46a994272793"), None]);
+}

@@ -14,6 +14,7 @@
 
 pub mod observe;
 pub mod produce;
+pub mod trace;
 pub mod verify;
 
 use crate::aws::Clients;
@@ -175,6 +176,7 @@ async fn judge(
     let outbox_items = observe::outbox_items(observe::scan_all(clients, &deployment.table).await?);
     let orders = observe::scan_all(clients, &deployment.orders_table).await?;
     let mut report = verify::verify(produced, &outbox_items, &orders, &logs);
+    report.table = deployment.table.clone();
     if let Some(dlq) = &deployment.consumer_dlq_url {
         report.consumer_dead_lettered = observe::queue_depth(clients, dlq).await?;
         if report.consumer_dead_lettered > 0 {

@@ -8,6 +8,7 @@ use crate::aws::Clients;
 use crate::writes::{never_holds, transact};
 use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem};
 use dynamodb_outbox::NewMessage;
+use dynamodb_outbox::trace::TraceContext;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -27,6 +28,9 @@ pub struct CommittedOrder {
     pub minimal: bool,
     /// Epoch ms just before the transaction was sent.
     pub commit_ms: i64,
+    /// The trace id it was committed in (as an application's request trace would
+    /// be): library orders only; the minimal producer writes none.
+    pub trace_id: Option<u128>,
 }
 
 /// What the producers did.
@@ -105,6 +109,7 @@ pub async fn produce(
                         quantity: plan.quantity,
                         minimal: plan.minimal,
                         commit_ms,
+                        trace_id: plan.trace_id,
                     },
                 );
             }
@@ -124,6 +129,7 @@ struct OrderPlan {
     quantity: u8,
     rollback: bool,
     minimal: bool,
+    trace_id: Option<u128>,
 }
 
 impl OrderPlan {
@@ -134,7 +140,17 @@ impl OrderPlan {
             quantity: u8::try_from(i % 10 + 1).unwrap_or(1),
             rollback: every(opts.rollback_every),
             minimal: every(opts.minimal_every),
+            trace_id: (!every(opts.minimal_every)).then(new_trace_id),
         }
+    }
+
+    /// The context the order is committed in: a root span of its own trace, as an
+    /// instrumented application's request would give.
+    fn trace(&self) -> Option<TraceContext> {
+        let trace_id = self.trace_id?;
+        let span_id = uuid::Uuid::now_v7().as_u128() as u64;
+        let traceparent = format!("00-{trace_id:032x}-{span_id:016x}-01");
+        TraceContext::from_w3c(&traceparent, None).ok()
     }
 
     fn payload(&self) -> String {
@@ -155,12 +171,31 @@ async fn commit_with_library(
     writer
         .commit(
             business,
-            &[NewMessage::new(plan.aggregate(), "orders", plan.payload())
-                .event_type("ORDER_PLACED")],
+            &[with_trace(
+                NewMessage::new(plan.aggregate(), "orders", plan.payload())
+                    .event_type("ORDER_PLACED"),
+                plan.trace(),
+            )],
         )
         .await
         .map(|_| ())
         .map_err(|e| e.to_string())
+}
+
+fn with_trace(message: NewMessage, trace: Option<TraceContext>) -> NewMessage {
+    match trace {
+        Some(trace) => message.trace(trace),
+        None => message,
+    }
+}
+
+/// A new trace id as X-Ray accepts it too: the epoch seconds in its first 8 hex
+/// digits, then 96 random bits (a UUIDv7's tail: its random bits and a few of its
+/// milliseconds).
+fn new_trace_id() -> u128 {
+    let seconds = u128::from(dynamodb_outbox::clock::now_ms().max(0).unsigned_abs() / 1_000);
+    let tail = uuid::Uuid::now_v7().as_u128() & ((1u128 << 96) - 1);
+    (seconds << 96) | tail
 }
 
 /// As the seed document's boto3 producer writes it: `PK, SK, ItemType, Topic,

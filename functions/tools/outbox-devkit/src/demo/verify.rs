@@ -4,6 +4,7 @@
 
 use super::observe::{Item, number, order_id, own_message, own_order, text};
 use super::produce::Produced;
+use super::trace::{self, TraceReport};
 use crate::deployment::{LogLine, emf_sum, log_records};
 use dynamodb_outbox::schema::{OutboxItem, Status};
 use std::collections::BTreeMap;
@@ -47,6 +48,10 @@ pub struct DemoReport {
     /// Of it, from the first transaction sent to the last one answered: the rate the
     /// producers really offered is `committed` over this.
     pub producing: Duration,
+    /// How far the orders' traces got, and one followed end to end.
+    pub traces: TraceReport,
+    /// The outbox table (for the summary's `outbox-ops` line).
+    pub table: String,
 }
 
 /// The logs of the three functions over the demo.
@@ -83,7 +88,9 @@ pub fn verify(
     };
     count_outbox(produced, &outbox_items, &mut report);
     count_logs(logs, &mut report);
-    check_effects(produced, &orders, logs, &mut report);
+    let results = consumer_results(logs, tag);
+    check_effects(produced, &orders, &results, &mut report);
+    report.traces = trace::follow(produced, &outbox_items, &results, &mut report.broken);
     for (id, error) in produced.errors.iter().take(3) {
         report
             .broken
@@ -174,14 +181,9 @@ fn count_logs(logs: &FunctionLogs, report: &mut DemoReport) {
         .count();
 }
 
-fn check_effects(
-    produced: &Produced,
-    orders: &[&Item],
-    logs: &FunctionLogs,
-    report: &mut DemoReport,
-) {
-    let tag = produced.tag.as_str();
-    let results: Vec<serde_json::Value> = log_records(&logs.consumer, "RESULT")
+/// The consumer's `RESULT` lines for this run's orders.
+fn consumer_results(logs: &FunctionLogs, tag: &str) -> Vec<serde_json::Value> {
+    log_records(&logs.consumer, "RESULT")
         .into_iter()
         .filter(|r| {
             tag.is_empty()
@@ -189,7 +191,15 @@ fn check_effects(
                     .and_then(|v| v.as_str())
                     .is_some_and(|id| id.starts_with(tag))
         })
-        .collect();
+        .collect()
+}
+
+fn check_effects(
+    produced: &Produced,
+    orders: &[&Item],
+    results: &[serde_json::Value],
+    report: &mut DemoReport,
+) {
     // The verdict on effects reads these lines: not finding any is a failure to
     // check, never a pass.
     if results.is_empty() && !produced.committed.is_empty() {
@@ -200,7 +210,7 @@ fn check_effects(
     let flag =
         |r: &serde_json::Value, name: &str| r.get(name).and_then(|v| v.as_bool()) == Some(true);
     let mut applied_per_order: BTreeMap<String, usize> = BTreeMap::new();
-    for r in &results {
+    for r in results {
         if flag(r, "processed") {
             let id = r.get("id").and_then(|v| v.as_str()).unwrap_or_default();
             *applied_per_order.entry(id.to_owned()).or_default() += 1;
@@ -297,6 +307,7 @@ impl DemoReport {
             ),
         );
         line("wall time", format!("{:.1} s", self.elapsed.as_secs_f64()));
+        self.traces.render(&self.table, &mut out);
         if self.broken.is_empty() {
             out.push_str(
                 "guarantees: HELD (no loss, nothing phantom, effect once, terminal states)\n",

@@ -60,6 +60,7 @@ fn step(
                     quantity: 1,
                     minimal: false,
                     commit_ms: T0,
+                    trace_id: None,
                 };
                 (id.clone(), c)
             })

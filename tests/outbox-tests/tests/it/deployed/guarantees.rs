@@ -40,6 +40,17 @@ async fn hundreds_of_orders_keep_every_guarantee_through_publisher_and_consumer_
         "crashes cause redeliveries the consumer suppresses: {}",
         report.render()
     );
+    // And every library order's trace (one in seven orders is the minimal producer's,
+    // without one) reached its outbox item and, through the deployed publisher or
+    // the sweeper's republish, the consumer: every RESULT line read for a traced order
+    // names its trace (any other is in `broken`, asserted empty above). A consumer
+    // that died after deleting a finished message never logs its line, so not every
+    // order has one.
+    let traces = &report.traces;
+    assert_eq!(traces.traced, report.committed - report.minimal, "{}", report.render());
+    assert_eq!(traces.on_item, traces.traced, "{}", report.render());
+    assert!(traces.at_consumer > 0, "{}", report.render());
+    assert!(traces.example.is_some(), "{}", report.render());
 }
 
 #[tokio::test(flavor = "multi_thread")]

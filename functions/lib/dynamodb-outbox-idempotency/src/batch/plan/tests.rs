@@ -140,6 +140,7 @@ fn what_did_not_finish_is_reported_unfinished_in_batch_order() {
         message_id: id.to_owned(),
         outbox_message_id: None,
         group_id: None,
+        trace_id: None,
         result: Ok(()),
     };
     let outcomes = settle(&batch, vec![(2, done("c")), (0, done("a"))]);
