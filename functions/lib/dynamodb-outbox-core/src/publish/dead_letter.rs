@@ -120,7 +120,8 @@ async fn copy_round<K: MessageSink>(
             Some((form, message)) => ready.push((c, form, message)),
             None => {
                 let reason = uncopied_reason(&c.poison.reason, &c.notes);
-                tracing::error!(reason, "no dead-letter record could be sent; marking FAILED");
+                tracing::error!(message_id = c.poison.message_id(), trace_id = c.poison.trace_id(),
+                    reason, "no dead-letter record could be sent; marking FAILED");
                 c.poison.reason = reason;
                 out.to_fail.push((c.index, c.poison, false));
             }
@@ -175,13 +176,15 @@ fn settle(
             out.to_fail.push((c.index, c.poison, holds_payload));
         }
         CopyVerdict::Next(note) => {
-            tracing::warn!(%note, "dead-letter copy refused for good; trying its next form");
+            tracing::warn!(message_id = c.poison.message_id(), trace_id = c.poison.trace_id(),
+                %note, "dead-letter copy refused for good; trying its next form");
             c.notes.push(note);
             c.forms.pop_front();
             next.push(c);
         }
         CopyVerdict::Retry(outcome) => {
-            tracing::error!(?outcome, "could not dead-letter poison; will retry");
+            tracing::error!(message_id = c.poison.message_id(), trace_id = c.poison.trace_id(),
+                ?outcome, "could not dead-letter poison; will retry");
             out.decided.push((c.index, outcome));
         }
     }
@@ -201,7 +204,8 @@ async fn still_pending<S: OutboxStore>(
             Some(key) => match store.load(key).await {
                 Ok(item) => not_ours(item.as_ref(), claims.get(key)),
                 Err(e) => {
-                    tracing::warn!(sk = %key.sk, error = %e, "could not read poison before copying it; copying");
+                    tracing::warn!(sk = %key.sk, message_id = p.message_id(), trace_id = p.trace_id(),
+                        error = %e, "could not read poison before copying it; copying");
                     None
                 }
             },

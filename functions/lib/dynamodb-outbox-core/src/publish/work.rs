@@ -31,6 +31,36 @@ impl Work {
             Work::Poison(p) => p.key.as_ref(),
         }
     }
+
+    /// The `message_id` field of log lines about it: the outbox message id, `-` when
+    /// poison has none that could be read.
+    pub fn message_id(&self) -> &str {
+        match self {
+            Work::Publish(msg) => &msg.message_id,
+            Work::Poison(p) => p.message_id(),
+        }
+    }
+
+    /// The `trace_id` field of log lines about it: the W3C trace id it was committed
+    /// in, `-` without one.
+    pub fn trace_id(&self) -> &str {
+        match self {
+            Work::Publish(msg) => msg.trace_id(),
+            Work::Poison(p) => p.trace_id(),
+        }
+    }
+}
+
+impl Poison {
+    /// The `message_id` field of log lines about it (`-` when unknown).
+    pub fn message_id(&self) -> &str {
+        self.message_id.as_deref().unwrap_or("-")
+    }
+
+    /// The `trace_id` field of log lines about it (`-` without a trace).
+    pub fn trace_id(&self) -> &str {
+        self.trace.as_ref().map_or("-", TraceContext::trace_id)
+    }
 }
 
 /// An item that can never be published as it is.
@@ -76,5 +106,37 @@ impl From<Undecodable> for Poison {
             // An item that does not decode is not read for its trace either.
             trace: None,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn poison_names_its_message_and_trace_in_log_lines_and_a_dash_when_it_has_none() {
+        let traced = Poison {
+            key: None,
+            message_id: Some("m-1".to_owned()),
+            topic: None,
+            body: String::new(),
+            reason: "bad".to_owned(),
+            trace: TraceContext::from_w3c(
+                "00-5759e988bd862e3fe1be46a994272793-53995c3f42cd8ad8-01",
+                None,
+            )
+            .ok(),
+        };
+        let work = Work::Poison(traced.clone());
+        assert_eq!(
+            (work.message_id(), work.trace_id()),
+            ("m-1", "5759e988bd862e3fe1be46a994272793")
+        );
+        let unknown = Poison {
+            message_id: None,
+            trace: None,
+            ..traced
+        };
+        assert_eq!((unknown.message_id(), unknown.trace_id()), ("-", "-"));
     }
 }

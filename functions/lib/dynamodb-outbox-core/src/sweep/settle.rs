@@ -97,7 +97,7 @@ impl<K: MessageSink, S: OutboxStore + SweepStore> Sweeper<K, S> {
                 let next = if due == lease_until { due + 1 } else { due };
                 let a = s.attempt;
                 tracing::warn!(aggregate = %a.key.pk, sk = %a.key.sk, attempt = a.retry_count,
-                    next_due_ms = next, reason = %s.reason, attempted = s.attempted, "not published; retrying later");
+                    message_id = a.work.message_id(), trace_id = a.work.trace_id(), next_due_ms = next, reason = %s.reason, attempted = s.attempted, "not published; retrying later");
                 self.reschedule_once_more(s, lease_until, next)
             }))
             .buffer_unordered(self.config.limits.concurrency.max(1))
@@ -161,16 +161,17 @@ fn tally<'a>(
     summary: &mut SweepSummary,
 ) -> Option<Settle<'a>> {
     let (pk, sk, attempt) = (&a.key.pk, &a.key.sk, a.retry_count);
+    let (message_id, trace_id) = (a.work.message_id(), a.work.trace_id());
     match verdict {
         AttemptVerdict::Recovered { marked } => {
             summary.published += 1;
             summary.marked += usize::from(marked);
-            tracing::info!(aggregate = %pk, %sk, attempt, marked, "recovered by the sweeper");
+            tracing::info!(aggregate = %pk, %sk, message_id, trace_id, attempt, marked, "recovered by the sweeper");
             None
         }
         AttemptVerdict::DeadLettered { reason } => {
             summary.failed += 1;
-            tracing::warn!(aggregate = %pk, %sk, attempt, %reason, "dead-lettered");
+            tracing::warn!(aggregate = %pk, %sk, message_id, trace_id, attempt, %reason, "dead-lettered");
             None
         }
         AttemptVerdict::Finished => {
@@ -181,7 +182,7 @@ fn tally<'a>(
             // Redriven or finished by someone else during the attempt: neither
             // FAILED nor rescheduled here, whoever holds it now decides.
             summary.claims_lost += 1;
-            tracing::warn!(aggregate = %pk, %sk, attempt, at_mark,
+            tracing::warn!(aggregate = %pk, %sk, message_id, trace_id, attempt, at_mark,
                 "claim lost during the attempt (redriven, claimed again or finished by someone else): left alone");
             None
         }
