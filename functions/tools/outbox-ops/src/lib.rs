@@ -1,6 +1,7 @@
 //! Operator commands on an outbox table (the `outbox-ops` binary): how many messages
-//! are pending and failed, which messages failed and why, and redrive of failed
-//! messages once their cause is fixed.
+//! are pending and failed, which messages failed and why, redrive of failed
+//! messages once their cause is fixed, and one message's whole life ([`show_message`]:
+//! its item, and the outbox functions' log lines about it from CloudWatch Logs).
 //!
 //! Every read goes through the sparse sweeper index (`OutboxSweepIndex`) — or, for
 //! [`show`], one aggregate's partition — never a scan of the table: the table may be an application's own, holding millions of

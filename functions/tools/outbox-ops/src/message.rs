@@ -170,7 +170,9 @@ pub async fn show_message(
                 start_ms: window_ms.0,
                 end_ms: window_ms.1,
             };
-            Ok(message_logs(client, groups, &search).await)
+            let mut logs = message_logs(client, groups, &search).await;
+            logs.requests += by_id.map_or(0, |first| first.requests);
+            Ok(logs)
         }
         Ok(_) => Ok(by_id.unwrap_or_default()),
     };

@@ -4,4 +4,5 @@
 
 mod guarantees;
 mod logs;
+mod show;
 mod wiring;
