@@ -47,7 +47,8 @@ pub use error::OpsError;
 pub use logline::ParsedLine;
 pub use logs::{FunctionLogLine, LogGroups, LogSearch, MessageLogs, message_logs};
 pub use message::{
-    FoundBy, LogOptions, MessageView, named_aggregates, parse_duration, show_message, window,
+    DEFAULT_WINDOW_MS, FoundBy, LogOptions, MessageView, named_aggregates, parse_duration,
+    show_message, window,
 };
 pub use read::{FailedMessage, StatusReport, failed, failed_read, status};
 pub use redrive::{RedriveReport, Selection, redrive, redrive_dry_run};
