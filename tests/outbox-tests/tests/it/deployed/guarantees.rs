@@ -47,7 +47,12 @@ async fn hundreds_of_orders_keep_every_guarantee_through_publisher_and_consumer_
     // that died after deleting a finished message never logs its line, so not every
     // order has one.
     let traces = &report.traces;
-    assert_eq!(traces.traced, report.committed - report.minimal, "{}", report.render());
+    assert_eq!(
+        traces.traced,
+        report.committed - report.minimal,
+        "{}",
+        report.render()
+    );
     assert_eq!(traces.on_item, traces.traced, "{}", report.render());
     assert!(traces.at_consumer > 0, "{}", report.render());
     assert!(traces.example.is_some(), "{}", report.render());
