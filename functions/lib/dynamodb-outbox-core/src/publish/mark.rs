@@ -183,7 +183,13 @@ pub(super) async fn all_sent<S: OutboxStore>(
                 Batched::PerItem => store.mark_sent(&msg.key, now_ms, expires).await,
             };
             let marked = match answer {
-                Ok(MarkOutcome::Marked) => true,
+                Ok(MarkOutcome::Marked) => {
+                    // One line per message published: what `outbox-ops show` and a
+                    // search by message or trace id find (about 250 bytes of logs).
+                    tracing::info!(message_id = %msg.message_id, trace_id = msg.trace_id(),
+                        aggregate = %msg.key.pk, sk = %msg.key.sk, topic = %msg.topic, "published; marked SENT");
+                    true
+                }
                 Ok(MarkOutcome::AlreadyFinished) => {
                     tracing::debug!(message_id = %msg.message_id, trace_id = msg.trace_id(), "already finished by another worker");
                     false
