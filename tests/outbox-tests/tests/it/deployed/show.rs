@@ -138,6 +138,17 @@ async fn one_message_by_its_id_alone_shows_its_item_its_trace_and_the_publishers
     assert!(!text.contains(poison_id.as_str()), "{text}");
     assert!(view.logs.is_ok(), "{text}");
 
+    // And by its id alone too: the publisher logs each message it published and
+    // marked, with its ids, so the line names its aggregate
+    eventually(Duration::from_secs(60), || async {
+        publisher_line(&show(&p, None, sent_id).await.0)
+    })
+    .await;
+    let (view, text) = show(&p, None, sent_id).await;
+    assert_eq!(view.found_by, FoundBy::Logs, "{text}");
+    assert!(text.contains("published; marked SENT"), "{text}");
+    assert!(text.contains("  status      SENT at "), "{text}");
+
     // And an id no message has is found nowhere, with no line
     let (view, text) = show(&p, None, &format!("{poison_id}-not")).await;
     assert_eq!(view.found_by, FoundBy::Nowhere, "{text}");
