@@ -62,6 +62,15 @@ pub mod vars {
     pub const SWEEP_SHARDS: &str = "OUTBOX_SWEEP_SHARDS";
     /// While the shard count is being changed: the count it is changed from.
     pub const SWEEP_SHARDS_PREVIOUS: &str = "OUTBOX_SWEEP_SHARDS_PREVIOUS";
+    /// The region this deployment runs in and publishes the messages of (default:
+    /// `AWS_REGION`, which Lambda sets): on a global table, each region's deployment
+    /// acts only on the messages whose home it is.
+    pub const REGION: &str = "OUTBOX_REGION";
+    /// The home region of messages that name none (a minimal producer's): the same in
+    /// every region's deployment of a global table (default: [`REGION`]).
+    pub const DEFAULT_HOME_REGION: &str = "OUTBOX_DEFAULT_HOME_REGION";
+    /// The region Lambda runs a function in.
+    pub const AWS_REGION: &str = "AWS_REGION";
 }
 
 /// What the publish path needs to know.

@@ -8,6 +8,7 @@
 //! request they build ([`KeyNames::to_canonical`], [`KeyNames::to_configured`]).
 
 use crate::config::{ConfigError, vars};
+use crate::home::HomeRegions;
 use crate::schema::SweepShards;
 use std::collections::HashMap;
 
@@ -47,6 +48,10 @@ pub struct KeyNames {
     /// `OUTBOX_SWEEP_SHARDS_PREVIOUS`). Not a name, but like the names a property of
     /// the table's items that every producer and function must agree on.
     pub sweep_shards: SweepShards,
+    /// On a global table, which messages this deployment owns (`OUTBOX_REGION`, else
+    /// `AWS_REGION`; `OUTBOX_DEFAULT_HOME_REGION`): the publisher, the sweeper and the
+    /// recovery function act only on those. The default owns every message.
+    pub regions: HomeRegions,
 }
 
 impl Default for KeyNames {
@@ -63,6 +68,7 @@ impl KeyNames {
             sort_key: sort_key.into(),
             ttl_attribute: CANONICAL_TTL_ATTRIBUTE.to_owned(),
             sweep_shards: SweepShards::default(),
+            regions: HomeRegions::default(),
         }
     }
 
@@ -84,6 +90,13 @@ impl KeyNames {
     /// ```
     pub fn sweep_shards(mut self, shards: SweepShards) -> Self {
         self.sweep_shards = shards;
+        self
+    }
+
+    /// The same names for a deployment that owns `regions`' messages (a global
+    /// table's, [`crate::home`]).
+    pub fn regions(mut self, regions: HomeRegions) -> Self {
+        self.regions = regions;
         self
     }
 
@@ -121,6 +134,7 @@ impl KeyNames {
             sort_key: read(vars::SORT_KEY, CANONICAL_SORT_KEY),
             ttl_attribute: read(vars::TTL_ATTRIBUTE, CANONICAL_TTL_ATTRIBUTE),
             sweep_shards: SweepShards::from_lookup(&lookup)?,
+            regions: HomeRegions::from_lookup(&lookup)?,
         };
         names.validate()?;
         Ok(names)

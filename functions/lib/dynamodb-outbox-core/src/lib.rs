@@ -12,6 +12,7 @@
 //! - [`Failure`] and [`FailureKind`]: the one failure vocabulary — what a retry may
 //!   fix and what it cannot ([`failure::retryable`]);
 //! - [`KeyNames`]: the table's partition key, sort key and TTL attribute names;
+//! - [`home`]: which region publishes a message on a global table ([`HomeRegions`]);
 //! - [`Clock`]: time as an input ([`clock::now_ms`] is the one system-time reading);
 //! - [`message`]: the message attributes a consumer reads (`outbox-message-id`, …);
 //! - [`large_payload`]: the pointer a payload stored in S3 travels as;
@@ -41,6 +42,7 @@
 pub mod clock;
 pub mod config;
 pub mod failure;
+pub mod home;
 pub mod keys;
 pub mod large_payload;
 pub mod message;
@@ -75,6 +77,7 @@ internal! {
 pub use clock::{Clock, ManualClock, SharedClock, SystemClock};
 pub use config::{ConfigError, PublisherConfig};
 pub use failure::{Failure, FailureKind};
+pub use home::HomeRegions;
 pub use keys::KeyNames;
 pub use producer::NewMessage;
 #[cfg(feature = "unstable-internals")]

@@ -233,6 +233,7 @@ mod tests {
             payload_size: None,
             index: crate::schema::SeenIndex::ours("00", 1),
             trace: None,
+            home_region: None,
         }
     }
 

@@ -13,6 +13,7 @@ use aws_lambda_events::event::streams::{DynamoDbBatchItemFailure, DynamoDbEventR
 use dynamodb_outbox_core::ports::{MessageSink, OutboxStore};
 use dynamodb_outbox_core::publish::{Outcome, Publisher, Summary, Work, WorkItem};
 use dynamodb_outbox_core::KeyNames;
+use dynamodb_outbox_core::home::HOME_REGION;
 use dynamodb_outbox_core::schema::{self, ITEM_TYPE, PENDING_MESSAGE, STATUS, Status};
 
 /// Why a record is not for the publisher.
@@ -24,6 +25,9 @@ pub enum Skip {
     BusinessItem,
     /// An outbox item inserted in a state other than `PENDING`.
     NotPendingWhenInserted,
+    /// A message another region publishes: on a global table every replica's stream
+    /// carries every region's inserts ([`dynamodb_outbox_core::home`]).
+    HomedElsewhere,
 }
 
 /// Turns one stream record into work for the publish path, or says why it is skipped.
@@ -43,7 +47,9 @@ pub fn classify_keyed(record: &EventRecord, keys: &KeyNames) -> Result<WorkItem,
         &record.event_name,
         schema::string_attr(image, ITEM_TYPE),
         schema::string_attr(image, STATUS),
-    ) {
+    )
+    .or_else(|| elsewhere(keys, schema::string_attr(image, HOME_REGION)))
+    {
         return Err(skip);
     }
     let id = record_id(record);
@@ -67,6 +73,24 @@ pub fn classify_keyed(record: &EventRecord, keys: &KeyNames) -> Result<WorkItem,
         Err(undecodable) => Work::Poison(undecodable.into()),
     };
     Ok(WorkItem { id, work })
+}
+
+/// `work`, unless it is a message another region publishes (the lean read's check,
+/// after its home was read with the message).
+pub(crate) fn owned_work(work: WorkItem, keys: &KeyNames) -> Result<WorkItem, Skip> {
+    match &work.work {
+        Work::Publish(msg) if !keys.regions.owns(msg.home_region.as_deref()) => {
+            Err(Skip::HomedElsewhere)
+        }
+        _ => Ok(work),
+    }
+}
+
+/// [`Skip::HomedElsewhere`] when the message's home (its `HomeRegion`, when a string) is
+/// not this deployment's: what the publisher's FilterCriteria drops, decided again
+/// for a mapping deployed without (or with a stale) filter.
+fn elsewhere(keys: &KeyNames, home: Option<&str>) -> Option<Skip> {
+    (!keys.regions.owns(home)).then_some(Skip::HomedElsewhere)
 }
 
 /// Whether a record is skipped, from its event name and its image's `ItemType` and

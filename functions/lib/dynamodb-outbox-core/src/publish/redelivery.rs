@@ -200,6 +200,7 @@ mod tests {
                 payload_size: None,
                 index: crate::schema::SeenIndex::default(),
                 trace: None,
+                home_region: None,
             }),
         }
     }

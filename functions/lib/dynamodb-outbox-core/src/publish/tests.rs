@@ -60,6 +60,7 @@ fn publish_work(
             sequence: None,
             payload_size: None,
             trace: None,
+            home_region: None,
         }),
     }
 }

@@ -140,6 +140,15 @@ pub struct OutboxItem {
         deserialize_with = "lenient::text"
     )]
     pub aws_trace_header: Option<String>,
+    /// `HomeRegion`: the region whose deployment publishes it, on a global table
+    /// ([`crate::home`]); none: the default home region's.
+    #[serde(
+        rename = "HomeRegion",
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient::text"
+    )]
+    pub home_region: Option<String>,
 }
 
 /// An outbox message, decoded and validated: everything the publish path needs.
@@ -169,6 +178,8 @@ pub struct OutboxMessage {
     pub index: SeenIndex,
     /// The trace the message was committed in, when the item carries a well-formed one.
     pub trace: Option<TraceContext>,
+    /// Its `HomeRegion`, when it names one ([`crate::home`]).
+    pub home_region: Option<String>,
 }
 
 impl OutboxMessage {
@@ -310,6 +321,7 @@ impl OutboxItem {
             index,
             key,
             trace,
+            home_region: self.home_region,
         })
     }
 }

@@ -8,6 +8,7 @@ use crate::sdk_error::store_failure;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, ReturnValuesOnConditionCheckFailure};
 use dynamodb_outbox_core::failure::Failure;
+use dynamodb_outbox_core::home::HOME_REGION;
 use dynamodb_outbox_core::ports::{
     Claim, ClaimedItem, DueKey, DuePage, Held, MarkOutcome, PageToken, ScanPage, SweepStore,
     UnindexedItem,
@@ -93,9 +94,20 @@ impl SweepStore for DynamoStore {
         lease_until_ms: i64,
         shard: &str,
     ) -> Result<Claim, Failure> {
+        let ownership = self.key_names().regions.ownership_condition();
+        let condition = match ownership {
+            Some((owned, _)) => format!("#status = :pending AND #due = :seen AND {owned}"),
+            None => "#status = :pending AND #due = :seen".to_owned(),
+        };
+        let mut update = self.update(key);
+        if let Some((_, region)) = ownership {
+            update = update
+                .expression_attribute_names("#home", HOME_REGION)
+                .expression_attribute_values(":home", s(region));
+        }
         let result = request(
-            self.update(key)
-                .condition_expression("#status = :pending AND #due = :seen")
+            update
+                .condition_expression(condition)
                 .update_expression(format!(
                     "SET {RETRY_COUNT} = if_not_exists({RETRY_COUNT}, :zero) + :one, #due = :lease, #shard = :shard"
                 ))
@@ -176,7 +188,8 @@ impl SweepStore for DynamoStore {
                 .segment(i32::try_from(segment).unwrap_or(0))
                 .total_segments(i32::try_from(segments).unwrap_or(1))
                 .filter_expression("#type = :message AND #status = :pending")
-                .projection_expression("#pk, #sk, #created, #shard, #due")
+                .projection_expression("#pk, #sk, #created, #shard, #due, #home")
+                .expression_attribute_names("#home", HOME_REGION)
                 .expression_attribute_names("#type", ITEM_TYPE)
                 .expression_attribute_names("#status", STATUS)
                 .expression_attribute_names("#shard", TABLE.sweep_index_partition_key)
@@ -199,7 +212,9 @@ impl SweepStore for DynamoStore {
                 let raw = self.canonical(raw);
                 let index = SeenIndex::of(&raw);
                 let item = read(raw)?;
-                (!index.is_valid(&self.keys.sweep_shards)).then_some(UnindexedItem {
+                // Another region's message is its own sweeper's to adopt.
+                let ours = self.keys.regions.owns(item.home_region.as_deref());
+                (ours && !index.is_valid(&self.keys.sweep_shards)).then_some(UnindexedItem {
                     created_at_ms: item.created_at,
                     key: item.key()?,
                     index,

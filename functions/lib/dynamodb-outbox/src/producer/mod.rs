@@ -57,12 +57,14 @@ pub struct OutboxWriter {
     clock: SharedClock,
     large: Option<offload::Offloader>,
     capture_lambda_trace: bool,
+    home_region: Option<String>,
 }
 
 impl OutboxWriter {
     /// A writer for the outbox `table`. Messages become due for the sweeper one
     /// minute after they are written.
     pub fn new(client: aws_sdk_dynamodb::Client, table: impl Into<String>) -> Self {
+        let home_region = client.config().region().map(|r| r.as_ref().to_owned());
         OutboxWriter {
             client,
             table: table.into(),
@@ -72,7 +74,17 @@ impl OutboxWriter {
             clock: clock::system(),
             large: None,
             capture_lambda_trace: true,
+            home_region,
         }
+    }
+
+    /// The region written as each message's home (`HomeRegion`): on a global table,
+    /// the region whose deployment publishes it (docs/global-tables.md). By default
+    /// the client's region, the replica the transaction commits to; `None` writes no
+    /// home, as a minimal producer does (the deployments' default home region's).
+    pub fn home_region(mut self, region: Option<String>) -> Self {
+        self.home_region = region;
+        self
     }
 
     /// Whether a message committed without a trace of its own
@@ -298,6 +310,7 @@ impl OutboxWriter {
             if let (None, Some(trace)) = (&m.trace, ambient) {
                 item = item.with_trace(trace);
             }
+            item.home_region.clone_from(&self.home_region);
             let sk = item.sk.clone().unwrap_or_default();
             let mut put = self.put(index, &item)?;
             let offload = self

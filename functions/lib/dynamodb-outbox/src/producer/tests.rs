@@ -336,3 +336,31 @@ fn a_message_committed_inside_an_opentelemetry_span_carries_its_context() {
         .expect("valid");
     assert_eq!(traceparent(&outside), None, "no span, no context invented");
 }
+
+/// Each message names the region it was committed in, the replica its client writes
+/// to, as its home (docs/global-tables.md); a writer told none writes none.
+#[test]
+fn a_message_is_homed_in_the_region_its_transaction_commits_in() {
+    use dynamodb_outbox_core::home::HOME_REGION;
+    let client = |region: Option<&'static str>| {
+        let mut conf = aws_sdk_dynamodb::Config::builder()
+            .behavior_version(aws_sdk_dynamodb::config::BehaviorVersion::latest());
+        conf.set_region(region.map(aws_sdk_dynamodb::config::Region::from_static));
+        let conf = conf.build();
+        aws_sdk_dynamodb::Client::from_conf(conf)
+    };
+    let home = |writer: OutboxWriter| {
+        let prepared = writer
+            .prepare_at(vec![], &[NewMessage::new("USER#1", "orders", "{}")], 1_000)
+            .expect("valid");
+        prepared.actions()[0]
+            .put()
+            .and_then(|p| p.item().get(HOME_REGION))
+            .and_then(|v| v.as_s().ok())
+            .cloned()
+    };
+    let in_eu = OutboxWriter::new(client(Some("eu-west-1")), "outbox");
+    assert_eq!(home(in_eu.clone()).as_deref(), Some("eu-west-1"));
+    assert_eq!(home(in_eu.home_region(None)), None);
+    assert_eq!(home(OutboxWriter::new(client(None), "outbox")), None);
+}

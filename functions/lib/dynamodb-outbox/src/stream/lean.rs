@@ -14,7 +14,7 @@
 //! ([`super::classify_keyed`]) on the owned event, so poison and its reason come out
 //! exactly as they always did.
 
-use super::{Skip, classify_keyed, skip_reason};
+use super::{Skip, classify_keyed, owned_work, skip_reason};
 use aws_lambda_events::event::dynamodb::Event;
 use dynamodb_outbox_core::KeyNames;
 use dynamodb_outbox_core::publish::{Work, WorkItem};
@@ -162,7 +162,7 @@ struct Image<'a> {
 }
 
 /// [`OutboxItem`]'s attributes, in the order of [`Image::attrs`].
-const NAMES: [&str; 21] = [
+const NAMES: [&str; 22] = [
     "PK",
     "SK",
     "ItemType",
@@ -184,6 +184,7 @@ const NAMES: [&str; 21] = [
     "TraceParent",
     "TraceState",
     "AwsTraceHeader",
+    "HomeRegion",
 ];
 /// The index in [`NAMES`] of attribute `name` (a `match`: the compiler sorts the
 /// comparisons by length, where a scan of [`NAMES`] compared each name in turn).
@@ -210,6 +211,7 @@ fn attribute_index(name: &str) -> Option<usize> {
         "TraceParent" => TRACE_PARENT,
         "TraceState" => TRACE_STATE,
         "AwsTraceHeader" => AWS_TRACE_HEADER,
+        "HomeRegion" => HOME_REGION,
         _ => return None,
     })
 }
@@ -229,6 +231,7 @@ const PAYLOAD_SIZE: usize = 16;
 const TRACE_PARENT: usize = 18;
 const TRACE_STATE: usize = 19;
 const AWS_TRACE_HEADER: usize = 20;
+const HOME_REGION: usize = 21;
 /// Numbers the publisher does not use, read only to refuse what the owned path refuses
 /// (`SentAt`, `ExpiresAt`, `FailedAt`).
 const VALIDATED_NUMBERS: [usize; 3] = [12, 13, 14];
@@ -358,7 +361,8 @@ pub fn classify_json(
     let mut decided = Vec::with_capacity(lean_event.records.0.len());
     for (i, decision) in lean_event.records.0.into_iter().enumerate() {
         match decision {
-            Ok(d) => decided.push(d),
+            // The home is read here, where the deployment's regions are known.
+            Ok(d) => decided.push(d.and_then(|work| owned_work(work, keys))),
             Err(Unsure) => {
                 if owned.is_none() {
                     owned = Some(serde_json::from_str(json)?);
@@ -445,6 +449,7 @@ fn lean(record: Record<'_>) -> Result<Result<WorkItem, Skip>, Unsure> {
         trace_parent: new_image.lenient_string(TRACE_PARENT),
         trace_state: new_image.lenient_string(TRACE_STATE),
         aws_trace_header: new_image.lenient_string(AWS_TRACE_HEADER),
+        home_region: new_image.lenient_string(HOME_REGION),
         ..OutboxItem::default()
     };
     // An item that does not decode is poison: the owned path builds it, raw image and all.

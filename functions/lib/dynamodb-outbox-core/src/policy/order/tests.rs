@@ -44,6 +44,7 @@ fn publishable(pk: &str, created: i64, id: &str) -> Attempt {
         payload_size: None,
         index: crate::schema::SeenIndex::default(),
         trace: None,
+        home_region: None,
     });
     a
 }

@@ -72,6 +72,11 @@ pub(crate) fn pending_insert(record: &Record, keys: &KeyNames) -> Option<(ItemKe
     {
         return None;
     }
+    // Another region's message: its own deployment recovers it (on a global table
+    // every replica's stream, and so every region's discarded ranges, carry it).
+    if !keys.regions.owns(item.home_region.as_deref()) {
+        return None;
+    }
     let mut record_keys = change.keys()?.clone();
     keys.to_canonical(&mut record_keys);
     let key = schema::item_key(&record_keys.into()).or_else(|| item.key())?;
@@ -275,6 +280,43 @@ mod tests {
             !seen.is_valid(&dynamodb_outbox_core::schema::SweepShards::default()),
             "a minimal item carries no index attributes"
         );
+    }
+
+    #[test]
+    fn only_the_regions_own_messages_are_recovered() {
+        use aws_sdk_dynamodbstreams::types::{AttributeValue as Av, OperationType, StreamRecord};
+        use dynamodb_outbox_core::HomeRegions;
+        let homed = |home: Option<&str>| {
+            let plain = record("INSERT", "PENDING_MESSAGE", "PENDING");
+            let change = plain
+                .dynamodb()
+                .cloned()
+                .unwrap_or_else(|| panic!("change"));
+            let mut image = change.new_image().cloned().unwrap_or_default();
+            if let Some(home) = home {
+                image.insert("HomeRegion".to_owned(), Av::S(home.to_owned()));
+            }
+            Record::builder()
+                .event_name(OperationType::Insert)
+                .dynamodb(
+                    StreamRecord::builder()
+                        .set_keys(change.keys().cloned())
+                        .set_new_image(Some(image))
+                        .sequence_number("1")
+                        .build(),
+                )
+                .build()
+        };
+        let keys = KeyNames::default()
+            .regions(HomeRegions::in_region("eu-west-1").default_home("us-east-1"));
+        let recovered = |home| pending_insert(&homed(home), &keys).is_some();
+        assert!(recovered(Some("eu-west-1")));
+        assert!(
+            !recovered(Some("us-east-1")),
+            "us-east-1's deployment recovers it"
+        );
+        assert!(!recovered(None), "the default home's");
+        assert!(pending_insert(&homed(Some("us-east-1")), &KeyNames::default()).is_some());
     }
 
     #[test]

@@ -305,3 +305,74 @@ fn trace_attributes_are_read_alike_and_malformed_ones_leave_a_message_untraced()
     let (lean, owned) = both(records);
     assert_eq!(lean, owned);
 }
+
+/// On a global table every replica's stream carries every region's inserts: the
+/// lean read and the owned parse keep only this region's messages (and, in the
+/// default home region, those that name no home), and skip the rest alike — poison
+/// included.
+#[test]
+fn another_regions_messages_are_skipped_by_both_reads_and_only_this_regions_published() {
+    use dynamodb_outbox_core::HomeRegions;
+    let homed = |seq: &str, home: Option<&str>| {
+        let image = image(seq);
+        let image = match home {
+            Some(h) => with(image, "HomeRegion", json!({"S": h})),
+            None => image,
+        };
+        record(Some(seq), "INSERT", image)
+    };
+    let poison_elsewhere = record(
+        Some("5"),
+        "INSERT",
+        with(
+            without(with(image("5"), "HomeRegion", json!({"S": "us-east-1"})), "Topic"),
+            "Payload",
+            json!({"S": "{}"}),
+        ),
+    );
+    let records = vec![
+        homed("1", Some("eu-west-1")),
+        homed("2", Some("us-east-1")),
+        homed("3", None),
+        homed("4", Some("ap-south-1")),
+        poison_elsewhere,
+    ];
+    let event = json!({ "Records": records }).to_string();
+    let parsed: Event = serde_json::from_str(&event).expect("event");
+    for (keys_home, published) in [
+        (HomeRegions::in_region("eu-west-1").default_home("us-east-1"), vec!["m-1"]),
+        (HomeRegions::in_region("us-east-1"), vec!["m-2", "m-3"]),
+        (HomeRegions::default(), vec!["m-1", "m-2", "m-3", "m-4"]),
+    ] {
+        let keys = KeyNames::default().regions(keys_home.clone());
+        let (work, skipped) = classify_json(&event, &keys).expect("a stream event");
+        let ids: Vec<&str> = work
+            .iter()
+            .filter_map(|w| match &w.work {
+                Work::Publish(m) => Some(m.message_id.as_str()),
+                Work::Poison(_) => None,
+            })
+            .collect();
+        let poison = work.iter().filter(|w| matches!(w.work, Work::Poison(_))).count();
+        assert_eq!(ids, published, "{keys_home:?}");
+        assert_eq!(skipped + ids.len() + poison, 5, "{keys_home:?}");
+        assert_eq!(poison, usize::from(keys_home.owns(Some("us-east-1"))), "{keys_home:?}");
+        let owned: Vec<Result<WorkItem, Skip>> = parsed
+            .records
+            .iter()
+            .map(|r| classify_keyed(r, &keys))
+            .collect();
+        assert_eq!(
+            owned.iter().filter(|r| r.is_err()).count(),
+            skipped,
+            "the owned parse skips the same: {keys_home:?}"
+        );
+        assert!(
+            owned
+                .iter()
+                .filter_map(|r| r.as_ref().err())
+                .all(|s| *s == Skip::HomedElsewhere),
+            "{keys_home:?}"
+        );
+    }
+}
