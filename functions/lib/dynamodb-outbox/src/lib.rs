@@ -60,11 +60,13 @@ internal! {
     wiring;
 }
 
+/// Which region publishes a message on a global table (`HomeRegion`).
+pub use dynamodb_outbox_core::home;
 pub use dynamodb_outbox_core::large_payload::PayloadPointer;
 /// The trace context a message carries from its commit to its consumer.
 pub use dynamodb_outbox_core::trace;
 pub use dynamodb_outbox_core::{
-    Clock, ConfigError, Destination, FailureKind, KeyNames, ManualClock, NewMessage,
+    Clock, ConfigError, Destination, FailureKind, HomeRegions, KeyNames, ManualClock, NewMessage,
     PublisherConfig, Routes, SharedClock, SweepShards, SystemClock,
 };
 pub use producer::{CancelledAction, Committed, OutboxWriter, PreparedCommit, ProducerError};

@@ -54,6 +54,16 @@ pub enum OpsError {
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
     },
+    /// The command needs the region it runs against, and none is configured.
+    #[error(
+        "no region: set AWS_REGION (or the profile's region) to the region that takes the messages over"
+    )]
+    NoRegion,
+    /// A failover named the region it runs against as the failed one.
+    #[error(
+        "--from {0} is the region this command reaches: run it against the surviving region (AWS_REGION)"
+    )]
+    SameRegion(String),
     /// A request could not be built (a key the service would refuse).
     #[error("could not build the request: {0}")]
     Request(String),

@@ -31,6 +31,7 @@
 //! [`OutboxItem`]: dynamodb_outbox::schema::OutboxItem
 
 mod error;
+mod failover;
 mod index;
 mod logline;
 mod logs;
@@ -44,6 +45,7 @@ mod show;
 
 pub use dynamodb_outbox::KeyNames;
 pub use error::OpsError;
+pub use failover::{HomesReport, Rehome, rehome};
 pub use logline::ParsedLine;
 pub use logs::{FunctionLogLine, LogGroups, LogSearch, MessageLogs, message_logs};
 pub use message::{

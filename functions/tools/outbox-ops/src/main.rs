@@ -23,6 +23,7 @@
 //! `OUTBOX_SWEEP_SHARDS_PREVIOUS` (else 16 and none). Install it with `cargo install --path functions/tools/outbox-ops`
 //! (see its README).
 
+mod cli_homes;
 mod cli_show;
 
 use clap::{ArgGroup, Parser, Subcommand};
@@ -156,6 +157,15 @@ enum Command {
     /// aggregate, else among the FAILED messages.
     #[command(after_help = cli_show::EXAMPLES)]
     Show(cli_show::ShowArgs),
+    /// On a global table: re-homes a failed region's PENDING messages into the region
+    /// this command reaches (each with a conditional write there, due now), so that
+    /// region's sweeper publishes them.
+    #[command(after_help = cli_homes::EXAMPLES)]
+    Failover(cli_homes::FailoverArgs),
+    /// On a global table: returns the messages still PENDING that were failed over from
+    /// a region, once it is back.
+    #[command(after_help = cli_homes::EXAMPLES)]
+    Failback(cli_homes::FailbackArgs),
 }
 
 #[tokio::main]
@@ -230,6 +240,8 @@ async fn run(
             print_shards(&outbox_ops::shards(client, table, move_them).await?, table);
         }
         Command::Show(args) => cli_show::run(client, config, table, args, now).await?,
+        Command::Failover(args) => cli_homes::failover(client, table, args, now).await?,
+        Command::Failback(args) => cli_homes::failback(client, table, args, now).await?,
     }
     Ok(())
 }

@@ -1,0 +1,185 @@
+//! `failover` and `failback`: a failed region's pending messages re-homed into the
+//! region the command runs against, and returned to it later (docs/global-tables.md).
+//!
+//! On a global table each region's deployment publishes only the messages homed
+//! there (`HomeRegion`). When a region is down, its pending messages would wait for
+//! it; `failover --from A`, run against a surviving region B, re-homes them into B —
+//! each with one conditional write in B, only while it is still `PENDING` and A's —
+//! and makes them due now, so B's sweeper publishes them at its next sweep. A message
+//! A published whose `SENT` mark had not replicated before A went down is published
+//! again by B (same `outbox-message-id`: the consumers' idempotency absorbs it).
+//! `failback --to A` returns what is still `PENDING` and was failed over from A.
+//!
+//! Both read the sweeper index of the region they run against (every shard) and
+//! write only items the index lists: a minimal producer's message that no sweep has
+//! adopted yet is not in it (its default home's sweeper adopts it).
+
+use crate::{OpsError, Reads, Table, index};
+use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
+use aws_sdk_dynamodb::types::AttributeValue;
+use dynamodb_outbox::home::{FAILED_OVER_FROM, HOME_REGION};
+use dynamodb_outbox::schema::{ItemKey, STATUS, SWEEP_DUE_AT, Status};
+
+/// What a failover or a failback did.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct HomesReport {
+    /// Pending messages re-homed.
+    pub moved: Vec<ItemKey>,
+    /// Pending messages listed by the index but not the moving region's (or finished,
+    /// or re-homed by someone else since the read): left alone.
+    pub left: u64,
+    /// What the command read.
+    pub reads: Reads,
+}
+
+/// Which messages a re-home takes, and where to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Rehome {
+    /// `failover --from`: the messages homed in `from` — and, when `from` is the
+    /// default home, those naming no home — into `to`.
+    Failover {
+        /// The failed region.
+        from: String,
+        /// The region taking them (the one the command runs against).
+        to: String,
+        /// Whether `from` is the default home region of messages naming none.
+        from_is_default_home: bool,
+    },
+    /// `failback --to`: the messages failed over from `to`, back to it.
+    Failback {
+        /// The region they were failed over from.
+        to: String,
+    },
+}
+
+impl Rehome {
+    /// The conditional update of one item: condition, update, and the values its
+    /// placeholders name (`#status`, `#home`, `#from`, `#due` are set by the caller).
+    fn update(&self, now_ms: i64) -> (String, &'static str, Vec<(&'static str, String)>) {
+        let now = now_ms.to_string();
+        match self {
+            Rehome::Failover {
+                from,
+                to,
+                from_is_default_home,
+            } => {
+                let theirs = if *from_is_default_home {
+                    "(#home = :from OR attribute_not_exists(#home))"
+                } else {
+                    "#home = :from"
+                };
+                (
+                    format!("#status = :pending AND {theirs}"),
+                    "SET #home = :to, #from = :from, #due = :now",
+                    vec![(":from", from.clone()), (":to", to.clone()), (":now", now)],
+                )
+            }
+            Rehome::Failback { to } => (
+                "#status = :pending AND #from = :to".to_owned(),
+                "SET #home = :to, #due = :now REMOVE #from",
+                vec![(":to", to.clone()), (":now", now)],
+            ),
+        }
+    }
+}
+
+/// Re-homes the pending messages `rehome` names, reading every shard of the sweeper
+/// index of the region `client` reaches.
+pub async fn rehome(
+    client: &aws_sdk_dynamodb::Client,
+    table: &Table,
+    rehome: &Rehome,
+    now_ms: i64,
+) -> Result<HomesReport, OpsError> {
+    let mut report = HomesReport::default();
+    for shard in table.keys.sweep_shards.all() {
+        for key in index::keys(client, table, &shard, &mut report.reads).await? {
+            if rehome_one(client, table, &key, rehome, now_ms).await? {
+                report.moved.push(key);
+            } else {
+                report.left += 1;
+            }
+        }
+    }
+    Ok(report)
+}
+
+/// One item re-homed, if it is still pending and the moving region's; `false` when
+/// it is not (a refused condition).
+async fn rehome_one(
+    client: &aws_sdk_dynamodb::Client,
+    table: &Table,
+    key: &ItemKey,
+    rehome: &Rehome,
+    now_ms: i64,
+) -> Result<bool, OpsError> {
+    let (condition, update, values) = rehome.update(now_ms);
+    let mut request = client
+        .update_item()
+        .table_name(&table.name)
+        .set_key(Some(index::key_of(table, key)))
+        .condition_expression(condition)
+        .update_expression(update)
+        .expression_attribute_names("#status", STATUS)
+        .expression_attribute_names("#home", HOME_REGION)
+        .expression_attribute_names("#from", FAILED_OVER_FROM)
+        .expression_attribute_names("#due", SWEEP_DUE_AT)
+        .expression_attribute_values(
+            ":pending",
+            AttributeValue::S(Status::Pending.as_str().into()),
+        );
+    for (name, value) in values {
+        let value = if name == ":now" {
+            AttributeValue::N(value)
+        } else {
+            AttributeValue::S(value)
+        };
+        request = request.expression_attribute_values(name, value);
+    }
+    match request.send().await {
+        Ok(_) => Ok(true),
+        Err(e) => match e.as_service_error() {
+            Some(UpdateItemError::ConditionalCheckFailedException(_)) => Ok(false),
+            _ => Err(OpsError::aws("update", &table.name, e)),
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_failover_takes_the_failed_regions_messages_and_the_unhomed_only_from_the_default_home() {
+        let failover = |default| Rehome::Failover {
+            from: "us-east-1".into(),
+            to: "eu-west-1".into(),
+            from_is_default_home: default,
+        };
+        let (condition, update, values) = failover(true).update(7);
+        assert_eq!(
+            condition,
+            "#status = :pending AND (#home = :from OR attribute_not_exists(#home))"
+        );
+        assert_eq!(update, "SET #home = :to, #from = :from, #due = :now");
+        assert!(values.contains(&(":now", "7".to_owned())));
+        assert_eq!(
+            failover(false).update(7).0,
+            "#status = :pending AND #home = :from"
+        );
+    }
+
+    #[test]
+    fn a_failback_returns_only_what_was_failed_over_from_the_region() {
+        let (condition, update, values) = Rehome::Failback {
+            to: "us-east-1".into(),
+        }
+        .update(9);
+        assert_eq!(condition, "#status = :pending AND #from = :to");
+        assert_eq!(update, "SET #home = :to, #due = :now REMOVE #from");
+        assert_eq!(
+            values,
+            [(":to", "us-east-1".to_owned()), (":now", "9".to_owned())]
+        );
+    }
+}
