@@ -10,8 +10,29 @@ locals {
     stream_failures     = "${var.prefix}-stream-failures"
     stream_failures_dlq = "${var.prefix}-stream-failures-dlq"
     sweep_rule          = "${var.prefix}-sweep-schedule"
-    dashboard           = "${var.prefix}-dashboard"
-    producer_policy     = "${var.prefix}-producer"
+    # Dashboards and IAM names are global to the account: on a global table (one deployment
+    # per region, same prefix) they carry the region; the regional names stay as they are.
+    dashboard       = "${var.prefix}-dashboard${local.global_suffix}"
+    producer_policy = "${var.prefix}-producer${local.global_suffix}"
+  }
+  global_suffix = local.home.global_table ? "-${var.region}" : ""
+  # The functions' execution roles (IAM: global names), modules/outbox's aws_iam_role names.
+  role_names = { for fn in ["publisher", "sweeper", "recovery"] : fn => "${local.names[fn]}${local.global_suffix}-role" }
+
+  # ---------------------------------------------------------------- home region (docs/global-tables.md)
+  # A deployment acts on the messages it owns: HomeRegion = its region, or no HomeRegion when
+  # its region is the default home region (the same value in every region of a global table).
+  home = {
+    region              = var.region
+    default_home_region = coalesce(var.default_home_region, var.region)
+    is_default_home     = coalesce(var.default_home_region, var.region) == var.region
+    global_table        = length(var.global_table_regions) > 0
+    regions             = var.global_table_regions
+    attribute           = "HomeRegion"
+    environment = {
+      OUTBOX_REGION              = var.region
+      OUTBOX_DEFAULT_HOME_REGION = coalesce(var.default_home_region, var.region)
+    }
   }
 
   # ---------------------------------------------------------------- infra/CONTRACT.md
@@ -97,6 +118,30 @@ locals {
     try(length(local.stream_filter.Filters) >= 1 && length(local.stream_filter.Filters) <= 5, false) &&
     try(alltrue([for f in local.stream_filter.Filters : can(jsondecode(f.Pattern)) && can(regex("^\\{", f.Pattern)) && length(f.Pattern) <= 4096]), false)
   )
+  # The publisher's FilterCriteria: each filter of the file with its region clause,
+  #   "dynamodb": {"NewImage": {"HomeRegion": {"S": ["<region>"]}}}
+  # and, in the default home region only, each again for items without a HomeRegion:
+  #   "dynamodb": {"NewImage": {"HomeRegion": {"S": [{"exists": false}]}}}
+  # Lambda passes a record that matches any one filter. `exists` is tested on the leaf
+  # (HomeRegion.S), not on HomeRegion: "Exists matching only works on leaf nodes. It does not
+  # work on intermediate nodes" (Lambda filters with EventBridge's rule syntax,
+  # https://docs.aws.amazon.com/lambda/latest/dg/invocation-eventfiltering.html#filtering-syntax,
+  # https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-create-pattern-operators.html#eb-filtering-exists-matching;
+  # the DynamoDB page's "Using the Exists operator",
+  # https://docs.aws.amazon.com/lambda/latest/dg/with-ddb-filtering.html#filtering-ddb-exists,
+  # says the same of DynamoDB JSON: a NewImage attribute is an intermediate node, its type key
+  # the leaf). jsonencode writes keys sorted; CDK writes the same text (config.ts canonicalJson).
+  stream_filter_patterns = [for f in try(tolist(local.stream_filter.Filters), []) : try(jsondecode(f.Pattern), {})]
+  home_stream_filter = {
+    Filters = [for p in concat(
+      [for p in local.stream_filter_patterns : merge(p, { dynamodb = merge(try(p.dynamodb, {}), {
+        NewImage = merge(try(p.dynamodb.NewImage, {}), { (local.home.attribute) = { S = [var.region] } })
+      }) })],
+      [for p in local.stream_filter_patterns : merge(p, { dynamodb = merge(try(p.dynamodb, {}), {
+        NewImage = merge(try(p.dynamodb.NewImage, {}), { (local.home.attribute) = { S = [{ exists = false }] } })
+      }) }) if local.home.is_default_home],
+    ) : { Pattern = jsonencode(p) }]
+  }
 
   # ---------------------------------------------------------------- event source mappings and functions
   stream_mapping = {
@@ -154,6 +199,7 @@ locals {
     local.large_payloads.existing_name == null ? {} : { (local.large_payloads.env.bucket) = local.large_payloads.existing_name },
     { OUTBOX_TTL_DAYS = tostring(var.ttl_days), OUTBOX_DEPLOYMENT = var.prefix },
     local.key_environment,
+    local.home.environment,
     var.default_destination == null ? {} : { OUTBOX_DEFAULT_DESTINATION = var.default_destination },
     var.large_payload_threshold_bytes == null ? {} : { (local.large_payloads.env.threshold_bytes) = tostring(var.large_payload_threshold_bytes) },
   )
@@ -165,7 +211,7 @@ locals {
     OUTBOX_SWEEP_PERIOD_SECONDS = tostring(var.sweep_rate_minutes * 60)
     OUTBOX_SWEEP_SCAN_MODE      = local.sweep_scan_mode
   })
-  recovery_environment = merge({ OUTBOX_DEPLOYMENT = var.prefix }, local.key_environment)
+  recovery_environment = merge({ OUTBOX_DEPLOYMENT = var.prefix }, local.key_environment, local.home.environment)
 
   # ---------------------------------------------------------------- tables
   # An existing table's ARN comes from its stream ARN (its own partition, region, account).

@@ -14,12 +14,31 @@ output "outbox_table" {
 }
 
 output "stream_filter" {
-  description = "FilterCriteria of the publisher's stream mapping, decoded from infra/stream-filter.json; Pattern strings are passed on verbatim."
-  value       = local.stream_filter
+  description = "FilterCriteria of the publisher's stream mapping: each filter of infra/stream-filter.json with the region clause (NewImage HomeRegion.S = region) and, in the default home region, each again for items without HomeRegion (HomeRegion.S exists: false). Patterns are JSON text with sorted keys."
+  value       = local.home_stream_filter
   precondition {
     condition     = local.stream_filter_ok
     error_message = "The stream filter file must hold {\"Filters\": [{\"Pattern\": \"<JSON object text>\"}, ...]} with 1 to 5 filters."
   }
+  precondition {
+    condition     = length(local.home_stream_filter.Filters) <= 5 && alltrue([for f in local.home_stream_filter.Filters : length(f.Pattern) <= 4096])
+    error_message = "With the region clauses the stream filter has more than 5 filters (the default home region doubles the file's) or a pattern over 4096 characters: shorten infra/stream-filter.json."
+  }
+}
+
+output "stream_filter_file" {
+  description = "infra/stream-filter.json (or stream_filter_file) as read, before the region clauses: the shared base of both stacks' filters."
+  value       = local.stream_filter
+}
+
+output "home_regions" {
+  description = "Which messages this deployment owns (docs/global-tables.md): its region, the default home region of items without HomeRegion, whether it is that default home, the global table's regions (empty: single-region) and the environment the functions get (OUTBOX_REGION, OUTBOX_DEFAULT_HOME_REGION)."
+  value       = local.home
+}
+
+output "role_names" {
+  description = "Names of the functions' execution roles (IAM names are global: on a global table they carry the region)."
+  value       = local.role_names
 }
 
 output "stream_mapping" {

@@ -438,3 +438,47 @@ variable "resources" {
   })
   default = null
 }
+
+# ---------------------------------------------------------------- regions (docs/global-tables.md)
+variable "region" {
+  description = "The region this deployment runs in and owns (OUTBOX_REGION): the publisher's filter passes the inserts whose HomeRegion is this region. modules/outbox passes its provider's region."
+  type        = string
+  nullable    = false
+  validation {
+    condition     = can(regex("^[a-z]{2}(-[a-z]+)+-[0-9]+$", var.region))
+    error_message = "region must be an AWS region name (e.g. eu-west-1)."
+  }
+}
+
+variable "default_home_region" {
+  description = "OUTBOX_DEFAULT_HOME_REGION: the home region of outbox items without a HomeRegion attribute (minimal producers'); null (the default): this deployment's region. On a global table every region's deployment must set the same value (required there)."
+  type        = string
+  default     = null
+  validation {
+    condition     = var.default_home_region == null || can(regex("^[a-z]{2}(-[a-z]+)+-[0-9]+$", coalesce(var.default_home_region, "-")))
+    error_message = "default_home_region must be null or an AWS region name (e.g. us-east-1)."
+  }
+  validation {
+    condition     = length(var.global_table_regions) == 0 || try(contains(var.global_table_regions, var.default_home_region), false)
+    error_message = "On a global table (global_table_regions set) default_home_region is required and must be one of global_table_regions: every region's deployment must name the same one."
+  }
+}
+
+variable "global_table_regions" {
+  description = "The regions of the global table the outbox runs on (this one among them), one deployment in each; empty (the default): a single-region table. When set, the outbox attaches to existing_table (the replica in this region), default_home_region is required, and the account-global names (IAM roles, the producer policy, the dashboard) carry the region."
+  type        = list(string)
+  default     = []
+  nullable    = false
+  validation {
+    condition     = alltrue([for r in var.global_table_regions : can(regex("^[a-z]{2}(-[a-z]+)+-[0-9]+$", r))]) && length(distinct(var.global_table_regions)) == length(var.global_table_regions)
+    error_message = "global_table_regions must be distinct AWS region names."
+  }
+  validation {
+    condition     = length(var.global_table_regions) == 0 || (contains(var.global_table_regions, var.region) && length(var.global_table_regions) >= 2)
+    error_message = "global_table_regions must hold this deployment's region and at least one other."
+  }
+  validation {
+    condition     = length(var.global_table_regions) == 0 || var.existing_table != null
+    error_message = "On a global table the outbox attaches to the table's replica in this region (existing_table): create the table with its replicas once, beside the deployments (examples/global-table)."
+  }
+}

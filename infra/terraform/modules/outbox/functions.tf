@@ -45,7 +45,7 @@ resource "aws_cloudwatch_log_group" "function" {
 resource "aws_iam_role" "function" {
   for_each = local.functions
 
-  name               = "${each.value.name}-role"
+  name               = module.config.role_names[each.key] # <function>-role; on a global table <function>-<region>-role
   description        = "${var.prefix}: execution role of ${each.value.name} (least privilege)"
   assume_role_policy = module.config.assume_role_policy_json
   tags               = var.tags

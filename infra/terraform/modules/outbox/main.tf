@@ -7,6 +7,8 @@
 # come from ../outbox-config, the provider-free module that `terraform test` checks
 # offline.
 
+data "aws_region" "current" {}
+
 module "config" {
   source = "../outbox-config"
 
@@ -46,6 +48,9 @@ module "config" {
   parallelization_factor           = var.parallelization_factor
   dashboard_queue_names            = var.dashboard_queue_names
   dashboard_function_names         = var.dashboard_function_names
+  region                           = local.region
+  default_home_region              = var.default_home_region
+  global_table_regions             = var.global_table_regions
 
   resources = {
     outbox_table_arn          = local.outbox_table_arn
@@ -61,8 +66,10 @@ module "config" {
 locals {
   names = module.config.names
   table = module.config.outbox_table
-  # The deployment's region, from a queue's ARN (no data source: planning needs no AWS call).
-  region = split(":", local.all_queues["outbox_dlq"].arn)[3]
+  # The deployment's region: the provider's (aws_region reads the provider's configuration, no
+  # AWS call), known at plan. It is the region the deployment owns (OUTBOX_REGION, the
+  # publisher's filter); names that are global to the account carry it on a global table.
+  region = data.aws_region.current.name
 
   # An existing table's ARN comes from its stream ARN (module.config), not from this
   # deployment's region and account.

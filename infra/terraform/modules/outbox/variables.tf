@@ -315,3 +315,16 @@ variable "dashboard_function_names" {
   default     = []
   nullable    = false
 }
+
+variable "default_home_region" {
+  description = "OUTBOX_DEFAULT_HOME_REGION: the home region of outbox items without a HomeRegion attribute; null (the default): the provider's region. On a global table every region's deployment must set the same value (required there). docs/global-tables.md. Validated in ../outbox-config."
+  type        = string
+  default     = null
+}
+
+variable "global_table_regions" {
+  description = "The regions of the global table (this one among them), one instance of this module per region with a provider of that region; empty (the default): a single-region table. When set: existing_table (the replica here) and default_home_region are required, and the IAM role, producer policy and dashboard names carry the region. infra/README.md, examples/global-table. Validated in ../outbox-config."
+  type        = list(string)
+  default     = []
+  nullable    = false
+}

@@ -3,6 +3,10 @@
 # build command. The asset directories are tests/artifacts/* (fake ELF headers,
 # written by infra/fake-artifacts.py).
 
+variables {
+  region = "eu-west-1"
+}
+
 run "no_asset_dir_no_check" {
   command = plan
   assert {

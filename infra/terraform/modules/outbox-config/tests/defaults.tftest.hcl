@@ -1,5 +1,9 @@
 # Defaults: names, table shape and mapping settings agree with infra/CONTRACT.md.
 
+variables {
+  region = "eu-west-1"
+}
+
 run "names_are_prefixed" {
   command = apply
 
@@ -51,8 +55,8 @@ run "stream_filter_is_the_shared_file" {
   command = apply
 
   assert {
-    condition     = output.stream_filter == jsondecode(file("${path.module}/../../../stream-filter.json"))
-    error_message = "The stream filter must be infra/stream-filter.json, unchanged."
+    condition     = output.stream_filter_file == jsondecode(file("${path.module}/../../../stream-filter.json"))
+    error_message = "The base of the stream filter must be infra/stream-filter.json, unchanged."
   }
   assert {
     condition     = jsondecode(output.stream_filter.Filters[0].Pattern).eventName == ["INSERT"]
@@ -104,11 +108,13 @@ run "environment_defaults" {
       OUTBOX_SORT_KEY             = "SK"
       OUTBOX_TTL_ATTRIBUTE        = "ExpiresAt"
       OUTBOX_SWEEP_SHARDS         = "16"
+      OUTBOX_REGION               = "eu-west-1"
+      OUTBOX_DEFAULT_HOME_REGION  = "eu-west-1"
     }
     error_message = "Sweeper defaults: TTL 7 days, 8 attempts, 60 s grace, a 60 s schedule, the backstop scan, the default key names and shard count (always set)."
   }
   assert {
-    condition     = output.publisher_environment == { OUTBOX_TTL_DAYS = "7", OUTBOX_DEPLOYMENT = "outbox", OUTBOX_PARTITION_KEY = "PK", OUTBOX_SORT_KEY = "SK", OUTBOX_TTL_ATTRIBUTE = "ExpiresAt", OUTBOX_SWEEP_SHARDS = "16" }
+    condition     = output.publisher_environment == { OUTBOX_TTL_DAYS = "7", OUTBOX_DEPLOYMENT = "outbox", OUTBOX_PARTITION_KEY = "PK", OUTBOX_SORT_KEY = "SK", OUTBOX_TTL_ATTRIBUTE = "ExpiresAt", OUTBOX_SWEEP_SHARDS = "16", OUTBOX_REGION = "eu-west-1", OUTBOX_DEFAULT_HOME_REGION = "eu-west-1" }
     error_message = "Publisher defaults: TTL 7 days, no default destination, the default key names and shard count (always set)."
   }
   assert {

@@ -1,6 +1,10 @@
 # Attaching to an existing table: start at LATEST, and take the table's ARN from its
 # stream ARN (region, account and partition of the table, not of the deployment).
 
+variables {
+  region = "eu-west-1"
+}
+
 run "new_table_starts_at_trim_horizon" {
   command = apply
   assert {

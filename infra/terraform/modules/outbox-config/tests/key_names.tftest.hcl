@@ -2,6 +2,10 @@
 # its keys (both strings) and TTL, the three functions are always told them, and names that
 # cannot work are refused at plan.
 
+variables {
+  region = "eu-west-1"
+}
+
 run "defaults_are_pk_sk_expires_at" {
   command = apply
   assert {

@@ -1,6 +1,10 @@
 # Operating the deployment: how the sweeper is invoked, its concurrency, the alarms
 # that see a dead or failing function, the deployment's metric dimension, the dashboard.
 
+variables {
+  region = "eu-west-1"
+}
+
 run "sweeper_async_invocations_are_not_retried" {
   command = apply
   assert {

@@ -4,6 +4,7 @@
 # puts the pending items it finds into the sweeper's index.
 
 variables {
+  region = "eu-west-1"
   resources = {
     outbox_table_arn          = "arn:aws:dynamodb:eu-west-1:123456789012:table/outbox-table"
     outbox_stream_arn         = "arn:aws:dynamodb:eu-west-1:123456789012:table/outbox-table/stream/2024-01-01T00:00:00.000"
@@ -31,8 +32,8 @@ run "names_and_binary" {
     error_message = "The function runs the cargo lambda binary outbox-recovery (infra/CONTRACT.md)."
   }
   assert {
-    condition     = output.recovery_environment == { OUTBOX_DEPLOYMENT = "shop", OUTBOX_PARTITION_KEY = "PK", OUTBOX_SORT_KEY = "SK", OUTBOX_TTL_ATTRIBUTE = "ExpiresAt", OUTBOX_SWEEP_SHARDS = "16" }
-    error_message = "The recovery function gets OUTBOX_DEPLOYMENT = prefix and the key names (modules/outbox adds OUTBOX_TABLE_NAME)."
+    condition     = output.recovery_environment == { OUTBOX_DEPLOYMENT = "shop", OUTBOX_PARTITION_KEY = "PK", OUTBOX_SORT_KEY = "SK", OUTBOX_TTL_ATTRIBUTE = "ExpiresAt", OUTBOX_SWEEP_SHARDS = "16", OUTBOX_REGION = "eu-west-1", OUTBOX_DEFAULT_HOME_REGION = "eu-west-1" }
+    error_message = "The recovery function gets OUTBOX_DEPLOYMENT = prefix, the key names and the home regions (modules/outbox adds OUTBOX_TABLE_NAME)."
   }
 }
 

@@ -3,6 +3,7 @@
 # comes from the destination.
 
 variables {
+  region = "eu-west-1"
   resources = {
     outbox_table_arn          = "arn:aws:dynamodb:eu-west-1:123456789012:table/outbox-table"
     outbox_stream_arn         = "arn:aws:dynamodb:eu-west-1:123456789012:table/outbox-table/stream/2024-01-01T00:00:00.000"

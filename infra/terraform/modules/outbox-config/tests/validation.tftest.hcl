@@ -1,5 +1,9 @@
 # Variable validations refuse bad input at plan time.
 
+variables {
+  region = "eu-west-1"
+}
+
 run "bad_prefix" {
   command = plan
   variables {

@@ -162,7 +162,7 @@ run "recovery_function_consumes_the_failure_queue" {
     error_message = "The recovery function is unreserved (-1)."
   }
   assert {
-    condition     = keys(aws_lambda_function.this["recovery"].environment[0].variables) == tolist(["OUTBOX_DEPLOYMENT", "OUTBOX_PARTITION_KEY", "OUTBOX_SORT_KEY", "OUTBOX_SWEEP_SHARDS", "OUTBOX_TABLE_NAME", "OUTBOX_TTL_ATTRIBUTE"]) && aws_lambda_function.this["recovery"].environment[0].variables.OUTBOX_DEPLOYMENT == "shop"
+    condition     = keys(aws_lambda_function.this["recovery"].environment[0].variables) == tolist(["OUTBOX_DEFAULT_HOME_REGION", "OUTBOX_DEPLOYMENT", "OUTBOX_PARTITION_KEY", "OUTBOX_REGION", "OUTBOX_SORT_KEY", "OUTBOX_SWEEP_SHARDS", "OUTBOX_TABLE_NAME", "OUTBOX_TTL_ATTRIBUTE"]) && aws_lambda_function.this["recovery"].environment[0].variables.OUTBOX_DEPLOYMENT == "shop"
     error_message = "The recovery function gets OUTBOX_TABLE_NAME, OUTBOX_DEPLOYMENT the key names and the shard count, nothing else."
   }
   assert {
@@ -433,5 +433,63 @@ run "access_denied_and_fence_unread_alarms_notify_the_alarm_topic" {
   assert {
     condition     = alltrue([for a in aws_cloudwatch_metric_alarm.this : a.alarm_actions == toset(["arn:aws:sns:eu-west-1:123456789012:ops"])])
     error_message = "Every alarm, the new ones included, notifies alarm_topic_arn."
+  }
+}
+
+# Global tables (docs/global-tables.md): the region is the provider's; the mapping reads the
+# region's inserts (and, in the default home region, those without HomeRegion); the names
+# global to the account carry the region.
+run "the_provider_region_owns_its_messages" {
+  command = plan
+  assert {
+    condition = [for f in aws_lambda_event_source_mapping.publisher.filter_criteria[0].filter : jsondecode(f.pattern).dynamodb.NewImage.HomeRegion] == [
+      { S = ["eu-west-1"] }, { S = [{ exists = false }] },
+    ]
+    error_message = "A single-region deployment reads its region's inserts and those without HomeRegion."
+  }
+  assert {
+    condition = alltrue([for fn in ["publisher", "sweeper", "recovery"] :
+      aws_lambda_function.this[fn].environment[0].variables.OUTBOX_REGION == "eu-west-1" && aws_lambda_function.this[fn].environment[0].variables.OUTBOX_DEFAULT_HOME_REGION == "eu-west-1"
+    ])
+    error_message = "Every function gets OUTBOX_REGION (the provider's region) and OUTBOX_DEFAULT_HOME_REGION."
+  }
+  assert {
+    condition     = aws_iam_role.function["publisher"].name == "outbox-publisher-role" && aws_cloudwatch_dashboard.outbox.dashboard_name == "outbox-dashboard"
+    error_message = "A single-region deployment keeps its names."
+  }
+}
+
+run "one_region_of_a_global_table" {
+  command = plan
+  variables {
+    prefix               = "shop"
+    global_table_regions = ["us-east-1", "eu-west-1"]
+    default_home_region  = "us-east-1"
+    existing_table = {
+      table_name = "orders"
+      stream_arn = "arn:aws:dynamodb:eu-west-1:123456789012:table/orders/stream/2024-01-01T00:00:00.000"
+    }
+  }
+  assert {
+    condition     = length(aws_lambda_event_source_mapping.publisher.filter_criteria[0].filter) == 1 && jsondecode(one(aws_lambda_event_source_mapping.publisher.filter_criteria[0].filter).pattern).dynamodb.NewImage.HomeRegion == { S = ["eu-west-1"] }
+    error_message = "Outside the default home region the mapping reads only the inserts homed in its region."
+  }
+  assert {
+    condition     = aws_lambda_event_source_mapping.publisher.event_source_arn == "arn:aws:dynamodb:eu-west-1:123456789012:table/orders/stream/2024-01-01T00:00:00.000"
+    error_message = "The mapping reads the replica's stream in this region."
+  }
+  assert {
+    condition     = aws_lambda_function.this["sweeper"].environment[0].variables.OUTBOX_DEFAULT_HOME_REGION == "us-east-1" && aws_lambda_function.this["sweeper"].environment[0].variables.OUTBOX_REGION == "eu-west-1"
+    error_message = "The sweeper is told its region and the global table's default home region."
+  }
+  assert {
+    condition = [for fn in ["publisher", "sweeper", "recovery"] : aws_iam_role.function[fn].name] == ["shop-publisher-eu-west-1-role", "shop-sweeper-eu-west-1-role", "shop-recovery-eu-west-1-role"] && (
+      aws_iam_policy.producer[0].name == "shop-producer-eu-west-1" && aws_cloudwatch_dashboard.outbox.dashboard_name == "shop-dashboard-eu-west-1"
+    )
+    error_message = "IAM names and the dashboard's are global to the account: each region's carry the region."
+  }
+  assert {
+    condition     = aws_lambda_function.this["publisher"].function_name == "shop-publisher" && aws_cloudwatch_metric_alarm.this["OutboxDlqNotEmpty"].alarm_name == "shop-OutboxDlqNotEmpty"
+    error_message = "Functions and alarms are regional: the same names in every region."
   }
 }

@@ -1,5 +1,5 @@
 # The mocked AWS of the module's tests: ARNs shaped like the real ones, a region the
-# deployment is not in for the data sources (nothing may take the table's ARN from it).
+# deployment is in for aws_region (existing tables elsewhere: their ARN comes from their stream).
 
 mock_resource "aws_sqs_queue" {
   defaults = {
@@ -32,9 +32,9 @@ mock_resource "aws_s3_bucket" {
 mock_resource "aws_cloudwatch_event_rule" {
   defaults = { arn = "arn:aws:events:eu-west-1:123456789012:rule/outbox-sweep-schedule" }
 }
-# A region the deployment is not in: nothing may take the table's ARN from it.
+# The provider's region: the deployment's (OUTBOX_REGION, the dashboard); the queues are there too.
 mock_data "aws_region" {
-  defaults = { name = "ap-south-1", id = "ap-south-1" }
+  defaults = { name = "eu-west-1", id = "eu-west-1" }
 }
 mock_data "aws_caller_identity" {
   defaults = { account_id = "999999999999" }
