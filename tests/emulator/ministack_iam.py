@@ -36,13 +36,29 @@ can only let a scan that names a `WHERE` clause pass).
 
 Without this correction a role granted exactly what AWS requires is denied locally,
 and a role granted `dynamodb:ExecuteStatement` on `*` (which AWS ignores) is allowed.
-This file patches those decisions in MiniStack's `core.iam_actions` and then
-runs MiniStack's own entry point; nothing else changes. `test_ministack_iam.py`
-tests the correction against the pinned MiniStack.
+This file patches those decisions in MiniStack's `core.iam_actions` (`patch`).
+
+It also corrects one DynamoDB behaviour (`patch_partiql_streams`): in MiniStack
+1.5.33 a PartiQL write (`INSERT`, `UPDATE`, `DELETE` through `ExecuteStatement`,
+`BatchExecuteStatement` or `ExecuteTransaction`) changes the item but writes no
+stream record and is not replicated to the table's other regions
+(`services/dynamodb.py` `_partiql_insert`, `_partiql_update`, `_partiql_delete` call
+`_set_item`/`_remove_item` and never `_emit_stream_event`, which the API writes call
+and which also runs `_replicate_write`). On AWS a PartiQL write is an ordinary write:
+it is in the table's stream and, on a global table, replicated to every replica (the
+publisher's `SENT`/`FAILED` marks are batched `UPDATE`s: without this a mark made in
+one region never reaches the other). The correction sends each PartiQL write through
+`_emit_stream_event` with its old and new images, as `PutItem`, `UpdateItem` and
+`DeleteItem` do; a transaction's writes only once it commits.
+
+Then it runs MiniStack's own entry point; nothing else changes.
+`test_ministack_iam.py` tests the corrections against the pinned MiniStack.
 
     .venv/ministack/bin/python tests/emulator/ministack_iam.py    # as `ministack`
 """
 
+import contextvars
+import copy
 import json
 import re
 
@@ -247,10 +263,76 @@ def patch(iam_actions):
     iam_actions.dynamodb_service_context = corrected_context
 
 
+def _written_key(dynamodb, table, op, parsed):
+    """The (partition, sort) key of the item a PartiQL write names, or None."""
+    if op == "INSERT":
+        item = parsed.get("item") or {}
+        if isinstance(item, dict) and set(item) == {"M"}:
+            item = item["M"]
+        if not isinstance(item, dict) or table["pk_name"] not in item:
+            return None
+        pk = dynamodb._extract_key_val(item.get(table["pk_name"]))
+        sk = dynamodb._extract_key_val(item.get(table["sk_name"])) if table["sk_name"] else "__no_sort__"
+        return pk, sk
+    pk, sk, _condition, error = dynamodb._partiql_key_target(table, parsed)
+    return None if error else (pk, sk)
+
+
+def patch_partiql_streams(dynamodb):
+    """Stream and replicate PartiQL writes in MiniStack's `services.dynamodb` module
+    (see the module's docstring): each write that succeeds goes through
+    `_emit_stream_event(table, INSERT|MODIFY|REMOVE, old, new)`; inside
+    `ExecuteTransaction` the writes wait for the commit (a cancelled transaction is
+    rolled back and emits nothing)."""
+    pending = contextvars.ContextVar("partiql_pending_writes", default=None)
+
+    def streamed(op, write):
+        def wrapper(table, parsed, *rest):
+            key = _written_key(dynamodb, table, op, parsed)
+            items = table["items"]
+            before = copy.deepcopy(items.get(key[0], {}).get(key[1])) if key else None
+            response = write(table, parsed, *rest)
+            if key is None or response[0] != 200:
+                return response
+            after = table["items"].get(key[0], {}).get(key[1])
+            if before is None and after is None:
+                return response
+            event = "REMOVE" if after is None else ("INSERT" if before is None else "MODIFY")
+            change = (table["TableName"], event, before, copy.deepcopy(after))
+            queued = pending.get()
+            if queued is None:
+                dynamodb._emit_stream_event(*change)
+            else:
+                queued.append(change)
+            return response
+
+        return wrapper
+
+    def transaction(data):
+        token = pending.set([])
+        try:
+            response = execute_transaction(data)
+            changes = pending.get()
+        finally:
+            pending.reset(token)
+        if response[0] == 200:
+            for change in changes:
+                dynamodb._emit_stream_event(*change)
+        return response
+
+    execute_transaction = dynamodb._execute_transaction
+    dynamodb._partiql_insert = streamed("INSERT", dynamodb._partiql_insert)
+    dynamodb._partiql_update = streamed("UPDATE", dynamodb._partiql_update)
+    dynamodb._partiql_delete = streamed("DELETE", dynamodb._partiql_delete)
+    dynamodb._execute_transaction = transaction
+
+
 if __name__ == "__main__":
     from ministack.core import iam_actions as _iam_actions
+    from ministack.services import dynamodb as _dynamodb
 
     patch(_iam_actions)
+    patch_partiql_streams(_dynamodb)
     from ministack.app import main
 
     main()

@@ -1,5 +1,5 @@
-"""The corrections of ministack_iam.py (PartiQL, batch calls, streams, leading keys),
-against the pinned MiniStack.
+"""The corrections of ministack_iam.py (PartiQL, batch calls, streams, leading keys,
+PartiQL writes streamed and replicated), against the pinned MiniStack.
 
     .venv/ministack/bin/python -m unittest discover -s tests/emulator -p 'test_*.py'
 
@@ -11,6 +11,7 @@ still maps the call wrongly: when that test fails, MiniStack has fixed its mappi
 the launcher's correction should go.
 """
 
+import asyncio
 import json
 import os
 import socket
@@ -28,6 +29,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import ministack_iam  # noqa: E402
 
 REGION, ACCOUNT = "us-east-1", "000000000000"
+REPLICA = "eu-west-1"
 TABLE, INDEX = "partiql-iam", "ByShard"
 
 
@@ -107,6 +109,37 @@ class StatementMapping(unittest.TestCase):
             "MiniStack now maps PartiQL itself: retire the launcher's correction",
         )
 
+    def test_unpatched_ministack_still_neither_streams_nor_replicates_partiql_writes(self):
+        # In this process MiniStack's dynamodb module is not patched (only the
+        # launcher's `__main__` patches it).
+        from ministack.core.responses import request_scope
+        from ministack.services import dynamodb
+
+        def call(operation, payload):
+            headers = {"x-amz-target": f"DynamoDB_20120810.{operation}"}
+            status, _, body = asyncio.run(dynamodb.handle_request(
+                "POST", "/", headers, json.dumps(payload).encode(), {}))
+            self.assertEqual(status, 200, body)
+            return json.loads(body)
+
+        table = "partiql-unpatched"
+        with request_scope(ACCOUNT, REGION):
+            call("CreateTable", {
+                "TableName": table, "BillingMode": "PAY_PER_REQUEST",
+                "AttributeDefinitions": [{"AttributeName": "pk", "AttributeType": "S"}],
+                "KeySchema": [{"AttributeName": "pk", "KeyType": "HASH"}],
+                "StreamSpecification": {"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"}})
+            call("UpdateTable", {"TableName": table, "ReplicaUpdates": [{"Create": {"RegionName": REPLICA}}]})
+            call("PutItem", {"TableName": table, "Item": {"pk": {"S": "a"}, "Status": {"S": "PENDING"}}})
+            call("ExecuteStatement", {"Statement": f'UPDATE "{table}" SET "Status" = ? WHERE "pk" = ?',
+                                      "Parameters": [{"S": "SENT"}, {"S": "a"}]})
+            here = [r["eventName"] for r in dynamodb._stream_records.get(table, [])]
+        with request_scope(ACCOUNT, REPLICA):
+            there = call("GetItem", {"TableName": table, "Key": {"pk": {"S": "a"}}})["Item"]["Status"]["S"]
+        self.assertEqual(
+            (here, there), (["INSERT"], "PENDING"),
+            "MiniStack now streams or replicates PartiQL writes: retire patch_partiql_streams")
+
 
 def _free_port():
     with socket.socket() as s:
@@ -157,9 +190,9 @@ class EnforcedOnMiniStack(unittest.TestCase):
         cls.reader = cls.client("dynamodb", key["AccessKeyId"], key["SecretAccessKey"])
 
     @classmethod
-    def client(cls, service, key_id, secret):
+    def client(cls, service, key_id, secret, region=REGION):
         session = botocore.session.get_session()
-        return session.create_client(service, region_name=REGION, endpoint_url=cls.endpoint,
+        return session.create_client(service, region_name=region, endpoint_url=cls.endpoint,
                                      aws_access_key_id=key_id, aws_secret_access_key=secret)
 
     @classmethod
@@ -256,6 +289,60 @@ class EnforcedOnMiniStack(unittest.TestCase):
             {"Statement": f'UPDATE "{TABLE}" SET "x" = ? WHERE "pk" = ?',
              "Parameters": [{"S": "1"}, {"S": "a"}]}]))
         self.assertIn("dynamodb:PartiQLUpdate", message)
+
+    def stream_changes(self, region, table):
+        """(event, pk, old Status, new Status) of every record in `table`'s stream in `region`."""
+        db = self.client("dynamodb", "test", "test", region)
+        streams = self.client("dynamodbstreams", "test", "test", region)
+        arn = db.describe_table(TableName=table)["Table"]["LatestStreamArn"]
+        changes = []
+        for shard in streams.describe_stream(StreamArn=arn)["StreamDescription"]["Shards"]:
+            iterator = streams.get_shard_iterator(
+                StreamArn=arn, ShardId=shard["ShardId"], ShardIteratorType="TRIM_HORIZON")["ShardIterator"]
+            for r in streams.get_records(ShardIterator=iterator)["Records"]:
+                images = r["dynamodb"]
+                status = [images.get(i, {}).get("Status", {}).get("S") for i in ("OldImage", "NewImage")]
+                changes.append((r["eventName"], images["Keys"]["pk"]["S"], *status))
+        return changes
+
+    def test_partiql_writes_are_streamed_and_replicated_as_aws_does(self):
+        table = "partiql-global"
+        here = self.client("dynamodb", "test", "test")
+        there = self.client("dynamodb", "test", "test", REPLICA)
+        here.create_table(
+            TableName=table, BillingMode="PAY_PER_REQUEST",
+            AttributeDefinitions=[{"AttributeName": "pk", "AttributeType": "S"}],
+            KeySchema=[{"AttributeName": "pk", "KeyType": "HASH"}],
+            StreamSpecification={"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"})
+        here.update_table(TableName=table, ReplicaUpdates=[{"Create": {"RegionName": REPLICA}}])
+        here.execute_statement(Statement=f"INSERT INTO \"{table}\" VALUE {{'pk': ?, 'Status': ?}}",
+                               Parameters=[{"S": "a"}, {"S": "PENDING"}])
+        here.put_item(TableName=table, Item={"pk": {"S": "b"}, "Status": {"S": "PENDING"}})
+        marked = here.batch_execute_statement(Statements=[
+            {"Statement": f'UPDATE "{table}" SET "Status" = ? WHERE "pk" = ? AND "Status" = ?',
+             "Parameters": [{"S": "SENT"}, {"S": pk}, {"S": "PENDING"}]} for pk in ("a", "b")])
+        self.assertEqual([r.get("Error") for r in marked["Responses"]], [None, None])
+        # A cancelled transaction is rolled back: nothing streamed or replicated.
+        with self.assertRaises(ClientError):
+            here.execute_transaction(TransactStatements=[
+                {"Statement": f'UPDATE "{table}" SET "Status" = ? WHERE "pk" = ?',
+                 "Parameters": [{"S": "FAILED"}, {"S": "a"}]},
+                {"Statement": f'UPDATE "{table}" SET "Status" = ? WHERE "pk" = ? AND "Status" = ?',
+                 "Parameters": [{"S": "FAILED"}, {"S": "b"}, {"S": "PENDING"}]}])
+        there.execute_transaction(TransactStatements=[
+            {"Statement": f'DELETE FROM "{table}" WHERE "pk" = ?', "Parameters": [{"S": "b"}]}])
+        item = there.get_item(TableName=table, Key={"pk": {"S": "a"}}, ConsistentRead=True).get("Item")
+        self.assertEqual(item["Status"]["S"], "SENT")
+        self.assertNotIn("Item", here.get_item(TableName=table, Key={"pk": {"S": "b"}}, ConsistentRead=True))
+        expected = [
+            ("INSERT", "a", None, "PENDING"),
+            ("INSERT", "b", None, "PENDING"),
+            ("MODIFY", "a", "PENDING", "SENT"),
+            ("MODIFY", "b", "PENDING", "SENT"),
+            ("REMOVE", "b", "SENT", None),
+        ]
+        self.assertEqual(self.stream_changes(REGION, table), expected)
+        self.assertEqual(self.stream_changes(REPLICA, table), expected)
 
 
 if __name__ == "__main__":
