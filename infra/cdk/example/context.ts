@@ -39,6 +39,13 @@ export function settingsFromContext(get: (key: string) => unknown, env: NodeJS.P
       throw new Error(`context outbox:${k} must be JSON: ${(e as Error).message}`);
     }
   };
+  const regionList = (k: string): string[] | undefined => {
+    const v = get(`outbox:${k}`);
+    if (v === undefined || v === null || v === '') return undefined;
+    if (Array.isArray(v)) return v as string[];
+    const text = String(v).trim();
+    return text.startsWith('[') ? json<string[]>(k) : text.split(',').map((r) => r.trim()).filter((r) => r !== '');
+  };
   const nullableNum = (k: string): number | null | undefined => {
     const v = get(`outbox:${k}`);
     if (v === null || (typeof v === 'string' && ['off', 'none', 'null'].includes(v))) return null;
@@ -79,6 +86,9 @@ export function settingsFromContext(get: (key: string) => unknown, env: NodeJS.P
     sweepShards: num('sweepShards'),
     sweepShardsPrevious: num('sweepShardsPrevious'),
     parallelizationFactor: num('parallelizationFactor'),
+    defaultHomeRegion: str('defaultHomeRegion'),
+    // JSON (["us-east-1","eu-west-1"]) or a comma-separated list.
+    globalTableRegions: regionList('globalTableRegions'),
     lambdaAssetDir: str('lambdaAssetDir') ?? (env.OUTBOX_LAMBDA_ASSET_DIR || undefined),
   };
 }

@@ -202,6 +202,19 @@ export interface OutboxSettings {
   readonly iteratorAgeThresholdMs: number;
   /** OldestPendingAgeSeconds alarm threshold, seconds. */
   readonly oldestPendingThresholdSeconds: number;
+  /**
+   * OUTBOX_DEFAULT_HOME_REGION: the home region of outbox items without a `HomeRegion` attribute
+   * (minimal producers'). Absent: the stack's region. On a global table every region's
+   * deployment must set the same value (required there). docs/global-tables.md.
+   */
+  readonly defaultHomeRegion?: string;
+  /**
+   * The regions of the global table the outbox runs on (this stack's among them), one deployment
+   * per region; empty (the default): a single-region table. When set, the construct needs
+   * `table` (the replica in this region), `defaultHomeRegion` and a stack with a concrete region,
+   * and the names global to the account (the producer policy, the dashboard) carry the region.
+   */
+  readonly globalTableRegions: readonly string[];
 }
 
 export const DEFAULTS: OutboxSettings = {
@@ -226,6 +239,7 @@ export const DEFAULTS: OutboxSettings = {
   architecture: 'arm64',
   iteratorAgeThresholdMs: 60_000,
   oldestPendingThresholdSeconds: 600,
+  globalTableRegions: [],
 };
 
 /** What a user may set: any of the settings; the scan mode also as the old boolean (true: on, false: off). */
@@ -246,7 +260,7 @@ export function intIn(name: string, value: number, min: number, max: number): vo
 
 /** Applies defaults to the plain settings and validates them; throws an Error naming the bad setting. */
 export function resolveOutboxSettings(overrides: OutboxSettingsInput = {}): OutboxSettings {
-  const known = Object.keys(DEFAULTS).concat(['largePayloadBucketName', 'largePayloadThresholdBytes', 'sweepShardsPrevious']);
+  const known = Object.keys(DEFAULTS).concat(['largePayloadBucketName', 'largePayloadThresholdBytes', 'sweepShardsPrevious', 'defaultHomeRegion']);
   const defined = Object.fromEntries(Object.entries(overrides).filter(([k, v]) => v !== undefined && known.includes(k)));
   const merged = { ...DEFAULTS, ...defined };
   const s: OutboxSettings = { ...merged, sweepScanMode: sweepScanModeOf(merged.sweepScanMode) };
@@ -298,7 +312,72 @@ export function resolveOutboxSettings(overrides: OutboxSettingsInput = {}): Outb
   if (s.architecture !== 'arm64' && s.architecture !== 'x86_64') {
     throw new Error(`architecture must be arm64 or x86_64, got ${String(s.architecture)}`);
   }
+  if (s.defaultHomeRegion !== undefined && !REGION.test(s.defaultHomeRegion)) {
+    throw new Error(`defaultHomeRegion must be an AWS region name (e.g. us-east-1), got ${JSON.stringify(s.defaultHomeRegion)}`);
+  }
+  const regions = s.globalTableRegions;
+  if (!Array.isArray(regions) || regions.some((r) => typeof r !== 'string' || !REGION.test(r)) || new Set(regions).size !== regions.length) {
+    throw new Error(`globalTableRegions must be distinct AWS region names, got ${JSON.stringify(regions)}`);
+  }
+  if (regions.length === 1) throw new Error(`globalTableRegions holds the global table's regions, this one and at least one other; got ${JSON.stringify(regions)}`);
+  if (regions.length > 0 && (s.defaultHomeRegion === undefined || !regions.includes(s.defaultHomeRegion))) {
+    throw new Error(
+      'On a global table (globalTableRegions set) defaultHomeRegion is required and must be one of globalTableRegions: every region\'s deployment must name the same one',
+    );
+  }
   return s;
+}
+
+/** An AWS region name (the Terraform module checks the same). */
+export const REGION = /^[a-z]{2}(-[a-z]+)+-[0-9]+$/;
+
+/**
+ * JSON text with object keys sorted and no spaces, escaping <, >, & and U+2028/2029 as
+ * Terraform's jsonencode does: both stacks write a filter pattern as the same text.
+ */
+export function canonicalJson(v: unknown): string {
+  const sorted = (x: unknown): unknown =>
+    Array.isArray(x)
+      ? x.map(sorted)
+      : x !== null && typeof x === 'object'
+        ? Object.fromEntries(Object.keys(x as object).sort().map((k) => [k, sorted((x as Record<string, unknown>)[k])]))
+        : x;
+  const escapes: Record<string, string> = { '<': '\\u003c', '>': '\\u003e', '&': '\\u0026', '\u2028': '\\u2028', '\u2029': '\\u2029' };
+  return JSON.stringify(sorted(v)).replace(/[<>&\u2028\u2029]/g, (c) => escapes[c]);
+}
+
+/** The outbox item attribute naming the region whose deployment publishes it (docs/global-tables.md). */
+export const HOME_REGION_ATTRIBUTE = 'HomeRegion';
+
+/**
+ * The publisher's FilterCriteria in `region` (a region name, or a CDK token of one): each filter
+ * of `base` (infra/stream-filter.json) with the region clause in NewImage,
+ *   "HomeRegion": {"S": ["<region>"]}
+ * and, when `unhomed` (this region is the default home region), each again for items without a
+ * HomeRegion,
+ *   "HomeRegion": {"S": [{"exists": false}]}
+ * Lambda passes a record that matches any one filter. `exists` is tested on the leaf
+ * (HomeRegion.S), not on HomeRegion: "Exists matching only works on leaf nodes. It does not work
+ * on intermediate nodes" (Lambda filters with EventBridge's rule syntax,
+ * https://docs.aws.amazon.com/lambda/latest/dg/invocation-eventfiltering.html#filtering-syntax,
+ * https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-create-pattern-operators.html#eb-filtering-exists-matching;
+ * the DynamoDB page's "Using the Exists operator",
+ * https://docs.aws.amazon.com/lambda/latest/dg/with-ddb-filtering.html#filtering-ddb-exists:
+ * in DynamoDB JSON an attribute is an intermediate node, its type key the leaf).
+ * Patterns are canonicalJson text, as the Terraform module writes them.
+ */
+export function homeStreamFilter(base: StreamFilterCriteria, region: string, unhomed: boolean): { Filters: Array<{ Pattern: string }> } {
+  const withHome = (clause: unknown) =>
+    base.Filters.map((f) => {
+      const p = JSON.parse(f.Pattern) as Record<string, any>;
+      const dynamodb = { ...(p.dynamodb ?? {}), NewImage: { ...(p.dynamodb?.NewImage ?? {}), [HOME_REGION_ATTRIBUTE]: { S: [clause] } } };
+      return { Pattern: canonicalJson({ ...p, dynamodb }) };
+    });
+  const filters = [...withHome(region), ...(unhomed ? withHome({ exists: false }) : [])];
+  if (filters.length > 5 || filters.some((f) => f.Pattern.length > 4096)) {
+    throw new Error('With the region clauses the stream filter has more than 5 filters (the default home region doubles the file\'s) or a pattern over 4096 characters: shorten infra/stream-filter.json');
+  }
+  return { Filters: filters };
 }
 
 export interface StreamFilterCriteria {
@@ -321,8 +400,13 @@ export function loadStreamFilter(file: string = STREAM_FILTER_FILE): StreamFilte
   return raw as StreamFilterCriteria;
 }
 
-/** Physical names of what the construct creates, one place (the Terraform module computes the same ones). */
-export function names(prefix: string) {
+/**
+ * Physical names of what the construct creates, one place (the Terraform module computes the same
+ * ones). `globalRegion`: on a global table, the stack's region, carried by the names that are
+ * global to the account (the producer policy, the dashboard).
+ */
+export function names(prefix: string, globalRegion?: string) {
+  const g = globalRegion ? `-${globalRegion}` : '';
   return {
     outboxTable: `${prefix}-table`,
     publisher: `${prefix}-publisher`,
@@ -332,7 +416,7 @@ export function names(prefix: string) {
     streamFailures: `${prefix}-stream-failures`,
     streamFailuresDlq: `${prefix}-stream-failures-dlq`,
     sweepRule: `${prefix}-sweep-schedule`,
-    dashboard: `${prefix}-dashboard`,
-    producerPolicy: `${prefix}-producer`,
+    dashboard: `${prefix}-dashboard${g}`,
+    producerPolicy: `${prefix}-producer${g}`,
   };
 }

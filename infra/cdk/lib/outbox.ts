@@ -29,6 +29,7 @@ import {
   RECOVERY,
   SWEEPER_ASYNC,
   SWEEP_TARGET_RETRY,
+  homeStreamFilter,
   loadStreamFilter,
   names,
   resolveKeyNames,
@@ -91,6 +92,10 @@ export function functionCode(assetDir: string, bin: string, architecture: Archit
 export class Outbox extends Construct {
   readonly settings: OutboxSettings;
   readonly keyNames: Required<KeyNames>;
+  /** The region this deployment owns (OUTBOX_REGION): the stack's (a token in a region-agnostic stack). */
+  readonly region: string;
+  /** OUTBOX_DEFAULT_HOME_REGION: `defaultHomeRegion`, else the stack's region. */
+  readonly defaultHomeRegion: string;
   /** The outbox table: yours, or the one created. */
   readonly table: dynamodb.ITable;
   readonly tableName: string;
@@ -122,7 +127,26 @@ export class Outbox extends Construct {
     this.settings = s;
     this.keyNames = resolveKeyNames(props.keyNames);
     this.key = props.encryptionKey;
-    const n = names(s.prefix);
+    // The region this deployment owns (docs/global-tables.md): the stack's, a token in a
+    // region-agnostic stack.
+    const region = cdk.Stack.of(this).region;
+    this.region = region;
+    this.defaultHomeRegion = s.defaultHomeRegion ?? region;
+    const globalTable = s.globalTableRegions.length > 0;
+    if (globalTable) {
+      if (cdk.Token.isUnresolved(region)) {
+        throw new Error(`Outbox ${this.node.path}: on a global table (globalTableRegions) the stack needs a concrete region (env: { region }): one stack per region`);
+      }
+      if (!s.globalTableRegions.includes(region)) {
+        throw new Error(`Outbox ${this.node.path}: the stack's region ${region} is not one of globalTableRegions ${JSON.stringify(s.globalTableRegions)}`);
+      }
+      if (!props.table) {
+        throw new Error(
+          `Outbox ${this.node.path}: on a global table give \`table\`, the table's replica in ${region} (a TableV2 with its replicas, or imported with its stream ARN in this region)`,
+        );
+      }
+    }
+    const n = names(s.prefix, globalTable ? region : undefined);
 
     this.table = props.table ?? outboxTable(this, n.outboxTable, s, this.keyNames, this.key);
     if (!this.table.tableStreamArn) {
@@ -161,6 +185,9 @@ export class Outbox extends Construct {
       destinations,
       scans: s.sweepScanMode !== 'off',
     };
+    // Which messages this deployment owns: HomeRegion = OUTBOX_REGION, or none when OUTBOX_REGION
+    // is OUTBOX_DEFAULT_HOME_REGION. The three functions get both.
+    const homeEnv = { OUTBOX_REGION: region, OUTBOX_DEFAULT_HOME_REGION: this.defaultHomeRegion };
     const tableLayoutEnv = {
       [CONTRACT.keyNameEnv.partitionKey]: this.keyNames.partitionKey,
       [CONTRACT.keyNameEnv.sortKey]: this.keyNames.sortKey,
@@ -176,6 +203,7 @@ export class Outbox extends Construct {
       // The value of the metrics dimension Service: two deployments in one account stay apart.
       OUTBOX_DEPLOYMENT: s.prefix,
       ...tableLayoutEnv,
+      ...homeEnv,
       ...(fallback ? { OUTBOX_DEFAULT_DESTINATION: typeof fallback.json === 'string' ? fallback.json : fallback.json.destination } : {}),
       ...(bucket ? { [CONTRACT.largePayloadEnv.bucket]: bucket.bucketName } : {}),
       ...(s.largePayloadThresholdBytes !== undefined ? { [CONTRACT.largePayloadEnv.thresholdBytes]: String(s.largePayloadThresholdBytes) } : {}),
@@ -230,7 +258,7 @@ export class Outbox extends Construct {
     this.recovery = this.fn('Recovery', n.recovery, recoveryRole, code('recovery'), {
       description: "Reads the stream ranges of batches the stream mapping discarded and puts their PENDING items into the sweeper's index",
       timeout: cdk.Duration.seconds(RECOVERY.timeoutSeconds),
-      environment: { OUTBOX_TABLE_NAME: this.tableName, OUTBOX_DEPLOYMENT: s.prefix, ...tableLayoutEnv },
+      environment: { OUTBOX_TABLE_NAME: this.tableName, OUTBOX_DEPLOYMENT: s.prefix, ...tableLayoutEnv, ...homeEnv },
     });
     const recoveryMapping = new lambda.EventSourceMapping(this, 'RecoveryQueueMapping', {
       target: this.recovery,
@@ -387,6 +415,23 @@ export class Outbox extends Construct {
     });
   }
 
+  /**
+   * The publisher's FilterCriteria. Whether this is the default home region is known at synth
+   * unless the stack is region-agnostic and `defaultHomeRegion` is set: then a condition on
+   * AWS::Region keeps or drops the filter of items without HomeRegion at deploy time.
+   */
+  private streamFilter(): unknown {
+    const base = loadStreamFilter();
+    const explicit = this.settings.defaultHomeRegion;
+    if (explicit === undefined || !cdk.Token.isUnresolved(this.region)) {
+      return homeStreamFilter(base, this.region, explicit === undefined || explicit === this.region);
+    }
+    const homed = homeStreamFilter(base, this.region, false).Filters;
+    const unhomed = homeStreamFilter(base, this.region, true).Filters.slice(homed.length);
+    const isDefaultHome = new cdk.CfnCondition(this, 'IsDefaultHomeRegion', { expression: cdk.Fn.conditionEquals(cdk.Aws.REGION, explicit) });
+    return { Filters: [...homed, ...unhomed.map((f) => cdk.Fn.conditionIf(isDefaultHome.logicalId, f, cdk.Aws.NO_VALUE))] };
+  }
+
   private streamMapping(attached: boolean, role: iam.Role): void {
     const mapping = new lambda.EventSourceMapping(this, 'PublisherStreamMapping', {
       target: this.publisher,
@@ -404,8 +449,9 @@ export class Outbox extends Construct {
       enabled: true,
     });
     const cfn = mapping.node.defaultChild as lambda.CfnEventSourceMapping;
-    // Verbatim from the stream filter file: the one source of truth.
-    cfn.addPropertyOverride('FilterCriteria', loadStreamFilter());
+    // The stream filter file (the one source of truth) with the region clauses (config.ts
+    // homeStreamFilter): this region's inserts, and those without HomeRegion in the default home region.
+    cfn.addPropertyOverride('FilterCriteria', this.streamFilter());
     cfn.addPropertyOverride('DestinationConfig', { OnFailure: { Destination: this.streamFailureQueue.queueArn } });
     mapping.node.addDependency(role);
   }

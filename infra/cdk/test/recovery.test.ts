@@ -37,11 +37,13 @@ describe('recovery function', () => {
     const x86 = synth({ architecture: 'x86_64' });
     x86.hasResourceProperties('AWS::Lambda::Function', { FunctionName: 'outbox-recovery', Architectures: ['x86_64'] });
   });
-  it('knows the outbox table, its key names, its shard count and the deployment (OUTBOX_TABLE_NAME, OUTBOX_PARTITION_KEY/SORT_KEY/TTL_ATTRIBUTE, OUTBOX_SWEEP_SHARDS, OUTBOX_DEPLOYMENT), nothing else', () => {
+  it('knows the outbox table, its key names, its shard count, the deployment and its home regions (OUTBOX_TABLE_NAME, OUTBOX_PARTITION_KEY/SORT_KEY/TTL_ATTRIBUTE, OUTBOX_SWEEP_SHARDS, OUTBOX_DEPLOYMENT, OUTBOX_REGION, OUTBOX_DEFAULT_HOME_REGION), nothing else', () => {
     const env = props(t, 'AWS::Lambda::Function', { FunctionName: 'outbox-recovery' }).Environment.Variables;
     assert.deepEqual(Object.keys(env).sort(), [
+      'OUTBOX_DEFAULT_HOME_REGION',
       'OUTBOX_DEPLOYMENT',
       'OUTBOX_PARTITION_KEY',
+      'OUTBOX_REGION',
       'OUTBOX_SORT_KEY',
       'OUTBOX_SWEEP_SHARDS',
       'OUTBOX_TABLE_NAME',

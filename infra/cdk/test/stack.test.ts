@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import { before, describe, it } from 'node:test';
 import { Match, type Template } from 'aws-cdk-lib/assertions';
-import { STREAM_FILTER_FILE } from '../lib/config.ts';
+import { STREAM_FILTER_FILE, homeStreamFilter } from '../lib/config.ts';
 import { settingsFromContext } from '../example/context.ts';
 import { resolveSettings } from '../example/settings.ts';
 import { actionsOf, asList, fakeAssetDir, fakeElf, fakeZip, logicalId, newStack, statementsOf, synth } from './helpers.ts';
@@ -78,10 +78,12 @@ describe('default deployment', () => {
       const fn = Object.values(t.findResources('AWS::Lambda::Function', { Properties: { FunctionName: 'outbox-publisher' } }))[0];
       const env = fn.Properties.Environment.Variables;
       assert.deepEqual(Object.keys(env).sort(), [
+        'OUTBOX_DEFAULT_HOME_REGION',
         'OUTBOX_DEPLOYMENT',
         'OUTBOX_DLQ_URL',
         'OUTBOX_LARGE_PAYLOAD_BUCKET',
         'OUTBOX_PARTITION_KEY',
+        'OUTBOX_REGION',
         'OUTBOX_ROUTES',
         'OUTBOX_SORT_KEY',
         'OUTBOX_SWEEP_SHARDS',
@@ -102,11 +104,11 @@ describe('default deployment', () => {
       assert.ok(joined.includes(logicalId(t, 'AWS::SQS::Queue', { QueueName: 'outbox-orders-queue' })));
       assert.ok(joined.includes(logicalId(t, 'AWS::SQS::Queue', { QueueName: 'outbox-orders-events.fifo' })));
     });
-    it('reads the stream with the FilterCriteria of infra/stream-filter.json, verbatim', () => {
+    it('reads the stream with the FilterCriteria of infra/stream-filter.json, with the region clauses', () => {
       const file = JSON.parse(fs.readFileSync(STREAM_FILTER_FILE, 'utf8'));
       const mapping = Object.values(t.findResources('AWS::Lambda::EventSourceMapping', { Properties: { StartingPosition: 'TRIM_HORIZON' } }));
       assert.equal(mapping.length, 1);
-      assert.deepEqual(mapping[0].Properties.FilterCriteria, file);
+      assert.deepEqual(mapping[0].Properties.FilterCriteria, homeStreamFilter(file, 'eu-west-1', true));
     });
     it('maps the stream from TRIM_HORIZON with partial batch responses, bisect, bounded retries and age', () => {
       t.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
