@@ -143,12 +143,7 @@ impl TraceReport {
             ),
         );
         if let Some(ms) = e.sent_after_ms {
-            line(
-                "  published",
-                format!(
-                    "SENT {ms} ms after the commit, traceparent + AWSTraceHeader on the SQS message"
-                ),
-            );
+            line("  published", format!("SENT {ms} ms after the commit"));
         }
         line(
             "  consumed",
