@@ -4,7 +4,8 @@
 //! Against the emulator `tests/run` starts (`OUTBOX_ENDPOINT`): `consumer`,
 //! `destinations`, `faults`, `fence_reads`, `large_payloads`, `marks`, `ops_reads`,
 //! `publisher`, `sweeper`, `timeouts`, `trace` run on both MiniStack and moto; `deployed` and `stacks` need Lambda
-//! functions to run, so MiniStack only (tests/run selects them by module path).
+//! functions to run, so MiniStack only (tests/run selects them by module path);
+//! `global` needs MiniStack's global tables and returns on moto.
 //! `fixtures` needs no emulator.
 #![allow(clippy::expect_used, clippy::unwrap_used)]
 
@@ -14,6 +15,7 @@ mod destinations;
 mod faults;
 mod fence_reads;
 mod fixtures;
+mod global;
 mod large_payloads;
 mod marks;
 mod ops_reads;

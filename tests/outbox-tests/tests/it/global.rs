@@ -1,0 +1,505 @@
+//! A global table of two replicas (us-east-1, eu-west-1) in one MiniStack, the outbox
+//! run in each region in process (docs/global-tables.md): each region's stream
+//! publisher reads its own replica's stream and publishes only its region's messages;
+//! a failover re-homes a failed region's pending messages into the other, whose sweeper
+//! publishes them once; a failback returns them.
+//!
+//! What MiniStack does differently (docs/protocol.md's table): replication is
+//! synchronous (no lag), and its PartiQL writes — the publisher's batched `SENT`
+//! marks — are streamed and replicated only because the tests' launcher
+//! (tests/emulator/ministack_iam.py) makes them so, as AWS does. The replica API is
+//! MiniStack's (moto has none): on moto these tests say so and return.
+//!
+//! The two regions' publishers run concurrently on events read beforehand, so both
+//! read every message's status before either marks one: the status read cannot hide a
+//! duplicate, and what keeps a message from being published twice is the home-region
+//! skip alone (seen failing with a publisher that owns every region).
+
+use dynamodb_outbox::message::ATTR_MESSAGE_ID;
+use dynamodb_outbox::stream::handle_stream_event;
+use dynamodb_outbox::sweep::AwsSweeper;
+use dynamodb_outbox::{
+    AwsPublisher, Destination, FromSdkConfig, HomeRegions, KeyNames, NewMessage, OutboxWriter,
+    PublisherConfig, Routes,
+};
+use outbox_devkit::aws::Clients;
+use outbox_devkit::provision;
+use outbox_ops::{Rehome, rehome};
+use outbox_tests::stream::StreamReader;
+use outbox_tests::{attr, drain, indexed_item, minimal_item, s, sdk_config, unique};
+use std::collections::{BTreeMap, HashSet};
+use std::time::Duration;
+
+const US: &str = "us-east-1";
+const EU: &str = "eu-west-1";
+/// The home of messages that name none, the same in both regions' deployments.
+const DEFAULT_HOME: &str = US;
+
+/// Whether the emulator has MiniStack's replica API; prints why a test returns.
+fn global_tables_supported(test: &str) -> bool {
+    let kind = std::env::var("OUTBOX_EMULATOR").unwrap_or_else(|_| "ministack".into());
+    if kind == "moto" {
+        eprintln!(
+            "{test}: skipped on moto (OUTBOX_EMULATOR=moto): it has no global tables \
+             (UpdateTable ReplicaUpdates); MiniStack runs it"
+        );
+        return false;
+    }
+    true
+}
+
+/// One region's deployment of the outbox: its clients (signing with its region, which
+/// is how MiniStack picks the region), its replica's stream, its destination queue
+/// (created in that region: MiniStack's queue URLs name no region, so the sink sends
+/// through the region's own clients) and its dead-letter queue.
+struct Region {
+    name: &'static str,
+    clients: Clients,
+    table: String,
+    keys: KeyNames,
+    reader: StreamReader,
+    queue: String,
+    dlq: String,
+}
+
+impl Region {
+    /// The publisher's key names as each region's deployment sets them.
+    fn keys_in(region: &str) -> KeyNames {
+        KeyNames::default().regions(HomeRegions::in_region(region).default_home(DEFAULT_HOME))
+    }
+
+    fn config(&self) -> PublisherConfig {
+        PublisherConfig {
+            table_name: self.table.clone(),
+            routes: Routes::new([("orders".to_owned(), Destination::sqs(&self.queue))], None),
+            dead_letter: Destination::sqs(&self.dlq),
+            ttl_days: 7,
+            key_names: self.keys.clone(),
+        }
+    }
+
+    fn publisher(&self) -> AwsPublisher {
+        AwsPublisher::with_sink(
+            self.config(),
+            self.clients.dynamodb.clone(),
+            self.clients.sink(),
+        )
+    }
+
+    fn sweeper(&self) -> AwsSweeper {
+        AwsSweeper::with_sink(
+            crate::sweeper::config(self.config()),
+            self.clients.dynamodb.clone(),
+            self.clients.sink(),
+        )
+    }
+
+    /// Sweeps at `now_ms` until a sweep publishes nothing; what was published.
+    async fn sweep_all(&self, now_ms: i64) -> usize {
+        let sweeper = self.sweeper();
+        let mut published = 0;
+        for _ in 0..10 {
+            let summary = crate::sweeper::sweep_at(&sweeper, now_ms).await;
+            if summary.published == 0 {
+                return published;
+            }
+            published += summary.published;
+        }
+        panic!("{}: the sweeper still publishes after 10 sweeps", self.name);
+    }
+
+    /// The library producer committing in this region (`HomeRegion` = its client's
+    /// region): `count` messages, one aggregate each, named `{tag}-{i}`.
+    async fn commit(&self, tag: &str, count: usize) -> Vec<String> {
+        let writer = OutboxWriter::new(self.clients.dynamodb.clone(), &self.table);
+        let names: Vec<String> = (0..count).map(|i| format!("{tag}-{i}")).collect();
+        for chunk in names.chunks(10) {
+            let msgs: Vec<NewMessage> = chunk
+                .iter()
+                .map(|n| NewMessage::new(format!("ORDER#{n}"), "orders", payload(n)))
+                .collect();
+            writer.commit(vec![], &msgs).await.expect("commit");
+        }
+        names
+    }
+
+    /// A minimal producer's items (no `HomeRegion`: the default home's), written here.
+    async fn put_minimal(
+        &self,
+        tag: &str,
+        count: usize,
+        indexed_due_ms: Option<i64>,
+    ) -> Vec<String> {
+        let names: Vec<String> = (0..count).map(|i| format!("{tag}-{i}")).collect();
+        for n in &names {
+            let (pk, sk) = (format!("ORDER#{n}"), format!("OUTBOX#{n}"));
+            let item = match indexed_due_ms {
+                Some(due) => indexed_item(&pk, &sk, "orders", &payload(n), due),
+                None => minimal_item(&pk, &sk, "orders", &payload(n)),
+            };
+            self.clients
+                .dynamodb
+                .put_item()
+                .table_name(&self.table)
+                .set_item(Some(item))
+                .send()
+                .await
+                .expect("put minimal item");
+        }
+        names
+    }
+
+    /// Everything on this region's queue (deleted): the message name each carries, by
+    /// `outbox-message-id`.
+    async fn published(&self) -> Vec<(String, String)> {
+        drain(&self.clients.sqs, &self.queue)
+            .await
+            .iter()
+            .map(|m| {
+                let id = attr(m, ATTR_MESSAGE_ID).expect("an outbox-message-id");
+                let body: serde_json::Value =
+                    serde_json::from_str(m.body().expect("a body")).expect("a JSON body");
+                (id, body["n"].as_str().expect("a name").to_owned())
+            })
+            .collect()
+    }
+
+    /// The item's `Status` as this region's replica has it.
+    async fn status_here(&self, name: &str) -> Option<String> {
+        let items = self
+            .clients
+            .dynamodb
+            .query()
+            .table_name(&self.table)
+            .key_condition_expression("PK = :pk")
+            .expression_attribute_values(":pk", outbox_tests::sv(&format!("ORDER#{name}")))
+            .consistent_read(true)
+            .send()
+            .await
+            .expect("query")
+            .items
+            .unwrap_or_default();
+        items.iter().find_map(|i| s(i, "Status"))
+    }
+}
+
+fn payload(name: &str) -> String {
+    serde_json::json!({ "n": name }).to_string()
+}
+
+fn now_ms() -> i64 {
+    i64::try_from(
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis(),
+    )
+    .unwrap()
+}
+
+/// A new outbox table in us-east-1 with a replica in eu-west-1 (`UpdateTable`
+/// `ReplicaUpdates`), and each region's deployment: us-east-1's with `us_keys`,
+/// eu-west-1's with `eu_keys`.
+async fn global_outbox(us_keys: KeyNames, eu_keys: KeyNames) -> (Region, Region) {
+    use aws_sdk_dynamodb::types::{CreateReplicationGroupMemberAction, ReplicationGroupUpdate};
+    let base = sdk_config().await;
+    let config_in = |region: &'static str| {
+        base.to_builder()
+            .region(aws_config::Region::new(region))
+            .build()
+    };
+    let (us, eu) = (Clients::new(&config_in(US)), Clients::new(&config_in(EU)));
+    let table = unique("global");
+    let us_stream =
+        provision::create_outbox_table_keyed(&us.dynamodb, &table, &KeyNames::default())
+            .await
+            .expect("create table");
+    us.dynamodb
+        .update_table()
+        .table_name(&table)
+        .replica_updates(
+            ReplicationGroupUpdate::builder()
+                .create(
+                    CreateReplicationGroupMemberAction::builder()
+                        .region_name(EU)
+                        .build()
+                        .unwrap(),
+                )
+                .build(),
+        )
+        .send()
+        .await
+        .expect("create the eu-west-1 replica");
+    let eu_stream = StreamReader::stream_arn_of(&eu.dynamodb, &table)
+        .await
+        .expect("the replica's stream");
+    assert_ne!(us_stream, eu_stream, "each replica has its own stream");
+    let region = |name: &'static str, clients: Clients, keys: KeyNames, stream: String| {
+        let table = table.clone();
+        async move {
+            let queue =
+                provision::create_queue(&clients.sqs, &unique(&format!("orders-{name}")), 30)
+                    .await
+                    .expect("create queue");
+            let dlq = provision::create_queue(&clients.sqs, &unique(&format!("dlq-{name}")), 30)
+                .await
+                .expect("create dlq");
+            let reader = StreamReader::new(clients.streams.clone(), stream, name);
+            Region {
+                name,
+                clients,
+                table,
+                keys,
+                reader,
+                queue,
+                dlq,
+            }
+        }
+    };
+    (
+        region(US, us, us_keys, us_stream).await,
+        region(EU, eu, eu_keys, eu_stream).await,
+    )
+}
+
+/// Both regions' stream publishers on everything new in their own replica's stream,
+/// concurrently (events read first); returns how many inserts each stream carried.
+async fn publish_both(us: &mut Region, eu: &mut Region) -> (usize, usize) {
+    let us_event = us
+        .reader
+        .next_event(1000)
+        .await
+        .expect("read us-east-1's stream");
+    let eu_event = eu
+        .reader
+        .next_event(1000)
+        .await
+        .expect("read eu-west-1's stream");
+    let inserts = |e: &aws_lambda_events::event::dynamodb::Event| {
+        e.records
+            .iter()
+            .filter(|r| r.event_name == "INSERT")
+            .count()
+    };
+    let (us_pub, eu_pub) = (us.publisher(), eu.publisher());
+    let ((us_resp, _), (eu_resp, _)) = tokio::join!(
+        handle_stream_event(&us_pub, &us_event),
+        handle_stream_event(&eu_pub, &eu_event)
+    );
+    assert!(us_resp.batch_item_failures.is_empty(), "{us_resp:?}");
+    assert!(eu_resp.batch_item_failures.is_empty(), "{eu_resp:?}");
+    (inserts(&us_event), inserts(&eu_event))
+}
+
+/// Every message each region's queue received: by message name, the regions that
+/// published it (one entry per copy), and each name's one `outbox-message-id`.
+async fn published_by_name(us: &Region, eu: &Region) -> BTreeMap<String, Vec<&'static str>> {
+    let mut by_name: BTreeMap<String, Vec<&'static str>> = BTreeMap::new();
+    let mut ids: BTreeMap<String, HashSet<String>> = BTreeMap::new();
+    for region in [us, eu] {
+        for (id, name) in region.published().await {
+            by_name.entry(name.clone()).or_default().push(region.name);
+            ids.entry(name).or_default().insert(id);
+        }
+    }
+    for (name, ids) in &ids {
+        assert_eq!(ids.len(), 1, "{name}: one outbox-message-id, got {ids:?}");
+    }
+    by_name
+}
+
+fn count_in(by_name: &BTreeMap<String, Vec<&'static str>>, region: &str) -> usize {
+    by_name.values().flatten().filter(|r| **r == region).count()
+}
+
+fn duplicates(by_name: &BTreeMap<String, Vec<&'static str>>) -> usize {
+    by_name.values().filter(|regions| regions.len() > 1).count()
+}
+
+/// The mixed workload: library producers in both regions, a minimal producer in
+/// eu-west-1. Returns the names committed, and of them those homed in us-east-1 (its
+/// own and the minimal ones, whose default home it is).
+async fn mixed_workload(us: &Region, eu: &Region) -> (Vec<String>, HashSet<String>) {
+    let committed_us = us.commit("us", 30).await;
+    let committed_eu = eu.commit("eu", 30).await;
+    let minimal_eu = eu.put_minimal("min-eu", 10, None).await;
+    let homed_us: HashSet<String> = committed_us.iter().chain(&minimal_eu).cloned().collect();
+    let all = [committed_us, committed_eu, minimal_eu].concat();
+    (all, homed_us)
+}
+
+#[tokio::test]
+async fn a_mixed_workload_in_two_regions_is_published_once_across_both() {
+    if !global_tables_supported("a_mixed_workload_in_two_regions_is_published_once_across_both") {
+        return;
+    }
+    // Given a global table, the outbox deployed in both regions, and messages
+    // committed in both (library producers, and a minimal producer in eu-west-1)
+    let (mut us, mut eu) = global_outbox(Region::keys_in(US), Region::keys_in(EU)).await;
+    let (all, homed_us) = mixed_workload(&us, &eu).await;
+    // When each region's publisher handles its own replica's stream
+    let (us_inserts, eu_inserts) = publish_both(&mut us, &mut eu).await;
+    // Then both streams carried every insert (the replicated ones too)
+    assert_eq!((us_inserts, eu_inserts), (all.len(), all.len()));
+    // and every message was published exactly once, by its home region
+    let by_name = published_by_name(&us, &eu).await;
+    let (in_us, in_eu) = (count_in(&by_name, US), count_in(&by_name, EU));
+    println!(
+        "global, mixed workload of {}: published by us-east-1 {in_us}, by eu-west-1 {in_eu}, \
+         total {}, published twice: {}",
+        all.len(),
+        in_us + in_eu,
+        duplicates(&by_name)
+    );
+    for name in &all {
+        let want = if homed_us.contains(name) { US } else { EU };
+        assert_eq!(by_name.get(name), Some(&vec![want]), "{name}");
+    }
+    assert_eq!(by_name.len(), all.len());
+    assert_eq!((in_us, in_eu), (homed_us.len(), all.len() - homed_us.len()));
+    // and each replica has every message SENT (the marks replicated both ways)
+    for name in &all {
+        assert_eq!(
+            us.status_here(name).await.as_deref(),
+            Some("SENT"),
+            "{name} in us-east-1"
+        );
+        assert_eq!(
+            eu.status_here(name).await.as_deref(),
+            Some("SENT"),
+            "{name} in eu-west-1"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_publisher_that_owns_every_region_publishes_the_others_messages_again() {
+    if !global_tables_supported(
+        "a_publisher_that_owns_every_region_publishes_the_others_messages_again",
+    ) {
+        return;
+    }
+    // Given the same workload, with eu-west-1's publisher configured without home
+    // regions (the "publish on every replica" mutant)
+    let (mut us, mut eu) = global_outbox(Region::keys_in(US), KeyNames::default()).await;
+    let (all, homed_us) = mixed_workload(&us, &eu).await;
+    publish_both(&mut us, &mut eu).await;
+    // Then eu-west-1 published us-east-1's messages too: duplicates
+    let by_name = published_by_name(&us, &eu).await;
+    let twice = duplicates(&by_name);
+    println!(
+        "global, eu-west-1 owning every region: published by us-east-1 {}, by eu-west-1 {}, \
+         published twice: {twice} (of {} homed in us-east-1)",
+        count_in(&by_name, US),
+        count_in(&by_name, EU),
+        homed_us.len()
+    );
+    assert!(twice > 0, "the mutant must publish some message twice");
+    assert!(
+        by_name.keys().all(|n| all.contains(n)),
+        "only committed messages are published"
+    );
+}
+
+#[tokio::test]
+async fn a_failover_publishes_the_failed_regions_pending_messages_once_and_a_failback_returns_them()
+{
+    if !global_tables_supported("a_failover_publishes_the_failed_regions_pending_messages_once") {
+        return;
+    }
+    let (mut us, eu) = global_outbox(Region::keys_in(US), Region::keys_in(EU)).await;
+    let later = || now_ms() + Duration::from_secs(600).as_millis() as i64;
+    // Given messages us-east-1 published and marked SENT before it went down
+    let sent_before = us.commit("sent-before", 10).await;
+    let event = us
+        .reader
+        .next_event(1000)
+        .await
+        .expect("read us-east-1's stream");
+    let (resp, summary) = handle_stream_event(&us.publisher(), &event).await;
+    assert!(resp.batch_item_failures.is_empty(), "{resp:?}");
+    assert_eq!(summary.sent, sent_before.len());
+    let before: Vec<String> = us.published().await.into_iter().map(|(_, n)| n).collect();
+    assert_eq!(before.len(), sent_before.len());
+    // (marked with PartiQL in us-east-1, the marks replicated to eu-west-1)
+    for name in &sent_before {
+        assert_eq!(
+            eu.status_here(name).await.as_deref(),
+            Some("SENT"),
+            "{name}"
+        );
+    }
+    // and messages committed in us-east-1 that it never published (its publisher and
+    // sweeper not run from here on: the region is down), library producers' and a
+    // minimal producer's in the sweeper index (no HomeRegion: the default home's)
+    let pending = [
+        us.commit("pending", 20).await,
+        us.put_minimal("pending-min", 5, Some(now_ms())).await,
+    ]
+    .concat();
+    // When eu-west-1 takes over us-east-1's messages
+    let table = outbox_ops::Table::new(&eu.table).key_names(eu.keys.clone());
+    let failover = Rehome::Failover {
+        from: US.to_owned(),
+        to: EU.to_owned(),
+        from_is_default_home: true,
+    };
+    let report = rehome(&eu.clients.dynamodb, &table, &failover, now_ms())
+        .await
+        .expect("failover");
+    assert_eq!(report.moved.len(), pending.len(), "{report:?}");
+    // and its sweeper runs
+    let swept = eu.sweep_all(later()).await;
+    // Then every one of them was published once, by eu-west-1, and none us-east-1 had
+    // published before
+    let by_name = published_by_name(&us, &eu).await;
+    println!(
+        "global, failover: {} pending in us-east-1 re-homed, published by eu-west-1 {}, by \
+         us-east-1 {}, published twice: {}, published again of the {} sent before: {}",
+        report.moved.len(),
+        count_in(&by_name, EU),
+        count_in(&by_name, US),
+        duplicates(&by_name),
+        sent_before.len(),
+        sent_before
+            .iter()
+            .filter(|n| by_name.contains_key(*n))
+            .count()
+    );
+    assert_eq!(swept, pending.len());
+    for name in &pending {
+        assert_eq!(by_name.get(name), Some(&vec![EU]), "{name}");
+    }
+    assert_eq!(by_name.len(), pending.len(), "nothing else: {by_name:?}");
+
+    // Given more messages committed in us-east-1 while it is down, failed over to
+    // eu-west-1 but not swept there yet
+    let returning = us.commit("returning", 10).await;
+    let report = rehome(&eu.clients.dynamodb, &table, &failover, now_ms())
+        .await
+        .expect("second failover");
+    assert_eq!(report.moved.len(), returning.len(), "{report:?}");
+    // When us-east-1 is back and they are failed back (from eu-west-1, where they were
+    // failed over)
+    let failback = Rehome::Failback { to: US.to_owned() };
+    let report = rehome(&eu.clients.dynamodb, &table, &failback, now_ms())
+        .await
+        .expect("failback");
+    assert_eq!(report.moved.len(), returning.len(), "{report:?}");
+    // Then eu-west-1's sweeper leaves them, and us-east-1's publishes each once
+    assert_eq!(eu.sweep_all(later()).await, 0);
+    assert_eq!(us.sweep_all(later()).await, returning.len());
+    let by_name = published_by_name(&us, &eu).await;
+    println!(
+        "global, failback: {} returned to us-east-1, published by us-east-1 {}, by eu-west-1 {}, \
+         published twice: {}",
+        report.moved.len(),
+        count_in(&by_name, US),
+        count_in(&by_name, EU),
+        duplicates(&by_name)
+    );
+    for name in &returning {
+        assert_eq!(by_name.get(name), Some(&vec![US]), "{name}");
+    }
+    assert_eq!(by_name.len(), returning.len(), "nothing else: {by_name:?}");
+}
