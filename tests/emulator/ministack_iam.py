@@ -38,6 +38,10 @@ Without this correction a role granted exactly what AWS requires is denied local
 and a role granted `dynamodb:ExecuteStatement` on `*` (which AWS ignores) is allowed.
 This file patches those decisions in MiniStack's `core.iam_actions` (`patch`).
 
+The launcher also installs `ministack_filters.patch_filter_criteria` (an event source
+mapping's `exists: false` under a missing parent, as the publisher's filter for messages
+without a home region uses it: see that module).
+
 It also corrects one DynamoDB behaviour (`patch_partiql_streams`): in MiniStack
 1.5.33 a PartiQL write (`INSERT`, `UPDATE`, `DELETE` through `ExecuteStatement`,
 `BatchExecuteStatement` or `ExecuteTransaction`) changes the item but writes no
@@ -330,9 +334,13 @@ def patch_partiql_streams(dynamodb):
 if __name__ == "__main__":
     from ministack.core import iam_actions as _iam_actions
     from ministack.services import dynamodb as _dynamodb
+    from ministack.services import lambda_svc as _lambda_svc
+
+    from ministack_filters import patch_filter_criteria
 
     patch(_iam_actions)
     patch_partiql_streams(_dynamodb)
+    patch_filter_criteria(_lambda_svc)
     from ministack.app import main
 
     main()
