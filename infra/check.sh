@@ -139,7 +139,7 @@ done
 step "terraform: modules/outbox/README.md documents every input and output (module_docs.py; --write regenerates)"
 "$VENV/bin/python" module_docs.py modules/outbox
 
-step "terraform: validate modules/outbox, examples/orders, examples/basic and examples/local, test modules/outbox (mocked provider)"
+step "terraform: validate modules/outbox, examples/orders, examples/basic, examples/local and examples/global-table, test modules/outbox (mocked provider)"
 MIRROR="${OUTBOX_TF_PROVIDER_MIRROR:-/opt/tf-plugins}"
 TF_MOCK_PASS=0
 if compgen -G "$MIRROR/registry.terraform.io/hashicorp/aws/*/*/terraform-provider-aws_*" >/dev/null; then
@@ -152,7 +152,7 @@ provider_installation {
   }
 }
 RC
-  for dir in modules/outbox examples/orders examples/basic examples/local; do
+  for dir in modules/outbox examples/orders examples/basic examples/local examples/global-table; do
     (
       export TF_CLI_CONFIG_FILE="$WORK/terraformrc-mirror" TF_DATA_DIR="$WORK/tf-data/$dir"
       cd "$dir"
@@ -183,7 +183,7 @@ echo "checkov skips (each with its reason):"
 grep -rhoE '#checkov:skip=[A-Z0-9_]+:.*' --include='*.tf' . | sed 's/#checkov:skip=/  /' | sort -u
 
 # ---------------------------------------------------------------- both
-step "parity: CDK and Terraform deploy the same system -- modules/outbox with the orders example -- (default settings, every setting changed, scan mode off, KMS-encrypted large-payload bucket)"
+step "parity: CDK and Terraform deploy the same system -- modules/outbox with the orders example -- (default settings, every setting changed, scan mode off, KMS-encrypted large-payload bucket, key names, default home region elsewhere / named, one region of a global table)"
 "$VENV/bin/python" parity/check_parity.py "$TEMPLATE" --keep "$WORK/variants"
 
 step "cdk: cfn-lint on the templates of the other parity variants"

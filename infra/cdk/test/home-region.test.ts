@@ -159,3 +159,47 @@ describe('home region: one region of a global table', () => {
     assert.deepEqual(settingsFromContext((k) => ctx[k], {}).globalTableRegions, ['us-east-1', 'eu-west-1']);
   });
 });
+
+describe('home region: a stack per region on a TableV2 with replicas (infra/README.md, "On a global table")', () => {
+  it('the table\'s stack reads its own stream; the replica\'s stack the replica\'s stream in its region', () => {
+    const app = new cdk.App();
+    const common = { globalTableRegions: ['us-east-1', 'eu-west-1'], defaultHomeRegion: 'us-east-1', assetDir: fakeAssetDir() };
+    const home = new cdk.Stack(app, 'Outbox-us-east-1', { env: { account: '123456789012', region: 'us-east-1' } });
+    const table = new dynamodb.TableV2(home, 'Table', {
+      tableName: 'outbox-table',
+      partitionKey: { name: 'PK', type: dynamodb.AttributeType.STRING },
+      sortKey: { name: 'SK', type: dynamodb.AttributeType.STRING },
+      dynamoStream: dynamodb.StreamViewType.NEW_AND_OLD_IMAGES,
+      timeToLiveAttribute: 'ExpiresAt',
+      globalSecondaryIndexes: [
+        {
+          indexName: 'OutboxSweepIndex',
+          partitionKey: { name: 'SweepShard', type: dynamodb.AttributeType.STRING },
+          sortKey: { name: 'SweepDueAt', type: dynamodb.AttributeType.NUMBER },
+          projectionType: dynamodb.ProjectionType.KEYS_ONLY,
+        },
+      ],
+      replicas: [{ region: 'eu-west-1' }],
+    });
+    new Outbox(home, 'Outbox', { ...common, table });
+    const eu = new cdk.Stack(app, 'Outbox-eu-west-1', { env: { account: '123456789012', region: 'eu-west-1' } });
+    new Outbox(eu, 'Outbox', {
+      ...common,
+      table: dynamodb.TableV2.fromTableAttributes(eu, 'Replica', { tableName: 'outbox-table', tableStreamArn: REPLICA_STREAM }),
+    });
+
+    const h = Template.fromStack(home);
+    const replicas = Object.values(h.findResources('AWS::DynamoDB::GlobalTable'))[0].Properties.Replicas.map((r: { Region: string }) => r.Region).sort();
+    assert.deepEqual(replicas, ['eu-west-1', 'us-east-1']);
+    const homeMapping = Object.values(h.findResources('AWS::Lambda::EventSourceMapping')).find((m) => m.Properties.FilterCriteria);
+    assert.deepEqual(homeMapping?.Properties.EventSourceArn, { 'Fn::GetAtt': [Object.keys(h.findResources('AWS::DynamoDB::GlobalTable'))[0], 'StreamArn'] });
+    assert.deepEqual(filterOf(h).Filters.map(homeOf), [{ S: ['us-east-1'] }, { S: [{ exists: false }] }]);
+
+    const e = Template.fromStack(eu);
+    const euMapping = Object.values(e.findResources('AWS::Lambda::EventSourceMapping')).find((m) => m.Properties.FilterCriteria);
+    assert.equal(euMapping?.Properties.EventSourceArn, REPLICA_STREAM);
+    assert.deepEqual(filterOf(e).Filters.map(homeOf), [{ S: ['eu-west-1'] }]);
+    e.hasResourceProperties('AWS::CloudWatch::Dashboard', { DashboardName: 'outbox-dashboard-eu-west-1' });
+    h.hasResourceProperties('AWS::CloudWatch::Dashboard', { DashboardName: 'outbox-dashboard-us-east-1' });
+  });
+});

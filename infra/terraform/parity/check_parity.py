@@ -2,7 +2,8 @@
 """The CDK app and the Terraform module must deploy the same system.
 
 For each variant of the settings (VARIANTS: the defaults, one that changes every
-setting that changes the template, and the sweeper's scan mode off), compares
+setting that changes the template, the sweeper's scan mode off, ..., and the global-table
+ones: another default home region, the own one named, one region of a global table), compares
   * the synthesized CDK template (the default one is argument 1; the others are
     synthesized here with `npx cdk synth -c outbox:<name>=<value>`), and
   * the values of the provider-free module modules/outbox-config with the same
@@ -10,7 +11,10 @@ setting that changes the template, and the sweeper's scan mode off), compares
 and checks that modules/outbox takes each compared value from module.config
 (parsed with python-hcl2), so the comparison speaks for the real resources.
 
-Compared: stream filter (and infra/stream-filter.json itself), stream and queue
+Compared: stream filter (the same pattern text in both, CDK's intrinsics resolved in the
+deployment's region; both equal to infra/stream-filter.json with the region clauses the
+settings call for: HomeRegion.S = region, and HomeRegion.S exists:false in the default home
+region), OUTBOX_REGION and OUTBOX_DEFAULT_HOME_REGION, stream and queue
 mapping settings (starting position, retries, batch sizes, the recovery function's
 mapping on the stream-failure queue), table shapes (keys, GSI, TTL attribute, stream
 view type, PITR, SSE, deletion protection), names, function runtime/arch/memory/
@@ -111,6 +115,96 @@ VARIANTS: dict[str, dict] = {
 # function, always; this variant changes all three.
 VARIANTS["non-default key names"] = {"partitionKeyName": "pk", "sortKeyName": "sk", "ttlAttributeName": "expires_at"}
 
+# Global tables (docs/global-tables.md). "{region}" is the deployment's region (the one the CDK
+# app is synthesized for: the publisher's OUTBOX_REGION in the default template; Terraform gets
+# it as modules/outbox-config's region), "{other}" another region. The defaults (above) make the
+# deployment its own default home: two filters. Here the default home is another region (one
+# filter: this region's inserts only); the own region named explicitly (two); and one region of
+# a global table (the replica attached, names global to the account carrying the region).
+OTHER_REGIONS = ("ap-northeast-3", "sa-east-1")
+VARIANTS["default home region elsewhere"] = {"defaultHomeRegion": "{other}"}
+VARIANTS["default home region named, this one"] = {"defaultHomeRegion": "{region}"}
+VARIANTS["one region of a global table"] = {
+    "prefix": "shop",
+    "globalTableRegions": ["{other}", "{region}"],
+    "defaultHomeRegion": "{other}",
+    "existingTable": {
+        "tableName": "app",
+        "streamArn": "arn:aws:dynamodb:{region}:123456789012:table/app/stream/2024-01-01T00:00:00.000",
+    },
+}
+
+
+def with_regions(settings, region: str):
+    """A variant's settings with "{region}" and "{other}" filled in."""
+    other = next(r for r in OTHER_REGIONS if r != region)
+    if isinstance(settings, dict):
+        return {k: with_regions(x, region) for k, x in settings.items()}
+    if isinstance(settings, list):
+        return [with_regions(x, region) for x in settings]
+    if isinstance(settings, str):
+        return settings.replace("{region}", region).replace("{other}", other)
+    return settings
+
+
+def resolved(value, template: dict, region: str):
+    """A CDK property with the intrinsics CloudFormation would resolve in `region`: Ref
+    AWS::Region, Fn::Join, Fn::If on the template's Fn::Equals conditions (AWS::NoValue drops a
+    list element or key); other tokens are kept."""
+    def cond(name: str) -> bool:
+        c = template.get("Conditions", {})[name]
+        a, b = c["Fn::Equals"]
+        return resolved(a, template, region) == resolved(b, template, region)
+    if isinstance(value, list):
+        out = [resolved(x, template, region) for x in value]
+        return [x for x in out if x is not NO_VALUE]
+    if isinstance(value, dict):
+        if value == {"Ref": "AWS::Region"}:
+            return region
+        if value == {"Ref": "AWS::NoValue"}:
+            return NO_VALUE
+        if set(value) == {"Fn::If"}:
+            name, yes, no = value["Fn::If"]
+            return resolved(yes if cond(name) else no, template, region)
+        if set(value) == {"Fn::Join"}:
+            sep, parts = value["Fn::Join"]
+            parts = [resolved(x, template, region) for x in parts]
+            if all(isinstance(x, str) for x in parts):
+                return sep.join(parts)
+            return {"Fn::Join": [sep, parts]}
+        out = {k: resolved(x, template, region) for k, x in value.items()}
+        return {k: x for k, x in out.items() if x is not NO_VALUE}
+    return value
+
+
+NO_VALUE = object()
+
+
+def template_region(template: dict) -> str:
+    """The region the CDK app was synthesized for (the CLI's default region), from the
+    publisher's OUTBOX_REGION; PARITY_DEPLOYMENT_REGION when it is the AWS::Region token."""
+    for r in resources_of(template, "AWS::Lambda::Function"):
+        region = r["Properties"].get("Environment", {}).get("Variables", {}).get("OUTBOX_REGION")
+        if region is not None:
+            return region if isinstance(region, str) else PARITY_DEPLOYMENT_REGION
+    raise SystemExit("CDK template: no function with OUTBOX_REGION")
+
+
+PARITY_DEPLOYMENT_REGION = "ap-southeast-2"
+
+
+def expected_filter(region: str, default_home: str) -> dict:
+    """What both stacks must deploy (an independent statement of the rule): each filter of
+    infra/stream-filter.json with NewImage.HomeRegion.S = [region], then, in the default home
+    region, each with NewImage.HomeRegion.S = [{"exists": false}]."""
+    base = [json.loads(f["Pattern"]) for f in json.loads(FILTER_FILE.read_text())["Filters"]]
+    def clause(p: dict, c) -> dict:
+        d = dict(p.get("dynamodb", {}))
+        d["NewImage"] = {**d.get("NewImage", {}), "HomeRegion": {"S": [c]}}
+        return {**p, "dynamodb": d}
+    patterns = [clause(p, region) for p in base] + ([clause(p, {"exists": False}) for p in base] if default_home == region else [])
+    return {"Filters": patterns}
+
 
 # Variables whose modules/outbox default differs from modules/outbox-config's (the one compared
 # with CDK's), and why.
@@ -134,6 +228,8 @@ LARGE_PAYLOAD_RETENTION_DAYS_DEFAULT = 30
 
 failures: list[str] = []
 checked = 0
+# VARIANTS with "{region}" and "{other}" filled in (main()).
+VARIANTS_RESOLVED: dict[str, dict] = {}
 
 
 def same(what: str, cdk, tf) -> None:
@@ -208,7 +304,7 @@ PARITY_REGION = "parity-region"
 PARITY_QUEUE_URL = "http://parity.invalid/000000000000/"
 
 
-def terraform_config(settings: dict) -> dict:
+def terraform_config(settings: dict, region: str) -> dict:
     """The Terraform side of one variant: the outputs of modules/outbox-config and of
     examples/orders-config (the orders example) with the variant's settings, wired as
     examples/basic wires modules/outbox and examples/orders (the example's routes added to
@@ -232,6 +328,7 @@ module "c" {{
   routes                   = merge(module.o.routes, {user_routes})
   dashboard_queue_names    = module.o.dashboard.queue_names
   dashboard_function_names = module.o.dashboard.function_names
+  region                   = "{region}"
   resources = {{
     outbox_table_arn          = {"module.c.existing_table.arn" if "existing_table" in variables else '"PARITY:table"'}
     outbox_stream_arn         = {"module.c.existing_table.stream_arn" if "existing_table" in variables else '"PARITY:stream"'}
@@ -643,8 +740,19 @@ def compare(variant: str, template: dict, tf: dict, module_queues: dict) -> None
     if len(stream) != 1:
         raise SystemExit(f"CDK template {v}: expected one stream mapping with FilterCriteria, found {len(stream)}")
     stream = stream[0]
-    same(f"{v} stream FilterCriteria (CDK vs infra/stream-filter.json)", stream["FilterCriteria"], file_filter)
-    same(f"{v} stream FilterCriteria (Terraform vs infra/stream-filter.json)", tf["stream_filter"], file_filter)
+    home = tf["home_regions"]
+    region = home["region"]
+    cdk_filter = resolved(stream["FilterCriteria"], template, region)
+    same(f"{v} stream FilterCriteria (CDK, resolved in {region}) vs Terraform: the same pattern text", cdk_filter, tf["stream_filter"])
+    same(f"{v} stream filter base (Terraform) is infra/stream-filter.json", tf["stream_filter_file"], file_filter)
+    settings = VARIANTS_RESOLVED[variant]
+    default_home = settings.get("defaultHomeRegion", region)
+    want = expected_filter(region, default_home)
+    for side, got in (("CDK", cdk_filter), ("Terraform", tf["stream_filter"])):
+        same(f"{v} stream filters ({side}): the file's with HomeRegion.S = {region}{' and, the default home, HomeRegion.S exists:false' if default_home == region else ''}",
+             [json.loads(f["Pattern"]) for f in got["Filters"]], want["Filters"])
+    same(f"{v} home regions (Terraform) are the settings'", [home["region"], home["default_home_region"], home["regions"]],
+         [region, default_home, settings.get("globalTableRegions", [])])
     m = tf["stream_mapping"]
     pairs = {
         "StartingPosition": "starting_position",
@@ -734,7 +842,7 @@ def compare(variant: str, template: dict, tf: dict, module_queues: dict) -> None
         same(f"{v} {key} memory", props["MemorySize"], own["memory_size"])
         same(f"{v} {key} timeout", props["Timeout"], fns["timeouts"][key])
         same(f"{v} {key} reserved concurrency", props.get("ReservedConcurrentExecutions"), fns["reserved_concurrency"][key])
-        env = props["Environment"]["Variables"]
+        env = resolved(props["Environment"]["Variables"], template, tf["home_regions"]["region"])
         static = {k: x for k, x in env.items() if isinstance(x, str) and k.startswith("OUTBOX_") and k != "OUTBOX_TABLE_NAME"}
         same(f"{v} {key} static OUTBOX_* env", static, env_by_fn[key])
         # The names of the variables modules/outbox fills in from deployed resources (table name,
@@ -779,7 +887,7 @@ def compare(variant: str, template: dict, tf: dict, module_queues: dict) -> None
         if key == "sweeper":
             # Both stacks do what the setting says, not merely the same thing: the mode reaches
             # OUTBOX_SWEEP_SCAN_MODE, and Scan and the cursors' PutItem are granted unless it is off.
-            mode = scan_mode_of(VARIANTS[variant])
+            mode = scan_mode_of(VARIANTS_RESOLVED[variant])
             cdk_env = one(template, "AWS::Lambda::Function", FunctionName=names[key])["Environment"]["Variables"]
             same(f"{v} sweeper OUTBOX_SWEEP_SCAN_MODE (CDK) is the setting's", cdk_env.get("OUTBOX_SWEEP_SCAN_MODE"), mode)
             same(f"{v} sweeper OUTBOX_SWEEP_SCAN_MODE (Terraform) is the setting's", tf["sweeper_environment"].get("OUTBOX_SWEEP_SCAN_MODE"), mode)
@@ -845,7 +953,7 @@ def compare(variant: str, template: dict, tf: dict, module_queues: dict) -> None
 
     # ---------------------------------------------------------------- large-payload bucket (S3 claim check)
     lp = tf["large_payloads"]
-    settings = VARIANTS[variant]
+    settings = VARIANTS_RESOLVED[variant]
     wanted = settings.get("largePayloads", LARGE_PAYLOADS_DEFAULT)
     buckets = {k: r for k, r in template["Resources"].items() if r["Type"] == "AWS::S3::Bucket"}
     existing = settings.get("largePayloadBucketName") if wanted else None
@@ -907,7 +1015,7 @@ def compare(variant: str, template: dict, tf: dict, module_queues: dict) -> None
             "treat_missing_data": a["TreatMissingData"],
             "actions": a.get("AlarmActions", []),
         }
-    topic = VARIANTS[variant].get("alarmTopicArn")  # outbox-config has no alarm actions; modules/outbox notifies this topic
+    topic = VARIANTS_RESOLVED[variant].get("alarmTopicArn")  # outbox-config has no alarm actions; modules/outbox notifies this topic
     actions = [topic] if topic else []
     tf_alarms = {f"{prefix}-{k}": {**a, "actions": actions} for k, a in tf["alarms"].items()}
     same(f"{v} alarm names", sorted(cdk_alarms), sorted(tf_alarms))
@@ -939,16 +1047,22 @@ def main() -> int:
     src = module_sources()
     compare_module_sources(src, module_sources("examples/orders"))
     tf_queues = scalar(src["locals"]["queues"])
-    for i, (variant, settings) in enumerate(VARIANTS.items()):
+    default_template = json.loads(args.template.read_text())
+    # Every variant is synthesized in the same environment: the default template's region.
+    region = template_region(default_template)
+    for variant, settings in VARIANTS.items():
+        VARIANTS_RESOLVED[variant] = with_regions(settings, region)
+    for i, (variant, settings) in enumerate(VARIANTS_RESOLVED.items()):
         if not settings:
-            template = json.loads(args.template.read_text())
+            template = default_template
         else:
             with tempfile.TemporaryDirectory(prefix="outbox-parity-cdk-") as out:
                 template = synth(settings, Path(out))
             if args.keep:
                 args.keep.mkdir(parents=True, exist_ok=True)
                 (args.keep / f"variant-{i}.template.json").write_text(json.dumps(template, indent=1))
-        compare(variant, template, terraform_config(settings), tf_queues)
+        holds(f"[{variant}] the CDK app is synthesized for {region}, like the default template", template_region(template) == region, "parity")
+        compare(variant, template, terraform_config(settings, region), tf_queues)
 
     if failures:
         print(f"parity: {len(failures)} of {checked} checks differ between CDK and Terraform:")
