@@ -28,6 +28,7 @@
 mod delivery;
 mod fence;
 pub mod fixture;
+pub mod global;
 pub mod model;
 pub mod params;
 pub mod presets;

@@ -1,8 +1,8 @@
 //! `cargo run --release -p outbox-model -- [--deep] [--threads N] [--only TEXT]`: checks the CI
-//! instances (or the deep ones) and prints, for each, the states explored, the unique
+//! instances (or the deep ones), single-region and two-region, and prints, for each, the states explored, the unique
 //! states, the longest path, the time, and any counterexample one line per action.
 
-use outbox_model::{OutboxModel, check, presets};
+use outbox_model::{OutboxModel, check, global, presets};
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
@@ -29,6 +29,25 @@ fn main() -> ExitCode {
             continue;
         }
         let report = check(OutboxModel::new(params), threads);
+        println!(
+            "{name}: {} states explored, {} unique, max depth {}, {:.1?}",
+            report.states, report.unique, report.max_depth, report.elapsed
+        );
+        for f in report.failures() {
+            failed = true;
+            println!("  VIOLATED {f}");
+        }
+    }
+    let global = if deep {
+        presets::global_deep()
+    } else {
+        presets::global_ci()
+    };
+    for (name, params) in global {
+        if only.is_some_and(|o| !name.contains(o.as_str())) {
+            continue;
+        }
+        let report = global::check(global::GlobalModel::new(params), threads);
         println!(
             "{name}: {} states explored, {} unique, max depth {}, {:.1?}",
             report.states, report.unique, report.max_depth, report.elapsed

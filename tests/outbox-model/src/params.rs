@@ -133,6 +133,28 @@ pub enum Mutation {
     /// for retry, so the mapping moves on and a later message of its aggregate meets
     /// a fence whose index may not list the held one yet.
     UnknownNotReported,
+    /// Global tables (`crate::global`): no ownership filter — every region's
+    /// publisher publishes every `INSERT` its replica's stream carries (replicated ones
+    /// too) and every region's sweeper sweeps every pending item, as before issue 25.
+    PublishOnEveryReplica,
+    /// Global tables: the failover re-homes every item of the failed region that the
+    /// surviving replica holds, whatever its status (an unconditional overwrite), not
+    /// only the `PENDING` ones (`Status = PENDING AND HomeRegion = failed`).
+    UnconditionalFailover,
+    /// Global tables: the failback re-homes a failed-over `PENDING` message without
+    /// checking that no sweep of the surviving region holds a claim on it
+    /// (`SweepDueAt <= now`), so that sweep publishes it after the failed region took
+    /// it back, and that region publishes it too.
+    FailbackIgnoresClaim,
+    /// Global tables: the stream publisher decides ownership from the `INSERT` image
+    /// alone (`FilterCriteria` and the handler), not from the `HomeRegion` its status
+    /// read returns, so after a failover the recovered region's stream backlog
+    /// publishes messages the surviving region now owns.
+    OwnershipFromImage,
+    /// Global tables: the failed region's functions are started again before the
+    /// failover's re-homes have replicated to it (the runbook waits for replication to
+    /// catch up), so its replica still shows them as its own.
+    RecoverBeforeCatchUp,
 }
 
 /// One model instance.

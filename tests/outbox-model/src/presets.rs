@@ -1,5 +1,6 @@
 //! The configurations the tests and the deep run check.
 
+use crate::global::{A, B, GMsg, GlobalParams};
 use crate::params::{Consumer, Kind, Params, Txn};
 
 /// The bounded check CI runs: one small instance per concern.
@@ -176,4 +177,47 @@ pub fn deep() -> Vec<(&'static str, Params)> {
             },
         ),
     ]
+}
+
+/// The two-region instances CI checks (`crate::global`): a global table, the outbox in
+/// both regions, a crash of `A`, the failover into `B`; and `A`'s recovery with the
+/// failback. Each has tens of thousands of states (a third message multiplies them by
+/// some 300: see `global_deep`).
+pub fn global_ci() -> Vec<(&'static str, GlobalParams)> {
+    vec![
+        (
+            "two regions: a message committed in A, one without HomeRegion committed in B (A's: the default home) that may roll back, A crashes, failover",
+            GlobalParams {
+                msgs: vec![GMsg::library(A), GMsg::minimal(B).or_roll_back()],
+                crash: true,
+                ..GlobalParams::default()
+            },
+        ),
+        (
+            "two regions: a message committed in each, A crashes, failover, A comes back, failback",
+            GlobalParams {
+                msgs: vec![GMsg::library(A), GMsg::library(B)],
+                crash: true,
+                recover: true,
+                failback: true,
+                ..GlobalParams::default()
+            },
+        ),
+    ]
+}
+
+/// Larger two-region instances (minutes).
+pub fn global_deep() -> Vec<(&'static str, GlobalParams)> {
+    vec![(
+        "two regions: a message committed in each, one without HomeRegion committed in B, a rollback, A crashes, failover",
+        GlobalParams {
+            msgs: vec![
+                GMsg::library(A),
+                GMsg::library(B).or_roll_back(),
+                GMsg::minimal(B),
+            ],
+            crash: true,
+            ..GlobalParams::default()
+        },
+    )]
 }

@@ -251,7 +251,11 @@ impl Report {
     pub fn failures(&self) -> Vec<String> {
         self.discoveries
             .iter()
-            .filter(|d| d.0 != crate::props::DUPLICATES_HAPPEN && d.0 != crate::props::SOME_END)
+            .filter(|d| {
+                d.0 != crate::props::DUPLICATES_HAPPEN
+                    && d.0 != crate::props::SOME_END
+                    && d.0 != crate::global::props::FAILOVER_DUPLICATES
+            })
             .map(|d| format!("{} ({} steps):\n{}", d.0, d.1, d.2))
             .collect()
     }

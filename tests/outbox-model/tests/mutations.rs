@@ -1,6 +1,8 @@
 //! Not vacuous: each property catches a deliberately broken protocol, with a
 //! counterexample; and what the model found in the real code, pinned.
 
+use outbox_model::global::props::{ONE_REGION, OWNER_PUBLISHES};
+use outbox_model::global::{A, B, GMsg, GlobalModel, GlobalParams};
 use outbox_model::props::{
     EFFECT_ONCE, ENDS, EXCLUSIVE_CLAIMS, FIFO_ORDER, NO_STALE_FENCE, NOTHING_PHANTOM,
     REDRIVE_STANDS, SENT_ONCE, SETTLES, TERMINAL,
@@ -360,4 +362,123 @@ fn known_limit_a_delivery_that_read_before_a_sweep_marked_sends_again() {
         !s.sent_after_sent,
         "a send after a read that came first is the race"
     );
+}
+
+/// The two-region model: `params` mutated is caught by `property`; returns the length
+/// of the counterexample (breadth first: near the shortest).
+fn caught_globally(params: GlobalParams, property: &'static str) -> usize {
+    let report = outbox_model::global::find(GlobalModel::new(params.clone()), 1, property);
+    let Some((len, trace)) = report.discovery(property) else {
+        panic!(
+            "{:?} was not caught by `{property}` ({} states)",
+            params.mutations, report.unique
+        );
+    };
+    println!(
+        "{:?} caught by `{property}` in {len} steps ({} states):\n{trace}",
+        params.mutations, report.unique
+    );
+    len
+}
+
+/// Every two-region property holds on `params`, exhaustively.
+fn holds_globally(params: GlobalParams) {
+    let report = outbox_model::global::check(GlobalModel::new(params.clone()), 2);
+    println!(
+        "{:?}: {} unique states, max depth {}, {:.1?}",
+        params.msgs, report.unique, report.max_depth, report.elapsed
+    );
+    assert!(report.failures().is_empty(), "{:#?}", report.failures());
+}
+
+/// Issue 25: without the ownership filter every replica's stream publishes every
+/// message (a replicated `INSERT` too) and every sweeper sweeps every item. No crash
+/// needed: B publishes A's message.
+#[test]
+fn global_publishing_on_every_replica_publishes_a_message_in_both_regions() {
+    let p = GlobalParams {
+        msgs: vec![GMsg::library(A)],
+        crash: false,
+        ..GlobalParams::default()
+    };
+    holds_globally(p.clone());
+    let p = p.mutated(Mutation::PublishOnEveryReplica);
+    caught_globally(p.clone(), OWNER_PUBLISHES);
+    caught_globally(p, ONE_REGION);
+}
+
+/// The same for a minimal producer's message committed in B: it is A's (the default
+/// home), and only A publishes it.
+#[test]
+fn global_a_message_without_home_region_is_published_by_the_default_home_only() {
+    let p = GlobalParams {
+        msgs: vec![GMsg::minimal(B)],
+        crash: false,
+        ..GlobalParams::default()
+    };
+    holds_globally(p.clone());
+    caught_globally(p.mutated(Mutation::PublishOnEveryReplica), ONE_REGION);
+}
+
+/// Issue 25: a failover that re-homes A's items whatever their status in B's copy
+/// re-homes one A sent and whose `SENT` mark had replicated: B publishes it again, a
+/// duplicate no failover allows. The conditional re-home (`Status = PENDING`) leaves
+/// it `SENT`; what it re-homes is only what B's copy shows `PENDING` — the duplicate a
+/// failover allows when A's mark had not replicated.
+#[test]
+fn global_a_failover_without_the_conditional_re_home_publishes_a_sent_message_again() {
+    let p = GlobalParams {
+        msgs: vec![GMsg::library(A)],
+        crash: true,
+        ..GlobalParams::default()
+    };
+    holds_globally(p.clone());
+    caught_globally(p.mutated(Mutation::UnconditionalFailover), ONE_REGION);
+}
+
+/// Found by the model: a failback conditional on `Status = PENDING` and the failover
+/// alone (the spec's first draft) races B's sweep, which claimed the message before
+/// and sends it after A took it back: both regions publish it, no failover between.
+/// Conditional also on no claim (`SweepDueAt <= now`), it waits for the sweep.
+#[test]
+fn global_a_failback_waits_for_the_surviving_regions_claim() {
+    let p = GlobalParams {
+        msgs: vec![GMsg::library(A)],
+        crash: true,
+        recover: true,
+        failback: true,
+        ..GlobalParams::default()
+    };
+    holds_globally(p.clone());
+    caught_globally(p.mutated(Mutation::FailbackIgnoresClaim), ONE_REGION);
+}
+
+/// Found by the model: after a failover, the recovered region's stream mapping resumes
+/// at its checkpoint, with `INSERT`s whose image says the message is A's. Deciding
+/// ownership from the image alone, A publishes what B now owns; the status read's
+/// `HomeRegion` skips it.
+#[test]
+fn global_a_recovered_region_does_not_publish_its_stream_backlog_that_failed_over() {
+    let p = GlobalParams {
+        msgs: vec![GMsg::library(A)],
+        crash: true,
+        recover: true,
+        ..GlobalParams::default()
+    };
+    holds_globally(p.clone());
+    caught_globally(p.mutated(Mutation::OwnershipFromImage), OWNER_PUBLISHES);
+}
+
+/// The runbook's step, checked: A's functions start again only once the failover's
+/// re-homes have replicated to A. Before that, A's copy still shows its own what B
+/// owns, and both publish it.
+#[test]
+fn global_a_region_that_comes_back_before_replication_caught_up_publishes_what_b_owns() {
+    let p = GlobalParams {
+        msgs: vec![GMsg::library(A)],
+        crash: true,
+        recover: true,
+        ..GlobalParams::default()
+    };
+    caught_globally(p.mutated(Mutation::RecoverBeforeCatchUp), ONE_REGION);
 }
