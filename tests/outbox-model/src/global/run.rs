@@ -1,0 +1,191 @@
+//! Running a two-region check, and printing a counterexample one line per action.
+
+use super::{Call, GAction, GState, GlobalModel, region_name};
+use crate::trace::Report;
+use stateright::{Checker, Expectation, HasDiscoveries, Model, Path};
+use std::fmt::Write;
+use std::time::Instant;
+
+/// An action in words.
+pub fn describe(action: &GAction) -> String {
+    let r = |r: &u8| region_name(*r);
+    match action {
+        GAction::Commit(m) => format!("producer commits m{m}"),
+        GAction::RollBack(m) => format!("m{m}'s transaction rolls back"),
+        GAction::Replicate(i) => format!("in-flight write {i} replicates"),
+        GAction::Deliver(g) => format!("{}'s stream mapping takes its next record", r(g)),
+        GAction::Publish(g) => format!("{}'s stream publisher steps", r(g)),
+        GAction::Claim(g, m) => format!("{}'s sweeper claims and sends m{m}", r(g)),
+        GAction::Sweep(g) => format!("{}'s sweeper steps", r(g)),
+        GAction::Crash => "region A CRASHES".into(),
+        GAction::Failover(m) => format!("operator fails m{m} over into B"),
+        GAction::Recover => "region A's functions start again".into(),
+        GAction::Failback(m) => format!("operator fails m{m} back to A"),
+    }
+}
+
+fn item(s: &GState, r: u8, m: u8) -> String {
+    let i = s.copies[usize::from(r)][usize::from(m)];
+    let home = i.home.map_or("-", region_name);
+    let over = if i.failed_over { ", failed over" } else { "" };
+    format!("{:?} home {home}{over}", i.status)
+}
+
+/// What `action` does in `s`, in words.
+fn what(model: &GlobalModel, s: &GState, action: GAction) -> String {
+    match action {
+        GAction::Commit(m) => {
+            let msg = model.params.msgs[usize::from(m)];
+            let how = if msg.homed {
+                "with HomeRegion"
+            } else {
+                "without HomeRegion (minimal producer)"
+            };
+            format!("producer in {} commits m{m} {how}", region_name(msg.region))
+        }
+        GAction::Replicate(i) => s.in_flight.get(usize::from(i)).map_or("?".into(), |w| {
+            let incoming = super::unpack(w.item);
+            let here = s.copies[usize::from(w.to)][usize::from(w.msg)];
+            let verdict = if incoming.stamp > here.stamp {
+                "applied"
+            } else {
+                "older: dropped (last writer wins)"
+            };
+            format!(
+                "{}'s write of m{} ({:?} home {}{}) reaches {}: {verdict}",
+                region_name(1 - w.to),
+                w.msg,
+                incoming.status,
+                incoming.home.map_or("-", region_name),
+                if incoming.failed_over {
+                    ", failed over"
+                } else {
+                    ""
+                },
+                region_name(w.to)
+            )
+        }),
+        GAction::Deliver(r) => {
+            let ri = usize::from(r);
+            let (m, home) = s.streams[ri][usize::from(s.next[ri])];
+            format!(
+                "{}'s stream mapping takes the INSERT of m{m} (image home {})",
+                region_name(r),
+                home.map_or("-", region_name)
+            )
+        }
+        GAction::Publish(r) | GAction::Sweep(r) => {
+            let run = if matches!(action, GAction::Publish(_)) {
+                (s.publisher[usize::from(r)], "stream publisher")
+            } else {
+                (s.sweeper[usize::from(r)], "sweeper")
+            };
+            let (Some(inv), who) = run else {
+                return "?".into();
+            };
+            let m = inv.msg;
+            let call = match inv.call {
+                Call::Send => format!(
+                    "reads m{m} ({}) and SENDS it if PENDING and its own",
+                    item(s, r, m)
+                ),
+                Call::Mark => format!("marks m{m} SENT (its copy: {})", item(s, r, m)),
+            };
+            format!("{}'s {who} {call}", region_name(r))
+        }
+        GAction::Claim(r, m) => format!(
+            "{}'s sweeper claims m{m} ({}) and SENDS it",
+            region_name(r),
+            item(s, r, m)
+        ),
+        GAction::Failover(m) | GAction::Failback(m) => {
+            format!("{} (B's copy: {})", describe(&action), item(s, super::B, m))
+        }
+        other => describe(&other),
+    }
+}
+
+/// The steps of `path` up to the first state where `property` is decided.
+fn cut(
+    model: &GlobalModel,
+    path: &Path<GState, GAction>,
+    property: &str,
+) -> Vec<(GState, Option<GAction>)> {
+    let mut steps = path.clone().into_vec();
+    let Some(p) = model.properties().into_iter().find(|p| p.name == property) else {
+        return steps;
+    };
+    let decided = |s: &GState| match p.expectation {
+        Expectation::Sometimes => (p.condition)(model, s),
+        _ => !(p.condition)(model, s),
+    };
+    if let Some(i) = steps.iter().position(|(s, _)| decided(s)) {
+        steps.truncate(i + 1);
+        if let Some(last) = steps.last_mut() {
+            last.1 = None;
+        }
+    }
+    steps
+}
+
+fn render(model: &GlobalModel, steps: &[(GState, Option<GAction>)]) -> String {
+    let mut out = String::new();
+    let mut line = 0;
+    for (state, action) in steps {
+        let Some(action) = action else { continue };
+        line += 1;
+        let _ = writeln!(out, "{line:>3}. {}", what(model, state, *action));
+    }
+    if let Some((last, _)) = steps.last() {
+        let n = u8::try_from(model.params.msgs.len()).unwrap_or(0);
+        let items: Vec<String> = (0..n)
+            .map(|m| {
+                format!(
+                    "m{m}: A {{{}}} B {{{}}} sent {}x",
+                    item(last, super::A, m),
+                    item(last, super::B, m),
+                    last.sends[usize::from(m)]
+                )
+            })
+            .collect();
+        let _ = writeln!(out, "     end: {}", items.join("; "));
+    }
+    out
+}
+
+/// Checks `model` exhaustively (breadth first).
+pub fn check(model: GlobalModel, threads: usize) -> Report {
+    run(model, threads, HasDiscoveries::AllFailures)
+}
+
+/// Checks `model` until `property` has a discovery (or the space is exhausted).
+pub fn find(model: GlobalModel, threads: usize, property: &'static str) -> Report {
+    run(model, threads, HasDiscoveries::AnyOf([property].into()))
+}
+
+fn run(model: GlobalModel, threads: usize, until: HasDiscoveries) -> Report {
+    let start = Instant::now();
+    let checker = model
+        .checker()
+        .threads(threads)
+        .finish_when(until)
+        .spawn_bfs()
+        .join();
+    let model = checker.model();
+    let mut discoveries: Vec<(&'static str, usize, String)> = checker
+        .discoveries()
+        .into_iter()
+        .map(|(name, path)| {
+            let steps = cut(model, &path, name);
+            (name, steps.len().saturating_sub(1), render(model, &steps))
+        })
+        .collect();
+    discoveries.sort_by_key(|d| d.0);
+    Report {
+        states: checker.state_count(),
+        unique: checker.unique_state_count(),
+        max_depth: checker.max_depth(),
+        elapsed: start.elapsed(),
+        discoveries,
+    }
+}
