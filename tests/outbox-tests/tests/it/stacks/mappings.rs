@@ -32,10 +32,22 @@ async fn each_stack_maps_the_stream_the_queue_and_the_schedule_as_documented() {
             .iter()
             .filter_map(|f| serde_json::from_str(f.pattern()?).ok())
             .collect();
+        // infra/stream-filter.json, not a copy, with the home region's clause: the
+        // messages homed in the stack's region, and — it being the default home —
+        // those naming none (docs/global-tables.md).
+        let homed = |rule: Value| {
+            let mut p: Value = serde_json::from_str(pattern).unwrap();
+            p["dynamodb"]["NewImage"]["HomeRegion"] = serde_json::json!({ "S": [rule] });
+            p
+        };
+        let region = c.region.as_str();
         assert_eq!(
             patterns,
-            [serde_json::from_str::<Value>(pattern).unwrap()],
-            "{tool}: infra/stream-filter.json, not a copy"
+            [
+                homed(Value::from(region)),
+                homed(serde_json::json!({ "exists": false }))
+            ],
+            "{tool}: infra/stream-filter.json with the home region's clause"
         );
         let on_failure = m
             .destination_config()
