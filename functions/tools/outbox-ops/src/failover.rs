@@ -15,7 +15,6 @@
 //! adopted yet is not in it (its default home's sweeper adopts it).
 
 use crate::{OpsError, Reads, Table, index};
-use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::AttributeValue;
 use dynamodb_outbox::home::{FAILED_OVER_FROM, HOME_REGION};
 use dynamodb_outbox::schema::{ItemKey, STATUS, SWEEP_DUE_AT, Status};
@@ -136,13 +135,7 @@ async fn rehome_one(
         };
         request = request.expression_attribute_values(name, value);
     }
-    match request.send().await {
-        Ok(_) => Ok(true),
-        Err(e) => match e.as_service_error() {
-            Some(UpdateItemError::ConditionalCheckFailedException(_)) => Ok(false),
-            _ => Err(OpsError::aws("update", &table.name, e)),
-        },
-    }
+    index::applied(request.send().await, table)
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@
 
 use crate::{OpsError, Reads, Table};
 use aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder;
+use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes, ReturnConsumedCapacity, Select};
 use dynamodb_outbox::schema::{ItemKey, OutboxItem, SWEEP_INDEX, SWEEP_SHARD, SeenIndex, item_key};
 use std::collections::HashMap;
@@ -195,4 +196,19 @@ pub(crate) fn key_of(table: &Table, key: &ItemKey) -> Item {
             AttributeValue::S(key.sk.clone()),
         ),
     ])
+}
+
+/// Whether a conditional `UpdateItem` took effect: `false` when its condition refused
+/// it (the item changed since it was read), an error for anything else.
+pub(crate) fn applied<T>(
+    result: Result<T, aws_sdk_dynamodb::error::SdkError<UpdateItemError>>,
+    table: &Table,
+) -> Result<bool, OpsError> {
+    match result {
+        Ok(_) => Ok(true),
+        Err(e) => match e.as_service_error() {
+            Some(UpdateItemError::ConditionalCheckFailedException(_)) => Ok(false),
+            _ => Err(OpsError::aws("update", &table.name, e)),
+        },
+    }
 }

@@ -9,7 +9,6 @@
 //! counts what is left, and with `--move` moves it now.
 
 use crate::{OpsError, Reads, Table, index};
-use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::AttributeValue;
 use dynamodb_outbox::schema::{
     ItemKey, STATUS, SWEEP_DUE_AT, SWEEP_SHARD, SeenIndex, Status, SweepShards,
@@ -116,13 +115,7 @@ async fn move_one(
         .expression_attribute_values(":to", AttributeValue::S(to))
         .send()
         .await;
-    match result {
-        Ok(_) => Ok(true),
-        Err(e) => match e.as_service_error() {
-            Some(UpdateItemError::ConditionalCheckFailedException(_)) => Ok(false),
-            _ => Err(OpsError::aws("update", &table.name, e)),
-        },
-    }
+    index::applied(result, table)
 }
 
 #[cfg(test)]
