@@ -155,6 +155,12 @@ pub enum Mutation {
     /// failover's re-homes have replicated to it (the runbook waits for replication to
     /// catch up), so its replica still shows them as its own.
     RecoverBeforeCatchUp,
+    /// Global tables: the runbook as first written (docs/global-tables.md, step 5): the
+    /// failback is a conditional write in the recovered region's copy (`Status =
+    /// PENDING AND HomeRegion = B AND FailedOverFrom = A`), run once replication caught
+    /// up and before that region's functions start; a sweep of the surviving region
+    /// that claimed the message is not seen.
+    FailbackFromRecoveredRegion,
 }
 
 /// One model instance.

@@ -482,3 +482,25 @@ fn global_a_region_that_comes_back_before_replication_caught_up_publishes_what_b
     };
     caught_globally(p.mutated(Mutation::RecoverBeforeCatchUp), ONE_REGION);
 }
+
+/// The runbook as first written (docs/global-tables.md, step 5): fail back against
+/// the recovered region, before its functions start, with the stream publisher
+/// deciding ownership from the record's image. The order of the steps keeps A's
+/// backlog from publishing what B owns, but not the race with B's sweep: B claims and
+/// sends a failed-over message, the failback in A's copy (which does not see B's claim
+/// yet, or at all) returns it to A, and A publishes it too — two regions, no failover
+/// between. Failing back in B's copy, conditional on no claim there, serialises the
+/// failback with B's claims (`global_a_failback_waits_for_the_surviving_regions_claim`).
+#[test]
+fn global_known_limit_a_failback_in_the_recovered_region_races_the_surviving_sweep() {
+    let p = GlobalParams {
+        msgs: vec![GMsg::library(A)],
+        crash: true,
+        recover: true,
+        failback: true,
+        ..GlobalParams::default()
+    }
+    .mutated(Mutation::OwnershipFromImage)
+    .mutated(Mutation::FailbackFromRecoveredRegion);
+    caught_globally(p, ONE_REGION);
+}

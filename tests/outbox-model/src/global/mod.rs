@@ -437,6 +437,12 @@ impl GlobalModel {
         s.sweeper[usize::from(r)].is_some_and(|sw| sw.msg == m)
     }
 
+    /// Whether the failback returns `item` (`Status = PENDING AND HomeRegion = B AND
+    /// FailedOverFrom = A`).
+    fn returns(item: GItem) -> bool {
+        item.status == Status::Pending && item.home == Some(B) && item.failed_over
+    }
+
     /// Whether nothing can happen any more.
     pub fn quiescent(&self, s: &GState) -> bool {
         let mut actions = Vec::new();
@@ -523,19 +529,26 @@ impl Model for GlobalModel {
                     }
                 }
                 let caught_up = s.in_flight.iter().all(|w| w.to != A);
-                if p.recover && (caught_up || p.has(Mutation::RecoverBeforeCatchUp)) {
+                let from_a = p.failback && p.has(Mutation::FailbackFromRecoveredRegion);
+                let mut returning = false;
+                if from_a && caught_up {
+                    for m in 0..self.n() {
+                        if Self::returns(s.copies[usize::from(A)][usize::from(m)]) {
+                            returning = true;
+                            actions.push(GAction::Failback(m));
+                        }
+                    }
+                }
+                let ready = (caught_up && !returning) || p.has(Mutation::RecoverBeforeCatchUp);
+                if p.recover && ready {
                     actions.push(GAction::Recover);
                 }
             }
-            Life::Back if p.failback => {
+            Life::Back if p.failback && !p.has(Mutation::FailbackFromRecoveredRegion) => {
                 for m in 0..self.n() {
                     let item = s.copies[usize::from(B)][usize::from(m)];
                     let free = !Self::claimed(s, B, m) || p.has(Mutation::FailbackIgnoresClaim);
-                    if item.status == Status::Pending
-                        && item.home == Some(B)
-                        && item.failed_over
-                        && free
-                    {
+                    if Self::returns(item) && free {
                         actions.push(GAction::Failback(m));
                     }
                 }
@@ -639,13 +652,18 @@ impl Model for GlobalModel {
             }
             GAction::Recover => s.a = Life::Back,
             GAction::Failback(m) => {
-                let item = s.copies[usize::from(B)][usize::from(m)];
+                let at = if self.params.has(Mutation::FailbackFromRecoveredRegion) {
+                    A
+                } else {
+                    B
+                };
+                let item = s.copies[usize::from(at)][usize::from(m)];
                 let back = GItem {
                     home: Some(A),
                     failed_over: false,
                     ..item
                 };
-                self.write(&mut s, B, m, back);
+                self.write(&mut s, at, m, back);
             }
         }
         Self::normalise(&mut s);

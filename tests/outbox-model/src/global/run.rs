@@ -99,7 +99,21 @@ fn what(model: &GlobalModel, s: &GState, action: GAction) -> String {
             item(s, r, m)
         ),
         GAction::Failover(m) | GAction::Failback(m) => {
-            format!("{} (B's copy: {})", describe(&action), item(s, super::B, m))
+            let at = if matches!(action, GAction::Failback(_))
+                && model
+                    .params
+                    .has(crate::params::Mutation::FailbackFromRecoveredRegion)
+            {
+                super::A
+            } else {
+                super::B
+            };
+            format!(
+                "{} ({}'s copy: {})",
+                describe(&action),
+                region_name(at),
+                item(s, at, m)
+            )
         }
         other => describe(&other),
     }
