@@ -22,7 +22,7 @@
 //!   copy, by a local commit or a replicated write, with the image that landed. A
 //!   re-home is a `MODIFY`: no publisher sees it, the sweeper does.
 //! - **Ownership** ([`owner`]): the item's `HomeRegion`, else the default home region
-//!   (`A`), as `dynamodb_outbox_core::HomeRegions::owns` decides. The stream publisher
+//!   (`A`): the model calls `dynamodb_outbox_core::HomeRegions::owns`. The stream publisher
 //!   keeps only owned images (its `FilterCriteria`) and publishes only what its status
 //!   read finds `PENDING` *and owned* in its copy; a sweep claims only what its copy
 //!   shows `PENDING` and owned (one conditional write).
@@ -54,6 +54,7 @@ pub use run::{check, describe, find};
 
 use crate::params::Mutation;
 use crate::state::{Status, TxnState};
+use dynamodb_outbox_core::HomeRegions;
 use stateright::{Model, Property};
 
 /// The region that may crash, and the default home region (of items without
@@ -70,10 +71,22 @@ pub fn region_name(r: u8) -> &'static str {
     if r == A { "A" } else { "B" }
 }
 
+/// A region's name as its deployment knows it (`OUTBOX_REGION`).
+pub fn aws_region(r: u8) -> &'static str {
+    if r == A { "us-east-1" } else { "eu-west-1" }
+}
+
 /// The region that owns an item whose `HomeRegion` is `home` (`None`: the attribute is
-/// absent, a minimal producer's item): `HomeRegions::owns` in the library.
+/// absent, a minimal producer's item), as the library decides it: the region whose
+/// deployment's `HomeRegions::owns` says so (both deployments set the same default
+/// home).
 pub fn owner(home: Option<u8>) -> u8 {
-    home.unwrap_or(DEFAULT_HOME)
+    let owns = |r: u8| {
+        HomeRegions::in_region(aws_region(r))
+            .default_home(aws_region(DEFAULT_HOME))
+            .owns(home.map(aws_region))
+    };
+    if owns(A) { A } else { B }
 }
 
 /// One message: its own transaction, committed in `region`.
