@@ -9,7 +9,8 @@ Examples (on a global table with the outbox deployed in us-east-1 and eu-west-1)
   AWS_REGION=eu-west-1 outbox-ops --table orders failover --from us-east-1
   AWS_REGION=eu-west-1 outbox-ops --table orders failback --to us-east-1
 
-Run against the surviving region (its replica; AWS_REGION or the profile's region).
+Both run against the surviving region (its replica; AWS_REGION or the profile's region):
+failback leaves a message a sweep there holds (it is being published).
 A message the failed region published whose SENT mark had not replicated is published
 again (same outbox-message-id: consumers deduplicate). Runbook: docs/global-tables.md.";
 

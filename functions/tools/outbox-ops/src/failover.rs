@@ -73,8 +73,10 @@ impl Rehome {
                     vec![(":from", from.clone()), (":to", to.clone()), (":now", now)],
                 )
             }
+            // Not while a sweep of this region holds it (a claim moves its due time past
+            // now): the sweep is publishing it, and the region it returns to would too.
             Rehome::Failback { to } => (
-                "#status = :pending AND #from = :to".to_owned(),
+                "#status = :pending AND #from = :to AND #due <= :now".to_owned(),
                 "SET #home = :to, #due = :now REMOVE #from",
                 vec![(":to", to.clone()), (":now", now)],
             ),
@@ -168,7 +170,10 @@ mod tests {
             to: "us-east-1".into(),
         }
         .update(9);
-        assert_eq!(condition, "#status = :pending AND #from = :to");
+        assert_eq!(
+            condition,
+            "#status = :pending AND #from = :to AND #due <= :now"
+        );
         assert_eq!(update, "SET #home = :to, #due = :now REMOVE #from");
         assert_eq!(
             values,

@@ -479,6 +479,21 @@ async fn a_failover_publishes_the_failed_regions_pending_messages_once_and_a_fai
         .await
         .expect("second failover");
     assert_eq!(report.moved.len(), returning.len(), "{report:?}");
+    // and us-east-1, back, whose mapping replays the outage's stream records before the
+    // failback (their images still name it home): it publishes none of them — those
+    // eu-west-1 finished are settled, those eu-west-1 owns now are reported for retry
+    // (the status read reads the current home; it published all ten before)
+    let replay = us
+        .reader
+        .next_event(1000)
+        .await
+        .expect("read us-east-1's stream");
+    let (resp, summary) = handle_stream_event(&us.publisher(), &replay).await;
+    assert_eq!(summary.sent, 0, "{summary:?}");
+    assert!(
+        !resp.batch_item_failures.is_empty(),
+        "the re-homed ones wait: {resp:?}"
+    );
     // When us-east-1 is back and they are failed back (from eu-west-1, where they were
     // failed over)
     let failback = Rehome::Failback { to: US.to_owned() };

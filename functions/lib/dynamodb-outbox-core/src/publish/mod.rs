@@ -23,7 +23,7 @@ mod work;
 
 pub use outcome::{Effort, Outcome, Summary};
 pub use plan::{Plan, chunk_by_limits, dead_letter_copy, dead_letter_message, plan};
-pub use redelivery::{CurrentStatuses, Delivery, judge_delivery, status_keys};
+pub use redelivery::{CurrentStatuses, Delivery, PENDING_ELSEWHERE, judge_delivery, status_keys};
 pub use work::{Poison, Work, WorkItem, poison_of};
 
 use crate::clock::{self, SharedClock};

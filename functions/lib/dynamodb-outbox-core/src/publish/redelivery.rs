@@ -17,6 +17,17 @@ use std::collections::{HashMap, HashSet};
 /// that is missing is an item no longer in the table.
 pub type CurrentStatuses = HashMap<ItemKey, Option<String>>;
 
+/// The status a status read reports for an item still `PENDING` whose home is now
+/// another region (a failover re-homed it after its insert; [`crate::home`]): the
+/// record's image still names this region, so only the current item tells. Such a
+/// record is reported for retry — not published, not skipped — until the owner has
+/// finished it (then it is settled) or a failback returns it (then it is published
+/// here), so a later message of its aggregate never overtakes it.
+pub const PENDING_ELSEWHERE: &str = "PENDING (homed in another region)";
+
+/// Why a record whose item is [`PENDING_ELSEWHERE`] is reported for retry.
+const ELSEWHERE_REASON: &str = "the message is pending but homed in another region since its insert (a failover): reported until its owner finishes it or a failback returns it";
+
 /// What the stream path does with one record's work, from its item's current state.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Delivery {
@@ -71,6 +82,7 @@ pub fn judge_delivery(items: &[WorkItem], current: Option<&CurrentStatuses>) -> 
             match current.get(key) {
                 None => Delivery::Gone,
                 Some(Some(status)) if status == Status::Pending.as_str() => Delivery::Publish,
+                Some(Some(status)) if status == PENDING_ELSEWHERE => Delivery::Unread,
                 Some(status) => Delivery::Settled {
                     status: status.clone(),
                 },
@@ -110,9 +122,11 @@ impl<K: MessageSink, S: OutboxStore> Publisher<K, S> {
                 .collect();
             self.process_counted(&to_publish, &finished, &claims).await
         };
-        let unread = read
-            .err()
-            .map(|e| format!("could not read the message's current status: {e}"));
+        let read_failed = read.is_err();
+        let unread = Some(match read {
+            Err(e) => format!("could not read the message's current status: {e}"),
+            Ok(_) => ELSEWHERE_REASON.to_owned(),
+        });
         let mut published = published.into_iter();
         let outcomes: Vec<Outcome> = verdicts
             .iter()
@@ -129,7 +143,12 @@ impl<K: MessageSink, S: OutboxStore> Publisher<K, S> {
             .collect();
         let mut summary = Summary::of(&outcomes).with_effort(effort);
         summary.already_settled = verdicts.iter().filter(|v| v.is_settled()).count();
-        summary.status_unread = verdicts.iter().filter(|v| **v == Delivery::Unread).count();
+        // Homed elsewhere is a retry, not a failed read (`StatusReadFailed`).
+        summary.status_unread = if read_failed {
+            verdicts.iter().filter(|v| **v == Delivery::Unread).count()
+        } else {
+            0
+        };
         log_skipped(items, &verdicts);
         (outcomes, summary)
     }
@@ -259,6 +278,18 @@ mod tests {
                 Delivery::Settled { status: None },
             ]
         );
+    }
+
+    #[test]
+    fn a_message_re_homed_since_its_insert_is_reported_for_retry_neither_published_nor_skipped() {
+        // A failover moved "moved" to another region after its insert; the record's
+        // image still names this one. It waits (a retry keeps the later records of
+        // its shard behind it) until its owner finishes it or a failback returns it.
+        let items = vec![message("A", "moved"), message("A", "later")];
+        let now = current(&[("moved", Some(PENDING_ELSEWHERE)), ("later", Some("PENDING"))]);
+        let verdicts = judge_delivery(&items, Some(&now));
+        assert_eq!(verdicts, vec![Delivery::Unread, Delivery::Publish]);
+        assert!(!verdicts[0].is_settled());
     }
 
     #[test]

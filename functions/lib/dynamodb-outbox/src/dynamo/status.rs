@@ -13,7 +13,9 @@ use aws_sdk_dynamodb::types::KeysAndAttributes;
 use dynamodb_outbox_core::failure::Failure;
 use dynamodb_outbox_core::policy::batch_retry_delay;
 use dynamodb_outbox_core::ports::StatusRead;
-use dynamodb_outbox_core::schema::{ItemKey, STATUS, item_key, string_attr};
+use dynamodb_outbox_core::home::HOME_REGION;
+use dynamodb_outbox_core::publish::PENDING_ELSEWHERE;
+use dynamodb_outbox_core::schema::{ItemKey, STATUS, Status, item_key, string_attr};
 use futures::StreamExt;
 use std::future::Future;
 use std::time::Duration;
@@ -60,7 +62,7 @@ impl DynamoStore {
                     ))
                 })?;
                 let status = string_attr(&item, STATUS).map(str::to_owned);
-                read.statuses.insert(key, status);
+                read.statuses.insert(key, self.as_seen_here(status, &item));
             }
         }
         Ok(read)
@@ -72,10 +74,11 @@ impl DynamoStore {
         let wanted = KeysAndAttributes::builder()
             .set_keys(Some(keys))
             .consistent_read(true)
-            .projection_expression("#pk, #sk, #status")
+            .projection_expression("#pk, #sk, #status, #home")
             .expression_attribute_names("#pk", &self.keys.partition_key)
             .expression_attribute_names("#sk", &self.keys.sort_key)
             .expression_attribute_names("#status", STATUS)
+            .expression_attribute_names("#home", HOME_REGION)
             .build()
             .map_err(|e| Failure::permanent(format!("BatchGetItem request: {e}")))?;
         let out = request(
@@ -102,6 +105,18 @@ impl DynamoStore {
             .map(|k| k.keys)
             .unwrap_or_default();
         Ok((found, unprocessed))
+    }
+}
+
+impl DynamoStore {
+    /// A `PENDING` item another region owns now (re-homed by a failover since its
+    /// insert) as [`PENDING_ELSEWHERE`]; any other status as it is.
+    fn as_seen_here(&self, status: Option<String>, item: &serde_dynamo::Item) -> Option<String> {
+        let pending = status.as_deref() == Some(Status::Pending.as_str());
+        if pending && !self.keys.regions.owns(string_attr(item, HOME_REGION)) {
+            return Some(PENDING_ELSEWHERE.to_owned());
+        }
+        status
     }
 }
 
