@@ -231,6 +231,7 @@ async fn observe_all(
                 .attributes()
                 .and_then(|a| a.get(&MessageSystemAttributeName::SentTimestamp))
                 .and_then(|t| t.parse().ok()),
+            traceparent: attr(dynamodb_outbox::trace::ATTR_TRACEPARENT),
         });
     }
     for m in drain(clients, &d.dlq_url).await? {

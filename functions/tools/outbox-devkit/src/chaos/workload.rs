@@ -7,6 +7,7 @@ use super::setup::{TOPIC_BUS, TOPIC_FIFO, TOPIC_NOWHERE, TOPIC_QUEUE, TOPIC_SNS}
 use crate::writes::{never_holds, transact};
 use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem};
 use dynamodb_outbox::NewMessage;
+use dynamodb_outbox::trace::TraceContext;
 use std::collections::BTreeMap;
 
 /// FIFO aggregates; each gets an ordered sequence of messages.
@@ -32,10 +33,28 @@ pub struct Planned {
     pub rollback: bool,
     /// Per-aggregate sequence (FIFO).
     pub sequence: Option<u64>,
+    /// The trace it is committed in, W3C form (`00-<trace>-<span>-01`): every
+    /// library message's, as an instrumented application's request would give; the
+    /// minimal producer writes none.
+    pub traceparent: Option<String>,
 }
 
-/// Plans `n` transactions from `seed`: the same seed gives the same workload.
+impl Planned {
+    /// The trace id it was committed in (32 hex digits), if any.
+    pub fn trace_id(&self) -> Option<&str> {
+        self.traceparent.as_deref()?.get(3..35)
+    }
+}
+
+/// Plans `n` transactions from `seed`, traced as of now.
 pub fn plan(n: usize, seed: u64) -> Vec<Planned> {
+    let now_s = u64::try_from(dynamodb_outbox::clock::now_ms() / 1_000).unwrap_or(0);
+    plan_at(n, seed, now_s)
+}
+
+/// Plans `n` transactions from `seed` whose traces start at `epoch_s` (X-Ray's trace
+/// ids begin with their epoch seconds): the same seed and time give the same workload.
+pub fn plan_at(n: usize, seed: u64, epoch_s: u64) -> Vec<Planned> {
     let mut rng = fastrand::Rng::with_seed(seed);
     let mut next_seq = [0u64; FIFO_AGGREGATES];
     (0..n)
@@ -51,6 +70,7 @@ pub fn plan(n: usize, seed: u64) -> Vec<Planned> {
                 poison: false,
                 rollback: false,
                 sequence: None,
+                traceparent: None,
             };
             match roll {
                 r if r < 0.02 => {
@@ -77,9 +97,18 @@ pub fn plan(n: usize, seed: u64) -> Vec<Planned> {
             if !p.poison && p.sequence.is_none() && rng.f64() < 0.2 {
                 p.minimal = true;
             }
+            if !p.minimal {
+                p.traceparent = Some(traceparent(epoch_s, &mut rng));
+            }
             p
         })
         .collect()
+}
+
+/// A root span of a trace of its own: X-Ray's epoch seconds, then 96 random bits.
+fn traceparent(epoch_s: u64, rng: &mut fastrand::Rng) -> String {
+    let trace = (u128::from(epoch_s & 0xffff_ffff) << 96) | (rng.u128(..) >> 32);
+    format!("00-{trace:032x}-{:016x}-01", rng.u64(1..))
 }
 
 /// The worker that commits `p`: all of an aggregate's transactions go to one worker.
@@ -139,6 +168,10 @@ async fn commit_library(
     let mut message = NewMessage::new(&p.aggregate, p.topic, payload(p)).event_type("CHAOS");
     if let Some(n) = p.sequence {
         message = message.sequence(n);
+    }
+    if let Some(traceparent) = &p.traceparent {
+        let trace = TraceContext::from_w3c(traceparent, None).map_err(|e| e.to_string())?;
+        message = message.trace(trace);
     }
     dynamodb_outbox::OutboxWriter::new(client.clone(), table)
         .commit(business(table, p)?, &[message])
@@ -213,7 +246,7 @@ mod tests {
 
     #[test]
     fn the_workload_mixes_every_kind_and_keeps_fifo_sequences_gapless() {
-        let plan = plan(5_000, 7);
+        let plan = plan_at(5_000, 7, 1_790_000_000);
         let share =
             |f: &dyn Fn(&Planned) -> bool| plan.iter().filter(|p| f(p)).count() as f64 / 5_000.0;
         assert!((0.01..0.03).contains(&share(&|p| p.poison)), "2% poison");
@@ -230,6 +263,21 @@ mod tests {
                 .collect();
             assert_eq!(seqs, (0..seqs.len() as u64).collect::<Vec<_>>());
         }
-        assert_eq!(plan, super::plan(5_000, 7), "repeatable");
+        assert!(
+            plan.iter().all(|p| p.minimal == p.traceparent.is_none()),
+            "every library message, and only those, in a trace"
+        );
+        let traces: std::collections::BTreeSet<_> =
+            plan.iter().filter_map(Planned::trace_id).collect();
+        assert_eq!(
+            traces.len(),
+            plan.iter().filter(|p| !p.minimal).count(),
+            "a trace each"
+        );
+        assert!(
+            traces.iter().all(|t| t.starts_with("6ab13b80")),
+            "X-Ray's epoch seconds first"
+        );
+        assert_eq!(plan, plan_at(5_000, 7, 1_790_000_000), "repeatable");
     }
 }

@@ -162,7 +162,7 @@ async fn five_hundred_messages_through_faults_crashes_and_discards_lose_nothing(
     // keeps failing, the order fence's index reads lagging, the publisher's stream
     // batches delivered again as Lambda redelivers them (from the lowest reported
     // record, and some successful ones), SNS and EventBridge destinations with their
-    // own consumers
+    // own consumers; every library message committed in a trace of its own
     let p = Pipeline::deploy(PipelineOptions::default()).await;
     let opts = outbox_devkit::chaos::ChaosOptions {
         messages: 500,
@@ -193,6 +193,19 @@ async fn five_hundred_messages_through_faults_crashes_and_discards_lose_nothing(
         "{}",
         report.render()
     );
+    // and every library message's trace arrived with it, through every kind of
+    // destination (the consumers behind the standard queue, the SNS topic and the
+    // EventBridge bus name it on their RESULT lines; the FIFO copies carry it),
+    // whether the publisher or the sweeper sent it; the minimal producer's messages,
+    // committed in none, arrived in none (`held` above counts a change as broken)
+    let traces = &report.traces;
+    assert_eq!(traces.on_item, traces.traced, "{}", report.render());
+    for topic in ["orders", "orders-events", "chaos-sns", "chaos-bus"] {
+        let arrived = traces.arrived.get(topic).copied().unwrap_or_default();
+        assert!(arrived.seen > 0, "no trace seen at {topic}: {}", report.render());
+        assert_eq!(arrived.carried, arrived.seen, "{topic}: {}", report.render());
+    }
+    assert_eq!((traces.wrong, traces.invented), (0, 0));
     // The redeliveries and the lagging reads are drawn per batch and per index read
     // within a 10 s window, so how many a 500-message run meets depends on the local
     // AWS's timing (one CI run met 1 and 0): reported above, not required.

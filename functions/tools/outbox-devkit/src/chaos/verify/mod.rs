@@ -5,8 +5,10 @@
 mod fifo;
 mod report;
 mod resent;
+mod traces;
 
 pub use report::ChaosReport;
+pub use traces::TraceCounts;
 
 use super::workload::{Committed, Planned};
 use crate::deployment::{LogLine, log_records};
@@ -27,6 +29,8 @@ pub struct FifoDelivery {
     pub sqs_id: String,
     /// When SQS accepted it (`SentTimestamp`, epoch ms).
     pub sent_at_ms: Option<i64>,
+    /// Its `traceparent` message attribute.
+    pub traceparent: Option<String>,
 }
 
 /// Everything the verdict reads.
@@ -80,6 +84,7 @@ pub fn verdict(planned: &[(Planned, Committed)], seen: &Observed) -> ChaosReport
     check_items(&committed, &items, seen, &mut r);
     check_effects(planned, &committed, &items, seen, &mut r);
     check_fifo(&committed, &items, seen, &mut r);
+    traces::check_traces(&committed, &items, seen, &mut r);
     let results = log_records(&seen.direct_consumer_logs, "RESULT");
     resent::check_resent(&results, &seen.fifo, &seen.outbox_items, &mut r);
     if r.iam_denials > 0 {

@@ -1,5 +1,6 @@
 //! The chaos benchmark's figures and the table it prints.
 
+use super::TraceCounts;
 use std::fmt::Write as _;
 use std::time::Duration;
 
@@ -54,6 +55,8 @@ pub struct ChaosReport {
     pub lagged_reads: usize,
     /// The share of every function's AWS calls set to fail (crashes on top).
     pub fault_rate: f64,
+    /// How far the messages' traces got, per destination.
+    pub traces: TraceCounts,
     /// Examples of what went wrong.
     pub problems: Vec<String>,
     /// From the first commit to quiescence.
@@ -111,6 +114,7 @@ impl ChaosReport {
         line("sent again after SENT", self.sent_after_sent.to_string());
         line("IAM denials", self.iam_denials.to_string());
         line("wall time", format!("{:.1} s", self.wall.as_secs_f64()));
+        self.traces.render(&mut out);
         for p in &self.problems {
             let _ = writeln!(out, "  - {p}");
         }
@@ -127,5 +131,6 @@ impl ChaosReport {
             && self.sent_after_sent == 0
             && self.iam_denials == 0
             && self.failed == self.failed_poison
+            && self.traces.held()
     }
 }

@@ -75,6 +75,7 @@ mod tests {
             message_id: "m3".into(),
             sqs_id: "f1".into(),
             sent_at_ms: Some(400),
+            traceparent: None,
         }];
         let items = vec![item("m1", 200), item("m2", 100), item("m3", 300)];
         let mut r = ChaosReport::default();
