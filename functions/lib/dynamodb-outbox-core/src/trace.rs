@@ -229,5 +229,12 @@ fn shown(value: &str) -> String {
 #[cfg(feature = "opentelemetry")]
 mod otel;
 
+/// The `trace_id` field of the functions' log lines about a message: the W3C trace id
+/// it was committed in, `-` without one — so that an operator finds the lines from the
+/// id X-Ray or `outbox-ops show` shows.
+pub fn log_trace_id(trace: Option<&TraceContext>) -> &str {
+    trace.map_or("-", TraceContext::trace_id)
+}
+
 #[cfg(test)]
 mod tests;

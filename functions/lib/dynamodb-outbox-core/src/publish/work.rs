@@ -59,7 +59,7 @@ impl Poison {
 
     /// The `trace_id` field of log lines about it (`-` without a trace).
     pub fn trace_id(&self) -> &str {
-        self.trace.as_ref().map_or("-", TraceContext::trace_id)
+        crate::trace::log_trace_id(self.trace.as_ref())
     }
 }
 

@@ -197,7 +197,7 @@ impl OutboxMessage {
     /// one: the `trace_id` field of the functions' log lines about this message, so
     /// that an operator finds them from the id shown in X-Ray or `outbox-ops show`.
     pub fn trace_id(&self) -> &str {
-        self.trace.as_ref().map_or("-", TraceContext::trace_id)
+        crate::trace::log_trace_id(self.trace.as_ref())
     }
 }
 

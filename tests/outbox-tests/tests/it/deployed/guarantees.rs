@@ -202,8 +202,17 @@ async fn five_hundred_messages_through_faults_crashes_and_discards_lose_nothing(
     assert_eq!(traces.on_item, traces.traced, "{}", report.render());
     for topic in ["orders", "orders-events", "chaos-sns", "chaos-bus"] {
         let arrived = traces.arrived.get(topic).copied().unwrap_or_default();
-        assert!(arrived.seen > 0, "no trace seen at {topic}: {}", report.render());
-        assert_eq!(arrived.carried, arrived.seen, "{topic}: {}", report.render());
+        assert!(
+            arrived.seen > 0,
+            "no trace seen at {topic}: {}",
+            report.render()
+        );
+        assert_eq!(
+            arrived.carried,
+            arrived.seen,
+            "{topic}: {}",
+            report.render()
+        );
     }
     assert_eq!((traces.wrong, traces.invented), (0, 0));
     // The redeliveries and the lagging reads are drawn per batch and per index read

@@ -8,6 +8,7 @@ mod progress;
 mod range;
 
 use self::progress::Bound;
+use self::range::Discarded;
 use self::range::RangeError;
 use super::log_config_error;
 use crate::dynamo::DynamoStore;
@@ -19,7 +20,7 @@ use dynamodb_outbox_core::config::{ConfigError, SdkTimeouts, required, vars};
 use dynamodb_outbox_core::metrics::{Emitter, Metric};
 use dynamodb_outbox_core::policy::budget::FALLBACK_WINDOW;
 use dynamodb_outbox_core::ports::{MarkOutcome, SweepStore};
-use dynamodb_outbox_core::schema::{ItemKey, SeenIndex};
+use dynamodb_outbox_core::schema::ItemKey;
 use dynamodb_outbox_core::sweep::Budget;
 use dynamodb_outbox_core::{KeyNames, SharedClock, SystemClock};
 use lambda_runtime::{Error, LambdaEvent};
@@ -229,7 +230,7 @@ async fn recover<S: SweepStore>(
 /// Adopts what no sweep would find: items written without valid index attributes.
 /// (An item the library indexed is the sweeper's already.)
 async fn adopt_all<S: SweepStore>(
-    items: &[(ItemKey, SeenIndex)],
+    items: &[Discarded],
     deps: &Deps<S>,
 ) -> Result<Recovered, RangeError> {
     let now = deps.clock.now_ms();
@@ -238,15 +239,16 @@ async fn adopt_all<S: SweepStore>(
         adopted: 0,
     };
     let layout = &deps.keys.sweep_shards;
-    for (key, seen) in items.iter().filter(|(_, seen)| !seen.is_valid(layout)) {
+    for d in items.iter().filter(|d| !d.seen.is_valid(layout)) {
+        let key = &d.key;
         match deps
             .store
-            .adopt(key, &layout.shard_of(&key.pk), now, seen)
+            .adopt(key, &layout.shard_of(&key.pk), now, &d.seen)
             .await
         {
             Ok(MarkOutcome::Marked) => {
                 recovered.adopted += 1;
-                tracing::info!(aggregate = %key.pk, sk = %key.sk, "a discarded message is back in the sweeper's index");
+                tracing::info!(message_id = %d.message_id, trace_id = %d.trace_id, aggregate = %key.pk, sk = %key.sk, "a discarded message is back in the sweeper's index");
             }
             Ok(MarkOutcome::AlreadyFinished) => {}
             Err(e) => return Err(RangeError::Transient(e.to_string())),
@@ -328,11 +330,13 @@ mod tests {
         );
         let d = deps(store);
         // When their discarded records are recovered
-        let as_inserted = |k: &ItemKey| {
-            (
-                k.clone(),
-                SeenIndex::of(&serde_dynamo::to_item(d.store.get(k)).unwrap_or_default()),
-            )
+        let as_inserted = |k: &ItemKey| Discarded {
+            key: k.clone(),
+            seen: dynamodb_outbox_core::schema::SeenIndex::of(
+                &serde_dynamo::to_item(d.store.get(k)).unwrap_or_default(),
+            ),
+            message_id: dynamodb_outbox_core::schema::derive_message_id(k),
+            trace_id: "-".into(),
         };
         let inserted = [
             as_inserted(&lost),

@@ -4,6 +4,7 @@
 use super::progress::{Bound, Next, Page, Progress};
 use aws_sdk_dynamodbstreams::types::{Record, ShardIteratorType};
 use dynamodb_outbox_core::schema::{self, ItemKey, OutboxItem, PENDING_MESSAGE, SeenIndex, Status};
+use dynamodb_outbox_core::trace::{TraceContext, log_trace_id};
 use dynamodb_outbox_core::{Clock, KeyNames};
 use serde::Deserialize;
 use std::cmp::Ordering;
@@ -55,10 +56,24 @@ pub(crate) fn compare_sequence(a: &str, b: &str) -> Ordering {
     a.len().cmp(&b.len()).then_with(|| a.cmp(b))
 }
 
+/// A pending outbox item a discarded record inserted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Discarded {
+    /// Its key.
+    pub(crate) key: ItemKey,
+    /// Its index attributes as inserted.
+    pub(crate) seen: SeenIndex,
+    /// Its outbox message id (derived from the key when the producer wrote none), for
+    /// the log line that says it is back.
+    pub(crate) message_id: String,
+    /// The W3C trace id it was committed in, `-` without one (or a malformed one).
+    pub(crate) trace_id: String,
+}
+
 /// The outbox item a stream record inserted as `PENDING`, if it did — the items the
-/// publisher would have published —, with its index attributes as inserted. The
-/// record's `Keys` and image carry the table's names, `keys`.
-pub(crate) fn pending_insert(record: &Record, keys: &KeyNames) -> Option<(ItemKey, SeenIndex)> {
+/// publisher would have published. The record's `Keys` and image carry the table's
+/// names, `keys`.
+pub(crate) fn pending_insert(record: &Record, keys: &KeyNames) -> Option<Discarded> {
     if record.event_name().map(|n| n.as_str()) != Some("INSERT") {
         return None;
     }
@@ -80,7 +95,22 @@ pub(crate) fn pending_insert(record: &Record, keys: &KeyNames) -> Option<(ItemKe
     let mut record_keys = change.keys()?.clone();
     keys.to_canonical(&mut record_keys);
     let key = schema::item_key(&record_keys.into()).or_else(|| item.key())?;
-    Some((key, seen))
+    let trace = TraceContext::from_attributes(
+        item.trace_parent.as_deref(),
+        item.trace_state.as_deref(),
+        item.aws_trace_header.as_deref(),
+    )
+    .and_then(Result::ok);
+    let message_id = match item.message_id {
+        Some(id) if !id.is_empty() => id,
+        _ => schema::derive_message_id(&key),
+    };
+    Some(Discarded {
+        trace_id: log_trace_id(trace.as_ref()).to_owned(),
+        message_id,
+        key,
+        seen,
+    })
 }
 
 /// Why a range could not be read.
@@ -99,7 +129,7 @@ pub(crate) enum RangeError {
 #[derive(Debug, Default)]
 pub(crate) struct RangeRead {
     /// The pending items found.
-    pub(crate) items: Vec<(ItemKey, SeenIndex)>,
+    pub(crate) items: Vec<Discarded>,
     /// Why the range was left unfinished; `None` when it was read to its end.
     pub(crate) stopped: Option<Bound>,
 }
@@ -261,8 +291,34 @@ mod tests {
     }
 
     #[test]
+    fn a_recovered_item_is_named_by_its_message_id_and_trace_for_the_log_line() {
+        use aws_sdk_dynamodbstreams::types::AttributeValue as Av;
+        // A minimal producer's item: neither; the id the publisher would derive.
+        let minimal = pending_insert(
+            &record("INSERT", "PENDING_MESSAGE", "PENDING"),
+            &KeyNames::default(),
+        )
+        .unwrap_or_else(|| panic!("pending"));
+        assert_eq!(minimal.message_id, schema::derive_message_id(&minimal.key));
+        assert_eq!(minimal.trace_id, "-");
+        // A library item: its own id and trace.
+        let mut traced = record("INSERT", "PENDING_MESSAGE", "PENDING");
+        if let Some(change) = traced.dynamodb.as_mut()
+            && let Some(image) = change.new_image.as_mut()
+        {
+            image.insert("MessageId".into(), Av::S("m-7".into()));
+            let tp = "00-5759e988bd862e3fe1be46a994272793-53995c3f42cd8ad8-01";
+            image.insert("TraceParent".into(), Av::S(tp.into()));
+        }
+        let traced =
+            pending_insert(&traced, &KeyNames::default()).unwrap_or_else(|| panic!("pending"));
+        assert_eq!(traced.message_id, "m-7");
+        assert_eq!(traced.trace_id, "5759e988bd862e3fe1be46a994272793");
+    }
+
+    #[test]
     fn only_inserted_pending_outbox_items_are_recovered() {
-        let key = |r: Record| pending_insert(&r, &KeyNames::default()).map(|(k, _)| k);
+        let key = |r: Record| pending_insert(&r, &KeyNames::default()).map(|d| d.key);
         let want = Some(ItemKey {
             pk: "USER#1".into(),
             sk: "MESSAGE#X#1".into(),
@@ -271,11 +327,12 @@ mod tests {
         assert_eq!(key(record("MODIFY", "PENDING_MESSAGE", "SENT")), None);
         assert_eq!(key(record("INSERT", "ORDER", "PENDING")), None);
         assert_eq!(key(record("INSERT", "PENDING_MESSAGE", "FAILED")), None);
-        let (_, seen) = pending_insert(
+        let seen = pending_insert(
             &record("INSERT", "PENDING_MESSAGE", "PENDING"),
             &KeyNames::default(),
         )
-        .unwrap_or_else(|| panic!("pending"));
+        .unwrap_or_else(|| panic!("pending"))
+        .seen;
         assert!(
             !seen.is_valid(&dynamodb_outbox_core::schema::SweepShards::default()),
             "a minimal item carries no index attributes"
@@ -344,7 +401,9 @@ mod tests {
                     .build(),
             )
             .build();
-        let (key, _) = pending_insert(&keyed, &KeyNames::new("pk", "sk")).expect("pending");
+        let key = pending_insert(&keyed, &KeyNames::new("pk", "sk"))
+            .expect("pending")
+            .key;
         assert_eq!(
             (key.pk.as_str(), key.sk.as_str()),
             ("USER#1", "MESSAGE#X#1")
