@@ -20,7 +20,6 @@ use dynamodb_outbox_core::config::{ConfigError, SdkTimeouts, required, vars};
 use dynamodb_outbox_core::metrics::{Emitter, Metric};
 use dynamodb_outbox_core::policy::budget::FALLBACK_WINDOW;
 use dynamodb_outbox_core::ports::{MarkOutcome, SweepStore};
-use dynamodb_outbox_core::schema::ItemKey;
 use dynamodb_outbox_core::sweep::Budget;
 use dynamodb_outbox_core::{KeyNames, SharedClock, SystemClock};
 use lambda_runtime::{Error, LambdaEvent};
@@ -262,7 +261,7 @@ mod tests {
     use super::*;
     use dynamodb_outbox_core::clock::ManualClock;
     use dynamodb_outbox_core::fakes::{MemoryStore, key, pending_item};
-    use dynamodb_outbox_core::schema::OutboxItem;
+    use dynamodb_outbox_core::schema::{ItemKey, OutboxItem};
 
     fn deps(store: MemoryStore) -> Deps<MemoryStore> {
         let aws = aws_config::SdkConfig::builder()
