@@ -1,4 +1,5 @@
 use super::*;
+use super::image::{NAMES, attribute_index};
 use crate::stream::classify_keyed;
 use aws_lambda_events::event::dynamodb::Event;
 use serde_json::{Value, json};
