@@ -53,9 +53,11 @@ pub enum Rehome {
 
 impl Rehome {
     /// The conditional update of one item: condition, update, and the values its
-    /// placeholders name (`#status`, `#home`, `#from`, `#due` are set by the caller).
-    fn update(&self, now_ms: i64) -> (String, &'static str, Vec<(&'static str, String)>) {
-        let now = now_ms.to_string();
+    /// placeholders name, typed (`#status`, `#home`, `#from`, `#due` are set by the
+    /// caller).
+    fn update(&self, now_ms: i64) -> (String, &'static str, Vec<(&'static str, AttributeValue)>) {
+        let now = AttributeValue::N(now_ms.to_string());
+        let region = |name: &String| AttributeValue::S(name.clone());
         match self {
             Rehome::Failover {
                 from,
@@ -70,7 +72,7 @@ impl Rehome {
                 (
                     format!("#status = :pending AND {theirs}"),
                     "SET #home = :to, #from = :from, #due = :now",
-                    vec![(":from", from.clone()), (":to", to.clone()), (":now", now)],
+                    vec![(":from", region(from)), (":to", region(to)), (":now", now)],
                 )
             }
             // Not while a sweep of this region holds it (a claim moves its due time past
@@ -78,7 +80,7 @@ impl Rehome {
             Rehome::Failback { to } => (
                 "#status = :pending AND #from = :to AND #due <= :now".to_owned(),
                 "SET #home = :to, #due = :now REMOVE #from",
-                vec![(":to", to.clone()), (":now", now)],
+                vec![(":to", region(to)), (":now", now)],
             ),
         }
     }
@@ -130,11 +132,6 @@ async fn rehome_one(
             AttributeValue::S(Status::Pending.as_str().into()),
         );
     for (name, value) in values {
-        let value = if name == ":now" {
-            AttributeValue::N(value)
-        } else {
-            AttributeValue::S(value)
-        };
         request = request.expression_attribute_values(name, value);
     }
     index::applied(request.send().await, table)
@@ -157,7 +154,8 @@ mod tests {
             "#status = :pending AND (#home = :from OR attribute_not_exists(#home))"
         );
         assert_eq!(update, "SET #home = :to, #from = :from, #due = :now");
-        assert!(values.contains(&(":now", "7".to_owned())));
+        assert!(values.contains(&(":now", AttributeValue::N("7".into()))));
+        assert!(values.contains(&(":from", AttributeValue::S("us-east-1".into()))));
         assert_eq!(
             failover(false).update(7).0,
             "#status = :pending AND #home = :from"
@@ -177,7 +175,10 @@ mod tests {
         assert_eq!(update, "SET #home = :to, #due = :now REMOVE #from");
         assert_eq!(
             values,
-            [(":to", "us-east-1".to_owned()), (":now", "9".to_owned())]
+            [
+                (":to", AttributeValue::S("us-east-1".into())),
+                (":now", AttributeValue::N("9".into()))
+            ]
         );
     }
 }

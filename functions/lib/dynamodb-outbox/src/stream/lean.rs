@@ -22,10 +22,9 @@ use aws_lambda_events::event::dynamodb::Event;
 use dynamodb_outbox_core::KeyNames;
 use dynamodb_outbox_core::publish::{Work, WorkItem};
 use dynamodb_outbox_core::schema::number::integer;
-use dynamodb_outbox_core::schema::{ItemKey, OutboxItem, SeenIndex};
+use dynamodb_outbox_core::schema::{OutboxItem, SeenIndex};
 use serde::Deserialize;
-use serde::de::{self, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
-use std::borrow::Cow;
+use serde::de::{self, Deserializer, IgnoredAny, SeqAccess, Visitor};
 use std::fmt;
 
 /// The event, each record read lean and decided as soon as it is read.

@@ -3,7 +3,7 @@
 //! attribute skipped unparsed.
 
 use super::Unsure;
-use dynamodb_outbox_core::schema::{ItemKey, OutboxItem};
+use dynamodb_outbox_core::schema::ItemKey;
 use serde::Deserialize;
 use serde::de::{self, Deserializer, IgnoredAny, MapAccess, Visitor};
 use std::borrow::Cow;
@@ -72,14 +72,14 @@ impl<'de: 'a, 'a> Deserialize<'de> for Attr<'a> {
 }
 
 /// The outbox attributes of an item image (or of `Keys`), by name; every other
-/// attribute is skipped. Each of [`OutboxItem`]'s attributes is listed, so that one
+/// attribute is skipped. Each of [`OutboxItem`](dynamodb_outbox_core::schema::OutboxItem)'s attributes is listed, so that one
 /// of an unexpected type is seen (and sent to the owned path, which names it).
 #[derive(Default)]
 pub(super) struct Image<'a> {
     pub(super) attrs: [Option<Attr<'a>>; NAMES.len()],
 }
 
-/// [`OutboxItem`]'s attributes, in the order of [`Image::attrs`].
+/// [`OutboxItem`](dynamodb_outbox_core::schema::OutboxItem)'s attributes, in the order of [`Image::attrs`].
 pub(super) const NAMES: [&str; 22] = [
     "PK",
     "SK",
@@ -199,7 +199,7 @@ impl<'a> Image<'a> {
         }
     }
 
-    /// A string attribute as [`OutboxItem`] reads it: `Ok(None)` when absent, `Err`
+    /// A string attribute as [`OutboxItem`](dynamodb_outbox_core::schema::OutboxItem) reads it: `Ok(None)` when absent, `Err`
     /// when of another type.
     pub(super) fn owned_string(&mut self, i: usize) -> Result<Option<String>, Unsure> {
         match self.attrs[i].take() {
@@ -209,7 +209,7 @@ impl<'a> Image<'a> {
         }
     }
 
-    /// A string attribute read leniently, as [`OutboxItem`] reads the trace's: one of
+    /// A string attribute read leniently, as [`OutboxItem`](dynamodb_outbox_core::schema::OutboxItem) reads the trace's: one of
     /// another type is none.
     pub(super) fn lenient_string(&mut self, i: usize) -> Option<String> {
         match self.attrs[i].take() {
