@@ -1,6 +1,6 @@
 //! The configurations the tests and the deep run check.
 
-use crate::global::{A, B, GMsg, GlobalParams};
+use crate::global::{A, B, Crash, GMsg, GlobalParams};
 use crate::params::{Consumer, Kind, Params, Txn};
 
 /// The bounded check CI runs: one small instance per concern.
@@ -189,7 +189,7 @@ pub fn global_ci() -> Vec<(&'static str, GlobalParams)> {
             "two regions: a message committed in A, one without HomeRegion committed in B (A's: the default home) that may roll back, A crashes, failover",
             GlobalParams {
                 msgs: vec![GMsg::library(A), GMsg::minimal(B).or_roll_back()],
-                crash: true,
+                crash: Crash::Of(A),
                 ..GlobalParams::default()
             },
         ),
@@ -197,7 +197,7 @@ pub fn global_ci() -> Vec<(&'static str, GlobalParams)> {
             "two regions: a message committed in each, A crashes, failover, A comes back, failback",
             GlobalParams {
                 msgs: vec![GMsg::library(A), GMsg::library(B)],
-                crash: true,
+                crash: Crash::Of(A),
                 recover: true,
                 failback: true,
                 ..GlobalParams::default()
@@ -216,7 +216,7 @@ pub fn global_deep() -> Vec<(&'static str, GlobalParams)> {
                 GMsg::library(B).or_roll_back(),
                 GMsg::minimal(B),
             ],
-            crash: true,
+            crash: Crash::Of(A),
             ..GlobalParams::default()
         },
     )]

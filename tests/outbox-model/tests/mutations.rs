@@ -2,7 +2,7 @@
 //! counterexample; and what the model found in the real code, pinned.
 
 use outbox_model::global::props::{ONE_REGION, OWNER_PUBLISHES};
-use outbox_model::global::{A, B, GMsg, GlobalModel, GlobalParams};
+use outbox_model::global::{A, B, Crash, GMsg, GlobalModel, GlobalParams};
 use outbox_model::props::{
     EFFECT_ONCE, ENDS, EXCLUSIVE_CLAIMS, FIFO_ORDER, NO_STALE_FENCE, NOTHING_PHANTOM,
     REDRIVE_STANDS, SENT_ONCE, SETTLES, TERMINAL,
@@ -398,7 +398,7 @@ fn holds_globally(params: GlobalParams) {
 fn global_publishing_on_every_replica_publishes_a_message_in_both_regions() {
     let p = GlobalParams {
         msgs: vec![GMsg::library(A)],
-        crash: false,
+        crash: Crash::Never,
         ..GlobalParams::default()
     };
     holds_globally(p.clone());
@@ -413,7 +413,7 @@ fn global_publishing_on_every_replica_publishes_a_message_in_both_regions() {
 fn global_a_message_without_home_region_is_published_by_the_default_home_only() {
     let p = GlobalParams {
         msgs: vec![GMsg::minimal(B)],
-        crash: false,
+        crash: Crash::Never,
         ..GlobalParams::default()
     };
     holds_globally(p.clone());
@@ -429,7 +429,7 @@ fn global_a_message_without_home_region_is_published_by_the_default_home_only() 
 fn global_a_failover_without_the_conditional_re_home_publishes_a_sent_message_again() {
     let p = GlobalParams {
         msgs: vec![GMsg::library(A)],
-        crash: true,
+        crash: Crash::Of(A),
         ..GlobalParams::default()
     };
     holds_globally(p.clone());
@@ -444,7 +444,7 @@ fn global_a_failover_without_the_conditional_re_home_publishes_a_sent_message_ag
 fn global_a_failback_waits_for_the_surviving_regions_claim() {
     let p = GlobalParams {
         msgs: vec![GMsg::library(A)],
-        crash: true,
+        crash: Crash::Of(A),
         recover: true,
         failback: true,
         ..GlobalParams::default()
@@ -461,7 +461,7 @@ fn global_a_failback_waits_for_the_surviving_regions_claim() {
 fn global_a_recovered_region_does_not_publish_its_stream_backlog_that_failed_over() {
     let p = GlobalParams {
         msgs: vec![GMsg::library(A)],
-        crash: true,
+        crash: Crash::Of(A),
         recover: true,
         ..GlobalParams::default()
     };
@@ -476,7 +476,7 @@ fn global_a_recovered_region_does_not_publish_its_stream_backlog_that_failed_ove
 fn global_a_region_that_comes_back_before_replication_caught_up_publishes_what_b_owns() {
     let p = GlobalParams {
         msgs: vec![GMsg::library(A)],
-        crash: true,
+        crash: Crash::Of(A),
         recover: true,
         ..GlobalParams::default()
     };
@@ -495,7 +495,7 @@ fn global_a_region_that_comes_back_before_replication_caught_up_publishes_what_b
 fn global_known_limit_a_failback_in_the_recovered_region_races_the_surviving_sweep() {
     let p = GlobalParams {
         msgs: vec![GMsg::library(A)],
-        crash: true,
+        crash: Crash::Of(A),
         recover: true,
         failback: true,
         ..GlobalParams::default()
