@@ -194,12 +194,28 @@ pub fn global_ci() -> Vec<(&'static str, GlobalParams)> {
             },
         ),
         (
-            "two regions: a message committed in each, A crashes, failover, A comes back, failback",
+            "two regions: a message committed in each, either region crashes, failover, it comes back, failback",
             GlobalParams {
                 msgs: vec![GMsg::library(A), GMsg::library(B)],
-                crash: Crash::Of(A),
+                crash: Crash::Either,
                 recover: true,
                 failback: true,
+                ..GlobalParams::default()
+            },
+        ),
+        (
+            "two regions, poison: a message committed in A that A's destination refuses, one committed in B, either region crashes, failover",
+            GlobalParams {
+                msgs: vec![GMsg::library(A).refused_in(A), GMsg::library(B)],
+                crash: Crash::Either,
+                ..GlobalParams::default()
+            },
+        ),
+        (
+            "two regions, poison: a message without HomeRegion committed in B that both destinations refuse, one committed in B, either region crashes, failover",
+            GlobalParams {
+                msgs: vec![GMsg::minimal(B).poison(), GMsg::library(B)],
+                crash: Crash::Either,
                 ..GlobalParams::default()
             },
         ),

@@ -31,6 +31,15 @@ fn item(s: &GState, r: u8, m: u8) -> String {
     format!("{:?} home {home}{over}", i.status)
 }
 
+/// Region `r`'s send of `m`, in words.
+fn sends(model: &GlobalModel, r: u8, m: u8) -> &'static str {
+    if model.params.msgs[usize::from(m)].refused_by(r) {
+        "sends it: REFUSED, poison"
+    } else {
+        "SENDS it"
+    }
+}
+
 /// The regions of a bit set, in words.
 fn regions(bits: u8) -> &'static str {
     match bits {
@@ -96,8 +105,9 @@ fn what(model: &GlobalModel, s: &GState, action: GAction) -> String {
             let m = inv.msg;
             let call = match inv.call {
                 Call::Send => format!(
-                    "reads m{m} ({}) and SENDS it if PENDING and its own (refused: poison)",
-                    item(s, r, m)
+                    "reads m{m} ({}) and, if PENDING and its own, {}",
+                    item(s, r, m),
+                    sends(model, r, m)
                 ),
                 Call::Mark => format!("marks m{m} SENT (its copy: {})", item(s, r, m)),
                 Call::DeadLetter => format!("copies m{m} to its DEAD-LETTER queue"),
@@ -106,9 +116,10 @@ fn what(model: &GlobalModel, s: &GState, action: GAction) -> String {
             format!("{}'s {who} {call}", region_name(r))
         }
         GAction::Claim(r, m) => format!(
-            "{}'s sweeper claims m{m} ({}) and SENDS it (refused: poison)",
+            "{}'s sweeper claims m{m} ({}) and {}",
             region_name(r),
-            item(s, r, m)
+            item(s, r, m),
+            sends(model, r, m)
         ),
         GAction::Failover(m) | GAction::Failback(m) => {
             let failed = GlobalModel::failed_region(s).unwrap_or(super::A);
