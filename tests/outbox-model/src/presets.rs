@@ -180,9 +180,10 @@ pub fn deep() -> Vec<(&'static str, Params)> {
 }
 
 /// The two-region instances CI checks (`crate::global`): a global table, the outbox in
-/// both regions, a crash of `A`, the failover into `B`; and `A`'s recovery with the
-/// failback. Each has tens of thousands of states (a third message multiplies them by
-/// some 300: see `global_deep`).
+/// both regions, a crash of `A` or of either region, the failover into the other; the
+/// failed region's recovery with the failback; poison refused in one region or in both.
+/// Each has tens of thousands of states (a third message multiplies them by some 300:
+/// see `global_deep`).
 pub fn global_ci() -> Vec<(&'static str, GlobalParams)> {
     vec![
         (
@@ -225,14 +226,14 @@ pub fn global_ci() -> Vec<(&'static str, GlobalParams)> {
 /// Larger two-region instances (minutes).
 pub fn global_deep() -> Vec<(&'static str, GlobalParams)> {
     vec![(
-        "two regions: a message committed in each, one without HomeRegion committed in B, a rollback, A crashes, failover",
+        "two regions: a message committed in each, one without HomeRegion committed in B that A's destination refuses, a rollback, either region crashes, failover",
         GlobalParams {
             msgs: vec![
                 GMsg::library(A),
                 GMsg::library(B).or_roll_back(),
-                GMsg::minimal(B),
+                GMsg::minimal(B).refused_in(A),
             ],
-            crash: Crash::Of(A),
+            crash: Crash::Either,
             ..GlobalParams::default()
         },
     )]
