@@ -139,7 +139,7 @@ done
 step "terraform: modules/outbox/README.md documents every input and output (module_docs.py; --write regenerates)"
 "$VENV/bin/python" module_docs.py modules/outbox
 
-step "terraform: validate modules/outbox, examples/orders, examples/basic, examples/local and examples/global-table, test modules/outbox (mocked provider)"
+step "terraform: validate modules/outbox, examples/orders, examples/basic, examples/local, examples/global-table and examples/global-table-local, test modules/outbox (mocked provider)"
 MIRROR="${OUTBOX_TF_PROVIDER_MIRROR:-/opt/tf-plugins}"
 TF_MOCK_PASS=0
 if compgen -G "$MIRROR/registry.terraform.io/hashicorp/aws/*/*/terraform-provider-aws_*" >/dev/null; then
@@ -152,7 +152,7 @@ provider_installation {
   }
 }
 RC
-  for dir in modules/outbox examples/orders examples/basic examples/local examples/global-table; do
+  for dir in modules/outbox examples/orders examples/basic examples/local examples/global-table examples/global-table-local; do
     (
       export TF_CLI_CONFIG_FILE="$WORK/terraformrc-mirror" TF_DATA_DIR="$WORK/tf-data/$dir"
       cd "$dir"

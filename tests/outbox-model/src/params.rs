@@ -161,6 +161,18 @@ pub enum Mutation {
     /// up and before that region's functions start; a sweep of the surviving region
     /// that claimed the message is not seen.
     FailbackFromRecoveredRegion,
+    /// Global tables: a sweep gives up on poison (its dead-letter copy, its `FAILED`
+    /// mark) before checking that it owns the item: it claims any `PENDING` item its
+    /// destination refuses, whatever its `HomeRegion`, so the owner dead-letters it too.
+    PoisonBeforeOwnership,
+    /// Global tables: the failover out of a region that is not the default home also
+    /// re-homes the items without `HomeRegion` (the default home's, which is up), as if
+    /// `--default-home` named the failed region.
+    FailoverTakesDefaultHomes,
+    /// Global tables: the failover out of the default home re-homes only the items whose
+    /// `HomeRegion` names it, not those without `HomeRegion` (`--default-home` left
+    /// out): a minimal producer's message waits for the failed region.
+    FailoverIgnoresDefaultHome,
 }
 
 /// One model instance.

@@ -1,6 +1,6 @@
 //! The configurations the tests and the deep run check.
 
-use crate::global::{A, B, GMsg, GlobalParams};
+use crate::global::{A, B, Crash, GMsg, GlobalParams};
 use crate::params::{Consumer, Kind, Params, Txn};
 
 /// The bounded check CI runs: one small instance per concern.
@@ -180,26 +180,43 @@ pub fn deep() -> Vec<(&'static str, Params)> {
 }
 
 /// The two-region instances CI checks (`crate::global`): a global table, the outbox in
-/// both regions, a crash of `A`, the failover into `B`; and `A`'s recovery with the
-/// failback. Each has tens of thousands of states (a third message multiplies them by
-/// some 300: see `global_deep`).
+/// both regions, a crash of `A` or of either region, the failover into the other; the
+/// failed region's recovery with the failback; poison refused in one region or in both.
+/// Each has tens of thousands of states (a third message multiplies them by some 300:
+/// see `global_deep`).
 pub fn global_ci() -> Vec<(&'static str, GlobalParams)> {
     vec![
         (
             "two regions: a message committed in A, one without HomeRegion committed in B (A's: the default home) that may roll back, A crashes, failover",
             GlobalParams {
                 msgs: vec![GMsg::library(A), GMsg::minimal(B).or_roll_back()],
-                crash: true,
+                crash: Crash::Of(A),
                 ..GlobalParams::default()
             },
         ),
         (
-            "two regions: a message committed in each, A crashes, failover, A comes back, failback",
+            "two regions: a message committed in each, either region crashes, failover, it comes back, failback",
             GlobalParams {
                 msgs: vec![GMsg::library(A), GMsg::library(B)],
-                crash: true,
+                crash: Crash::Either,
                 recover: true,
                 failback: true,
+                ..GlobalParams::default()
+            },
+        ),
+        (
+            "two regions, poison: a message committed in A that A's destination refuses, one committed in B, either region crashes, failover",
+            GlobalParams {
+                msgs: vec![GMsg::library(A).refused_in(A), GMsg::library(B)],
+                crash: Crash::Either,
+                ..GlobalParams::default()
+            },
+        ),
+        (
+            "two regions, poison: a message without HomeRegion committed in B that both destinations refuse, one committed in B, either region crashes, failover",
+            GlobalParams {
+                msgs: vec![GMsg::minimal(B).poison(), GMsg::library(B)],
+                crash: Crash::Either,
                 ..GlobalParams::default()
             },
         ),
@@ -209,14 +226,14 @@ pub fn global_ci() -> Vec<(&'static str, GlobalParams)> {
 /// Larger two-region instances (minutes).
 pub fn global_deep() -> Vec<(&'static str, GlobalParams)> {
     vec![(
-        "two regions: a message committed in each, one without HomeRegion committed in B, a rollback, A crashes, failover",
+        "two regions: a message committed in each, one without HomeRegion committed in B that A's destination refuses, a rollback, either region crashes, failover",
         GlobalParams {
             msgs: vec![
                 GMsg::library(A),
                 GMsg::library(B).or_roll_back(),
-                GMsg::minimal(B),
+                GMsg::minimal(B).refused_in(A),
             ],
-            crash: true,
+            crash: Crash::Either,
             ..GlobalParams::default()
         },
     )]

@@ -255,6 +255,7 @@ impl Report {
                 d.0 != crate::props::DUPLICATES_HAPPEN
                     && d.0 != crate::props::SOME_END
                     && d.0 != crate::global::props::FAILOVER_DUPLICATES
+                    && d.0 != crate::global::props::SOME_FAILED
             })
             .map(|d| format!("{} ({} steps):\n{}", d.0, d.1, d.2))
             .collect()

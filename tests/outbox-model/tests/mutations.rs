@@ -1,8 +1,10 @@
 //! Not vacuous: each property catches a deliberately broken protocol, with a
 //! counterexample; and what the model found in the real code, pinned.
 
-use outbox_model::global::props::{ONE_REGION, OWNER_PUBLISHES};
-use outbox_model::global::{A, B, GMsg, GlobalModel, GlobalParams};
+use outbox_model::global::props::{
+    DEAD_LETTER_IFF_FAILED, FAILED_STAYS_UNSENT, ONE_DEAD_LETTER, ONE_REGION, OWNER_PUBLISHES,
+};
+use outbox_model::global::{A, B, Crash, GMsg, GlobalModel, GlobalParams};
 use outbox_model::props::{
     EFFECT_ONCE, ENDS, EXCLUSIVE_CLAIMS, FIFO_ORDER, NO_STALE_FENCE, NOTHING_PHANTOM,
     REDRIVE_STANDS, SENT_ONCE, SETTLES, TERMINAL,
@@ -398,7 +400,7 @@ fn holds_globally(params: GlobalParams) {
 fn global_publishing_on_every_replica_publishes_a_message_in_both_regions() {
     let p = GlobalParams {
         msgs: vec![GMsg::library(A)],
-        crash: false,
+        crash: Crash::Never,
         ..GlobalParams::default()
     };
     holds_globally(p.clone());
@@ -413,7 +415,7 @@ fn global_publishing_on_every_replica_publishes_a_message_in_both_regions() {
 fn global_a_message_without_home_region_is_published_by_the_default_home_only() {
     let p = GlobalParams {
         msgs: vec![GMsg::minimal(B)],
-        crash: false,
+        crash: Crash::Never,
         ..GlobalParams::default()
     };
     holds_globally(p.clone());
@@ -429,7 +431,7 @@ fn global_a_message_without_home_region_is_published_by_the_default_home_only() 
 fn global_a_failover_without_the_conditional_re_home_publishes_a_sent_message_again() {
     let p = GlobalParams {
         msgs: vec![GMsg::library(A)],
-        crash: true,
+        crash: Crash::Of(A),
         ..GlobalParams::default()
     };
     holds_globally(p.clone());
@@ -444,7 +446,7 @@ fn global_a_failover_without_the_conditional_re_home_publishes_a_sent_message_ag
 fn global_a_failback_waits_for_the_surviving_regions_claim() {
     let p = GlobalParams {
         msgs: vec![GMsg::library(A)],
-        crash: true,
+        crash: Crash::Of(A),
         recover: true,
         failback: true,
         ..GlobalParams::default()
@@ -461,7 +463,7 @@ fn global_a_failback_waits_for_the_surviving_regions_claim() {
 fn global_a_recovered_region_does_not_publish_its_stream_backlog_that_failed_over() {
     let p = GlobalParams {
         msgs: vec![GMsg::library(A)],
-        crash: true,
+        crash: Crash::Of(A),
         recover: true,
         ..GlobalParams::default()
     };
@@ -476,7 +478,7 @@ fn global_a_recovered_region_does_not_publish_its_stream_backlog_that_failed_ove
 fn global_a_region_that_comes_back_before_replication_caught_up_publishes_what_b_owns() {
     let p = GlobalParams {
         msgs: vec![GMsg::library(A)],
-        crash: true,
+        crash: Crash::Of(A),
         recover: true,
         ..GlobalParams::default()
     };
@@ -495,7 +497,7 @@ fn global_a_region_that_comes_back_before_replication_caught_up_publishes_what_b
 fn global_known_limit_a_failback_in_the_recovered_region_races_the_surviving_sweep() {
     let p = GlobalParams {
         msgs: vec![GMsg::library(A)],
-        crash: true,
+        crash: Crash::Of(A),
         recover: true,
         failback: true,
         ..GlobalParams::default()
@@ -503,4 +505,149 @@ fn global_known_limit_a_failback_in_the_recovered_region_races_the_surviving_swe
     .mutated(Mutation::OwnershipFromImage)
     .mutated(Mutation::FailbackFromRecoveredRegion);
     caught_globally(p, ONE_REGION);
+}
+
+/// A region that crashes, and a message of its own committed there.
+fn outage_of(failed: u8) -> GlobalParams {
+    GlobalParams {
+        msgs: vec![GMsg::library(failed)],
+        crash: Crash::Of(failed),
+        ..GlobalParams::default()
+    }
+}
+
+/// The crash mutants, mirrored: whichever region crashes (`A`, the default home, or
+/// `B`), the same bug is caught by the same property.
+#[test]
+fn global_the_crash_mutants_are_caught_whichever_region_crashes() {
+    for failed in [A, B] {
+        let p = outage_of(failed);
+        holds_globally(p.clone());
+        caught_globally(
+            p.clone().mutated(Mutation::UnconditionalFailover),
+            ONE_REGION,
+        );
+        let back = GlobalParams {
+            recover: true,
+            ..p.clone()
+        };
+        holds_globally(back.clone());
+        caught_globally(
+            back.clone().mutated(Mutation::OwnershipFromImage),
+            OWNER_PUBLISHES,
+        );
+        caught_globally(
+            back.clone().mutated(Mutation::RecoverBeforeCatchUp),
+            ONE_REGION,
+        );
+        let failback = GlobalParams {
+            failback: true,
+            ..back
+        };
+        holds_globally(failback.clone());
+        caught_globally(
+            failback.clone().mutated(Mutation::FailbackIgnoresClaim),
+            ONE_REGION,
+        );
+        caught_globally(
+            failback
+                .mutated(Mutation::OwnershipFromImage)
+                .mutated(Mutation::FailbackFromRecoveredRegion),
+            ONE_REGION,
+        );
+    }
+}
+
+/// Poison in two regions: a sweep that gives up on poison (copy, `FAILED` mark)
+/// before it checks whose the item is dead-letters `A`'s message in `B` while `A`
+/// dead-letters it too. No crash needed.
+#[test]
+fn global_a_sweep_that_gives_up_before_checking_ownership_dead_letters_in_both_regions() {
+    let p = GlobalParams {
+        msgs: vec![GMsg::library(A).poison()],
+        crash: Crash::Never,
+        ..GlobalParams::default()
+    };
+    holds_globally(p.clone());
+    caught_globally(p.mutated(Mutation::PoisonBeforeOwnership), ONE_DEAD_LETTER);
+}
+
+/// A failover that re-homes whatever status the survivor's copy shows re-homes a
+/// message the failed region marked `FAILED` (the mark had replicated): the survivor,
+/// whose destination takes it, publishes it after all.
+#[test]
+fn global_a_failover_without_the_conditional_re_home_publishes_a_failed_message() {
+    for failed in [A, B] {
+        let p = GlobalParams {
+            msgs: vec![GMsg::library(failed).refused_in(failed)],
+            crash: Crash::Of(failed),
+            ..GlobalParams::default()
+        };
+        holds_globally(p.clone());
+        caught_globally(
+            p.mutated(Mutation::UnconditionalFailover),
+            FAILED_STAYS_UNSENT,
+        );
+    }
+}
+
+/// The same with poison both destinations refuse: the survivor copies it to its
+/// dead-letter queue again, though the failed region's `FAILED` mark had replicated.
+#[test]
+fn global_a_failover_without_the_conditional_re_home_dead_letters_a_failed_message_again() {
+    let p = GlobalParams {
+        msgs: vec![GMsg::library(A).poison()],
+        crash: Crash::Of(A),
+        ..GlobalParams::default()
+    };
+    holds_globally(p.clone());
+    caught_globally(p.mutated(Mutation::UnconditionalFailover), ONE_DEAD_LETTER);
+}
+
+/// The single-region model's `FailBeforeDeadLetter`, across regions: the region marks
+/// its poison `FAILED` before the copy and crashes between them; the mark replicates,
+/// so the failover leaves the message: `FAILED`, with no copy anywhere.
+#[test]
+fn global_failing_poison_before_its_copy_loses_the_copy_when_the_region_crashes() {
+    let p = GlobalParams {
+        msgs: vec![GMsg::library(A).poison()],
+        crash: Crash::Of(A),
+        ..GlobalParams::default()
+    };
+    caught_globally(
+        p.mutated(Mutation::FailBeforeDeadLetter),
+        DEAD_LETTER_IFF_FAILED,
+    );
+}
+
+/// The failover out of `B` (not the default home) takes the items without
+/// `HomeRegion` too, which are `A`'s: `A` re-homes into itself, marked failed over
+/// from `B`, a minimal producer's message it is publishing; after `B` came back, the
+/// failback returns it to `B`, which publishes it again — no failover allows that.
+#[test]
+fn global_a_failover_that_takes_the_default_homes_items_lets_the_failback_publish_them_again() {
+    let p = GlobalParams {
+        msgs: vec![GMsg::minimal(B)],
+        crash: Crash::Of(B),
+        recover: true,
+        failback: true,
+        ..GlobalParams::default()
+    };
+    holds_globally(p.clone());
+    caught_globally(p.mutated(Mutation::FailoverTakesDefaultHomes), ONE_REGION);
+}
+
+/// The failover out of `A` (the default home) without `--default-home` misses a
+/// minimal producer's message, which is `A`'s: nobody publishes it while `A` is down.
+#[test]
+fn global_a_failover_that_ignores_the_default_home_strands_a_minimal_producers_message() {
+    for region in [A, B] {
+        let p = GlobalParams {
+            msgs: vec![GMsg::minimal(region)],
+            crash: Crash::Of(A),
+            ..GlobalParams::default()
+        };
+        holds_globally(p.clone());
+        caught_globally(p.mutated(Mutation::FailoverIgnoresDefaultHome), ENDS);
+    }
 }

@@ -10,6 +10,8 @@
 //!   uniquely named resources per test on both emulators;
 //! - [`runtime_api`]: a Lambda Runtime API on loopback, to run a function's packaged
 //!   binary through invocations without Lambda.
+//! - [`regions`]: the outbox on a global table in two regions of the local AWS:
+//!   published once across both, a failover and a failback (docs/global-tables.md);
 //! - [`scale`]: where each ceiling is as the message rate grows, and which binds
 //!   first (docs/scale.md).
 //!
@@ -26,6 +28,7 @@ pub mod demo;
 pub mod deployment;
 pub mod latency;
 pub mod provision;
+pub mod regions;
 pub mod runtime_api;
 pub mod scale;
 mod writes;

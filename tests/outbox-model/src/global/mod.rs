@@ -1,23 +1,25 @@
 //! Global tables (issue 25, `docs/global-tables.md`): the outbox table replicated in two
 //! regions, `A` and `B`, with asynchronous replication and last-writer-wins per item,
-//! the outbox deployed in each, a crash of region `A`, the operator's failover into
-//! `B` and, optionally, `A`'s recovery and the failback.
+//! the outbox deployed in each, a crash of either region (at most one a run), the
+//! operator's failover into the other and, optionally, the failed region's recovery and
+//! the failback.
 //!
 //! A separate model from [`crate::OutboxModel`] (whose state spaces do not grow): what
 //! one region's publisher and sweeper do inside their region — batches, faults, the
 //! order fence, the event source mapping's retries — that model checks; this one keeps
-//! of each function the calls that decide *which region* publishes: the stream
-//! publisher's filter on the `INSERT` image and its status read, a sweep's claim
-//! (conditional on ownership), the send, the conditional `SENT` mark, the failover's and
+//! of each function the calls that decide *which region* publishes or gives up on a
+//! message: the stream publisher's filter on the `INSERT` image and its status read, a
+//! sweep's claim (conditional on ownership), the send, the conditional `SENT` mark, a
+//! poison message's dead-letter copy and conditional `FAILED` mark, the failover's and
 //! the failback's conditional re-homes.
 //!
-//! - **Replicas.** Each region holds its own copy of each item ([`GItem`]). A write
-//!   applies to the local copy at once and is replicated later as a separate step
-//!   ([`GAction::Replicate`]), in any order across items and writes (reordered,
-//!   delayed); the copy keeps the write with the later timestamp (last writer wins,
-//!   whole item). Timestamps are one clock for both regions (a write made after another
-//!   in the run has the later one; a clock skew that lets an earlier write win is left
-//!   out), kept as ranks so that equal situations are one state.
+//! - **Replicas** (`replica.rs`). Each region holds its own copy of each item
+//!   ([`GItem`]). A write applies to the local copy at once and is replicated later as
+//!   a separate step ([`GAction::Replicate`]), in any order across items and writes
+//!   (reordered, delayed); the copy keeps the write with the later timestamp (last
+//!   writer wins, whole item). Timestamps are one clock for both regions (a write made
+//!   after another in the run has the later one; a clock skew that lets an earlier
+//!   write win is left out), kept as ranks so that equal situations are one state.
 //! - **Streams.** A region's stream carries an `INSERT` when an item first lands in its
 //!   copy, by a local commit or a replicated write, with the image that landed. A
 //!   re-home is a `MODIFY`: no publisher sees it, the sweeper does.
@@ -26,18 +28,29 @@
 //!   keeps only owned images (its `FilterCriteria`) and publishes only what its status
 //!   read finds `PENDING` *and owned* in its copy; a sweep claims only what its copy
 //!   shows `PENDING` and owned (one conditional write).
-//! - **A crash of `A`** stops its functions (their invocations vanish; its stream's
-//!   checkpoint stays); its writes already made replicate later or not before the
-//!   failover (any order). Producers in `A` stop too.
-//! - **Failover** ([`GAction::Failover`]): per item, in `B`'s copy, a conditional write
-//!   `Status = PENDING AND` owned by `A` → `HomeRegion = B`, `FailedOverFrom = A`, due
-//!   now. The operator runs it while `A` is down and `B`'s copy shows such an item (a
-//!   late replicated `INSERT` of `A`'s is re-homed by running it again).
-//! - **Recovery** ([`GAction::Recover`]): `A`'s functions start again once replication
-//!   from `B` has caught up (the runbook's step); its stream mapping resumes at its
-//!   checkpoint. **Failback** ([`GAction::Failback`]): per item, in `B`'s copy,
-//!   `Status = PENDING AND HomeRegion = B AND FailedOverFrom = A AND` no claim
-//!   (`SweepDueAt <= now`) → `HomeRegion = A`.
+//! - **Poison** (`attempt.rs`): a message a region's destination refuses
+//!   ([`GMsg::refused_in`], [`GMsg::poison`]) is judged by the library's
+//!   `policy::judge_entry` (a permanent refusal: poison), copied to that region's
+//!   dead-letter queue (`policy::judge_dead_letter` on the copy's answer) and marked
+//!   `FAILED` (conditional: `Status = PENDING`), by whichever path sent it, as the
+//!   single-region model's publish path does.
+//! - **A crash** ([`GAction::Crash`]) of either region (as [`Crash`] allows, at most
+//!   one a run) stops its functions (their invocations vanish; its stream's checkpoint
+//!   stays); its writes already made replicate later or not before the failover (any
+//!   order). Producers there stop too.
+//! - **Failover** (`ops.rs`, [`GAction::Failover`]): per item, in the surviving
+//!   region's copy, a conditional write `Status = PENDING AND` owned by the failed
+//!   region (its `HomeRegion`, or none when it is the default home: `outbox-ops
+//!   failover --default-home`) → `HomeRegion` = the survivor, `FailedOverFrom` = the
+//!   failed region, due now. The operator runs it while the region is down and the
+//!   survivor's copy shows such an item (a late replicated `INSERT` is re-homed by
+//!   running it again).
+//! - **Recovery** ([`GAction::Recover`]): the failed region's functions start again
+//!   once replication into it has caught up (the runbook's step); its stream mapping
+//!   resumes at its checkpoint. **Failback** ([`GAction::Failback`]): per item, in the
+//!   survivor's copy, `Status = PENDING AND HomeRegion = survivor AND FailedOverFrom =
+//!   recovered AND` no claim (`SweepDueAt <= now`) → `HomeRegion` = the recovered
+//!   region.
 //! - **The consumer** applies a message's effect with a processed-message marker keyed
 //!   by its `MessageId`, which every region's copy of the item carries (the producer
 //!   wrote it; re-homes keep it): one transaction, so a second copy is a duplicate. Its
@@ -45,26 +58,35 @@
 //!
 //! Left out: faults and crashes of single invocations (the single-region model's), a
 //! region's second sweeper, time (a claim's lease is current while its sweep runs: it
-//! ends when the sweep does), `FAILED` (every message is good), crashes of `B`.
+//! ends when the sweep does), the attempt limit (`policy::exhausted`: a message that
+//! fails transiently until it is used up takes the same dead-letter path as a refused
+//! one, after the same claim; the single-region model counts attempts), a redrive.
 
+mod attempt;
+mod ops;
 pub mod props;
+mod replica;
 mod run;
+mod step;
 
 pub use run::{check, describe, find};
 
 use crate::params::Mutation;
 use crate::state::{Status, TxnState};
 use dynamodb_outbox_core::HomeRegions;
-use stateright::{Model, Property};
 
-/// The region that may crash, and the default home region (of items without
-/// `HomeRegion`).
+/// Region `A`: the default home region (of items without `HomeRegion`).
 pub const A: u8 = 0;
-/// The surviving region.
+/// Region `B`.
 pub const B: u8 = 1;
 /// The default home region (`OUTBOX_DEFAULT_HOME_REGION`, the same in both
 /// deployments).
 pub const DEFAULT_HOME: u8 = A;
+
+/// The other region.
+pub fn other(r: u8) -> u8 {
+    1 - r
+}
 
 /// A region's name in traces.
 pub fn region_name(r: u8) -> &'static str {
@@ -99,6 +121,9 @@ pub struct GMsg {
     pub homed: bool,
     /// Its transaction may roll back too.
     pub may_roll_back: bool,
+    /// The regions whose destination refuses it for good (bit per region): poison
+    /// there.
+    pub refused: u8,
 }
 
 impl GMsg {
@@ -108,6 +133,7 @@ impl GMsg {
             region,
             homed: true,
             may_roll_back: false,
+            refused: 0,
         }
     }
 
@@ -124,6 +150,45 @@ impl GMsg {
         self.may_roll_back = true;
         self
     }
+
+    /// Region `r`'s destination refuses it (a permanent error: a message too large for
+    /// it, a schema it rejects): poison when `r` sends it.
+    pub fn refused_in(mut self, r: u8) -> Self {
+        self.refused |= 1 << r;
+        self
+    }
+
+    /// Both regions' destinations refuse it.
+    pub fn poison(self) -> Self {
+        self.refused_in(A).refused_in(B)
+    }
+
+    /// Whether region `r`'s destination refuses it.
+    pub fn refused_by(&self, r: u8) -> bool {
+        self.refused & (1 << r) != 0
+    }
+}
+
+/// Which region may crash in a run (at most one does).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Crash {
+    /// Neither.
+    Never,
+    /// This one.
+    Of(u8),
+    /// Either (the runs where `A` crashes and those where `B` does).
+    Either,
+}
+
+impl Crash {
+    /// Whether region `r` may crash.
+    pub fn may_crash(self, r: u8) -> bool {
+        match self {
+            Crash::Never => false,
+            Crash::Of(c) => c == r,
+            Crash::Either => true,
+        }
+    }
 }
 
 /// One two-region instance.
@@ -131,11 +196,11 @@ impl GMsg {
 pub struct GlobalParams {
     /// The messages.
     pub msgs: Vec<GMsg>,
-    /// Region `A` may crash (and the operator fail over into `B`).
-    pub crash: bool,
-    /// After a crash, `A` may come back.
+    /// The region that may crash (and the operator fail over into the other).
+    pub crash: Crash,
+    /// After a crash, the failed region may come back.
     pub recover: bool,
-    /// After `A` came back, the operator may fail back.
+    /// After it came back, the operator may fail back.
     pub failback: bool,
     /// Deliberate bugs.
     pub mutations: Vec<Mutation>,
@@ -145,7 +210,7 @@ impl Default for GlobalParams {
     fn default() -> Self {
         GlobalParams {
             msgs: vec![GMsg::library(A), GMsg::library(B)],
-            crash: true,
+            crash: Crash::Of(A),
             recover: false,
             failback: false,
             mutations: Vec::new(),
@@ -173,7 +238,7 @@ pub struct GItem {
     pub status: Status,
     /// `HomeRegion` (`None`: absent).
     pub home: Option<u8>,
-    /// `FailedOverFrom` is set (to `A`).
+    /// `FailedOverFrom` is set (to the region other than `home`: there are two).
     pub failed_over: bool,
     /// The write's timestamp (a rank among the state's timestamps; 0: never written).
     pub stamp: u8,
@@ -197,33 +262,6 @@ pub struct InFlight {
     pub item: (u8, Option<u8>, bool, u8),
 }
 
-fn pack(i: GItem) -> (u8, Option<u8>, bool, u8) {
-    let s = match i.status {
-        Status::Absent => 0,
-        Status::Pending => 1,
-        Status::Sent => 2,
-        Status::Failed => 3,
-        Status::Deleted => 4,
-    };
-    (s, i.home, i.failed_over, i.stamp)
-}
-
-fn unpack((s, home, failed_over, stamp): (u8, Option<u8>, bool, u8)) -> GItem {
-    let status = match s {
-        1 => Status::Pending,
-        2 => Status::Sent,
-        3 => Status::Failed,
-        4 => Status::Deleted,
-        _ => Status::Absent,
-    };
-    GItem {
-        status,
-        home,
-        failed_over,
-        stamp,
-    }
-}
-
 /// The next call of an invocation.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Call {
@@ -232,6 +270,10 @@ pub enum Call {
     Send,
     /// The conditional `SENT` mark (`Status = PENDING`) in the local copy.
     Mark,
+    /// The send was refused for good: the copy to the region's dead-letter queue.
+    DeadLetter,
+    /// The conditional `FAILED` mark (`Status = PENDING`) in the local copy.
+    MarkFailed,
 }
 
 /// A region's running invocation: the stream publisher on one record, or a sweep that
@@ -244,15 +286,15 @@ pub struct Running {
     pub call: Call,
 }
 
-/// Region `A`'s functions.
+/// Where the run is in the outage.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Life {
-    /// Running.
+    /// Both regions run.
     Up,
-    /// Crashed: no publisher, sweeper or producer runs there.
-    Down,
-    /// Running again after a crash.
-    Back,
+    /// This region crashed: no publisher, sweeper or producer runs there.
+    Down(u8),
+    /// This region crashed and runs again.
+    Back(u8),
 }
 
 /// The two regions.
@@ -272,25 +314,38 @@ pub struct GState {
     pub publisher: [Option<Running>; 2],
     /// Each region's sweep (one claimed item at a time).
     pub sweeper: [Option<Running>; 2],
-    /// Region `A`'s functions.
-    pub a: Life,
+    /// The outage.
+    pub life: Life,
     /// Monitor: the regions that published each message (bit per region).
     pub published: Vec<u8>,
+    /// Monitor: the regions that copied each message to their dead-letter queue (bit
+    /// per region).
+    pub dead_lettered: Vec<u8>,
     /// Copies the destination accepted, per message.
     pub sends: Vec<u8>,
     /// Effects applied, per message (the consumer's marker makes a second copy a
     /// duplicate).
     pub effects: Vec<u8>,
-    /// Monitor: messages a failover re-homed while `B`'s copy showed them `PENDING`
-    /// after `A` had published them (its `SENT` mark had not replicated): `B` may
-    /// publish them again, the duplicate a failover allows (bit per message).
+    /// Monitor: messages a failover re-homed while the survivor's copy showed them
+    /// `PENDING` after the failed region had published them or copied them to its
+    /// dead-letter queue (its `SENT` or `FAILED` mark had not replicated): the survivor
+    /// may publish or dead-letter them again, the duplicate a failover allows (bit per
+    /// message).
     pub excused: u32,
     /// Monitor: messages both regions published, the second time as `excused` allows.
     pub failover_duplicates: u32,
+    /// Monitor: messages some region marked `FAILED` (bit per message).
+    pub failed_marks: u32,
     /// Monitor: a region published a message its copy did not show as its own.
     pub foreign: bool,
     /// Monitor: a second region published a message other than as `excused` allows.
     pub twice: bool,
+    /// Monitor: a second region copied a message to its dead-letter queue other than
+    /// as `excused` allows.
+    pub twice_dead: bool,
+    /// Monitor: a message was published after a `FAILED` mark, other than as `excused`
+    /// allows.
+    pub sent_after_failed: bool,
 }
 
 /// One step.
@@ -310,15 +365,18 @@ pub enum GAction {
     /// A region's sweep claims message `n` (a conditional write in its copy:
     /// `PENDING` and its own) and sends it.
     Claim(u8, u8),
-    /// A region's sweep marks its message `SENT`.
+    /// A region's sweep makes its next call (a `SENT` mark; a dead-letter copy, a
+    /// `FAILED` mark).
     Sweep(u8),
-    /// Region `A` crashes.
-    Crash,
-    /// The operator re-homes message `n` into `B` (conditional write in `B`'s copy).
+    /// This region crashes.
+    Crash(u8),
+    /// The operator re-homes message `n` into the surviving region (conditional write
+    /// in its copy).
     Failover(u8),
-    /// Region `A`'s functions start again.
+    /// The failed region's functions start again.
     Recover,
-    /// The operator returns message `n` to `A` (conditional write in `B`'s copy).
+    /// The operator returns message `n` to the recovered region (conditional write in
+    /// the survivor's copy).
     Failback(u8),
 }
 
@@ -341,7 +399,15 @@ impl GlobalModel {
 
     /// Whether region `r`'s functions run.
     pub fn up(s: &GState, r: u8) -> bool {
-        r == B || s.a != Life::Down
+        s.life != Life::Down(r)
+    }
+
+    /// The region that crashed in this run, if one did.
+    pub fn failed_region(s: &GState) -> Option<u8> {
+        match s.life {
+            Life::Up => None,
+            Life::Down(f) | Life::Back(f) => Some(f),
+        }
     }
 
     /// Whether message `m` committed.
@@ -355,339 +421,18 @@ impl GlobalModel {
         self.params.has(Mutation::PublishOnEveryReplica) || owner(home) == r
     }
 
-    /// A write of `item` to region `r`'s copy of `m`: a new timestamp, an `INSERT` on
-    /// `r`'s stream if the item was not there, and its replication on its way.
-    fn write(&self, s: &mut GState, r: u8, m: u8, mut item: GItem) {
-        item.stamp = Self::next_stamp(s);
-        let old = s.copies[usize::from(r)][usize::from(m)];
-        if old.status == Status::Absent {
-            self.on_stream(s, r, m, item.home);
-        }
-        s.copies[usize::from(r)][usize::from(m)] = item;
-        let w = InFlight {
-            to: 1 - r,
-            msg: m,
-            item: pack(item),
-        };
-        let at = s.in_flight.binary_search(&w).unwrap_or_else(|i| i);
-        s.in_flight.insert(at, w);
-    }
-
-    /// An `INSERT` of `m` whose image has `HomeRegion` `home` lands on region `r`'s
-    /// stream; the mapping's `FilterCriteria` passes only `r`'s own (all of them
-    /// without the filter, `PublishOnEveryReplica`), so the others never reach a
-    /// publisher (and take no step here).
-    fn on_stream(&self, s: &mut GState, r: u8, m: u8, home: Option<u8>) {
-        if self.acts_on(r, home) {
-            s.streams[usize::from(r)].push((m, home));
-        }
-    }
-
-    fn next_stamp(s: &GState) -> u8 {
-        let copies = s.copies.iter().flatten().map(|i| i.stamp);
-        let flying = s.in_flight.iter().map(|w| w.item.3);
-        copies.chain(flying).max().unwrap_or(0) + 1
-    }
-
-    /// Timestamps are only compared: keep their ranks, so that runs that differ only in
-    /// how many writes came before are one state.
-    fn normalise(s: &mut GState) {
-        let mut all: Vec<u8> = s.copies.iter().flatten().map(|i| i.stamp).collect();
-        all.extend(s.in_flight.iter().map(|w| w.item.3));
-        all.push(0);
-        all.sort_unstable();
-        all.dedup();
-        let rank = |t: u8| u8::try_from(all.binary_search(&t).unwrap_or(0)).unwrap_or(u8::MAX);
-        for item in s.copies.iter_mut().flatten() {
-            item.stamp = rank(item.stamp);
-        }
-        for w in &mut s.in_flight {
-            w.item.3 = rank(w.item.3);
-        }
-        s.in_flight.sort_unstable();
-    }
-
-    /// Region `r`'s conditional `SENT` mark (`Status = PENDING`) in its copy.
-    fn mark_sent(&self, s: &mut GState, r: u8, m: u8) {
-        let item = s.copies[usize::from(r)][usize::from(m)];
-        if item.status == Status::Pending {
-            self.write(
-                s,
-                r,
-                m,
-                GItem {
-                    status: Status::Sent,
-                    ..item
-                },
-            );
-        }
-    }
-
-    /// Region `r` sends `m`; the destination accepts it, the consumer applies it once.
-    fn send(s: &mut GState, r: u8, m: u8) {
-        let mine = owner(s.copies[usize::from(r)][usize::from(m)].home) == r;
-        if !mine {
-            s.foreign = true;
-        }
-        let other = 1 - r;
-        if s.published[usize::from(m)] & (1 << other) != 0 {
-            let allowed = other == A && r == B && s.excused & (1 << m) != 0;
-            if allowed {
-                s.failover_duplicates |= 1 << m;
-            } else {
-                s.twice = true;
-            }
-        }
-        s.published[usize::from(m)] |= 1 << r;
-        s.sends[usize::from(m)] = s.sends[usize::from(m)].saturating_add(1);
-        if s.effects[usize::from(m)] == 0 {
-            s.effects[usize::from(m)] = 1;
-        }
-    }
-
-    /// Whether region `r`'s sweep holds a claim on `m` (`SweepDueAt` is its lease).
-    fn claimed(s: &GState, r: u8, m: u8) -> bool {
-        s.sweeper[usize::from(r)].is_some_and(|sw| sw.msg == m)
-    }
-
-    /// Whether the failback returns `item` (`Status = PENDING AND HomeRegion = B AND
-    /// FailedOverFrom = A`).
-    fn returns(item: GItem) -> bool {
-        item.status == Status::Pending && item.home == Some(B) && item.failed_over
+    /// Whether region `r` doing to `m` what the other region already did is the
+    /// duplicate a failover allows: `r` survived and the failover found `m` `PENDING`
+    /// in its copy after the failed region had acted on it.
+    fn excused(s: &GState, r: u8, m: u8) -> bool {
+        Self::failed_region(s) == Some(other(r)) && s.excused & (1 << m) != 0
     }
 
     /// Whether nothing can happen any more.
     pub fn quiescent(&self, s: &GState) -> bool {
+        use stateright::Model;
         let mut actions = Vec::new();
         self.actions(s, &mut actions);
         actions.is_empty()
-    }
-}
-
-impl Model for GlobalModel {
-    type State = GState;
-    type Action = GAction;
-
-    fn init_states(&self) -> Vec<GState> {
-        let n = self.params.msgs.len();
-        vec![GState {
-            txns: vec![TxnState::Open; n],
-            copies: [vec![ABSENT; n], vec![ABSENT; n]],
-            in_flight: Vec::new(),
-            streams: [Vec::new(), Vec::new()],
-            next: [0, 0],
-            publisher: [None, None],
-            sweeper: [None, None],
-            a: Life::Up,
-            published: vec![0; n],
-            sends: vec![0; n],
-            effects: vec![0; n],
-            excused: 0,
-            failover_duplicates: 0,
-            foreign: false,
-            twice: false,
-        }]
-    }
-
-    fn actions(&self, s: &GState, actions: &mut Vec<GAction>) {
-        let u = |i: usize| u8::try_from(i).unwrap_or(u8::MAX);
-        for m in 0..self.n() {
-            let msg = self.params.msgs[usize::from(m)];
-            if s.txns[usize::from(m)] == TxnState::Open && Self::up(s, msg.region) {
-                actions.push(GAction::Commit(m));
-                if msg.may_roll_back {
-                    actions.push(GAction::RollBack(m));
-                }
-            }
-        }
-        for i in 0..s.in_flight.len() {
-            actions.push(GAction::Replicate(u(i)));
-        }
-        for r in [A, B] {
-            if !Self::up(s, r) {
-                continue;
-            }
-            let ri = usize::from(r);
-            match s.publisher[ri] {
-                Some(_) => actions.push(GAction::Publish(r)),
-                None if usize::from(s.next[ri]) < s.streams[ri].len() => {
-                    actions.push(GAction::Deliver(r));
-                }
-                None => {}
-            }
-            match s.sweeper[ri] {
-                Some(_) => actions.push(GAction::Sweep(r)),
-                None => {
-                    for m in 0..self.n() {
-                        let item = s.copies[ri][usize::from(m)];
-                        if item.status == Status::Pending && self.acts_on(r, item.home) {
-                            actions.push(GAction::Claim(r, m));
-                        }
-                    }
-                }
-            }
-        }
-        let p = &self.params;
-        match s.a {
-            Life::Up if p.crash => actions.push(GAction::Crash),
-            Life::Down => {
-                for m in 0..self.n() {
-                    let item = s.copies[usize::from(B)][usize::from(m)];
-                    let rehome = owner(item.home) == A
-                        && (item.status == Status::Pending
-                            || (p.has(Mutation::UnconditionalFailover)
-                                && item.status != Status::Absent));
-                    if rehome {
-                        actions.push(GAction::Failover(m));
-                    }
-                }
-                let caught_up = s.in_flight.iter().all(|w| w.to != A);
-                let from_a = p.failback && p.has(Mutation::FailbackFromRecoveredRegion);
-                let mut returning = false;
-                if from_a && caught_up {
-                    for m in 0..self.n() {
-                        if Self::returns(s.copies[usize::from(A)][usize::from(m)]) {
-                            returning = true;
-                            actions.push(GAction::Failback(m));
-                        }
-                    }
-                }
-                let ready = (caught_up && !returning) || p.has(Mutation::RecoverBeforeCatchUp);
-                if p.recover && ready {
-                    actions.push(GAction::Recover);
-                }
-            }
-            Life::Back if p.failback && !p.has(Mutation::FailbackFromRecoveredRegion) => {
-                for m in 0..self.n() {
-                    let item = s.copies[usize::from(B)][usize::from(m)];
-                    let free = !Self::claimed(s, B, m) || p.has(Mutation::FailbackIgnoresClaim);
-                    if Self::returns(item) && free {
-                        actions.push(GAction::Failback(m));
-                    }
-                }
-            }
-            _ => {}
-        }
-    }
-
-    fn next_state(&self, last: &GState, action: GAction) -> Option<GState> {
-        let mut s = last.clone();
-        match action {
-            GAction::Commit(m) => {
-                s.txns[usize::from(m)] = TxnState::Committed;
-                let msg = self.params.msgs[usize::from(m)];
-                let item = GItem {
-                    status: Status::Pending,
-                    home: msg.homed.then_some(msg.region),
-                    failed_over: false,
-                    stamp: 0,
-                };
-                self.write(&mut s, msg.region, m, item);
-            }
-            GAction::RollBack(m) => s.txns[usize::from(m)] = TxnState::RolledBack,
-            GAction::Replicate(i) => {
-                let w = s.in_flight.remove(usize::from(i));
-                let incoming = unpack(w.item);
-                let here = &mut s.copies[usize::from(w.to)][usize::from(w.msg)];
-                if incoming.stamp > here.stamp {
-                    let inserted = here.status == Status::Absent;
-                    *here = incoming;
-                    if inserted {
-                        self.on_stream(&mut s, w.to, w.msg, incoming.home);
-                    }
-                }
-            }
-            GAction::Deliver(r) => {
-                let ri = usize::from(r);
-                let (m, _) = s.streams[ri][usize::from(s.next[ri])];
-                s.publisher[ri] = Some(Running {
-                    msg: m,
-                    call: Call::Send,
-                });
-            }
-            GAction::Publish(r) => {
-                let ri = usize::from(r);
-                let run = s.publisher[ri]?;
-                let m = run.msg;
-                match run.call {
-                    Call::Send => {
-                        let item = s.copies[ri][usize::from(m)];
-                        let owned = self.acts_on(r, item.home)
-                            || self.params.has(Mutation::OwnershipFromImage);
-                        if item.status == Status::Pending && owned {
-                            Self::send(&mut s, r, m);
-                            s.publisher[ri] = Some(Running {
-                                msg: m,
-                                call: Call::Mark,
-                            });
-                        } else {
-                            s.publisher[ri] = None;
-                            s.next[ri] += 1;
-                        }
-                    }
-                    Call::Mark => {
-                        self.mark_sent(&mut s, r, m);
-                        s.publisher[ri] = None;
-                        s.next[ri] += 1;
-                    }
-                }
-            }
-            GAction::Claim(r, m) => {
-                Self::send(&mut s, r, m);
-                s.sweeper[usize::from(r)] = Some(Running {
-                    msg: m,
-                    call: Call::Mark,
-                });
-            }
-            GAction::Sweep(r) => {
-                let ri = usize::from(r);
-                let run = s.sweeper[ri]?;
-                self.mark_sent(&mut s, r, run.msg);
-                s.sweeper[ri] = None;
-            }
-            GAction::Crash => {
-                s.a = Life::Down;
-                s.publisher[usize::from(A)] = None;
-                s.sweeper[usize::from(A)] = None;
-            }
-            GAction::Failover(m) => {
-                let item = s.copies[usize::from(B)][usize::from(m)];
-                if item.status == Status::Pending && s.published[usize::from(m)] & (1 << A) != 0 {
-                    s.excused |= 1 << m;
-                }
-                let rehomed = GItem {
-                    status: Status::Pending,
-                    home: Some(B),
-                    failed_over: true,
-                    stamp: 0,
-                };
-                self.write(&mut s, B, m, rehomed);
-            }
-            GAction::Recover => s.a = Life::Back,
-            GAction::Failback(m) => {
-                let at = if self.params.has(Mutation::FailbackFromRecoveredRegion) {
-                    A
-                } else {
-                    B
-                };
-                let item = s.copies[usize::from(at)][usize::from(m)];
-                let back = GItem {
-                    home: Some(A),
-                    failed_over: false,
-                    ..item
-                };
-                self.write(&mut s, at, m, back);
-            }
-        }
-        Self::normalise(&mut s);
-        Some(s)
-    }
-
-    fn format_action(&self, action: &GAction) -> String {
-        describe(action)
-    }
-
-    fn properties(&self) -> Vec<Property<Self>> {
-        props::all()
     }
 }

@@ -17,10 +17,10 @@ pub fn describe(action: &GAction) -> String {
         GAction::Publish(g) => format!("{}'s stream publisher steps", r(g)),
         GAction::Claim(g, m) => format!("{}'s sweeper claims and sends m{m}", r(g)),
         GAction::Sweep(g) => format!("{}'s sweeper steps", r(g)),
-        GAction::Crash => "region A CRASHES".into(),
-        GAction::Failover(m) => format!("operator fails m{m} over into B"),
-        GAction::Recover => "region A's functions start again".into(),
-        GAction::Failback(m) => format!("operator fails m{m} back to A"),
+        GAction::Crash(g) => format!("region {} CRASHES", r(g)),
+        GAction::Failover(m) => format!("operator fails m{m} over into the surviving region"),
+        GAction::Recover => "the failed region's functions start again".into(),
+        GAction::Failback(m) => format!("operator fails m{m} back to the recovered region"),
     }
 }
 
@@ -29,6 +29,25 @@ fn item(s: &GState, r: u8, m: u8) -> String {
     let home = i.home.map_or("-", region_name);
     let over = if i.failed_over { ", failed over" } else { "" };
     format!("{:?} home {home}{over}", i.status)
+}
+
+/// Region `r`'s send of `m`, in words.
+fn sends(model: &GlobalModel, r: u8, m: u8) -> &'static str {
+    if model.params.msgs[usize::from(m)].refused_by(r) {
+        "sends it: REFUSED, poison"
+    } else {
+        "SENDS it"
+    }
+}
+
+/// The regions of a bit set, in words.
+fn regions(bits: u8) -> &'static str {
+    match bits {
+        0 => "none",
+        1 => "A",
+        2 => "B",
+        _ => "both",
+    }
 }
 
 /// What `action` does in `s`, in words.
@@ -44,7 +63,7 @@ fn what(model: &GlobalModel, s: &GState, action: GAction) -> String {
             format!("producer in {} commits m{m} {how}", region_name(msg.region))
         }
         GAction::Replicate(i) => s.in_flight.get(usize::from(i)).map_or("?".into(), |w| {
-            let incoming = super::unpack(w.item);
+            let incoming = super::replica::unpack(w.item);
             let here = s.copies[usize::from(w.to)][usize::from(w.msg)];
             let verdict = if incoming.stamp > here.stamp {
                 "applied"
@@ -86,27 +105,32 @@ fn what(model: &GlobalModel, s: &GState, action: GAction) -> String {
             let m = inv.msg;
             let call = match inv.call {
                 Call::Send => format!(
-                    "reads m{m} ({}) and SENDS it if PENDING and its own",
-                    item(s, r, m)
+                    "reads m{m} ({}) and, if PENDING and its own, {}",
+                    item(s, r, m),
+                    sends(model, r, m)
                 ),
                 Call::Mark => format!("marks m{m} SENT (its copy: {})", item(s, r, m)),
+                Call::DeadLetter => format!("copies m{m} to its DEAD-LETTER queue"),
+                Call::MarkFailed => format!("marks m{m} FAILED (its copy: {})", item(s, r, m)),
             };
             format!("{}'s {who} {call}", region_name(r))
         }
         GAction::Claim(r, m) => format!(
-            "{}'s sweeper claims m{m} ({}) and SENDS it",
+            "{}'s sweeper claims m{m} ({}) and {}",
             region_name(r),
-            item(s, r, m)
+            item(s, r, m),
+            sends(model, r, m)
         ),
         GAction::Failover(m) | GAction::Failback(m) => {
+            let failed = GlobalModel::failed_region(s).unwrap_or(super::A);
             let at = if matches!(action, GAction::Failback(_))
                 && model
                     .params
                     .has(crate::params::Mutation::FailbackFromRecoveredRegion)
             {
-                super::A
+                failed
             } else {
-                super::B
+                super::other(failed)
             };
             format!(
                 "{} ({}'s copy: {})",
@@ -155,10 +179,11 @@ fn render(model: &GlobalModel, steps: &[(GState, Option<GAction>)]) -> String {
         let items: Vec<String> = (0..n)
             .map(|m| {
                 format!(
-                    "m{m}: A {{{}}} B {{{}}} sent {}x",
+                    "m{m}: A {{{}}} B {{{}}} sent {}x, dead-lettered by {}",
                     item(last, super::A, m),
                     item(last, super::B, m),
-                    last.sends[usize::from(m)]
+                    last.sends[usize::from(m)],
+                    regions(last.dead_lettered[usize::from(m)])
                 )
             })
             .collect();

@@ -31,9 +31,40 @@ enum Command {
     /// Benchmarks: cold start and memory of each binary, latency on a deployed stack.
     #[command(subcommand)]
     Bench(BenchCommand),
+    /// The outbox on a global table deployed in two regions (scripts/deploy-local
+    /// terraform-global): published once across both, a failover, a failback.
+    Regions(RegionsArgs),
     /// Where each ceiling is at 1k, 10k and 100k messages a second, and which binds
     /// first (arithmetic over AWS's documented limits; no AWS calls).
     Scale(ScaleArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct RegionsArgs {
+    /// The deployment's prefix (scripts/deploy-local terraform-global --prefix).
+    #[arg(long, default_value = "gt")]
+    prefix: String,
+    /// The global table's two regions.
+    #[arg(long, value_delimiter = ',', default_value = "us-east-1,eu-west-1")]
+    regions: Vec<String>,
+    /// Messages of the mixed workload, across both regions.
+    #[arg(long, default_value_t = 2_000)]
+    messages: usize,
+    /// One message in N of the mixed workload written by the minimal producer (0: none).
+    #[arg(long, default_value_t = 7)]
+    minimal_every: usize,
+    /// Messages committed in the failed region and failed over.
+    #[arg(long, default_value_t = 200)]
+    failover_messages: usize,
+    /// Messages committed in the failed region, failed over and back.
+    #[arg(long, default_value_t = 50)]
+    failback_messages: usize,
+    /// The region that goes down (default: the second).
+    #[arg(long)]
+    fail: Option<String>,
+    /// Seconds each phase may take to publish everything.
+    #[arg(long, default_value_t = 240)]
+    settle_seconds: u64,
 }
 
 #[derive(Debug, clap::Args)]
@@ -186,6 +217,7 @@ async fn main() -> ExitCode {
         Command::Demo(args) => demo_command(&clients, args).await,
         Command::Chaos(args) => chaos_command(&clients, args).await,
         Command::Bench(BenchCommand::Latency(args)) => latency_command(&clients, args).await,
+        Command::Regions(args) => regions_command(&clients, args).await,
         Command::Bench(BenchCommand::Coldstart { .. }) | Command::Scale(_) => ExitCode::SUCCESS,
     }
 }
@@ -370,6 +402,33 @@ async fn latency_command(clients: &Clients, args: LatencyArgs) -> ExitCode {
         }
         Err(e) => {
             eprintln!("bench latency: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+async fn regions_command(clients: &Clients, args: RegionsArgs) -> ExitCode {
+    let opts = outbox_devkit::regions::RegionsOptions {
+        prefix: args.prefix,
+        regions: args.regions,
+        messages: args.messages,
+        minimal_every: args.minimal_every,
+        failover_messages: args.failover_messages,
+        failback_messages: args.failback_messages,
+        fail: args.fail,
+        settle_timeout: Duration::from_secs(args.settle_seconds),
+    };
+    match outbox_devkit::regions::run(&clients.sdk_config, &opts).await {
+        Ok(report) => {
+            print!("{}", report.render());
+            if report.held() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            }
+        }
+        Err(e) => {
+            eprintln!("regions: {e}");
             ExitCode::from(2)
         }
     }

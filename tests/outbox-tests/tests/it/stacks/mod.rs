@@ -8,6 +8,7 @@ mod alarms;
 mod bucket;
 mod flows;
 mod functions;
+mod global_table;
 mod grants;
 mod mappings;
 mod resources;

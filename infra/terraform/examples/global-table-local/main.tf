@@ -1,0 +1,186 @@
+# Local root: the outbox on a DynamoDB global table in two regions of the local AWS
+# (MiniStack on loopback, which `scripts/emulator` starts). The same shape as
+# examples/global-table — the table and its replica created once with the primary
+# region's provider, the outbox module once per region with that region's provider —
+# with every endpoint the emulator's, as examples/local does. `scripts/deploy-local
+# terraform-global` runs it; `outbox-devkit regions` and tests/outbox-tests'
+# stacks::global_table drive messages through it.
+#
+#   OUTBOX_LAMBDA_DIR=target/lambda-dev scripts/package --debug --features fault-injection
+#   scripts/deploy-local terraform-global --prefix gt --assets target/lambda-dev
+#
+# MiniStack keeps every region of one account in one process and replicates a global
+# table's writes synchronously (docs/local-aws.md): there is no replication lag here.
+# Each region routes the topic "orders" to its own queue (<prefix>-orders-<region>),
+# so that what each region published can be counted apart.
+
+terraform {
+  required_version = ">= 1.9.0"
+  required_providers {
+    aws = {
+      source  = "hashicorp/aws"
+      version = ">= 5.70.0, < 7.0.0"
+    }
+  }
+}
+
+provider "aws" {
+  alias                       = "primary"
+  region                      = var.regions[0]
+  access_key                  = "test"
+  secret_key                  = "test"
+  skip_credentials_validation = true
+  skip_requesting_account_id  = true
+  skip_metadata_api_check     = true
+
+  endpoints {
+    cloudwatch = var.endpoint
+    dynamodb   = var.endpoint
+    events     = var.endpoint
+    iam        = var.endpoint
+    lambda     = var.endpoint
+    logs       = var.endpoint
+    s3         = var.endpoint
+    sns        = var.endpoint
+    sqs        = var.endpoint
+    sts        = var.endpoint
+  }
+}
+
+provider "aws" {
+  alias                       = "secondary"
+  region                      = var.regions[1]
+  access_key                  = "test"
+  secret_key                  = "test"
+  skip_credentials_validation = true
+  skip_requesting_account_id  = true
+  skip_metadata_api_check     = true
+
+  endpoints {
+    cloudwatch = var.endpoint
+    dynamodb   = var.endpoint
+    events     = var.endpoint
+    iam        = var.endpoint
+    lambda     = var.endpoint
+    logs       = var.endpoint
+    s3         = var.endpoint
+    sns        = var.endpoint
+    sqs        = var.endpoint
+    sts        = var.endpoint
+  }
+}
+
+locals {
+  default_home_region = coalesce(var.default_home_region, var.regions[0])
+  table_name          = "${var.prefix}-table"
+}
+
+# The global table (infra/CONTRACT.md's shape), created in the primary region with a
+# replica in the secondary (UpdateTable ReplicaUpdates).
+resource "aws_dynamodb_table" "outbox" {
+  #checkov:skip=CKV_AWS_119:A throwaway table on the local AWS (loopback only); examples/global-table takes a customer-managed key per region.
+  provider = aws.primary
+
+  name                        = local.table_name
+  billing_mode                = "PAY_PER_REQUEST"
+  hash_key                    = "PK"
+  range_key                   = "SK"
+  stream_enabled              = true
+  stream_view_type            = "NEW_AND_OLD_IMAGES"
+  deletion_protection_enabled = false
+
+  attribute {
+    name = "PK"
+    type = "S"
+  }
+  attribute {
+    name = "SK"
+    type = "S"
+  }
+  attribute {
+    name = "SweepShard"
+    type = "S"
+  }
+  attribute {
+    name = "SweepDueAt"
+    type = "N"
+  }
+
+  global_secondary_index {
+    name            = "OutboxSweepIndex"
+    hash_key        = "SweepShard"
+    range_key       = "SweepDueAt"
+    projection_type = "KEYS_ONLY"
+  }
+
+  ttl {
+    attribute_name = "ExpiresAt"
+    enabled        = true
+  }
+
+  point_in_time_recovery {
+    enabled = true
+  }
+
+  server_side_encryption {
+    enabled = true
+  }
+
+  replica {
+    region_name = var.regions[1]
+  }
+}
+
+# Each region's destination: its own orders queue, named for the region.
+resource "aws_sqs_queue" "orders_primary" {
+  provider                = aws.primary
+  name                    = "${var.prefix}-orders-${var.regions[0]}"
+  sqs_managed_sse_enabled = true
+}
+
+resource "aws_sqs_queue" "orders_secondary" {
+  provider                = aws.secondary
+  name                    = "${var.prefix}-orders-${var.regions[1]}"
+  sqs_managed_sse_enabled = true
+}
+
+module "outbox_primary" {
+  source    = "../../modules/outbox"
+  providers = { aws = aws.primary }
+
+  prefix           = var.prefix
+  lambda_asset_dir = var.lambda_asset_dir
+  architecture     = var.architecture
+  routes           = { orders = aws_sqs_queue.orders_primary.url }
+  # Its bucket's name is global to the account: one per region would need names of its
+  # own, and the regions run does not send large payloads.
+  large_payloads       = false
+  deletion_protection  = false
+  sweep_grace_seconds  = var.sweep_grace_seconds
+  global_table_regions = var.regions
+  default_home_region  = local.default_home_region
+  existing_table = {
+    table_name = aws_dynamodb_table.outbox.name
+    stream_arn = aws_dynamodb_table.outbox.stream_arn
+  }
+}
+
+module "outbox_secondary" {
+  source    = "../../modules/outbox"
+  providers = { aws = aws.secondary }
+
+  prefix               = var.prefix
+  lambda_asset_dir     = var.lambda_asset_dir
+  architecture         = var.architecture
+  routes               = { orders = aws_sqs_queue.orders_secondary.url }
+  large_payloads       = false
+  deletion_protection  = false
+  sweep_grace_seconds  = var.sweep_grace_seconds
+  global_table_regions = var.regions
+  default_home_region  = local.default_home_region
+  # The replica's own stream in this region.
+  existing_table = {
+    table_name = aws_dynamodb_table.outbox.name
+    stream_arn = one([for r in aws_dynamodb_table.outbox.replica : r.stream_arn if r.region_name == var.regions[1]])
+  }
+}

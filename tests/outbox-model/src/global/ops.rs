@@ -1,0 +1,145 @@
+//! The outage: a region crashes, the operator fails its messages over into the other
+//! region (`outbox-ops failover`), the region comes back once replication caught up,
+//! and the operator fails back (`outbox-ops failback`).
+
+use super::{GAction, GItem, GState, GlobalModel, Life, other, owner};
+use crate::params::Mutation;
+use crate::state::Status;
+
+impl GlobalModel {
+    /// The operator's and the outage's steps enabled in `s`.
+    pub(super) fn outage_actions(&self, s: &GState, actions: &mut Vec<GAction>) {
+        let p = &self.params;
+        match s.life {
+            Life::Up => {
+                for r in [super::A, super::B] {
+                    if p.crash.may_crash(r) {
+                        actions.push(GAction::Crash(r));
+                    }
+                }
+            }
+            Life::Down(failed) => {
+                let survivor = other(failed);
+                for m in 0..self.n() {
+                    if self.rehomes(s.copies[usize::from(survivor)][usize::from(m)], failed) {
+                        actions.push(GAction::Failover(m));
+                    }
+                }
+                let caught_up = s.in_flight.iter().all(|w| w.to != failed);
+                let mut returning = false;
+                if self.fails_back_in_recovered_region() && caught_up {
+                    for m in 0..self.n() {
+                        if Self::returns(s.copies[usize::from(failed)][usize::from(m)], failed) {
+                            returning = true;
+                            actions.push(GAction::Failback(m));
+                        }
+                    }
+                }
+                let ready = (caught_up && !returning) || p.has(Mutation::RecoverBeforeCatchUp);
+                if p.recover && ready {
+                    actions.push(GAction::Recover);
+                }
+            }
+            Life::Back(failed) if p.failback && !self.fails_back_in_recovered_region() => {
+                let survivor = other(failed);
+                for m in 0..self.n() {
+                    let item = s.copies[usize::from(survivor)][usize::from(m)];
+                    let free =
+                        !Self::claimed(s, survivor, m) || p.has(Mutation::FailbackIgnoresClaim);
+                    if Self::returns(item, failed) && free {
+                        actions.push(GAction::Failback(m));
+                    }
+                }
+            }
+            Life::Back(_) => {}
+        }
+    }
+
+    /// The runbook as first written: the failback in the recovered region's copy,
+    /// before its functions start (`FailbackFromRecoveredRegion`).
+    fn fails_back_in_recovered_region(&self) -> bool {
+        self.params.failback && self.params.has(Mutation::FailbackFromRecoveredRegion)
+    }
+
+    /// Whether the failover out of `failed` re-homes an item the survivor's copy shows
+    /// as `item`: `Status = PENDING AND` the failed region's (its `HomeRegion`, or
+    /// none and it is the default home: `--default-home`).
+    fn rehomes(&self, item: GItem, failed: u8) -> bool {
+        let p = &self.params;
+        let failed_regions = if p.has(Mutation::FailoverIgnoresDefaultHome) {
+            item.home == Some(failed)
+        } else if p.has(Mutation::FailoverTakesDefaultHomes) {
+            item.home.is_none_or(|h| h == failed)
+        } else {
+            owner(item.home) == failed
+        };
+        let status = item.status == Status::Pending
+            || (p.has(Mutation::UnconditionalFailover) && item.status != Status::Absent);
+        failed_regions && status
+    }
+
+    /// Whether region `r`'s sweep holds a claim on `m` (`SweepDueAt` is its lease).
+    fn claimed(s: &GState, r: u8, m: u8) -> bool {
+        s.sweeper[usize::from(r)].is_some_and(|sw| sw.msg == m)
+    }
+
+    /// Whether the failback to `to` returns `item` (`Status = PENDING AND HomeRegion =
+    /// the survivor AND FailedOverFrom = to`).
+    fn returns(item: GItem, to: u8) -> bool {
+        item.status == Status::Pending && item.home == Some(other(to)) && item.failed_over
+    }
+
+    /// Region `r` crashes: its invocations vanish.
+    pub(super) fn crash(s: &mut GState, r: u8) {
+        s.life = Life::Down(r);
+        s.publisher[usize::from(r)] = None;
+        s.sweeper[usize::from(r)] = None;
+    }
+
+    /// The operator re-homes `m` into the surviving region, in its copy.
+    pub(super) fn fail_over(&self, s: &mut GState, m: u8) {
+        let Some(failed) = Self::failed_region(s) else {
+            return;
+        };
+        let survivor = other(failed);
+        let item = s.copies[usize::from(survivor)][usize::from(m)];
+        let acted = (s.published[usize::from(m)] | s.dead_lettered[usize::from(m)]) & (1 << failed);
+        if item.status == Status::Pending && acted != 0 {
+            s.excused |= 1 << m;
+        }
+        let rehomed = GItem {
+            status: Status::Pending,
+            home: Some(survivor),
+            failed_over: true,
+            stamp: 0,
+        };
+        self.write(s, survivor, m, rehomed);
+    }
+
+    /// The failed region's functions start again.
+    pub(super) fn recover(s: &mut GState) {
+        if let Life::Down(failed) = s.life {
+            s.life = Life::Back(failed);
+        }
+    }
+
+    /// The operator returns `m` to the recovered region (in the survivor's copy; in the
+    /// recovered region's with `FailbackFromRecoveredRegion`).
+    pub(super) fn fail_back(&self, s: &mut GState, m: u8) {
+        let Some(failed) = Self::failed_region(s) else {
+            return;
+        };
+        let at = if self.params.has(Mutation::FailbackFromRecoveredRegion) {
+            failed
+        } else {
+            other(failed)
+        };
+        let item = s.copies[usize::from(at)][usize::from(m)];
+        let back = GItem {
+            home: Some(failed),
+            failed_over: false,
+            ..item
+        };
+        self.write(s, at, m, back);
+    }
+}

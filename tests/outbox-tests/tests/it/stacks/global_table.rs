@@ -1,0 +1,110 @@
+//! The outbox on a global table, deployed: `tests/run` applies
+//! infra/terraform/examples/global-table-local (`scripts/deploy-local terraform-global
+//! --prefix gt`: replicas in us-east-1 and eu-west-1 of one MiniStack, the module per
+//! region with its provider, each region's orders queue as its destination) and names
+//! it in `OUTBOX_GLOBAL_STACK`. The deployed publishers behind their replicas' stream
+//! mappings, and the sweepers on their schedules, publish; `outbox-devkit regions`
+//! drives them (the same run as `scripts/demo --regions`, smaller):
+//!
+//! - a mixed workload in both regions (library producer, homed where it commits, and a
+//!   minimal producer, whose items are the default home's) is published exactly once
+//!   across both regions' queues, each message by its home region;
+//! - with eu-west-1's mapping disabled and its sweeper throttled to zero, messages
+//!   committed there wait; failed over (`outbox_ops::rehome`, as `outbox-ops failover`
+//!   does) us-east-1's sweeper publishes each once;
+//! - failed over and back, they are published once when eu-west-1 is back.
+//!
+//! MiniStack replicates synchronously, so the one duplicate the design allows (a
+//! message the failed region published whose `SENT` mark had not replicated) cannot
+//! happen here: any copy counted twice fails the test. With both deployments taking
+//! themselves for the default home, the minimal producer's messages are published by
+//! both regions and this test fails.
+
+use outbox_devkit::regions::{PhaseCount, RegionsOptions, run};
+use outbox_tests::pipeline::require_ministack;
+use outbox_tests::sdk_config;
+use std::time::Duration;
+
+const US: &str = "us-east-1";
+const EU: &str = "eu-west-1";
+
+/// The global-table deployment's prefix, or `None` after saying why the test returns.
+fn global_stack(test: &str) -> Option<String> {
+    match std::env::var("OUTBOX_GLOBAL_STACK") {
+        Ok(prefix) if !prefix.is_empty() => {
+            require_ministack();
+            Some(prefix)
+        }
+        _ => {
+            eprintln!(
+                "{test}: skipped: OUTBOX_GLOBAL_STACK is not set (tests/run deploys \
+                 `scripts/deploy-local terraform-global --prefix gt` and sets it)"
+            );
+            None
+        }
+    }
+}
+
+fn counts(phase: &PhaseCount) -> Vec<(&str, usize)> {
+    phase
+        .by_region
+        .iter()
+        .map(|(r, n)| (r.as_str(), *n))
+        .collect()
+}
+
+fn assert_once(phase: &PhaseCount) {
+    assert_eq!(phase.twice, 0, "{}: published twice: {phase:?}", phase.name);
+    assert_eq!(
+        phase.missing, 0,
+        "{}: never published: {phase:?}",
+        phase.name
+    );
+    assert_eq!(
+        phase.stray, 0,
+        "{}: stray deliveries: {phase:?}",
+        phase.name
+    );
+    assert_eq!(phase.total, phase.committed, "{}: {phase:?}", phase.name);
+}
+
+#[tokio::test]
+async fn each_message_is_published_once_across_both_regions_and_a_failed_regions_by_the_other() {
+    let Some(prefix) = global_stack("stacks::global_table") else {
+        return;
+    };
+    // Given the stack in both regions, 300 messages across both (150 each, 21 of each
+    // region's by the minimal producer), 60 committed in eu-west-1 while it is down and
+    // failed over, 20 more failed over and back
+    let opts = RegionsOptions {
+        prefix,
+        regions: vec![US.into(), EU.into()],
+        messages: 300,
+        minimal_every: 7,
+        failover_messages: 60,
+        failback_messages: 20,
+        fail: Some(EU.into()),
+        settle_timeout: Duration::from_secs(180),
+    };
+    // When the run drives them through the deployed functions
+    let report = run(&sdk_config().await, &opts)
+        .await
+        .unwrap_or_else(|e| panic!("the regions run: {e}"));
+    println!("{}", report.render());
+    let [both_up, failover, failback] = report.phases.as_slice() else {
+        panic!("three phases: {report:?}");
+    };
+    // Then every message of the mixed workload was published once, by its home:
+    // us-east-1 its own 150 and both regions' minimal ones (its default home), eu-west-1
+    // its library producer's 129
+    assert_once(both_up);
+    assert_eq!(both_up.wrong_region, 0, "{both_up:?}");
+    assert_eq!(counts(both_up), vec![(US, 150 + 21), (EU, 150 - 21)]);
+    // and eu-west-1's backlog, failed over, by us-east-1 alone, once
+    assert_once(failover);
+    assert_eq!(failover.wrong_region, 0, "{failover:?}");
+    assert_eq!(counts(failover), vec![(US, 60), (EU, 0)]);
+    // and what was failed back, once, by whichever region held it
+    assert_once(failback);
+    assert!(report.held(), "{}", report.render());
+}
