@@ -2,6 +2,7 @@
 //! sweep, and the outage (`ops.rs`).
 
 use super::{ABSENT, Call, GAction, GItem, GState, GlobalModel, Life, Running, describe, props};
+use crate::params::Mutation;
 use crate::state::{Status, TxnState};
 use stateright::{Model, Property};
 
