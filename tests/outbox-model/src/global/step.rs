@@ -48,9 +48,7 @@ impl GlobalModel {
     /// a sweep that gives up on poison before it checks whose the item is).
     fn claimable(&self, s: &GState, r: u8, m: u8) -> bool {
         let item = s.copies[usize::from(r)][usize::from(m)];
-        let poison_anyway = self
-            .params
-            .has(crate::params::Mutation::PoisonBeforeOwnership)
+        let poison_anyway = self.params.has(Mutation::PoisonBeforeOwnership)
             && self.params.msgs[usize::from(m)].refused_by(r);
         item.status == Status::Pending && (self.acts_on(r, item.home) || poison_anyway)
     }
