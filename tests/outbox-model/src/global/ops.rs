@@ -9,49 +9,59 @@ use crate::state::Status;
 impl GlobalModel {
     /// The operator's and the outage's steps enabled in `s`.
     pub(super) fn outage_actions(&self, s: &GState, actions: &mut Vec<GAction>) {
-        let p = &self.params;
         match s.life {
             Life::Up => {
                 for r in [super::A, super::B] {
-                    if p.crash.may_crash(r) {
+                    if self.params.crash.may_crash(r) {
                         actions.push(GAction::Crash(r));
                     }
                 }
             }
-            Life::Down(failed) => {
-                let survivor = other(failed);
-                for m in 0..self.n() {
-                    if self.rehomes(s.copies[usize::from(survivor)][usize::from(m)], failed) {
-                        actions.push(GAction::Failover(m));
-                    }
-                }
-                let caught_up = s.in_flight.iter().all(|w| w.to != failed);
-                let mut returning = false;
-                if self.fails_back_in_recovered_region() && caught_up {
-                    for m in 0..self.n() {
-                        if Self::returns(s.copies[usize::from(failed)][usize::from(m)], failed) {
-                            returning = true;
-                            actions.push(GAction::Failback(m));
-                        }
-                    }
-                }
-                let ready = (caught_up && !returning) || p.has(Mutation::RecoverBeforeCatchUp);
-                if p.recover && ready {
-                    actions.push(GAction::Recover);
+            Life::Down(failed) => self.while_down(s, failed, actions),
+            Life::Back(failed) => self.once_back(s, failed, actions),
+        }
+    }
+
+    /// While `failed` is down: the failover, the failback as first written (in the
+    /// recovered region's copy, before its functions start), the recovery.
+    fn while_down(&self, s: &GState, failed: u8, actions: &mut Vec<GAction>) {
+        let p = &self.params;
+        let survivor = other(failed);
+        for m in 0..self.n() {
+            if self.rehomes(s.copies[usize::from(survivor)][usize::from(m)], failed) {
+                actions.push(GAction::Failover(m));
+            }
+        }
+        let caught_up = s.in_flight.iter().all(|w| w.to != failed);
+        let mut returning = false;
+        if self.fails_back_in_recovered_region() && caught_up {
+            for m in 0..self.n() {
+                if Self::returns(s.copies[usize::from(failed)][usize::from(m)], failed) {
+                    returning = true;
+                    actions.push(GAction::Failback(m));
                 }
             }
-            Life::Back(failed) if p.failback && !self.fails_back_in_recovered_region() => {
-                let survivor = other(failed);
-                for m in 0..self.n() {
-                    let item = s.copies[usize::from(survivor)][usize::from(m)];
-                    let free =
-                        !Self::claimed(s, survivor, m) || p.has(Mutation::FailbackIgnoresClaim);
-                    if Self::returns(item, failed) && free {
-                        actions.push(GAction::Failback(m));
-                    }
-                }
+        }
+        let ready = (caught_up && !returning) || p.has(Mutation::RecoverBeforeCatchUp);
+        if p.recover && ready {
+            actions.push(GAction::Recover);
+        }
+    }
+
+    /// Once `failed` is back: the failback, in the survivor's copy, of what no sweep
+    /// there holds.
+    fn once_back(&self, s: &GState, failed: u8, actions: &mut Vec<GAction>) {
+        let p = &self.params;
+        if !p.failback || self.fails_back_in_recovered_region() {
+            return;
+        }
+        let survivor = other(failed);
+        for m in 0..self.n() {
+            let item = s.copies[usize::from(survivor)][usize::from(m)];
+            let free = !Self::claimed(s, survivor, m) || p.has(Mutation::FailbackIgnoresClaim);
+            if Self::returns(item, failed) && free {
+                actions.push(GAction::Failback(m));
             }
-            Life::Back(_) => {}
         }
     }
 

@@ -1,6 +1,7 @@
 //! Running a two-region check, and printing a counterexample one line per action.
 
 use super::{Call, GAction, GState, GlobalModel, region_name};
+use crate::params::Mutation;
 use crate::trace::Report;
 use stateright::{Checker, Expectation, HasDiscoveries, Model, Path};
 use std::fmt::Write;
@@ -124,9 +125,7 @@ fn what(model: &GlobalModel, s: &GState, action: GAction) -> String {
         GAction::Failover(m) | GAction::Failback(m) => {
             let failed = GlobalModel::failed_region(s).unwrap_or(super::A);
             let at = if matches!(action, GAction::Failback(_))
-                && model
-                    .params
-                    .has(crate::params::Mutation::FailbackFromRecoveredRegion)
+                && model.params.has(Mutation::FailbackFromRecoveredRegion)
             {
                 failed
             } else {

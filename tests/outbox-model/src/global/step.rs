@@ -2,6 +2,7 @@
 //! sweep, and the outage (`ops.rs`).
 
 use super::{ABSENT, Call, GAction, GItem, GState, GlobalModel, Life, Running, describe, props};
+use crate::params::Mutation;
 use crate::state::{Status, TxnState};
 use stateright::{Model, Property};
 
@@ -47,9 +48,7 @@ impl GlobalModel {
     /// a sweep that gives up on poison before it checks whose the item is).
     fn claimable(&self, s: &GState, r: u8, m: u8) -> bool {
         let item = s.copies[usize::from(r)][usize::from(m)];
-        let poison_anyway = self
-            .params
-            .has(crate::params::Mutation::PoisonBeforeOwnership)
+        let poison_anyway = self.params.has(Mutation::PoisonBeforeOwnership)
             && self.params.msgs[usize::from(m)].refused_by(r);
         item.status == Status::Pending && (self.acts_on(r, item.home) || poison_anyway)
     }
