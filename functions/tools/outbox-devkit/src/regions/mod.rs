@@ -205,15 +205,21 @@ async fn failback(
     run: &str,
 ) -> Result<PhaseCount, String> {
     let tag = format!("{run}b");
-    let committed = commit(down, Producer::Library, &tag, opts.failback_messages).await?;
-    let over = fail_over(down, up).await?;
-    let back = rehome_from(
-        up,
-        &Rehome::Failback {
-            to: down.region.clone(),
-        },
-    )
-    .await?;
+    let moved = async {
+        let committed = commit(down, Producer::Library, &tag, opts.failback_messages).await?;
+        let over = fail_over(down, up).await?;
+        let to = down.region.clone();
+        let back = rehome_from(up, &Rehome::Failback { to }).await?;
+        Ok::<_, String>((committed, over, back))
+    };
+    let (committed, over, back) = match moved.await {
+        Ok(moved) => moved,
+        Err(e) => {
+            // Leave the deployment as it was deployed before saying why.
+            let _ = down.start(stopped).await;
+            return Err(e);
+        }
+    };
     eprintln!(
         "regions: failback: {over} failed over, {back} returned to {}; starting it again",
         down.region
