@@ -118,11 +118,7 @@ async fn both_up(
 ) -> Result<PhaseCount, String> {
     let started = Instant::now();
     let per_region = opts.messages / 2;
-    let minimal = if opts.minimal_every == 0 {
-        0
-    } else {
-        per_region / opts.minimal_every
-    };
+    let minimal = per_region.checked_div(opts.minimal_every).unwrap_or(0);
     let tag = format!("{run}m");
     eprintln!(
         "regions: committing {} messages in each of {} and {} ({} of them by the minimal producer, no HomeRegion)",
@@ -209,15 +205,21 @@ async fn failback(
     run: &str,
 ) -> Result<PhaseCount, String> {
     let tag = format!("{run}b");
-    let committed = commit(down, Producer::Library, &tag, opts.failback_messages).await?;
-    let over = fail_over(down, up).await?;
-    let back = rehome_from(
-        up,
-        &Rehome::Failback {
-            to: down.region.clone(),
-        },
-    )
-    .await?;
+    let moved = async {
+        let committed = commit(down, Producer::Library, &tag, opts.failback_messages).await?;
+        let over = fail_over(down, up).await?;
+        let to = down.region.clone();
+        let back = rehome_from(up, &Rehome::Failback { to }).await?;
+        Ok::<_, String>((committed, over, back))
+    };
+    let (committed, over, back) = match moved.await {
+        Ok(moved) => moved,
+        Err(e) => {
+            // Leave the deployment as it was deployed before saying why.
+            let _ = down.start(stopped).await;
+            return Err(e);
+        }
+    };
     eprintln!(
         "regions: failback: {over} failed over, {back} returned to {}; starting it again",
         down.region
@@ -318,6 +320,13 @@ async fn settle_with_sweeps(
         {
             break;
         }
+        let sent = tally::statuses(&stacks[0], tag).await?;
+        eprintln!(
+            "regions:   {name}: {}/{} SENT ({}s)",
+            sent.get("SENT").copied().unwrap_or(0),
+            committed.len(),
+            started.elapsed().as_secs()
+        );
         if left.is_zero() {
             return Err(format!(
                 "{name}: not every message SENT after {}s",
@@ -325,6 +334,10 @@ async fn settle_with_sweeps(
             ));
         }
     }
+    eprintln!(
+        "regions: {name}: every message SENT in {}s",
+        started.elapsed().as_secs()
+    );
     drain_into(&mut tally, stacks).await?;
     let regions: Vec<String> = stacks.iter().map(|s| s.region.clone()).collect();
     let want = sweeper.map(|s| s.region.clone());

@@ -131,3 +131,82 @@ impl RegionsReport {
         out
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn regions() -> Vec<String> {
+        vec!["us-east-1".into(), "eu-west-1".into()]
+    }
+
+    fn committed(name: &str, home: &str) -> Committed {
+        Committed {
+            name: name.into(),
+            home: home.into(),
+        }
+    }
+
+    fn delivered(tally: &mut Tally, name: &str, region: &str, id: &str) {
+        tally
+            .regions
+            .entry(name.into())
+            .or_default()
+            .push(region.into());
+        tally.ids.entry(name.into()).or_default().insert(id.into());
+    }
+
+    #[test]
+    fn each_message_once_by_its_home_holds() {
+        let all = [committed("a", "us-east-1"), committed("b", "eu-west-1")];
+        let mut tally = Tally::default();
+        delivered(&mut tally, "a", "us-east-1", "1");
+        delivered(&mut tally, "b", "eu-west-1", "2");
+        let count = PhaseCount::of("up", &regions(), &all, &tally, |c| Some(c.home.clone()));
+        assert!(count.held(), "{count:?}");
+        assert_eq!(
+            count.by_region,
+            vec![("us-east-1".into(), 1), ("eu-west-1".into(), 1)]
+        );
+    }
+
+    #[test]
+    fn a_copy_from_each_region_is_published_twice_and_one_wrong_region() {
+        let all = [committed("a", "us-east-1")];
+        let mut tally = Tally::default();
+        delivered(&mut tally, "a", "us-east-1", "1");
+        delivered(&mut tally, "a", "eu-west-1", "1");
+        let count = PhaseCount::of("up", &regions(), &all, &tally, |c| Some(c.home.clone()));
+        assert_eq!((count.twice, count.wrong_region, count.total), (1, 1, 2));
+        assert!(!count.held());
+        assert!(count.render_to_string().contains("published twice: 1"));
+    }
+
+    #[test]
+    fn a_message_never_delivered_or_not_committed_breaks_the_phase() {
+        let all = [committed("a", "us-east-1")];
+        let mut tally = Tally::default();
+        delivered(&mut tally, "z", "us-east-1", "9");
+        let count = PhaseCount::of("up", &regions(), &all, &tally, |_| None);
+        assert_eq!((count.missing, count.stray), (1, 1));
+        assert!(!count.held());
+    }
+
+    #[test]
+    fn copies_with_different_ids_are_stray() {
+        let all = [committed("a", "us-east-1")];
+        let mut tally = Tally::default();
+        delivered(&mut tally, "a", "us-east-1", "1");
+        delivered(&mut tally, "a", "us-east-1", "2");
+        let count = PhaseCount::of("up", &regions(), &all, &tally, |_| None);
+        assert_eq!((count.twice, count.stray), (1, 1));
+    }
+
+    impl PhaseCount {
+        fn render_to_string(&self) -> String {
+            let mut out = String::new();
+            self.render(&mut out);
+            out
+        }
+    }
+}

@@ -80,7 +80,10 @@ pub async fn wait_sent(
 }
 
 /// Outbox items of the run by `Status`, as `stack`'s replica has them.
-async fn statuses(stack: &RegionStack, tag: &str) -> Result<BTreeMap<String, usize>, String> {
+pub(super) async fn statuses(
+    stack: &RegionStack,
+    tag: &str,
+) -> Result<BTreeMap<String, usize>, String> {
     let mut counts = BTreeMap::new();
     let mut start = None;
     loop {

@@ -16,9 +16,13 @@
 //!
 //! MiniStack replicates synchronously, so the one duplicate the design allows (a
 //! message the failed region published whose `SENT` mark had not replicated) cannot
-//! happen here: any copy counted twice fails the test. With both deployments taking
-//! themselves for the default home, the minimal producer's messages are published by
-//! both regions and this test fails.
+//! happen here: any copy counted twice fails the test. Seen failing with eu-west-1's
+//! deployment taking itself for the default home too (its publisher's
+//! `OUTBOX_DEFAULT_HOME_REGION` and its mapping's filter as the module writes them for
+//! the default home): both regions' publishers took the minimal producer's messages,
+//! eu-west-1's first, and us-east-1's status read found them `SENT` (synchronous
+//! replication; on AWS the lag would let both publish) — 21 published by the wrong
+//! region.
 
 use outbox_devkit::regions::{PhaseCount, RegionsOptions, run};
 use outbox_tests::pipeline::require_ministack;
