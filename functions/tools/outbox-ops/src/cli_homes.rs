@@ -32,6 +32,16 @@ pub struct FailbackArgs {
     /// The recovered region: the messages failed over from it go back to it.
     #[arg(long, value_name = "REGION")]
     to: String,
+    /// Seconds before the recovered region's sweeper takes them: its stream mapping's
+    /// replay publishes them first. The recovered deployment's
+    /// `OUTBOX_SWEEP_GRACE_SECONDS`.
+    #[arg(
+        long,
+        env = "OUTBOX_SWEEP_GRACE_SECONDS",
+        default_value_t = 60,
+        value_name = "SECONDS"
+    )]
+    grace_seconds: u64,
 }
 
 /// `failover`: the failed region's pending messages re-homed into the region the
@@ -69,6 +79,7 @@ pub async fn failback(
 ) -> Result<(), OpsError> {
     let rehome = Rehome::Failback {
         to: args.to.clone(),
+        grace: std::time::Duration::from_secs(args.grace_seconds),
     };
     let report = outbox_ops::rehome(client, table, &rehome, now).await?;
     print_homes(&report, &format!("returned to {}", args.to));

@@ -8,7 +8,10 @@
 //! and makes them due now, so B's sweeper publishes them at its next sweep. A message
 //! A published whose `SENT` mark had not replicated before A went down is published
 //! again by B (same `outbox-message-id`: the consumers' idempotency absorbs it).
-//! `failback --to A` returns what is still `PENDING` and was failed over from A.
+//! `failback --to A` returns what is still `PENDING` and was failed over from A, due
+//! only after the sweeper's grace, as a fresh commit is: A's stream mapping, enabled
+//! again, replays the outage's `INSERT`s and publishes them, and A's sweeper takes only
+//! what the replay has not (due at once, a sweep and the replay published each twice).
 //!
 //! Both read the sweeper index of the region they run against (every shard) and
 //! write only items the index lists: a minimal producer's message that no sweep has
@@ -18,6 +21,7 @@ use crate::{OpsError, Reads, Table, index};
 use aws_sdk_dynamodb::types::AttributeValue;
 use dynamodb_outbox::home::{FAILED_OVER_FROM, HOME_REGION};
 use dynamodb_outbox::schema::{ItemKey, STATUS, SWEEP_DUE_AT, Status};
+use std::time::Duration;
 
 /// What a failover or a failback did.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -44,10 +48,14 @@ pub enum Rehome {
         /// Whether `from` is the default home region of messages naming none.
         from_is_default_home: bool,
     },
-    /// `failback --to`: the messages failed over from `to`, back to it.
+    /// `failback --to`: the messages failed over from `to`, back to it, due `grace`
+    /// later.
     Failback {
         /// The region they were failed over from.
         to: String,
+        /// How long the recovered region's sweeper leaves them to its stream mapping's
+        /// replay: its `OUTBOX_SWEEP_GRACE_SECONDS` (60 s by default).
+        grace: Duration,
     },
 }
 
@@ -77,11 +85,16 @@ impl Rehome {
             }
             // Not while a sweep of this region holds it (a claim moves its due time past
             // now): the sweep is publishing it, and the region it returns to would too.
-            Rehome::Failback { to } => (
-                "#status = :pending AND #from = :to AND #due <= :now".to_owned(),
-                "SET #home = :to, #due = :now REMOVE #from",
-                vec![(":to", region(to)), (":now", now)],
-            ),
+            // Due after the grace, not now: see the module's comment.
+            Rehome::Failback { to, grace } => {
+                let grace_ms = i64::try_from(grace.as_millis()).unwrap_or(i64::MAX);
+                let due = AttributeValue::N(now_ms.saturating_add(grace_ms).to_string());
+                (
+                    "#status = :pending AND #from = :to AND #due <= :now".to_owned(),
+                    "SET #home = :to, #due = :due REMOVE #from",
+                    vec![(":to", region(to)), (":now", now), (":due", due)],
+                )
+            }
         }
     }
 }
@@ -166,18 +179,20 @@ mod tests {
     fn a_failback_returns_only_what_was_failed_over_from_the_region() {
         let (condition, update, values) = Rehome::Failback {
             to: "us-east-1".into(),
+            grace: Duration::from_secs(60),
         }
         .update(9);
         assert_eq!(
             condition,
             "#status = :pending AND #from = :to AND #due <= :now"
         );
-        assert_eq!(update, "SET #home = :to, #due = :now REMOVE #from");
+        assert_eq!(update, "SET #home = :to, #due = :due REMOVE #from");
         assert_eq!(
             values,
             [
                 (":to", AttributeValue::S("us-east-1".into())),
-                (":now", AttributeValue::N("9".into()))
+                (":now", AttributeValue::N("9".into())),
+                (":due", AttributeValue::N("60009".into()))
             ]
         );
     }

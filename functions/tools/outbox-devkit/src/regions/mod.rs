@@ -12,7 +12,8 @@
 //! 3. more messages committed while it is down are failed over and straight back
 //!    (`failback`, as `outbox-ops failback --to` does), the region comes back, and
 //!    each is published once — by the returned region, or by the surviving one if its
-//!    scheduled sweep took it first.
+//!    scheduled sweep took it first — while the returned region's sweeper runs beside
+//!    its mapping's replay (failed back, they are due only after the sweeper's grace).
 //!
 //! The design allows one duplicate during a failover: a message the failed region
 //! published whose `SENT` mark had not replicated when it went down is published again
@@ -31,6 +32,10 @@ use aws_config::SdkConfig;
 use outbox_ops::{Rehome, Table, rehome};
 use std::time::{Duration, Instant};
 use tally::{Tally, drain_into, wait_sent};
+
+/// The deployments' `OUTBOX_SWEEP_GRACE_SECONDS` (examples/global-table-local's
+/// default): a failback leaves messages to the returned region's replay this long.
+const DEPLOYED_SWEEP_GRACE: Duration = Duration::from_secs(60);
 use workload::{Committed, Producer, commit};
 
 /// What to run.
@@ -183,8 +188,16 @@ async fn failover(
         "regions: failover: {moved} pending messages of {} re-homed into {}",
         down.region, up.region
     );
-    let mut count =
-        settle_with_sweeps(stacks, Some(up), &tag, &committed, opts, "failover", early).await?;
+    let mut count = settle_with_sweeps(
+        stacks,
+        Sweeps::PublishingAll(up),
+        &tag,
+        &committed,
+        opts,
+        "failover",
+        early,
+    )
+    .await?;
     count.notes.push(format!(
         "failover re-homed {moved} pending messages from {} into {}; published twice during it: {} \
          (a message the failed region published whose SENT mark had not replicated would be; \
@@ -209,7 +222,11 @@ async fn failback(
         let committed = commit(down, Producer::Library, &tag, opts.failback_messages).await?;
         let over = fail_over(down, up).await?;
         let to = down.region.clone();
-        let back = rehome_from(up, &Rehome::Failback { to }).await?;
+        let failback = Rehome::Failback {
+            to,
+            grace: DEPLOYED_SWEEP_GRACE,
+        };
+        let back = rehome_from(up, &failback).await?;
         Ok::<_, String>((committed, over, back))
     };
     let (committed, over, back) = match moved.await {
@@ -225,13 +242,13 @@ async fn failback(
         down.region
     );
     down.start(stopped).await?;
-    // Not swept by hand: the region's own mapping (replaying the outage's records) and
-    // its schedule publish them, as they would on AWS. A sweep run the moment the
-    // mapping is enabled races its replay (failed-back messages are due at once): that
-    // published each message twice (docs/global-tables.md).
+    // Swept at once and every few seconds while its mapping replays the outage's
+    // records: the sweep a schedule could run at that moment. When a failback made the
+    // messages due at once, that sweep raced the replay and published each of 20 twice;
+    // due after the grace, the sweep leaves them to the replay.
     let mut count = settle_with_sweeps(
         stacks,
-        None,
+        Sweeps::Beside(down),
         &tag,
         &committed,
         opts,
@@ -241,8 +258,8 @@ async fn failback(
     .await?;
     count.notes.push(format!(
         "failback returned {back} of {over} failed over to {} ({} published by {}'s scheduled \
-         sweep before the failback); {} came back and its mapping and schedule published \
-         what it owns",
+         sweep before the failback), due after the sweeper's grace; {} came back, its \
+         mapping replayed them while its sweeper ran",
         down.region,
         over - back.min(over),
         up.region,
@@ -292,12 +309,27 @@ async fn settle(
     Ok(PhaseCount::of(name, &regions, committed, &tally, publisher))
 }
 
-/// As [`settle`], running `sweeper`'s sweeper every few seconds meanwhile (what its
-/// schedule does each minute), if given; `tally` holds deliveries already counted. In
-/// the failover the sweeping region must have published every message; otherwise either.
+/// Whose sweeper a phase runs every few seconds (what its schedule does each minute).
+enum Sweeps<'a> {
+    /// This region's, which must publish every message of the phase (a failover).
+    PublishingAll(&'a RegionStack),
+    /// This region's, beside its stream mapping; either region may publish a message.
+    Beside(&'a RegionStack),
+}
+
+impl Sweeps<'_> {
+    fn region(&self) -> &RegionStack {
+        match self {
+            Sweeps::PublishingAll(s) | Sweeps::Beside(s) => s,
+        }
+    }
+}
+
+/// As [`settle`], running a region's sweeper every few seconds meanwhile (`sweeps`);
+/// `tally` holds deliveries already counted.
 async fn settle_with_sweeps(
     stacks: &[RegionStack; 2],
-    sweeper: Option<&RegionStack>,
+    sweeps: Sweeps<'_>,
     tag: &str,
     committed: &[Committed],
     opts: &RegionsOptions,
@@ -306,10 +338,7 @@ async fn settle_with_sweeps(
 ) -> Result<PhaseCount, String> {
     let started = Instant::now();
     loop {
-        if let Some(Err(e)) = match sweeper {
-            Some(s) => Some(s.sweep_now().await),
-            None => None,
-        } {
+        if let Err(e) = sweeps.region().sweep_now().await {
             eprintln!("regions: {e} (the next sweep retries)");
         }
         let left = opts.settle_timeout.saturating_sub(started.elapsed());
@@ -340,7 +369,10 @@ async fn settle_with_sweeps(
     );
     drain_into(&mut tally, stacks).await?;
     let regions: Vec<String> = stacks.iter().map(|s| s.region.clone()).collect();
-    let want = sweeper.map(|s| s.region.clone());
+    let want = match sweeps {
+        Sweeps::PublishingAll(s) => Some(s.region.clone()),
+        Sweeps::Beside(_) => None,
+    };
     Ok(PhaseCount::of(name, &regions, committed, &tally, |_| {
         want.clone()
     }))
