@@ -12,7 +12,10 @@
 //! - with eu-west-1's mapping disabled and its sweeper throttled to zero, messages
 //!   committed there wait; failed over (`outbox_ops::rehome`, as `outbox-ops failover`
 //!   does) us-east-1's sweeper publishes each once;
-//! - failed over and back, they are published once when eu-west-1 is back.
+//! - failed over and back, they are published once when eu-west-1 is back, its
+//!   sweeper run at once and every few seconds beside its mapping's replay (with the
+//!   failback making them due at once, that published 20 of 20 twice);
+//! - each region has its own alarms and dashboard, on its own functions.
 //!
 //! MiniStack replicates synchronously, so the one duplicate the design allows (a
 //! message the failed region published whose `SENT` mark had not replicated) cannot
@@ -111,4 +114,72 @@ async fn each_message_is_published_once_across_both_regions_and_a_failed_regions
     // and what was failed back, once, by whichever region held it
     assert_once(failback);
     assert!(report.held(), "{}", report.render());
+}
+
+#[tokio::test]
+async fn each_region_has_its_own_alarms_and_dashboard() {
+    let Some(prefix) = global_stack("stacks::global_table") else {
+        return;
+    };
+    let base = sdk_config().await;
+    for region in [US, EU] {
+        // Given the CloudWatch of one region
+        let config = base
+            .to_builder()
+            .region(aws_config::Region::new(region))
+            .build();
+        let cloudwatch = aws_sdk_cloudwatch::Client::new(&config);
+        // When its alarms are listed and its dashboard read
+        let alarms = cloudwatch
+            .describe_alarms()
+            .alarm_name_prefix(format!("{prefix}-"))
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("{region}: describe alarms: {e}"));
+        // Then the outbox's alarms are there, those on a function on that region's
+        // function, and the dashboard named for the region
+        let names: Vec<&str> = alarms
+            .metric_alarms()
+            .iter()
+            .filter_map(|a| a.alarm_name()?.strip_prefix(&format!("{prefix}-")))
+            .collect();
+        for want in [
+            "OutboxDlqNotEmpty",
+            "StreamDiscards",
+            "RecoveryDlqNotEmpty",
+            "RecoveryRangeLost",
+            "PublisherIteratorAge",
+            "OldestPendingTooOld",
+            "PublisherErrors",
+            "SweeperErrors",
+            "RecoveryErrors",
+        ] {
+            assert!(names.contains(&want), "{region}: {want} in {names:?}");
+        }
+        let iterator_age = alarms
+            .metric_alarms()
+            .iter()
+            .find(|a| a.alarm_name() == Some(&format!("{prefix}-PublisherIteratorAge")))
+            .unwrap_or_else(|| panic!("{region}: PublisherIteratorAge"));
+        let functions: Vec<_> = iterator_age
+            .dimensions()
+            .iter()
+            .filter(|d| d.name() == Some("FunctionName"))
+            .filter_map(|d| d.value())
+            .collect();
+        assert_eq!(functions, [format!("{prefix}-publisher")], "{region}");
+        let arn = iterator_age.alarm_arn().unwrap_or_default();
+        assert!(arn.contains(&format!(":{region}:")), "{region}: {arn}");
+        let dashboard = format!("{prefix}-dashboard-{region}");
+        let body = cloudwatch
+            .get_dashboard()
+            .dashboard_name(&dashboard)
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("{region}: {dashboard}: {e:?}"));
+        assert!(
+            body.dashboard_body().is_some_and(|b| b.contains(region)),
+            "{region}: {dashboard} shows its region's metrics: {body:?}"
+        );
+    }
 }
