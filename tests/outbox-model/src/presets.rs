@@ -182,8 +182,8 @@ pub fn deep() -> Vec<(&'static str, Params)> {
 /// The two-region instances CI checks (`crate::global`): a global table, the outbox in
 /// both regions, a crash of `A` or of either region, the failover into the other; the
 /// failed region's recovery with the failback; poison refused in one region or in both.
-/// Each has tens of thousands of states (a third message multiplies them by some 300:
-/// see `global_deep`).
+/// Each has 20,000 to 90,000 unique states (docs/protocol.md lists them; a third
+/// message multiplies them by some 300: see `global_deep`).
 pub fn global_ci() -> Vec<(&'static str, GlobalParams)> {
     vec![
         (

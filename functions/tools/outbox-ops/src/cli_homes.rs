@@ -32,16 +32,11 @@ pub struct FailbackArgs {
     /// The recovered region: the messages failed over from it go back to it.
     #[arg(long, value_name = "REGION")]
     to: String,
-    /// Seconds before the recovered region's sweeper takes them: its stream mapping's
-    /// replay publishes them first. The recovered deployment's
-    /// `OUTBOX_SWEEP_GRACE_SECONDS`.
-    #[arg(
-        long,
-        env = "OUTBOX_SWEEP_GRACE_SECONDS",
-        default_value_t = 60,
-        value_name = "SECONDS"
-    )]
-    grace_seconds: u64,
+    /// Seconds before the recovered region's sweeper takes them, as after a commit:
+    /// its stream mapping, enabled again before the failback, replays their `INSERT`s
+    /// and publishes them first.
+    #[arg(long, default_value_t = 60, value_name = "SECONDS")]
+    due_after_seconds: u64,
 }
 
 /// `failover`: the failed region's pending messages re-homed into the region the
@@ -52,11 +47,7 @@ pub async fn failover(
     args: FailoverArgs,
     now: i64,
 ) -> Result<(), OpsError> {
-    let here = client
-        .config()
-        .region()
-        .map(|r| r.as_ref().to_owned())
-        .ok_or(OpsError::NoRegion)?;
+    let here = region_of(client)?;
     if here == args.from {
         return Err(OpsError::SameRegion(here));
     }
@@ -77,13 +68,27 @@ pub async fn failback(
     args: FailbackArgs,
     now: i64,
 ) -> Result<(), OpsError> {
+    // In the recovered region's copy the failback could not see a claim of the
+    // surviving region's sweep (docs/protocol.md: FailbackFromRecoveredRegion).
+    if region_of(client)? == args.to {
+        return Err(OpsError::SameRegion(args.to));
+    }
     let rehome = Rehome::Failback {
         to: args.to.clone(),
-        grace: std::time::Duration::from_secs(args.grace_seconds),
+        grace: std::time::Duration::from_secs(args.due_after_seconds),
     };
     let report = outbox_ops::rehome(client, table, &rehome, now).await?;
     print_homes(&report, &format!("returned to {}", args.to));
     Ok(())
+}
+
+/// The region `client` reaches.
+fn region_of(client: &aws_sdk_dynamodb::Client) -> Result<String, OpsError> {
+    client
+        .config()
+        .region()
+        .map(|r| r.as_ref().to_owned())
+        .ok_or(OpsError::NoRegion)
 }
 
 fn print_homes(report: &HomesReport, what: &str) {

@@ -59,9 +59,10 @@ pub enum OpsError {
         "no region: set AWS_REGION (or the profile's region) to the region that takes the messages over"
     )]
     NoRegion,
-    /// A failover named the region it runs against as the failed one.
+    /// A failover named the region it runs against as the failed one, or a failback
+    /// as the recovered one.
     #[error(
-        "--from {0} is the region this command reaches: run it against the surviving region (AWS_REGION)"
+        "{0} is the region this command reaches: run it against the surviving region (AWS_REGION)"
     )]
     SameRegion(String),
     /// A request could not be built (a key the service would refuse).

@@ -54,7 +54,7 @@ pub enum Rehome {
         /// The region they were failed over from.
         to: String,
         /// How long the recovered region's sweeper leaves them to its stream mapping's
-        /// replay: its `OUTBOX_SWEEP_GRACE_SECONDS` (60 s by default).
+        /// replay (`--due-after-seconds`, 60 by default: a commit's grace).
         grace: Duration,
     },
 }

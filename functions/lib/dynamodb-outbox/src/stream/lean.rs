@@ -16,7 +16,11 @@
 
 mod image;
 
-use self::image::{Attr, Image, Text, PK, SK, ITEM_TYPE, TOPIC, PAYLOAD, STATUS, RETRY_COUNT, MESSAGE_ID, CREATED_AT, SEQUENCE, SWEEP_SHARD, SWEEP_DUE_AT, PAYLOAD_SIZE, TRACE_PARENT, TRACE_STATE, AWS_TRACE_HEADER, HOME_REGION, VALIDATED_NUMBERS, VALIDATED_STRINGS};
+use self::image::{
+    AWS_TRACE_HEADER, Attr, CREATED_AT, HOME_REGION, ITEM_TYPE, Image, MESSAGE_ID, PAYLOAD,
+    PAYLOAD_SIZE, PK, RETRY_COUNT, SEQUENCE, SK, STATUS, SWEEP_DUE_AT, SWEEP_SHARD, TOPIC,
+    TRACE_PARENT, TRACE_STATE, Text, VALIDATED_NUMBERS, VALIDATED_STRINGS,
+};
 use super::{Skip, classify_keyed, owned_work, skip_reason};
 use aws_lambda_events::event::dynamodb::Event;
 use dynamodb_outbox_core::KeyNames;

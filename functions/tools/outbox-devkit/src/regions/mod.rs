@@ -33,10 +33,11 @@ use outbox_ops::{Rehome, Table, rehome};
 use std::time::{Duration, Instant};
 use tally::{Tally, drain_into, wait_sent};
 
-/// The deployments' `OUTBOX_SWEEP_GRACE_SECONDS` (examples/global-table-local's
-/// default): a failback leaves messages to the returned region's replay this long.
-const DEPLOYED_SWEEP_GRACE: Duration = Duration::from_secs(60);
 use workload::{Committed, Producer, commit};
+
+/// How long a failback leaves messages to the returned region's replay before its
+/// sweeper may take them (`outbox-ops failback`'s default).
+const FAILBACK_DUE_AFTER: Duration = Duration::from_secs(60);
 
 /// What to run.
 #[derive(Debug, Clone)]
@@ -224,7 +225,7 @@ async fn failback(
         let to = down.region.clone();
         let failback = Rehome::Failback {
             to,
-            grace: DEPLOYED_SWEEP_GRACE,
+            grace: FAILBACK_DUE_AFTER,
         };
         let back = rehome_from(up, &failback).await?;
         Ok::<_, String>((committed, over, back))
