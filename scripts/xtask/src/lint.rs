@@ -1,0 +1,119 @@
+//! `cargo xtask lint`: the static checks CI runs beside the test suite — clippy on every
+//! target, rustdoc with warnings denied (the workspace, then each library as docs.rs
+//! builds it), the publish dry run, each library compiled alone, no OpenTelemetry
+//! without its feature, no unused dependency (cargo machete).
+//!
+//! In its own target directory (`target/lint`, unless `CARGO_TARGET_DIR` is set): none
+//! of it shares a compiled unit with the test build (checks, not builds; other feature
+//! sets), and with its own build lock it runs beside the test suite instead of after it.
+
+use crate::{Result, session::Session};
+
+/// The libraries users depend on, each with the features docs.rs documents.
+pub const LIBRARIES: [(&str, &str); 3] = [
+    ("dynamodb-outbox-core", "opentelemetry"),
+    ("dynamodb-outbox", "lambda,opentelemetry"),
+    ("dynamodb-outbox-idempotency", "opentelemetry"),
+];
+
+/// The cargo-machete release CI installs when it has none.
+const MACHETE: &str = "0.9.2";
+
+/// Runs the checks.
+pub fn run(s: &mut Session) -> Result {
+    if std::env::var_os("CARGO_TARGET_DIR").is_none() {
+        let dir = s.target.join("lint");
+        s.set_env("CARGO_TARGET_DIR", dir.display().to_string());
+        s.target = dir;
+    }
+    s.step("cargo clippy (every target, warnings denied)");
+    s.cargo()
+        .args([
+            "clippy",
+            "--workspace",
+            "--all-targets",
+            "--",
+            "-D",
+            "warnings",
+        ])
+        .run()?;
+
+    s.step("rustdoc, warnings denied (broken links, unclosed tags, missing docs)");
+    let rustdoc = |args: &[&str]| {
+        s.cargo()
+            .env("RUSTDOCFLAGS", "-D warnings")
+            .args(["doc", "--no-deps", "--quiet"])
+            .args(args)
+            .run()
+    };
+    rustdoc(&["--workspace"])?;
+    // Each library as docs.rs builds it, alone: in the workspace run above the tools'
+    // unstable-internals feature is on, so links into private modules would pass there.
+    for (library, features) in LIBRARIES {
+        rustdoc(&["-p", library, "--features", features])?;
+    }
+
+    // The libraries as users get them from crates.io: packaged (metadata, the files each
+    // reads inside its own package, versions on the path dependencies), and compiled
+    // alone with their default features. `--no-verify` skips the dry run's own build of
+    // each package (about 7 CPU-minutes); the checks below compile the same code.
+    s.step("cargo publish --dry-run (the three libraries and the operator CLI, which users cargo install)");
+    let mut publish = s.cargo().args(["publish", "--dry-run", "--no-verify"]);
+    for (library, _) in LIBRARIES {
+        publish = publish.args(["-p", library]);
+    }
+    publish.args(["-p", "outbox-ops"]).run()?;
+
+    s.step("each library compiles alone, with its default features (and the producer with lambda)");
+    s.cargo()
+        .args([
+            "check",
+            "--quiet",
+            "-p",
+            "dynamodb-outbox",
+            "--features",
+            "lambda",
+        ])
+        .run()?;
+    for (library, _) in LIBRARIES {
+        s.cargo().args(["check", "--quiet", "-p", library]).run()?;
+    }
+    // OpenTelemetry is an optional feature: without it no library depends on any of its
+    // crates (the workspace's build turns it on, so only a per-package tree shows this).
+    for (library, _) in LIBRARIES {
+        let tree = s
+            .cargo()
+            .args([
+                "tree", "--quiet", "-p", library, "-e", "normal", "--prefix", "none",
+            ])
+            .read()?;
+        if tree
+            .lines()
+            .any(|l| l.starts_with("opentelemetry") || l.starts_with("tracing-opentelemetry"))
+        {
+            return Err(format!(
+                "{library} depends on OpenTelemetry without its opentelemetry feature"
+            ));
+        }
+    }
+
+    s.step("cargo machete (no unused dependency)");
+    if !crate::process::Cmd::new("cargo-machete")
+        .arg("--version")
+        .succeeds()
+    {
+        s.cargo()
+            .args([
+                "install",
+                "cargo-machete",
+                "--locked",
+                "--quiet",
+                "--version",
+                MACHETE,
+            ])
+            .run()?;
+    }
+    s.cargo().arg("machete").run()?;
+    s.step("lint: all checks passed");
+    Ok(())
+}

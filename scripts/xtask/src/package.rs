@@ -1,0 +1,249 @@
+//! Builds the four Lambda functions and lays them out the way both stacks read them:
+//!
+//! ```text
+//! <out>/<bin>/bootstrap        (the CDK app; an ELF for provided.al2023)
+//! <out>/<bin>/bootstrap.zip    (the Terraform module; the CDK app takes it too)
+//! ```
+//!
+//! for `<bin>` in outbox-publisher, outbox-sweeper, outbox-recovery, orders-consumer;
+//! `<out>` is `OUTBOX_LAMBDA_DIR`, else `target/lambda`.
+//!
+//! Release builds use cargo-lambda (PyPI `cargo-lambda`, with `ziglang` to link
+//! against Amazon Linux's glibc), pinned in `scripts/package.txt` and installed into
+//! `.venv/tools` on first use (or `pip install cargo-lambda ziglang` yourself).
+
+use crate::process::Cmd;
+use crate::{Result, session::Session};
+use std::path::{Path, PathBuf};
+
+/// The functions, as both stacks name their directories.
+pub const FUNCTIONS: [&str; 4] = [
+    "outbox-publisher",
+    "outbox-sweeper",
+    "outbox-recovery",
+    "orders-consumer",
+];
+
+/// What to build.
+#[derive(Debug, clap::Args)]
+pub struct Options {
+    /// A debug build for this machine (x86_64), for the local AWS: fast to build;
+    /// MiniStack runs it as it is.
+    #[arg(long)]
+    pub debug: bool,
+    /// A release build for Graviton (needs the Rust target aarch64-unknown-linux-gnu).
+    #[arg(long, conflicts_with = "debug")]
+    pub arm64: bool,
+    /// x86_64 (the default).
+    #[arg(long = "x86-64", alias = "x86_64", conflicts_with = "arm64")]
+    pub x86_64: bool,
+    /// Features of the function crates, e.g. `fault-injection` (debug builds only:
+    /// tests, the demo and the chaos bench; never deploy such a build).
+    #[arg(long)]
+    pub features: Option<String>,
+    /// Where to lay them out (default: OUTBOX_LAMBDA_DIR, else target/lambda).
+    #[arg(long, env = "OUTBOX_LAMBDA_DIR")]
+    pub out: Option<PathBuf>,
+}
+
+impl Options {
+    /// A debug build with fault injection into `out`: what the tests and the demo deploy.
+    pub fn debug_with_faults(out: PathBuf) -> Self {
+        Self {
+            debug: true,
+            arm64: false,
+            x86_64: true,
+            features: Some("fault-injection".into()),
+            out: Some(out),
+        }
+    }
+
+    /// The release x86_64 build into `out`: what a user deploys.
+    pub fn release(out: PathBuf) -> Self {
+        Self {
+            debug: false,
+            arm64: false,
+            x86_64: true,
+            features: None,
+            out: Some(out),
+        }
+    }
+
+    /// Absolute: the builds run in the repository, the caller maybe elsewhere.
+    fn out(&self, s: &Session) -> PathBuf {
+        let out = self.out.clone().unwrap_or_else(|| s.target.join("lambda"));
+        std::path::absolute(&out).unwrap_or(out)
+    }
+}
+
+/// Builds and lays out the functions; `also` names more binaries of the workspace
+/// to build in the same cargo run (debug only: the demo's dev kit), so that they
+/// share one resolution of features and one build of every dependency.
+pub fn package(s: &Session, opts: &Options, also: &[&str]) -> Result {
+    let out = opts.out(s);
+    let features = opts.features.as_deref().unwrap_or("");
+    if features.contains("fault-injection") && !opts.debug {
+        return Err(
+            "fault injection is for tests only; it is refused in a release build (add --debug)"
+                .into(),
+        );
+    }
+    let arch = if opts.arm64 { "arm64" } else { "x86_64" };
+    if opts.debug {
+        eprintln!(
+            "package: cargo build (debug) {}{}",
+            FUNCTIONS.join(" "),
+            with(features)
+        );
+        s.cargo().args(debug_build_args(features, also)).run()?;
+        let src = s.target.join("debug");
+        for bin in FUNCTIONS {
+            let dir = out.join(bin);
+            mkdir(&dir)?;
+            // Without symbols: half the size, so deploys upload less (panic messages
+            // keep their locations).
+            let tmp = dir.join("bootstrap.tmp");
+            if !Cmd::new("objcopy")
+                .arg("--strip-all")
+                .arg(src.join(bin))
+                .arg(&tmp)
+                .succeeds()
+            {
+                std::fs::copy(src.join(bin), &tmp)
+                    .map_err(|e| format!("cannot copy {bin}: {e}"))?;
+            }
+            std::fs::rename(&tmp, dir.join("bootstrap"))
+                .map_err(|e| format!("cannot move {}: {e}", tmp.display()))?;
+            zip_bootstrap(&dir)?;
+        }
+    } else {
+        release(s, opts, features, &out)?;
+    }
+    for bin in FUNCTIONS {
+        let size = std::fs::metadata(out.join(bin).join("bootstrap")).map_or(0, |m| m.len());
+        let zip = out.join(bin).join("bootstrap.zip");
+        let profile = if opts.debug { "debug" } else { "release" };
+        eprintln!(
+            "package: {:<60} {:.1} MB ({arch}, {profile})",
+            zip.display(),
+            size as f64 / 1e6
+        );
+    }
+    Ok(())
+}
+
+fn with(features: &str) -> String {
+    if features.is_empty() {
+        String::new()
+    } else {
+        format!(" with {features}")
+    }
+}
+
+/// `cargo build` of the functions (and `also`), features qualified by package.
+/// `--workspace` (building only these binaries): features resolved as for the
+/// workspace's other debug builds and tests, so they share this build of every
+/// dependency instead of compiling the AWS SDK again with another feature set.
+fn debug_build_args(features: &str, also: &[&str]) -> Vec<String> {
+    let mut args = vec!["build".to_owned(), "--workspace".to_owned()];
+    for bin in FUNCTIONS.iter().chain(also) {
+        args.extend(["--bin".to_owned(), (*bin).to_owned()]);
+    }
+    let qualified: Vec<String> = FUNCTIONS
+        .iter()
+        .flat_map(|bin| {
+            features
+                .split(',')
+                .filter(|f| !f.is_empty())
+                .map(move |f| format!("{bin}/{f}"))
+        })
+        .collect();
+    if !qualified.is_empty() {
+        args.extend(["--features".to_owned(), qualified.join(",")]);
+    }
+    args
+}
+
+fn release(s: &Session, opts: &Options, features: &str, out: &Path) -> Result {
+    if opts.arm64
+        && !Cmd::new("rustup")
+            .args(["target", "list", "--installed"])
+            .read()
+            .is_ok_and(|t| t.lines().any(|l| l == "aarch64-unknown-linux-gnu"))
+    {
+        return Err(
+            "arm64 needs the Rust target aarch64-unknown-linux-gnu, which is not installed.\n  \
+             Install it with `rustup target add aarch64-unknown-linux-gnu` (this needs the Rust\n  \
+             distribution server; machines without it cannot build arm64), or deploy x86_64:\n  \
+             `cargo xtask package` and set the stack's architecture to x86_64."
+                .into(),
+        );
+    }
+    let tools = s.path(".venv/tools");
+    crate::venv::ensure(
+        &tools,
+        &s.path("scripts/package.txt"),
+        "cargo-lambda and ziglang",
+    )?;
+    let flag = if opts.arm64 { "--arm64" } else { "--x86-64" };
+    eprintln!(
+        "package: cargo lambda build --release {flag} {}",
+        FUNCTIONS.join(" ")
+    );
+    let path = std::env::var("PATH").unwrap_or_default();
+    let mut cmd = s
+        .cargo()
+        .env("PATH", format!("{}:{path}", tools.join("bin").display()))
+        .args(["lambda", "build", "--release", flag]);
+    for bin in FUNCTIONS {
+        cmd = cmd.args(["-p", bin]);
+    }
+    if !features.is_empty() {
+        cmd = cmd.args(["--features", features]);
+    }
+    cmd.arg("--lambda-dir").arg(out).run()?;
+    FUNCTIONS
+        .iter()
+        .try_for_each(|bin| zip_bootstrap(&out.join(bin)))
+}
+
+/// Writes `dir/bootstrap.zip` holding `dir/bootstrap`, executable, with a fixed date
+/// (the same binary gives the same archive).
+fn zip_bootstrap(dir: &Path) -> Result {
+    const ZIP: &str = r#"
+import sys, zipfile, os
+d = sys.argv[1]
+info = zipfile.ZipInfo("bootstrap", date_time=(1980, 1, 1, 0, 0, 0))
+info.external_attr = 0o755 << 16
+info.compress_type = zipfile.ZIP_DEFLATED
+with open(os.path.join(d, "bootstrap"), "rb") as f, zipfile.ZipFile(os.path.join(d, "bootstrap.zip.tmp"), "w") as z:
+    z.writestr(info, f.read(), compresslevel=1)
+os.replace(os.path.join(d, "bootstrap.zip.tmp"), os.path.join(d, "bootstrap.zip"))
+"#;
+    Cmd::new("python3").args(["-c", ZIP]).arg(dir).run()
+}
+
+fn mkdir(dir: &Path) -> Result {
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn debug_builds_resolve_features_for_the_workspace_and_qualify_them() {
+        let args = debug_build_args("fault-injection", &["outbox-devkit"]).join(" ");
+        assert_eq!(
+            args,
+            "build --workspace --bin outbox-publisher --bin outbox-sweeper --bin outbox-recovery --bin orders-consumer \
+             --bin outbox-devkit --features outbox-publisher/fault-injection,outbox-sweeper/fault-injection,\
+             outbox-recovery/fault-injection,orders-consumer/fault-injection"
+        );
+    }
+
+    #[test]
+    fn debug_builds_without_features_name_none() {
+        assert!(!debug_build_args("", &[]).iter().any(|a| a == "--features"));
+    }
+}
