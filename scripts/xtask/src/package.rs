@@ -24,6 +24,10 @@ pub const FUNCTIONS: [&str; 4] = [
     "orders-consumer",
 ];
 
+/// An example of the workspace (dynamodb-outbox-idempotency's), built beside debug
+/// packages that the test build will share (see [`debug_build_args`]).
+const SHARED_EXAMPLE: &str = "counter_with_a_marker";
+
 /// What to build.
 #[derive(Debug, clap::Args)]
 pub struct Options {
@@ -44,6 +48,9 @@ pub struct Options {
     /// Where to lay them out (default: OUTBOX_LAMBDA_DIR, else target/lambda).
     #[arg(long, env = "OUTBOX_LAMBDA_DIR")]
     pub out: Option<PathBuf>,
+    /// Resolve features as the test build does, so that it reuses this build.
+    #[arg(skip)]
+    pub share_with_tests: bool,
 }
 
 impl Options {
@@ -55,6 +62,7 @@ impl Options {
             x86_64: true,
             features: Some("fault-injection".into()),
             out: Some(out),
+            share_with_tests: false,
         }
     }
 
@@ -66,6 +74,7 @@ impl Options {
             x86_64: true,
             features: None,
             out: Some(out),
+            share_with_tests: false,
         }
     }
 
@@ -95,7 +104,9 @@ pub fn package(s: &Session, opts: &Options, also: &[&str]) -> Result {
             FUNCTIONS.join(" "),
             with(features)
         );
-        s.cargo().args(debug_build_args(features, also)).run()?;
+        s.cargo()
+            .args(debug_build_args(features, also, opts.share_with_tests))
+            .run()?;
         let src = s.target.join("debug");
         for bin in FUNCTIONS {
             let dir = out.join(bin);
@@ -144,8 +155,15 @@ fn with(features: &str) -> String {
 /// `--workspace` (building only these binaries): features resolved as for the
 /// workspace's other debug builds and tests, so they share this build of every
 /// dependency instead of compiling the AWS SDK again with another feature set.
-fn debug_build_args(features: &str, also: &[&str]) -> Vec<String> {
+fn debug_build_args(features: &str, also: &[&str], share: bool) -> Vec<String> {
     let mut args = vec!["build".to_owned(), "--workspace".to_owned()];
+    if share {
+        // One example, which the test build builds too: with a target that uses
+        // dev-dependencies in the run, cargo resolves features as for the tests (the
+        // dev-dependencies turn on more of opentelemetry), so the test build reuses
+        // this one's libraries instead of compiling them again.
+        args.extend(["--example".to_owned(), SHARED_EXAMPLE.to_owned()]);
+    }
     for bin in FUNCTIONS.iter().chain(also) {
         args.extend(["--bin".to_owned(), (*bin).to_owned()]);
     }
@@ -233,7 +251,7 @@ mod tests {
 
     #[test]
     fn debug_builds_resolve_features_for_the_workspace_and_qualify_them() {
-        let args = debug_build_args("fault-injection", &["outbox-devkit"]).join(" ");
+        let args = debug_build_args("fault-injection", &["outbox-devkit"], false).join(" ");
         assert_eq!(
             args,
             "build --workspace --bin outbox-publisher --bin outbox-sweeper --bin outbox-recovery --bin orders-consumer \
@@ -244,6 +262,15 @@ mod tests {
 
     #[test]
     fn debug_builds_without_features_name_none() {
-        assert!(!debug_build_args("", &[]).iter().any(|a| a == "--features"));
+        assert!(
+            !debug_build_args("", &[], false)
+                .iter()
+                .any(|a| a == "--features")
+        );
+        let shared = debug_build_args("", &[], true).join(" ");
+        assert!(
+            shared.contains("--example counter_with_a_marker"),
+            "{shared}"
+        );
     }
 }

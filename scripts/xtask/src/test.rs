@@ -96,11 +96,9 @@ pub fn run(s: &mut Session, run: &Run) -> Result {
     // The shop's consumer in the same cargo run: it depends on no function crate, so
     // the functions' fault-injection feature leaves it as the test build has it.
     let also: &[&str] = if deployed { &["shop-consumer"] } else { &[] };
-    package::package(
-        s,
-        &package::Options::debug_with_faults(lambda_dir.clone()),
-        also,
-    )?;
+    let mut opts = package::Options::debug_with_faults(lambda_dir.clone());
+    opts.share_with_tests = true;
+    package::package(s, &opts, also)?;
     let release = (deployed && run.full() && !skip("OUTBOX_SKIP_RELEASE"))
         .then(|| start_release(s))
         .transpose()?;
