@@ -113,7 +113,14 @@ pub fn fast_targets(targets: &[Target]) -> Vec<String> {
 
 /// Cargo's target selection for the emulator tiers: `it` and the shop's test.
 pub fn emulator_targets() -> Vec<String> {
-    ["--workspace", "--test", IT.1, "--test", SHOP.1]
+    let mut args = vec!["--workspace".to_owned()];
+    args.extend(emulator_tests());
+    args
+}
+
+/// The emulator tiers' test targets, to add to a `--workspace` selection.
+pub fn emulator_tests() -> Vec<String> {
+    ["--test", IT.1, "--test", SHOP.1]
         .map(str::to_owned)
         .to_vec()
 }
@@ -172,6 +179,21 @@ mod tests {
         assert_eq!(
             fast_targets(&targets).join(" "),
             "--workspace --lib --examples --bin outbox-model --test check"
+        );
+    }
+
+    #[test]
+    fn one_build_of_every_tier_names_the_workspace_once() {
+        let targets = test_targets(&metadata()).unwrap();
+        let mut all = fast_targets(&targets);
+        all.extend(emulator_tests());
+        assert_eq!(all.iter().filter(|a| *a == "--workspace").count(), 1);
+        assert_eq!(
+            emulator_targets()
+                .iter()
+                .filter(|a| *a == "--workspace")
+                .count(),
+            1
         );
     }
 
