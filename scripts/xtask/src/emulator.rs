@@ -10,7 +10,7 @@
 //! (the stacks' TLS-only policies deny every plain-HTTP caller, as on AWS). It starts
 //! through `tests/emulator/ministack_iam.py`, which corrects MiniStack's IAM mapping of
 //! PartiQL calls to AWS's. The functions it runs, and every client given
-//! [`trust_exports`] (the Rust SDK, Terraform, the CDK, botocore), trust the
+//! [`Emulator::trust_exports`] (the Rust SDK, Terraform, the CDK, botocore), trust the
 //! certificate; nothing is told to skip verification. `OUTBOX_EMULATOR_IAM=off` starts
 //! it as before (no IAM, plain HTTP), for debugging only: the stacks' TLS-only queue
 //! policies then refuse the deployments. moto checks no IAM and runs on plain HTTP.
