@@ -113,7 +113,9 @@ pub fn run(s: &mut Session) -> Result {
             ])
             .run()?;
     }
-    s.cargo().arg("machete").run()?;
+    // The binary itself, in the repository: run as `$CARGO machete` (the toolchain's
+    // cargo, not rustup's), it takes its subcommand's name for the path to analyse.
+    s.cmd("cargo-machete").run()?;
     s.step("lint: all checks passed");
     Ok(())
 }
