@@ -316,7 +316,7 @@ variable "oldest_pending_threshold_seconds" {
 }
 
 variable "stream_filter_file" {
-  description = "The stream FilterCriteria JSON. Defaults to infra/stream-filter.json, the one source of truth shared with CDK and the local runner."
+  description = "The stream FilterCriteria JSON. Defaults to the module's stream-filter.json (infra/stream-filter.json links to it), the one source of truth shared with CDK and the functions' own check."
   type        = string
   default     = null
 }
