@@ -63,6 +63,7 @@
 //! one, after the same claim; the single-region model counts attempts), a redrive.
 
 mod attempt;
+mod fence;
 mod ops;
 pub mod props;
 mod replica;
@@ -71,7 +72,7 @@ mod step;
 
 pub use run::{check, describe, find};
 
-use crate::params::Mutation;
+use crate::params::{Mutation, Params, Txn};
 use crate::state::{Status, TxnState};
 use dynamodb_outbox_core::HomeRegions;
 
@@ -202,6 +203,12 @@ pub struct GlobalParams {
     pub recover: bool,
     /// After it came back, the operator may fail back.
     pub failback: bool,
+    /// The messages are one aggregate's, committed in order, routed to FIFO
+    /// destinations: each region's stream publisher and sweep read the aggregate's
+    /// pending messages first and hold a message behind an earlier one still pending
+    /// (the order fence, `global/fence.rs`), and the property *per-aggregate order on
+    /// FIFO* is checked across both regions' destinations.
+    pub fifo: bool,
     /// Deliberate bugs.
     pub mutations: Vec<Mutation>,
 }
@@ -213,6 +220,7 @@ impl Default for GlobalParams {
             crash: Crash::Of(A),
             recover: false,
             failback: false,
+            fifo: false,
             mutations: Vec::new(),
         }
     }
@@ -346,6 +354,9 @@ pub struct GState {
     /// Monitor: a message was published after a `FAILED` mark, other than as `excused`
     /// allows.
     pub sent_after_failed: bool,
+    /// Monitor (`GlobalParams::fifo`): a message was first accepted, by either
+    /// region's destination, after a later message of its aggregate.
+    pub overtaken: bool,
 }
 
 /// One step.
@@ -385,12 +396,31 @@ pub enum GAction {
 pub struct GlobalModel {
     /// What is explored.
     pub params: GlobalParams,
+    /// The messages as the real code sees them (one aggregate, a transaction each), for
+    /// the order fence's decisions.
+    pub fixture: crate::fixture::Fixture,
 }
 
 impl GlobalModel {
     /// The model of `params`.
     pub fn new(params: GlobalParams) -> Self {
-        GlobalModel { params }
+        let txns = params
+            .msgs
+            .iter()
+            .map(|m| {
+                if m.homed {
+                    Txn::library(0, 1)
+                } else {
+                    Txn::minimal(0, 1)
+                }
+            })
+            .collect();
+        let fixture = crate::fixture::Fixture::new(&Params {
+            txns,
+            fifo: true,
+            ..Params::default()
+        });
+        GlobalModel { params, fixture }
     }
 
     fn n(&self) -> u8 {

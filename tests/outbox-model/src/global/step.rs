@@ -10,7 +10,10 @@ impl GlobalModel {
     fn producer_actions(&self, s: &GState, actions: &mut Vec<GAction>) {
         for m in 0..self.n() {
             let msg = self.params.msgs[usize::from(m)];
-            if s.txns[usize::from(m)] == TxnState::Open && Self::up(s, msg.region) {
+            // One aggregate's transactions commit in order (`GlobalParams::fifo`).
+            let in_turn =
+                !self.params.fifo || (0..m).all(|e| s.txns[usize::from(e)] != TxnState::Open);
+            if s.txns[usize::from(m)] == TxnState::Open && Self::up(s, msg.region) && in_turn {
                 actions.push(GAction::Commit(m));
                 if msg.may_roll_back {
                     actions.push(GAction::RollBack(m));
@@ -103,6 +106,7 @@ impl Model for GlobalModel {
             twice: false,
             twice_dead: false,
             sent_after_failed: false,
+            overtaken: false,
         }]
     }
 
@@ -133,8 +137,12 @@ impl Model for GlobalModel {
             }
             GAction::Publish(r) => self.publish(&mut s, r),
             GAction::Claim(r, m) => {
-                let call = self.attempt(&mut s, r, m);
-                s.sweeper[usize::from(r)] = Some(Running { msg: m, call });
+                // Held by the order fence: the claim is given back (the sweep
+                // reschedules it), nothing sent.
+                if !self.fenced_in(&s, r, m) {
+                    let call = self.attempt(&mut s, r, m);
+                    s.sweeper[usize::from(r)] = Some(Running { msg: m, call });
+                }
             }
             GAction::Sweep(r) => {
                 let run = s.sweeper[usize::from(r)]?;
