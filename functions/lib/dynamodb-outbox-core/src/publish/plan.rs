@@ -11,6 +11,7 @@ use crate::message::{
 };
 use crate::message::{AttrValue, OutboundMessage, fifo_id};
 use crate::policy::CopyForm;
+use crate::policy::order::order_key;
 use crate::route::{Destination, SQS_MAX_BATCH_ENTRIES};
 use std::collections::{BTreeMap, HashMap};
 
@@ -88,13 +89,15 @@ impl Plan {
 /// keeps its aggregate's order: never before an earlier message of the same
 /// aggregate; in a later round when the earlier one went to another destination or
 /// to a FIFO queue (where one call may partly fail and let a later message overtake).
+/// "Earlier" is the write order the sweeper uses ([`write_order`]), not stream order.
 pub fn plan(config: &PublisherConfig, items: &[WorkItem]) -> Plan {
     let mut plan = Plan::default();
     // The aggregates of a batch are many, its destinations few: a seeded fast hash
     // for the one, a scan of `plan.destinations` for the other.
     let mut last_round: HashMap<&str, (usize, usize), foldhash::fast::RandomState> =
         HashMap::default();
-    for (index, item) in items.iter().enumerate() {
+    for index in write_order(items) {
+        let item = &items[index];
         let msg = match &item.work {
             Work::Poison(p) => {
                 plan.poison.push((index, p.clone()));
@@ -130,6 +133,32 @@ pub fn plan(config: &PublisherConfig, items: &[WorkItem]) -> Plan {
         last_round.insert(msg.aggregate(), (r, d));
     }
     plan
+}
+
+/// The positions of `items` in the order they are planned: each aggregate's messages
+/// take the places its records had in the batch, earliest written first
+/// ([`order_key`]: `CreatedAt`, then `MessageId`, as the sweeper orders them). AWS
+/// delivers one transaction's records in any order, so stream order is no order
+/// between them (docs/protocol.md). Poison keeps its place.
+pub fn write_order(items: &[WorkItem]) -> Vec<usize> {
+    let mut places: HashMap<&str, Vec<usize>, foldhash::fast::RandomState> = HashMap::default();
+    for (index, item) in items.iter().enumerate() {
+        if let Work::Publish(msg) = &item.work {
+            places.entry(msg.aggregate()).or_default().push(index);
+        }
+    }
+    let mut order: Vec<usize> = (0..items.len()).collect();
+    for slots in places.values() {
+        let mut by_write = slots.clone();
+        by_write.sort_by_cached_key(|&i| match &items[i].work {
+            Work::Publish(m) => Some(order_key(&m.key, m.created_at, &m.message_id)),
+            Work::Poison(_) => None,
+        });
+        for (&slot, &index) in slots.iter().zip(&by_write) {
+            order[slot] = index;
+        }
+    }
+    order
 }
 
 /// A message routed: where it goes, what it sends, its size there, and the payload's

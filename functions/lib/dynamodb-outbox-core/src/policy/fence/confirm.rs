@@ -59,8 +59,11 @@ pub fn to_confirm(members: &[Member], pending: &Pending, limit: usize) -> Vec<It
 
 impl Pending {
     /// Drops the index siblings of `asked` that the consistent read `statuses` found
-    /// no longer `PENDING` (`SENT`, `FAILED`, or gone: missing from `statuses`), and
-    /// returns how many. Siblings not asked, and those of partition reads, stay.
+    /// finished (`SENT`, `FAILED`, gone: missing from `statuses`, or an item with no
+    /// status at all, which nothing will ever send), and returns how many. Any other
+    /// status still fences: `PENDING`, and `PENDING` homed in another region after a
+    /// failover ([`crate::publish::PENDING_ELSEWHERE`]), which that region's sweeper
+    /// will still send. Siblings not asked, and those of partition reads, stay.
     pub fn confirm(
         &mut self,
         asked: &[ItemKey],
@@ -68,11 +71,7 @@ impl Pending {
     ) -> usize {
         let finished: BTreeSet<&ItemKey> = asked
             .iter()
-            .filter(|key| {
-                statuses.get(*key).is_none_or(|status| {
-                    status.as_deref() != Some(Status::Pending.as_str())
-                })
-            })
+            .filter(|key| statuses.get(*key).is_none_or(|status| is_finished(status.as_deref())))
             .collect();
         let mut dropped = 0;
         for found in self.by_aggregate.values_mut().filter(|f| f.from_index) {
@@ -81,6 +80,15 @@ impl Pending {
             dropped += before - found.siblings.len();
         }
         dropped
+    }
+}
+
+/// Whether a message whose consistent read found `status` is done with: a terminal
+/// state, or no status at all.
+fn is_finished(status: Option<&str>) -> bool {
+    match status {
+        None => true,
+        Some(s) => matches!(Status::parse(s), Some(Status::Sent | Status::Failed)),
     }
 }
 

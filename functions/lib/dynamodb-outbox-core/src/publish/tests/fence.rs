@@ -302,3 +302,19 @@ async fn a_fence_read_that_failed_counts_no_request_and_shows_as_fence_unread() 
     let (_, summary) = p.process_delivery(&[fifo]).await;
     assert_eq!((summary.fence_reads, summary.fence_unread), (0, 1));
 }
+
+#[tokio::test]
+async fn one_transactions_records_out_of_order_in_a_batch_are_sent_in_write_order() {
+    // Finding 1 of issue 36: AWS may deliver one transaction's records in any order.
+    // A commit of A1 then A2 (one millisecond, told apart by the UUIDv7) arrived as
+    // [A2, A1] and went out A2, A1: the plan kept stream order, the sweeper sorts.
+    let p = publisher();
+    let (k1, k2) = (library_key("A", 1_000, 1), library_key("A", 1_000, 2));
+    let w1 = stored(&p, &k1, library_item(&k1, "ledger", 61_000, 1_000));
+    let mut a2 = library_item(&k2, "ledger", 61_000, 1_000);
+    a2.payload = Some("payload-second".to_owned());
+    let w2 = stored(&p, &k2, a2);
+    let outcomes = p.process(&[w2, w1]).await;
+    assert!(outcomes.iter().all(|o| *o == Outcome::Sent { marked: true }));
+    assert_eq!(bodies(&p, "ledger"), ["payload-1000", "payload-second"]);
+}

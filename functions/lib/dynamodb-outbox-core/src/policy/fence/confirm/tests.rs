@@ -86,3 +86,29 @@ fn only_index_siblings_that_would_fence_are_asked_nearest_first_aggregates_in_tu
     let standard = [library("A", 20, 0, false)];
     assert!(to_confirm(&standard, &p, CONFIRM_LIMIT).is_empty());
 }
+
+#[test]
+fn a_sibling_pending_in_another_region_still_fences() {
+    // Finding 3 of issue 36: A1 failed over to the surviving region reads here as
+    // `PENDING (homed in another region)`; the confirmation took any status but exactly
+    // `PENDING` as finished, so A2 went out on this region's FIFO queue before A1.
+    let batch = [library("A", 20, 0, true)];
+    let reads = fence_reads(&batch);
+    let a1 = library_key("A", 10, 0);
+    for still_pending in [crate::publish::PENDING_ELSEWHERE, "PENDING", "SENDING?"] {
+        let mut p = from_index(&reads, vec![Sibling::indexed(a1.clone(), 500)]);
+        let asked = to_confirm(&batch, &p, CONFIRM_LIMIT);
+        assert_eq!(p.confirm(&asked, &statuses(&[(&a1, still_pending)])), 0);
+        assert_eq!(
+            fenced(&batch, &p),
+            vec![Some(Fence::behind(Some(500)))],
+            "{still_pending}"
+        );
+    }
+    // Only the terminal states finish it.
+    for finished in ["SENT", "FAILED"] {
+        let mut p = from_index(&reads, vec![Sibling::indexed(a1.clone(), 500)]);
+        let asked = to_confirm(&batch, &p, CONFIRM_LIMIT);
+        assert_eq!(p.confirm(&asked, &statuses(&[(&a1, finished)])), 1);
+    }
+}
