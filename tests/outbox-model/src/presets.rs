@@ -85,6 +85,25 @@ pub fn ci() -> Vec<(&'static str, Params)> {
             },
         ),
         (
+            "FIFO destination, one transaction's two messages whose records reach the stream in any order, a crash and a faulty call",
+            Params {
+                txns: vec![Txn::library(0, 2)],
+                fifo: true,
+                stream_any_order: true,
+                ..Params::default()
+            },
+        ),
+        (
+            "parallelization factor 2: two transactions of one aggregate in concurrent batches of its shard, records in any order, a crash and a faulty call",
+            Params {
+                txns: vec![Txn::library(0, 1), Txn::library(0, 1)],
+                parallelization: 2,
+                stream_any_order: true,
+                batch_size: 1,
+                ..Params::default()
+            },
+        ),
+        (
             "a redrive during an attempt, two sweepers, a faulty call",
             Params {
                 txns: vec![Txn::library(0, 1).kinds(&[Kind::Unroutable])],
@@ -209,6 +228,16 @@ pub fn global_ci() -> Vec<(&'static str, GlobalParams)> {
             GlobalParams {
                 msgs: vec![GMsg::library(A).refused_in(A), GMsg::library(B)],
                 crash: Crash::Either,
+                ..GlobalParams::default()
+            },
+        ),
+        (
+            "two regions, FIFO: one aggregate's message committed in A, A crashes, failover, A comes back, the aggregate's next message committed in A",
+            GlobalParams {
+                msgs: vec![GMsg::library(A), GMsg::library(A).after_outage()],
+                crash: Crash::Of(A),
+                recover: true,
+                fifo: true,
                 ..GlobalParams::default()
             },
         ),

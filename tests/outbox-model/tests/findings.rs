@@ -3,7 +3,9 @@
 //! (`Params::parallelization`), a sweeper index that lags writes for the fence and the
 //! sweep alike (`index_lags_writes`), `HomeRegion` in every shape (`Txn::home`), a
 //! global table's replicas with the order fence (`GlobalParams::fifo`) — and on the
-//! code as it is, it finds the issue's findings 1, 2, 3 and 5.
+//! code as it is, it found the issue's findings 1, 2, 3 and 5, and two more. Findings 1
+//! and 3 are fixed: their tests are mutants now (`mutations.rs`,
+//! `global_mutations.rs`); what is left here is open.
 //!
 //! Each test here expects the counterexample on the unmutated model: it passes while
 //! the finding is open and fails once the code is fixed. When a fix lands, its test
@@ -11,13 +13,28 @@
 //! its doc restores the code before the fix): the property holds on the model, and
 //! the mutant is caught.
 
-use outbox_model::global::{A, Crash, GMsg, GlobalModel, GlobalParams};
+use outbox_model::global::props::ONE_REGION;
+use outbox_model::global::{A, B, Crash, GMsg, GlobalModel, GlobalParams};
 use outbox_model::props::{ENDS, FIFO_ORDER};
 use outbox_model::{Home, OutboxModel, Params, Txn, find};
 
 /// The counterexample to `property` on `params`, printed; its length.
 fn found(params: Params, property: &'static str) -> usize {
     let report = find(OutboxModel::new(params.clone()), 1, property);
+    let Some((len, trace)) = report.discovery(property) else {
+        panic!(
+            "no counterexample to `{property}` ({} states): is the finding fixed? Then make its \
+             test a mutant (see this file's doc)",
+            report.unique
+        );
+    };
+    println!("`{property}` fails in {len} steps:\n{trace}");
+    len
+}
+
+/// The same on the two-region model.
+fn found_globally(params: GlobalParams, property: &'static str) -> usize {
+    let report = outbox_model::global::find(GlobalModel::new(params), 1, property);
     let Some((len, trace)) = report.discovery(property) else {
         panic!(
             "no counterexample to `{property}` ({} states): is the finding fixed? Then make its \
@@ -36,22 +53,6 @@ fn quiet(txns: Vec<Txn>) -> Params {
         faults: 0,
         ..Params::default()
     }
-}
-
-/// Finding 1: one transaction's records reach the publisher as [A2, A1] — AWS says a
-/// transaction's records "might appear at different times and could be interleaved" —
-/// and `publish::plan` keeps stream order; the fence ignores siblings in the same
-/// batch. A2 is sent before A1, at parallelization factor 1, with no fault at all.
-/// (Fix: `plan` orders an aggregate's messages by `policy::order::order_key`;
-/// mutant then: `PlanKeepsStreamOrder`.)
-#[test]
-fn finding_1_one_transactions_records_out_of_order_are_sent_out_of_order() {
-    let p = Params {
-        fifo: true,
-        stream_any_order: true,
-        ..quiet(vec![Txn::library(0, 2)])
-    };
-    found(p, FIFO_ORDER);
 }
 
 /// Finding 2, open (not fixed in this issue's first round): under a parallelization
@@ -98,14 +99,13 @@ fn finding_5_a_null_home_region_parks_a_message_the_stream_path_could_not_finish
     found(p, ENDS);
 }
 
-/// Finding 3 (global tables): A1 is committed in `A`, `A` fails before publishing it,
-/// the failover re-homes it into `B`; `A` comes back, A2 is committed there. `A`'s
-/// fence lists A1 and confirms it by a consistent read, which answers
-/// `PENDING_ELSEWHERE` (pending, homed in `B`) — taken as finished: A2 is sent before
-/// `B` sends A1. (Fix: any status but `SENT`, `FAILED` or gone fences; mutant then:
-/// `FenceTrustsPendingElsewhereAsDone`.)
+/// Found by the model beside finding 3, open: the replicas take writes in any order,
+/// so the survivor may hold A2 and not A1 when the failed region goes down; the
+/// failover re-homes A2 and the survivor sends it (its fence cannot list a message its
+/// copy does not have); the failed region, back, sends A1 after it. Per-aggregate order
+/// across a failover holds only for what had replicated.
 #[test]
-fn finding_3_a_message_pending_in_the_other_region_stops_fencing() {
+fn finding_open_a_failover_lets_a_message_overtake_an_earlier_one_not_yet_replicated() {
     let p = GlobalParams {
         msgs: vec![GMsg::library(A), GMsg::library(A)],
         crash: Crash::Of(A),
@@ -113,14 +113,7 @@ fn finding_3_a_message_pending_in_the_other_region_stops_fencing() {
         fifo: true,
         ..GlobalParams::default()
     };
-    let report = outbox_model::global::find(GlobalModel::new(p), 1, FIFO_ORDER);
-    let Some((len, trace)) = report.discovery(FIFO_ORDER) else {
-        panic!(
-            "no counterexample to `{FIFO_ORDER}` ({} states): is finding 3 fixed?",
-            report.unique
-        );
-    };
-    println!("`{FIFO_ORDER}` fails in {len} steps:\n{trace}");
+    found_globally(p, FIFO_ORDER);
 }
 
 /// Finding 2 at factor 1, open — found by the model, beside the issue's narrow
@@ -142,4 +135,37 @@ fn finding_2_open_at_factor_1_a_discarded_message_is_overtaken_behind_an_index_l
         ..quiet(vec![Txn::library(0, 1), Txn::library(0, 1)])
     };
     found(p, FIFO_ORDER);
+}
+
+/// Finding 7, open: the failback's condition compares `SweepDueAt` with the operator's
+/// clock; a machine ahead by more than a lease takes back a message the survivor's
+/// sweep has claimed and is sending: both regions publish it.
+#[test]
+fn finding_7_open_an_operator_clock_ahead_lets_the_failback_race_the_surviving_sweep() {
+    let p = GlobalParams {
+        msgs: vec![GMsg::library(A)],
+        crash: Crash::Of(A),
+        recover: true,
+        failback: true,
+        operator_clock_ahead: true,
+        ..GlobalParams::default()
+    };
+    found_globally(p, ONE_REGION);
+}
+
+/// Finding 9, open: the runbook moves the default home while it is down
+/// (`OUTBOX_DEFAULT_HOME_REGION` on the survivor's functions), but the publishers'
+/// stream filters keep the clause they were deployed with, and the two regions'
+/// settings change one at a time: a message without `HomeRegion` is owned by both
+/// regions, or by neither, for a while.
+#[test]
+fn finding_9_open_a_default_home_moved_at_run_time_is_owned_by_two_regions_or_none() {
+    let p = GlobalParams {
+        msgs: vec![GMsg::minimal(B).after_outage()],
+        crash: Crash::Of(A),
+        recover: true,
+        move_default_home: true,
+        ..GlobalParams::default()
+    };
+    found_globally(p, ONE_REGION);
 }

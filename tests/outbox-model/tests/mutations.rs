@@ -362,3 +362,20 @@ fn known_limit_a_delivery_that_read_before_a_sweep_marked_sends_again() {
         "a send after a read that came first is the race"
     );
 }
+
+/// Issue 36, finding 1, fixed in `publish::plan`: one transaction's stream records
+/// reach the publisher in any order (AWS: they "might appear at different times and
+/// could be interleaved"); a batch of [A2, A1] was sent A2, A1 — `plan` kept stream
+/// order, the fence ignores siblings in the same batch — at factor 1 with no fault.
+/// `plan` now orders each aggregate's messages by `(CreatedAt, MessageId)`, as the
+/// sweeper does; `PlanKeepsStreamOrder` restores the code before.
+#[test]
+fn one_transactions_records_out_of_order_are_sent_in_write_order() {
+    let p = Params {
+        fifo: true,
+        stream_any_order: true,
+        ..one(Txn::library(0, 2))
+    };
+    holds(p.clone());
+    caught(p.mutated(Mutation::PlanKeepsStreamOrder), FIFO_ORDER);
+}

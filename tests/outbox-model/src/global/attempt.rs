@@ -6,7 +6,7 @@
 //! model's publish path; the order of the copy and the mark is the code's (the copy
 //! first: `Mutation::FailBeforeDeadLetter` swaps them).
 
-use super::{Call, GItem, GState, GlobalModel, Running, other, owner};
+use super::{Call, GItem, GState, GlobalModel, Running, other};
 use crate::params::Mutation;
 use crate::state::Status;
 use dynamodb_outbox_core::failure::Failure;
@@ -50,7 +50,7 @@ impl GlobalModel {
             Call::Send => {
                 let item = s.copies[usize::from(r)][usize::from(m)];
                 let owned =
-                    self.acts_on(r, item.home) || self.params.has(Mutation::OwnershipFromImage);
+                    self.acts_on(s, r, item.home) || self.params.has(Mutation::OwnershipFromImage);
                 // Held by the order fence: deferred for the sweeper, not reported.
                 let go = item.status == Status::Pending && owned && !self.fenced_in(s, r, m);
                 go.then(|| self.attempt(s, r, m))
@@ -92,7 +92,7 @@ impl GlobalModel {
     /// Region `r`'s destination accepted `m`; the consumer applies it once.
     fn accepted(&self, s: &mut GState, r: u8, m: u8) {
         let mi = usize::from(m);
-        if owner(s.copies[usize::from(r)][mi].home) != r {
+        if !Self::owns(s, r, s.copies[usize::from(r)][mi].home) {
             s.foreign = true;
         }
         let second = s.published[mi] & (1 << other(r)) != 0;

@@ -49,7 +49,7 @@ impl GlobalModel {
                 let j = usize::from(self.fixture.by_key(key)?);
                 let item = copy[j];
                 let status = match item.status {
-                    Status::Pending if self.acts_on(r, item.home) => "PENDING",
+                    Status::Pending if self.acts_on(s, r, item.home) => "PENDING",
                     // Before issue 36's finding 3 was fixed the confirmation took any
                     // status but `PENDING` as finished: as `SENT`.
                     Status::Pending

@@ -125,6 +125,9 @@ pub struct GMsg {
     /// The regions whose destination refuses it for good (bit per region): poison
     /// there.
     pub refused: u8,
+    /// It is committed only once the failed region runs again (a new message after an
+    /// outage).
+    pub after_outage: bool,
 }
 
 impl GMsg {
@@ -135,6 +138,7 @@ impl GMsg {
             homed: true,
             may_roll_back: false,
             refused: 0,
+            after_outage: false,
         }
     }
 
@@ -144,6 +148,12 @@ impl GMsg {
             homed: false,
             ..GMsg::library(region)
         }
+    }
+
+    /// Committed only once the failed region is back.
+    pub fn after_outage(mut self) -> Self {
+        self.after_outage = true;
+        self
     }
 
     /// Its transaction may also roll back.
@@ -209,6 +219,15 @@ pub struct GlobalParams {
     /// (the order fence, `global/fence.rs`), and the property *per-aggregate order on
     /// FIFO* is checked across both regions' destinations.
     pub fifo: bool,
+    /// The operator's machine runs ahead of the regions' clocks by more than a lease:
+    /// the failback's `SweepDueAt <= now`, evaluated with the operator's `now`, passes
+    /// while a sweep of the surviving region still holds its claim (issue 36, finding 7).
+    pub operator_clock_ahead: bool,
+    /// The operator may change `OUTBOX_DEFAULT_HOME_REGION` on a running region's
+    /// functions while the other region is down or after (the runbook's step when the
+    /// default home fails), twice at most a run; the stream filter keeps the clause it
+    /// was deployed with (issue 36, finding 9).
+    pub move_default_home: bool,
     /// Deliberate bugs.
     pub mutations: Vec<Mutation>,
 }
@@ -221,6 +240,8 @@ impl Default for GlobalParams {
             recover: false,
             failback: false,
             fifo: false,
+            operator_clock_ahead: false,
+            move_default_home: false,
             mutations: Vec::new(),
         }
     }
@@ -354,6 +375,10 @@ pub struct GState {
     /// Monitor: a message was published after a `FAILED` mark, other than as `excused`
     /// allows.
     pub sent_after_failed: bool,
+    /// Each region's functions' default home region now (`OUTBOX_DEFAULT_HOME_REGION`).
+    pub default_home: [u8; 2],
+    /// Changes of a default home made so far (`GlobalParams::move_default_home`).
+    pub home_moves: u8,
     /// Monitor (`GlobalParams::fifo`): a message was first accepted, by either
     /// region's destination, after a later message of its aggregate.
     pub overtaken: bool,
@@ -386,6 +411,8 @@ pub enum GAction {
     Failover(u8),
     /// The failed region's functions start again.
     Recover,
+    /// The operator sets region `r`'s functions' default home region to the second.
+    MoveDefaultHome(u8, u8),
     /// The operator returns message `n` to the recovered region (conditional write in
     /// the survivor's copy).
     Failback(u8),
@@ -447,7 +474,23 @@ impl GlobalModel {
 
     /// Whether region `r`'s functions act on an item whose `HomeRegion` is `home`
     /// (without the filter, `PublishOnEveryReplica`, on every item).
-    fn acts_on(&self, r: u8, home: Option<u8>) -> bool {
+    fn acts_on(&self, s: &GState, r: u8, home: Option<u8>) -> bool {
+        self.params.has(Mutation::PublishOnEveryReplica) || Self::owns(s, r, home)
+    }
+
+    /// Whether region `r`'s functions own an item whose `HomeRegion` is `home` now, as
+    /// `HomeRegions::owns` decides with `r`'s `OUTBOX_DEFAULT_HOME_REGION` of the moment
+    /// (`GState::default_home`).
+    pub fn owns(s: &GState, r: u8, home: Option<u8>) -> bool {
+        HomeRegions::in_region(aws_region(r))
+            .default_home(aws_region(s.default_home[usize::from(r)]))
+            .owns(home.map(aws_region))
+    }
+
+    /// Whether region `r`'s publisher's `FilterCriteria` pass an `INSERT` whose image
+    /// has `HomeRegion` `home`: rendered at deploy time, with the deployed default home
+    /// (`DEFAULT_HOME`), whatever the functions' setting is now.
+    fn filter_passes(&self, r: u8, home: Option<u8>) -> bool {
         self.params.has(Mutation::PublishOnEveryReplica) || owner(home) == r
     }
 

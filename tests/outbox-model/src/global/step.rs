@@ -13,7 +13,12 @@ impl GlobalModel {
             // One aggregate's transactions commit in order (`GlobalParams::fifo`).
             let in_turn =
                 !self.params.fifo || (0..m).all(|e| s.txns[usize::from(e)] != TxnState::Open);
-            if s.txns[usize::from(m)] == TxnState::Open && Self::up(s, msg.region) && in_turn {
+            let in_time = !msg.after_outage || matches!(s.life, Life::Back(_));
+            if s.txns[usize::from(m)] == TxnState::Open
+                && Self::up(s, msg.region)
+                && in_turn
+                && in_time
+            {
                 actions.push(GAction::Commit(m));
                 if msg.may_roll_back {
                     actions.push(GAction::RollBack(m));
@@ -53,7 +58,7 @@ impl GlobalModel {
         let item = s.copies[usize::from(r)][usize::from(m)];
         let poison_anyway = self.params.has(Mutation::PoisonBeforeOwnership)
             && self.params.msgs[usize::from(m)].refused_by(r);
-        item.status == Status::Pending && (self.acts_on(r, item.home) || poison_anyway)
+        item.status == Status::Pending && (self.acts_on(s, r, item.home) || poison_anyway)
     }
 
     fn commit(&self, s: &mut GState, m: u8) {
@@ -107,6 +112,8 @@ impl Model for GlobalModel {
             twice_dead: false,
             sent_after_failed: false,
             overtaken: false,
+            default_home: [super::DEFAULT_HOME; 2],
+            home_moves: 0,
         }]
     }
 
@@ -151,6 +158,7 @@ impl Model for GlobalModel {
             GAction::Crash(r) => Self::crash(&mut s, r),
             GAction::Failover(m) => self.fail_over(&mut s, m),
             GAction::Recover => Self::recover(&mut s),
+            GAction::MoveDefaultHome(r, to) => self.move_default_home(&mut s, r, to),
             GAction::Failback(m) => self.fail_back(&mut s, m),
         }
         Self::normalise(&mut s);
