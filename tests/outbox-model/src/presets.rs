@@ -7,12 +7,20 @@ use crate::params::{Consumer, Kind, Params, Txn};
 pub fn ci() -> Vec<(&'static str, Params)> {
     vec![
         (
-            "rollback and poison on one aggregate, a crash and a faulty call, marker consumer",
+            "a transaction that may roll back, a crash and a faulty call, marker consumer",
+            Params {
+                txns: vec![Txn::library(0, 1).or_roll_back()],
+                ..Params::default()
+            },
+        ),
+        (
+            "rollback and poison on one aggregate, a faulty call, marker consumer",
             Params {
                 txns: vec![
                     Txn::library(0, 1).or_roll_back(),
                     Txn::library(0, 1).kinds(&[Kind::Refused]),
                 ],
+                crashes: 0,
                 ..Params::default()
             },
         ),
@@ -85,21 +93,22 @@ pub fn ci() -> Vec<(&'static str, Params)> {
             },
         ),
         (
-            "FIFO destination, one transaction's two messages whose records reach the stream in any order, a crash and a faulty call",
+            "FIFO destination, one transaction's two messages whose records reach the stream in any order, a faulty call",
             Params {
                 txns: vec![Txn::library(0, 2)],
                 fifo: true,
                 stream_any_order: true,
+                crashes: 0,
                 ..Params::default()
             },
         ),
         (
-            "parallelization factor 2: two transactions of one aggregate in concurrent batches of its shard, records in any order, a crash and a faulty call",
+            "parallelization factor 2: one transaction's two messages in concurrent batches of its shard",
             Params {
-                txns: vec![Txn::library(0, 1), Txn::library(0, 1)],
+                txns: vec![Txn::library(0, 2)],
                 parallelization: 2,
-                stream_any_order: true,
-                batch_size: 1,
+                crashes: 0,
+                faults: 0,
                 ..Params::default()
             },
         ),
@@ -119,6 +128,16 @@ pub fn ci() -> Vec<(&'static str, Params)> {
 /// The deep run: larger instances (minutes, not seconds).
 pub fn deep() -> Vec<(&'static str, Params)> {
     vec![
+        (
+            "rollback and poison on one aggregate, a crash and a faulty call, marker consumer",
+            Params {
+                txns: vec![
+                    Txn::library(0, 1).or_roll_back(),
+                    Txn::library(0, 1).kinds(&[Kind::Refused]),
+                ],
+                ..Params::default()
+            },
+        ),
         (
             "undecodable and unroutable items, exhausted attempts, a redrive",
             Params {
@@ -181,6 +200,24 @@ pub fn deep() -> Vec<(&'static str, Params)> {
                 fence_reads_fail: true,
                 sweepers: 2,
                 redrives: 1,
+                ..Params::default()
+            },
+        ),
+        (
+            "FIFO, one transaction's two messages whose records reach the stream in any order, a crash and a faulty call",
+            Params {
+                txns: vec![Txn::library(0, 2)],
+                fifo: true,
+                stream_any_order: true,
+                ..Params::default()
+            },
+        ),
+        (
+            "parallelization factor 2, one transaction's two messages in concurrent batches of its shard, a faulty call",
+            Params {
+                txns: vec![Txn::library(0, 2)],
+                parallelization: 2,
+                crashes: 0,
                 ..Params::default()
             },
         ),
