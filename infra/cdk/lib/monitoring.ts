@@ -1,5 +1,5 @@
 // Alarms and the dashboard, as plain data (the Terraform module defines the same in
-// infra/terraform/modules/outbox-config/main.tf; the parity check compares them). Metric
+// infra/terraform/modules/outbox/config.tf; both are checked against infra/contract/settings.json). Metric
 // dimensions are the fixed physical names from names(), so both stacks produce
 // identical definitions.
 import { CONTRACT, type OutboxSettings, names } from './config';

@@ -20,7 +20,7 @@
 use crate::{OpsError, Reads, Table, index};
 use aws_sdk_dynamodb::types::AttributeValue;
 use dynamodb_outbox::home::{FAILED_OVER_FROM, HOME_REGION};
-use dynamodb_outbox::schema::{ItemKey, STATUS, SWEEP_DUE_AT, Status};
+use dynamodb_outbox::schema::{ItemKey, RETRY_COUNT, STATUS, SWEEP_DUE_AT, Status};
 use std::time::Duration;
 
 /// What a failover or a failback did.
@@ -49,13 +49,18 @@ pub enum Rehome {
         from_is_default_home: bool,
     },
     /// `failback --to`: the messages failed over from `to`, back to it, due `grace`
-    /// later.
+    /// later — each only if its index entry stayed unchanged for `settle`.
     Failback {
         /// The region they were failed over from.
         to: String,
         /// How long the recovered region's sweeper leaves them to its stream mapping's
         /// replay (`--due-after-seconds`, 60 by default: a commit's grace).
         grace: Duration,
+        /// How long an entry must stay as read before it is taken: at least the
+        /// longest lease a sweep of this region holds (its timeout + 60 s). A sweep's
+        /// claim moves the due time; one that held it when read has ended by then.
+        /// Timed on the operator's own clock, never compared with the sweeper's.
+        settle: Duration,
     },
 }
 
@@ -63,7 +68,11 @@ impl Rehome {
     /// The conditional update of one item: condition, update, and the values its
     /// placeholders name, typed (`#status`, `#home`, `#from`, `#due` are set by the
     /// caller).
-    fn update(&self, now_ms: i64) -> (String, &'static str, Vec<(&'static str, AttributeValue)>) {
+    fn update(
+        &self,
+        now_ms: i64,
+        seen_due: Option<&str>,
+    ) -> (String, &'static str, Vec<(&'static str, AttributeValue)>) {
         let now = AttributeValue::N(now_ms.to_string());
         let region = |name: &String| AttributeValue::S(name.clone());
         match self {
@@ -77,22 +86,34 @@ impl Rehome {
                 } else {
                     "#home = :from"
                 };
+                // The attempt count starts again: a region usually fails gradually (its
+                // queues first), charging attempts its own dead-letter copies could not
+                // honour; kept, they reached the survivor at the limit and were
+                // dead-lettered at its first claim without one send.
                 (
                     format!("#status = :pending AND {theirs}"),
-                    "SET #home = :to, #from = :from, #due = :now",
-                    vec![(":from", region(from)), (":to", region(to)), (":now", now)],
+                    "SET #home = :to, #from = :from, #due = :now, #retries = :zero",
+                    vec![
+                        (":from", region(from)),
+                        (":to", region(to)),
+                        (":now", now),
+                        (":zero", AttributeValue::N("0".into())),
+                    ],
                 )
             }
-            // Not while a sweep of this region holds it (a claim moves its due time past
-            // now): the sweep is publishing it, and the region it returns to would too.
-            // Due after the grace, not now: see the module's comment.
-            Rehome::Failback { to, grace } => {
+            // Not while a sweep of this region holds it: its claim moves the due time, so
+            // the entry must still be as read a settle later (`#due = :seen`). Comparing
+            // the due time with the operator's clock (`#due <= :now`) let an operator
+            // ahead by more than a lease take a message a sweep was still publishing
+            // (issue 36, finding 7). Due after the grace: see the module's comment.
+            Rehome::Failback { to, grace, .. } => {
                 let grace_ms = i64::try_from(grace.as_millis()).unwrap_or(i64::MAX);
                 let due = AttributeValue::N(now_ms.saturating_add(grace_ms).to_string());
+                let seen = AttributeValue::N(seen_due.unwrap_or("0").to_owned());
                 (
-                    "#status = :pending AND #from = :to AND #due <= :now".to_owned(),
+                    "#status = :pending AND #from = :to AND #due = :seen".to_owned(),
                     "SET #home = :to, #due = :due REMOVE #from",
-                    vec![(":to", region(to)), (":now", now), (":due", due)],
+                    vec![(":to", region(to)), (":seen", seen), (":due", due)],
                 )
             }
         }
@@ -108,13 +129,20 @@ pub async fn rehome(
     now_ms: i64,
 ) -> Result<HomesReport, OpsError> {
     let mut report = HomesReport::default();
+    let mut entries = Vec::new();
     for shard in table.keys.sweep_shards.all() {
-        for key in index::keys(client, table, &shard, &mut report.reads).await? {
-            if rehome_one(client, table, &key, rehome, now_ms).await? {
-                report.moved.push(key);
-            } else {
-                report.left += 1;
-            }
+        entries.extend(index::entries(client, table, &shard, &mut report.reads).await?);
+    }
+    if let Rehome::Failback { settle, .. } = rehome {
+        tokio::time::sleep(*settle).await;
+    }
+    for (key, seen) in entries {
+        // A failback without a due time to hold it to leaves the entry alone.
+        let unseen = matches!(rehome, Rehome::Failback { .. }) && seen.due.is_none();
+        if !unseen && rehome_one(client, table, &key, rehome, now_ms, seen.due.as_deref()).await? {
+            report.moved.push(key);
+        } else {
+            report.left += 1;
         }
     }
     Ok(report)
@@ -128,8 +156,9 @@ async fn rehome_one(
     key: &ItemKey,
     rehome: &Rehome,
     now_ms: i64,
+    seen_due: Option<&str>,
 ) -> Result<bool, OpsError> {
-    let (condition, update, values) = rehome.update(now_ms);
+    let (condition, update, values) = rehome.update(now_ms, seen_due);
     let mut request = client
         .update_item()
         .table_name(&table.name)
@@ -144,6 +173,9 @@ async fn rehome_one(
             ":pending",
             AttributeValue::S(Status::Pending.as_str().into()),
         );
+    if update.contains("#retries") {
+        request = request.expression_attribute_names("#retries", RETRY_COUNT);
+    }
     for (name, value) in values {
         request = request.expression_attribute_values(name, value);
     }
@@ -161,37 +193,46 @@ mod tests {
             to: "eu-west-1".into(),
             from_is_default_home: default,
         };
-        let (condition, update, values) = failover(true).update(7);
+        let (condition, update, values) = failover(true).update(7, None);
         assert_eq!(
             condition,
             "#status = :pending AND (#home = :from OR attribute_not_exists(#home))"
         );
-        assert_eq!(update, "SET #home = :to, #from = :from, #due = :now");
+        assert_eq!(
+            update,
+            "SET #home = :to, #from = :from, #due = :now, #retries = :zero"
+        );
         assert!(values.contains(&(":now", AttributeValue::N("7".into()))));
+        // The failed region's attempts are not the survivor's (issue 36, finding 6).
+        assert!(values.contains(&(":zero", AttributeValue::N("0".into()))));
         assert!(values.contains(&(":from", AttributeValue::S("us-east-1".into()))));
         assert_eq!(
-            failover(false).update(7).0,
+            failover(false).update(7, None).0,
             "#status = :pending AND #home = :from"
         );
     }
 
     #[test]
-    fn a_failback_returns_only_what_was_failed_over_from_the_region() {
+    fn a_failback_returns_only_what_was_failed_over_from_the_region_and_unchanged_since_read() {
         let (condition, update, values) = Rehome::Failback {
             to: "us-east-1".into(),
             grace: Duration::from_secs(60),
+            settle: Duration::from_secs(360),
         }
-        .update(9);
+        .update(9, Some("1700000000123"));
+        // Issue 36, finding 7: `#due <= :now` compared the survivor sweeper's lease with
+        // the operator's clock. The entry as read is the condition; the operator's
+        // clock only sets the new due time.
         assert_eq!(
             condition,
-            "#status = :pending AND #from = :to AND #due <= :now"
+            "#status = :pending AND #from = :to AND #due = :seen"
         );
         assert_eq!(update, "SET #home = :to, #due = :due REMOVE #from");
         assert_eq!(
             values,
             [
                 (":to", AttributeValue::S("us-east-1".into())),
-                (":now", AttributeValue::N("9".into())),
+                (":seen", AttributeValue::N("1700000000123".into())),
                 (":due", AttributeValue::N("60009".into()))
             ]
         );

@@ -3,63 +3,58 @@
 # a batch; outbox-recovery consumes that queue, reads the range back from the stream and
 # puts the pending items it finds into the sweeper's index.
 
+mock_provider "aws" {
+  source          = "./tests/mocks"
+  override_during = plan
+}
+
 variables {
-  region = "eu-west-1"
-  resources = {
-    outbox_table_arn          = "arn:aws:dynamodb:eu-west-1:123456789012:table/outbox-table"
-    outbox_stream_arn         = "arn:aws:dynamodb:eu-west-1:123456789012:table/outbox-table/stream/2024-01-01T00:00:00.000"
-    outbox_dlq_arn            = "arn:aws:sqs:eu-west-1:123456789012:outbox-dlq"
-    stream_failures_queue_arn = "arn:aws:sqs:eu-west-1:123456789012:outbox-stream-failures"
-    log_group_arns = {
-      publisher = "arn:aws:logs:eu-west-1:123456789012:log-group:/aws/lambda/outbox-publisher"
-      sweeper   = "arn:aws:logs:eu-west-1:123456789012:log-group:/aws/lambda/outbox-sweeper"
-      recovery  = "arn:aws:logs:eu-west-1:123456789012:log-group:/aws/lambda/outbox-recovery"
-    }
-  }
+  # No bucket ARN was given to these checks: the offload's grants are checked in large_payloads.
+  large_payloads = false
 }
 
 run "names_and_binary" {
-  command = apply
+  command = plan
   variables {
     prefix = "shop"
   }
   assert {
-    condition     = output.names.recovery == "shop-recovery" && output.names.stream_failures_dlq == "shop-stream-failures-dlq"
+    condition     = local.names.recovery == "shop-recovery" && local.names.stream_failures_dlq == "shop-stream-failures-dlq"
     error_message = "The function is <prefix>-recovery, the failure queue's DLQ <prefix>-stream-failures-dlq."
   }
   assert {
-    condition     = output.binaries.recovery == "outbox-recovery"
+    condition     = local.binaries.recovery == "outbox-recovery"
     error_message = "The function runs the cargo lambda binary outbox-recovery (infra/CONTRACT.md)."
   }
   assert {
-    condition     = output.recovery_environment == { OUTBOX_DEPLOYMENT = "shop", OUTBOX_PARTITION_KEY = "PK", OUTBOX_SORT_KEY = "SK", OUTBOX_TTL_ATTRIBUTE = "ExpiresAt", OUTBOX_SWEEP_SHARDS = "16", OUTBOX_REGION = "eu-west-1", OUTBOX_DEFAULT_HOME_REGION = "eu-west-1" }
+    condition     = local.recovery_environment == { OUTBOX_DEPLOYMENT = "shop", OUTBOX_PARTITION_KEY = "PK", OUTBOX_SORT_KEY = "SK", OUTBOX_TTL_ATTRIBUTE = "ExpiresAt", OUTBOX_SWEEP_SHARDS = "16", OUTBOX_REGION = "eu-west-1", OUTBOX_DEFAULT_HOME_REGION = "eu-west-1" }
     error_message = "The recovery function gets OUTBOX_DEPLOYMENT = prefix, the key names and the home regions (modules/outbox adds OUTBOX_TABLE_NAME)."
   }
 }
 
 run "function_and_mapping" {
-  command = apply
+  command = plan
   assert {
-    condition     = output.functions.timeouts.recovery == 60 && output.functions.reserved_concurrency.recovery == null && output.functions.memory_size == 256
+    condition     = local.function_settings.timeouts.recovery == 60 && local.function_settings.reserved_concurrency.recovery == null && local.function_settings.memory_size == 256
     error_message = "The recovery function: 60 s, unreserved, 256 MB."
   }
   assert {
-    condition     = output.recovery_mapping == { batch_size = 10, function_response_types = ["ReportBatchItemFailures"] }
+    condition     = local.recovery_mapping == { batch_size = 10, function_response_types = ["ReportBatchItemFailures"] }
     error_message = "The SQS mapping on the failure queue takes 10 records at a time and reports partial batch failures."
   }
 }
 
 run "failure_queue_visibility_and_redrive" {
-  command = apply
+  command = plan
   variables {
     max_receive_count = 3
   }
   assert {
-    condition     = output.queue_settings.stream_failures_visibility >= 6 * output.functions.timeouts.recovery && output.queue_settings.stream_failures_visibility == 360
+    condition     = local.queue_settings.stream_failures_visibility >= 6 * local.function_settings.timeouts.recovery && local.queue_settings.stream_failures_visibility == 360
     error_message = "The failure queue's visibility timeout is 6 x the recovery function's timeout."
   }
   assert {
-    condition     = output.queue_settings.max_receive_count == 3
+    condition     = local.queue_settings.max_receive_count == 3
     error_message = "The failure queue redrives after max_receive_count receives."
   }
 }
@@ -67,60 +62,60 @@ run "failure_queue_visibility_and_redrive" {
 # The orders example's queues have their own setting (consumer_max_receive_count, 10); this
 # one stays the failure queue's, 5.
 run "failure_queue_redrives_after_5_receives_by_default" {
-  command = apply
+  command = plan
   assert {
-    condition     = output.queue_settings.max_receive_count == 5
+    condition     = local.queue_settings.max_receive_count == 5
     error_message = "The failure queue redrives after 5 receives by default."
   }
 }
 
 run "least_privilege" {
-  command = apply
+  command = plan
   assert {
-    condition     = sort([for s in output.policies.recovery.Statement : s.Sid]) == sort(["ReadOutboxStream", "AdoptIntoSweepIndex", "ConsumeStreamFailures", "WriteOwnLogs"])
+    condition     = sort([for s in local.policies.recovery.Statement : s.Sid]) == sort(["ReadOutboxStream", "AdoptIntoSweepIndex", "ConsumeStreamFailures", "WriteOwnLogs"])
     error_message = "The recovery role reads the stream, adopts items, consumes the failure queue and writes its logs; nothing else (no KMS without a key)."
   }
   assert {
-    condition = [for s in output.policies.recovery.Statement : s if s.Sid == "ReadOutboxStream"][0] == {
+    condition = [for s in local.policies.recovery.Statement : s if s.Sid == "ReadOutboxStream"][0] == {
       Sid      = "ReadOutboxStream"
       Effect   = "Allow"
       Action   = ["dynamodb:GetRecords", "dynamodb:GetShardIterator"]
-      Resource = var.resources.outbox_stream_arn
+      Resource = local.r.outbox_stream_arn
     }
     error_message = "GetShardIterator and GetRecords on the table's stream ARN only (the record names the shard: no DescribeStream)."
   }
   assert {
-    condition = [for s in output.policies.recovery.Statement : s if s.Sid == "AdoptIntoSweepIndex"][0] == {
-      Sid = "AdoptIntoSweepIndex", Effect = "Allow", Action = "dynamodb:UpdateItem", Resource = var.resources.outbox_table_arn
+    condition = [for s in local.policies.recovery.Statement : s if s.Sid == "AdoptIntoSweepIndex"][0] == {
+      Sid = "AdoptIntoSweepIndex", Effect = "Allow", Action = "dynamodb:UpdateItem", Resource = local.r.outbox_table_arn
     }
     error_message = "UpdateItem on the outbox table only."
   }
   assert {
-    condition = [for s in output.policies.recovery.Statement : s if s.Sid == "ConsumeStreamFailures"][0] == {
+    condition = [for s in local.policies.recovery.Statement : s if s.Sid == "ConsumeStreamFailures"][0] == {
       Sid      = "ConsumeStreamFailures"
       Effect   = "Allow"
       Action   = ["sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes"]
-      Resource = var.resources.stream_failures_queue_arn
+      Resource = local.r.stream_failures_queue_arn
     }
     error_message = "Receive, delete and get attributes (what its SQS mapping calls) on the failure queue only."
   }
   assert {
-    condition     = [for s in output.policies.recovery.Statement : s.Resource if s.Sid == "WriteOwnLogs"][0] == "${var.resources.log_group_arns.recovery}:*"
+    condition     = [for s in local.policies.recovery.Statement : s.Resource if s.Sid == "WriteOwnLogs"][0] == "${local.r.log_group_arns.recovery}:*"
     error_message = "The recovery function writes only to its own log group."
   }
   assert {
-    condition     = length(output.policy_json) == 3 && output.policy_json.recovery == jsonencode(output.policies.recovery)
+    condition     = length(local.policy_json) == 3 && local.policy_json.recovery == jsonencode(local.policies.recovery)
     error_message = "Three functions, three policies."
   }
 }
 
 run "kms_key" {
-  command = apply
+  command = plan
   variables {
     kms_key_arn = "arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
   }
   assert {
-    condition = [for s in output.policies.recovery.Statement : s if s.Sid == "UseKmsKey"] == [{
+    condition = [for s in local.policies.recovery.Statement : s if s.Sid == "UseKmsKey"] == [{
       Sid      = "UseKmsKey"
       Effect   = "Allow"
       Action   = ["kms:Decrypt", "kms:DescribeKey", "kms:GenerateDataKey"]
@@ -131,14 +126,14 @@ run "kms_key" {
 }
 
 run "alarms" {
-  command = apply
+  command = plan
   assert {
-    condition     = !contains(keys(output.alarms), "StreamFailuresNotEmpty")
+    condition     = !contains(keys(local.alarms), "StreamFailuresNotEmpty")
     error_message = "The failure queue is consumed now: its depth alarm is replaced by StreamDiscards."
   }
   assert {
-    condition = output.alarms.StreamDiscards == {
-      description         = output.alarms.StreamDiscards.description
+    condition = local.alarms.StreamDiscards == {
+      description         = local.alarms.StreamDiscards.description
       namespace           = "AWS/SQS"
       metric_name         = "NumberOfMessagesSent"
       dimensions          = tomap({ QueueName = "outbox-stream-failures" })
@@ -153,8 +148,8 @@ run "alarms" {
     error_message = "StreamDiscards: a message sent to the failure queue (Lambda gave up on stream records)."
   }
   assert {
-    condition = output.alarms.RecoveryDlqNotEmpty == {
-      description         = output.alarms.RecoveryDlqNotEmpty.description
+    condition = local.alarms.RecoveryDlqNotEmpty == {
+      description         = local.alarms.RecoveryDlqNotEmpty.description
       namespace           = "AWS/SQS"
       metric_name         = "ApproximateNumberOfMessagesVisible"
       dimensions          = tomap({ QueueName = "outbox-stream-failures-dlq" })
@@ -169,8 +164,8 @@ run "alarms" {
     error_message = "RecoveryDlqNotEmpty: the new DLQ holds a message."
   }
   assert {
-    condition = output.alarms.RecoveryRangeLost == {
-      description         = output.alarms.RecoveryRangeLost.description
+    condition = local.alarms.RecoveryRangeLost == {
+      description         = local.alarms.RecoveryRangeLost.description
       namespace           = "DynamoDbOutbox"
       metric_name         = "RecoveryRangeLost"
       dimensions          = tomap({ Service = "outbox" })
@@ -185,8 +180,8 @@ run "alarms" {
     error_message = "RecoveryRangeLost: a discarded range was past the stream's retention (EMF, Service = prefix)."
   }
   assert {
-    condition = alltrue([for metric in ["Errors", "Throttles"] : output.alarms["Recovery${metric}"] == {
-      description         = output.alarms["Recovery${metric}"].description
+    condition = alltrue([for metric in ["Errors", "Throttles"] : local.alarms["Recovery${metric}"] == {
+      description         = local.alarms["Recovery${metric}"].description
       namespace           = "AWS/Lambda"
       metric_name         = metric
       dimensions          = tomap({ FunctionName = "outbox-recovery" })
@@ -203,9 +198,9 @@ run "alarms" {
 }
 
 run "dashboard" {
-  command = apply
+  command = plan
   assert {
-    condition = length([for w in output.dashboard.widgets : w if(
+    condition = length([for w in local.dashboard.widgets : w if(
       contains(w.properties.metrics, ["DynamoDbOutbox", "RecoveredFromStream", "Service", "outbox"])
       && contains(w.properties.metrics, ["DynamoDbOutbox", "RecoveryRangeLost", "Service", "outbox"])
       && contains(w.properties.metrics, ["AWS/SQS", "NumberOfMessagesSent", "QueueName", "outbox-stream-failures"])
@@ -218,7 +213,7 @@ run "dashboard" {
       ["AWS/Lambda", "Errors", "FunctionName", "outbox-recovery"],
       ["AWS/Lambda", "Duration", "FunctionName", "outbox-recovery"],
       ["AWS/Lambda", "Throttles", "FunctionName", "outbox-recovery"],
-    ], concat([for w in output.dashboard.widgets : w.properties.metrics]...))) == 0
+    ], concat([for w in local.dashboard.widgets : w.properties.metrics]...))) == 0
     error_message = "The dashboard shows the new DLQ's depth and the recovery function's errors, duration and throttles."
   }
 }
@@ -229,7 +224,7 @@ run "artifact_is_checked" {
     lambda_asset_dir = "./tests/artifacts/arm64"
   }
   assert {
-    condition     = output.artifacts.recovery == { zip = "./tests/artifacts/arm64/outbox-recovery/bootstrap.zip", architecture = "arm64" }
+    condition     = local.artifacts.recovery == { zip = "./tests/artifacts/arm64/outbox-recovery/bootstrap.zip", architecture = "arm64" }
     error_message = "The module deploys outbox-recovery/bootstrap.zip, its architecture read from the ELF header."
   }
 }
@@ -239,9 +234,9 @@ run "artifact_missing" {
   variables {
     lambda_asset_dir = "./tests/artifacts/no-recovery"
   }
-  expect_failures = [output.artifacts]
+  expect_failures = [aws_lambda_function.this]
   assert {
-    condition = output.artifact_problems == [
+    condition = local.artifact_problems == [
       "./tests/artifacts/no-recovery/outbox-recovery/bootstrap.zip not found. Build it with `cargo lambda build --release --arm64` and then `cargo lambda build --release --arm64 --output-format zip` at the repository root (the second zips the first's binary), or set architecture to the one you built.",
     ]
     error_message = "A build without outbox-recovery (an older scripts/package) is refused, naming the file."
