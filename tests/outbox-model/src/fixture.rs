@@ -4,10 +4,11 @@
 //! what `dynamodb_outbox_core::schema::decode` reads from the same image; and the destination
 //! receives what `plan` builds for it.
 
-use crate::params::{Home, Kind, Params, Producer};
+use crate::params::{Home, Kind, Mutation, Params, Producer};
 use aws_lambda_events::event::dynamodb::EventRecord;
 use dynamodb_outbox_core::HomeRegions;
 use dynamodb_outbox_core::config::PublisherConfig;
+use dynamodb_outbox_core::home::HomeSeen;
 use dynamodb_outbox_core::keys::KeyNames;
 use dynamodb_outbox_core::message::AttrValue;
 use dynamodb_outbox_core::policy::{Member, Sibling};
@@ -135,6 +136,19 @@ pub fn stream_filter_passes(home: Home) -> bool {
     }
 }
 
+/// What the real `HomeSeen::of` reads of an item whose `HomeRegion` is `home`.
+pub fn home_seen(home: Home) -> HomeSeen {
+    let key = ItemKey {
+        pk: "AGG#0".into(),
+        sk: "MESSAGE#E#000".into(),
+    };
+    let mut image = serde_json::json!({"PK": {"S": key.pk}, "SK": {"S": key.sk}});
+    if let (Some(o), Some(value)) = (image.as_object_mut(), home_attribute(home)) {
+        o.insert("HomeRegion".into(), value);
+    }
+    record(&key, image, 0).map_or(HomeSeen::Absent, |r| HomeSeen::of(&r.change.new_image))
+}
+
 impl Fixture {
     /// The messages of `params`.
     pub fn new(params: &Params) -> Self {
@@ -169,6 +183,9 @@ impl Fixture {
                 business_records_kept += 1;
             }
             seq += 1;
+            // The library names on each message the one it wrote before it of the
+            // aggregate in the same transaction (`Follows`).
+            let mut last_sk: Option<String> = None;
             for kind in &txn.messages {
                 let n = msgs.len();
                 let indexed = txn.producer == Producer::Library;
@@ -188,6 +205,11 @@ impl Fixture {
                         format!("MESSAGE#E#{n:03}")
                     },
                 };
+                let follows = if indexed {
+                    last_sk.replace(key.sk.clone())
+                } else {
+                    None
+                };
                 let topic = if *kind == Kind::Unroutable {
                     "nowhere"
                 } else {
@@ -205,6 +227,9 @@ impl Fixture {
                     }
                     if let Some(home) = home_attribute(txn.home) {
                         o.insert("HomeRegion".into(), home);
+                    }
+                    if let Some(before) = follows.filter(|_| !params.has(Mutation::NoFollows)) {
+                        o.insert("Follows".into(), serde_json::json!({ "S": before }));
                     }
                     if indexed {
                         o.insert("MessageId".into(), serde_json::json!({ "S": uuid }));

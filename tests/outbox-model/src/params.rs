@@ -163,6 +163,11 @@ pub enum Mutation {
     /// its fix: one transaction's records that reach the publisher as [A2, A1] are
     /// sent A2, A1 (the model puts the plan's positions back in batch order).
     PlanKeepsStreamOrder,
+    /// Issue 36, finding 1 across batches: the library's producer writes no `Follows`
+    /// (the message before it in the same transaction), as before the fix, so a
+    /// transaction's later message alone in a batch meets a fence whose index may not
+    /// list the earlier one yet.
+    NoFollows,
     /// Issue 36, finding 5: the claim's ownership condition as before its fix,
     /// `(#home = :home OR attribute_not_exists(#home))`: a `HomeRegion` that is `NULL`,
     /// empty or padded — which `HomeRegions::owns` calls the deployment's — is refused

@@ -88,31 +88,32 @@ impl OutboxModel {
             })
     }
 
-    /// Whether a claim's ownership condition (`HomeRegions::ownership_condition`, the
-    /// deployment's, on the item's `HomeRegion` as stored) accepts an item whose
-    /// `HomeRegion` is `home`. DynamoDB evaluates the condition, so the model does:
-    /// `#home = :home` holds for a string attribute exactly equal to the region (not
-    /// padded, not a `NULL`), `attribute_not_exists(#home)` only without the
-    /// attribute. A condition the model does not know is taken to accept what the
-    /// sweeper read (the fix of issue 36's finding 5); `ClaimRefusesOddHome` keeps
-    /// today's.
+    /// Whether a claim accepts an item whose `HomeRegion` is `home`. DynamoDB
+    /// evaluates the claim's condition, so the model does: the general ownership
+    /// condition (`HomeRegions::ownership_condition`, `#home = :home` holds for a
+    /// string attribute exactly equal to the region — not padded, not a `NULL` —,
+    /// `attribute_not_exists(#home)` only without the attribute); refused, the claim is
+    /// made once more on the exact value the refusal returned when the deployment owns
+    /// it (`HomeSeen::of`, `HomeRegions::exact_ownership`: issue 36's fix of finding
+    /// 5), which nothing in this model changes between the two calls.
+    /// `ClaimRefusesOddHome` makes the first call only, as before the fix.
     pub(crate) fn claim_accepts(&self, home: Home) -> bool {
         let regions = crate::fixture::regions();
         let Some((condition, region)) = regions.ownership_condition() else {
             return true;
         };
         let equal = home == Home::Region && region == crate::fixture::REGION;
-        let absent = home == Home::Absent;
-        let today = if self.params.has(Mutation::ClaimRefusesOddHome) {
-            "(#home = :home OR attribute_not_exists(#home))"
-        } else {
-            condition
-        };
-        match today {
-            "(#home = :home OR attribute_not_exists(#home))" => equal || absent,
+        let general = match condition {
+            "(#home = :home OR attribute_not_exists(#home))" => equal || home == Home::Absent,
             "#home = :home" => equal,
-            _ => true,
+            other => panic!("the model does not know the claim's condition `{other}`"),
+        };
+        if general || self.params.has(Mutation::ClaimRefusesOddHome) {
+            return general;
         }
+        regions
+            .exact_ownership(&crate::fixture::home_seen(home))
+            .is_some()
     }
 
     /// Whether `item`'s `SweepDueAt` is still what `sw`'s claim wrote.
