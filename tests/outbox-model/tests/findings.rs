@@ -143,3 +143,22 @@ fn finding_9_open_a_default_home_moved_at_run_time_is_owned_by_two_regions_or_no
     };
     found_globally(p, ONE_REGION);
 }
+
+/// Found by the model beside finding 2, open, at factor 1 and with no fault: two
+/// transactions of one aggregate committed a moment apart; AWS orders stream records
+/// per item only, so A2's record may come first, alone in its batch, while the index
+/// has not taken A1's write: the fence finds nothing earlier and sends A2 first.
+/// (`Follows` covers one transaction's messages, not two transactions.)
+#[test]
+fn finding_open_two_transactions_records_reversed_and_an_index_lagging_writes_let_a_later_message_overtake()
+ {
+    let p = Params {
+        fifo: true,
+        stream_any_order: true,
+        batch_size: 1,
+        index_lag: true,
+        index_lags_writes: true,
+        ..quiet(vec![Txn::library(0, 1), Txn::library(0, 1)])
+    };
+    found(p, FIFO_ORDER);
+}
