@@ -178,6 +178,11 @@ pub enum Mutation {
     /// finished, as before its fix: after a failover, a message committed in the
     /// recovered region overtakes its aggregate's earlier one the survivor still holds.
     FenceTrustsPendingElsewhereAsDone,
+    /// Global tables, issue 36 finding 7: the failback's condition compares
+    /// `SweepDueAt` with the operator's clock (`<= now`), as before its fix; with
+    /// `GlobalParams::operator_clock_ahead` it takes a message the surviving region's
+    /// sweep holds.
+    FailbackComparesOperatorClock,
     /// Global tables (`crate::global`): no ownership filter — every region's
     /// publisher publishes every `INSERT` its replica's stream carries (replicated ones
     /// too) and every region's sweeper sweeps every pending item, as before issue 25.

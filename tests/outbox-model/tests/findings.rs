@@ -111,22 +111,6 @@ fn finding_2_open_at_factor_1_a_discarded_message_is_overtaken_behind_an_index_l
     found(p, FIFO_ORDER);
 }
 
-/// Finding 7, open: the failback's condition compares `SweepDueAt` with the operator's
-/// clock; a machine ahead by more than a lease takes back a message the survivor's
-/// sweep has claimed and is sending: both regions publish it.
-#[test]
-fn finding_7_open_an_operator_clock_ahead_lets_the_failback_race_the_surviving_sweep() {
-    let p = GlobalParams {
-        msgs: vec![GMsg::library(A)],
-        crash: Crash::Of(A),
-        recover: true,
-        failback: true,
-        operator_clock_ahead: true,
-        ..GlobalParams::default()
-    };
-    found_globally(p, ONE_REGION);
-}
-
 /// Finding 9, open: the runbook moves the default home while it is down
 /// (`OUTBOX_DEFAULT_HOME_REGION` on the survivor's functions), but the publishers'
 /// stream filters keep the clause they were deployed with, and the two regions'

@@ -316,3 +316,25 @@ fn global_a_message_pending_in_the_other_region_still_fences_its_aggregate() {
         FIFO_ORDER,
     );
 }
+
+/// Issue 36, finding 7, fixed in `outbox-ops failback`: the failback's condition
+/// compared `SweepDueAt` with the operator's clock; a machine ahead by more than a
+/// lease took back a message the survivor's sweep had claimed and was sending, and
+/// both regions published it. It now holds each entry to the due time it read, a
+/// settle later; `FailbackComparesOperatorClock` restores the code before.
+#[test]
+fn global_an_operator_clock_ahead_no_longer_lets_the_failback_race_the_surviving_sweep() {
+    let p = GlobalParams {
+        msgs: vec![GMsg::library(A)],
+        crash: Crash::Of(A),
+        recover: true,
+        failback: true,
+        operator_clock_ahead: true,
+        ..GlobalParams::default()
+    };
+    holds_globally(p.clone());
+    caught_globally(
+        p.mutated(Mutation::FailbackComparesOperatorClock),
+        ONE_REGION,
+    );
+}

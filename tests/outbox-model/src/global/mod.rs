@@ -219,9 +219,11 @@ pub struct GlobalParams {
     /// (the order fence, `global/fence.rs`), and the property *per-aggregate order on
     /// FIFO* is checked across both regions' destinations.
     pub fifo: bool,
-    /// The operator's machine runs ahead of the regions' clocks by more than a lease:
-    /// the failback's `SweepDueAt <= now`, evaluated with the operator's `now`, passes
-    /// while a sweep of the surviving region still holds its claim (issue 36, finding 7).
+    /// The operator's machine runs ahead of the regions' clocks by more than a lease
+    /// (issue 36, finding 7): a failback that compared `SweepDueAt` with the operator's
+    /// `now` (`Mutation::FailbackComparesOperatorClock`) took a message a sweep of the
+    /// surviving region still held; the failback now holds the entry to the due time
+    /// it read, on no one's clock.
     pub operator_clock_ahead: bool,
     /// The operator may change `OUTBOX_DEFAULT_HOME_REGION` on a running region's
     /// functions while the other region is down or after (the runbook's step when the

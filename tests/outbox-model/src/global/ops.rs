@@ -66,9 +66,13 @@ impl GlobalModel {
         let survivor = other(failed);
         for m in 0..self.n() {
             let item = s.copies[usize::from(survivor)][usize::from(m)];
-            let free = !Self::claimed(s, survivor, m)
-                || p.has(Mutation::FailbackIgnoresClaim)
-                || p.operator_clock_ahead;
+            // The failback holds each entry to the due time it read, a settle (the
+            // longest lease) later: a sweep that holds or takes a claim meanwhile moves
+            // it. Compared with the operator's clock instead, as before issue 36's
+            // finding 7 was fixed, an operator ahead by more than a lease took it.
+            let clock = p.operator_clock_ahead && p.has(Mutation::FailbackComparesOperatorClock);
+            let free =
+                !Self::claimed(s, survivor, m) || p.has(Mutation::FailbackIgnoresClaim) || clock;
             if Self::returns(item, failed) && free {
                 actions.push(GAction::Failback(m));
             }
