@@ -7,7 +7,7 @@ use outbox_model::global::props::{
     DEAD_LETTER_IFF_FAILED, FAILED_STAYS_UNSENT, ONE_DEAD_LETTER, ONE_REGION, OWNER_PUBLISHES,
 };
 use outbox_model::global::{A, B, Crash, GMsg, GlobalModel, GlobalParams};
-use outbox_model::props::ENDS;
+use outbox_model::props::{ENDS, FIFO_ORDER};
 
 /// The two-region model: `params` mutated is caught by `property`; returns the length
 /// of the counterexample (breadth first: near the shortest).
@@ -293,4 +293,26 @@ fn global_a_failover_that_ignores_the_default_home_strands_a_minimal_producers_m
         holds_globally(p.clone());
         caught_globally(p.mutated(Mutation::FailoverIgnoresDefaultHome), ENDS);
     }
+}
+
+/// Issue 36, finding 3, fixed in `Pending::confirm`: A1 is committed in `A`, `A` fails
+/// before publishing it, the failover re-homes it into `B`; `A` comes back and A2 is
+/// committed there. `A`'s fence lists A1 and confirms it by a consistent read, which
+/// answers `PENDING_ELSEWHERE` (pending, homed in `B`): taken as finished, A2 was sent
+/// before `B` sent A1. Any status but `SENT`, `FAILED` or gone fences now;
+/// `FenceTrustsPendingElsewhereAsDone` restores the code before.
+#[test]
+fn global_a_message_pending_in_the_other_region_still_fences_its_aggregate() {
+    let p = GlobalParams {
+        msgs: vec![GMsg::library(A), GMsg::library(A).after_outage()],
+        crash: Crash::Of(A),
+        recover: true,
+        fifo: true,
+        ..GlobalParams::default()
+    };
+    holds_globally(p.clone());
+    caught_globally(
+        p.mutated(Mutation::FenceTrustsPendingElsewhereAsDone),
+        FIFO_ORDER,
+    );
 }

@@ -63,6 +63,7 @@
 //! one, after the same claim; the single-region model counts attempts), a redrive.
 
 mod attempt;
+mod fence;
 mod ops;
 pub mod props;
 mod replica;
@@ -71,7 +72,7 @@ mod step;
 
 pub use run::{check, describe, find};
 
-use crate::params::Mutation;
+use crate::params::{Mutation, Params, Txn};
 use crate::state::{Status, TxnState};
 use dynamodb_outbox_core::HomeRegions;
 
@@ -124,6 +125,9 @@ pub struct GMsg {
     /// The regions whose destination refuses it for good (bit per region): poison
     /// there.
     pub refused: u8,
+    /// It is committed only once the failed region runs again (a new message after an
+    /// outage).
+    pub after_outage: bool,
 }
 
 impl GMsg {
@@ -134,6 +138,7 @@ impl GMsg {
             homed: true,
             may_roll_back: false,
             refused: 0,
+            after_outage: false,
         }
     }
 
@@ -143,6 +148,12 @@ impl GMsg {
             homed: false,
             ..GMsg::library(region)
         }
+    }
+
+    /// Committed only once the failed region is back.
+    pub fn after_outage(mut self) -> Self {
+        self.after_outage = true;
+        self
     }
 
     /// Its transaction may also roll back.
@@ -202,6 +213,21 @@ pub struct GlobalParams {
     pub recover: bool,
     /// After it came back, the operator may fail back.
     pub failback: bool,
+    /// The messages are one aggregate's, committed in order, routed to FIFO
+    /// destinations: each region's stream publisher and sweep read the aggregate's
+    /// pending messages first and hold a message behind an earlier one still pending
+    /// (the order fence, `global/fence.rs`), and the property *per-aggregate order on
+    /// FIFO* is checked across both regions' destinations.
+    pub fifo: bool,
+    /// The operator's machine runs ahead of the regions' clocks by more than a lease:
+    /// the failback's `SweepDueAt <= now`, evaluated with the operator's `now`, passes
+    /// while a sweep of the surviving region still holds its claim (issue 36, finding 7).
+    pub operator_clock_ahead: bool,
+    /// The operator may change `OUTBOX_DEFAULT_HOME_REGION` on a running region's
+    /// functions while the other region is down or after (the runbook's step when the
+    /// default home fails), twice at most a run; the stream filter keeps the clause it
+    /// was deployed with (issue 36, finding 9).
+    pub move_default_home: bool,
     /// Deliberate bugs.
     pub mutations: Vec<Mutation>,
 }
@@ -213,6 +239,9 @@ impl Default for GlobalParams {
             crash: Crash::Of(A),
             recover: false,
             failback: false,
+            fifo: false,
+            operator_clock_ahead: false,
+            move_default_home: false,
             mutations: Vec::new(),
         }
     }
@@ -346,6 +375,13 @@ pub struct GState {
     /// Monitor: a message was published after a `FAILED` mark, other than as `excused`
     /// allows.
     pub sent_after_failed: bool,
+    /// Each region's functions' default home region now (`OUTBOX_DEFAULT_HOME_REGION`).
+    pub default_home: [u8; 2],
+    /// Changes of a default home made so far (`GlobalParams::move_default_home`).
+    pub home_moves: u8,
+    /// Monitor (`GlobalParams::fifo`): a message was first accepted, by either
+    /// region's destination, after a later message of its aggregate.
+    pub overtaken: bool,
 }
 
 /// One step.
@@ -375,6 +411,8 @@ pub enum GAction {
     Failover(u8),
     /// The failed region's functions start again.
     Recover,
+    /// The operator sets region `r`'s functions' default home region to the second.
+    MoveDefaultHome(u8, u8),
     /// The operator returns message `n` to the recovered region (conditional write in
     /// the survivor's copy).
     Failback(u8),
@@ -385,12 +423,31 @@ pub enum GAction {
 pub struct GlobalModel {
     /// What is explored.
     pub params: GlobalParams,
+    /// The messages as the real code sees them (one aggregate, a transaction each), for
+    /// the order fence's decisions.
+    pub fixture: crate::fixture::Fixture,
 }
 
 impl GlobalModel {
     /// The model of `params`.
     pub fn new(params: GlobalParams) -> Self {
-        GlobalModel { params }
+        let txns = params
+            .msgs
+            .iter()
+            .map(|m| {
+                if m.homed {
+                    Txn::library(0, 1)
+                } else {
+                    Txn::minimal(0, 1)
+                }
+            })
+            .collect();
+        let fixture = crate::fixture::Fixture::new(&Params {
+            txns,
+            fifo: true,
+            ..Params::default()
+        });
+        GlobalModel { params, fixture }
     }
 
     fn n(&self) -> u8 {
@@ -417,7 +474,23 @@ impl GlobalModel {
 
     /// Whether region `r`'s functions act on an item whose `HomeRegion` is `home`
     /// (without the filter, `PublishOnEveryReplica`, on every item).
-    fn acts_on(&self, r: u8, home: Option<u8>) -> bool {
+    fn acts_on(&self, s: &GState, r: u8, home: Option<u8>) -> bool {
+        self.params.has(Mutation::PublishOnEveryReplica) || Self::owns(s, r, home)
+    }
+
+    /// Whether region `r`'s functions own an item whose `HomeRegion` is `home` now, as
+    /// `HomeRegions::owns` decides with `r`'s `OUTBOX_DEFAULT_HOME_REGION` of the moment
+    /// (`GState::default_home`).
+    pub fn owns(s: &GState, r: u8, home: Option<u8>) -> bool {
+        HomeRegions::in_region(aws_region(r))
+            .default_home(aws_region(s.default_home[usize::from(r)]))
+            .owns(home.map(aws_region))
+    }
+
+    /// Whether region `r`'s publisher's `FilterCriteria` pass an `INSERT` whose image
+    /// has `HomeRegion` `home`: rendered at deploy time, with the deployed default home
+    /// (`DEFAULT_HOME`), whatever the functions' setting is now.
+    fn filter_passes(&self, r: u8, home: Option<u8>) -> bool {
         self.params.has(Mutation::PublishOnEveryReplica) || owner(home) == r
     }
 

@@ -9,6 +9,14 @@ use crate::state::Status;
 impl GlobalModel {
     /// The operator's and the outage's steps enabled in `s`.
     pub(super) fn outage_actions(&self, s: &GState, actions: &mut Vec<GAction>) {
+        if self.params.move_default_home && s.life != Life::Up && s.home_moves < 2 {
+            for r in [super::A, super::B] {
+                let to = other(s.default_home[usize::from(r)]);
+                if Self::up(s, r) {
+                    actions.push(GAction::MoveDefaultHome(r, to));
+                }
+            }
+        }
         match s.life {
             Life::Up => {
                 for r in [super::A, super::B] {
@@ -58,7 +66,9 @@ impl GlobalModel {
         let survivor = other(failed);
         for m in 0..self.n() {
             let item = s.copies[usize::from(survivor)][usize::from(m)];
-            let free = !Self::claimed(s, survivor, m) || p.has(Mutation::FailbackIgnoresClaim);
+            let free = !Self::claimed(s, survivor, m)
+                || p.has(Mutation::FailbackIgnoresClaim)
+                || p.operator_clock_ahead;
             if Self::returns(item, failed) && free {
                 actions.push(GAction::Failback(m));
             }
@@ -124,6 +134,26 @@ impl GlobalModel {
             stamp: 0,
         };
         self.write(s, survivor, m, rehomed);
+    }
+
+    /// The operator sets region `r`'s default home to `to`. Moving it to the survivor
+    /// while the default home is down is a failover of the items without `HomeRegion`:
+    /// what the failed region published or dead-lettered and the survivor's copy still
+    /// shows `PENDING` may go again, the duplicate a failover allows (`GState::excused`).
+    pub(super) fn move_default_home(&self, s: &mut GState, r: u8, to: u8) {
+        if Self::failed_region(s) == Some(other(r)) && s.life == Life::Down(other(r)) && to == r {
+            let failed = other(r);
+            for m in 0..self.n() {
+                let item = s.copies[usize::from(r)][usize::from(m)];
+                let acted =
+                    (s.published[usize::from(m)] | s.dead_lettered[usize::from(m)]) & (1 << failed);
+                if item.status == Status::Pending && item.home.is_none() && acted != 0 {
+                    s.excused |= 1 << m;
+                }
+            }
+        }
+        s.default_home[usize::from(r)] = to;
+        s.home_moves += 1;
     }
 
     /// The failed region's functions start again.

@@ -21,6 +21,11 @@ pub fn describe(action: &GAction) -> String {
         GAction::Crash(g) => format!("region {} CRASHES", r(g)),
         GAction::Failover(m) => format!("operator fails m{m} over into the surviving region"),
         GAction::Recover => "the failed region's functions start again".into(),
+        GAction::MoveDefaultHome(g, to) => format!(
+            "operator sets {}'s OUTBOX_DEFAULT_HOME_REGION to {}",
+            r(g),
+            r(to)
+        ),
         GAction::Failback(m) => format!("operator fails m{m} back to the recovered region"),
     }
 }
