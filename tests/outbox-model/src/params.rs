@@ -168,7 +168,7 @@ pub enum Mutation {
     /// transaction's later message alone in a batch meets a fence whose index may not
     /// list the earlier one yet.
     NoFollows,
-    /// Issue 36, finding 5: the claim's ownership condition as before its fix,
+    /// Issue 36, finding 5 (also in `crate::global`): the claim's ownership condition as before its fix,
     /// `(#home = :home OR attribute_not_exists(#home))`: a `HomeRegion` that is `NULL`,
     /// empty or padded — which `HomeRegions::owns` calls the deployment's — is refused
     /// at every sweep, and the message parks.
