@@ -28,16 +28,21 @@ export interface ContractSetting {
 }
 
 export interface ContractAlarm {
+  /** What it means and what to do; <prefix> is the deployment's. */
+  readonly description: string;
   readonly namespace: string;
   readonly metric: string;
   readonly statistic: string;
-  /** Seconds, or a formula of the settings. */
-  readonly period: number | string;
+  /** Seconds; with period_at_least_sweep, the sweep period when that is longer. */
+  readonly period: number;
+  readonly period_at_least_sweep?: boolean;
   readonly evaluation_periods: number;
   readonly datapoints_to_alarm: number;
   /** A number, or the setting that gives it. */
   readonly threshold: number | string;
-  readonly missing_data: string;
+  readonly missing_data: 'breaching' | 'notBreaching';
+  /** The one dimension, "<Name> <value>" with <prefix> for the deployment's prefix. */
+  readonly dimension: string;
 }
 
 export interface DeploymentContract {

@@ -85,9 +85,10 @@ describe('the construct follows infra/contract/settings.json', () => {
     for (const [name, a] of Object.entries(DEPLOYMENT_CONTRACT.alarms)) {
       const got = alarms[name];
       assert.deepEqual(
-        [got.Namespace, got.MetricName, got.Statistic, got.Period, got.EvaluationPeriods, got.DatapointsToAlarm, got.Threshold, got.TreatMissingData],
-        [a.namespace, a.metric, a.statistic, typeof a.period === 'number' ? a.period : 300, a.evaluation_periods, a.datapoints_to_alarm,
-          typeof a.threshold === 'number' ? a.threshold : thresholds[a.threshold], a.missing_data],
+        [got.Namespace, got.MetricName, (got.Dimensions as Array<{ Name: string; Value: string }>).map((d) => `${d.Name} ${d.Value}`).join(' '),
+          got.Statistic, got.Period, got.EvaluationPeriods, got.DatapointsToAlarm, got.Threshold, got.ComparisonOperator, got.TreatMissingData],
+        [a.namespace, a.metric, a.dimension.replace('<prefix>', 'outbox'), a.statistic, typeof a.period === 'number' ? a.period : 300,
+          a.evaluation_periods, a.datapoints_to_alarm, typeof a.threshold === 'number' ? a.threshold : thresholds[a.threshold], 'GreaterThanThreshold', a.missing_data],
         name,
       );
     }

@@ -168,7 +168,7 @@ pub enum Mutation {
     /// transaction's later message alone in a batch meets a fence whose index may not
     /// list the earlier one yet.
     NoFollows,
-    /// Issue 36, finding 5: the claim's ownership condition as before its fix,
+    /// Issue 36, finding 5 (also in `crate::global`): the claim's ownership condition as before its fix,
     /// `(#home = :home OR attribute_not_exists(#home))`: a `HomeRegion` that is `NULL`,
     /// empty or padded — which `HomeRegions::owns` calls the deployment's — is refused
     /// at every sweep, and the message parks.
@@ -178,6 +178,11 @@ pub enum Mutation {
     /// finished, as before its fix: after a failover, a message committed in the
     /// recovered region overtakes its aggregate's earlier one the survivor still holds.
     FenceTrustsPendingElsewhereAsDone,
+    /// Global tables, issue 36 finding 7: the failback's condition compares
+    /// `SweepDueAt` with the operator's clock (`<= now`), as before its fix; with
+    /// `GlobalParams::operator_clock_ahead` it takes a message the surviving region's
+    /// sweep holds.
+    FailbackComparesOperatorClock,
     /// Global tables (`crate::global`): no ownership filter — every region's
     /// publisher publishes every `INSERT` its replica's stream carries (replicated ones
     /// too) and every region's sweeper sweeps every pending item, as before issue 25.

@@ -1,4 +1,4 @@
-# Every alarm is defined in config.tf (local.alarms; infra/contract/settings.json lists them), named <prefix>-<key>:
+# Every alarm is the contract's (alarms_contract.tf, generated from infra/contract/settings.json), named <prefix>-<key>:
 # dead-letter queues not empty, stream discards (messages sent to the failure queue),
 # publisher IteratorAge, sweeper recovering, recovery range lost, denied calls
 # (AccessDenied), unread FIFO fences (FenceUnread), oldest pending message (missing data

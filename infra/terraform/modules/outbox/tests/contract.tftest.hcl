@@ -41,7 +41,9 @@ run "defaults_match_the_contract" {
       && local.alarms[k].period == try(tonumber(a.period), 300) && local.alarms[k].evaluation_periods == a.evaluation_periods
       && local.alarms[k].datapoints_to_alarm == a.datapoints_to_alarm && local.alarms[k].treat_missing_data == a.missing_data
       && local.alarms[k].threshold == try(tonumber(a.threshold), lookup({ iterator_age_threshold_ms = var.iterator_age_threshold_ms, oldest_pending_threshold_seconds = var.oldest_pending_threshold_seconds }, a.threshold))
+      && local.alarms[k].comparison_operator == "GreaterThanThreshold"
+      && join(" ", flatten([for d, v in local.alarms[k].dimensions : [d, v]])) == replace(a.dimension, "<prefix>", var.prefix)
     )])
-    error_message = "Each alarm's metric, statistic, period, evaluation, threshold and missing data are the contract's."
+    error_message = "Each alarm's metric, dimension, statistic, period, evaluation, threshold (above it) and missing data are the contract's."
   }
 }

@@ -88,21 +88,6 @@ run "every_function_knows_its_deployment" {
   }
 }
 
-run "oldest_pending_alarm_sees_a_dead_sweeper" {
-  command = plan
-  assert {
-    condition = {
-      for k, v in local.alarms.OldestPendingTooOld : k => v if contains(["treat_missing_data", "period", "evaluation_periods", "datapoints_to_alarm"], k)
-      } == {
-      treat_missing_data  = "breaching"
-      period              = 300
-      evaluation_periods  = 3
-      datapoints_to_alarm = 1
-    }
-    error_message = "Missing OldestPendingAgeSeconds is breaching; any breach in 3 five-minute periods keeps the alarm through a 15-minute backoff."
-  }
-}
-
 run "oldest_pending_period_follows_a_slow_schedule" {
   command = plan
   variables {
@@ -111,42 +96,6 @@ run "oldest_pending_period_follows_a_slow_schedule" {
   assert {
     condition     = local.alarms.OldestPendingTooOld.period == 600
     error_message = "The period is never shorter than the sweep schedule (else every period without a sweep would breach)."
-  }
-}
-
-run "errors_and_throttles_alarms_for_the_three_functions" {
-  command = plan
-  assert {
-    condition = alltrue(flatten([for fn, name in { Publisher = "outbox-publisher", Sweeper = "outbox-sweeper", Recovery = "outbox-recovery" } : [
-      for metric in ["Errors", "Throttles"] : local.alarms["${fn}${metric}"] == {
-        description         = local.alarms["${fn}${metric}"].description
-        namespace           = "AWS/Lambda"
-        metric_name         = metric
-        dimensions          = tomap({ FunctionName = name })
-        statistic           = "Sum"
-        period              = 300
-        evaluation_periods  = 3
-        datapoints_to_alarm = 3
-        threshold           = 0
-        comparison_operator = "GreaterThanThreshold"
-        treat_missing_data  = "notBreaching"
-      }
-    ]]))
-    error_message = "Errors and Throttles of each function alarm in 3 of 3 five-minute periods."
-  }
-}
-
-run "every_dead_letter_queue_is_alarmed" {
-  command = plan
-  assert {
-    condition = toset([for a in values(local.alarms) : a.dimensions.QueueName if a.metric_name == "ApproximateNumberOfMessagesVisible"]) == toset([
-      "outbox-dlq", "outbox-stream-failures-dlq",
-    ])
-    error_message = "Each DLQ of the outbox (the outbox DLQ, the recovery DLQ) has a not-empty alarm; the failure queue is consumed, StreamDiscards watches what is sent to it. (The orders example alarms its own: examples/orders-config.)"
-  }
-  assert {
-    condition     = length(local.alarms) == 15
-    error_message = "15 alarms: 2 DLQs, stream discards, iterator age, 5 outbox metrics, Errors and Throttles of 3 functions."
   }
 }
 
@@ -199,27 +148,12 @@ run "dashboard_shows_sweep_errors" {
 
 # The functions' own signals an operator must act on: any AccessDenied (a role lacks a grant;
 # emitted only when a call is denied, so missing data is no breach) and any FenceUnread (FIFO
-# messages held and charged because the order fence could not read; 0 on every run).
-run "access_denied_and_fence_unread_alarm_on_any" {
+# messages held and charged because the order fence could not read; 0 on every run). Every
+# alarm's metric and evaluation: contract.tftest.hcl.
+run "access_denied_and_fence_unread_say_what_to_do" {
   command = plan
   variables {
     prefix = "shop"
-  }
-  assert {
-    condition = alltrue([for metric in ["AccessDenied", "FenceUnread"] : local.alarms[metric] == {
-      description         = local.alarms[metric].description
-      namespace           = "DynamoDbOutbox"
-      metric_name         = metric
-      dimensions          = tomap({ Service = "shop" })
-      statistic           = "Sum"
-      period              = 300
-      evaluation_periods  = 1
-      datapoints_to_alarm = 1
-      threshold           = 0
-      comparison_operator = "GreaterThanThreshold"
-      treat_missing_data  = "notBreaching"
-    }])
-    error_message = "AccessDenied and FenceUnread alarm on any (Sum > 0) in one 5-minute period of the deployment's metrics; no data is no breach."
   }
   assert {
     condition     = strcontains(local.alarms.AccessDenied.description, "docs/iam.md") && strcontains(local.alarms.FenceUnread.description, "FAILED")
