@@ -18,9 +18,12 @@
 //! adopted yet is not in it (its default home's sweeper adopts it).
 
 use crate::{OpsError, Reads, Table, index};
+use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::AttributeValue;
-use dynamodb_outbox::home::{FAILED_OVER_FROM, HOME_REGION};
-use dynamodb_outbox::schema::{ItemKey, RETRY_COUNT, STATUS, SWEEP_DUE_AT, Status};
+use aws_sdk_dynamodb::types::ReturnValuesOnConditionCheckFailure;
+use dynamodb_outbox::HomeRegions;
+use dynamodb_outbox::home::{ExactHome, FAILED_OVER_FROM, HOME_REGION, HomeSeen};
+use dynamodb_outbox::schema::{ItemKey, RETRY_COUNT, STATUS, SWEEP_DUE_AT, Status, string_attr};
 use std::time::Duration;
 
 /// What a failover or a failback did.
@@ -72,6 +75,7 @@ impl Rehome {
         &self,
         now_ms: i64,
         seen_due: Option<&str>,
+        exact: Option<&ExactHome>,
     ) -> (String, &'static str, Vec<(&'static str, AttributeValue)>) {
         let now = AttributeValue::N(now_ms.to_string());
         let region = |name: &String| AttributeValue::S(name.clone());
@@ -81,24 +85,31 @@ impl Rehome {
                 to,
                 from_is_default_home,
             } => {
-                let theirs = if *from_is_default_home {
-                    "(#home = :from OR attribute_not_exists(#home))"
-                } else {
-                    "#home = :from"
+                let (theirs, seen_home) = match exact {
+                    Some(ExactHome::Equals(home)) => ("#home = :seen_home", Some(home.as_str())),
+                    Some(ExactHome::OfType(code)) => {
+                        ("attribute_type(#home, :seen_home)", Some(*code))
+                    }
+                    None if *from_is_default_home => {
+                        ("(#home = :from OR attribute_not_exists(#home))", None)
+                    }
+                    None => ("#home = :from", None),
                 };
                 // The attempt count starts again: a region usually fails gradually (its
                 // queues first), charging attempts its own dead-letter copies could not
                 // honour; kept, they reached the survivor at the limit and were
                 // dead-lettered at its first claim without one send.
+                let mut values = vec![
+                    (":from", region(from)),
+                    (":to", region(to)),
+                    (":now", now),
+                    (":zero", AttributeValue::N("0".into())),
+                ];
+                values.extend(seen_home.map(|v| (":seen_home", AttributeValue::S(v.to_owned()))));
                 (
                     format!("#status = :pending AND {theirs}"),
                     "SET #home = :to, #from = :from, #due = :now, #retries = :zero",
-                    vec![
-                        (":from", region(from)),
-                        (":to", region(to)),
-                        (":now", now),
-                        (":zero", AttributeValue::N("0".into())),
-                    ],
+                    values,
                 )
             }
             // Not while a sweep of this region holds it: its claim moves the due time, so
@@ -117,6 +128,31 @@ impl Rehome {
                 )
             }
         }
+    }
+}
+
+impl Rehome {
+    /// For a failover refused on `refused` (the item as the refusal returned it): the
+    /// exact `HomeRegion` to take it on, when the failed region owned that odd value
+    /// (`NULL`, empty, padded — the sweeper's rule, `HomeRegions::exact_ownership`)
+    /// and the item is still pending. A condition cannot trim, so these were left
+    /// behind in the failed region (found by the model).
+    fn odd_home(&self, refused: &serde_dynamo::Item) -> Option<ExactHome> {
+        let Rehome::Failover {
+            from,
+            to,
+            from_is_default_home,
+        } = self
+        else {
+            return None;
+        };
+        if string_attr(refused, STATUS) != Some(Status::Pending.as_str()) {
+            return None;
+        }
+        let default_home = if *from_is_default_home { from } else { to };
+        HomeRegions::in_region(from.as_str())
+            .default_home(default_home.as_str())
+            .exact_ownership(&HomeSeen::of(refused))
     }
 }
 
@@ -149,7 +185,8 @@ pub async fn rehome(
 }
 
 /// One item re-homed, if it is still pending and the moving region's; `false` when
-/// it is not (a refused condition).
+/// it is not (a refused condition). A failover refused on an odd `HomeRegion` the
+/// failed region owned is made again on that exact value ([`Rehome::odd_home`]).
 async fn rehome_one(
     client: &aws_sdk_dynamodb::Client,
     table: &Table,
@@ -158,13 +195,32 @@ async fn rehome_one(
     now_ms: i64,
     seen_due: Option<&str>,
 ) -> Result<bool, OpsError> {
-    let (condition, update, values) = rehome.update(now_ms, seen_due);
+    let refused =
+        match update_one(client, table, key, rehome.update(now_ms, seen_due, None)).await? {
+            Ok(()) => return Ok(true),
+            Err(refused) => refused,
+        };
+    let Some(exact) = refused.as_ref().and_then(|item| rehome.odd_home(item)) else {
+        return Ok(false);
+    };
+    let again = rehome.update(now_ms, seen_due, Some(&exact));
+    Ok(update_one(client, table, key, again).await?.is_ok())
+}
+
+/// One conditional update; `Err` holds the item a refusal returned.
+async fn update_one(
+    client: &aws_sdk_dynamodb::Client,
+    table: &Table,
+    key: &ItemKey,
+    (condition, update, values): (String, &'static str, Vec<(&'static str, AttributeValue)>),
+) -> Result<Result<(), Option<serde_dynamo::Item>>, OpsError> {
     let mut request = client
         .update_item()
         .table_name(&table.name)
         .set_key(Some(index::key_of(table, key)))
         .condition_expression(condition)
         .update_expression(update)
+        .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
         .expression_attribute_names("#status", STATUS)
         .expression_attribute_names("#home", HOME_REGION)
         .expression_attribute_names("#from", FAILED_OVER_FROM)
@@ -179,7 +235,15 @@ async fn rehome_one(
     for (name, value) in values {
         request = request.expression_attribute_values(name, value);
     }
-    index::applied(request.send().await, table)
+    match request.send().await {
+        Ok(_) => Ok(Ok(())),
+        Err(e) => match e.as_service_error() {
+            Some(UpdateItemError::ConditionalCheckFailedException(refused)) => {
+                Ok(Err(refused.item().map(|raw| index::canonical(table, raw))))
+            }
+            _ => Err(OpsError::aws("update", &table.name, e)),
+        },
+    }
 }
 
 #[cfg(test)]
@@ -193,7 +257,7 @@ mod tests {
             to: "eu-west-1".into(),
             from_is_default_home: default,
         };
-        let (condition, update, values) = failover(true).update(7, None);
+        let (condition, update, values) = failover(true).update(7, None, None);
         assert_eq!(
             condition,
             "#status = :pending AND (#home = :from OR attribute_not_exists(#home))"
@@ -207,9 +271,55 @@ mod tests {
         assert!(values.contains(&(":zero", AttributeValue::N("0".into()))));
         assert!(values.contains(&(":from", AttributeValue::S("us-east-1".into()))));
         assert_eq!(
-            failover(false).update(7, None).0,
+            failover(false).update(7, None, None).0,
             "#status = :pending AND #home = :from"
         );
+    }
+
+    fn item(status: &str, home: Option<serde_dynamo::AttributeValue>) -> serde_dynamo::Item {
+        let mut item = std::collections::HashMap::from([(
+            STATUS.to_owned(),
+            serde_dynamo::AttributeValue::S(status.to_owned()),
+        )]);
+        if let Some(home) = home {
+            item.insert(HOME_REGION.to_owned(), home);
+        }
+        item.into()
+    }
+
+    #[test]
+    fn a_failover_refused_on_an_odd_home_the_failed_region_owned_is_made_on_that_value() {
+        use serde_dynamo::AttributeValue as V;
+        let failover = |default| Rehome::Failover {
+            from: "us-east-1".into(),
+            to: "eu-west-1".into(),
+            from_is_default_home: default,
+        };
+        let text = |s: &str| Some(V::S(s.to_owned()));
+        let pending = |home| failover(true).odd_home(&item("PENDING", home));
+        assert_eq!(
+            pending(Some(V::Null(true))),
+            Some(ExactHome::OfType("NULL"))
+        );
+        assert_eq!(pending(text("")), Some(ExactHome::Equals(String::new())));
+        assert_eq!(
+            pending(text(" us-east-1 ")),
+            Some(ExactHome::Equals(" us-east-1 ".into()))
+        );
+        // Not the failed region's, already covered, or finished: nothing to retry.
+        assert_eq!(pending(text("eu-west-1")), None);
+        assert_eq!(pending(text("us-east-1")), None);
+        assert_eq!(pending(None), None);
+        assert_eq!(failover(true).odd_home(&item("SENT", text(""))), None);
+        // Unhomed shapes are the default home's: not the failed region's unless it is.
+        assert_eq!(failover(false).odd_home(&item("PENDING", text(""))), None);
+        let (condition, _, values) =
+            failover(true).update(7, None, Some(&ExactHome::OfType("NULL")));
+        assert_eq!(
+            condition,
+            "#status = :pending AND attribute_type(#home, :seen_home)"
+        );
+        assert!(values.contains(&(":seen_home", AttributeValue::S("NULL".into()))));
     }
 
     #[test]
@@ -219,7 +329,7 @@ mod tests {
             grace: Duration::from_secs(60),
             settle: Duration::from_secs(360),
         }
-        .update(9, Some("1700000000123"));
+        .update(9, Some("1700000000123"), None);
         // Issue 36, finding 7: `#due <= :now` compared the survivor sweeper's lease with
         // the operator's clock. The entry as read is the condition; the operator's
         // clock only sets the new due time.

@@ -621,3 +621,50 @@ async fn a_failback_leaves_a_message_a_sweep_still_holds_whatever_the_operators_
     assert!(report.moved.is_empty(), "{report:?}");
     assert_eq!(eu.status_here(&names[0]).await.as_deref(), Some("SENT"));
 }
+
+#[tokio::test]
+async fn a_failover_takes_the_failed_regions_messages_whose_home_is_null_empty_or_padded() {
+    if !global_tables_supported("a_failover_takes_the_failed_regions_messages_whose_home_is_odd") {
+        return;
+    }
+    let (us, eu) = global_outbox(Region::keys_in(US), Region::keys_in(EU)).await;
+    // Given us-east-1's pending messages (it is the default home) whose HomeRegion a
+    // hand-written producer wrote as boto3's None, empty, and padded
+    let homes = [
+        ("null", AttributeValue::Null(true)),
+        ("empty", outbox_tests::sv("")),
+        ("padded", outbox_tests::sv(" us-east-1 ")),
+    ];
+    for (name, home) in &homes {
+        let mut item = indexed_item(
+            &format!("ORDER#odd-{name}"),
+            &format!("OUTBOX#odd-{name}"),
+            "orders",
+            &payload(&format!("odd-{name}")),
+            now_ms(),
+        );
+        item.insert("HomeRegion".to_owned(), home.clone());
+        us.clients
+            .dynamodb
+            .put_item()
+            .table_name(&us.table)
+            .set_item(Some(item))
+            .send()
+            .await
+            .expect("put");
+    }
+    // When eu-west-1 takes over us-east-1's messages
+    let table = outbox_ops::Table::new(&eu.table).key_names(eu.keys.clone());
+    let failover = Rehome::Failover {
+        from: US.to_owned(),
+        to: EU.to_owned(),
+        from_is_default_home: true,
+    };
+    let report = rehome(&eu.clients.dynamodb, &table, &failover, now_ms())
+        .await
+        .expect("failover");
+    // Then it takes all three (the condition refused them; they waited for a region
+    // that was down), and eu-west-1's sweeper publishes them
+    assert_eq!(report.moved.len(), homes.len(), "{report:?}");
+    assert_eq!(eu.sweep_all(now_ms() + 600_000).await, homes.len());
+}
