@@ -163,3 +163,29 @@ fn finding_open_a_failover_leaves_a_message_with_an_odd_home_region_behind() {
         found_globally(p, ENDS);
     }
 }
+
+/// Finding 2's narrow variant at factor 1, open until a `Deferred` message is reported
+/// for retry: A0's `SENT` mark fails; A1's batch is deferred behind it and not
+/// reported, so the mapping moves on; the sweeper sends A0 again and marks it; A2's
+/// batch meets a fence whose index has not taken A1's write (committed since time last
+/// passed) and finds nothing earlier pending: A2 goes before A1. (Three transactions:
+/// within one, `Follows` holds the later message. Mutant once fixed:
+/// `DeferredNotReported`.)
+#[test]
+fn finding_2_narrow_a_deferred_message_not_reported_is_overtaken() {
+    let p = Params {
+        fifo: true,
+        batch_size: 1,
+        faults: 1,
+        index_lag: true,
+        index_lags_writes: true,
+        // The consumer plays no part in the order the destination accepts.
+        consumers: 0,
+        ..quiet(vec![
+            Txn::library(0, 1),
+            Txn::library(0, 1),
+            Txn::library(0, 1),
+        ])
+    };
+    found(p, FIFO_ORDER);
+}
