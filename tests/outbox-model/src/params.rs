@@ -173,7 +173,7 @@ pub enum Mutation {
     /// the code has it until that fix lands (then `Outcome::needs_retry` changes and
     /// this restores the code before): the mapping moves on, and a later record of its
     /// shard meets a fence whose index does not list the deferred one yet
-    /// (`tests/findings.rs`, `finding_2_narrow_…`).
+    /// (`tests/findings.rs`, `finding_2_narrow_open_…`).
     DeferredNotReported,
     /// Issue 36, finding 5 (also in `crate::global`): the claim's ownership condition as before its fix,
     /// `(#home = :home OR attribute_not_exists(#home))`: a `HomeRegion` that is `NULL`,

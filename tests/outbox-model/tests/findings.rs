@@ -3,8 +3,8 @@
 //! (`Params::parallelization`), a sweeper index that lags writes for the fence and the
 //! sweep alike (`index_lags_writes`), `HomeRegion` in every shape (`Txn::home`), a
 //! global table's replicas with the order fence (`GlobalParams::fifo`) — and on the
-//! code as it was, it found the findings 1, 2, 3 and 5, and more. Findings 1, 3
-//! and 5 are fixed: their tests are mutants now (`mutations.rs`, `global_mutations.rs`);
+//! code as it was, it found the findings 1, 2, 3, 5, 7 and 9, and more. Findings 1, 3, 5
+//! and 7 are fixed: their tests are mutants now (`mutations.rs`, `global_mutations.rs`);
 //! what is left here is open.
 //!
 //! Each test here expects the counterexample on the unmutated model: it passes while
@@ -172,7 +172,7 @@ fn finding_open_a_failover_leaves_a_message_with_an_odd_home_region_behind() {
 /// within one, `Follows` holds the later message. Mutant once fixed:
 /// `DeferredNotReported`.)
 #[test]
-fn finding_2_narrow_a_deferred_message_not_reported_is_overtaken() {
+fn finding_2_narrow_open_a_deferred_message_not_reported_is_overtaken() {
     let p = Params {
         fifo: true,
         batch_size: 1,
