@@ -3,8 +3,8 @@
 //! (`Params::parallelization`), a sweeper index that lags writes for the fence and the
 //! sweep alike (`index_lags_writes`), `HomeRegion` in every shape (`Txn::home`), a
 //! global table's replicas with the order fence (`GlobalParams::fifo`) — and on the
-//! code as it was, it found the findings 1, 2, 3 and 5, and more. Findings 1, 3
-//! and 5 are fixed: their tests are mutants now (`mutations.rs`, `global_mutations.rs`);
+//! code as it was, it found the findings 1, 2, 3, 5, 7 and 9, and more. Findings 1, 3, 5
+//! and 7 are fixed: their tests are mutants now (`mutations.rs`, `global_mutations.rs`);
 //! what is left here is open.
 //!
 //! Each test here expects the counterexample on the unmutated model: it passes while
@@ -15,8 +15,8 @@
 
 use outbox_model::global::props::ONE_REGION;
 use outbox_model::global::{A, B, Crash, GMsg, GlobalModel, GlobalParams};
-use outbox_model::props::FIFO_ORDER;
-use outbox_model::{OutboxModel, Params, Txn, find};
+use outbox_model::props::{ENDS, FIFO_ORDER};
+use outbox_model::{Home, OutboxModel, Params, Txn, find};
 
 /// The counterexample to `property` on `params`, printed; its length.
 fn found(params: Params, property: &'static str) -> usize {
@@ -111,22 +111,6 @@ fn finding_2_open_at_factor_1_a_discarded_message_is_overtaken_behind_an_index_l
     found(p, FIFO_ORDER);
 }
 
-/// Finding 7, open: the failback's condition compares `SweepDueAt` with the operator's
-/// clock; a machine ahead by more than a lease takes back a message the survivor's
-/// sweep has claimed and is sending: both regions publish it.
-#[test]
-fn finding_7_open_an_operator_clock_ahead_lets_the_failback_race_the_surviving_sweep() {
-    let p = GlobalParams {
-        msgs: vec![GMsg::library(A)],
-        crash: Crash::Of(A),
-        recover: true,
-        failback: true,
-        operator_clock_ahead: true,
-        ..GlobalParams::default()
-    };
-    found_globally(p, ONE_REGION);
-}
-
 /// Finding 9, open: the runbook moves the default home while it is down
 /// (`OUTBOX_DEFAULT_HOME_REGION` on the survivor's functions), but the publishers'
 /// stream filters keep the clause they were deployed with, and the two regions'
@@ -142,4 +126,66 @@ fn finding_9_open_a_default_home_moved_at_run_time_is_owned_by_two_regions_or_no
         ..GlobalParams::default()
     };
     found_globally(p, ONE_REGION);
+}
+
+/// Found by the model beside finding 2, open, at factor 1 and with no fault: two
+/// transactions of one aggregate committed a moment apart; AWS orders stream records
+/// per item only, so A2's record may come first, alone in its batch, while the index
+/// has not taken A1's write: the fence finds nothing earlier and sends A2 first.
+/// (`Follows` covers one transaction's messages, not two transactions.)
+#[test]
+fn finding_open_two_transactions_records_reversed_and_an_index_lagging_writes_let_a_later_message_overtake()
+ {
+    let p = Params {
+        fifo: true,
+        stream_any_order: true,
+        batch_size: 1,
+        index_lag: true,
+        index_lags_writes: true,
+        ..quiet(vec![Txn::library(0, 1), Txn::library(0, 1)])
+    };
+    found(p, FIFO_ORDER);
+}
+
+/// Found by the model beside finding 5, open: `outbox-ops failover`'s condition
+/// (`#home = :from`, or also `attribute_not_exists(#home)` out of the default home)
+/// refuses a `HomeRegion` written `NULL`, `""` or padded, which `HomeRegions::owns`
+/// gives the failed region: the failover leaves it behind, and it waits for that
+/// region to come back.
+#[test]
+fn finding_open_a_failover_leaves_a_message_with_an_odd_home_region_behind() {
+    for shape in [Home::Null, Home::Empty, Home::Padded] {
+        let p = GlobalParams {
+            msgs: vec![GMsg::minimal(A).home_shape(shape)],
+            crash: Crash::Of(A),
+            ..GlobalParams::default()
+        };
+        found_globally(p, ENDS);
+    }
+}
+
+/// Finding 2's narrow variant at factor 1, open until a `Deferred` message is reported
+/// for retry: A0's `SENT` mark fails; A1's batch is deferred behind it and not
+/// reported, so the mapping moves on; the sweeper sends A0 again and marks it; A2's
+/// batch meets a fence whose index has not taken A1's write (committed since time last
+/// passed) and finds nothing earlier pending: A2 goes before A1. (Three transactions:
+/// within one, `Follows` holds the later message. Mutant once fixed:
+/// `DeferredNotReported`.)
+#[test]
+fn finding_2_narrow_open_a_deferred_message_not_reported_is_overtaken() {
+    let p = Params {
+        fifo: true,
+        batch_size: 1,
+        faults: 1,
+        index_lag: true,
+        index_lags_writes: true,
+        // The consumer plays no part in the order the destination accepts.
+        consumers: 0,
+        ..quiet(vec![
+            Txn::library(0, 1),
+            Txn::library(0, 1),
+            Txn::library(0, 1),
+        ])
+    };
+    found(p, FIFO_ORDER);
 }

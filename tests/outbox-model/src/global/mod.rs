@@ -75,6 +75,7 @@ pub use run::{check, describe, find};
 use crate::params::{Mutation, Params, Txn};
 use crate::state::{Status, TxnState};
 use dynamodb_outbox_core::HomeRegions;
+use dynamodb_outbox_core::home::HomeSeen;
 
 /// Region `A`: the default home region (of items without `HomeRegion`).
 pub const A: u8 = 0;
@@ -99,6 +100,39 @@ pub fn aws_region(r: u8) -> &'static str {
     if r == A { "us-east-1" } else { "eu-west-1" }
 }
 
+/// `HomeRegion` codes beyond the regions `A` and `B` (`GItem::home`): odd shapes a
+/// producer that is not the library may write (issue 36, finding 5): `NULL`.
+pub const HOME_NULL: u8 = 2;
+/// `""`.
+pub const HOME_EMPTY: u8 = 3;
+/// The region's name padded with spaces: `HOME_PADDED + r` (`" us-east-1 "`).
+pub const HOME_PADDED: u8 = 4;
+
+/// The string `HomeRegions::owns` is given for `home` (a `NULL` is no string).
+pub fn home_text(home: Option<u8>) -> Option<String> {
+    match home? {
+        h if h == A || h == B => Some(aws_region(h).to_owned()),
+        HOME_NULL => None,
+        HOME_EMPTY => Some(String::new()),
+        h => Some(format!(" {} ", aws_region(h - HOME_PADDED))),
+    }
+}
+
+/// What the real `HomeSeen::of` reads of `home`.
+pub fn home_seen(home: Option<u8>) -> HomeSeen {
+    match home {
+        None => HomeSeen::Absent,
+        Some(HOME_NULL) => HomeSeen::Other("NULL"),
+        h => HomeSeen::Text(home_text(h).unwrap_or_default()),
+    }
+}
+
+/// The region `home` names exactly (what a condition `#home = :region` or a filter
+/// `HomeRegion.S = [region]` matches).
+pub fn exact_region(home: Option<u8>) -> Option<u8> {
+    home.filter(|&h| h == A || h == B)
+}
+
 /// The region that owns an item whose `HomeRegion` is `home` (`None`: the attribute is
 /// absent, a minimal producer's item), as the library decides it: the region whose
 /// deployment's `HomeRegions::owns` says so (both deployments set the same default
@@ -107,7 +141,7 @@ pub fn owner(home: Option<u8>) -> u8 {
     let owns = |r: u8| {
         HomeRegions::in_region(aws_region(r))
             .default_home(aws_region(DEFAULT_HOME))
-            .owns(home.map(aws_region))
+            .owns(home_text(home).as_deref())
     };
     if owns(A) { A } else { B }
 }
@@ -128,6 +162,9 @@ pub struct GMsg {
     /// It is committed only once the failed region runs again (a new message after an
     /// outage).
     pub after_outage: bool,
+    /// The `HomeRegion` it is written with, when not the library's or none: an odd
+    /// shape (`HOME_NULL`, `HOME_EMPTY`, `HOME_PADDED + region`).
+    pub odd_home: Option<u8>,
 }
 
 impl GMsg {
@@ -139,6 +176,7 @@ impl GMsg {
             may_roll_back: false,
             refused: 0,
             after_outage: false,
+            odd_home: None,
         }
     }
 
@@ -148,6 +186,20 @@ impl GMsg {
             homed: false,
             ..GMsg::library(region)
         }
+    }
+
+    /// Written with `HomeRegion` in this odd shape (`Home::Null`, `Empty`, `Padded`: its
+    /// own region padded).
+    pub fn home_shape(mut self, home: crate::params::Home) -> Self {
+        use crate::params::Home;
+        self.odd_home = match home {
+            Home::Null => Some(HOME_NULL),
+            Home::Empty => Some(HOME_EMPTY),
+            Home::Padded => Some(HOME_PADDED + self.region),
+            Home::Absent | Home::Region => None,
+        };
+        self.homed = home == Home::Region;
+        self
     }
 
     /// Committed only once the failed region is back.
@@ -219,9 +271,11 @@ pub struct GlobalParams {
     /// (the order fence, `global/fence.rs`), and the property *per-aggregate order on
     /// FIFO* is checked across both regions' destinations.
     pub fifo: bool,
-    /// The operator's machine runs ahead of the regions' clocks by more than a lease:
-    /// the failback's `SweepDueAt <= now`, evaluated with the operator's `now`, passes
-    /// while a sweep of the surviving region still holds its claim (issue 36, finding 7).
+    /// The operator's machine runs ahead of the regions' clocks by more than a lease
+    /// (issue 36, finding 7): a failback that compared `SweepDueAt` with the operator's
+    /// `now` (`Mutation::FailbackComparesOperatorClock`) took a message a sweep of the
+    /// surviving region still held; the failback now holds the entry to the due time
+    /// it read, on no one's clock.
     pub operator_clock_ahead: bool,
     /// The operator may change `OUTBOX_DEFAULT_HOME_REGION` on a running region's
     /// functions while the other region is down or after (the runbook's step when the
@@ -482,16 +536,36 @@ impl GlobalModel {
     /// `HomeRegions::owns` decides with `r`'s `OUTBOX_DEFAULT_HOME_REGION` of the moment
     /// (`GState::default_home`).
     pub fn owns(s: &GState, r: u8, home: Option<u8>) -> bool {
+        Self::regions(s, r).owns(home_text(home).as_deref())
+    }
+
+    /// Region `r`'s functions' `HomeRegions` now.
+    fn regions(s: &GState, r: u8) -> HomeRegions {
         HomeRegions::in_region(aws_region(r))
             .default_home(aws_region(s.default_home[usize::from(r)]))
-            .owns(home.map(aws_region))
+    }
+
+    /// Whether region `r`'s sweep's claim accepts an item whose `HomeRegion` is
+    /// `home`: the general ownership condition (`#home = :region`, or also
+    /// `attribute_not_exists(#home)` in the default home), else — the fix of issue 36's
+    /// finding 5 — once more on the exact value a refusal returned, when `r` owns it
+    /// (`HomeRegions::exact_ownership`); `ClaimRefusesOddHome`: the first alone.
+    fn claim_accepts(&self, s: &GState, r: u8, home: Option<u8>) -> bool {
+        let regions = Self::regions(s, r);
+        let general = exact_region(home) == Some(r)
+            || (home.is_none() && regions.home_of_unhomed() == Some(aws_region(r)));
+        general
+            || (!self.params.has(Mutation::ClaimRefusesOddHome)
+                && regions.exact_ownership(&home_seen(home)).is_some())
     }
 
     /// Whether region `r`'s publisher's `FilterCriteria` pass an `INSERT` whose image
     /// has `HomeRegion` `home`: rendered at deploy time, with the deployed default home
     /// (`DEFAULT_HOME`), whatever the functions' setting is now.
     fn filter_passes(&self, r: u8, home: Option<u8>) -> bool {
-        self.params.has(Mutation::PublishOnEveryReplica) || owner(home) == r
+        let string = home_text(home).is_some();
+        let unhomed = !string && r == DEFAULT_HOME;
+        self.params.has(Mutation::PublishOnEveryReplica) || exact_region(home) == Some(r) || unhomed
     }
 
     /// Whether region `r` doing to `m` what the other region already did is the

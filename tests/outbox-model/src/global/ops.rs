@@ -2,7 +2,7 @@
 //! region (`outbox-ops failover`), the region comes back once replication caught up,
 //! and the operator fails back (`outbox-ops failback`).
 
-use super::{GAction, GItem, GState, GlobalModel, Life, other, owner};
+use super::{GAction, GItem, GState, GlobalModel, Life, exact_region, other};
 use crate::params::Mutation;
 use crate::state::Status;
 
@@ -66,9 +66,13 @@ impl GlobalModel {
         let survivor = other(failed);
         for m in 0..self.n() {
             let item = s.copies[usize::from(survivor)][usize::from(m)];
-            let free = !Self::claimed(s, survivor, m)
-                || p.has(Mutation::FailbackIgnoresClaim)
-                || p.operator_clock_ahead;
+            // The failback holds each entry to the due time it read, a settle (the
+            // longest lease) later: a sweep that holds or takes a claim meanwhile moves
+            // it. Compared with the operator's clock instead, as before issue 36's
+            // finding 7 was fixed, an operator ahead by more than a lease took it.
+            let clock = p.operator_clock_ahead && p.has(Mutation::FailbackComparesOperatorClock);
+            let free =
+                !Self::claimed(s, survivor, m) || p.has(Mutation::FailbackIgnoresClaim) || clock;
             if Self::returns(item, failed) && free {
                 actions.push(GAction::Failback(m));
             }
@@ -86,12 +90,15 @@ impl GlobalModel {
     /// none and it is the default home: `--default-home`).
     fn rehomes(&self, item: GItem, failed: u8) -> bool {
         let p = &self.params;
+        // `outbox-ops failover`'s condition: `#home = :from`, or also
+        // `attribute_not_exists(#home)` out of the default home (`--default-home`).
+        let named = exact_region(item.home) == Some(failed);
         let failed_regions = if p.has(Mutation::FailoverIgnoresDefaultHome) {
-            item.home == Some(failed)
+            named
         } else if p.has(Mutation::FailoverTakesDefaultHomes) {
-            item.home.is_none_or(|h| h == failed)
+            named || item.home.is_none()
         } else {
-            owner(item.home) == failed
+            named || (item.home.is_none() && failed == super::DEFAULT_HOME)
         };
         let status = item.status == Status::Pending
             || (p.has(Mutation::UnconditionalFailover) && item.status != Status::Absent);
@@ -147,7 +154,8 @@ impl GlobalModel {
                 let item = s.copies[usize::from(r)][usize::from(m)];
                 let acted =
                     (s.published[usize::from(m)] | s.dead_lettered[usize::from(m)]) & (1 << failed);
-                if item.status == Status::Pending && item.home.is_none() && acted != 0 {
+                let unhomed = super::home_text(item.home).is_none_or(|h| h.trim().is_empty());
+                if item.status == Status::Pending && unhomed && acted != 0 {
                     s.excused |= 1 << m;
                 }
             }

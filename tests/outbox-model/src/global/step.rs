@@ -58,7 +58,10 @@ impl GlobalModel {
         let item = s.copies[usize::from(r)][usize::from(m)];
         let poison_anyway = self.params.has(Mutation::PoisonBeforeOwnership)
             && self.params.msgs[usize::from(m)].refused_by(r);
-        item.status == Status::Pending && (self.acts_on(s, r, item.home) || poison_anyway)
+        let ours = self.acts_on(s, r, item.home)
+            && (self.params.has(Mutation::PublishOnEveryReplica)
+                || self.claim_accepts(s, r, item.home));
+        item.status == Status::Pending && (ours || poison_anyway)
     }
 
     fn commit(&self, s: &mut GState, m: u8) {
@@ -66,7 +69,7 @@ impl GlobalModel {
         let msg = self.params.msgs[usize::from(m)];
         let item = GItem {
             status: Status::Pending,
-            home: msg.homed.then_some(msg.region),
+            home: msg.odd_home.or(msg.homed.then_some(msg.region)),
             failed_over: false,
             stamp: 0,
         };
