@@ -49,6 +49,20 @@ export interface DeploymentContract {
   readonly settings: readonly ContractSetting[];
   readonly functions: Readonly<Record<string, { binary: string; timeout_seconds: number; memory_mb: number; iam_default: readonly string[] }>>;
   readonly alarms: Readonly<Record<string, ContractAlarm>>;
+  readonly table: {
+    readonly stream_view_type: string;
+    readonly sweep_index: { readonly name: string; readonly hash_key: string; readonly range_key: string; readonly projection: string };
+    readonly attribute_types: Readonly<Record<string, string>>;
+  };
+  readonly stream_mapping: {
+    readonly starting_position_created_table: string;
+    readonly starting_position_existing_table: string;
+    readonly bisect_batch_on_function_error: boolean;
+    readonly function_response_types: readonly string[];
+  };
+  readonly recovery_mapping: { readonly batch_size: number; readonly function_response_types: readonly string[] };
+  readonly queues: { readonly retention_days: number; readonly stream_failures_visibility_seconds: number };
+  readonly sweeper_invocation: Readonly<Record<string, number>>;
 }
 
 /** The package build copies settings.json beside the compiled code; a checkout reads the repository's file. */

@@ -6,6 +6,7 @@
 import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
 import * as cdk from 'aws-cdk-lib';
+import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import { Template } from 'aws-cdk-lib/assertions';
 import { CONTRACT, DEFAULTS, resolveOutboxSettings } from '../lib/config.ts';
 import { DEPLOYMENT_CONTRACT, PLAIN_SETTINGS } from '../lib/contract.ts';
@@ -92,5 +93,55 @@ describe('the construct follows infra/contract/settings.json', () => {
         name,
       );
     }
+  });
+
+  it("creates the contract's table, mappings, queues and sweep schedule", () => {
+    const c = DEPLOYMENT_CONTRACT;
+    const one = (type: string, pick: (p: Record<string, any>) => boolean) => {
+      const found = Object.values(t.findResources(type) as Resources).filter((r) => pick(r.Properties));
+      assert.equal(found.length, 1, type);
+      return found[0].Properties;
+    };
+    const table = one('AWS::DynamoDB::Table', (p) => p.TableName === 'outbox-table');
+    const index = table.GlobalSecondaryIndexes[0];
+    assert.deepEqual(
+      [table.StreamSpecification.StreamViewType, index.IndexName, index.KeySchema, index.Projection.ProjectionType],
+      [c.table.stream_view_type, c.table.sweep_index.name,
+        [{ AttributeName: c.table.sweep_index.hash_key, KeyType: 'HASH' }, { AttributeName: c.table.sweep_index.range_key, KeyType: 'RANGE' }],
+        c.table.sweep_index.projection],
+    );
+    for (const [name, type] of Object.entries(c.table.attribute_types)) {
+      assert.ok(table.AttributeDefinitions.some((a: any) => a.AttributeName === name && a.AttributeType === type), name);
+    }
+    const stream = one('AWS::Lambda::EventSourceMapping', (p) => p.FilterCriteria !== undefined);
+    assert.deepEqual(
+      [stream.StartingPosition, stream.BisectBatchOnFunctionError, stream.FunctionResponseTypes],
+      [c.stream_mapping.starting_position_created_table, c.stream_mapping.bisect_batch_on_function_error, c.stream_mapping.function_response_types],
+    );
+    const recovery = one('AWS::Lambda::EventSourceMapping', (p) => p.FilterCriteria === undefined);
+    assert.deepEqual([recovery.BatchSize, recovery.FunctionResponseTypes], [c.recovery_mapping.batch_size, c.recovery_mapping.function_response_types]);
+    for (const name of ['outbox-dlq', 'outbox-stream-failures', 'outbox-stream-failures-dlq']) {
+      assert.equal(one('AWS::SQS::Queue', (p) => p.QueueName === name).MessageRetentionPeriod, c.queues.retention_days * 86400, name);
+    }
+    assert.equal(one('AWS::SQS::Queue', (p) => p.QueueName === 'outbox-stream-failures').VisibilityTimeout, c.queues.stream_failures_visibility_seconds);
+    const invoke = one('AWS::Lambda::EventInvokeConfig', () => true);
+    const target = one('AWS::Events::Rule', () => true).Targets[0].RetryPolicy;
+    assert.deepEqual(
+      [invoke.MaximumRetryAttempts, invoke.MaximumEventAgeInSeconds, target.MaximumRetryAttempts, target.MaximumEventAgeInSeconds],
+      [c.sweeper_invocation.async_maximum_retry_attempts, c.sweeper_invocation.async_maximum_event_age_seconds,
+        c.sweeper_invocation.schedule_target_maximum_retry_attempts, c.sweeper_invocation.schedule_target_maximum_event_age_seconds],
+    );
+  });
+
+  it("reads an existing table's stream from the contract's starting position", () => {
+    const stack = new cdk.Stack(new cdk.App(), 'Existing', { env: ENV });
+    const table = dynamodb.Table.fromTableAttributes(stack, 'App', {
+      tableName: 'app',
+      tableStreamArn: 'arn:aws:dynamodb:eu-west-1:123456789012:table/app/stream/2024-01-01T00:00:00.000',
+    });
+    new Outbox(stack, 'Outbox', { assetDir: fakeAssetDir(), table });
+    const mappings = Object.values(Template.fromStack(stack).findResources('AWS::Lambda::EventSourceMapping') as Resources);
+    const stream = mappings.find((r) => r.Properties.FilterCriteria !== undefined)!.Properties;
+    assert.equal(stream.StartingPosition, DEPLOYMENT_CONTRACT.stream_mapping.starting_position_existing_table);
   });
 });

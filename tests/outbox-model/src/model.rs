@@ -256,6 +256,9 @@ impl OutboxModel {
         if out == Out::Unknown && self.params.has(Mutation::UnknownNotReported) {
             return false;
         }
+        if matches!(out, Out::Deferred(_)) && self.params.has(Mutation::DeferredNotReported) {
+            return false;
+        }
         crate::delivery::outcome_of(out).needs_retry()
     }
 

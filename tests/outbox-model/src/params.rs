@@ -168,6 +168,13 @@ pub enum Mutation {
     /// transaction's later message alone in a batch meets a fence whose index may not
     /// list the earlier one yet.
     NoFollows,
+    /// Issue 36, finding 2's narrow variant at factor 1: a message the fence holds
+    /// behind a known earlier one (`Outcome::Deferred`) is not reported for retry, as
+    /// the code has it until that fix lands (then `Outcome::needs_retry` changes and
+    /// this restores the code before): the mapping moves on, and a later record of its
+    /// shard meets a fence whose index does not list the deferred one yet
+    /// (`tests/findings.rs`, `finding_2_narrow_open_…`).
+    DeferredNotReported,
     /// Issue 36, finding 5 (also in `crate::global`): the claim's ownership condition as before its fix,
     /// `(#home = :home OR attribute_not_exists(#home))`: a `HomeRegion` that is `NULL`,
     /// empty or padded — which `HomeRegions::owns` calls the deployment's — is refused

@@ -345,7 +345,7 @@ variable "partition_key_name" {
 }
 
 variable "sort_key_name" {
-  description = "Sort key attribute (a string) of the outbox table: a created table's range key, an existing table's must be this. The functions get it as OUTBOX_SORT_KEY. (not the partition key)."
+  description = "Sort key attribute (a string) of the outbox table: a created table's range key, an existing table's must be this. The functions get it as OUTBOX_SORT_KEY; it differs from the partition key."
   type        = string
   default     = "SK"
   nullable    = false
@@ -356,7 +356,7 @@ variable "sort_key_name" {
 }
 
 variable "ttl_attribute_name" {
-  description = "TTL attribute of the outbox table (SENT items expire ttl_days later): a created table's TTL, an existing table's TTL must be on it (a table has one). The functions get it as OUTBOX_TTL_ATTRIBUTE. (not a key, not an attribute the outbox writes)."
+  description = "TTL attribute of the outbox table (SENT items expire ttl_days later): a created table's TTL, an existing table's TTL must be on it (a table has one). The functions get it as OUTBOX_TTL_ATTRIBUTE; it is neither a key nor an attribute the outbox writes."
   type        = string
   default     = "ExpiresAt"
   nullable    = false
@@ -402,7 +402,7 @@ variable "sweep_shards_previous" {
 }
 
 variable "parallelization_factor" {
-  description = "Concurrent batches per stream shard of the publisher's mapping (1-10, default 1). Above 1 AWS orders per item, not per partition key: the FIFO order fence defers a message whose aggregate has an earlier one PENDING (retries, not disorder). Keep 1 for FIFO-heavy tables.; docs/scale.md has the trade."
+  description = "Concurrent batches per stream shard of the publisher's mapping (1-10, default 1). Above 1 AWS orders per item, not per partition key: the FIFO order fence defers a message whose aggregate has an earlier one PENDING (retries, not disorder). Keep 1 for FIFO-heavy tables; docs/scale.md has the trade."
   type        = number
   default     = 1
   nullable    = false

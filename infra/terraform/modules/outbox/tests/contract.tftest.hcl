@@ -47,3 +47,56 @@ run "defaults_match_the_contract" {
     error_message = "Each alarm's metric, dimension, statistic, period, evaluation, threshold (above it) and missing data are the contract's."
   }
 }
+
+run "table_mappings_queues_and_schedule_match_the_contract" {
+  command = plan
+
+  assert {
+    condition = (
+      aws_dynamodb_table.outbox[0].stream_view_type == jsondecode(file("../../../contract/settings.json")).table.stream_view_type
+      && one(aws_dynamodb_table.outbox[0].global_secondary_index).name == jsondecode(file("../../../contract/settings.json")).table.sweep_index.name
+      && one(aws_dynamodb_table.outbox[0].global_secondary_index).hash_key == jsondecode(file("../../../contract/settings.json")).table.sweep_index.hash_key
+      && one(aws_dynamodb_table.outbox[0].global_secondary_index).range_key == jsondecode(file("../../../contract/settings.json")).table.sweep_index.range_key
+      && one(aws_dynamodb_table.outbox[0].global_secondary_index).projection_type == jsondecode(file("../../../contract/settings.json")).table.sweep_index.projection
+      && alltrue([for n, ty in jsondecode(file("../../../contract/settings.json")).table.attribute_types : contains([for a in aws_dynamodb_table.outbox[0].attribute : "${a.name} ${a.type}"], "${n} ${ty}")])
+    )
+    error_message = "The created table's stream view and sweeper index are the contract's."
+  }
+  assert {
+    condition = (
+      aws_lambda_event_source_mapping.publisher.starting_position == jsondecode(file("../../../contract/settings.json")).stream_mapping.starting_position_created_table
+      && aws_lambda_event_source_mapping.publisher.bisect_batch_on_function_error == jsondecode(file("../../../contract/settings.json")).stream_mapping.bisect_batch_on_function_error
+      && tolist(aws_lambda_event_source_mapping.publisher.function_response_types) == tolist(jsondecode(file("../../../contract/settings.json")).stream_mapping.function_response_types)
+      && aws_lambda_event_source_mapping.recovery.batch_size == jsondecode(file("../../../contract/settings.json")).recovery_mapping.batch_size
+      && tolist(aws_lambda_event_source_mapping.recovery.function_response_types) == tolist(jsondecode(file("../../../contract/settings.json")).recovery_mapping.function_response_types)
+    )
+    error_message = "The stream and recovery mappings are the contract's."
+  }
+  assert {
+    condition = (
+      alltrue([for q in merge(aws_sqs_queue.dead_letter, aws_sqs_queue.destination) : q.message_retention_seconds == jsondecode(file("../../../contract/settings.json")).queues.retention_days * 86400])
+      && aws_sqs_queue.destination["stream_failures"].visibility_timeout_seconds == jsondecode(file("../../../contract/settings.json")).queues.stream_failures_visibility_seconds
+    )
+    error_message = "Every queue's retention and the failure queue's visibility are the contract's."
+  }
+  assert {
+    condition = (
+      aws_lambda_function_event_invoke_config.sweeper.maximum_retry_attempts == jsondecode(file("../../../contract/settings.json")).sweeper_invocation.async_maximum_retry_attempts
+      && aws_lambda_function_event_invoke_config.sweeper.maximum_event_age_in_seconds == jsondecode(file("../../../contract/settings.json")).sweeper_invocation.async_maximum_event_age_seconds
+      && aws_cloudwatch_event_target.sweep.retry_policy[0].maximum_retry_attempts == jsondecode(file("../../../contract/settings.json")).sweeper_invocation.schedule_target_maximum_retry_attempts
+      && aws_cloudwatch_event_target.sweep.retry_policy[0].maximum_event_age_in_seconds == jsondecode(file("../../../contract/settings.json")).sweeper_invocation.schedule_target_maximum_event_age_seconds
+    )
+    error_message = "The sweeper's asynchronous invocation and its schedule target give up as the contract says."
+  }
+}
+
+run "an_existing_table_is_read_from_now_on" {
+  command = plan
+  variables {
+    existing_table = { table_name = "app", stream_arn = "arn:aws:dynamodb:eu-west-1:123456789012:table/app/stream/2024-01-01T00:00:00.000" }
+  }
+  assert {
+    condition     = aws_lambda_event_source_mapping.publisher.starting_position == jsondecode(file("../../../contract/settings.json")).stream_mapping.starting_position_existing_table
+    error_message = "An existing table's stream is read from the contract's starting position."
+  }
+}
