@@ -161,9 +161,9 @@ export interface OutboxSettings {
   readonly batchSize: number;
   /**
    * Stream event source mapping: concurrent batches per stream shard (1-10, default 1). Above 1
-   * AWS keeps the order of each item (partition and sort key), not of each partition key, so two
-   * messages of one aggregate may be published at once: the FIFO order fence defers the later one
-   * while the earlier is PENDING (retries, not disorder). Keep 1 for FIFO-heavy tables.
+   * AWS keeps the order of each item (partition and sort key), not of each partition key, and
+   * per-aggregate order on FIFO routes is not kept (the order fence reads a sweeper index that
+   * lags writes: docs/guarantees.md). Keep 1 on tables with FIFO routes.
    */
   readonly parallelizationFactor: number;
   /**
