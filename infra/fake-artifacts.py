@@ -9,7 +9,7 @@ what the stacks read to refuse a wrong-architecture or non-ELF artifact.
   fake-artifacts.py assets DIR --arch arm64 [--zip deflated|stored|none] [--no-binary]
       writes DIR/<bin>/bootstrap (and bootstrap.zip) for the four functions
   fake-artifacts.py terraform-fixtures
-      rewrites infra/terraform/modules/outbox-config/tests/artifacts/ (committed)
+      rewrites infra/terraform/modules/outbox/tests/artifacts/ (committed)
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ BINARIES = ("outbox-publisher", "outbox-sweeper", "orders-consumer", "outbox-rec
 OUTBOX_BINARIES = ("outbox-publisher", "outbox-sweeper", "outbox-recovery")  # the module's own, without the orders example
 MACHINE = {"x86_64": 0x3E, "arm64": 0xB7}
 SCRIPT = b'#!/bin/sh\necho "not a function" >&2\nexit 1\n'
-FIXTURES = Path(__file__).resolve().parent / "terraform" / "modules" / "outbox-config" / "tests" / "artifacts"
+FIXTURES = Path(__file__).resolve().parent / "terraform" / "modules" / "outbox" / "tests" / "artifacts"
 
 
 def elf(machine: int, size: int = 64) -> bytes:
@@ -60,7 +60,7 @@ def assets(
 
 
 def terraform_fixtures() -> None:
-    """The asset directories the outbox-config tests plan against (tests/artifacts.tftest.hcl)."""
+    """The asset directories the module tests plan against (tests/artifacts.tftest.hcl)."""
     shutil.rmtree(FIXTURES, ignore_errors=True)
     arm, x86 = elf(MACHINE["arm64"]), elf(MACHINE["x86_64"])
     assets(FIXTURES / "arm64", arm, arm)  # what cargo lambda leaves: bootstrap + a deflated bootstrap.zip of it

@@ -1,6 +1,7 @@
 // The example app's settings from the CDK context: strings from `-c outbox:<name>=<value>`,
 // or JSON values from cdk.json.
 import type { Architecture, SweepScanMode } from '../lib/config.ts';
+import { PLAIN_SETTINGS } from '../lib/contract.ts';
 import type { ExistingTable, OutboxSettingsInput, Route } from './settings.ts';
 
 /** Parses the CDK context (strings from `-c key=value`, or JSON values from cdk.json) into overrides. */
@@ -51,44 +52,29 @@ export function settingsFromContext(get: (key: string) => unknown, env: NodeJS.P
     if (v === null || (typeof v === 'string' && ['off', 'none', 'null'].includes(v))) return null;
     return num(k);
   };
-  return {
-    prefix: str('prefix'),
+  // The example's own settings and those of other shapes than number, string and bool.
+  const special: OutboxSettingsInput = {
     routes: json<Record<string, Route>>('routes'),
     defaultDestination: str('defaultDestination'),
-    maxAttempts: num('maxAttempts'),
-    sweepRateMinutes: num('sweepRateMinutes'),
-    sweepGraceSeconds: num('sweepGraceSeconds'),
     sweepScanMode: scanMode('sweepScanMode'),
-    ttlDays: num('ttlDays'),
-    batchSize: num('batchSize'),
-    streamRetryAttempts: num('streamRetryAttempts'),
-    streamMaxRecordAgeSeconds: num('streamMaxRecordAgeSeconds'),
     consumerBatchSize: num('consumerBatchSize'),
     consumerMaxReceiveCount: num('consumerMaxReceiveCount'),
-    maxReceiveCount: num('maxReceiveCount'),
-    maxMessageBytes: num('maxMessageBytes'),
     sweeperReservedConcurrency: nullableNum('sweeperReservedConcurrency'),
-    deletionProtection: bool('deletionProtection'),
-    logRetentionDays: num('logRetentionDays'),
-    largePayloads: bool('largePayloads'),
-    largePayloadBucketName: str('largePayloadBucketName'),
-    largePayloadRetentionDays: num('largePayloadRetentionDays'),
-    largePayloadThresholdBytes: num('largePayloadThresholdBytes'),
     architecture: str('architecture') as Architecture | undefined,
     kmsKeyArn: str('kmsKeyArn'),
     existingTable: json<ExistingTable>('existingTable'),
     alarmTopicArn: str('alarmTopicArn'),
-    iteratorAgeThresholdMs: num('iteratorAgeThresholdMs'),
-    oldestPendingThresholdSeconds: num('oldestPendingThresholdSeconds'),
     partitionKeyName: str('partitionKeyName'),
     sortKeyName: str('sortKeyName'),
     ttlAttributeName: str('ttlAttributeName'),
-    sweepShards: num('sweepShards'),
-    sweepShardsPrevious: num('sweepShardsPrevious'),
-    parallelizationFactor: num('parallelizationFactor'),
-    defaultHomeRegion: str('defaultHomeRegion'),
     // JSON (["us-east-1","eu-west-1"]) or a comma-separated list.
     globalTableRegions: regionList('globalTableRegions'),
     lambdaAssetDir: str('lambdaAssetDir') ?? (env.OUTBOX_LAMBDA_ASSET_DIR || undefined),
   };
+  // Every other plain setting of the construct, parsed by its type in infra/contract/settings.json.
+  const plain = PLAIN_SETTINGS.filter((s) => !(s.cdk! in special)).map((s) => [
+    s.cdk!,
+    s.type === 'number' ? num(s.cdk!) : s.type === 'bool' ? bool(s.cdk!) : str(s.cdk!),
+  ]);
+  return { ...(Object.fromEntries(plain) as OutboxSettingsInput), ...special };
 }

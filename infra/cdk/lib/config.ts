@@ -3,6 +3,7 @@
 // tested without synthesizing anything.
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { checkLimits, contractDefaults } from './contract';
 
 /**
  * The stream FilterCriteria. Its one source of truth is infra/stream-filter.json; the
@@ -160,9 +161,9 @@ export interface OutboxSettings {
   readonly batchSize: number;
   /**
    * Stream event source mapping: concurrent batches per stream shard (1-10, default 1). Above 1
-   * AWS keeps the order of each item (partition and sort key), not of each partition key, so two
-   * messages of one aggregate may be published at once: the FIFO order fence defers the later one
-   * while the earlier is PENDING (retries, not disorder). Keep 1 for FIFO-heavy tables.
+   * AWS keeps the order of each item (partition and sort key), not of each partition key, and
+   * per-aggregate order on FIFO routes is not kept (the order fence reads a sweeper index that
+   * lags writes: docs/guarantees.md). Keep 1 on tables with FIFO routes.
    */
   readonly parallelizationFactor: number;
   /**
@@ -217,30 +218,8 @@ export interface OutboxSettings {
   readonly globalTableRegions: readonly string[];
 }
 
-export const DEFAULTS: OutboxSettings = {
-  prefix: 'outbox',
-  maxAttempts: 8,
-  sweepRateMinutes: 1,
-  sweepGraceSeconds: 60,
-  sweepScanMode: 'backstop',
-  ttlDays: 7,
-  batchSize: 100,
-  parallelizationFactor: 1,
-  sweepShards: 16,
-  streamRetryAttempts: 5,
-  streamMaxRecordAgeSeconds: 3600,
-  maxReceiveCount: 5,
-  maxMessageBytes: SQS_MAX_MESSAGE_BYTES,
-  sweeperReservedConcurrency: 1,
-  deletionProtection: true,
-  logRetentionDays: 30,
-  largePayloads: true,
-  largePayloadRetentionDays: 30,
-  architecture: 'arm64',
-  iteratorAgeThresholdMs: 60_000,
-  oldestPendingThresholdSeconds: 600,
-  globalTableRegions: [],
-};
+/** The defaults: infra/contract/settings.json's (the Terraform module's too, except where a setting says why not). */
+export const DEFAULTS: OutboxSettings = contractDefaults() as unknown as OutboxSettings;
 
 /** What a user may set: any of the settings; the scan mode also as the old boolean (true: on, false: off). */
 export type OutboxSettingsInput = Partial<Omit<OutboxSettings, 'sweepScanMode'>> & {
@@ -267,24 +246,15 @@ export function resolveOutboxSettings(overrides: OutboxSettingsInput = {}): Outb
   if (!/^[a-z][a-z0-9-]{0,30}[a-z0-9]$/.test(s.prefix)) {
     throw new Error(`prefix must be 2-32 characters of a-z, 0-9 and "-", starting with a letter, got "${s.prefix}"`);
   }
-  intIn('maxAttempts', s.maxAttempts, 1, 100);
-  intIn('sweepRateMinutes', s.sweepRateMinutes, 1, 1440);
-  intIn('sweepGraceSeconds', s.sweepGraceSeconds, 0, 86_400);
-  intIn('ttlDays', s.ttlDays, 1, 365);
-  intIn('batchSize', s.batchSize, 1, 10_000);
-  intIn('parallelizationFactor', s.parallelizationFactor, 1, CONTRACT.maxParallelizationFactor);
-  intIn('sweepShards', s.sweepShards, 1, CONTRACT.maxSweepShards);
+  // Ranges, whole numbers and allowed values: the contract's (stream records live 24 h, so
+  // streamMaxRecordAgeSeconds is bounded: -1, infinite, is refused on purpose).
+  checkLimits(s as unknown as Record<string, unknown>);
   if (s.sweepShardsPrevious !== undefined) {
     intIn('sweepShardsPrevious', s.sweepShardsPrevious, 1, CONTRACT.maxSweepShards);
     if (s.sweepShardsPrevious === s.sweepShards) {
       throw new Error(`sweepShardsPrevious is the count being changed from; it must differ from sweepShards (${s.sweepShards}), or be left out`);
     }
   }
-  intIn('streamRetryAttempts', s.streamRetryAttempts, 0, 10_000);
-  // Stream records live 24 h; -1 (infinite) is refused on purpose: the age must be bounded.
-  intIn('streamMaxRecordAgeSeconds', s.streamMaxRecordAgeSeconds, 60, 86_400);
-  intIn('maxReceiveCount', s.maxReceiveCount, 1, 1000);
-  intIn('maxMessageBytes', s.maxMessageBytes, 1024, SQS_MAX_MESSAGE_BYTES);
   if (typeof s.largePayloads !== 'boolean') throw new Error('largePayloads must be true or false');
   // A pointer may wait on a queue (or its DLQ) for up to QUEUE_RETENTION_DAYS: its payload must still be there.
   if (!Number.isInteger(s.largePayloadRetentionDays) || s.largePayloadRetentionDays <= QUEUE_RETENTION_DAYS || s.largePayloadRetentionDays > 3650) {
@@ -304,14 +274,6 @@ export function resolveOutboxSettings(overrides: OutboxSettingsInput = {}): Outb
   }
   if (s.sweeperReservedConcurrency !== null) intIn('sweeperReservedConcurrency', s.sweeperReservedConcurrency, 0, 10_000);
   if (typeof s.deletionProtection !== 'boolean') throw new Error('deletionProtection must be true or false');
-  intIn('iteratorAgeThresholdMs', s.iteratorAgeThresholdMs, 1000, 86_400_000);
-  intIn('oldestPendingThresholdSeconds', s.oldestPendingThresholdSeconds, 60, 86_400 * 14);
-  if (!LOG_RETENTION_DAYS.includes(s.logRetentionDays)) {
-    throw new Error(`logRetentionDays must be one of ${LOG_RETENTION_DAYS.join(', ')}, got ${s.logRetentionDays}`);
-  }
-  if (s.architecture !== 'arm64' && s.architecture !== 'x86_64') {
-    throw new Error(`architecture must be arm64 or x86_64, got ${String(s.architecture)}`);
-  }
   if (s.defaultHomeRegion !== undefined && !REGION.test(s.defaultHomeRegion)) {
     throw new Error(`defaultHomeRegion must be an AWS region name (e.g. us-east-1), got ${JSON.stringify(s.defaultHomeRegion)}`);
   }

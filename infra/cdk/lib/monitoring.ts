@@ -1,8 +1,9 @@
-// Alarms and the dashboard, as plain data (the Terraform module defines the same in
-// infra/terraform/modules/outbox-config/main.tf; the parity check compares them). Metric
-// dimensions are the fixed physical names from names(), so both stacks produce
-// identical definitions.
+// Alarms and the dashboard, as plain data. The alarms are infra/contract/settings.json's (the
+// Terraform module's are generated from it); the dashboard is the same as the module's
+// (infra/terraform/modules/outbox/config.tf). Metric dimensions are the fixed physical names,
+// so both stacks produce identical definitions.
 import { CONTRACT, type OutboxSettings, names } from './config';
+import { DEPLOYMENT_CONTRACT } from './contract';
 
 /** One CloudWatch alarm, named `<prefix>-<key>`. */
 export interface AlarmDefinition {
@@ -19,7 +20,6 @@ export interface AlarmDefinition {
   readonly treatMissingData: 'breaching' | 'notBreaching';
 }
 
-const FUNCTIONS = { publisher: 'Publisher', sweeper: 'Sweeper', recovery: 'Recovery' } as const;
 const FUNCTION_ALARMS = {
   Errors: 'fails invocations in 3 consecutive 5-minute periods (a crash, a timeout, a bad configuration): read its log group.',
   Throttles: "is throttled in 3 consecutive 5-minute periods: raise its reserved concurrency or the account's concurrency quota.",
@@ -42,34 +42,6 @@ export function queueNotEmptyAlarm(queueName: string, description: string): Alar
   };
 }
 
-/**
- * Alarms on a count of the functions' own metrics (namespace DynamoDbOutbox): any in 5 minutes.
- * Each is emitted only when it happens or as 0 on every run, so missing data is no breach.
- * StatusReadFailed, RecoveryRangeUnfinished and AlreadySettledSkipped are on the dashboard
- * only (README: Alarms).
- */
-const OUTBOX_COUNT_ALARMS: Record<string, { readonly metric: string; readonly description: string }> = {
-  AccessDenied: {
-    metric: 'AccessDenied',
-    description:
-      "AWS denied a call of an outbox function for a missing permission (AccessDenied > 0 in 5 minutes): a role lacks a grant, whatever the function did next (a fallback that worked does not hide it). The function's log names the IAM action: compare its role with docs/iam.md and add the grant.",
-  },
-  FenceUnread: {
-    metric: 'FenceUnread',
-    description:
-      "The FIFO order fence could not read an aggregate's pending messages (a read refused or failing, or more pending keys than it reads): those messages are held and charged an attempt at each sweep, so they end FAILED if the cause lasts. Read the publisher's and the sweeper's logs for the cause.",
-  },
-  RecoveryRangeLost: {
-    metric: 'RecoveryRangeLost',
-    description:
-      "Discarded stream records were past the stream's 24 h retention when the recovery function read them: their items are found only by the sweeper's backstop scan.",
-  },
-  SweeperRecovering: {
-    metric: 'RecoveredBySweeper',
-    description: 'The sweeper had to publish messages the stream path missed: the stream path is unhealthy.',
-  },
-};
-
 /** `<title>Errors` and `<title>Throttles` of the function named `functionName`. */
 export function functionAlarms(functionName: string, title: string): Record<string, AlarmDefinition> {
   const alarms: Record<string, AlarmDefinition> = {};
@@ -91,83 +63,37 @@ export function functionAlarms(functionName: string, title: string): Record<stri
   return alarms;
 }
 
-/** Every alarm of the outbox, by name suffix. */
+/**
+ * Every alarm of the outbox, by name suffix: the contract's (infra/contract/settings.json,
+ * "alarms"; the Terraform module's alarms_contract.tf is generated from the same). Why each
+ * treats missing data and picks its period as it does: infra/README.md, Alarms.
+ */
 export function alarmDefinitions(s: OutboxSettings): Record<string, AlarmDefinition> {
-  const n = names(s.prefix);
-  const outbox = { [CONTRACT.metricsDimension]: s.prefix };
-  const alarms: Record<string, AlarmDefinition> = {
-    OutboxDlqNotEmpty: queueNotEmptyAlarm(n.outboxDlq, 'Outbox messages became FAILED (see LastError on the item); inspect, fix, redrive.'),
-    RecoveryDlqNotEmpty: queueNotEmptyAlarm(
-      n.streamFailuresDlq,
-      "The recovery function failed on-failure records maxReceiveCount times (not an on-failure record, or a range it could not read); read them and its logs, fix, redrive to the failure queue within the stream's 24 h.",
-    ),
+  const named = (text: string) => text.replaceAll('<prefix>', s.prefix);
+  const setting = (name: string): number => {
+    const cdk = DEPLOYMENT_CONTRACT.settings.find((x) => x.name === name)?.cdk;
+    if (!cdk) throw new Error(`the contract's alarm threshold ${name} is not a setting of the construct`);
+    return (s as unknown as Record<string, number>)[cdk];
   };
-  for (const [key, { metric, description }] of Object.entries(OUTBOX_COUNT_ALARMS)) {
-    alarms[key] = {
-      description,
-      namespace: CONTRACT.metricsNamespace,
-      metricName: metric,
-      dimensions: outbox,
-      statistic: 'Sum',
-      period: 300,
-      evaluationPeriods: 1,
-      datapointsToAlarm: 1,
-      threshold: 0,
-      comparisonOperator: 'GreaterThanThreshold',
-      treatMissingData: 'notBreaching',
-    };
-  }
-  // The failure queue is consumed by the recovery function, so its depth says little: a
-  // message *sent* to it means the stream mapping discarded records.
-  alarms.StreamDiscards = {
-    description:
-      "The stream mapping gave up on stream records (retries or maximum record age) and sent their ranges to the failure queue; the recovery function is putting their items back into the sweeper's index. Check the publisher.",
-    namespace: 'AWS/SQS',
-    metricName: 'NumberOfMessagesSent',
-    dimensions: { QueueName: n.streamFailures },
-    statistic: 'Sum',
-    period: 300,
-    evaluationPeriods: 1,
-    datapointsToAlarm: 1,
-    threshold: 0,
-    comparisonOperator: 'GreaterThanThreshold',
-    treatMissingData: 'notBreaching',
-  };
-  alarms.PublisherIteratorAge = {
-    description: 'The publisher falls behind the table stream (records older than the threshold).',
-    namespace: 'AWS/Lambda',
-    metricName: 'IteratorAge',
-    dimensions: { FunctionName: n.publisher },
-    statistic: 'Maximum',
-    period: 60,
-    evaluationPeriods: 5,
-    datapointsToAlarm: 3,
-    threshold: s.iteratorAgeThresholdMs,
-    comparisonOperator: 'GreaterThanThreshold',
-    treatMissingData: 'notBreaching',
-  };
-  // The sweeper reports the age every run (0 when nothing is due), so no data means no
-  // sweeper: breaching. A message in backoff (up to 15 minutes) is not due in between, so
-  // any breach in the last 3 periods keeps the alarm: it does not flap while stuck. The
-  // period is never shorter than the schedule, or every period without a sweep would breach.
-  alarms.OldestPendingTooOld = {
-    description:
-      'A PENDING outbox message is older than the threshold, or the sweeper reports nothing (missing data is breaching): delivery is stuck or the sweeper is not running.',
-    namespace: CONTRACT.metricsNamespace,
-    metricName: 'OldestPendingAgeSeconds',
-    dimensions: outbox,
-    statistic: 'Maximum',
-    period: Math.max(300, s.sweepRateMinutes * 60),
-    evaluationPeriods: 3,
-    datapointsToAlarm: 1,
-    threshold: s.oldestPendingThresholdSeconds,
-    comparisonOperator: 'GreaterThanThreshold',
-    treatMissingData: 'breaching',
-  };
-  for (const [fn, title] of Object.entries(FUNCTIONS) as Array<[keyof typeof FUNCTIONS, string]>) {
-    Object.assign(alarms, functionAlarms(n[fn], title));
-  }
-  return alarms;
+  return Object.fromEntries(
+    Object.entries(DEPLOYMENT_CONTRACT.alarms).map(([key, a]) => {
+      const [dimension, value] = a.dimension.split(' ');
+      const definition: AlarmDefinition = {
+        description: named(a.description),
+        namespace: a.namespace,
+        metricName: a.metric,
+        dimensions: { [dimension]: named(value) },
+        statistic: a.statistic,
+        period: a.period_at_least_sweep ? Math.max(a.period, s.sweepRateMinutes * 60) : a.period,
+        evaluationPeriods: a.evaluation_periods,
+        datapointsToAlarm: a.datapoints_to_alarm,
+        threshold: typeof a.threshold === 'number' ? a.threshold : setting(a.threshold),
+        comparisonOperator: 'GreaterThanThreshold',
+        treatMissingData: a.missing_data,
+      };
+      return [key, definition];
+    }),
+  );
 }
 
 /** A metric widget of the dashboard, without its "region" (the stack adds it). */

@@ -18,6 +18,7 @@ import type * as sns from 'aws-cdk-lib/aws-sns';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct, type IConstruct } from 'constructs';
 import { checkedArtifact } from './artifact';
+import { settingsEnvironment } from './contract';
 import {
   type Architecture,
   CONTRACT,
@@ -188,25 +189,16 @@ export class Outbox extends Construct {
     // Which messages this deployment owns: HomeRegion = OUTBOX_REGION, or none when OUTBOX_REGION
     // is OUTBOX_DEFAULT_HOME_REGION. The three functions get both.
     const homeEnv = { OUTBOX_REGION: region, OUTBOX_DEFAULT_HOME_REGION: this.defaultHomeRegion };
-    const tableLayoutEnv = {
-      [CONTRACT.keyNameEnv.partitionKey]: this.keyNames.partitionKey,
-      [CONTRACT.keyNameEnv.sortKey]: this.keyNames.sortKey,
-      [CONTRACT.keyNameEnv.ttlAttribute]: this.keyNames.ttlAttribute,
-      [CONTRACT.sweepShardsEnv.count]: String(s.sweepShards),
-      ...(s.sweepShardsPrevious !== undefined ? { [CONTRACT.sweepShardsEnv.previous]: String(s.sweepShardsPrevious) } : {}),
-    };
+    // The settings the functions read as they are (infra/contract/settings.json); the derived
+    // ones (table, routes, DLQ, default destination, bucket, region, sweep period, scan mode) here.
+    const settingValues = { ...s, ...Object.fromEntries(Object.entries(this.keyNames).map(([k, v]) => [`keyNames.${k}`, v])) };
+    const envOf = (fn: OutboxFunction) => ({ ...settingsEnvironment(fn, settingValues), ...homeEnv });
     const commonEnv: Record<string, string> = {
       OUTBOX_TABLE_NAME: this.tableName,
       OUTBOX_ROUTES: cdk.Stack.of(this).toJsonString(Object.fromEntries(routes.map(([topic, r]) => [topic, r.json]))),
       OUTBOX_DLQ_URL: this.deadLetterQueue.queueUrl,
-      OUTBOX_TTL_DAYS: String(s.ttlDays),
-      // The value of the metrics dimension Service: two deployments in one account stay apart.
-      OUTBOX_DEPLOYMENT: s.prefix,
-      ...tableLayoutEnv,
-      ...homeEnv,
       ...(fallback ? { OUTBOX_DEFAULT_DESTINATION: typeof fallback.json === 'string' ? fallback.json : fallback.json.destination } : {}),
       ...(bucket ? { [CONTRACT.largePayloadEnv.bucket]: bucket.bucketName } : {}),
-      ...(s.largePayloadThresholdBytes !== undefined ? { [CONTRACT.largePayloadEnv.thresholdBytes]: String(s.largePayloadThresholdBytes) } : {}),
     };
     const code = (fn: OutboxFunction): lambda.Code => {
       if (props.code?.[fn]) return props.code[fn];
@@ -218,7 +210,7 @@ export class Outbox extends Construct {
     this.publisher = this.fn('Publisher', n.publisher, publisherRole, code('publisher'), {
       description: 'Publishes new PENDING outbox messages from the table stream and marks them SENT',
       timeout: cdk.Duration.seconds(60),
-      environment: commonEnv,
+      environment: { ...commonEnv, ...envOf('publisher') },
     });
     this.streamMapping(props.table !== undefined, publisherRole);
 
@@ -233,8 +225,7 @@ export class Outbox extends Construct {
       maxEventAge: cdk.Duration.seconds(SWEEPER_ASYNC.maximumEventAgeSeconds),
       environment: {
         ...commonEnv,
-        OUTBOX_MAX_ATTEMPTS: String(s.maxAttempts),
-        OUTBOX_SWEEP_GRACE_SECONDS: String(s.sweepGraceSeconds),
+        ...envOf('sweeper'),
         // The schedule's period: a FIFO republish is timed to land inside SQS's
         // 5-minute deduplication window, which needs to know how often sweeps run.
         OUTBOX_SWEEP_PERIOD_SECONDS: String(s.sweepRateMinutes * 60),
@@ -258,7 +249,7 @@ export class Outbox extends Construct {
     this.recovery = this.fn('Recovery', n.recovery, recoveryRole, code('recovery'), {
       description: "Reads the stream ranges of batches the stream mapping discarded and puts their PENDING items into the sweeper's index",
       timeout: cdk.Duration.seconds(RECOVERY.timeoutSeconds),
-      environment: { OUTBOX_TABLE_NAME: this.tableName, OUTBOX_DEPLOYMENT: s.prefix, ...tableLayoutEnv, ...homeEnv },
+      environment: { OUTBOX_TABLE_NAME: this.tableName, ...envOf('recovery') },
     });
     const recoveryMapping = new lambda.EventSourceMapping(this, 'RecoveryQueueMapping', {
       target: this.recovery,

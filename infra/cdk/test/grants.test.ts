@@ -1,6 +1,6 @@
 // Each role's exact set of actions (docs/iam.md: the calls each function makes, and the
 // action each is authorised as). A grant added or removed without changing this file fails
-// here; infra/terraform/parity/check_parity.py holds Terraform to the same grants.
+// here; infra/contract/settings.json holds both stacks to the same actions.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import type { Template } from 'aws-cdk-lib/assertions';

@@ -1,7 +1,7 @@
 // Global tables (docs/global-tables.md): the region a deployment owns, the default home region of
 // items without HomeRegion, the publisher's filter and the functions' environment; names global to
 // the account carry the region on a global table. The Terraform module's tests check the same
-// (modules/outbox-config/tests/home_region.tftest.hcl); the parity check compares the two.
+// (modules/outbox/tests/home_region.tftest.hcl).
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import { describe, it } from 'node:test';

@@ -18,8 +18,9 @@ use crate::params::Mutation;
 use crate::state::{Listed, Out, Phase, Publish, State, Status, bit};
 use crate::sweep::ticks;
 use dynamodb_outbox_core::policy::{
-    CONFIRM_LIMIT, FenceRead, Member, Pending, Scope, fence_reads, fenced, to_confirm,
+    CONFIRM_LIMIT, FenceRead, Member, Pending, Scope, fence_reads, fenced, predecessors, to_confirm,
 };
+use dynamodb_outbox_core::schema::ItemKey;
 use std::collections::HashMap;
 
 impl OutboxModel {
@@ -59,7 +60,7 @@ impl OutboxModel {
             .collect();
         let pending = self.pending_of(&reads, &p.found);
         let confirm = !self.params.has(Mutation::NoConsistentConfirm)
-            && !to_confirm(&members, &pending, CONFIRM_LIMIT).is_empty();
+            && !Self::to_ask(&members, &pending).0.is_empty();
         if confirm {
             p.phase = Phase::Confirm;
             return;
@@ -69,14 +70,16 @@ impl OutboxModel {
         self.decide(s, p, (&positions, &members), &pending, witnesses, unsure);
     }
 
-    /// The consistent `BatchGetItem` of the index siblings that would fence, then
-    /// the decision: those no longer `PENDING` do not fence. When the read fails, the
-    /// index's answer stands.
+    /// The consistent `BatchGetItem` of the messages FIFO members follow in their own
+    /// transactions and of the index siblings that would fence, then the decision:
+    /// the predecessors still pending fence, the index siblings no longer `PENDING` do
+    /// not. When the read fails, the index's answer stands and every predecessor
+    /// fences.
     pub(crate) fn confirm_step(&self, s: &mut State, p: &mut Publish, fault: Fault) {
         let (positions, members) = self.members(p);
         let reads = fence_reads(&members);
         let mut pending = self.pending_of(&reads, &p.found);
-        let asked = to_confirm(&members, &pending, CONFIRM_LIMIT);
+        let (asked, followed, listed) = Self::to_ask(&members, &pending);
         let mut witnesses = self.consistently_listed(&reads, &p.found);
         if fault == Fault::None {
             let statuses: HashMap<_, _> = asked
@@ -95,11 +98,30 @@ impl OutboxModel {
                     Some((key.clone(), Some(status.to_owned())))
                 })
                 .collect();
-            pending.confirm(&asked, &statuses);
+            pending.confirm(&listed, &statuses);
+            pending.add_predecessors(&followed, Some(&statuses));
+        } else {
+            pending.add_predecessors(&followed, None);
         }
         let unsure = fault != Fault::None || p.found.iter().any(Option::is_none);
         witnesses |= self.pending_now(s);
         self.decide(s, p, (&positions, &members), &pending, witnesses, unsure);
+    }
+
+    /// What the fence's consistent status read asks, as the code's `confirm` makes it:
+    /// the messages FIFO members follow in their own transactions
+    /// (`policy::predecessors`), then the index siblings that would fence
+    /// (`to_confirm`, within what is left of `CONFIRM_LIMIT`); and those two lists.
+    fn to_ask(members: &[Member], pending: &Pending) -> (Vec<ItemKey>, Vec<ItemKey>, Vec<ItemKey>) {
+        let followed = predecessors(members);
+        let listed = to_confirm(
+            members,
+            pending,
+            CONFIRM_LIMIT.saturating_sub(followed.len()),
+        );
+        let mut asked = followed.clone();
+        asked.extend(listed.iter().filter(|k| !followed.contains(k)).cloned());
+        (asked, followed, listed)
     }
 
     /// What `read` lists: the pending items of its aggregates that the status read

@@ -4,9 +4,12 @@
 //! what `dynamodb_outbox_core::schema::decode` reads from the same image; and the destination
 //! receives what `plan` builds for it.
 
-use crate::params::{Kind, Params, Producer};
+use crate::params::{Home, Kind, Mutation, Params, Producer};
 use aws_lambda_events::event::dynamodb::EventRecord;
+use dynamodb_outbox_core::HomeRegions;
 use dynamodb_outbox_core::config::PublisherConfig;
+use dynamodb_outbox_core::home::HomeSeen;
+use dynamodb_outbox_core::keys::KeyNames;
 use dynamodb_outbox_core::message::AttrValue;
 use dynamodb_outbox_core::policy::{Member, Sibling};
 use dynamodb_outbox_core::publish::{Work, WorkItem, plan};
@@ -19,6 +22,26 @@ pub const TICK_MS: i64 = 60_000;
 
 /// The routed topic.
 pub const TOPIC: &str = "orders";
+
+/// The single-region deployment's region (Lambda sets `AWS_REGION`, so the functions'
+/// `HomeRegions` is `in_region(REGION)`).
+pub const REGION: &str = "us-east-1";
+
+/// What the deployment's functions know of regions (`KeyNames::regions`).
+pub fn regions() -> HomeRegions {
+    HomeRegions::in_region(REGION)
+}
+
+/// The `HomeRegion` attribute of an image in DynamoDB JSON, if any.
+fn home_attribute(home: Home) -> Option<serde_json::Value> {
+    match home {
+        Home::Absent => None,
+        Home::Region => Some(serde_json::json!({ "S": REGION })),
+        Home::Null => Some(serde_json::json!({ "NULL": true })),
+        Home::Empty => Some(serde_json::json!({ "S": "" })),
+        Home::Padded => Some(serde_json::json!({ "S": format!(" {REGION} ") })),
+    }
+}
 
 /// One outbox item, as the real code sees it.
 #[derive(Debug, Clone)]
@@ -43,6 +66,14 @@ pub struct Msg {
     pub attributes: Vec<(&'static str, AttrValue)>,
     /// What the order fence sees of it in a batch (none for poison).
     pub member: Option<Member>,
+    /// Its `HomeRegion`, as written.
+    pub home: Home,
+    /// The stream shard lane its record goes to: the aggregate's shard, and under a
+    /// parallelization factor above 1 one of its concurrent batches (`Params::parallelization`;
+    /// a model shard is one lane: `aggregate × factor + lane`).
+    pub lane: u8,
+    /// Whether the publisher's `FilterCriteria` passes its `INSERT` record.
+    pub streamed: bool,
 }
 
 impl Msg {
@@ -92,6 +123,32 @@ fn record(key: &ItemKey, image: serde_json::Value, seq: usize) -> Option<EventRe
     serde_json::from_value(value).ok()
 }
 
+/// The publisher's `FilterCriteria` in a single-region deployment (the region's clause,
+/// and the default home's for items without `HomeRegion`, as
+/// `infra/terraform/modules/outbox-config/main.tf` renders them: `HomeRegion.S` equal to
+/// the region, or `HomeRegion.S` absent — `exists` is tested on the leaf, so a `NULL`
+/// passes). Lambda's filter is AWS's and the stacks' text, not a function to call: the
+/// model evaluates the patterns itself.
+pub fn stream_filter_passes(home: Home) -> bool {
+    match home {
+        Home::Absent | Home::Region | Home::Null => true,
+        Home::Empty | Home::Padded => false,
+    }
+}
+
+/// What the real `HomeSeen::of` reads of an item whose `HomeRegion` is `home`.
+pub fn home_seen(home: Home) -> HomeSeen {
+    let key = ItemKey {
+        pk: "AGG#0".into(),
+        sk: "MESSAGE#E#000".into(),
+    };
+    let mut image = serde_json::json!({"PK": {"S": key.pk}, "SK": {"S": key.sk}});
+    if let (Some(o), Some(value)) = (image.as_object_mut(), home_attribute(home)) {
+        o.insert("HomeRegion".into(), value);
+    }
+    record(&key, image, 0).map_or(HomeSeen::Absent, |r| HomeSeen::of(&r.change.new_image))
+}
+
 impl Fixture {
     /// The messages of `params`.
     pub fn new(params: &Params) -> Self {
@@ -126,6 +183,9 @@ impl Fixture {
                 business_records_kept += 1;
             }
             seq += 1;
+            // The library names on each message the one it wrote before it of the
+            // aggregate in the same transaction (`Follows`).
+            let mut last_sk: Option<String> = None;
             for kind in &txn.messages {
                 let n = msgs.len();
                 let indexed = txn.producer == Producer::Library;
@@ -145,6 +205,11 @@ impl Fixture {
                         format!("MESSAGE#E#{n:03}")
                     },
                 };
+                let follows = if indexed {
+                    last_sk.replace(key.sk.clone())
+                } else {
+                    None
+                };
                 let topic = if *kind == Kind::Unroutable {
                     "nowhere"
                 } else {
@@ -159,6 +224,12 @@ impl Fixture {
                 if let Some(o) = image.as_object_mut() {
                     if *kind == Kind::Undecodable {
                         o.remove("Topic");
+                    }
+                    if let Some(home) = home_attribute(txn.home) {
+                        o.insert("HomeRegion".into(), home);
+                    }
+                    if let Some(before) = follows.filter(|_| !params.has(Mutation::NoFollows)) {
+                        o.insert("Follows".into(), serde_json::json!({ "S": before }));
                     }
                     if indexed {
                         o.insert("MessageId".into(), serde_json::json!({ "S": uuid }));
@@ -177,7 +248,10 @@ impl Fixture {
                     continue;
                 };
                 seq += 1;
-                let Ok(WorkItem { work, .. }) = dynamodb_outbox::stream::classify(&rec) else {
+                let keys = KeyNames::default().regions(regions());
+                let Ok(WorkItem { work, .. }) =
+                    dynamodb_outbox::stream::classify_keyed(&rec, &keys)
+                else {
                     continue;
                 };
                 let decoded = schema::decode(&rec.change.new_image, Some(&key));
@@ -200,8 +274,17 @@ impl Fixture {
                     )),
                     Work::Poison(_) => None,
                 };
+                let factor = params.parallelization.max(1);
+                let nth = msgs
+                    .iter()
+                    .filter(|m: &&Msg| m.aggregate == txn.aggregate)
+                    .count();
+                let lane = txn.aggregate * factor + u8::try_from(nth).unwrap_or(0) % factor;
                 msgs.push(Msg {
                     txn: u8::try_from(t).unwrap_or(u8::MAX),
+                    home: txn.home,
+                    lane,
+                    streamed: stream_filter_passes(txn.home),
                     aggregate: txn.aggregate,
                     kind: *kind,
                     key,

@@ -39,5 +39,5 @@ mod sweep;
 pub mod trace;
 
 pub use model::{Action, Fault, OutboxModel};
-pub use params::{Consumer, Kind, Mutation, Params, Producer, Txn};
+pub use params::{Consumer, Home, Kind, Mutation, Params, Producer, Txn};
 pub use trace::{Report, check, find};

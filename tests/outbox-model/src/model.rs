@@ -38,6 +38,9 @@ pub enum Action {
     Commit(u8),
     /// The producer's transaction `n` rolls back.
     RollBack(u8),
+    /// The `INSERT` record of message `n`, committed, reaches its shard
+    /// (`Params::stream_any_order`).
+    Append(u8),
     /// The event source mapping invokes the publisher on a shard's next batch.
     Deliver(u8),
     /// Invocation `n` (publisher or sweeper) takes its next step.
@@ -176,6 +179,17 @@ impl OutboxModel {
         s.sqs_ids = s.sqs_ids.saturating_add(1);
     }
 
+    /// Message `m`'s `INSERT` reaches its shard lane, if the publisher's
+    /// `FilterCriteria` passes it (`fixture::stream_filter_passes`).
+    fn append(&self, s: &mut State, m: u8) {
+        if self.msg(m).streamed {
+            let now = s.now;
+            s.shards[usize::from(self.msg(m).lane)]
+                .records
+                .push((m, now));
+        }
+    }
+
     fn records_in(&self, s: &State, shard: u8, from: u8, to: u8) -> Vec<u8> {
         s.shards[usize::from(shard)].records[usize::from(from)..usize::from(to)]
             .iter()
@@ -240,6 +254,9 @@ impl OutboxModel {
     /// closed: `UnknownNotReported`).
     fn reported(&self, out: Out) -> bool {
         if out == Out::Unknown && self.params.has(Mutation::UnknownNotReported) {
+            return false;
+        }
+        if matches!(out, Out::Deferred(_)) && self.params.has(Mutation::DeferredNotReported) {
             return false;
         }
         crate::delivery::outcome_of(out).needs_retry()
@@ -474,7 +491,7 @@ impl Model for OutboxModel {
             .iter()
             .map(|t| t.aggregate)
             .max()
-            .map_or(0, |a| a + 1);
+            .map_or(0, |a| (a + 1) * self.params.parallelization.max(1));
         vec![State {
             now: 0,
             crashes: self.params.crashes,
@@ -520,10 +537,17 @@ impl Model for OutboxModel {
             stale_fence: false,
             redrive_undone: false,
             unlisted: 0,
+            unstreamed: 0,
+            refused: 0,
         }]
     }
 
     fn actions(&self, s: &State, actions: &mut Vec<Action>) {
+        // A run that reaches the horizon is a livelock (`NO_LIVELOCK`): it ends there,
+        // so that the liveness properties judge what it left.
+        if s.now >= HORIZON {
+            return;
+        }
         let u = |i: usize| u8::try_from(i).unwrap_or(u8::MAX);
         for t in 0..s.txns.len() {
             if self.txn_ready(s, t) {
@@ -531,6 +555,11 @@ impl Model for OutboxModel {
                 if self.params.txns[t].may_roll_back {
                     actions.push(Action::RollBack(u(t)));
                 }
+            }
+        }
+        for m in 0..u8::try_from(self.fixture.msgs.len()).unwrap_or(0) {
+            if s.unstreamed & bit(m) != 0 {
+                actions.push(Action::Append(m));
             }
         }
         for (i, sh) in s.shards.iter().enumerate() {
@@ -548,7 +577,10 @@ impl Model for OutboxModel {
             self.step_faults(s, call, &mut faults);
             let lags = match inv {
                 Inv::Stream { publish, .. } => self.may_lag(s, publish),
-                Inv::Sweep(sw) => sw.publish.as_ref().is_some_and(|p| self.may_lag(s, p)),
+                Inv::Sweep(sw) => {
+                    self.query_may_lag(s, sw)
+                        || sw.publish.as_ref().is_some_and(|p| self.may_lag(s, p))
+                }
             };
             if lags {
                 faults.push(Fault::Stale);
@@ -597,11 +629,15 @@ impl Model for OutboxModel {
         // Time passes only between invocations, while no on-failure record waits for
         // the recovery function (its queue's mapping invokes it within seconds), and
         // up to the horizon: a run still going there is a livelock (`NO_LIVELOCK`).
+        // Nor while a committed record has yet to reach its shard (well under a second).
+        // A sweep whose claim the item's own condition refused is followed by the next
+        // one a period later: time passes for it too (`State::refused`).
         if s.invs.is_empty()
             && s.consumers.is_empty()
             && s.on_failure.is_empty()
+            && s.unstreamed == 0
             && s.now < HORIZON
-            && self.timers_ahead(s)
+            && (self.timers_ahead(s) || s.refused != 0)
         {
             actions.push(Action::Tick);
         }
@@ -612,7 +648,6 @@ impl Model for OutboxModel {
         match action {
             Action::Commit(t) => {
                 s.txns[usize::from(t)] = TxnState::Committed;
-                let agg = self.params.txns[usize::from(t)].aggregate;
                 for m in 0..u8::try_from(self.fixture.msgs.len()).unwrap_or(0) {
                     if self.msg(m).txn != t {
                         continue;
@@ -626,19 +661,26 @@ impl Model for OutboxModel {
                         expires: 0,
                         token: 0,
                     };
-                    s.shards[usize::from(agg)].records.push((m, s.now));
+                    if self.params.stream_any_order {
+                        s.unstreamed |= bit(m);
+                    } else {
+                        self.append(&mut s, m);
+                    }
                     if self.params.index_lags_writes && indexed {
                         s.unlisted |= bit(m);
                     }
                 }
             }
+            Action::Append(m) => {
+                s.unstreamed &= !bit(m);
+                self.append(&mut s, m);
+            }
             Action::RollBack(t) => {
                 s.txns[usize::from(t)] = TxnState::RolledBack;
                 if self.params.has(Mutation::StreamShowsRolledBack) {
-                    let agg = self.params.txns[usize::from(t)].aggregate;
                     for m in 0..u8::try_from(self.fixture.msgs.len()).unwrap_or(0) {
                         if self.msg(m).txn == t {
-                            s.shards[usize::from(agg)].records.push((m, s.now));
+                            self.append(&mut s, m);
                         }
                     }
                 }
@@ -744,6 +786,7 @@ impl Model for OutboxModel {
                 // The index has caught up.
                 s.lagging.clear();
                 s.unlisted = 0;
+                s.refused = 0;
             }
         }
         Some(s)

@@ -25,6 +25,23 @@ pub enum Kind {
     Undecodable,
 }
 
+/// The `HomeRegion` attribute of an outbox item, in each DynamoDB shape the protocol
+/// may read: a producer that is not the library writes what its SDK makes of its value
+/// (boto3 writes a Python `None` as `NULL`; a form field can be empty or padded).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Home {
+    /// No `HomeRegion` (a minimal producer; the model's default).
+    Absent,
+    /// `{"S": "<the deployment's region>"}`, as the library writes it.
+    Region,
+    /// `{"NULL": true}`.
+    Null,
+    /// `{"S": ""}`.
+    Empty,
+    /// `{"S": " <the deployment's region> "}`.
+    Padded,
+}
+
 /// One producer transaction: a business item and outbox items of one aggregate.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Txn {
@@ -36,6 +53,8 @@ pub struct Txn {
     pub may_roll_back: bool,
     /// How the producer writes.
     pub producer: Producer,
+    /// The `HomeRegion` its outbox items carry.
+    pub home: Home,
 }
 
 impl Txn {
@@ -46,6 +65,7 @@ impl Txn {
             messages: vec![Kind::Good; n],
             may_roll_back: false,
             producer: Producer::Library,
+            home: Home::Absent,
         }
     }
 
@@ -60,6 +80,12 @@ impl Txn {
     /// This transaction may also roll back.
     pub fn or_roll_back(mut self) -> Self {
         self.may_roll_back = true;
+        self
+    }
+
+    /// Its outbox items carry `HomeRegion` in this shape.
+    pub fn home(mut self, home: Home) -> Self {
+        self.home = home;
         self
     }
 
@@ -133,6 +159,37 @@ pub enum Mutation {
     /// for retry, so the mapping moves on and a later message of its aggregate meets
     /// a fence whose index may not list the held one yet.
     UnknownNotReported,
+    /// Issue 36, finding 1: `publish::plan` lays a batch out in stream order, as before
+    /// its fix: one transaction's records that reach the publisher as [A2, A1] are
+    /// sent A2, A1 (the model puts the plan's positions back in batch order).
+    PlanKeepsStreamOrder,
+    /// Issue 36, finding 1 across batches: the library's producer writes no `Follows`
+    /// (the message before it in the same transaction), as before the fix, so a
+    /// transaction's later message alone in a batch meets a fence whose index may not
+    /// list the earlier one yet.
+    NoFollows,
+    /// Issue 36, finding 2's narrow variant at factor 1: a message the fence holds
+    /// behind a known earlier one (`Outcome::Deferred`) is not reported for retry, as
+    /// the code has it until that fix lands (then `Outcome::needs_retry` changes and
+    /// this restores the code before): the mapping moves on, and a later record of its
+    /// shard meets a fence whose index does not list the deferred one yet
+    /// (`tests/findings.rs`, `finding_2_narrow_open_…`).
+    DeferredNotReported,
+    /// Issue 36, finding 5 (also in `crate::global`): the claim's ownership condition as before its fix,
+    /// `(#home = :home OR attribute_not_exists(#home))`: a `HomeRegion` that is `NULL`,
+    /// empty or padded — which `HomeRegions::owns` calls the deployment's — is refused
+    /// at every sweep, and the message parks.
+    ClaimRefusesOddHome,
+    /// Global tables, issue 36 finding 3: the order fence's consistent confirmation
+    /// takes a sibling `PENDING` but homed in another region (`PENDING_ELSEWHERE`) as
+    /// finished, as before its fix: after a failover, a message committed in the
+    /// recovered region overtakes its aggregate's earlier one the survivor still holds.
+    FenceTrustsPendingElsewhereAsDone,
+    /// Global tables, issue 36 finding 7: the failback's condition compares
+    /// `SweepDueAt` with the operator's clock (`<= now`), as before its fix; with
+    /// `GlobalParams::operator_clock_ahead` it takes a message the surviving region's
+    /// sweep holds.
+    FailbackComparesOperatorClock,
     /// Global tables (`crate::global`): no ownership filter — every region's
     /// publisher publishes every `INSERT` its replica's stream carries (replicated ones
     /// too) and every region's sweeper sweeps every pending item, as before issue 25.
@@ -219,8 +276,18 @@ pub struct Params {
     /// list a message a mark has just removed from it (`State::lagging`).
     pub index_lag: bool,
     /// The sweeper index lags the table's writes too: until time passes, a lagging
-    /// read may not list a message just committed (`State::unlisted`).
+    /// read may not list a message just committed (`State::unlisted`) — the fence's
+    /// read and the sweep's query alike.
     pub index_lags_writes: bool,
+    /// A transaction's stream records reach its shard one at a time, in any order and
+    /// interleaved with other transactions' records (AWS's *Transactions: how it
+    /// works*: they "might appear at different times and could be interleaved"), not
+    /// at the commit in message order (`State::unstreamed`, `Action::Append`).
+    pub stream_any_order: bool,
+    /// The stream mapping's `ParallelizationFactor`: a shard's records are handed to
+    /// this many concurrent batches, in order per item only (each message is its own
+    /// item: the model gives an aggregate's messages lanes in turn, `Fixture::lane`).
+    pub parallelization: u8,
     /// Deliberate bugs (none: the protocol as the code has it).
     pub mutations: Vec<Mutation>,
 }
@@ -248,6 +315,8 @@ impl Default for Params {
             fence_reads_fail: false,
             index_lag: false,
             index_lags_writes: false,
+            stream_any_order: false,
+            parallelization: 1,
             mutations: Vec::new(),
         }
     }

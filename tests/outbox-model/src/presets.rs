@@ -7,12 +7,20 @@ use crate::params::{Consumer, Kind, Params, Txn};
 pub fn ci() -> Vec<(&'static str, Params)> {
     vec![
         (
-            "rollback and poison on one aggregate, a crash and a faulty call, marker consumer",
+            "a transaction that may roll back, a crash and a faulty call, marker consumer",
+            Params {
+                txns: vec![Txn::library(0, 1).or_roll_back()],
+                ..Params::default()
+            },
+        ),
+        (
+            "rollback and poison on one aggregate, a faulty call, marker consumer",
             Params {
                 txns: vec![
                     Txn::library(0, 1).or_roll_back(),
                     Txn::library(0, 1).kinds(&[Kind::Refused]),
                 ],
+                crashes: 0,
                 ..Params::default()
             },
         ),
@@ -85,6 +93,26 @@ pub fn ci() -> Vec<(&'static str, Params)> {
             },
         ),
         (
+            "FIFO destination, one transaction's two messages whose records reach the stream in any order, a faulty call",
+            Params {
+                txns: vec![Txn::library(0, 2)],
+                fifo: true,
+                stream_any_order: true,
+                crashes: 0,
+                ..Params::default()
+            },
+        ),
+        (
+            "parallelization factor 2: one transaction's two messages in concurrent batches of its shard",
+            Params {
+                txns: vec![Txn::library(0, 2)],
+                parallelization: 2,
+                crashes: 0,
+                faults: 0,
+                ..Params::default()
+            },
+        ),
+        (
             "a redrive during an attempt, two sweepers, a faulty call",
             Params {
                 txns: vec![Txn::library(0, 1).kinds(&[Kind::Unroutable])],
@@ -100,6 +128,16 @@ pub fn ci() -> Vec<(&'static str, Params)> {
 /// The deep run: larger instances (minutes, not seconds).
 pub fn deep() -> Vec<(&'static str, Params)> {
     vec![
+        (
+            "rollback and poison on one aggregate, a crash and a faulty call, marker consumer",
+            Params {
+                txns: vec![
+                    Txn::library(0, 1).or_roll_back(),
+                    Txn::library(0, 1).kinds(&[Kind::Refused]),
+                ],
+                ..Params::default()
+            },
+        ),
         (
             "undecodable and unroutable items, exhausted attempts, a redrive",
             Params {
@@ -166,6 +204,24 @@ pub fn deep() -> Vec<(&'static str, Params)> {
             },
         ),
         (
+            "FIFO, one transaction's two messages whose records reach the stream in any order, a crash and a faulty call",
+            Params {
+                txns: vec![Txn::library(0, 2)],
+                fifo: true,
+                stream_any_order: true,
+                ..Params::default()
+            },
+        ),
+        (
+            "parallelization factor 2, one transaction's two messages in concurrent batches of its shard, a faulty call",
+            Params {
+                txns: vec![Txn::library(0, 2)],
+                parallelization: 2,
+                crashes: 0,
+                ..Params::default()
+            },
+        ),
+        (
             "side-effect consumer, two consumers, two faults",
             Params {
                 txns: vec![Txn::library(0, 1)],
@@ -209,6 +265,16 @@ pub fn global_ci() -> Vec<(&'static str, GlobalParams)> {
             GlobalParams {
                 msgs: vec![GMsg::library(A).refused_in(A), GMsg::library(B)],
                 crash: Crash::Either,
+                ..GlobalParams::default()
+            },
+        ),
+        (
+            "two regions, FIFO: one aggregate's message committed in A, A crashes, failover, A comes back, the aggregate's next message committed in A",
+            GlobalParams {
+                msgs: vec![GMsg::library(A), GMsg::library(A).after_outage()],
+                crash: Crash::Of(A),
+                recover: true,
+                fifo: true,
                 ..GlobalParams::default()
             },
         ),

@@ -56,6 +56,16 @@ impl OutboxModel {
             .into_iter()
             .map(|round| round.into_iter().map(at).collect())
             .collect();
+        if self.params.has(Mutation::PlanKeepsStreamOrder) {
+            // The same slots, filled in batch (stream) order: a model batch holds one
+            // aggregate, so this is the plan before issue 36's finding 1 was fixed.
+            let mut in_order: Vec<u8> = p.rounds.iter().flatten().copied().collect();
+            in_order.sort_unstable();
+            let mut next = in_order.into_iter();
+            for slot in p.rounds.iter_mut().flatten() {
+                *slot = next.next().unwrap_or(*slot);
+            }
+        }
         p.poison = poison.into_iter().map(at).collect();
         p.phase = if self.fences(p) {
             Phase::Fence

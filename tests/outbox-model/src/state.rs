@@ -329,6 +329,13 @@ pub struct State {
     /// Messages written since time last passed that the sweeper index may not list
     /// yet (bit per message). Empty unless `Params::index_lags_writes`.
     pub unlisted: u32,
+    /// Committed messages whose `INSERT` record has not reached its shard yet (bit per
+    /// message). Empty unless `Params::stream_any_order`.
+    pub unstreamed: u32,
+    /// Messages a sweep's claim found `PENDING` and due as it read them, refused by
+    /// the claim's ownership condition, since time last passed (bit per message): the
+    /// next sweep comes a schedule period later, so time may pass.
+    pub refused: u32,
 }
 
 /// Bit `n`.

@@ -7,8 +7,9 @@
 
 use crate::fixture::TICK_MS;
 use crate::model::{Fault, OutboxModel};
+use crate::params::Home;
 use crate::params::Mutation;
-use crate::state::{Inv, Item, Phase, Publish, State, Status, Sweep, SweepPhase, Work};
+use crate::state::{Inv, Item, Phase, Publish, State, Status, Sweep, SweepPhase, Work, bit};
 use dynamodb_outbox_core::policy::{
     AttemptVerdict, Budget, Retrying, attempt_of, judge_attempt, millis, next_due_times,
     order_attempts,
@@ -74,6 +75,47 @@ impl OutboxModel {
         }
     }
 
+    /// Whether the sweep's query may answer from a lagging index now: it has not yet
+    /// taken a due message's write (`Params::index_lags_writes`).
+    pub(crate) fn query_may_lag(&self, s: &State, sw: &Sweep) -> bool {
+        self.params.index_lag
+            && self.params.index_lags_writes
+            && sw.phase == SweepPhase::Query
+            && s.items.iter().enumerate().any(|(m, item)| {
+                item.status == Status::Pending
+                    && item.due.is_some_and(|d| d <= sw.now)
+                    && u8::try_from(m).is_ok_and(|m| s.unlisted & bit(m) != 0)
+            })
+    }
+
+    /// Whether a claim accepts an item whose `HomeRegion` is `home`. DynamoDB
+    /// evaluates the claim's condition, so the model does: the general ownership
+    /// condition (`HomeRegions::ownership_condition`, `#home = :home` holds for a
+    /// string attribute exactly equal to the region — not padded, not a `NULL` —,
+    /// `attribute_not_exists(#home)` only without the attribute); refused, the claim is
+    /// made once more on the exact value the refusal returned when the deployment owns
+    /// it (`HomeSeen::of`, `HomeRegions::exact_ownership`: issue 36's fix of finding
+    /// 5), which nothing in this model changes between the two calls.
+    /// `ClaimRefusesOddHome` makes the first call only, as before the fix.
+    pub(crate) fn claim_accepts(&self, home: Home) -> bool {
+        let regions = crate::fixture::regions();
+        let Some((condition, region)) = regions.ownership_condition() else {
+            return true;
+        };
+        let equal = home == Home::Region && region == crate::fixture::REGION;
+        let general = match condition {
+            "(#home = :home OR attribute_not_exists(#home))" => equal || home == Home::Absent,
+            "#home = :home" => equal,
+            other => panic!("the model does not know the claim's condition `{other}`"),
+        };
+        if general || self.params.has(Mutation::ClaimRefusesOddHome) {
+            return general;
+        }
+        regions
+            .exact_ownership(&crate::fixture::home_seen(home))
+            .is_some()
+    }
+
     /// Whether `item`'s `SweepDueAt` is still what `sw`'s claim wrote.
     fn claim_current(sw: &Sweep, item: &Item) -> bool {
         item.due == Some(sw.lease_until) && item.token == sw.token
@@ -98,8 +140,15 @@ impl OutboxModel {
     pub fn sweep_step(&self, s: &mut State, sw: &mut Sweep, fault: Fault) -> bool {
         match sw.phase {
             SweepPhase::Query => {
-                if fault == Fault::None {
+                if matches!(fault, Fault::None | Fault::Stale) {
+                    // A lagging index (`Fault::Stale`) does not list what it has not
+                    // taken yet; what it still lists after a mark, a claim refuses.
+                    let taken = |m: usize| {
+                        fault != Fault::Stale
+                            || u8::try_from(m).is_ok_and(|m| s.unlisted & bit(m) == 0)
+                    };
                     let mut keys: Vec<(u8, u8)> = (0..s.items.len())
+                        .filter(|&m| taken(m))
                         .filter_map(|m| {
                             let item = s.items[m];
                             let due = item.due.filter(|d| *d <= sw.now)?;
@@ -116,8 +165,13 @@ impl OutboxModel {
                 let (msg, seen) = sw.keys[usize::from(sw.chunk_at) + usize::from(k)];
                 if fault != Fault::Fail {
                     let lease = !self.params.has(Mutation::NoLease);
+                    let owned = self.claim_accepts(self.fixture.msgs[usize::from(msg)].home);
+                    let item = s.items[usize::from(msg)];
+                    if item.status == Status::Pending && item.due == Some(seen) && !owned {
+                        s.refused |= bit(msg);
+                    }
                     let item = &mut s.items[usize::from(msg)];
-                    if item.status == Status::Pending && item.due == Some(seen) {
+                    if item.status == Status::Pending && item.due == Some(seen) && owned {
                         item.retry = item.retry.saturating_add(1);
                         if lease {
                             item.due = Some(sw.lease_until);

@@ -24,7 +24,8 @@ pub fn describe(model: &OutboxModel, action: &Action) -> String {
     match action {
         Action::Commit(t) => format!("producer commits txn {t}"),
         Action::RollBack(t) => format!("producer's txn {t} rolls back"),
-        Action::Deliver(s) => format!("stream mapping invokes the publisher on shard {s}"),
+        Action::Append(m) => format!("the INSERT record of {} reaches its shard", msg(*m)),
+        Action::Deliver(s) => format!("stream mapping invokes the publisher on shard lane {s}"),
         Action::Step(i, f) => format!("invocation #{i} steps{}", fault(*f)),
         Action::Crash(i) => format!("invocation #{i} crashes"),
         Action::Sweep => "schedule starts a sweep".into(),
@@ -43,7 +44,9 @@ fn fault(f: Fault) -> &'static str {
         Fault::None => "",
         Fault::Fail => " — the call FAILS",
         Fault::Lost => " — the call takes effect but its answer is LOST",
-        Fault::Stale => " — the index LAGS: it still lists what a mark just removed",
+        Fault::Stale => {
+            " — the index LAGS: it still lists what a mark just removed, not yet what was just written"
+        }
     }
 }
 

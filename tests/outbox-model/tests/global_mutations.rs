@@ -2,12 +2,12 @@
 //! table, the outbox in both regions, a crash, the failover) catches a deliberately
 //! broken protocol, with a counterexample; and what it found in the real code, pinned.
 
-use outbox_model::Mutation;
 use outbox_model::global::props::{
     DEAD_LETTER_IFF_FAILED, FAILED_STAYS_UNSENT, ONE_DEAD_LETTER, ONE_REGION, OWNER_PUBLISHES,
 };
 use outbox_model::global::{A, B, Crash, GMsg, GlobalModel, GlobalParams};
-use outbox_model::props::ENDS;
+use outbox_model::props::{ENDS, FIFO_ORDER};
+use outbox_model::{Home, Mutation};
 
 /// The two-region model: `params` mutated is caught by `property`; returns the length
 /// of the counterexample (breadth first: near the shortest).
@@ -292,5 +292,71 @@ fn global_a_failover_that_ignores_the_default_home_strands_a_minimal_producers_m
         };
         holds_globally(p.clone());
         caught_globally(p.mutated(Mutation::FailoverIgnoresDefaultHome), ENDS);
+    }
+}
+
+/// Issue 36, finding 3, fixed in `Pending::confirm`: A1 is committed in `A`, `A` fails
+/// before publishing it, the failover re-homes it into `B`; `A` comes back and A2 is
+/// committed there. `A`'s fence lists A1 and confirms it by a consistent read, which
+/// answers `PENDING_ELSEWHERE` (pending, homed in `B`): taken as finished, A2 was sent
+/// before `B` sent A1. Any status but `SENT`, `FAILED` or gone fences now;
+/// `FenceTrustsPendingElsewhereAsDone` restores the code before.
+#[test]
+fn global_a_message_pending_in_the_other_region_still_fences_its_aggregate() {
+    let p = GlobalParams {
+        msgs: vec![GMsg::library(A), GMsg::library(A).after_outage()],
+        crash: Crash::Of(A),
+        recover: true,
+        fifo: true,
+        ..GlobalParams::default()
+    };
+    holds_globally(p.clone());
+    caught_globally(
+        p.mutated(Mutation::FenceTrustsPendingElsewhereAsDone),
+        FIFO_ORDER,
+    );
+}
+
+/// Issue 36, finding 7, fixed in `outbox-ops failback`: the failback's condition
+/// compared `SweepDueAt` with the operator's clock; a machine ahead by more than a
+/// lease took back a message the survivor's sweep had claimed and was sending, and
+/// both regions published it. It now holds each entry to the due time it read, a
+/// settle later; `FailbackComparesOperatorClock` restores the code before.
+#[test]
+fn global_an_operator_clock_ahead_no_longer_lets_the_failback_race_the_surviving_sweep() {
+    let p = GlobalParams {
+        msgs: vec![GMsg::library(A)],
+        crash: Crash::Of(A),
+        recover: true,
+        failback: true,
+        operator_clock_ahead: true,
+        ..GlobalParams::default()
+    };
+    holds_globally(p.clone());
+    caught_globally(
+        p.mutated(Mutation::FailbackComparesOperatorClock),
+        ONE_REGION,
+    );
+}
+
+/// Issue 36, finding 5 on two regions: `HomeRegion` written `NULL`, `""` or padded by
+/// a producer in `A`. Exactly one region owns it (`HomeRegions::owns` trims, and
+/// takes a `NULL` or `""` as no home: the default home's); its filter drops `""` and
+/// padded, and its sweep claims it on the exact value the general condition refused.
+/// `ClaimRefusesOddHome` (the claim before the fix) parks `""` and padded ones (a
+/// `NULL` passes the default home's filter, and this model's stream path does not
+/// fail).
+#[test]
+fn global_an_odd_home_region_is_published_once_by_the_region_that_owns_it() {
+    for shape in [Home::Null, Home::Empty, Home::Padded] {
+        let p = GlobalParams {
+            msgs: vec![GMsg::minimal(A).home_shape(shape), GMsg::library(B)],
+            crash: Crash::Never,
+            ..GlobalParams::default()
+        };
+        holds_globally(p.clone());
+        if shape != Home::Null {
+            caught_globally(p.mutated(Mutation::ClaimRefusesOddHome), ENDS);
+        }
     }
 }

@@ -6,7 +6,7 @@ use outbox_model::props::{
     EFFECT_ONCE, ENDS, EXCLUSIVE_CLAIMS, FIFO_ORDER, NO_STALE_FENCE, NOTHING_PHANTOM,
     REDRIVE_STANDS, SENT_ONCE, SETTLES, TERMINAL,
 };
-use outbox_model::{Consumer, Kind, Mutation, OutboxModel, Params, Txn, find};
+use outbox_model::{Consumer, Home, Kind, Mutation, OutboxModel, Params, Txn, find};
 
 fn caught(params: Params, property: &'static str) -> usize {
     let report = find(OutboxModel::new(params.clone()), 1, property);
@@ -361,4 +361,71 @@ fn known_limit_a_delivery_that_read_before_a_sweep_marked_sends_again() {
         !s.sent_after_sent,
         "a send after a read that came first is the race"
     );
+}
+
+/// Issue 36, finding 1, fixed in `publish::plan`: one transaction's stream records
+/// reach the publisher in any order (AWS: they "might appear at different times and
+/// could be interleaved"); a batch of [A2, A1] was sent A2, A1 — `plan` kept stream
+/// order, the fence ignores siblings in the same batch — at factor 1 with no fault.
+/// `plan` now orders each aggregate's messages by `(CreatedAt, MessageId)`, as the
+/// sweeper does; `PlanKeepsStreamOrder` restores the code before.
+#[test]
+fn one_transactions_records_out_of_order_are_sent_in_write_order() {
+    let p = Params {
+        fifo: true,
+        stream_any_order: true,
+        ..one(Txn::library(0, 2))
+    };
+    holds(p.clone());
+    caught(p.mutated(Mutation::PlanKeepsStreamOrder), FIFO_ORDER);
+}
+
+/// Issue 36, finding 1 across batches, fixed by `Follows`: with the records in any
+/// order and a batch of one, A2's batch runs first and its fence's index read does not
+/// list A1's write yet; A2 went first. The library now names A1 on A2 (`Follows`) and
+/// the fence asks it in its consistent status read; `NoFollows` restores the code
+/// before.
+#[test]
+fn a_transactions_later_message_alone_in_a_batch_waits_for_the_one_it_follows() {
+    let p = Params {
+        fifo: true,
+        stream_any_order: true,
+        batch_size: 1,
+        index_lag: true,
+        index_lags_writes: true,
+        ..one(Txn::library(0, 2))
+    };
+    holds(p.clone());
+    caught(p.mutated(Mutation::NoFollows), FIFO_ORDER);
+}
+
+/// Issue 36, finding 5, fixed in the claim: `HomeRegion` written as `""` or padded
+/// (`" us-east-1 "`) in a single-region deployment. The publisher's `FilterCriteria`
+/// drop the record (`HomeRegion.S` is neither the region nor absent); the sweeper's
+/// `HomeRegions::owns` trims and calls the item its own, but the claim's condition
+/// `(#home = :home OR attribute_not_exists(#home))` refused it at every sweep: never
+/// `SENT`, never `FAILED` (`ENDS` fails at the horizon). A refused claim is now made
+/// again on the exact value it returned (`HomeRegions::exact_ownership`);
+/// `ClaimRefusesOddHome` restores the code before.
+#[test]
+fn an_empty_or_padded_home_region_no_longer_parks_a_message() {
+    for home in [Home::Empty, Home::Padded] {
+        let p = one(Txn::library(0, 1).home(home));
+        holds(p.clone());
+        caught(p.mutated(Mutation::ClaimRefusesOddHome), ENDS);
+    }
+}
+
+/// The same with `NULL` (boto3's `None`): the filter passes it (`HomeRegion.S` does
+/// not exist), so it parked only once the stream path could not finish it — a
+/// crashed invocation whose record is then discarded.
+#[test]
+fn a_null_home_region_no_longer_parks_a_message_the_stream_path_could_not_finish() {
+    let p = Params {
+        crashes: 1,
+        esm_retries: 0,
+        ..one(Txn::library(0, 1).home(Home::Null))
+    };
+    holds(p.clone());
+    caught(p.mutated(Mutation::ClaimRefusesOddHome), ENDS);
 }

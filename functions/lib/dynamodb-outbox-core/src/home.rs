@@ -24,6 +24,9 @@
 
 use crate::config::{ConfigError, vars};
 
+mod seen;
+pub use seen::{ExactHome, HomeSeen};
+
 /// Outbox item attribute: the region whose deployment publishes the message.
 pub const HOME_REGION: &str = "HomeRegion";
 /// Outbox item attribute: the region a failover moved the message from

@@ -234,6 +234,7 @@ mod tests {
             index: crate::schema::SeenIndex::ours("00", 1),
             trace: None,
             home_region: None,
+            follows: None,
         }
     }
 

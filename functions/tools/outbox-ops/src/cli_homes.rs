@@ -37,6 +37,11 @@ pub struct FailbackArgs {
     /// and publishes them first.
     #[arg(long, default_value_t = 60, value_name = "SECONDS")]
     due_after_seconds: u64,
+    /// Seconds each pending message must stay as read (unclaimed by a sweep of this
+    /// region) before it goes back: at least the longest lease a sweep holds, the
+    /// sweeper's timeout + 60 s (the stacks' sweeper timeout is at most 300 s).
+    #[arg(long, default_value_t = 360, value_name = "SECONDS")]
+    settle_seconds: u64,
 }
 
 /// `failover`: the failed region's pending messages re-homed into the region the
@@ -76,7 +81,12 @@ pub async fn failback(
     let rehome = Rehome::Failback {
         to: args.to.clone(),
         grace: std::time::Duration::from_secs(args.due_after_seconds),
+        settle: std::time::Duration::from_secs(args.settle_seconds),
     };
+    println!(
+        "reading the pending messages failed over from {}; each goes back if no sweep here claims it within {} s",
+        args.to, args.settle_seconds
+    );
     let report = outbox_ops::rehome(client, table, &rehome, now).await?;
     print_homes(&report, &format!("returned to {}", args.to));
     Ok(())

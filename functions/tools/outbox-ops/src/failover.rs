@@ -18,9 +18,12 @@
 //! adopted yet is not in it (its default home's sweeper adopts it).
 
 use crate::{OpsError, Reads, Table, index};
+use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::AttributeValue;
-use dynamodb_outbox::home::{FAILED_OVER_FROM, HOME_REGION};
-use dynamodb_outbox::schema::{ItemKey, STATUS, SWEEP_DUE_AT, Status};
+use aws_sdk_dynamodb::types::ReturnValuesOnConditionCheckFailure;
+use dynamodb_outbox::HomeRegions;
+use dynamodb_outbox::home::{ExactHome, FAILED_OVER_FROM, HOME_REGION, HomeSeen};
+use dynamodb_outbox::schema::{ItemKey, RETRY_COUNT, STATUS, SWEEP_DUE_AT, Status, string_attr};
 use std::time::Duration;
 
 /// What a failover or a failback did.
@@ -49,13 +52,18 @@ pub enum Rehome {
         from_is_default_home: bool,
     },
     /// `failback --to`: the messages failed over from `to`, back to it, due `grace`
-    /// later.
+    /// later — each only if its index entry stayed unchanged for `settle`.
     Failback {
         /// The region they were failed over from.
         to: String,
         /// How long the recovered region's sweeper leaves them to its stream mapping's
         /// replay (`--due-after-seconds`, 60 by default: a commit's grace).
         grace: Duration,
+        /// How long an entry must stay as read before it is taken: at least the
+        /// longest lease a sweep of this region holds (its timeout + 60 s). A sweep's
+        /// claim moves the due time; one that held it when read has ended by then.
+        /// Timed on the operator's own clock, never compared with the sweeper's.
+        settle: Duration,
     },
 }
 
@@ -63,7 +71,12 @@ impl Rehome {
     /// The conditional update of one item: condition, update, and the values its
     /// placeholders name, typed (`#status`, `#home`, `#from`, `#due` are set by the
     /// caller).
-    fn update(&self, now_ms: i64) -> (String, &'static str, Vec<(&'static str, AttributeValue)>) {
+    fn update(
+        &self,
+        now_ms: i64,
+        seen_due: Option<&str>,
+        exact: Option<&ExactHome>,
+    ) -> (String, &'static str, Vec<(&'static str, AttributeValue)>) {
         let now = AttributeValue::N(now_ms.to_string());
         let region = |name: &String| AttributeValue::S(name.clone());
         match self {
@@ -72,30 +85,74 @@ impl Rehome {
                 to,
                 from_is_default_home,
             } => {
-                let theirs = if *from_is_default_home {
-                    "(#home = :from OR attribute_not_exists(#home))"
-                } else {
-                    "#home = :from"
+                let (theirs, seen_home) = match exact {
+                    Some(ExactHome::Equals(home)) => ("#home = :seen_home", Some(home.as_str())),
+                    Some(ExactHome::OfType(code)) => {
+                        ("attribute_type(#home, :seen_home)", Some(*code))
+                    }
+                    None if *from_is_default_home => {
+                        ("(#home = :from OR attribute_not_exists(#home))", None)
+                    }
+                    None => ("#home = :from", None),
                 };
+                // The attempt count starts again: a region usually fails gradually (its
+                // queues first), charging attempts its own dead-letter copies could not
+                // honour; kept, they reached the survivor at the limit and were
+                // dead-lettered at its first claim without one send.
+                let mut values = vec![
+                    (":from", region(from)),
+                    (":to", region(to)),
+                    (":now", now),
+                    (":zero", AttributeValue::N("0".into())),
+                ];
+                values.extend(seen_home.map(|v| (":seen_home", AttributeValue::S(v.to_owned()))));
                 (
                     format!("#status = :pending AND {theirs}"),
-                    "SET #home = :to, #from = :from, #due = :now",
-                    vec![(":from", region(from)), (":to", region(to)), (":now", now)],
+                    "SET #home = :to, #from = :from, #due = :now, #retries = :zero",
+                    values,
                 )
             }
-            // Not while a sweep of this region holds it (a claim moves its due time past
-            // now): the sweep is publishing it, and the region it returns to would too.
-            // Due after the grace, not now: see the module's comment.
-            Rehome::Failback { to, grace } => {
+            // Not while a sweep of this region holds it: its claim moves the due time, so
+            // the entry must still be as read a settle later (`#due = :seen`). Comparing
+            // the due time with the operator's clock (`#due <= :now`) let an operator
+            // ahead by more than a lease take a message a sweep was still publishing
+            // (issue 36, finding 7). Due after the grace: see the module's comment.
+            Rehome::Failback { to, grace, .. } => {
                 let grace_ms = i64::try_from(grace.as_millis()).unwrap_or(i64::MAX);
                 let due = AttributeValue::N(now_ms.saturating_add(grace_ms).to_string());
+                let seen = AttributeValue::N(seen_due.unwrap_or("0").to_owned());
                 (
-                    "#status = :pending AND #from = :to AND #due <= :now".to_owned(),
+                    "#status = :pending AND #from = :to AND #due = :seen".to_owned(),
                     "SET #home = :to, #due = :due REMOVE #from",
-                    vec![(":to", region(to)), (":now", now), (":due", due)],
+                    vec![(":to", region(to)), (":seen", seen), (":due", due)],
                 )
             }
         }
+    }
+}
+
+impl Rehome {
+    /// For a failover refused on `refused` (the item as the refusal returned it): the
+    /// exact `HomeRegion` to take it on, when the failed region owned that odd value
+    /// (`NULL`, empty, padded — the sweeper's rule, `HomeRegions::exact_ownership`)
+    /// and the item is still pending. A condition cannot trim, so these were left
+    /// behind in the failed region (found by the model).
+    fn odd_home(&self, refused: &serde_dynamo::Item) -> Option<ExactHome> {
+        let Rehome::Failover {
+            from,
+            to,
+            from_is_default_home,
+        } = self
+        else {
+            return None;
+        };
+        if string_attr(refused, STATUS) != Some(Status::Pending.as_str()) {
+            return None;
+        }
+        let default_home = if *from_is_default_home { from } else { to };
+        HomeRegions::in_region(from.as_str())
+            .default_home(default_home.as_str())
+            .exact_ownership(&HomeSeen::of(refused))
     }
 }
 
@@ -108,34 +165,62 @@ pub async fn rehome(
     now_ms: i64,
 ) -> Result<HomesReport, OpsError> {
     let mut report = HomesReport::default();
+    let mut entries = Vec::new();
     for shard in table.keys.sweep_shards.all() {
-        for key in index::keys(client, table, &shard, &mut report.reads).await? {
-            if rehome_one(client, table, &key, rehome, now_ms).await? {
-                report.moved.push(key);
-            } else {
-                report.left += 1;
-            }
+        entries.extend(index::entries(client, table, &shard, &mut report.reads).await?);
+    }
+    if let Rehome::Failback { settle, .. } = rehome {
+        tokio::time::sleep(*settle).await;
+    }
+    for (key, seen) in entries {
+        // A failback without a due time to hold it to leaves the entry alone.
+        let unseen = matches!(rehome, Rehome::Failback { .. }) && seen.due.is_none();
+        if !unseen && rehome_one(client, table, &key, rehome, now_ms, seen.due.as_deref()).await? {
+            report.moved.push(key);
+        } else {
+            report.left += 1;
         }
     }
     Ok(report)
 }
 
 /// One item re-homed, if it is still pending and the moving region's; `false` when
-/// it is not (a refused condition).
+/// it is not (a refused condition). A failover refused on an odd `HomeRegion` the
+/// failed region owned is made again on that exact value ([`Rehome::odd_home`]).
 async fn rehome_one(
     client: &aws_sdk_dynamodb::Client,
     table: &Table,
     key: &ItemKey,
     rehome: &Rehome,
     now_ms: i64,
+    seen_due: Option<&str>,
 ) -> Result<bool, OpsError> {
-    let (condition, update, values) = rehome.update(now_ms);
+    let refused =
+        match update_one(client, table, key, rehome.update(now_ms, seen_due, None)).await? {
+            Ok(()) => return Ok(true),
+            Err(refused) => refused,
+        };
+    let Some(exact) = refused.as_ref().and_then(|item| rehome.odd_home(item)) else {
+        return Ok(false);
+    };
+    let again = rehome.update(now_ms, seen_due, Some(&exact));
+    Ok(update_one(client, table, key, again).await?.is_ok())
+}
+
+/// One conditional update; `Err` holds the item a refusal returned.
+async fn update_one(
+    client: &aws_sdk_dynamodb::Client,
+    table: &Table,
+    key: &ItemKey,
+    (condition, update, values): (String, &'static str, Vec<(&'static str, AttributeValue)>),
+) -> Result<Result<(), Option<serde_dynamo::Item>>, OpsError> {
     let mut request = client
         .update_item()
         .table_name(&table.name)
         .set_key(Some(index::key_of(table, key)))
         .condition_expression(condition)
         .update_expression(update)
+        .return_values_on_condition_check_failure(ReturnValuesOnConditionCheckFailure::AllOld)
         .expression_attribute_names("#status", STATUS)
         .expression_attribute_names("#home", HOME_REGION)
         .expression_attribute_names("#from", FAILED_OVER_FROM)
@@ -144,10 +229,21 @@ async fn rehome_one(
             ":pending",
             AttributeValue::S(Status::Pending.as_str().into()),
         );
+    if update.contains("#retries") {
+        request = request.expression_attribute_names("#retries", RETRY_COUNT);
+    }
     for (name, value) in values {
         request = request.expression_attribute_values(name, value);
     }
-    index::applied(request.send().await, table)
+    match request.send().await {
+        Ok(_) => Ok(Ok(())),
+        Err(e) => match e.as_service_error() {
+            Some(UpdateItemError::ConditionalCheckFailedException(refused)) => {
+                Ok(Err(refused.item().map(|raw| index::canonical(table, raw))))
+            }
+            _ => Err(OpsError::aws("update", &table.name, e)),
+        },
+    }
 }
 
 #[cfg(test)]
@@ -161,37 +257,92 @@ mod tests {
             to: "eu-west-1".into(),
             from_is_default_home: default,
         };
-        let (condition, update, values) = failover(true).update(7);
+        let (condition, update, values) = failover(true).update(7, None, None);
         assert_eq!(
             condition,
             "#status = :pending AND (#home = :from OR attribute_not_exists(#home))"
         );
-        assert_eq!(update, "SET #home = :to, #from = :from, #due = :now");
+        assert_eq!(
+            update,
+            "SET #home = :to, #from = :from, #due = :now, #retries = :zero"
+        );
         assert!(values.contains(&(":now", AttributeValue::N("7".into()))));
+        // The failed region's attempts are not the survivor's (issue 36, finding 6).
+        assert!(values.contains(&(":zero", AttributeValue::N("0".into()))));
         assert!(values.contains(&(":from", AttributeValue::S("us-east-1".into()))));
         assert_eq!(
-            failover(false).update(7).0,
+            failover(false).update(7, None, None).0,
             "#status = :pending AND #home = :from"
         );
     }
 
+    fn item(status: &str, home: Option<serde_dynamo::AttributeValue>) -> serde_dynamo::Item {
+        let mut item = std::collections::HashMap::from([(
+            STATUS.to_owned(),
+            serde_dynamo::AttributeValue::S(status.to_owned()),
+        )]);
+        if let Some(home) = home {
+            item.insert(HOME_REGION.to_owned(), home);
+        }
+        item.into()
+    }
+
     #[test]
-    fn a_failback_returns_only_what_was_failed_over_from_the_region() {
+    fn a_failover_refused_on_an_odd_home_the_failed_region_owned_is_made_on_that_value() {
+        use serde_dynamo::AttributeValue as V;
+        let failover = |default| Rehome::Failover {
+            from: "us-east-1".into(),
+            to: "eu-west-1".into(),
+            from_is_default_home: default,
+        };
+        let text = |s: &str| Some(V::S(s.to_owned()));
+        let pending = |home| failover(true).odd_home(&item("PENDING", home));
+        assert_eq!(
+            pending(Some(V::Null(true))),
+            Some(ExactHome::OfType("NULL"))
+        );
+        assert_eq!(pending(text("")), Some(ExactHome::Equals(String::new())));
+        assert_eq!(
+            pending(text(" us-east-1 ")),
+            Some(ExactHome::Equals(" us-east-1 ".into()))
+        );
+        // Not the failed region's, already covered, or finished: nothing to retry.
+        assert_eq!(pending(text("eu-west-1")), None);
+        assert_eq!(pending(text("us-east-1")), None);
+        assert_eq!(pending(None), None);
+        assert_eq!(failover(true).odd_home(&item("SENT", text(""))), None);
+        // Unhomed shapes are the default home's: not the failed region's unless it is.
+        assert_eq!(failover(false).odd_home(&item("PENDING", text(""))), None);
+        let (condition, _, values) =
+            failover(true).update(7, None, Some(&ExactHome::OfType("NULL")));
+        assert_eq!(
+            condition,
+            "#status = :pending AND attribute_type(#home, :seen_home)"
+        );
+        assert!(values.contains(&(":seen_home", AttributeValue::S("NULL".into()))));
+    }
+
+    #[test]
+    fn a_failback_returns_only_what_was_failed_over_from_the_region_and_unchanged_since_read() {
         let (condition, update, values) = Rehome::Failback {
             to: "us-east-1".into(),
             grace: Duration::from_secs(60),
+            settle: Duration::from_secs(360),
         }
-        .update(9);
+        .update(9, Some("1700000000123"), None);
+        // Issue 36, finding 7: `#due <= :now` compared the survivor sweeper's lease with
+        // the operator's clock. The entry as read is the condition; the operator's
+        // clock only sets the new due time.
         assert_eq!(
             condition,
-            "#status = :pending AND #from = :to AND #due <= :now"
+            "#status = :pending AND #from = :to AND #due = :seen"
         );
         assert_eq!(update, "SET #home = :to, #due = :due REMOVE #from");
         assert_eq!(
             values,
             [
                 (":to", AttributeValue::S("us-east-1".into())),
-                (":now", AttributeValue::N("9".into())),
+                (":seen", AttributeValue::N("1700000000123".into())),
                 (":due", AttributeValue::N("60009".into()))
             ]
         );

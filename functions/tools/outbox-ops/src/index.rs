@@ -14,7 +14,7 @@ type Item = HashMap<String, AttributeValue>;
 const BATCH_GET_KEYS: usize = 100;
 
 /// An item as the engine reads it: the table's key names renamed to `PK`/`SK`.
-fn canonical(table: &Table, raw: &Item) -> serde_dynamo::Item {
+pub(crate) fn canonical(table: &Table, raw: &Item) -> serde_dynamo::Item {
     let mut item = raw.clone();
     table.keys.to_canonical(&mut item);
     item.into()

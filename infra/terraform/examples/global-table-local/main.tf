@@ -75,60 +75,23 @@ locals {
   table_name          = "${var.prefix}-table"
 }
 
-# The global table (infra/CONTRACT.md's shape), created in the primary region with a
-# replica in the secondary (UpdateTable ReplicaUpdates).
-resource "aws_dynamodb_table" "outbox" {
-  #checkov:skip=CKV_AWS_119:A throwaway table on the local AWS (loopback only); examples/global-table takes a customer-managed key per region.
-  provider = aws.primary
+# The global table, created with the primary region's provider with a replica in the
+# secondary (examples/fixtures/global-table, shared with examples/global-table).
+module "table" {
+  source    = "../fixtures/global-table"
+  providers = { aws = aws.primary }
 
-  name                        = local.table_name
-  billing_mode                = "PAY_PER_REQUEST"
-  hash_key                    = "PK"
-  range_key                   = "SK"
-  stream_enabled              = true
-  stream_view_type            = "NEW_AND_OLD_IMAGES"
-  deletion_protection_enabled = false
+  name                = local.table_name
+  regions             = var.regions
+  deletion_protection = false
+  # The local AWS keeps neither a replica's point-in-time recovery nor its tags.
+  replica_point_in_time_recovery = false
+}
 
-  attribute {
-    name = "PK"
-    type = "S"
-  }
-  attribute {
-    name = "SK"
-    type = "S"
-  }
-  attribute {
-    name = "SweepShard"
-    type = "S"
-  }
-  attribute {
-    name = "SweepDueAt"
-    type = "N"
-  }
-
-  global_secondary_index {
-    name            = "OutboxSweepIndex"
-    hash_key        = "SweepShard"
-    range_key       = "SweepDueAt"
-    projection_type = "KEYS_ONLY"
-  }
-
-  ttl {
-    attribute_name = "ExpiresAt"
-    enabled        = true
-  }
-
-  point_in_time_recovery {
-    enabled = true
-  }
-
-  server_side_encryption {
-    enabled = true
-  }
-
-  replica {
-    region_name = var.regions[1]
-  }
+# The table was declared here before the fixture held it: same table, new address.
+moved {
+  from = aws_dynamodb_table.outbox
+  to   = module.table.aws_dynamodb_table.this
 }
 
 # Each region's destination: its own orders queue, named for the region.
@@ -160,8 +123,8 @@ module "outbox_primary" {
   global_table_regions = var.regions
   default_home_region  = local.default_home_region
   existing_table = {
-    table_name = aws_dynamodb_table.outbox.name
-    stream_arn = aws_dynamodb_table.outbox.stream_arn
+    table_name = module.table.name
+    stream_arn = module.table.stream_arns[var.regions[0]]
   }
 }
 
@@ -180,7 +143,7 @@ module "outbox_secondary" {
   default_home_region  = local.default_home_region
   # The replica's own stream in this region.
   existing_table = {
-    table_name = aws_dynamodb_table.outbox.name
-    stream_arn = one([for r in aws_dynamodb_table.outbox.replica : r.stream_arn if r.region_name == var.regions[1]])
+    table_name = module.table.name
+    stream_arn = module.table.stream_arns[var.regions[1]]
   }
 }

@@ -5,7 +5,7 @@ output "prefix" {
 
 output "table_name" {
   description = "The global table (the same name in both regions)."
-  value       = aws_dynamodb_table.outbox.name
+  value       = module.table.name
 }
 
 output "default_home_region" {

@@ -40,71 +40,27 @@ provider "aws" {
 }
 
 locals {
-  # The outbox table's shape (infra/CONTRACT.md), with the module's defaults: PK/SK strings,
-  # the OutboxSweepIndex GSI (SweepShard S, SweepDueAt N, KEYS_ONLY), TTL on ExpiresAt.
   default_home_region = coalesce(var.default_home_region, var.regions[0])
   table_name          = "${var.prefix}-table"
 }
 
-# The global table: created in the primary region, replicated to the secondary. Global tables
+# The global table: created in the primary region, replicated to the secondary
+# (examples/fixtures/global-table, shared with examples/global-table-local). Global tables
 # stream NEW_AND_OLD_IMAGES (the outbox reads NewImage of either view type).
-resource "aws_dynamodb_table" "outbox" {
-  provider = aws.primary
+module "table" {
+  source    = "../fixtures/global-table"
+  providers = { aws = aws.primary }
 
-  name                        = local.table_name
-  billing_mode                = "PAY_PER_REQUEST"
-  hash_key                    = "PK"
-  range_key                   = "SK"
-  stream_enabled              = true
-  stream_view_type            = "NEW_AND_OLD_IMAGES"
-  deletion_protection_enabled = var.deletion_protection
+  name                = local.table_name
+  regions             = var.regions
+  deletion_protection = var.deletion_protection
+  kms_key_arns        = var.kms_key_arns
+}
 
-  attribute {
-    name = "PK"
-    type = "S"
-  }
-  attribute {
-    name = "SK"
-    type = "S"
-  }
-  attribute {
-    name = "SweepShard"
-    type = "S"
-  }
-  attribute {
-    name = "SweepDueAt"
-    type = "N"
-  }
-
-  global_secondary_index {
-    name            = "OutboxSweepIndex"
-    hash_key        = "SweepShard"
-    range_key       = "SweepDueAt"
-    projection_type = "KEYS_ONLY"
-  }
-
-  ttl {
-    attribute_name = "ExpiresAt"
-    enabled        = true
-  }
-
-  point_in_time_recovery {
-    enabled = true
-  }
-
-  # AWS-managed key (aws/dynamodb) unless a customer-managed key is given per region.
-  server_side_encryption {
-    enabled     = true
-    kms_key_arn = lookup(var.kms_key_arns, var.regions[0], null)
-  }
-
-  # One replica per other region (ReplicaUpdates Create): its own stream, its own ARN.
-  replica {
-    region_name            = var.regions[1]
-    point_in_time_recovery = true
-    propagate_tags         = true
-    kms_key_arn            = lookup(var.kms_key_arns, var.regions[1], null)
-  }
+# The table was declared here before the fixture held it: same table, new address.
+moved {
+  from = aws_dynamodb_table.outbox
+  to   = module.table.aws_dynamodb_table.this
 }
 
 module "outbox_primary" {
@@ -120,8 +76,8 @@ module "outbox_primary" {
   global_table_regions = var.regions
   default_home_region  = local.default_home_region
   existing_table = {
-    table_name = aws_dynamodb_table.outbox.name
-    stream_arn = aws_dynamodb_table.outbox.stream_arn
+    table_name = module.table.name
+    stream_arn = module.table.stream_arns[var.regions[0]]
   }
 }
 
@@ -139,7 +95,7 @@ module "outbox_secondary" {
   # The replica's stream in this region: each replica streams every write, its own and the
   # replicated ones; the publisher's filter keeps this region's.
   existing_table = {
-    table_name = aws_dynamodb_table.outbox.name
-    stream_arn = one([for r in aws_dynamodb_table.outbox.replica : r.stream_arn if r.region_name == var.regions[1]])
+    table_name = module.table.name
+    stream_arn = module.table.stream_arns[var.regions[1]]
   }
 }

@@ -1,12 +1,12 @@
 output "table_name" {
   description = "The global table (the same name in both regions)."
-  value       = aws_dynamodb_table.outbox.name
+  value       = module.table.name
 }
 
 output "stream_arns" {
   description = "Each region's stream of the table, which that region's publisher reads."
   value = {
-    (var.regions[0]) = aws_dynamodb_table.outbox.stream_arn
+    (var.regions[0]) = module.table.stream_arns[var.regions[0]]
     (var.regions[1]) = module.outbox_secondary.stream_arn
   }
 }

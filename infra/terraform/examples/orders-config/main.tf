@@ -139,7 +139,7 @@ locals {
 
 # The consumer's code, checked at plan like the outbox's functions.
 module "artifacts" {
-  source = "../../modules/lambda-artifacts"
+  source = "../../modules/outbox/modules/artifacts"
 
   lambda_asset_dir = var.lambda_asset_dir
   binaries         = local.binaries

@@ -1,4 +1,4 @@
-# Every alarm is defined in ../outbox-config (local.alarms), named <prefix>-<key>:
+# Every alarm is the contract's (alarms_contract.tf, generated from infra/contract/settings.json), named <prefix>-<key>:
 # dead-letter queues not empty, stream discards (messages sent to the failure queue),
 # publisher IteratorAge, sweeper recovering, recovery range lost, denied calls
 # (AccessDenied), unread FIFO fences (FenceUnread), oldest pending message (missing data
@@ -9,7 +9,7 @@ locals {
 }
 
 resource "aws_cloudwatch_metric_alarm" "this" {
-  for_each = module.config.alarms
+  for_each = local.alarms
 
   alarm_name          = "${var.prefix}-${each.key}"
   alarm_description   = each.value.description

@@ -1,53 +1,54 @@
 # Three functions, one role each, each with its own log group.
 # Code: target/lambda/<bin>/bootstrap.zip from `cargo lambda build --release --arm64
 # --output-format zip` (var.lambda_asset_dir points at target/lambda), checked at plan by
-# module.config (see ../outbox-config/artifacts.tf).
+# modules/artifacts (refused by the precondition on aws_lambda_function.this).
 
 locals {
-  fn = module.config.functions
+  fn = local.function_settings
   functions = {
     publisher = {
       name        = local.names.publisher
-      binary      = module.config.binaries.publisher
+      binary      = local.binaries.publisher
       description = "Publishes new PENDING outbox messages from the table stream and marks them SENT"
       timeout     = local.fn.timeouts.publisher
     }
     sweeper = {
       name        = local.names.sweeper
-      binary      = module.config.binaries.sweeper
+      binary      = local.binaries.sweeper
       description = "Recovers outbox messages still PENDING after the grace period; FAILED + DLQ after max attempts"
       timeout     = local.fn.timeouts.sweeper
     }
     recovery = {
       name        = local.names.recovery
-      binary      = module.config.binaries.recovery
+      binary      = local.binaries.recovery
       description = "Reads the stream ranges of batches the stream mapping discarded and puts their PENDING items into the sweeper's index"
       timeout     = local.fn.timeouts.recovery
     }
   }
   # Apart from local.functions: OUTBOX_ROUTES needs the policies' inputs, which need the log groups.
   environment = {
-    publisher = merge(local.common_environment, module.config.publisher_environment)
-    sweeper   = merge(local.common_environment, module.config.sweeper_environment)
-    recovery  = merge({ OUTBOX_TABLE_NAME = local.outbox_table_name }, module.config.recovery_environment)
+    publisher = merge(local.common_environment, local.publisher_environment)
+    sweeper   = merge(local.common_environment, local.sweeper_environment)
+    recovery  = merge({ OUTBOX_TABLE_NAME = local.outbox_table_name }, local.recovery_environment)
   }
 }
 
 resource "aws_cloudwatch_log_group" "function" {
+  #checkov:skip=CKV_AWS_338:Operational logs of the functions, not an audit record: their retention is var.log_retention_days (30 by default), a year or more where you need it.
   #checkov:skip=CKV_AWS_158:Log groups use CloudWatch Logs' default encryption at rest; a customer-managed key needs a key policy for the logs service that this module does not own (var.kms_key_arn covers tables and queues).
   for_each = local.functions
 
   name              = "/aws/lambda/${each.value.name}"
-  retention_in_days = module.config.log_retention_days
+  retention_in_days = var.log_retention_days
   tags              = var.tags
 }
 
 resource "aws_iam_role" "function" {
   for_each = local.functions
 
-  name               = module.config.role_names[each.key] # <function>-role; on a global table <function>-<region>-role
+  name               = local.role_names[each.key] # <function>-role; on a global table <function>-<region>-role
   description        = "${var.prefix}: execution role of ${each.value.name} (least privilege)"
-  assume_role_policy = module.config.assume_role_policy_json
+  assume_role_policy = local.assume_role_policy_json
   tags               = var.tags
 }
 
@@ -56,7 +57,7 @@ resource "aws_iam_role_policy" "function" {
 
   name   = "least-privilege"
   role   = aws_iam_role.function[each.key].id
-  policy = module.config.policy_json[each.key]
+  policy = local.policy_json[each.key]
 }
 
 resource "aws_lambda_function" "this" {
@@ -75,9 +76,9 @@ resource "aws_lambda_function" "this" {
   architectures                  = local.fn.architectures
   memory_size                    = local.fn.memory_size
   timeout                        = each.value.timeout
-  reserved_concurrent_executions = coalesce(module.config.functions.reserved_concurrency[each.key], -1) # -1: unreserved
-  filename                       = module.config.artifacts[each.key].zip
-  source_code_hash               = filebase64sha256(module.config.artifacts[each.key].zip)
+  reserved_concurrent_executions = coalesce(local.function_settings.reserved_concurrency[each.key], -1) # -1: unreserved
+  filename                       = local.artifacts[each.key].zip
+  source_code_hash               = filebase64sha256(local.artifacts[each.key].zip)
 
   environment {
     variables = local.environment[each.key]
@@ -91,23 +92,31 @@ resource "aws_lambda_function" "this" {
   tags = var.tags
 
   depends_on = [aws_iam_role_policy.function]
+
+  lifecycle {
+    # A missing, non-ELF, wrong-architecture or stale artifact, refused at plan (modules/artifacts).
+    precondition {
+      condition     = length(local.artifact_problems) == 0
+      error_message = join("\n", local.artifact_problems)
+    }
+  }
 }
 
 # Publisher: the outbox table stream, filtered by infra/stream-filter.json (verbatim).
 resource "aws_lambda_event_source_mapping" "publisher" {
   function_name                  = aws_lambda_function.this["publisher"].arn
   event_source_arn               = local.outbox_stream_arn
-  starting_position              = module.config.stream_mapping.starting_position
-  batch_size                     = module.config.stream_mapping.batch_size
-  maximum_retry_attempts         = module.config.stream_mapping.maximum_retry_attempts
-  maximum_record_age_in_seconds  = module.config.stream_mapping.maximum_record_age_in_seconds
-  bisect_batch_on_function_error = module.config.stream_mapping.bisect_batch_on_function_error
-  function_response_types        = module.config.stream_mapping.function_response_types
-  parallelization_factor         = module.config.stream_mapping.parallelization_factor
+  starting_position              = local.stream_mapping.starting_position
+  batch_size                     = local.stream_mapping.batch_size
+  maximum_retry_attempts         = local.stream_mapping.maximum_retry_attempts
+  maximum_record_age_in_seconds  = local.stream_mapping.maximum_record_age_in_seconds
+  bisect_batch_on_function_error = local.stream_mapping.bisect_batch_on_function_error
+  function_response_types        = local.stream_mapping.function_response_types
+  parallelization_factor         = local.stream_mapping.parallelization_factor
 
   filter_criteria {
     dynamic "filter" {
-      for_each = module.config.stream_filter.Filters
+      for_each = local.home_stream_filter.Filters
       content {
         pattern = filter.value.Pattern
       }
@@ -121,13 +130,24 @@ resource "aws_lambda_event_source_mapping" "publisher" {
   }
 
   depends_on = [aws_iam_role_policy.function]
+
+  lifecycle {
+    precondition {
+      condition     = local.stream_filter_ok
+      error_message = "The stream filter file must hold {\"Filters\": [{\"Pattern\": \"<JSON object text>\"}, ...]} with 1 to 5 filters."
+    }
+    precondition {
+      condition     = length(local.home_stream_filter.Filters) <= 5 && alltrue([for f in local.home_stream_filter.Filters : length(f.Pattern) <= 4096])
+      error_message = "With the region clauses the stream filter has more than 5 filters (the default home region doubles the file's) or a pattern over 4096 characters: shorten stream-filter.json."
+    }
+  }
 }
 
 # Sweeper: EventBridge schedule.
 resource "aws_cloudwatch_event_rule" "sweep" {
   name                = local.names.sweep_rule
   description         = "Runs the outbox sweeper"
-  schedule_expression = module.config.sweep_schedule
+  schedule_expression = local.sweep_schedule
   tags                = var.tags
 }
 
@@ -136,8 +156,8 @@ resource "aws_cloudwatch_event_target" "sweep" {
   arn  = aws_lambda_function.this["sweeper"].arn
 
   retry_policy {
-    maximum_retry_attempts       = module.config.sweep_target_retry.maximum_retry_attempts # the next tick is the retry
-    maximum_event_age_in_seconds = module.config.sweep_target_retry.maximum_event_age_in_seconds
+    maximum_retry_attempts       = local.sweep_target_retry.maximum_retry_attempts # the next tick is the retry
+    maximum_event_age_in_seconds = local.sweep_target_retry.maximum_event_age_in_seconds
   }
 }
 
@@ -145,8 +165,8 @@ resource "aws_cloudwatch_event_target" "sweep" {
 # for hours (Lambda's default); the schedule sends the next one.
 resource "aws_lambda_function_event_invoke_config" "sweeper" {
   function_name                = aws_lambda_function.this["sweeper"].function_name
-  maximum_retry_attempts       = module.config.sweeper_async_invoke.maximum_retry_attempts
-  maximum_event_age_in_seconds = module.config.sweeper_async_invoke.maximum_event_age_in_seconds
+  maximum_retry_attempts       = local.sweeper_async_invoke.maximum_retry_attempts
+  maximum_event_age_in_seconds = local.sweeper_async_invoke.maximum_event_age_in_seconds
 }
 
 resource "aws_lambda_permission" "sweep" {
@@ -162,8 +182,8 @@ resource "aws_lambda_permission" "sweep" {
 resource "aws_lambda_event_source_mapping" "recovery" {
   function_name           = aws_lambda_function.this["recovery"].arn
   event_source_arn        = local.all_queues["stream_failures"].arn
-  batch_size              = module.config.recovery_mapping.batch_size
-  function_response_types = module.config.recovery_mapping.function_response_types
+  batch_size              = local.recovery_mapping.batch_size
+  function_response_types = local.recovery_mapping.function_response_types
 
   depends_on = [aws_iam_role_policy.function]
 }

@@ -6,7 +6,6 @@
 # attached (var.large_payload_bucket_name: only the grants and the variable name it).
 
 locals {
-  large_payloads = module.config.large_payloads
   # The bucket in use: created here, or attached by name (var.large_payload_bucket_name); null when off.
   large_payload_bucket_arn = local.large_payloads.existing_name != null ? "arn:${data.aws_partition.current.partition}:s3:::${local.large_payloads.existing_name}" : one(aws_s3_bucket.large_payloads[*].arn)
 }

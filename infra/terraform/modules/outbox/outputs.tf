@@ -35,7 +35,7 @@ output "outbox_dlq_url" {
 
 output "large_payload_bucket_name" {
   description = "The large-payload bucket (S3 large-payload offload, objects under outbox/), created or attached; null when large_payloads is off."
-  value       = try(coalesce(module.config.large_payloads.existing_name, one(aws_s3_bucket.large_payloads[*].bucket)), null)
+  value       = try(coalesce(local.large_payloads.existing_name, one(aws_s3_bucket.large_payloads[*].bucket)), null)
 }
 
 output "function_names" {
@@ -45,7 +45,7 @@ output "function_names" {
 
 output "routes" {
   description = "OUTBOX_ROUTES as deployed."
-  value       = jsondecode(module.config.routes_json)
+  value       = jsondecode(local.routes_json)
 }
 
 output "dashboard_name" {
@@ -75,7 +75,7 @@ output "recovery_role_arn" {
 
 output "producer_policy_json" {
   description = "What your application's role needs to write outbox messages (IAM policy JSON): dynamodb:PutItem and GetItem on the table; s3:PutObject on <bucket>/outbox/* when large payloads are on; kms:GenerateDataKey and kms:Decrypt on kms_key_arn when given."
-  value       = module.config.producer_policy_json
+  value       = local.producer_policy_json
 }
 
 output "producer_policy_arn" {
@@ -85,5 +85,5 @@ output "producer_policy_arn" {
 
 output "key_names" {
   description = "The outbox table's key and TTL attribute names and the sweeper index's shard count (and the previous one while it changes), with `environment`: the OUTBOX_* variables the functions get. Give your producers the same (dynamodb_outbox::KeyNames::from_env reads them): a producer writing with another shard count puts items where the sweeper does not look."
-  value       = module.config.key_names
+  value       = local.key_names
 }

@@ -1,4 +1,4 @@
-# What an application role needs to write outbox messages (module.config.producer_policy:
+# What an application role needs to write outbox messages (local.producer_policy:
 # the items, large payloads under outbox/, the KMS key), as a managed policy the caller
 # attaches to its role; create_producer_policy = false leaves only the JSON output.
 
@@ -7,6 +7,6 @@ resource "aws_iam_policy" "producer" {
 
   name        = local.names.producer_policy
   description = "${var.prefix}: write outbox messages (attach to the application's role)"
-  policy      = module.config.producer_policy_json
+  policy      = local.producer_policy_json
   tags        = var.tags
 }

@@ -3,7 +3,6 @@
 # policy that refuses requests without TLS.
 
 locals {
-  queue_settings = module.config.queue_settings
   # Order matters only for readability; DLQs are plain queues (aws_sqs_queue.dead_letter), the
   # queues with a DLQ (aws_sqs_queue.destination) redrive to them. The stream-failure queue is
   # the recovery function's trigger: its visibility is 6 x that function's timeout.

@@ -12,7 +12,7 @@ resource "aws_dynamodb_table" "outbox" {
   range_key                   = local.table.range_key
   stream_enabled              = true
   stream_view_type            = local.table.stream_view_type
-  deletion_protection_enabled = module.config.tables.deletion_protection
+  deletion_protection_enabled = local.tables.deletion_protection
 
   dynamic "attribute" {
     for_each = local.table.attributes

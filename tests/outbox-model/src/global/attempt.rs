@@ -6,7 +6,7 @@
 //! model's publish path; the order of the copy and the mark is the code's (the copy
 //! first: `Mutation::FailBeforeDeadLetter` swaps them).
 
-use super::{Call, GItem, GState, GlobalModel, Running, other, owner};
+use super::{Call, GItem, GState, GlobalModel, Running, other};
 use crate::params::Mutation;
 use crate::state::Status;
 use dynamodb_outbox_core::failure::Failure;
@@ -26,7 +26,7 @@ impl GlobalModel {
         };
         match judge_entry(answer) {
             EntryVerdict::Sent => {
-                Self::accepted(s, r, m);
+                self.accepted(s, r, m);
                 Call::Mark
             }
             // No retryable answer in this model: a refusal is poison.
@@ -50,8 +50,10 @@ impl GlobalModel {
             Call::Send => {
                 let item = s.copies[usize::from(r)][usize::from(m)];
                 let owned =
-                    self.acts_on(r, item.home) || self.params.has(Mutation::OwnershipFromImage);
-                (item.status == Status::Pending && owned).then(|| self.attempt(s, r, m))
+                    self.acts_on(s, r, item.home) || self.params.has(Mutation::OwnershipFromImage);
+                // Held by the order fence: deferred for the sweeper, not reported.
+                let go = item.status == Status::Pending && owned && !self.fenced_in(s, r, m);
+                go.then(|| self.attempt(s, r, m))
             }
             Call::Mark => {
                 self.mark(s, r, m, Status::Sent);
@@ -88,9 +90,9 @@ impl GlobalModel {
     }
 
     /// Region `r`'s destination accepted `m`; the consumer applies it once.
-    fn accepted(s: &mut GState, r: u8, m: u8) {
+    fn accepted(&self, s: &mut GState, r: u8, m: u8) {
         let mi = usize::from(m);
-        if owner(s.copies[usize::from(r)][mi].home) != r {
+        if !Self::owns(s, r, s.copies[usize::from(r)][mi].home) {
             s.foreign = true;
         }
         let second = s.published[mi] & (1 << other(r)) != 0;
@@ -101,6 +103,11 @@ impl GlobalModel {
         }
         if s.failed_marks & (1 << m) != 0 && !Self::excused(s, r, m) {
             s.sent_after_failed = true;
+        }
+        let later = (m + 1..u8::try_from(s.published.len()).unwrap_or(0))
+            .any(|j| s.published[usize::from(j)] != 0);
+        if self.params.fifo && s.published[mi] == 0 && later {
+            s.overtaken = true;
         }
         s.published[mi] |= 1 << r;
         s.sends[mi] = s.sends[mi].saturating_add(1);

@@ -63,6 +63,7 @@
 //! one, after the same claim; the single-region model counts attempts), a redrive.
 
 mod attempt;
+mod fence;
 mod ops;
 pub mod props;
 mod replica;
@@ -71,9 +72,10 @@ mod step;
 
 pub use run::{check, describe, find};
 
-use crate::params::Mutation;
+use crate::params::{Mutation, Params, Txn};
 use crate::state::{Status, TxnState};
 use dynamodb_outbox_core::HomeRegions;
+use dynamodb_outbox_core::home::HomeSeen;
 
 /// Region `A`: the default home region (of items without `HomeRegion`).
 pub const A: u8 = 0;
@@ -98,6 +100,39 @@ pub fn aws_region(r: u8) -> &'static str {
     if r == A { "us-east-1" } else { "eu-west-1" }
 }
 
+/// `HomeRegion` codes beyond the regions `A` and `B` (`GItem::home`): odd shapes a
+/// producer that is not the library may write (issue 36, finding 5): `NULL`.
+pub const HOME_NULL: u8 = 2;
+/// `""`.
+pub const HOME_EMPTY: u8 = 3;
+/// The region's name padded with spaces: `HOME_PADDED + r` (`" us-east-1 "`).
+pub const HOME_PADDED: u8 = 4;
+
+/// The string `HomeRegions::owns` is given for `home` (a `NULL` is no string).
+pub fn home_text(home: Option<u8>) -> Option<String> {
+    match home? {
+        h if h == A || h == B => Some(aws_region(h).to_owned()),
+        HOME_NULL => None,
+        HOME_EMPTY => Some(String::new()),
+        h => Some(format!(" {} ", aws_region(h - HOME_PADDED))),
+    }
+}
+
+/// What the real `HomeSeen::of` reads of `home`.
+pub fn home_seen(home: Option<u8>) -> HomeSeen {
+    match home {
+        None => HomeSeen::Absent,
+        Some(HOME_NULL) => HomeSeen::Other("NULL"),
+        h => HomeSeen::Text(home_text(h).unwrap_or_default()),
+    }
+}
+
+/// The region `home` names exactly (what a condition `#home = :region` or a filter
+/// `HomeRegion.S = [region]` matches).
+pub fn exact_region(home: Option<u8>) -> Option<u8> {
+    home.filter(|&h| h == A || h == B)
+}
+
 /// The region that owns an item whose `HomeRegion` is `home` (`None`: the attribute is
 /// absent, a minimal producer's item), as the library decides it: the region whose
 /// deployment's `HomeRegions::owns` says so (both deployments set the same default
@@ -106,7 +141,7 @@ pub fn owner(home: Option<u8>) -> u8 {
     let owns = |r: u8| {
         HomeRegions::in_region(aws_region(r))
             .default_home(aws_region(DEFAULT_HOME))
-            .owns(home.map(aws_region))
+            .owns(home_text(home).as_deref())
     };
     if owns(A) { A } else { B }
 }
@@ -124,6 +159,12 @@ pub struct GMsg {
     /// The regions whose destination refuses it for good (bit per region): poison
     /// there.
     pub refused: u8,
+    /// It is committed only once the failed region runs again (a new message after an
+    /// outage).
+    pub after_outage: bool,
+    /// The `HomeRegion` it is written with, when not the library's or none: an odd
+    /// shape (`HOME_NULL`, `HOME_EMPTY`, `HOME_PADDED + region`).
+    pub odd_home: Option<u8>,
 }
 
 impl GMsg {
@@ -134,6 +175,8 @@ impl GMsg {
             homed: true,
             may_roll_back: false,
             refused: 0,
+            after_outage: false,
+            odd_home: None,
         }
     }
 
@@ -143,6 +186,26 @@ impl GMsg {
             homed: false,
             ..GMsg::library(region)
         }
+    }
+
+    /// Written with `HomeRegion` in this odd shape (`Home::Null`, `Empty`, `Padded`: its
+    /// own region padded).
+    pub fn home_shape(mut self, home: crate::params::Home) -> Self {
+        use crate::params::Home;
+        self.odd_home = match home {
+            Home::Null => Some(HOME_NULL),
+            Home::Empty => Some(HOME_EMPTY),
+            Home::Padded => Some(HOME_PADDED + self.region),
+            Home::Absent | Home::Region => None,
+        };
+        self.homed = home == Home::Region;
+        self
+    }
+
+    /// Committed only once the failed region is back.
+    pub fn after_outage(mut self) -> Self {
+        self.after_outage = true;
+        self
     }
 
     /// Its transaction may also roll back.
@@ -202,6 +265,23 @@ pub struct GlobalParams {
     pub recover: bool,
     /// After it came back, the operator may fail back.
     pub failback: bool,
+    /// The messages are one aggregate's, committed in order, routed to FIFO
+    /// destinations: each region's stream publisher and sweep read the aggregate's
+    /// pending messages first and hold a message behind an earlier one still pending
+    /// (the order fence, `global/fence.rs`), and the property *per-aggregate order on
+    /// FIFO* is checked across both regions' destinations.
+    pub fifo: bool,
+    /// The operator's machine runs ahead of the regions' clocks by more than a lease
+    /// (issue 36, finding 7): a failback that compared `SweepDueAt` with the operator's
+    /// `now` (`Mutation::FailbackComparesOperatorClock`) took a message a sweep of the
+    /// surviving region still held; the failback now holds the entry to the due time
+    /// it read, on no one's clock.
+    pub operator_clock_ahead: bool,
+    /// The operator may change `OUTBOX_DEFAULT_HOME_REGION` on a running region's
+    /// functions while the other region is down or after (the runbook's step when the
+    /// default home fails), twice at most a run; the stream filter keeps the clause it
+    /// was deployed with (issue 36, finding 9).
+    pub move_default_home: bool,
     /// Deliberate bugs.
     pub mutations: Vec<Mutation>,
 }
@@ -213,6 +293,9 @@ impl Default for GlobalParams {
             crash: Crash::Of(A),
             recover: false,
             failback: false,
+            fifo: false,
+            operator_clock_ahead: false,
+            move_default_home: false,
             mutations: Vec::new(),
         }
     }
@@ -346,6 +429,13 @@ pub struct GState {
     /// Monitor: a message was published after a `FAILED` mark, other than as `excused`
     /// allows.
     pub sent_after_failed: bool,
+    /// Each region's functions' default home region now (`OUTBOX_DEFAULT_HOME_REGION`).
+    pub default_home: [u8; 2],
+    /// Changes of a default home made so far (`GlobalParams::move_default_home`).
+    pub home_moves: u8,
+    /// Monitor (`GlobalParams::fifo`): a message was first accepted, by either
+    /// region's destination, after a later message of its aggregate.
+    pub overtaken: bool,
 }
 
 /// One step.
@@ -375,6 +465,8 @@ pub enum GAction {
     Failover(u8),
     /// The failed region's functions start again.
     Recover,
+    /// The operator sets region `r`'s functions' default home region to the second.
+    MoveDefaultHome(u8, u8),
     /// The operator returns message `n` to the recovered region (conditional write in
     /// the survivor's copy).
     Failback(u8),
@@ -385,12 +477,31 @@ pub enum GAction {
 pub struct GlobalModel {
     /// What is explored.
     pub params: GlobalParams,
+    /// The messages as the real code sees them (one aggregate, a transaction each), for
+    /// the order fence's decisions.
+    pub fixture: crate::fixture::Fixture,
 }
 
 impl GlobalModel {
     /// The model of `params`.
     pub fn new(params: GlobalParams) -> Self {
-        GlobalModel { params }
+        let txns = params
+            .msgs
+            .iter()
+            .map(|m| {
+                if m.homed {
+                    Txn::library(0, 1)
+                } else {
+                    Txn::minimal(0, 1)
+                }
+            })
+            .collect();
+        let fixture = crate::fixture::Fixture::new(&Params {
+            txns,
+            fifo: true,
+            ..Params::default()
+        });
+        GlobalModel { params, fixture }
     }
 
     fn n(&self) -> u8 {
@@ -417,8 +528,44 @@ impl GlobalModel {
 
     /// Whether region `r`'s functions act on an item whose `HomeRegion` is `home`
     /// (without the filter, `PublishOnEveryReplica`, on every item).
-    fn acts_on(&self, r: u8, home: Option<u8>) -> bool {
-        self.params.has(Mutation::PublishOnEveryReplica) || owner(home) == r
+    fn acts_on(&self, s: &GState, r: u8, home: Option<u8>) -> bool {
+        self.params.has(Mutation::PublishOnEveryReplica) || Self::owns(s, r, home)
+    }
+
+    /// Whether region `r`'s functions own an item whose `HomeRegion` is `home` now, as
+    /// `HomeRegions::owns` decides with `r`'s `OUTBOX_DEFAULT_HOME_REGION` of the moment
+    /// (`GState::default_home`).
+    pub fn owns(s: &GState, r: u8, home: Option<u8>) -> bool {
+        Self::regions(s, r).owns(home_text(home).as_deref())
+    }
+
+    /// Region `r`'s functions' `HomeRegions` now.
+    fn regions(s: &GState, r: u8) -> HomeRegions {
+        HomeRegions::in_region(aws_region(r))
+            .default_home(aws_region(s.default_home[usize::from(r)]))
+    }
+
+    /// Whether region `r`'s sweep's claim accepts an item whose `HomeRegion` is
+    /// `home`: the general ownership condition (`#home = :region`, or also
+    /// `attribute_not_exists(#home)` in the default home), else — the fix of issue 36's
+    /// finding 5 — once more on the exact value a refusal returned, when `r` owns it
+    /// (`HomeRegions::exact_ownership`); `ClaimRefusesOddHome`: the first alone.
+    fn claim_accepts(&self, s: &GState, r: u8, home: Option<u8>) -> bool {
+        let regions = Self::regions(s, r);
+        let general = exact_region(home) == Some(r)
+            || (home.is_none() && regions.home_of_unhomed() == Some(aws_region(r)));
+        general
+            || (!self.params.has(Mutation::ClaimRefusesOddHome)
+                && regions.exact_ownership(&home_seen(home)).is_some())
+    }
+
+    /// Whether region `r`'s publisher's `FilterCriteria` pass an `INSERT` whose image
+    /// has `HomeRegion` `home`: rendered at deploy time, with the deployed default home
+    /// (`DEFAULT_HOME`), whatever the functions' setting is now.
+    fn filter_passes(&self, r: u8, home: Option<u8>) -> bool {
+        let string = home_text(home).is_some();
+        let unhomed = !string && r == DEFAULT_HOME;
+        self.params.has(Mutation::PublishOnEveryReplica) || exact_region(home) == Some(r) || unhomed
     }
 
     /// Whether region `r` doing to `m` what the other region already did is the

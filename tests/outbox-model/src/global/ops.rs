@@ -2,13 +2,21 @@
 //! region (`outbox-ops failover`), the region comes back once replication caught up,
 //! and the operator fails back (`outbox-ops failback`).
 
-use super::{GAction, GItem, GState, GlobalModel, Life, other, owner};
+use super::{GAction, GItem, GState, GlobalModel, Life, exact_region, other};
 use crate::params::Mutation;
 use crate::state::Status;
 
 impl GlobalModel {
     /// The operator's and the outage's steps enabled in `s`.
     pub(super) fn outage_actions(&self, s: &GState, actions: &mut Vec<GAction>) {
+        if self.params.move_default_home && s.life != Life::Up && s.home_moves < 2 {
+            for r in [super::A, super::B] {
+                let to = other(s.default_home[usize::from(r)]);
+                if Self::up(s, r) {
+                    actions.push(GAction::MoveDefaultHome(r, to));
+                }
+            }
+        }
         match s.life {
             Life::Up => {
                 for r in [super::A, super::B] {
@@ -58,7 +66,13 @@ impl GlobalModel {
         let survivor = other(failed);
         for m in 0..self.n() {
             let item = s.copies[usize::from(survivor)][usize::from(m)];
-            let free = !Self::claimed(s, survivor, m) || p.has(Mutation::FailbackIgnoresClaim);
+            // The failback holds each entry to the due time it read, a settle (the
+            // longest lease) later: a sweep that holds or takes a claim meanwhile moves
+            // it. Compared with the operator's clock instead, as before issue 36's
+            // finding 7 was fixed, an operator ahead by more than a lease took it.
+            let clock = p.operator_clock_ahead && p.has(Mutation::FailbackComparesOperatorClock);
+            let free =
+                !Self::claimed(s, survivor, m) || p.has(Mutation::FailbackIgnoresClaim) || clock;
             if Self::returns(item, failed) && free {
                 actions.push(GAction::Failback(m));
             }
@@ -76,12 +90,15 @@ impl GlobalModel {
     /// none and it is the default home: `--default-home`).
     fn rehomes(&self, item: GItem, failed: u8) -> bool {
         let p = &self.params;
+        // `outbox-ops failover`'s condition: `#home = :from`, or also
+        // `attribute_not_exists(#home)` out of the default home (`--default-home`).
+        let named = exact_region(item.home) == Some(failed);
         let failed_regions = if p.has(Mutation::FailoverIgnoresDefaultHome) {
-            item.home == Some(failed)
+            named
         } else if p.has(Mutation::FailoverTakesDefaultHomes) {
-            item.home.is_none_or(|h| h == failed)
+            named || item.home.is_none()
         } else {
-            owner(item.home) == failed
+            named || (item.home.is_none() && failed == super::DEFAULT_HOME)
         };
         let status = item.status == Status::Pending
             || (p.has(Mutation::UnconditionalFailover) && item.status != Status::Absent);
@@ -124,6 +141,27 @@ impl GlobalModel {
             stamp: 0,
         };
         self.write(s, survivor, m, rehomed);
+    }
+
+    /// The operator sets region `r`'s default home to `to`. Moving it to the survivor
+    /// while the default home is down is a failover of the items without `HomeRegion`:
+    /// what the failed region published or dead-lettered and the survivor's copy still
+    /// shows `PENDING` may go again, the duplicate a failover allows (`GState::excused`).
+    pub(super) fn move_default_home(&self, s: &mut GState, r: u8, to: u8) {
+        if Self::failed_region(s) == Some(other(r)) && s.life == Life::Down(other(r)) && to == r {
+            let failed = other(r);
+            for m in 0..self.n() {
+                let item = s.copies[usize::from(r)][usize::from(m)];
+                let acted =
+                    (s.published[usize::from(m)] | s.dead_lettered[usize::from(m)]) & (1 << failed);
+                let unhomed = super::home_text(item.home).is_none_or(|h| h.trim().is_empty());
+                if item.status == Status::Pending && unhomed && acted != 0 {
+                    s.excused |= 1 << m;
+                }
+            }
+        }
+        s.default_home[usize::from(r)] = to;
+        s.home_moves += 1;
     }
 
     /// The failed region's functions start again.

@@ -5,7 +5,7 @@
 //! "in every state where nothing can happen any more".
 
 use super::{A, B, GState, GlobalModel};
-use crate::props::{EFFECT_ONCE, ENDS, NOTHING_PHANTOM, SETTLES, SOME_END};
+use crate::props::{EFFECT_ONCE, ENDS, FIFO_ORDER, NOTHING_PHANTOM, SETTLES, SOME_END};
 use crate::state::Status;
 use stateright::Property;
 
@@ -66,6 +66,10 @@ fn one_region(_: &GlobalModel, s: &GState) -> bool {
 
 fn one_dead_letter(_: &GlobalModel, s: &GState) -> bool {
     !s.twice_dead
+}
+
+fn fifo_order(_: &GlobalModel, s: &GState) -> bool {
+    !s.overtaken
 }
 
 fn failed_stays_unsent(_: &GlobalModel, s: &GState) -> bool {
@@ -144,6 +148,7 @@ pub fn all() -> Vec<Property<GlobalModel>> {
         Property::always(ONE_REGION, one_region),
         Property::always(ONE_DEAD_LETTER, one_dead_letter),
         Property::always(FAILED_STAYS_UNSENT, failed_stays_unsent),
+        Property::always(FIFO_ORDER, fifo_order),
         Property::always(ENDS, ends),
         Property::always(SETTLES, settles),
         Property::always(DEAD_LETTER_IFF_FAILED, dead_letter_iff_failed),

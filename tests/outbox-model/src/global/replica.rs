@@ -72,7 +72,7 @@ impl GlobalModel {
     /// without the filter, `PublishOnEveryReplica`), so the others never reach a
     /// publisher (and take no step here).
     fn on_stream(&self, s: &mut GState, r: u8, m: u8, home: Option<u8>) {
-        if self.acts_on(r, home) {
+        if self.filter_passes(r, home) {
             s.streams[usize::from(r)].push((m, home));
         }
     }

@@ -7,6 +7,18 @@ use stateright::{Checker, Expectation, HasDiscoveries, Model, Path};
 use std::fmt::Write;
 use std::time::Instant;
 
+/// A `HomeRegion` in traces.
+fn home_name(home: Option<u8>) -> &'static str {
+    match home {
+        None => "-",
+        Some(h) if h == super::A || h == super::B => region_name(h),
+        Some(super::HOME_NULL) => "NULL",
+        Some(super::HOME_EMPTY) => "\"\"",
+        Some(h) if h == super::HOME_PADDED => "\" A \"",
+        Some(_) => "\" B \"",
+    }
+}
+
 /// An action in words.
 pub fn describe(action: &GAction) -> String {
     let r = |r: &u8| region_name(*r);
@@ -21,13 +33,18 @@ pub fn describe(action: &GAction) -> String {
         GAction::Crash(g) => format!("region {} CRASHES", r(g)),
         GAction::Failover(m) => format!("operator fails m{m} over into the surviving region"),
         GAction::Recover => "the failed region's functions start again".into(),
+        GAction::MoveDefaultHome(g, to) => format!(
+            "operator sets {}'s OUTBOX_DEFAULT_HOME_REGION to {}",
+            r(g),
+            r(to)
+        ),
         GAction::Failback(m) => format!("operator fails m{m} back to the recovered region"),
     }
 }
 
 fn item(s: &GState, r: u8, m: u8) -> String {
     let i = s.copies[usize::from(r)][usize::from(m)];
-    let home = i.home.map_or("-", region_name);
+    let home = home_name(i.home);
     let over = if i.failed_over { ", failed over" } else { "" };
     format!("{:?} home {home}{over}", i.status)
 }
@@ -56,10 +73,10 @@ fn what(model: &GlobalModel, s: &GState, action: GAction) -> String {
     match action {
         GAction::Commit(m) => {
             let msg = model.params.msgs[usize::from(m)];
-            let how = if msg.homed {
-                "with HomeRegion"
-            } else {
-                "without HomeRegion (minimal producer)"
+            let how = match (msg.odd_home, msg.homed) {
+                (Some(h), _) => format!("with HomeRegion {}", home_name(Some(h))),
+                (None, true) => "with HomeRegion".to_owned(),
+                (None, false) => "without HomeRegion (minimal producer)".to_owned(),
             };
             format!("producer in {} commits m{m} {how}", region_name(msg.region))
         }
@@ -76,7 +93,7 @@ fn what(model: &GlobalModel, s: &GState, action: GAction) -> String {
                 region_name(1 - w.to),
                 w.msg,
                 incoming.status,
-                incoming.home.map_or("-", region_name),
+                home_name(incoming.home),
                 if incoming.failed_over {
                     ", failed over"
                 } else {
@@ -91,7 +108,7 @@ fn what(model: &GlobalModel, s: &GState, action: GAction) -> String {
             format!(
                 "{}'s stream mapping takes the INSERT of m{m} (image home {})",
                 region_name(r),
-                home.map_or("-", region_name)
+                home_name(home)
             )
         }
         GAction::Publish(r) | GAction::Sweep(r) => {

@@ -10,7 +10,15 @@ impl GlobalModel {
     fn producer_actions(&self, s: &GState, actions: &mut Vec<GAction>) {
         for m in 0..self.n() {
             let msg = self.params.msgs[usize::from(m)];
-            if s.txns[usize::from(m)] == TxnState::Open && Self::up(s, msg.region) {
+            // One aggregate's transactions commit in order (`GlobalParams::fifo`).
+            let in_turn =
+                !self.params.fifo || (0..m).all(|e| s.txns[usize::from(e)] != TxnState::Open);
+            let in_time = !msg.after_outage || matches!(s.life, Life::Back(_));
+            if s.txns[usize::from(m)] == TxnState::Open
+                && Self::up(s, msg.region)
+                && in_turn
+                && in_time
+            {
                 actions.push(GAction::Commit(m));
                 if msg.may_roll_back {
                     actions.push(GAction::RollBack(m));
@@ -50,7 +58,10 @@ impl GlobalModel {
         let item = s.copies[usize::from(r)][usize::from(m)];
         let poison_anyway = self.params.has(Mutation::PoisonBeforeOwnership)
             && self.params.msgs[usize::from(m)].refused_by(r);
-        item.status == Status::Pending && (self.acts_on(r, item.home) || poison_anyway)
+        let ours = self.acts_on(s, r, item.home)
+            && (self.params.has(Mutation::PublishOnEveryReplica)
+                || self.claim_accepts(s, r, item.home));
+        item.status == Status::Pending && (ours || poison_anyway)
     }
 
     fn commit(&self, s: &mut GState, m: u8) {
@@ -58,7 +69,7 @@ impl GlobalModel {
         let msg = self.params.msgs[usize::from(m)];
         let item = GItem {
             status: Status::Pending,
-            home: msg.homed.then_some(msg.region),
+            home: msg.odd_home.or(msg.homed.then_some(msg.region)),
             failed_over: false,
             stamp: 0,
         };
@@ -103,6 +114,9 @@ impl Model for GlobalModel {
             twice: false,
             twice_dead: false,
             sent_after_failed: false,
+            overtaken: false,
+            default_home: [super::DEFAULT_HOME; 2],
+            home_moves: 0,
         }]
     }
 
@@ -133,8 +147,12 @@ impl Model for GlobalModel {
             }
             GAction::Publish(r) => self.publish(&mut s, r),
             GAction::Claim(r, m) => {
-                let call = self.attempt(&mut s, r, m);
-                s.sweeper[usize::from(r)] = Some(Running { msg: m, call });
+                // Held by the order fence: the claim is given back (the sweep
+                // reschedules it), nothing sent.
+                if !self.fenced_in(&s, r, m) {
+                    let call = self.attempt(&mut s, r, m);
+                    s.sweeper[usize::from(r)] = Some(Running { msg: m, call });
+                }
             }
             GAction::Sweep(r) => {
                 let run = s.sweeper[usize::from(r)]?;
@@ -143,6 +161,7 @@ impl Model for GlobalModel {
             GAction::Crash(r) => Self::crash(&mut s, r),
             GAction::Failover(m) => self.fail_over(&mut s, m),
             GAction::Recover => Self::recover(&mut s),
+            GAction::MoveDefaultHome(r, to) => self.move_default_home(&mut s, r, to),
             GAction::Failback(m) => self.fail_back(&mut s, m),
         }
         Self::normalise(&mut s);

@@ -15,6 +15,7 @@
 //! duplicate, and what keeps a message from being published twice is the home-region
 //! skip alone (seen failing with a publisher that owns every region).
 
+use aws_sdk_dynamodb::types::AttributeValue;
 use dynamodb_outbox::message::ATTR_MESSAGE_ID;
 use dynamodb_outbox::stream::handle_stream_event;
 use dynamodb_outbox::sweep::AwsSweeper;
@@ -499,6 +500,8 @@ async fn a_failover_publishes_the_failed_regions_pending_messages_once_and_a_fai
     let failback = Rehome::Failback {
         to: US.to_owned(),
         grace: Duration::from_secs(60),
+        // No sweep runs beside this test's failback: nothing to wait for.
+        settle: Duration::ZERO,
     };
     let report = rehome(&eu.clients.dynamodb, &table, &failback, now_ms())
         .await
@@ -525,4 +528,143 @@ async fn a_failover_publishes_the_failed_regions_pending_messages_once_and_a_fai
         assert_eq!(by_name.get(name), Some(&vec![US]), "{name}");
     }
     assert_eq!(by_name.len(), returning.len(), "nothing else: {by_name:?}");
+}
+
+/// The key of the one outbox item of the message named `name`, as `region` reads it.
+async fn outbox_key(region: &Region, name: &str) -> (String, String) {
+    let pk = format!("ORDER#{name}");
+    let out = region
+        .clients
+        .dynamodb
+        .query()
+        .table_name(&region.table)
+        .key_condition_expression("PK = :pk")
+        .expression_attribute_values(":pk", outbox_tests::sv(&pk))
+        .consistent_read(true)
+        .send()
+        .await
+        .expect("query");
+    let sk = out
+        .items()
+        .iter()
+        .find_map(|i| s(i, "SK"))
+        .expect("an item");
+    (pk, sk)
+}
+
+/// Sets `assignment` (`SweepDueAt = :v` or `Status = :v`) on the item, as a sweep's
+/// claim or its `SENT` mark would.
+async fn set(region: &Region, key: &(String, String), name: &str, value: AttributeValue) {
+    region
+        .clients
+        .dynamodb
+        .update_item()
+        .table_name(&region.table)
+        .key("PK", outbox_tests::sv(&key.0))
+        .key("SK", outbox_tests::sv(&key.1))
+        .update_expression("SET #a = :v")
+        .expression_attribute_names("#a", name)
+        .expression_attribute_values(":v", value)
+        .send()
+        .await
+        .expect("update");
+}
+
+#[tokio::test]
+async fn a_failback_leaves_a_message_a_sweep_still_holds_whatever_the_operators_clock() {
+    if !global_tables_supported("a_failback_leaves_a_message_a_sweep_still_holds") {
+        return;
+    }
+    let (us, eu) = global_outbox(Region::keys_in(US), Region::keys_in(EU)).await;
+    // Given a message of us-east-1 failed over to eu-west-1, whose sweep claimed it
+    // (its due time moved to the end of the lease) and is publishing it
+    let names = us.commit("held", 1).await;
+    let table = outbox_ops::Table::new(&eu.table).key_names(eu.keys.clone());
+    let failover = Rehome::Failover {
+        from: US.to_owned(),
+        to: EU.to_owned(),
+        from_is_default_home: true,
+    };
+    let moved = rehome(&eu.clients.dynamodb, &table, &failover, now_ms())
+        .await
+        .expect("failover");
+    assert_eq!(moved.moved.len(), 1, "{moved:?}");
+    let key = outbox_key(&eu, &names[0]).await;
+    let lease = now_ms() + 120_000;
+    set(
+        &eu,
+        &key,
+        "SweepDueAt",
+        AttributeValue::N(lease.to_string()),
+    )
+    .await;
+    // When an operator whose clock is an hour ahead fails us-east-1 back while the sweep
+    // finishes (marks it SENT three seconds later: after the failback's reads, within
+    // its settle)
+    let operator_now = now_ms() + 3_600_000;
+    let failback = Rehome::Failback {
+        to: US.to_owned(),
+        grace: Duration::from_secs(60),
+        settle: Duration::from_secs(6),
+    };
+    let (report, ()) = tokio::join!(
+        rehome(&eu.clients.dynamodb, &table, &failback, operator_now),
+        async {
+            tokio::time::sleep(Duration::from_secs(3)).await;
+            set(&eu, &key, "Status", outbox_tests::sv("SENT")).await;
+        }
+    );
+    // Then the failback takes nothing: comparing the lease with its clock, it took the
+    // message the sweep was publishing and us-east-1 would have published it too
+    // (issue 36, finding 7)
+    let report = report.expect("failback");
+    assert!(report.moved.is_empty(), "{report:?}");
+    assert_eq!(eu.status_here(&names[0]).await.as_deref(), Some("SENT"));
+}
+
+#[tokio::test]
+async fn a_failover_takes_the_failed_regions_messages_whose_home_is_null_empty_or_padded() {
+    if !global_tables_supported("a_failover_takes_the_failed_regions_messages_whose_home_is_odd") {
+        return;
+    }
+    let (us, eu) = global_outbox(Region::keys_in(US), Region::keys_in(EU)).await;
+    // Given us-east-1's pending messages (it is the default home) whose HomeRegion a
+    // hand-written producer wrote as boto3's None, empty, and padded
+    let homes = [
+        ("null", AttributeValue::Null(true)),
+        ("empty", outbox_tests::sv("")),
+        ("padded", outbox_tests::sv(" us-east-1 ")),
+    ];
+    for (name, home) in &homes {
+        let mut item = indexed_item(
+            &format!("ORDER#odd-{name}"),
+            &format!("OUTBOX#odd-{name}"),
+            "orders",
+            &payload(&format!("odd-{name}")),
+            now_ms(),
+        );
+        item.insert("HomeRegion".to_owned(), home.clone());
+        us.clients
+            .dynamodb
+            .put_item()
+            .table_name(&us.table)
+            .set_item(Some(item))
+            .send()
+            .await
+            .expect("put");
+    }
+    // When eu-west-1 takes over us-east-1's messages
+    let table = outbox_ops::Table::new(&eu.table).key_names(eu.keys.clone());
+    let failover = Rehome::Failover {
+        from: US.to_owned(),
+        to: EU.to_owned(),
+        from_is_default_home: true,
+    };
+    let report = rehome(&eu.clients.dynamodb, &table, &failover, now_ms())
+        .await
+        .expect("failover");
+    // Then it takes all three (the condition refused them; they waited for a region
+    // that was down), and eu-west-1's sweeper publishes them
+    assert_eq!(report.moved.len(), homes.len(), "{report:?}");
+    assert_eq!(eu.sweep_all(now_ms() + 600_000).await, homes.len());
 }

@@ -63,6 +63,10 @@ pub struct Member {
     /// the shard count changes, [`SweepShards::shards_of`]); what a library
     /// aggregate's fence reads.
     pub shards: Vec<String>,
+    /// The message written before it in the same transaction, of its aggregate
+    /// (`Follows`): asked by key, consistently ([`follows`]), since the index may not
+    /// list it yet and AWS delivers one transaction's records in any order.
+    pub follows: Option<ItemKey>,
 }
 
 impl Member {
@@ -75,6 +79,7 @@ impl Member {
                 && msg.indexed(layout),
             shards: layout.shards_of(&msg.key.pk),
             key: msg.key.clone(),
+            follows: msg.follows.clone(),
             fifo,
         }
     }
@@ -397,7 +402,9 @@ fn fencing<'a>(
 }
 
 pub mod confirm;
+pub mod follows;
 pub use confirm::{CONFIRM_LIMIT, to_confirm};
+pub use follows::predecessors;
 
 #[cfg(test)]
 mod tests;

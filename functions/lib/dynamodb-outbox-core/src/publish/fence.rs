@@ -9,7 +9,7 @@ use super::{Outcome, Work, WorkItem};
 use crate::failure::Failure;
 use crate::policy::{
     CONFIRM_LIMIT, FENCE_BATCH_PAGES, FenceRead, Member, Pending, cannot_tell_reason, fence_reads,
-    fenced, page_budgets, to_confirm,
+    fenced, page_budgets, predecessors, to_confirm,
 };
 use crate::ports::OutboxStore;
 use crate::schema::{ItemKey, SweepShards};
@@ -139,28 +139,37 @@ fn log_failed_read(read: &FenceRead, e: &Failure) {
     }
 }
 
-/// Asks the current status of the index siblings that would fence (the index may
-/// still list what was just finished), in one consistent read, and drops those no
-/// longer pending. When the read fails, the index's answer stands: a sibling it lists
-/// is most likely still pending, and fencing behind it is never out of order.
+/// Asks, in one consistent read, the current status of the messages FIFO members
+/// follow in their own transactions ([`predecessors`]: the index may not list them
+/// yet) and of the index siblings that would fence (the index may still list what was
+/// just finished); adds the predecessors still pending as siblings and drops the index
+/// siblings no longer pending. When the read fails, the index's answer stands (a
+/// sibling it lists is most likely still pending) and every predecessor fences:
+/// fencing behind them is never out of order.
 async fn confirm<S: OutboxStore>(store: &S, members: &[Member], pending: &mut Pending) {
-    let asked = to_confirm(members, pending, CONFIRM_LIMIT);
+    let followed = predecessors(members);
+    let listed = to_confirm(members, pending, CONFIRM_LIMIT.saturating_sub(followed.len()));
+    let mut asked = followed.clone();
+    asked.extend(listed.iter().filter(|k| !followed.contains(k)).cloned());
     if asked.is_empty() {
         return;
     }
     match store.statuses(&asked).await {
         Ok(read) => {
-            let dropped = pending.confirm(&asked, &read.statuses);
-            if dropped > 0 {
-                tracing::info!(asked = asked.len(), dropped,
-                    "the sweeper index still listed finished messages: they do not fence");
+            let dropped = pending.confirm(&listed, &read.statuses);
+            let waiting = pending.add_predecessors(&followed, Some(&read.statuses));
+            if dropped > 0 || waiting > 0 {
+                tracing::info!(asked = asked.len(), dropped, waiting,
+                    "the consistent status read corrected the sweeper index: finished messages it listed do not fence, pending ones of the same transaction it did not list do");
             }
         }
         Err(e) if e.is_retryable() => {
+            pending.add_predecessors(&followed, None);
             tracing::warn!(asked = asked.len(), error = %e,
                 "could not confirm the status of the pending messages the index lists: they fence as listed");
         }
         Err(e) => {
+            pending.add_predecessors(&followed, None);
             tracing::error!(asked = asked.len(), error = %e,
                 "the consistent status read of the fence is refused (grant dynamodb:BatchGetItem on the table): the pending messages the index lists fence as listed");
         }

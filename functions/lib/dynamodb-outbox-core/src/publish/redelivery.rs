@@ -220,6 +220,7 @@ mod tests {
                 index: crate::schema::SeenIndex::default(),
                 trace: None,
                 home_region: None,
+                follows: None,
             }),
         }
     }

@@ -61,6 +61,7 @@ fn publish_work(
             payload_size: None,
             trace: None,
             home_region: None,
+            follows: None,
         }),
     }
 }

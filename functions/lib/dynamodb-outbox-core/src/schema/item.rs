@@ -149,6 +149,17 @@ pub struct OutboxItem {
         deserialize_with = "lenient::text"
     )]
     pub home_region: Option<String>,
+    /// `Follows`: the sort key of the message written before this one, of the same
+    /// aggregate, in the same transaction (the library's producer writes it). AWS
+    /// delivers one transaction's stream records in any order, in any batches: the
+    /// order fence reads this one key consistently ([`crate::policy::fence`]).
+    #[serde(
+        rename = "Follows",
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "lenient::text"
+    )]
+    pub follows: Option<String>,
 }
 
 /// An outbox message, decoded and validated: everything the publish path needs.
@@ -180,6 +191,9 @@ pub struct OutboxMessage {
     pub trace: Option<TraceContext>,
     /// Its `HomeRegion`, when it names one ([`crate::home`]).
     pub home_region: Option<String>,
+    /// The key of the message of its aggregate written before it in the same
+    /// transaction (`Follows`), when the producer named one.
+    pub follows: Option<ItemKey>,
 }
 
 impl OutboxMessage {
@@ -319,9 +333,13 @@ impl OutboxItem {
             sequence: self.sequence,
             payload_size: self.payload_size,
             index,
-            key,
             trace,
+            follows: self.follows.filter(|sk| !sk.is_empty()).map(|sk| ItemKey {
+                pk: key.pk.clone(),
+                sk,
+            }),
             home_region: self.home_region,
+            key,
         })
     }
 }

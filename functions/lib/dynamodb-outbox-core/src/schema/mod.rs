@@ -77,9 +77,16 @@ pub const SCAN_SEGMENTS: &str = "Segments";
 /// token), absent when it reached the end.
 pub const SCAN_CURSOR: &str = "Cursor";
 
-/// The sort key of the scan cursor item of `segment`.
-pub fn scan_cursor_sk(segment: u32) -> String {
-    format!("SCAN#{segment}")
+/// The sort key of the scan cursor item of `segment` for the deployment in `region`
+/// (`SCAN#<region>#<segment>`; `SCAN#<segment>` when the region is unknown). On a
+/// global table every region scans for its own messages: one cursor shared by the
+/// regions, written last-writer-wins, made each resume from the other's position and
+/// skip pages (issue 36, finding 8).
+pub fn scan_cursor_sk(segment: u32, region: Option<&str>) -> String {
+    match region {
+        Some(region) => format!("SCAN#{region}#{segment}"),
+        None => format!("SCAN#{segment}"),
+    }
 }
 
 /// Name of the sparse global secondary index the sweeper queries.
@@ -206,6 +213,15 @@ pub fn all_failed_sweep_shards() -> impl Iterator<Item = String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_region_keeps_its_own_scan_cursor() {
+        let (us, eu) = (Some("us-east-1"), Some("eu-west-1"));
+        assert_ne!(scan_cursor_sk(3, us), scan_cursor_sk(3, eu));
+        assert_eq!(scan_cursor_sk(3, us), "SCAN#us-east-1#3");
+        assert_ne!(scan_cursor_sk(3, us), scan_cursor_sk(4, us));
+        assert_eq!(scan_cursor_sk(3, None), "SCAN#3");
+    }
 
     #[test]
     fn the_hash_is_stable() {

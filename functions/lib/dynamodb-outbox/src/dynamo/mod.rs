@@ -8,6 +8,7 @@
 //! item read here (`DynamoStore::canonical`), so the core never sees them.
 
 mod batch;
+mod claim;
 mod fence;
 mod status;
 mod sweep;

@@ -1,16 +1,16 @@
 //! The sweeper's side of the DynamoDB adapter: index queries, claims, reschedules,
 //! the adoption scan and its saved cursors.
 
+use super::claim::ClaimRequest;
 use super::{
     DynamoStore, index_unchanged, n, outcome, read, request, s, scanned, start_key, token,
 };
 use crate::sdk_error::store_failure;
-use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
-use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, ReturnValuesOnConditionCheckFailure};
+use aws_sdk_dynamodb::types::AttributeValue;
 use dynamodb_outbox_core::failure::Failure;
-use dynamodb_outbox_core::home::HOME_REGION;
+use dynamodb_outbox_core::home::{HOME_REGION, HomeSeen};
 use dynamodb_outbox_core::ports::{
-    Claim, ClaimedItem, DueKey, DuePage, Held, MarkOutcome, PageToken, ScanPage, SweepStore,
+    Claim, DueKey, DuePage, Held, MarkOutcome, PageToken, ScanPage, SweepStore,
     UnindexedItem,
 };
 use dynamodb_outbox_core::schema::{
@@ -94,52 +94,30 @@ impl SweepStore for DynamoStore {
         lease_until_ms: i64,
         shard: &str,
     ) -> Result<Claim, Failure> {
-        let ownership = self.key_names().regions.ownership_condition();
-        let condition = match ownership {
-            Some((owned, _)) => format!("#status = :pending AND #due = :seen AND {owned}"),
-            None => "#status = :pending AND #due = :seen".to_owned(),
+        let claim = ClaimRequest {
+            key,
+            seen_due,
+            lease_until_ms,
+            shard,
         };
-        let mut update = self.update(key);
-        if let Some((_, region)) = ownership {
-            update = update
-                .expression_attribute_names("#home", HOME_REGION)
-                .expression_attribute_values(":home", s(region));
+        let refused = match self.claim_once(&claim, None).await? {
+            Ok(claimed) => return Ok(claimed),
+            Err(refused) => refused,
+        };
+        // A `HomeRegion` this region owns but the condition cannot match (`NULL`, an
+        // empty or padded string): claimed again on exactly that value (core `home`).
+        let regions = &self.key_names().regions;
+        let again = refused.as_ref().filter(|old| {
+            string_attr(old, STATUS) == Some(Status::Pending.as_str())
+                && SeenIndex::of(old).due.as_deref() == Some(seen_due)
+        });
+        let exact = again.and_then(|old| regions.exact_ownership(&HomeSeen::of(old)));
+        if let Some(exact) = exact
+            && let Ok(claimed) = self.claim_once(&claim, Some(exact)).await?
+        {
+            return Ok(claimed);
         }
-        let result = request(
-            update
-                .condition_expression(condition)
-                .update_expression(format!(
-                    "SET {RETRY_COUNT} = if_not_exists({RETRY_COUNT}, :zero) + :one, #due = :lease, #shard = :shard"
-                ))
-                .expression_attribute_names("#due", TABLE.sweep_index_sort_key)
-                .expression_attribute_names("#shard", TABLE.sweep_index_partition_key)
-                .expression_attribute_values(":shard", AttributeValue::S(shard.to_owned()))
-                .expression_attribute_values(":seen", AttributeValue::N(seen_due.to_owned()))
-                .expression_attribute_values(":lease", n(lease_until_ms))
-                .expression_attribute_values(":zero", n(0))
-                .expression_attribute_values(":one", n(1))
-                .return_values(ReturnValue::AllNew)
-                .return_values_on_condition_check_failure(
-                    ReturnValuesOnConditionCheckFailure::AllOld,
-                )
-                .send(),
-        )
-        .await;
-        match result {
-            Ok(out) => {
-                let item = self.canonical(&out.attributes.unwrap_or_default());
-                Ok(Claim::Claimed(Box::new(ClaimedItem::decode(
-                    key.clone(),
-                    item,
-                ))))
-            }
-            Err(e) => match e.as_service_error() {
-                Some(UpdateItemError::ConditionalCheckFailedException(refused)) => {
-                    Ok(refused_claim(key, refused.item().map(|i| self.canonical(i))))
-                }
-                _ => Err(store_failure(&e)),
-            },
-        }
+        Ok(refused_claim(key, refused))
     }
 
     async fn reschedule(
@@ -263,7 +241,7 @@ impl SweepStore for DynamoStore {
                 .get_item()
                 .table_name(&self.table)
                 .key(&self.keys.partition_key, s(SWEEPER_PK))
-                .key(&self.keys.sort_key, s(&scan_cursor_sk(segment)))
+                .key(&self.keys.sort_key, s(&scan_cursor_sk(segment, self.keys.regions.region())))
                 .consistent_read(true)
                 .send(),
         )
@@ -289,7 +267,7 @@ impl SweepStore for DynamoStore {
             .put_item()
             .table_name(&self.table)
             .item(&self.keys.partition_key, s(SWEEPER_PK))
-            .item(&self.keys.sort_key, s(&scan_cursor_sk(segment)))
+            .item(&self.keys.sort_key, s(&scan_cursor_sk(segment, self.keys.regions.region())))
             .item(SCAN_SEGMENTS, n(i64::from(segments)));
         if let Some(cursor) = cursor {
             put = put.item(SCAN_CURSOR, s(cursor.as_str()));

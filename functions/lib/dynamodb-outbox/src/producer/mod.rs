@@ -301,6 +301,9 @@ impl OutboxWriter {
         };
         let mut aggregates = Vec::with_capacity(messages.len());
         let mut uploads = Vec::new();
+        // Each aggregate's last message so far: the next one names it (`Follows`), so
+        // that the fence can read it by key whatever order the records arrive in.
+        let mut last_of: HashMap<&str, String> = HashMap::new();
         for (index, m) in messages.iter().enumerate() {
             if let Some(reason) = m.invalid() {
                 return Err(ProducerError::InvalidMessage { index, reason });
@@ -312,6 +315,7 @@ impl OutboxWriter {
             }
             item.home_region.clone_from(&self.home_region);
             let sk = item.sk.clone().unwrap_or_default();
+            item.follows = last_of.insert(m.aggregate.as_str(), sk.clone());
             let mut put = self.put(index, &item)?;
             let offload = self
                 .large

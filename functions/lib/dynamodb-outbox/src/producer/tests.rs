@@ -81,6 +81,25 @@ fn two_messages_in_one_millisecond_get_distinct_time_ordered_ids() {
 }
 
 #[test]
+fn each_message_names_the_one_before_it_of_its_aggregate_in_the_transaction() {
+    let msgs = [
+        NewMessage::new("A", "ledger", "a1"),
+        NewMessage::new("B", "ledger", "b1"),
+        NewMessage::new("A", "ledger", "a2"),
+        NewMessage::new("A", "ledger", "a3"),
+    ];
+    let prepared = writer().prepare_at(vec![], &msgs, 5).expect("valid");
+    let sks = &prepared.committed().sort_keys;
+    let follows: Vec<Option<&AttributeValue>> = prepared
+        .actions()
+        .iter()
+        .map(|a| a.put.as_ref().expect("a put").item().get("Follows"))
+        .collect();
+    let s = |i: usize| AttributeValue::S(sks[i].clone());
+    assert_eq!(follows, [None, None, Some(&s(0)), Some(&s(2))]);
+}
+
+#[test]
 fn refuses_more_than_100_actions() {
     let business: Vec<_> = (0..99)
         .map(|i| put("orders", &[("id", &i.to_string())]))

@@ -38,6 +38,11 @@ use workload::{Committed, Producer, commit};
 /// How long a failback leaves messages to the returned region's replay before its
 /// sweeper may take them (`outbox-ops failback`'s default).
 const FAILBACK_DUE_AFTER: Duration = Duration::from_secs(60);
+/// How long a failback waits for each entry to stay as read. The CLI's default (360 s)
+/// covers the longest lease a deployed sweeper holds (timeout 300 s + 60 s); the local
+/// stack's sweeper runs once a minute and each of its sweeps ends within seconds, so a
+/// sweep that held an entry when it was read has ended after this.
+const FAILBACK_SETTLE: Duration = Duration::from_secs(15);
 
 /// What to run.
 #[derive(Debug, Clone)]
@@ -226,6 +231,7 @@ async fn failback(
         let failback = Rehome::Failback {
             to,
             grace: FAILBACK_DUE_AFTER,
+            settle: FAILBACK_SETTLE,
         };
         let back = rehome_from(up, &failback).await?;
         Ok::<_, String>((committed, over, back))

@@ -94,8 +94,7 @@ run "large_payloads_and_the_kms_key" {
 }
 
 # The consumer's exact actions (docs/iam.md: the calls it makes). A grant added or removed
-# without changing this run fails here; infra/terraform/parity/check_parity.py holds the CDK
-# example to the same grants.
+# without changing this run fails here (the CDK example's: infra/cdk/test/grants.test.ts).
 run "the_consumer_is_granted_exactly_the_actions_its_calls_need" {
   command = apply
   variables {
@@ -175,7 +174,7 @@ run "the_example_alarms_its_queues_and_consumer" {
 run "consumer_artifact_is_checked" {
   command = plan
   variables {
-    lambda_asset_dir = "../../modules/outbox-config/tests/artifacts/arm64"
+    lambda_asset_dir = "../../modules/outbox/tests/artifacts/arm64"
   }
   assert {
     condition     = output.artifacts.consumer.architecture == "arm64"
@@ -186,7 +185,7 @@ run "consumer_artifact_is_checked" {
 run "consumer_artifact_missing" {
   command = plan
   variables {
-    lambda_asset_dir = "../../modules/outbox-config/tests/artifacts/outbox-only"
+    lambda_asset_dir = "../../modules/outbox/tests/artifacts/outbox-only"
   }
   expect_failures = [output.artifacts]
 }

@@ -1,6 +1,6 @@
 # The provider-backed module, planned and applied against a mocked AWS provider (no
 # account, no network: infra/check.sh runs this only when a filesystem mirror of
-# hashicorp/aws is there). The values themselves are tested in ../outbox-config; this
+# hashicorp/aws is there). The values themselves are tested in the other files; this
 # checks that the resources take them.
 #
 # max_message_bytes is the module's default, 262144: the mirrored provider (5.x) refuses
@@ -8,10 +8,6 @@
 
 mock_provider "aws" {
   source = "./tests/mocks"
-}
-
-variables {
-  lambda_asset_dir = "../outbox-config/tests/artifacts/arm64"
 }
 
 run "queues_set_their_size_explicitly" {
@@ -153,7 +149,7 @@ run "recovery_function_consumes_the_failure_queue" {
       && aws_lambda_function.this["recovery"].architectures == tolist(["arm64"])
       && aws_lambda_function.this["recovery"].memory_size == 256
       && aws_lambda_function.this["recovery"].timeout == 60
-      && aws_lambda_function.this["recovery"].filename == "../outbox-config/tests/artifacts/arm64/outbox-recovery/bootstrap.zip"
+      && aws_lambda_function.this["recovery"].filename == "tests/artifacts/arm64/outbox-recovery/bootstrap.zip"
     )
     error_message = "shop-recovery: outbox-recovery's zip on provided.al2023, the architecture setting, 256 MB, 60 s."
   }
@@ -248,7 +244,7 @@ run "scan_mode_off_and_the_old_false_grant_no_scan" {
 }
 
 # The publisher's and the sweeper's reads and the sweeper's scan cursors reach the roles
-# (the documents themselves are tested in ../outbox-config).
+# (the documents themselves are tested in policies.tftest.hcl).
 run "roles_read_items_write_scan_cursors_and_read_queue_sizes" {
   command = apply
   variables {

@@ -9,7 +9,7 @@ mock_provider "aws" {
 
 variables {
   # Only the outbox's three functions are built: the orders consumer's artifact is not needed.
-  lambda_asset_dir = "../outbox-config/tests/artifacts/outbox-only"
+  lambda_asset_dir = "tests/artifacts/outbox-only"
   existing_table = {
     table_name = "app"
     stream_arn = "arn:aws:dynamodb:eu-west-1:123456789012:table/app/stream/2024-01-01T00:00:00.000"
@@ -167,7 +167,7 @@ run "default_key_names_are_always_set" {
   }
 }
 
-# The checks an existing table gets at plan (the key names' own: ../outbox-config/tests/key_names.tftest.hcl).
+# The checks an existing table gets at plan (the key names' own: key_names.tftest.hcl).
 run "an_existing_table_without_its_stream_arn" {
   command = plan
   variables {

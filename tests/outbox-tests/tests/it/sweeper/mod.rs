@@ -7,6 +7,7 @@
 //! would be minutes apart run back to back.
 
 mod failures;
+mod home;
 mod keyed;
 mod order;
 mod reads;

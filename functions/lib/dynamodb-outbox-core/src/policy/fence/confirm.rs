@@ -85,7 +85,7 @@ impl Pending {
 
 /// Whether a message whose consistent read found `status` is done with: a terminal
 /// state, or no status at all.
-fn is_finished(status: Option<&str>) -> bool {
+pub(super) fn is_finished(status: Option<&str>) -> bool {
     match status {
         None => true,
         Some(s) => matches!(Status::parse(s), Some(Status::Sent | Status::Failed)),

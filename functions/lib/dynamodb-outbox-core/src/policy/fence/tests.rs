@@ -16,6 +16,7 @@ pub(super) fn library(pk: &str, ms: u64, n: u8, fifo: bool) -> Member {
     let key = library_key(pk, ms, n);
     let id = key.sk.rsplit('#').next().unwrap_or_default().to_owned();
     Member {
+        follows: None,
         order: order_key(&key, i64::try_from(ms).unwrap_or(0), &id),
         key,
         fifo,
@@ -30,6 +31,7 @@ fn minimal(pk: &str, sk: &str) -> Member {
         sk: sk.into(),
     };
     Member {
+        follows: None,
         order: order_key(&key, 0, &derive_message_id(&key)),
         key,
         fifo: true,

@@ -45,6 +45,7 @@ fn publishable(pk: &str, created: i64, id: &str) -> Attempt {
         index: crate::schema::SeenIndex::default(),
         trace: None,
         home_region: None,
+        follows: None,
     });
     a
 }

@@ -318,3 +318,28 @@ async fn one_transactions_records_out_of_order_in_a_batch_are_sent_in_write_orde
     assert!(outcomes.iter().all(|o| *o == Outcome::Sent { marked: true }));
     assert_eq!(bodies(&p, "ledger"), ["payload-1000", "payload-second"]);
 }
+
+#[tokio::test]
+async fn a_transactions_later_message_alone_in_a_batch_waits_for_the_earlier_one_the_index_does_not_list()
+ {
+    // Finding 1 of issue 36, across batches: A1 and A2 committed together, A2's record
+    // in an earlier batch than A1's (or a concurrent one), and the index does not list
+    // A1 yet (a GSI lags writes; here A1 carries no index attributes at all). A2 named
+    // A1 (`Follows`): the consistent status read finds it PENDING.
+    let p = publisher();
+    let (k1, k2) = (library_key("A", 1_000, 1), library_key("A", 1_000, 2));
+    let mut a1 = library_item(&k1, "ledger", 61_000, 1_000);
+    (a1.sweep_shard, a1.sweep_due_at) = (None, None);
+    p.store.put(k1.clone(), a1);
+    let mut a2 = library_item(&k2, "ledger", 61_000, 1_000);
+    a2.follows = Some(k1.sk.clone());
+    let w2 = stored(&p, &k2, a2);
+    let outcomes = p.process(std::slice::from_ref(&w2)).await;
+    assert_eq!(outcomes, vec![Outcome::Deferred { not_before: None }]);
+    assert!(bodies(&p, "ledger").is_empty());
+    // Once A1 went, A2 goes.
+    let mut sent = library_item(&k1, "ledger", 61_000, 1_000);
+    sent.status = Some(Status::Sent.as_str().to_owned());
+    p.store.put(k1, sent);
+    assert_eq!(p.process(&[w2]).await, vec![Outcome::Sent { marked: true }]);
+}

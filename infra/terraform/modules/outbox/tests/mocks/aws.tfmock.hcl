@@ -46,3 +46,25 @@ mock_data "aws_partition" {
 mock_resource "aws_iam_policy" {
   defaults = { arn = "arn:aws:iam::123456789012:policy/outbox-producer" }
 }
+
+# The outbox's own queues and log groups, each with its own ARN (the policies name each).
+override_resource {
+  target = aws_sqs_queue.dead_letter["outbox_dlq"]
+  values = { arn = "arn:aws:sqs:eu-west-1:123456789012:outbox-dlq", url = "https://sqs.eu-west-1.amazonaws.com/123456789012/outbox-dlq" }
+}
+override_resource {
+  target = aws_sqs_queue.destination["stream_failures"]
+  values = { arn = "arn:aws:sqs:eu-west-1:123456789012:outbox-stream-failures", url = "https://sqs.eu-west-1.amazonaws.com/123456789012/outbox-stream-failures" }
+}
+override_resource {
+  target = aws_cloudwatch_log_group.function["publisher"]
+  values = { arn = "arn:aws:logs:eu-west-1:123456789012:log-group:/aws/lambda/outbox-publisher" }
+}
+override_resource {
+  target = aws_cloudwatch_log_group.function["sweeper"]
+  values = { arn = "arn:aws:logs:eu-west-1:123456789012:log-group:/aws/lambda/outbox-sweeper" }
+}
+override_resource {
+  target = aws_cloudwatch_log_group.function["recovery"]
+  values = { arn = "arn:aws:logs:eu-west-1:123456789012:log-group:/aws/lambda/outbox-recovery" }
+}

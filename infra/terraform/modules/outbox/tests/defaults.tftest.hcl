@@ -1,43 +1,45 @@
 # Defaults: names, table shape and mapping settings agree with infra/CONTRACT.md.
 
-variables {
-  region = "eu-west-1"
+mock_provider "aws" {
+  source          = "./tests/mocks"
+  override_during = plan
 }
 
+
 run "names_are_prefixed" {
-  command = apply
+  command = plan
 
   variables {
     prefix = "shop"
   }
 
   assert {
-    condition     = output.names.outbox_table == "shop-table" && output.names.publisher == "shop-publisher" && output.names.sweeper == "shop-sweeper" && output.names.recovery == "shop-recovery"
+    condition     = local.names.outbox_table == "shop-table" && local.names.publisher == "shop-publisher" && local.names.sweeper == "shop-sweeper" && local.names.recovery == "shop-recovery"
     error_message = "Names must be <prefix>-table, <prefix>-publisher, <prefix>-sweeper, <prefix>-recovery."
   }
   assert {
-    condition     = alltrue([for n in values(output.names) : startswith(n, "shop-")])
+    condition     = alltrue([for n in values(local.names) : startswith(n, "shop-")])
     error_message = "Every physical name must start with the prefix."
   }
   assert {
-    condition     = length([for k in keys(output.names) : k if strcontains(k, "orders") || strcontains(k, "consumer") || strcontains(k, "fifo")]) == 0
+    condition     = length([for k in keys(local.names) : k if strcontains(k, "orders") || strcontains(k, "consumer") || strcontains(k, "fifo")]) == 0
     error_message = "The module names only the outbox's own resources: nothing of the orders example."
   }
 }
 
 run "table_shape_follows_the_contract" {
-  command = apply
+  command = plan
 
   assert {
-    condition     = output.outbox_table.hash_key == "PK" && output.outbox_table.range_key == "SK"
+    condition     = local.outbox_table.hash_key == "PK" && local.outbox_table.range_key == "SK"
     error_message = "The outbox table keys are PK (hash) and SK (range)."
   }
   assert {
-    condition     = output.outbox_table.stream_view_type == "NEW_IMAGE" && output.outbox_table.ttl_attribute == "ExpiresAt"
+    condition     = local.outbox_table.stream_view_type == "NEW_IMAGE" && local.outbox_table.ttl_attribute == "ExpiresAt"
     error_message = "The outbox table streams NEW_IMAGE and expires on ExpiresAt."
   }
   assert {
-    condition = output.outbox_table.sweep_index == {
+    condition = local.outbox_table.sweep_index == {
       name            = "OutboxSweepIndex"
       hash_key        = "SweepShard"
       range_key       = "SweepDueAt"
@@ -46,33 +48,33 @@ run "table_shape_follows_the_contract" {
     error_message = "The sweeper index is OutboxSweepIndex: SweepShard (hash), SweepDueAt (range), KEYS_ONLY."
   }
   assert {
-    condition     = contains(output.outbox_table.attributes, { name = "SweepDueAt", type = "N" }) && contains(output.outbox_table.attributes, { name = "SweepShard", type = "S" })
+    condition     = contains(local.outbox_table.attributes, { name = "SweepDueAt", type = "N" }) && contains(local.outbox_table.attributes, { name = "SweepShard", type = "S" })
     error_message = "SweepShard is a string and SweepDueAt a number."
   }
 }
 
 run "stream_filter_is_the_shared_file" {
-  command = apply
+  command = plan
 
   assert {
-    condition     = output.stream_filter_file == jsondecode(file("${path.module}/../../../stream-filter.json"))
+    condition     = local.stream_filter == jsondecode(file("${path.module}/../../../stream-filter.json"))
     error_message = "The base of the stream filter must be infra/stream-filter.json, unchanged."
   }
   assert {
-    condition     = jsondecode(output.stream_filter.Filters[0].Pattern).eventName == ["INSERT"]
+    condition     = jsondecode(local.home_stream_filter.Filters[0].Pattern).eventName == ["INSERT"]
     error_message = "The filter must select INSERT events only."
   }
   assert {
-    condition     = jsondecode(output.stream_filter.Filters[0].Pattern).dynamodb.NewImage.Status.S == ["PENDING"]
+    condition     = jsondecode(local.home_stream_filter.Filters[0].Pattern).dynamodb.NewImage.Status.S == ["PENDING"]
     error_message = "The filter must select PENDING items only."
   }
 }
 
 run "stream_mapping_defaults" {
-  command = apply
+  command = plan
 
   assert {
-    condition = output.stream_mapping == {
+    condition = local.stream_mapping == {
       starting_position              = "TRIM_HORIZON"
       batch_size                     = 100
       maximum_retry_attempts         = 5
@@ -84,20 +86,20 @@ run "stream_mapping_defaults" {
     error_message = "Stream mapping: TRIM_HORIZON, batch 100, 5 retries, 1 h max age, bisect, partial batch responses."
   }
   assert {
-    condition     = output.functions.runtime == "provided.al2023" && output.functions.architectures == ["arm64"] && output.functions.handler == "bootstrap"
+    condition     = local.function_settings.runtime == "provided.al2023" && local.function_settings.architectures == ["arm64"] && local.function_settings.handler == "bootstrap"
     error_message = "Functions run the cargo lambda bootstrap on provided.al2023, arm64 by default."
   }
   assert {
-    condition     = output.sweep_schedule == "rate(1 minute)"
+    condition     = local.sweep_schedule == "rate(1 minute)"
     error_message = "The sweeper runs every minute by default."
   }
 }
 
 run "environment_defaults" {
-  command = apply
+  command = plan
 
   assert {
-    condition = output.sweeper_environment == {
+    condition = local.sweeper_environment == {
       OUTBOX_TTL_DAYS             = "7"
       OUTBOX_DEPLOYMENT           = "outbox"
       OUTBOX_MAX_ATTEMPTS         = "8"
@@ -114,17 +116,13 @@ run "environment_defaults" {
     error_message = "Sweeper defaults: TTL 7 days, 8 attempts, 60 s grace, a 60 s schedule, the backstop scan, the default key names and shard count (always set)."
   }
   assert {
-    condition     = output.publisher_environment == { OUTBOX_TTL_DAYS = "7", OUTBOX_DEPLOYMENT = "outbox", OUTBOX_PARTITION_KEY = "PK", OUTBOX_SORT_KEY = "SK", OUTBOX_TTL_ATTRIBUTE = "ExpiresAt", OUTBOX_SWEEP_SHARDS = "16", OUTBOX_REGION = "eu-west-1", OUTBOX_DEFAULT_HOME_REGION = "eu-west-1" }
+    condition     = local.publisher_environment == { OUTBOX_TTL_DAYS = "7", OUTBOX_DEPLOYMENT = "outbox", OUTBOX_PARTITION_KEY = "PK", OUTBOX_SORT_KEY = "SK", OUTBOX_TTL_ATTRIBUTE = "ExpiresAt", OUTBOX_SWEEP_SHARDS = "16", OUTBOX_REGION = "eu-west-1", OUTBOX_DEFAULT_HOME_REGION = "eu-west-1" }
     error_message = "Publisher defaults: TTL 7 days, no default destination, the default key names and shard count (always set)."
-  }
-  assert {
-    condition     = output.policies == null
-    error_message = "Without resources there are no policies."
   }
 }
 
 run "parameters_reach_the_settings" {
-  command = apply
+  command = plan
 
   variables {
     batch_size                    = 25
@@ -135,42 +133,43 @@ run "parameters_reach_the_settings" {
     sweep_rate_minutes            = 5
     sweep_scan_mode               = true
     architecture                  = "x86_64"
+    lambda_asset_dir              = "tests/artifacts/x86_64"
     default_destination           = "arn:aws:sns:eu-west-1:123456789012:catch-all"
   }
 
   assert {
-    condition     = output.stream_mapping.batch_size == 25 && output.stream_mapping.maximum_retry_attempts == 2 && output.stream_mapping.maximum_record_age_in_seconds == 600
+    condition     = local.stream_mapping.batch_size == 25 && local.stream_mapping.maximum_retry_attempts == 2 && local.stream_mapping.maximum_record_age_in_seconds == 600
     error_message = "batch_size, stream_retry_attempts and stream_max_record_age_seconds must reach the mapping."
   }
   assert {
-    condition     = output.sweeper_environment.OUTBOX_MAX_ATTEMPTS == "4" && output.sweeper_environment.OUTBOX_TTL_DAYS == "3" && output.sweeper_environment.OUTBOX_SWEEP_SCAN_MODE == "on"
+    condition     = local.sweeper_environment.OUTBOX_MAX_ATTEMPTS == "4" && local.sweeper_environment.OUTBOX_TTL_DAYS == "3" && local.sweeper_environment.OUTBOX_SWEEP_SCAN_MODE == "on"
     error_message = "max_attempts, ttl_days and sweep_scan_mode must reach the sweeper environment."
   }
   assert {
-    condition     = output.publisher_environment.OUTBOX_DEFAULT_DESTINATION == "arn:aws:sns:eu-west-1:123456789012:catch-all"
+    condition     = local.publisher_environment.OUTBOX_DEFAULT_DESTINATION == "arn:aws:sns:eu-west-1:123456789012:catch-all"
     error_message = "default_destination must reach the publisher environment."
   }
   assert {
-    condition     = output.sweep_schedule == "rate(5 minutes)" && output.sweeper_environment.OUTBOX_SWEEP_PERIOD_SECONDS == "300" && output.functions.architectures == ["x86_64"]
+    condition     = local.sweep_schedule == "rate(5 minutes)" && local.sweeper_environment.OUTBOX_SWEEP_PERIOD_SECONDS == "300" && local.function_settings.architectures == ["x86_64"]
     error_message = "sweep_rate_minutes (the schedule, and the period the sweeper times FIFO republishes by) and architecture must be applied."
   }
 }
 
-run "queues_are_1_mib_unless_configured" {
-  command = apply
+run "queues_are_256_kib_unless_configured" {
+  command = plan
   assert {
-    condition     = output.queue_settings.max_message_size == 1048576
-    error_message = "Every queue sets MaximumMessageSize explicitly, 1 MiB by default (the AWS provider would otherwise send 262144)."
+    condition     = local.queue_settings.max_message_size == 262144
+    error_message = "Every queue sets MaximumMessageSize explicitly, 262144 by default (what hashicorp/aws before 6.8.0 accepts)."
   }
 }
 
 run "queue_size_setting" {
-  command = apply
+  command = plan
   variables {
-    max_message_bytes = 262144
+    max_message_bytes = 131072
   }
   assert {
-    condition     = output.queue_settings.max_message_size == 262144
+    condition     = local.queue_settings.max_message_size == 131072
     error_message = "max_message_bytes sets every queue's MaximumMessageSize."
   }
 }
@@ -184,20 +183,20 @@ run "queue_size_sqs_refuses" {
 }
 
 run "tables_are_protected_by_default" {
-  command = apply
+  command = plan
   assert {
-    condition     = output.tables.deletion_protection == true
+    condition     = local.tables.deletion_protection == true
     error_message = "Deletion protection is on by default."
   }
 }
 
 run "deletion_protection_can_be_turned_off" {
-  command = apply
+  command = plan
   variables {
     deletion_protection = false
   }
   assert {
-    condition     = output.tables.deletion_protection == false
+    condition     = local.tables.deletion_protection == false
     error_message = "A throwaway deployment can turn deletion protection off (terraform destroy then works)."
   }
 }

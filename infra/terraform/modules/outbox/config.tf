@@ -15,7 +15,7 @@ locals {
     dashboard       = "${var.prefix}-dashboard${local.global_suffix}"
     producer_policy = "${var.prefix}-producer${local.global_suffix}"
   }
-  global_suffix = local.home.global_table ? "-${var.region}" : ""
+  global_suffix = local.home.global_table ? "-${local.region}" : ""
   # The functions' execution roles (IAM: global names), modules/outbox's aws_iam_role names.
   role_names = { for fn in ["publisher", "sweeper", "recovery"] : fn => "${local.names[fn]}${local.global_suffix}-role" }
 
@@ -23,15 +23,15 @@ locals {
   # A deployment acts on the messages it owns: HomeRegion = its region, or no HomeRegion when
   # its region is the default home region (the same value in every region of a global table).
   home = {
-    region              = var.region
-    default_home_region = coalesce(var.default_home_region, var.region)
-    is_default_home     = coalesce(var.default_home_region, var.region) == var.region
+    region              = local.region
+    default_home_region = coalesce(var.default_home_region, local.region)
+    is_default_home     = coalesce(var.default_home_region, local.region) == local.region
     global_table        = length(var.global_table_regions) > 0
     regions             = var.global_table_regions
     attribute           = "HomeRegion"
     environment = {
-      OUTBOX_REGION              = var.region
-      OUTBOX_DEFAULT_HOME_REGION = coalesce(var.default_home_region, var.region)
+      OUTBOX_REGION              = local.region
+      OUTBOX_DEFAULT_HOME_REGION = coalesce(var.default_home_region, local.region)
     }
   }
 
@@ -111,7 +111,7 @@ locals {
   }
 
   # ---------------------------------------------------------------- stream filter: read, never copied
-  stream_filter_file = coalesce(var.stream_filter_file, "${path.module}/../../../stream-filter.json")
+  stream_filter_file = coalesce(var.stream_filter_file, "${path.module}/stream-filter.json")
   stream_filter      = jsondecode(file(local.stream_filter_file))
   stream_filter_ok = (
     can(length(local.stream_filter.Filters)) &&
@@ -135,7 +135,7 @@ locals {
   home_stream_filter = {
     Filters = [for p in concat(
       [for p in local.stream_filter_patterns : merge(p, { dynamodb = merge(try(p.dynamodb, {}), {
-        NewImage = merge(try(p.dynamodb.NewImage, {}), { (local.home.attribute) = { S = [var.region] } })
+        NewImage = merge(try(p.dynamodb.NewImage, {}), { (local.home.attribute) = { S = [local.region] } })
       }) })],
       [for p in local.stream_filter_patterns : merge(p, { dynamodb = merge(try(p.dynamodb, {}), {
         NewImage = merge(try(p.dynamodb.NewImage, {}), { (local.home.attribute) = { S = [{ exists = false }] } })
@@ -165,7 +165,7 @@ locals {
     batch_size              = 10
     function_response_types = ["ReportBatchItemFailures"]
   }
-  functions = {
+  function_settings = {
     runtime       = "provided.al2023"
     handler       = "bootstrap"
     architectures = [var.architecture]
@@ -193,25 +193,19 @@ locals {
   # backstop and on read the table from saved cursors: Scan, and PutItem of the cursors.
   sweep_scans = local.sweep_scan_mode != "off"
 
-  # Environment that does not depend on deployed resources; modules/outbox adds table name, routes and DLQ URL.
-  # OUTBOX_LARGE_PAYLOAD_BUCKET: an attached bucket's name here, a created one's by modules/outbox.
-  publisher_environment = merge(
-    local.large_payloads.existing_name == null ? {} : { (local.large_payloads.env.bucket) = local.large_payloads.existing_name },
-    { OUTBOX_TTL_DAYS = tostring(var.ttl_days), OUTBOX_DEPLOYMENT = var.prefix },
-    local.key_environment,
-    local.home.environment,
-    var.default_destination == null ? {} : { OUTBOX_DEFAULT_DESTINATION = var.default_destination },
-    var.large_payload_threshold_bytes == null ? {} : { (local.large_payloads.env.threshold_bytes) = tostring(var.large_payload_threshold_bytes) },
-  )
-  sweeper_environment = merge(local.publisher_environment, {
-    OUTBOX_MAX_ATTEMPTS        = tostring(var.max_attempts)
-    OUTBOX_SWEEP_GRACE_SECONDS = tostring(var.sweep_grace_seconds)
+  # Environment that does not depend on deployed resources; main.tf adds table name, routes and DLQ URL.
+  # The settings passed as they are come from local.settings_environment (variables.tf, generated
+  # from infra/contract/settings.json); the derived ones are here.
+  # OUTBOX_LARGE_PAYLOAD_BUCKET: an attached bucket's name here, a created one's in main.tf.
+  attached_bucket_environment = local.large_payloads.existing_name == null ? {} : { (local.large_payloads.env.bucket) = local.large_payloads.existing_name }
+  publisher_environment       = merge(local.attached_bucket_environment, local.settings_environment.publisher, local.home.environment)
+  sweeper_environment = merge(local.attached_bucket_environment, local.settings_environment.sweeper, local.home.environment, {
     # The schedule's period: a FIFO republish is timed to land inside SQS's 5-minute
     # deduplication window (policy/retry.rs), which needs to know how often sweeps run.
     OUTBOX_SWEEP_PERIOD_SECONDS = tostring(var.sweep_rate_minutes * 60)
     OUTBOX_SWEEP_SCAN_MODE      = local.sweep_scan_mode
   })
-  recovery_environment = merge({ OUTBOX_DEPLOYMENT = var.prefix }, local.key_environment, local.home.environment)
+  recovery_environment = merge(local.settings_environment.recovery, local.home.environment)
 
   # ---------------------------------------------------------------- tables
   # An existing table's ARN comes from its stream ARN (its own partition, region, account).
@@ -245,7 +239,6 @@ locals {
   external_bus_arns = distinct([for d in local.external_destinations : d if can(regex("^arn:aws[a-z-]*:events:", d))])
 
   # ---------------------------------------------------------------- IAM policy documents (least privilege, no wildcards)
-  r                 = var.resources
   routed_queue_arns = local.r == null ? null : distinct(concat(local.external_sqs_arns, [local.r.outbox_dlq_arn]))
   send_statements = concat(
     [for arns in local.r == null ? [] : [local.routed_queue_arns] : { Sid = "SendToRoutedQueues", Effect = "Allow", Action = "sqs:SendMessage", Resource = arns }],
@@ -403,113 +396,10 @@ locals {
   }
 
   # ---------------------------------------------------------------- alarms, named <prefix>-<key>
-  queue_not_empty = {
-    OutboxDlqNotEmpty   = { queue = local.names.outbox_dlq, description = "Outbox messages became FAILED (see LastError on the item); inspect, fix, redrive." }
-    RecoveryDlqNotEmpty = { queue = local.names.stream_failures_dlq, description = "The recovery function failed on-failure records maxReceiveCount times (not an on-failure record, or a range it could not read); read them and its logs, fix, redrive to the failure queue within the stream's 24 h." }
-  }
-  # Alarms on a count of the functions' own metrics: any in 5 minutes. Each is emitted only
-  # when it happens or as 0 on every run, so missing data is no breach. StatusReadFailed,
-  # RecoveryRangeUnfinished and AlreadySettledSkipped are on the dashboard only (README: Alarms).
-  outbox_count_alarms = {
-    AccessDenied      = { metric = "AccessDenied", description = "AWS denied a call of an outbox function for a missing permission (AccessDenied > 0 in 5 minutes): a role lacks a grant, whatever the function did next (a fallback that worked does not hide it). The function's log names the IAM action: compare its role with docs/iam.md and add the grant." }
-    FenceUnread       = { metric = "FenceUnread", description = "The FIFO order fence could not read an aggregate's pending messages (a read refused or failing, or more pending keys than it reads): those messages are held and charged an attempt at each sweep, so they end FAILED if the cause lasts. Read the publisher's and the sweeper's logs for the cause." }
-    RecoveryRangeLost = { metric = "RecoveryRangeLost", description = "Discarded stream records were past the stream's 24 h retention when the recovery function read them: their items are found only by the sweeper's backstop scan." }
-    SweeperRecovering = { metric = "RecoveredBySweeper", description = "The sweeper had to publish messages the stream path missed: the stream path is unhealthy." }
-  }
-  function_titles = { publisher = "Publisher", sweeper = "Sweeper", recovery = "Recovery" }
-  function_alarm_descriptions = {
-    Errors    = "fails invocations in 3 consecutive 5-minute periods (a crash, a timeout, a bad configuration): read its log group."
-    Throttles = "is throttled in 3 consecutive 5-minute periods: raise its reserved concurrency or the account's concurrency quota."
-  }
-  # Every alarm has the same attributes (dimensions a map), so the module can for_each over them.
-  alarms = merge(
-    { for k, q in local.queue_not_empty : k => {
-      description         = q.description
-      namespace           = "AWS/SQS"
-      metric_name         = "ApproximateNumberOfMessagesVisible"
-      dimensions          = tomap({ QueueName = q.queue })
-      statistic           = "Maximum"
-      period              = 300
-      evaluation_periods  = 1
-      datapoints_to_alarm = 1
-      threshold           = 0
-      comparison_operator = "GreaterThanThreshold"
-      treat_missing_data  = "notBreaching"
-    } },
-    { for k, a in local.outbox_count_alarms : k => {
-      description         = a.description
-      namespace           = local.metrics.namespace
-      metric_name         = a.metric
-      dimensions          = tomap(local.metrics.dimensions)
-      statistic           = "Sum"
-      period              = 300
-      evaluation_periods  = 1
-      datapoints_to_alarm = 1
-      threshold           = 0
-      comparison_operator = "GreaterThanThreshold"
-      treat_missing_data  = "notBreaching"
-    } },
-    {
-      # The failure queue is consumed by the recovery function, so its depth says little: a
-      # message *sent* to it means the stream mapping discarded records.
-      StreamDiscards = {
-        description         = "The stream mapping gave up on stream records (retries or maximum record age) and sent their ranges to the failure queue; the recovery function is putting their items back into the sweeper's index. Check the publisher."
-        namespace           = "AWS/SQS"
-        metric_name         = "NumberOfMessagesSent"
-        dimensions          = tomap({ QueueName = local.names.stream_failures })
-        statistic           = "Sum"
-        period              = 300
-        evaluation_periods  = 1
-        datapoints_to_alarm = 1
-        threshold           = 0
-        comparison_operator = "GreaterThanThreshold"
-        treat_missing_data  = "notBreaching"
-      }
-      PublisherIteratorAge = {
-        description         = "The publisher falls behind the table stream (records older than the threshold)."
-        namespace           = "AWS/Lambda"
-        metric_name         = "IteratorAge"
-        dimensions          = tomap({ FunctionName = local.names.publisher })
-        statistic           = "Maximum"
-        period              = 60
-        evaluation_periods  = 5
-        datapoints_to_alarm = 3
-        threshold           = var.iterator_age_threshold_ms
-        comparison_operator = "GreaterThanThreshold"
-        treat_missing_data  = "notBreaching"
-      }
-      # The sweeper reports the age every run (0 when nothing is due), so no data means no
-      # sweeper: breaching. A message in backoff (up to 15 minutes) is not due in between, so
-      # any breach in the last 3 periods keeps the alarm: it does not flap while stuck. The
-      # period is never shorter than the schedule, or every period without a sweep would breach.
-      OldestPendingTooOld = {
-        description         = "A PENDING outbox message is older than the threshold, or the sweeper reports nothing (missing data is breaching): delivery is stuck or the sweeper is not running."
-        namespace           = local.metrics.namespace
-        metric_name         = "OldestPendingAgeSeconds"
-        dimensions          = tomap(local.metrics.dimensions)
-        statistic           = "Maximum"
-        period              = max(300, var.sweep_rate_minutes * 60)
-        evaluation_periods  = 3
-        datapoints_to_alarm = 1
-        threshold           = var.oldest_pending_threshold_seconds
-        comparison_operator = "GreaterThanThreshold"
-        treat_missing_data  = "breaching"
-      }
-    },
-    { for pair in setproduct(keys(local.function_titles), keys(local.function_alarm_descriptions)) : "${local.function_titles[pair[0]]}${pair[1]}" => {
-      description         = "${local.names[pair[0]]} ${local.function_alarm_descriptions[pair[1]]}"
-      namespace           = "AWS/Lambda"
-      metric_name         = pair[1]
-      dimensions          = tomap({ FunctionName = local.names[pair[0]] })
-      statistic           = "Sum"
-      period              = 300
-      evaluation_periods  = 3
-      datapoints_to_alarm = 3
-      threshold           = 0
-      comparison_operator = "GreaterThanThreshold"
-      treat_missing_data  = "notBreaching"
-    } },
-  )
+  # Every alarm is the contract's (infra/contract/settings.json, "alarms"): alarms_contract.tf
+  # is generated from it. The missing-data and period choices, and why StatusReadFailed,
+  # RecoveryRangeUnfinished and AlreadySettledSkipped are on the dashboard only: infra/README.md, Alarms.
+  alarms = local.contract_alarms
 
   # ---------------------------------------------------------------- dashboard <prefix>-dashboard
   # Widgets without "region": each stack adds its own.
@@ -565,12 +455,37 @@ locals {
   }
 }
 
-# The function code, checked at plan (../lambda-artifacts): missing, non-ELF,
-# wrong-architecture or stale artifacts are refused by output "artifacts".
+# The function code, checked at plan (modules/artifacts): missing, non-ELF,
+# wrong-architecture or stale artifacts are refused by aws_lambda_function.this's precondition.
 module "artifacts" {
-  source = "../lambda-artifacts"
+  source = "./modules/artifacts"
 
   lambda_asset_dir = var.lambda_asset_dir
   binaries         = local.binaries
   architecture     = var.architecture
+}
+
+# Values the resources take whole (and tests/ check).
+locals {
+  tables = { deletion_protection = var.deletion_protection }
+  queue_settings = {
+    max_message_size          = var.max_message_bytes
+    message_retention_seconds = local.queue_retention_days * 86400
+    max_receive_count         = var.max_receive_count
+    # The failure queue is the recovery function's trigger: 6 x its timeout.
+    stream_failures_visibility = local.function_settings.timeouts.recovery * 6
+  }
+  artifacts               = module.artifacts.artifacts
+  artifact_problems       = module.artifacts.problems
+  policy_json             = { for k, v in local.policies : k => jsonencode(v) }
+  assume_role_policy_json = jsonencode(local.assume_role_policy)
+  producer_policy_json    = jsonencode(local.producer_policy)
+  key_names = {
+    partition_key         = var.partition_key_name
+    sort_key              = var.sort_key_name
+    ttl_attribute         = var.ttl_attribute_name
+    sweep_shards          = var.sweep_shards
+    sweep_shards_previous = var.sweep_shards_previous
+    environment           = local.key_environment
+  }
 }

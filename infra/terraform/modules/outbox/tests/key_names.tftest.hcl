@@ -2,24 +2,26 @@
 # its keys (both strings) and TTL, the three functions are always told them, and names that
 # cannot work are refused at plan.
 
-variables {
-  region = "eu-west-1"
+mock_provider "aws" {
+  source          = "./tests/mocks"
+  override_during = plan
 }
 
+
 run "defaults_are_pk_sk_expires_at" {
-  command = apply
+  command = plan
   assert {
     condition = (
-      output.outbox_table.hash_key == "PK" && output.outbox_table.range_key == "SK" && output.outbox_table.ttl_attribute == "ExpiresAt"
-      && output.key_names.environment == { OUTBOX_PARTITION_KEY = "PK", OUTBOX_SORT_KEY = "SK", OUTBOX_TTL_ATTRIBUTE = "ExpiresAt", OUTBOX_SWEEP_SHARDS = "16" }
-      && output.key_names.sweep_shards == 16 && output.key_names.sweep_shards_previous == null
+      local.outbox_table.hash_key == "PK" && local.outbox_table.range_key == "SK" && local.outbox_table.ttl_attribute == "ExpiresAt"
+      && local.key_names.environment == { OUTBOX_PARTITION_KEY = "PK", OUTBOX_SORT_KEY = "SK", OUTBOX_TTL_ATTRIBUTE = "ExpiresAt", OUTBOX_SWEEP_SHARDS = "16" }
+      && local.key_names.sweep_shards == 16 && local.key_names.sweep_shards_previous == null
     )
     error_message = "The defaults are today's names and 16 shards, no change under way, and the functions are told them explicitly."
   }
 }
 
 run "key_names_reach_the_table_and_every_function" {
-  command = apply
+  command = plan
   variables {
     partition_key_name = "pk"
     sort_key_name      = "sk"
@@ -27,15 +29,15 @@ run "key_names_reach_the_table_and_every_function" {
   }
   assert {
     condition = (
-      output.outbox_table.hash_key == "pk" && output.outbox_table.range_key == "sk" && output.outbox_table.ttl_attribute == "expires_at"
-      && toset(output.outbox_table.attributes) == toset([
+      local.outbox_table.hash_key == "pk" && local.outbox_table.range_key == "sk" && local.outbox_table.ttl_attribute == "expires_at"
+      && toset(local.outbox_table.attributes) == toset([
         { name = "pk", type = "S" }, { name = "sk", type = "S" }, { name = "SweepShard", type = "S" }, { name = "SweepDueAt", type = "N" },
       ])
     )
     error_message = "A created table: hash key pk, range key sk (strings), TTL on expires_at; the sweeper's index is unchanged."
   }
   assert {
-    condition = alltrue([for env in [output.publisher_environment, output.sweeper_environment, output.recovery_environment] : (
+    condition = alltrue([for env in [local.publisher_environment, local.sweeper_environment, local.recovery_environment] : (
       env.OUTBOX_PARTITION_KEY == "pk" && env.OUTBOX_SORT_KEY == "sk" && env.OUTBOX_TTL_ATTRIBUTE == "expires_at"
     )])
     error_message = "The publisher, the sweeper and the recovery function get OUTBOX_PARTITION_KEY, OUTBOX_SORT_KEY, OUTBOX_TTL_ATTRIBUTE."
@@ -98,30 +100,30 @@ run "the_default_ttl_name_as_a_key_of_a_lowercase_table" {
 # count only while a change of it is under way (docs/operations.md).
 
 run "a_shard_count_change_reaches_every_function" {
-  command = apply
+  command = plan
   variables {
     sweep_shards          = 64
     sweep_shards_previous = 16
   }
   assert {
-    condition = alltrue([for env in [output.publisher_environment, output.sweeper_environment, output.recovery_environment] : (
+    condition = alltrue([for env in [local.publisher_environment, local.sweeper_environment, local.recovery_environment] : (
       env.OUTBOX_SWEEP_SHARDS == "64" && env.OUTBOX_SWEEP_SHARDS_PREVIOUS == "16"
     )])
     error_message = "The publisher, the sweeper and the recovery function get OUTBOX_SWEEP_SHARDS and OUTBOX_SWEEP_SHARDS_PREVIOUS."
   }
   assert {
-    condition     = output.key_names.sweep_shards == 64 && output.key_names.sweep_shards_previous == 16 && output.key_names.environment.OUTBOX_SWEEP_SHARDS == "64"
+    condition     = local.key_names.sweep_shards == 64 && local.key_names.sweep_shards_previous == 16 && local.key_names.environment.OUTBOX_SWEEP_SHARDS == "64"
     error_message = "The key_names output gives producers the same count."
   }
 }
 
 run "after_the_change_the_previous_count_is_gone" {
-  command = apply
+  command = plan
   variables {
     sweep_shards = 64
   }
   assert {
-    condition = alltrue([for env in [output.publisher_environment, output.sweeper_environment, output.recovery_environment] : (
+    condition = alltrue([for env in [local.publisher_environment, local.sweeper_environment, local.recovery_environment] : (
       env.OUTBOX_SWEEP_SHARDS == "64" && !contains(keys(env), "OUTBOX_SWEEP_SHARDS_PREVIOUS")
     )])
     error_message = "Without sweep_shards_previous no function gets OUTBOX_SWEEP_SHARDS_PREVIOUS."
@@ -172,20 +174,20 @@ run "a_previous_count_out_of_range" {
 # The stream mapping's parallelization factor: 1 unless set, Lambda's 1-10 otherwise.
 
 run "one_batch_per_stream_shard_by_default" {
-  command = apply
+  command = plan
   assert {
-    condition     = output.stream_mapping.parallelization_factor == 1
+    condition     = local.stream_mapping.parallelization_factor == 1
     error_message = "The publisher's mapping reads one batch per shard at a time by default."
   }
 }
 
 run "a_parallelization_factor_reaches_the_stream_mapping" {
-  command = apply
+  command = plan
   variables {
     parallelization_factor = 4
   }
   assert {
-    condition     = output.stream_mapping.parallelization_factor == 4
+    condition     = local.stream_mapping.parallelization_factor == 4
     error_message = "parallelization_factor is the stream mapping's."
   }
 }

@@ -3,16 +3,9 @@
 # build command. The asset directories are tests/artifacts/* (fake ELF headers,
 # written by infra/fake-artifacts.py).
 
-variables {
-  region = "eu-west-1"
-}
-
-run "no_asset_dir_no_check" {
-  command = plan
-  assert {
-    condition     = output.artifacts == null
-    error_message = "Without lambda_asset_dir there is nothing to check."
-  }
+mock_provider "aws" {
+  source          = "./tests/mocks"
+  override_during = plan
 }
 
 run "arm64_zip_with_its_binary" {
@@ -21,11 +14,11 @@ run "arm64_zip_with_its_binary" {
     lambda_asset_dir = "./tests/artifacts/arm64"
   }
   assert {
-    condition     = output.artifacts.sweeper.zip == "./tests/artifacts/arm64/outbox-sweeper/bootstrap.zip"
+    condition     = local.artifacts.sweeper.zip == "./tests/artifacts/arm64/outbox-sweeper/bootstrap.zip"
     error_message = "The module deploys <lambda_asset_dir>/<bin>/bootstrap.zip."
   }
   assert {
-    condition     = output.artifacts.publisher.architecture == "arm64" && output.artifacts.recovery.architecture == "arm64"
+    condition     = local.artifacts.publisher.architecture == "arm64" && local.artifacts.recovery.architecture == "arm64"
     error_message = "The architecture is read from the ELF header."
   }
 }
@@ -37,7 +30,7 @@ run "x86_64_zip_with_its_binary" {
     architecture     = "x86_64"
   }
   assert {
-    condition     = output.artifacts.sweeper.architecture == "x86_64"
+    condition     = local.artifacts.sweeper.architecture == "x86_64"
     error_message = "An x86_64 build deploys as x86_64."
   }
 }
@@ -48,7 +41,7 @@ run "stored_zip_is_read_directly" {
     lambda_asset_dir = "./tests/artifacts/stored-arm64"
   }
   assert {
-    condition     = output.artifacts.publisher.architecture == "arm64"
+    condition     = local.artifacts.publisher.architecture == "arm64"
     error_message = "A stored (uncompressed) zip is read without a bare bootstrap."
   }
 }
@@ -61,9 +54,9 @@ run "arm64_build_deployed_as_x86_64" {
     lambda_asset_dir = "./tests/artifacts/arm64"
     architecture     = "x86_64"
   }
-  expect_failures = [output.artifacts]
+  expect_failures = [aws_lambda_function.this]
   assert {
-    condition = length(output.artifact_problems) == 3 && alltrue([for m in output.artifact_problems : (
+    condition = length(local.artifact_problems) == 3 && alltrue([for m in local.artifact_problems : (
       strcontains(m, "/bootstrap is an arm64 ELF executable, but the functions are deployed as x86_64")
       && strcontains(m, "cargo lambda build --release --x86-64")
     )])
@@ -76,9 +69,9 @@ run "x86_64_build_deployed_as_arm64" {
   variables {
     lambda_asset_dir = "./tests/artifacts/x86_64"
   }
-  expect_failures = [output.artifacts]
+  expect_failures = [aws_lambda_function.this]
   assert {
-    condition = anytrue([for m in output.artifact_problems : (
+    condition = anytrue([for m in local.artifact_problems : (
       strcontains(m, "x86_64/outbox-publisher/bootstrap is an x86_64 ELF executable, but the functions are deployed as arm64")
       && strcontains(m, "cargo lambda build --release --arm64")
     )])
@@ -92,9 +85,9 @@ run "stored_arm64_zip_deployed_as_x86_64" {
     lambda_asset_dir = "./tests/artifacts/stored-arm64"
     architecture     = "x86_64"
   }
-  expect_failures = [output.artifacts]
+  expect_failures = [aws_lambda_function.this]
   assert {
-    condition     = anytrue([for m in output.artifact_problems : strcontains(m, "outbox-sweeper/bootstrap.zip (entry \"bootstrap\") is an arm64 ELF executable")])
+    condition     = anytrue([for m in local.artifact_problems : strcontains(m, "outbox-sweeper/bootstrap.zip (entry \"bootstrap\") is an arm64 ELF executable")])
     error_message = "A stored zip's own bootstrap entry is what is checked."
   }
 }
@@ -104,9 +97,9 @@ run "not_an_elf_executable" {
   variables {
     lambda_asset_dir = "./tests/artifacts/not-elf"
   }
-  expect_failures = [output.artifacts]
+  expect_failures = [aws_lambda_function.this]
   assert {
-    condition     = anytrue([for m in output.artifact_problems : strcontains(m, "outbox-publisher/bootstrap is not an ELF executable (it starts with 23 21 2f 62)")])
+    condition     = anytrue([for m in local.artifact_problems : strcontains(m, "outbox-publisher/bootstrap is not an ELF executable (it starts with 23 21 2f 62)")])
     error_message = "A script placeholder is refused as not ELF, with its first bytes."
   }
 }
@@ -116,9 +109,9 @@ run "compressed_zip_without_its_binary" {
   variables {
     lambda_asset_dir = "./tests/artifacts/zip-only"
   }
-  expect_failures = [output.artifacts]
+  expect_failures = [aws_lambda_function.this]
   assert {
-    condition     = anytrue([for m in output.artifact_problems : strcontains(m, "outbox-sweeper/bootstrap.zip is compressed, so Terraform cannot read the architecture")])
+    condition     = anytrue([for m in local.artifact_problems : strcontains(m, "outbox-sweeper/bootstrap.zip is compressed, so Terraform cannot read the architecture")])
     error_message = "A deflated zip alone cannot be checked, and the refusal says so."
   }
 }
@@ -128,9 +121,9 @@ run "binary_and_zip_of_different_builds" {
   variables {
     lambda_asset_dir = "./tests/artifacts/stale"
   }
-  expect_failures = [output.artifacts]
+  expect_failures = [aws_lambda_function.this]
   assert {
-    condition     = anytrue([for m in output.artifact_problems : strcontains(m, "stale/outbox-sweeper/bootstrap.zip holds a 128-byte bootstrap, but ./tests/artifacts/stale/outbox-sweeper/bootstrap is 64 bytes by its ELF header: they come from different builds")])
+    condition     = anytrue([for m in local.artifact_problems : strcontains(m, "stale/outbox-sweeper/bootstrap.zip holds a 128-byte bootstrap, but ./tests/artifacts/stale/outbox-sweeper/bootstrap is 64 bytes by its ELF header: they come from different builds")])
     error_message = "A bootstrap beside a zip of another build is refused."
   }
 }
@@ -140,9 +133,9 @@ run "missing_build" {
   variables {
     lambda_asset_dir = "./tests/artifacts/missing"
   }
-  expect_failures = [output.artifacts]
+  expect_failures = [aws_lambda_function.this]
   assert {
-    condition     = anytrue([for m in output.artifact_problems : strcontains(m, "missing/outbox-publisher/bootstrap.zip not found. Build it with `cargo lambda build --release --arm64`")])
+    condition     = anytrue([for m in local.artifact_problems : strcontains(m, "missing/outbox-publisher/bootstrap.zip not found. Build it with `cargo lambda build --release --arm64`")])
     error_message = "A missing build is refused with the build command."
   }
 }

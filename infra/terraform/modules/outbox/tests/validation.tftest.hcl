@@ -1,8 +1,10 @@
 # Variable validations refuse bad input at plan time.
 
-variables {
-  region = "eu-west-1"
+mock_provider "aws" {
+  source          = "./tests/mocks"
+  override_during = plan
 }
+
 
 run "bad_prefix" {
   command = plan
@@ -108,5 +110,5 @@ run "filter_file_that_is_not_a_filter" {
   variables {
     stream_filter_file = "./tests/bad-filter.json"
   }
-  expect_failures = [output.stream_filter]
+  expect_failures = [aws_lambda_event_source_mapping.publisher]
 }

@@ -1,20 +1,22 @@
 # Attaching to an existing table: start at LATEST, and take the table's ARN from its
 # stream ARN (region, account and partition of the table, not of the deployment).
 
-variables {
-  region = "eu-west-1"
+mock_provider "aws" {
+  source          = "./tests/mocks"
+  override_during = plan
 }
 
+
 run "new_table_starts_at_trim_horizon" {
-  command = apply
+  command = plan
   assert {
-    condition     = output.stream_mapping.starting_position == "TRIM_HORIZON" && output.existing_table == null
+    condition     = local.stream_mapping.starting_position == "TRIM_HORIZON" && local.existing_table == null
     error_message = "A table the stack creates is read from its first record."
   }
 }
 
 run "existing_table_starts_at_latest" {
-  command = apply
+  command = plan
   variables {
     existing_table = {
       table_name = "app"
@@ -22,13 +24,13 @@ run "existing_table_starts_at_latest" {
     }
   }
   assert {
-    condition     = output.stream_mapping.starting_position == "LATEST"
+    condition     = local.stream_mapping.starting_position == "LATEST"
     error_message = "An existing table's stream starts at LATEST: TRIM_HORIZON would replay up to a day of records on first deploy."
   }
 }
 
 run "existing_table_arn_comes_from_its_stream" {
-  command = apply
+  command = plan
   variables {
     existing_table = {
       table_name = "app"
@@ -36,7 +38,7 @@ run "existing_table_arn_comes_from_its_stream" {
     }
   }
   assert {
-    condition = output.existing_table == {
+    condition = local.existing_table == {
       name       = "app"
       arn        = "arn:aws-cn:dynamodb:cn-north-1:210987654321:table/app"
       stream_arn = "arn:aws-cn:dynamodb:cn-north-1:210987654321:table/app/stream/2024-01-01T00:00:00.000"
@@ -67,7 +69,7 @@ run "existing_table_given_by_its_arn" {
 }
 
 run "existing_table_with_its_own_key_names" {
-  command = apply
+  command = plan
   variables {
     existing_table = {
       table_name = "app"
@@ -78,7 +80,7 @@ run "existing_table_with_its_own_key_names" {
     ttl_attribute_name = "expires_at"
   }
   assert {
-    condition     = output.key_names.environment == { OUTBOX_PARTITION_KEY = "pk", OUTBOX_SORT_KEY = "sk", OUTBOX_TTL_ATTRIBUTE = "expires_at", OUTBOX_SWEEP_SHARDS = "16" }
+    condition     = local.key_names.environment == { OUTBOX_PARTITION_KEY = "pk", OUTBOX_SORT_KEY = "sk", OUTBOX_TTL_ATTRIBUTE = "expires_at", OUTBOX_SWEEP_SHARDS = "16" }
     error_message = "The functions are told the existing table's key names."
   }
 }

@@ -1,18 +1,13 @@
 # IAM policy documents: least privilege, no wildcard actions or resources.
 
+mock_provider "aws" {
+  source          = "./tests/mocks"
+  override_during = plan
+}
+
 variables {
-  region = "eu-west-1"
-  resources = {
-    outbox_table_arn          = "arn:aws:dynamodb:eu-west-1:123456789012:table/outbox-table"
-    outbox_stream_arn         = "arn:aws:dynamodb:eu-west-1:123456789012:table/outbox-table/stream/2024-01-01T00:00:00.000"
-    outbox_dlq_arn            = "arn:aws:sqs:eu-west-1:123456789012:outbox-dlq"
-    stream_failures_queue_arn = "arn:aws:sqs:eu-west-1:123456789012:outbox-stream-failures"
-    log_group_arns = {
-      publisher = "arn:aws:logs:eu-west-1:123456789012:log-group:/aws/lambda/outbox-publisher"
-      sweeper   = "arn:aws:logs:eu-west-1:123456789012:log-group:/aws/lambda/outbox-sweeper"
-      recovery  = "arn:aws:logs:eu-west-1:123456789012:log-group:/aws/lambda/outbox-recovery"
-    }
-  }
+  # No bucket ARN was given to these checks: the offload's grants are checked in large_payloads.
+  large_payloads = false
   # The user's routes (two queues of theirs); runs with their own routes replace them.
   routes = {
     orders          = "https://sqs.eu-west-1.amazonaws.com/123456789012/outbox-orders-queue"
@@ -21,61 +16,61 @@ variables {
 }
 
 run "no_wildcards_anywhere" {
-  command = apply
+  command = plan
 
   assert {
-    condition = alltrue(flatten([for p in values(output.policies) : [for s in p.Statement : [
+    condition = alltrue(flatten([for p in values(local.policies) : [for s in p.Statement : [
       for a in flatten([s.Action]) : !strcontains(a, "*")
     ]]]))
     error_message = "No policy may allow a wildcard action."
   }
   assert {
-    condition = alltrue(flatten([for p in values(output.policies) : [for s in p.Statement : [
+    condition = alltrue(flatten([for p in values(local.policies) : [for s in p.Statement : [
       for r in flatten([s.Resource]) : r != "*" && !startswith(r, "*")
     ]]]))
     error_message = "No policy may allow a wildcard resource."
   }
   assert {
-    condition     = alltrue([for k, v in output.policy_json : v == jsonencode(output.policies[k])]) && length(output.policy_json) == 3
+    condition     = alltrue([for k, v in local.policy_json : v == jsonencode(local.policies[k])]) && length(local.policy_json) == 3
     error_message = "policy_json must be the JSON text of policies."
   }
 }
 
 run "publisher_only_updates_and_reads_the_table_and_sends_to_routes" {
-  command = apply
+  command = plan
 
   assert {
-    condition = [for s in output.policies.publisher.Statement : s if s.Sid == "MarkSentOrFailed"][0] == {
+    condition = [for s in local.policies.publisher.Statement : s if s.Sid == "MarkSentOrFailed"][0] == {
       Sid = "MarkSentOrFailed", Effect = "Allow", Action = ["dynamodb:UpdateItem", "dynamodb:PartiQLUpdate"], Resource = "arn:aws:dynamodb:eu-west-1:123456789012:table/outbox-table"
     }
     error_message = "The publisher may UpdateItem (and PartiQL UPDATE, its batched marks) on the outbox table, and only that."
   }
   assert {
-    condition = sort(distinct([for a in flatten([for s in output.policies.publisher.Statement : flatten([s.Action])]) : a if startswith(a, "dynamodb:")])) == sort([
+    condition = sort(distinct([for a in flatten([for s in local.policies.publisher.Statement : flatten([s.Action])]) : a if startswith(a, "dynamodb:")])) == sort([
       "dynamodb:UpdateItem", "dynamodb:PartiQLUpdate", "dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query", "dynamodb:PartiQLSelect", "dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator", "dynamodb:ListStreams"
     ])
     error_message = "The publisher's only DynamoDB actions are UpdateItem, GetItem, BatchGetItem (a redelivered batch), Query and PartiQLSelect (the order fence) and the stream reads."
   }
   assert {
-    condition = jsonencode([for s in output.policies.publisher.Statement : s if contains(["SelectPendingKeys", "NoFullIndexScan"], s.Sid)]) == jsonencode([
+    condition = jsonencode([for s in local.policies.publisher.Statement : s if contains(["SelectPendingKeys", "NoFullIndexScan"], s.Sid)]) == jsonencode([
       { Sid = "SelectPendingKeys", Effect = "Allow", Action = "dynamodb:PartiQLSelect", Resource = "arn:aws:dynamodb:eu-west-1:123456789012:table/outbox-table/index/OutboxSweepIndex" },
       { Sid = "NoFullIndexScan", Effect = "Deny", Action = "dynamodb:PartiQLSelect", Resource = "arn:aws:dynamodb:eu-west-1:123456789012:table/outbox-table/index/OutboxSweepIndex", Condition = { Bool = { "dynamodb:FullTableScan" = "true" } } },
     ])
     error_message = "The order fence may PartiQL-select the sweep index, never scan it, and nothing else."
   }
   assert {
-    condition = jsonencode([for s in output.policies.publisher.Statement : s.Resource if s.Sid == "ReadPendingSiblings"][0]) == jsonencode([
+    condition = jsonencode([for s in local.policies.publisher.Statement : s.Resource if s.Sid == "ReadPendingSiblings"][0]) == jsonencode([
       "arn:aws:dynamodb:eu-west-1:123456789012:table/outbox-table",
       "arn:aws:dynamodb:eu-west-1:123456789012:table/outbox-table/index/OutboxSweepIndex",
     ])
     error_message = "The order fence queries the sweep index and the table's partitions, nothing else."
   }
   assert {
-    condition     = [for s in output.policies.publisher.Statement : s.Resource if s.Sid == "ReadOutboxStream"][0] == var.resources.outbox_stream_arn
+    condition     = [for s in local.policies.publisher.Statement : s.Resource if s.Sid == "ReadOutboxStream"][0] == local.r.outbox_stream_arn
     error_message = "Stream reads are limited to the outbox stream ARN."
   }
   assert {
-    condition = [for s in output.policies.publisher.Statement : s.Resource if s.Sid == "SendToRoutedQueues"][0] == tolist([
+    condition = [for s in local.policies.publisher.Statement : s.Resource if s.Sid == "SendToRoutedQueues"][0] == tolist([
       "arn:aws:sqs:eu-west-1:123456789012:outbox-orders-queue",
       "arn:aws:sqs:eu-west-1:123456789012:outbox-orders-events.fifo",
       "arn:aws:sqs:eu-west-1:123456789012:outbox-dlq",
@@ -85,49 +80,49 @@ run "publisher_only_updates_and_reads_the_table_and_sends_to_routes" {
 }
 
 run "sweeper_queries_the_index_and_scans_only_in_scan_mode" {
-  command = apply
+  command = plan
 
   variables {
     sweep_scan_mode = "off"
   }
 
   assert {
-    condition     = [for s in output.policies.sweeper.Statement : s.Resource if s.Sid == "QuerySweepIndex"][0] == "arn:aws:dynamodb:eu-west-1:123456789012:table/outbox-table/index/OutboxSweepIndex"
+    condition     = [for s in local.policies.sweeper.Statement : s.Resource if s.Sid == "QuerySweepIndex"][0] == "arn:aws:dynamodb:eu-west-1:123456789012:table/outbox-table/index/OutboxSweepIndex"
     error_message = "The sweeper queries only OutboxSweepIndex."
   }
   assert {
-    condition     = [for s in output.policies.sweeper.Statement : s.Resource if s.Sid == "ReadPendingSiblings"][0] == "arn:aws:dynamodb:eu-west-1:123456789012:table/outbox-table"
+    condition     = [for s in local.policies.sweeper.Statement : s.Resource if s.Sid == "ReadPendingSiblings"][0] == "arn:aws:dynamodb:eu-west-1:123456789012:table/outbox-table"
     error_message = "The sweeper's order fence queries the table's partitions."
   }
   assert {
-    condition     = [for s in output.policies.sweeper.Statement : s.Resource if s.Sid == "SelectPendingKeys"][0] == "arn:aws:dynamodb:eu-west-1:123456789012:table/outbox-table/index/OutboxSweepIndex"
+    condition     = [for s in local.policies.sweeper.Statement : s.Resource if s.Sid == "SelectPendingKeys"][0] == "arn:aws:dynamodb:eu-west-1:123456789012:table/outbox-table/index/OutboxSweepIndex"
     error_message = "The sweeper's order fence PartiQL-selects the sweep index only."
   }
   assert {
-    condition     = [for s in output.policies.sweeper.Statement : s.Effect if s.Sid == "NoFullIndexScan"][0] == "Deny"
+    condition     = [for s in local.policies.sweeper.Statement : s.Effect if s.Sid == "NoFullIndexScan"][0] == "Deny"
     error_message = "The sweeper may never scan the sweep index with PartiQL."
   }
   assert {
-    condition     = !contains(flatten([for s in output.policies.sweeper.Statement : flatten([s.Action])]), "dynamodb:Scan")
+    condition     = !contains(flatten([for s in local.policies.sweeper.Statement : flatten([s.Action])]), "dynamodb:Scan")
     error_message = "The sweeper may not Scan with the scan mode off."
   }
 }
 
 run "sweeper_scan_mode" {
-  command = apply
+  command = plan
 
   variables {
     sweep_scan_mode = "on"
   }
 
   assert {
-    condition     = [for s in output.policies.sweeper.Statement : s.Action if s.Sid == "UpdateOutboxItems"][0] == tolist(["dynamodb:UpdateItem", "dynamodb:PartiQLUpdate", "dynamodb:Scan"])
+    condition     = [for s in local.policies.sweeper.Statement : s.Action if s.Sid == "UpdateOutboxItems"][0] == tolist(["dynamodb:UpdateItem", "dynamodb:PartiQLUpdate", "dynamodb:Scan"])
     error_message = "Scan mode adds dynamodb:Scan on the table."
   }
 }
 
 run "extra_routes_grant_exactly_their_targets" {
-  command = apply
+  command = plan
 
   variables {
     routes = {
@@ -140,29 +135,29 @@ run "extra_routes_grant_exactly_their_targets" {
   }
 
   assert {
-    condition     = contains([for s in output.policies.sweeper.Statement : s.Resource if s.Sid == "SendToRoutedQueues"][0], "arn:aws:sqs:eu-west-1:123456789012:billing")
+    condition     = contains([for s in local.policies.sweeper.Statement : s.Resource if s.Sid == "SendToRoutedQueues"][0], "arn:aws:sqs:eu-west-1:123456789012:billing")
     error_message = "An SQS route URL becomes sqs:SendMessage on its queue ARN."
   }
   assert {
-    condition     = contains([for s in output.policies.sweeper.Statement : s.Resource if s.Sid == "SendToRoutedQueues"][0], "arn:aws-cn:sqs:cn-north-1:123456789012:cn-queue")
+    condition     = contains([for s in local.policies.sweeper.Statement : s.Resource if s.Sid == "SendToRoutedQueues"][0], "arn:aws-cn:sqs:cn-north-1:123456789012:cn-queue")
     error_message = "A China-region queue URL maps to the aws-cn partition."
   }
   assert {
-    condition     = jsonencode([for s in output.policies.publisher.Statement : s if s.Sid == "PublishToRoutedTopics"][0]) == jsonencode({ Sid = "PublishToRoutedTopics", Effect = "Allow", Action = "sns:Publish", Resource = ["arn:aws:sns:eu-west-1:123456789012:audit"] })
+    condition     = jsonencode([for s in local.policies.publisher.Statement : s if s.Sid == "PublishToRoutedTopics"][0]) == jsonencode({ Sid = "PublishToRoutedTopics", Effect = "Allow", Action = "sns:Publish", Resource = ["arn:aws:sns:eu-west-1:123456789012:audit"] })
     error_message = "An SNS route grants sns:Publish on that topic only."
   }
   assert {
-    condition     = [for s in output.policies.publisher.Statement : s.Resource if s.Sid == "PutToRoutedBuses"][0] == tolist(["arn:aws:events:eu-west-1:123456789012:event-bus/analytics"])
+    condition     = [for s in local.policies.publisher.Statement : s.Resource if s.Sid == "PutToRoutedBuses"][0] == tolist(["arn:aws:events:eu-west-1:123456789012:event-bus/analytics"])
     error_message = "An EventBridge route grants events:PutEvents on that bus only."
   }
   assert {
-    condition     = alltrue([for fn in ["publisher", "sweeper", "recovery"] : length([for s in output.policies[fn].Statement : s if s.Sid == "UseKmsKey" && s.Resource == var.kms_key_arn]) == 1])
+    condition     = alltrue([for fn in ["publisher", "sweeper", "recovery"] : length([for s in local.policies[fn].Statement : s if s.Sid == "UseKmsKey" && s.Resource == var.kms_key_arn]) == 1])
     error_message = "With a KMS key every function may use that key, and only that key."
   }
 }
 
 run "kms_key_grants_what_an_encrypted_table_needs" {
-  command = apply
+  command = plan
 
   variables {
     kms_key_arn = "arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
@@ -170,7 +165,7 @@ run "kms_key_grants_what_an_encrypted_table_needs" {
 
   assert {
     condition = alltrue([for fn in ["publisher", "sweeper", "recovery"] : sort(distinct(flatten([
-      for s in output.policies[fn].Statement : flatten([s.Action]) if s.Sid == "UseKmsKey"
+      for s in local.policies[fn].Statement : flatten([s.Action]) if s.Sid == "UseKmsKey"
     ]))) == tolist(["kms:Decrypt", "kms:DescribeKey", "kms:GenerateDataKey"])])
     error_message = "Each function reading or writing a KMS-encrypted table (and stream, and queue) may Decrypt, GenerateDataKey and DescribeKey with the key (no Encrypt: no call needs it)."
   }
@@ -181,46 +176,46 @@ run "kms_key_grants_what_an_encrypted_table_needs" {
 # refused, its scan cursors (unless the scan mode is off, PK = OUTBOX#SWEEPER only), and each SQS
 # destination's MaximumMessageSize at cold start.
 run "publisher_and_sweeper_read_outbox_items" {
-  command = apply
+  command = plan
 
   assert {
     condition = alltrue([for fn in ["publisher", "sweeper"] : [
-      for s in output.policies[fn].Statement : { Resource = s.Resource, Condition = try(s.Condition, null) } if contains(flatten([s.Action]), "dynamodb:GetItem")
-    ] == [{ Resource = var.resources.outbox_table_arn, Condition = null }]])
+      for s in local.policies[fn].Statement : { Resource = s.Resource, Condition = try(s.Condition, null) } if contains(flatten([s.Action]), "dynamodb:GetItem")
+    ] == [{ Resource = local.r.outbox_table_arn, Condition = null }]])
     error_message = "The publisher (before dead-lettering) and the sweeper (after a refused claim) may GetItem on the outbox table, unconditioned, in one statement."
   }
   assert {
-    condition     = !contains(flatten([for s in output.policies.recovery.Statement : flatten([s.Action])]), "dynamodb:GetItem")
+    condition     = !contains(flatten([for s in local.policies.recovery.Statement : flatten([s.Action])]), "dynamodb:GetItem")
     error_message = "The recovery function reads no items."
   }
 }
 
 run "sweeper_writes_no_scan_cursor_without_scan_mode" {
-  command = apply
+  command = plan
 
   variables {
     sweep_scan_mode = "off"
   }
 
   assert {
-    condition     = alltrue([for fn in ["publisher", "sweeper", "recovery"] : !contains(flatten([for s in output.policies[fn].Statement : flatten([s.Action])]), "dynamodb:PutItem")])
+    condition     = alltrue([for fn in ["publisher", "sweeper", "recovery"] : !contains(flatten([for s in local.policies[fn].Statement : flatten([s.Action])]), "dynamodb:PutItem")])
     error_message = "With the scan mode off no function may PutItem on the outbox table."
   }
 }
 
 run "sweeper_writes_scan_cursors_under_its_own_partition_key" {
-  command = apply
+  command = plan
 
   variables {
     sweep_scan_mode = "on"
   }
 
   assert {
-    condition = jsonencode([for s in output.policies.sweeper.Statement : s if contains(flatten([s.Action]), "dynamodb:PutItem")]) == jsonencode([{
+    condition = jsonencode([for s in local.policies.sweeper.Statement : s if contains(flatten([s.Action]), "dynamodb:PutItem")]) == jsonencode([{
       Sid      = "SaveScanCursors"
       Effect   = "Allow"
       Action   = "dynamodb:PutItem"
-      Resource = var.resources.outbox_table_arn
+      Resource = local.r.outbox_table_arn
       Condition = {
         "ForAllValues:StringEquals" = { "dynamodb:LeadingKeys" = ["OUTBOX#SWEEPER"] }
         Null                        = { "dynamodb:LeadingKeys" = "false" }
@@ -229,21 +224,21 @@ run "sweeper_writes_scan_cursors_under_its_own_partition_key" {
     error_message = "Scan mode: PutItem on the outbox table only for items whose partition key is OUTBOX#SWEEPER (the scan cursors), in a statement of its own."
   }
   assert {
-    condition     = output.outbox_table.scan_cursor_pk == "OUTBOX#SWEEPER"
+    condition     = local.outbox_table.scan_cursor_pk == "OUTBOX#SWEEPER"
     error_message = "The scan cursors' partition key is infra/CONTRACT.md's."
   }
   assert {
-    condition     = alltrue([for fn in ["publisher", "recovery"] : !contains(flatten([for s in output.policies[fn].Statement : flatten([s.Action])]), "dynamodb:PutItem")])
+    condition     = alltrue([for fn in ["publisher", "recovery"] : !contains(flatten([for s in local.policies[fn].Statement : flatten([s.Action])]), "dynamodb:PutItem")])
     error_message = "Only the sweeper writes scan cursors."
   }
 }
 
 run "destination_sizes_are_read_where_messages_are_sent" {
-  command = apply
+  command = plan
 
   assert {
     condition = alltrue([for fn in ["publisher", "sweeper"] : [
-      for s in output.policies[fn].Statement : s.Resource if contains(flatten([s.Action]), "sqs:GetQueueAttributes")
+      for s in local.policies[fn].Statement : s.Resource if contains(flatten([s.Action]), "sqs:GetQueueAttributes")
       ] == [tolist([
         "arn:aws:sqs:eu-west-1:123456789012:outbox-orders-queue",
         "arn:aws:sqs:eu-west-1:123456789012:outbox-orders-events.fifo",
@@ -252,13 +247,13 @@ run "destination_sizes_are_read_where_messages_are_sent" {
     error_message = "The publisher and the sweeper may GetQueueAttributes on the routed queues and the outbox DLQ (not the stream-failure queue), in one statement."
   }
   assert {
-    condition     = flatten([for s in output.policies.recovery.Statement : flatten([s.Resource]) if contains(flatten([s.Action]), "sqs:GetQueueAttributes")]) == [var.resources.stream_failures_queue_arn]
+    condition     = flatten([for s in local.policies.recovery.Statement : flatten([s.Resource]) if contains(flatten([s.Action]), "sqs:GetQueueAttributes")]) == [local.r.stream_failures_queue_arn]
     error_message = "The recovery function reads the attributes of its own trigger queue only (the orders consumer's: examples/orders-config)."
   }
 }
 
 run "destination_sizes_follow_the_routes" {
-  command = apply
+  command = plan
 
   variables {
     routes = {
@@ -272,79 +267,40 @@ run "destination_sizes_follow_the_routes" {
 
   assert {
     condition = alltrue([for fn in ["publisher", "sweeper"] : (
-      flatten([for s in output.policies[fn].Statement : flatten([s.Resource]) if contains(flatten([s.Action]), "sqs:GetQueueAttributes")])
-      == flatten([for s in output.policies[fn].Statement : flatten([s.Resource]) if contains(flatten([s.Action]), "sqs:SendMessage") && s.Sid != "ReportDiscardedBatches"])
+      flatten([for s in local.policies[fn].Statement : flatten([s.Resource]) if contains(flatten([s.Action]), "sqs:GetQueueAttributes")])
+      == flatten([for s in local.policies[fn].Statement : flatten([s.Resource]) if contains(flatten([s.Action]), "sqs:SendMessage") && s.Sid != "ReportDiscardedBatches"])
     )])
     error_message = "GetQueueAttributes goes to exactly the queues outbox messages are sent to (derived the same way)."
   }
   assert {
     condition = alltrue([for q in ["mail", "billing", "catch-all"] : contains(
-      flatten([for s in output.policies.sweeper.Statement : flatten([s.Resource]) if contains(flatten([s.Action]), "sqs:GetQueueAttributes")]),
+      flatten([for s in local.policies.sweeper.Statement : flatten([s.Resource]) if contains(flatten([s.Action]), "sqs:GetQueueAttributes")]),
       "arn:aws:sqs:eu-west-1:123456789012:${q}",
     )])
     error_message = "Routed queues and the default destination's queue are read."
   }
   assert {
-    condition = alltrue([for r in flatten([for s in output.policies.publisher.Statement : flatten([s.Resource]) if contains(flatten([s.Action]), "sqs:GetQueueAttributes")]) :
+    condition = alltrue([for r in flatten([for s in local.policies.publisher.Statement : flatten([s.Resource]) if contains(flatten([s.Action]), "sqs:GetQueueAttributes")]) :
     startswith(r, "arn:aws:sqs:")])
     error_message = "No GetQueueAttributes on a topic or a bus."
   }
 }
 
-# ---------------------------------------------------------------- each role's exact actions
-# docs/iam.md: the calls each function makes, and the action each is authorised as. A grant
-# added or removed without changing these runs fails here; infra/terraform/parity/check_parity.py
-# holds CDK to the same grants.
-
-# The defaults: the backstop scan, large payloads on, no KMS key, SQS routes only.
-run "each_role_is_granted_exactly_the_actions_its_calls_need" {
-  command = apply
-
-  variables {
-    resources = merge(var.resources, { large_payload_bucket_arn = "arn:aws:s3:::outbox-payloads-20240101" })
-  }
-
-  assert {
-    condition = sort(distinct(flatten([for s in output.policies.publisher.Statement : [for a in flatten([s.Action]) : "${s.Effect} ${a}"]]))) == sort([
-      "Allow dynamodb:BatchGetItem", "Allow dynamodb:GetItem", "Allow dynamodb:UpdateItem", "Allow dynamodb:PartiQLUpdate",
-      "Allow dynamodb:Query", "Allow dynamodb:PartiQLSelect", "Deny dynamodb:PartiQLSelect",
-      "Allow dynamodb:DescribeStream", "Allow dynamodb:GetRecords", "Allow dynamodb:GetShardIterator", "Allow dynamodb:ListStreams",
-      "Allow sqs:SendMessage", "Allow sqs:GetQueueAttributes", "Allow s3:PutObject",
-      "Allow logs:CreateLogStream", "Allow logs:PutLogEvents",
-    ])
-    error_message = "The publisher's actions are those of docs/iam.md, no more, no fewer: ${jsonencode(sort(distinct(flatten([for s in output.policies.publisher.Statement : [for a in flatten([s.Action]) : "${s.Effect} ${a}"]]))))}"
-  }
-  assert {
-    condition = sort(distinct(flatten([for s in output.policies.sweeper.Statement : [for a in flatten([s.Action]) : "${s.Effect} ${a}"]]))) == sort([
-      "Allow dynamodb:BatchGetItem", "Allow dynamodb:GetItem", "Allow dynamodb:UpdateItem", "Allow dynamodb:PartiQLUpdate", "Allow dynamodb:PutItem", "Allow dynamodb:Scan",
-      "Allow dynamodb:Query", "Allow dynamodb:PartiQLSelect", "Deny dynamodb:PartiQLSelect",
-      "Allow sqs:SendMessage", "Allow sqs:GetQueueAttributes", "Allow s3:PutObject",
-      "Allow logs:CreateLogStream", "Allow logs:PutLogEvents",
-    ])
-    error_message = "The sweeper's actions are those of docs/iam.md, no more, no fewer: ${jsonencode(sort(distinct(flatten([for s in output.policies.sweeper.Statement : [for a in flatten([s.Action]) : "${s.Effect} ${a}"]]))))}"
-  }
-  assert {
-    condition = sort(distinct(flatten([for s in output.policies.recovery.Statement : [for a in flatten([s.Action]) : "${s.Effect} ${a}"]]))) == sort([
-      "Allow dynamodb:GetRecords", "Allow dynamodb:GetShardIterator", "Allow dynamodb:UpdateItem",
-      "Allow sqs:ReceiveMessage", "Allow sqs:DeleteMessage", "Allow sqs:GetQueueAttributes",
-      "Allow logs:CreateLogStream", "Allow logs:PutLogEvents",
-    ])
-    error_message = "The recovery function's actions are those of docs/iam.md, no more, no fewer: ${jsonencode(sort(distinct(flatten([for s in output.policies.recovery.Statement : [for a in flatten([s.Action]) : "${s.Effect} ${a}"]]))))}"
-  }
-}
+# Each role's exact actions under the default settings: contract.tftest.hcl, against
+# infra/contract/settings.json (the CDK construct's test/contract.test.ts reads the same).
 
 # A redelivered stream batch (the publisher) and the order fence's confirmation of what a
 # lagging index lists (the publisher and the sweeper): one consistent BatchGetItem, on the
 # outbox table only.
 run "the_publisher_and_the_sweeper_batch_get_only_the_outbox_table" {
-  command = apply
+  command = plan
 
   assert {
-    condition     = alltrue([for fn in ["publisher", "sweeper"] : flatten([for s in output.policies[fn].Statement : flatten([s.Resource]) if contains(flatten([s.Action]), "dynamodb:BatchGetItem")]) == [var.resources.outbox_table_arn]])
+    condition     = alltrue([for fn in ["publisher", "sweeper"] : flatten([for s in local.policies[fn].Statement : flatten([s.Resource]) if contains(flatten([s.Action]), "dynamodb:BatchGetItem")]) == [local.r.outbox_table_arn]])
     error_message = "BatchGetItem on the outbox table, nothing else."
   }
   assert {
-    condition     = !contains(flatten([for s in output.policies.recovery.Statement : flatten([s.Action])]), "dynamodb:BatchGetItem")
+    condition     = !contains(flatten([for s in local.policies.recovery.Statement : flatten([s.Action])]), "dynamodb:BatchGetItem")
     error_message = "The recovery function reads no item."
   }
 }
@@ -352,10 +308,10 @@ run "the_publisher_and_the_sweeper_batch_get_only_the_outbox_table" {
 # The key's actions: Decrypt (every read of the table, stream, queues, objects), GenerateDataKey
 # (SQS sends, S3 puts, DynamoDB writes), DescribeKey; never Encrypt (no call encrypts with it).
 run "the_kms_key_is_used_without_encrypt" {
-  command = apply
+  command = plan
 
   variables {
-    resources       = merge(var.resources, { large_payload_bucket_arn = "arn:aws:s3:::outbox-payloads-20240101" })
+    large_payloads  = true
     kms_key_arn     = "arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
     sweep_scan_mode = "off"
     routes = {
@@ -366,18 +322,18 @@ run "the_kms_key_is_used_without_encrypt" {
 
   assert {
     condition = alltrue([for fn in ["publisher", "sweeper", "recovery"] : sort(distinct(flatten([
-      for s in output.policies[fn].Statement : flatten([s.Action]) if contains(flatten([s.Resource]), var.kms_key_arn)
+      for s in local.policies[fn].Statement : flatten([s.Action]) if contains(flatten([s.Resource]), var.kms_key_arn)
     ]))) == tolist(["kms:Decrypt", "kms:DescribeKey", "kms:GenerateDataKey"])])
     error_message = "Each function may Decrypt, GenerateDataKey and DescribeKey with the deployment's key, and never Encrypt."
   }
   assert {
-    condition = sort(distinct(flatten([for s in output.policies.sweeper.Statement : [for a in flatten([s.Action]) : "${s.Effect} ${a}"]]))) == sort([
+    condition = sort(distinct(flatten([for s in local.policies.sweeper.Statement : [for a in flatten([s.Action]) : "${s.Effect} ${a}"]]))) == sort([
       "Allow dynamodb:BatchGetItem", "Allow dynamodb:GetItem", "Allow dynamodb:UpdateItem", "Allow dynamodb:PartiQLUpdate",
       "Allow dynamodb:Query", "Allow dynamodb:PartiQLSelect", "Deny dynamodb:PartiQLSelect",
       "Allow sqs:SendMessage", "Allow sqs:GetQueueAttributes", "Allow sns:Publish", "Allow events:PutEvents", "Allow s3:PutObject",
       "Allow kms:Decrypt", "Allow kms:DescribeKey", "Allow kms:GenerateDataKey",
       "Allow logs:CreateLogStream", "Allow logs:PutLogEvents",
     ])
-    error_message = "Scan mode off, SNS and EventBridge routes, a KMS key: the sweeper's actions are those of docs/iam.md: ${jsonencode(sort(distinct(flatten([for s in output.policies.sweeper.Statement : [for a in flatten([s.Action]) : "${s.Effect} ${a}"]]))))}"
+    error_message = "Scan mode off, SNS and EventBridge routes, a KMS key: the sweeper's actions are those of docs/iam.md: ${jsonencode(sort(distinct(flatten([for s in local.policies.sweeper.Statement : [for a in flatten([s.Action]) : "${s.Effect} ${a}"]]))))}"
   }
 }

@@ -2,139 +2,122 @@
 # environment and the grants -- PutObject (publisher, sweeper) on <bucket>/outbox/* only,
 # nothing for the recovery function; consumers are told the objects (large_payload_objects).
 
-variables {
-  region = "eu-west-1"
-  resources = {
-    outbox_table_arn          = "arn:aws:dynamodb:eu-west-1:123456789012:table/outbox-table"
-    outbox_stream_arn         = "arn:aws:dynamodb:eu-west-1:123456789012:table/outbox-table/stream/2024-01-01T00:00:00.000"
-    outbox_dlq_arn            = "arn:aws:sqs:eu-west-1:123456789012:outbox-dlq"
-    stream_failures_queue_arn = "arn:aws:sqs:eu-west-1:123456789012:outbox-stream-failures"
-    log_group_arns = {
-      publisher = "arn:aws:logs:eu-west-1:123456789012:log-group:/aws/lambda/outbox-publisher"
-      sweeper   = "arn:aws:logs:eu-west-1:123456789012:log-group:/aws/lambda/outbox-sweeper"
-      recovery  = "arn:aws:logs:eu-west-1:123456789012:log-group:/aws/lambda/outbox-recovery"
-    }
-    large_payload_bucket_arn = "arn:aws:s3:::outbox-payloads-20240101"
-  }
+mock_provider "aws" {
+  source          = "./tests/mocks"
+  override_during = plan
 }
 
+
 run "defaults_create_an_sse_s3_bucket_expiring_outbox_objects_after_30_days" {
-  command = apply
+  command = plan
   assert {
-    condition = output.large_payloads.enabled && output.large_payloads.key_prefix == "outbox/" && output.large_payloads.retention_days == 30 && (
-      output.large_payloads.abort_incomplete_multipart_days == 1
+    condition = local.large_payloads.enabled && local.large_payloads.key_prefix == "outbox/" && local.large_payloads.retention_days == 30 && (
+      local.large_payloads.abort_incomplete_multipart_days == 1
     )
     error_message = "By default the bucket is created; objects under outbox/ expire after 30 days, incomplete multipart uploads after 1 day."
   }
   assert {
-    condition     = output.large_payloads.sse_algorithm == "AES256" && output.large_payloads.kms_key_arn == null && output.large_payloads.bucket_key_enabled == null
+    condition     = local.large_payloads.sse_algorithm == "AES256" && local.large_payloads.kms_key_arn == null && local.large_payloads.bucket_key_enabled == null
     error_message = "Without a KMS key: SSE-S3."
   }
   assert {
-    condition     = output.large_payloads.retention_days * 86400 > output.queue_settings.message_retention_seconds
+    condition     = local.large_payloads.retention_days * 86400 > local.queue_settings.message_retention_seconds
     error_message = "Payloads outlive every queue's messages."
   }
   assert {
-    condition     = output.large_payloads.bucket_prefix == "outbox-payloads-"
+    condition     = local.large_payloads.bucket_prefix == "outbox-payloads-"
     error_message = "bucket_prefix is <prefix>-payloads- (the provider adds a unique suffix)."
   }
 }
 
 run "a_long_prefix_still_fits_bucket_prefix" {
-  command = apply
+  command = plan
   variables {
     prefix = "a-very-long-deployment-prefix-x1"
   }
   assert {
-    condition     = length(output.large_payloads.bucket_prefix) <= 37 && output.large_payloads.bucket_prefix == "a-very-long-deployment-pref-payloads-"
+    condition     = length(local.large_payloads.bucket_prefix) <= 37 && local.large_payloads.bucket_prefix == "a-very-long-deployment-pref-payloads-"
     error_message = "bucket_prefix may have at most 37 characters: the prefix is cut to 27."
   }
 }
 
 run "grants_put_to_publisher_and_sweeper_on_outbox_objects_only" {
-  command = apply
+  command = plan
   assert {
-    condition = [for s in output.policies.publisher.Statement : s if s.Sid == "PutLargePayloads"] == [
+    condition = [for s in local.policies.publisher.Statement : s if s.Sid == "PutLargePayloads"] == [
       { Sid = "PutLargePayloads", Effect = "Allow", Action = "s3:PutObject", Resource = "arn:aws:s3:::outbox-payloads-20240101/outbox/*" }
     ]
     error_message = "The publisher may PutObject under outbox/ of the bucket, nothing else of it."
   }
   assert {
-    condition = [for s in output.policies.sweeper.Statement : s if s.Sid == "PutLargePayloads"] == [
+    condition = [for s in local.policies.sweeper.Statement : s if s.Sid == "PutLargePayloads"] == [
       { Sid = "PutLargePayloads", Effect = "Allow", Action = "s3:PutObject", Resource = "arn:aws:s3:::outbox-payloads-20240101/outbox/*" }
     ]
     error_message = "The sweeper may PutObject under outbox/ of the bucket, nothing else of it."
   }
   assert {
-    condition     = output.large_payload_objects == "arn:aws:s3:::outbox-payloads-20240101/outbox/*"
+    condition     = local.large_payload_objects == "arn:aws:s3:::outbox-payloads-20240101/outbox/*"
     error_message = "Consumers are told the objects to GetObject (the orders consumer's grant: examples/orders-config)."
   }
   assert {
-    condition     = length([for s in output.policies.recovery.Statement : s if anytrue([for a in flatten([s.Action]) : startswith(a, "s3:")])]) == 0
+    condition     = length([for s in local.policies.recovery.Statement : s if anytrue([for a in flatten([s.Action]) : startswith(a, "s3:")])]) == 0
     error_message = "The recovery function gets no S3 action."
   }
   assert {
-    condition     = join(",", sort(distinct([for a in flatten([for p in values(output.policies) : [for s in p.Statement : s.Action]]) : a if startswith(a, "s3:")]))) == "s3:PutObject"
+    condition     = join(",", sort(distinct([for a in flatten([for p in values(local.policies) : [for s in p.Statement : s.Action]]) : a if startswith(a, "s3:")]))) == "s3:PutObject"
     error_message = "The only S3 action of the outbox's functions is PutObject."
   }
 }
 
 run "environment_carries_no_threshold_by_default_and_the_setting_when_given" {
-  command = apply
+  command = plan
   variables {
     large_payload_threshold_bytes = 200000
   }
   assert {
-    condition     = output.publisher_environment.OUTBOX_LARGE_PAYLOAD_THRESHOLD_BYTES == "200000" && output.sweeper_environment.OUTBOX_LARGE_PAYLOAD_THRESHOLD_BYTES == "200000"
+    condition     = local.publisher_environment.OUTBOX_LARGE_PAYLOAD_THRESHOLD_BYTES == "200000" && local.sweeper_environment.OUTBOX_LARGE_PAYLOAD_THRESHOLD_BYTES == "200000"
     error_message = "The threshold reaches the publisher and the sweeper."
   }
   assert {
-    condition     = !contains(keys(output.recovery_environment), "OUTBOX_LARGE_PAYLOAD_THRESHOLD_BYTES")
+    condition     = !contains(keys(local.recovery_environment), "OUTBOX_LARGE_PAYLOAD_THRESHOLD_BYTES")
     error_message = "Only the writers get the threshold."
   }
 }
 
 run "threshold_unset_by_default" {
-  command = apply
+  command = plan
   assert {
-    condition     = !contains(keys(output.publisher_environment), "OUTBOX_LARGE_PAYLOAD_THRESHOLD_BYTES") && !contains(keys(output.sweeper_environment), "OUTBOX_LARGE_PAYLOAD_THRESHOLD_BYTES")
+    condition     = !contains(keys(local.publisher_environment), "OUTBOX_LARGE_PAYLOAD_THRESHOLD_BYTES") && !contains(keys(local.sweeper_environment), "OUTBOX_LARGE_PAYLOAD_THRESHOLD_BYTES")
     error_message = "OUTBOX_LARGE_PAYLOAD_THRESHOLD_BYTES is unset unless the setting is given."
   }
 }
 
 run "kms_key_encrypts_the_bucket_and_the_functions_may_use_it" {
-  command = apply
+  command = plan
   variables {
     kms_key_arn = "arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
   }
   assert {
-    condition     = output.large_payloads.sse_algorithm == "aws:kms" && output.large_payloads.kms_key_arn == var.kms_key_arn && output.large_payloads.bucket_key_enabled == true
+    condition     = local.large_payloads.sse_algorithm == "aws:kms" && local.large_payloads.kms_key_arn == var.kms_key_arn && local.large_payloads.bucket_key_enabled == true
     error_message = "With a KMS key: SSE-KMS with it, S3 Bucket Key on."
   }
   assert {
-    condition     = alltrue([for fn in ["publisher", "sweeper"] : contains(flatten([for s in output.policies[fn].Statement : flatten([s.Action]) if s.Resource == var.kms_key_arn]), "kms:GenerateDataKey")])
+    condition     = alltrue([for fn in ["publisher", "sweeper"] : contains(flatten([for s in local.policies[fn].Statement : flatten([s.Action]) if s.Resource == var.kms_key_arn]), "kms:GenerateDataKey")])
     error_message = "Writers may GenerateDataKey (PutObject under SSE-KMS) on the key."
   }
 }
 
 run "off_means_no_s3_grants" {
-  command = apply
+  command = plan
   variables {
     large_payloads = false
-    resources = {
-      outbox_table_arn          = "arn:aws:dynamodb:eu-west-1:123456789012:table/outbox-table"
-      outbox_stream_arn         = "arn:aws:dynamodb:eu-west-1:123456789012:table/outbox-table/stream/2024-01-01T00:00:00.000"
-      outbox_dlq_arn            = "arn:aws:sqs:eu-west-1:123456789012:outbox-dlq"
-      stream_failures_queue_arn = "arn:aws:sqs:eu-west-1:123456789012:outbox-stream-failures"
-      log_group_arns            = { publisher = "l", sweeper = "l", recovery = "l" }
-    }
   }
   assert {
-    condition     = !output.large_payloads.enabled
+    condition     = !local.large_payloads.enabled
     error_message = "large_payloads = false: no bucket."
   }
   assert {
-    condition     = length(flatten([for fn, p in output.policies : [for s in p.Statement : s if anytrue([for a in flatten([s.Action]) : startswith(a, "s3:")])]])) == 0
+    condition     = length(flatten([for fn, p in local.policies : [for s in p.Statement : s if anytrue([for a in flatten([s.Action]) : startswith(a, "s3:")])]])) == 0
     error_message = "large_payloads = false: no S3 action in any policy."
   }
 }
@@ -173,28 +156,28 @@ run "threshold_without_a_bucket_is_refused" {
 }
 
 run "an_existing_bucket_is_attached_by_name" {
-  command = apply
+  command = plan
   variables {
     large_payload_bucket_name = "shop-payloads"
   }
   assert {
-    condition     = output.large_payloads.enabled && !output.large_payloads.create && output.large_payloads.existing_name == "shop-payloads"
+    condition     = local.large_payloads.enabled && !local.large_payloads.create && local.large_payloads.existing_name == "shop-payloads"
     error_message = "An existing bucket: nothing created, its name used."
   }
   assert {
-    condition     = output.publisher_environment.OUTBOX_LARGE_PAYLOAD_BUCKET == "shop-payloads" && output.sweeper_environment.OUTBOX_LARGE_PAYLOAD_BUCKET == "shop-payloads"
+    condition     = local.publisher_environment.OUTBOX_LARGE_PAYLOAD_BUCKET == "shop-payloads" && local.sweeper_environment.OUTBOX_LARGE_PAYLOAD_BUCKET == "shop-payloads"
     error_message = "The attached bucket's name reaches the publisher and the sweeper."
   }
   assert {
-    condition     = !contains(keys(output.recovery_environment), "OUTBOX_LARGE_PAYLOAD_BUCKET")
+    condition     = !contains(keys(local.recovery_environment), "OUTBOX_LARGE_PAYLOAD_BUCKET")
     error_message = "Only the writers are told the bucket."
   }
 }
 
 run "a_created_bucket_is_named_by_modules_outbox" {
-  command = apply
+  command = plan
   assert {
-    condition     = output.large_payloads.create && output.large_payloads.existing_name == null && !contains(keys(output.publisher_environment), "OUTBOX_LARGE_PAYLOAD_BUCKET")
+    condition     = local.large_payloads.create && local.large_payloads.existing_name == null && !contains(keys(local.publisher_environment), "OUTBOX_LARGE_PAYLOAD_BUCKET")
     error_message = "A created bucket's name is only known once created: modules/outbox adds it."
   }
 }

@@ -2,23 +2,18 @@
 # {destination, max_message_bytes, source, raw_delivery} passed to OUTBOX_ROUTES unchanged; IAM
 # comes from the destination.
 
+mock_provider "aws" {
+  source          = "./tests/mocks"
+  override_during = plan
+}
+
 variables {
-  region = "eu-west-1"
-  resources = {
-    outbox_table_arn          = "arn:aws:dynamodb:eu-west-1:123456789012:table/outbox-table"
-    outbox_stream_arn         = "arn:aws:dynamodb:eu-west-1:123456789012:table/outbox-table/stream/2024-01-01T00:00:00.000"
-    outbox_dlq_arn            = "arn:aws:sqs:eu-west-1:123456789012:outbox-dlq"
-    stream_failures_queue_arn = "arn:aws:sqs:eu-west-1:123456789012:outbox-stream-failures"
-    log_group_arns = {
-      publisher = "arn:aws:logs:eu-west-1:123456789012:log-group:/aws/lambda/outbox-publisher"
-      sweeper   = "arn:aws:logs:eu-west-1:123456789012:log-group:/aws/lambda/outbox-sweeper"
-      recovery  = "arn:aws:logs:eu-west-1:123456789012:log-group:/aws/lambda/outbox-recovery"
-    }
-  }
+  # No bucket ARN was given to these checks: the offload's grants are checked in large_payloads.
+  large_payloads = false
 }
 
 run "route_objects_pass_through_unchanged" {
-  command = apply
+  command = plan
   variables {
     routes = {
       mail    = { destination = "https://sqs.eu-west-1.amazonaws.com/123456789012/mail", max_message_bytes = 262144 }
@@ -28,7 +23,7 @@ run "route_objects_pass_through_unchanged" {
     }
   }
   assert {
-    condition = jsondecode(output.routes_json) == {
+    condition = jsondecode(local.routes_json) == {
       mail    = { destination = "https://sqs.eu-west-1.amazonaws.com/123456789012/mail", max_message_bytes = 262144 }
       shop    = { destination = "arn:aws:events:eu-west-1:123456789012:event-bus/shop", source = "shop.orders" }
       audit   = { destination = "arn:aws:sns:eu-west-1:123456789012:audit" }
@@ -38,10 +33,10 @@ run "route_objects_pass_through_unchanged" {
   }
   assert {
     condition = (
-      contains([for s in output.policies.publisher.Statement : s.Resource if s.Sid == "SendToRoutedQueues"][0], "arn:aws:sqs:eu-west-1:123456789012:mail")
-      && contains([for s in output.policies.publisher.Statement : s.Resource if s.Sid == "SendToRoutedQueues"][0], "arn:aws:sqs:eu-west-1:123456789012:billing")
-      && [for s in output.policies.sweeper.Statement : s.Resource if s.Sid == "PutToRoutedBuses"][0] == tolist(["arn:aws:events:eu-west-1:123456789012:event-bus/shop"])
-      && [for s in output.policies.sweeper.Statement : s.Resource if s.Sid == "PublishToRoutedTopics"][0] == tolist(["arn:aws:sns:eu-west-1:123456789012:audit"])
+      contains([for s in local.policies.publisher.Statement : s.Resource if s.Sid == "SendToRoutedQueues"][0], "arn:aws:sqs:eu-west-1:123456789012:mail")
+      && contains([for s in local.policies.publisher.Statement : s.Resource if s.Sid == "SendToRoutedQueues"][0], "arn:aws:sqs:eu-west-1:123456789012:billing")
+      && [for s in local.policies.sweeper.Statement : s.Resource if s.Sid == "PutToRoutedBuses"][0] == tolist(["arn:aws:events:eu-west-1:123456789012:event-bus/shop"])
+      && [for s in local.policies.sweeper.Statement : s.Resource if s.Sid == "PublishToRoutedTopics"][0] == tolist(["arn:aws:sns:eu-west-1:123456789012:audit"])
     )
     error_message = "IAM is derived from each route's destination."
   }
@@ -50,16 +45,16 @@ run "route_objects_pass_through_unchanged" {
 # The example routes are gone from the module (examples/orders-config has them): a user's
 # topic named "orders" goes where the user says.
 run "a_users_orders_topic_is_the_users" {
-  command = apply
+  command = plan
   variables {
     routes = { orders = "https://sqs.eu-west-1.amazonaws.com/123456789012/mine" }
   }
   assert {
-    condition     = jsondecode(output.routes_json) == { orders = "https://sqs.eu-west-1.amazonaws.com/123456789012/mine" }
+    condition     = jsondecode(local.routes_json) == { orders = "https://sqs.eu-west-1.amazonaws.com/123456789012/mine" }
     error_message = "The topic orders is routed to the user's queue, nothing else is routed."
   }
   assert {
-    condition     = [for s in output.policies.publisher.Statement : s.Resource if s.Sid == "SendToRoutedQueues"][0] == tolist(["arn:aws:sqs:eu-west-1:123456789012:mine", var.resources.outbox_dlq_arn])
+    condition     = [for s in local.policies.publisher.Statement : s.Resource if s.Sid == "SendToRoutedQueues"][0] == tolist(["arn:aws:sqs:eu-west-1:123456789012:mine", local.r.outbox_dlq_arn])
     error_message = "The publisher sends to the user's queue and the outbox DLQ, nothing else."
   }
 }
@@ -67,13 +62,16 @@ run "a_users_orders_topic_is_the_users" {
 # A local AWS names its queues http://<host>:<port>/<account>/<name>: the queue is in the
 # deployment's region (resources.region).
 run "a_local_aws_queue_url_is_in_the_deployments_region" {
-  command = apply
+  command = plan
   variables {
-    routes    = { orders = "http://localhost:4566/000000000000/outbox-orders-queue" }
-    resources = merge(var.resources, { region = "us-east-1" })
+    routes = { orders = "http://localhost:4566/000000000000/outbox-orders-queue" }
+  }
+  override_data {
+    target = data.aws_region.current
+    values = { name = "us-east-1" }
   }
   assert {
-    condition     = contains([for s in output.policies.sweeper.Statement : s.Resource if s.Sid == "SendToRoutedQueues"][0], "arn:aws:sqs:us-east-1:000000000000:outbox-orders-queue")
+    condition     = contains([for s in local.policies.sweeper.Statement : s.Resource if s.Sid == "SendToRoutedQueues"][0], "arn:aws:sqs:us-east-1:000000000000:outbox-orders-queue")
     error_message = "The queue's ARN: the deployment's region, the URL's account and name."
   }
 }
@@ -138,7 +136,7 @@ run "route_object_with_an_unknown_key" {
 # a message as SNS counts it, not in the notification envelope. It reaches OUTBOX_ROUTES as
 # the boolean the functions parse (route.rs: RouteSpec::Detailed's raw_delivery).
 run "raw_delivery_on_a_topic_passes_through_as_a_boolean" {
-  command = apply
+  command = plan
   variables {
     routes = {
       audit  = { destination = "arn:aws:sns:eu-west-1:123456789012:audit", raw_delivery = true }
@@ -146,11 +144,11 @@ run "raw_delivery_on_a_topic_passes_through_as_a_boolean" {
     }
   }
   assert {
-    condition     = output.routes_json == "{\"audit\":{\"destination\":\"arn:aws:sns:eu-west-1:123456789012:audit\",\"raw_delivery\":true},\"ledger\":{\"destination\":\"arn:aws:sns:eu-west-1:123456789012:ledger.fifo\",\"raw_delivery\":false}}"
-    error_message = "OUTBOX_ROUTES carries raw_delivery as a JSON boolean, unchanged: ${output.routes_json}"
+    condition     = local.routes_json == "{\"audit\":{\"destination\":\"arn:aws:sns:eu-west-1:123456789012:audit\",\"raw_delivery\":true},\"ledger\":{\"destination\":\"arn:aws:sns:eu-west-1:123456789012:ledger.fifo\",\"raw_delivery\":false}}"
+    error_message = "OUTBOX_ROUTES carries raw_delivery as a JSON boolean, unchanged: ${local.routes_json}"
   }
   assert {
-    condition     = [for s in output.policies.publisher.Statement : s.Resource if s.Sid == "PublishToRoutedTopics"][0] == tolist(["arn:aws:sns:eu-west-1:123456789012:audit", "arn:aws:sns:eu-west-1:123456789012:ledger.fifo"])
+    condition     = [for s in local.policies.publisher.Statement : s.Resource if s.Sid == "PublishToRoutedTopics"][0] == tolist(["arn:aws:sns:eu-west-1:123456789012:audit", "arn:aws:sns:eu-west-1:123456789012:ledger.fifo"])
     error_message = "raw_delivery changes no grant: the topics are published to as before."
   }
 }

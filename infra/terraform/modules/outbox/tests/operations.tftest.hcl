@@ -1,48 +1,50 @@
 # Operating the deployment: how the sweeper is invoked, its concurrency, the alarms
 # that see a dead or failing function, the deployment's metric dimension, the dashboard.
 
-variables {
-  region = "eu-west-1"
+mock_provider "aws" {
+  source          = "./tests/mocks"
+  override_during = plan
 }
 
+
 run "sweeper_async_invocations_are_not_retried" {
-  command = apply
+  command = plan
   assert {
-    condition     = output.sweeper_async_invoke == { maximum_retry_attempts = 0, maximum_event_age_in_seconds = 120 }
+    condition     = local.sweeper_async_invoke == { maximum_retry_attempts = 0, maximum_event_age_in_seconds = 120 }
     error_message = "An asynchronous sweep is never retried and is dropped after 2 minutes: the schedule sends the next one."
   }
   assert {
-    condition     = output.sweep_target_retry == { maximum_retry_attempts = 0, maximum_event_age_in_seconds = 60 }
+    condition     = local.sweep_target_retry == { maximum_retry_attempts = 0, maximum_event_age_in_seconds = 60 }
     error_message = "The schedule target gives up at once too."
   }
 }
 
 run "sweeper_reserves_one_by_default" {
-  command = apply
+  command = plan
   assert {
-    condition     = output.functions.reserved_concurrency == { publisher = null, sweeper = 1, recovery = null }
+    condition     = local.function_settings.reserved_concurrency == { publisher = null, sweeper = 1, recovery = null }
     error_message = "Only the sweeper reserves concurrency, 1 by default."
   }
 }
 
 run "sweeper_reserved_concurrency_off" {
-  command = apply
+  command = plan
   variables {
     sweeper_reserved_concurrency = 0
   }
   assert {
-    condition     = output.functions.reserved_concurrency.sweeper == null
+    condition     = local.function_settings.reserved_concurrency.sweeper == null
     error_message = "0 means unreserved (accounts with a low concurrency quota)."
   }
 }
 
 run "sweeper_reserved_concurrency_null" {
-  command = apply
+  command = plan
   variables {
     sweeper_reserved_concurrency = null
   }
   assert {
-    condition     = output.functions.reserved_concurrency.sweeper == null
+    condition     = local.function_settings.reserved_concurrency.sweeper == null
     error_message = "null means unreserved."
   }
 }
@@ -56,106 +58,55 @@ run "sweeper_reserved_concurrency_negative" {
 }
 
 run "every_function_knows_its_deployment" {
-  command = apply
+  command = plan
   variables {
     prefix = "shop"
   }
   assert {
     condition = (
-      output.publisher_environment.OUTBOX_DEPLOYMENT == "shop"
-      && output.sweeper_environment.OUTBOX_DEPLOYMENT == "shop"
-      && output.recovery_environment.OUTBOX_DEPLOYMENT == "shop"
+      local.publisher_environment.OUTBOX_DEPLOYMENT == "shop"
+      && local.sweeper_environment.OUTBOX_DEPLOYMENT == "shop"
+      && local.recovery_environment.OUTBOX_DEPLOYMENT == "shop"
     )
     error_message = "OUTBOX_DEPLOYMENT is the prefix, for every function."
   }
   assert {
-    condition     = output.metrics.dimensions == { Service = "shop" }
+    condition     = local.metrics.dimensions == { Service = "shop" }
     error_message = "The metrics dimension Service is the deployment's name."
   }
   assert {
-    condition = alltrue([for a in values(output.alarms) : a.dimensions == tomap({ Service = "shop" }) if a.namespace == "DynamoDbOutbox"]) && length([
-      for a in values(output.alarms) : a if a.namespace == "DynamoDbOutbox"
+    condition = alltrue([for a in values(local.alarms) : a.dimensions == tomap({ Service = "shop" }) if a.namespace == "DynamoDbOutbox"]) && length([
+      for a in values(local.alarms) : a if a.namespace == "DynamoDbOutbox"
     ]) == 5
     error_message = "Every alarm on the outbox namespace selects Service = prefix."
   }
   assert {
-    condition = alltrue([for w in output.dashboard.widgets : alltrue([
+    condition = alltrue([for w in local.dashboard.widgets : alltrue([
       for m in w.properties.metrics : slice(m, 2, 4) == ["Service", "shop"] if m[0] == "DynamoDbOutbox"
     ])])
     error_message = "Every dashboard metric on the outbox namespace selects Service = prefix."
   }
 }
 
-run "oldest_pending_alarm_sees_a_dead_sweeper" {
-  command = apply
-  assert {
-    condition = {
-      for k, v in output.alarms.OldestPendingTooOld : k => v if contains(["treat_missing_data", "period", "evaluation_periods", "datapoints_to_alarm"], k)
-      } == {
-      treat_missing_data  = "breaching"
-      period              = 300
-      evaluation_periods  = 3
-      datapoints_to_alarm = 1
-    }
-    error_message = "Missing OldestPendingAgeSeconds is breaching; any breach in 3 five-minute periods keeps the alarm through a 15-minute backoff."
-  }
-}
-
 run "oldest_pending_period_follows_a_slow_schedule" {
-  command = apply
+  command = plan
   variables {
     sweep_rate_minutes = 10
   }
   assert {
-    condition     = output.alarms.OldestPendingTooOld.period == 600
+    condition     = local.alarms.OldestPendingTooOld.period == 600
     error_message = "The period is never shorter than the sweep schedule (else every period without a sweep would breach)."
   }
 }
 
-run "errors_and_throttles_alarms_for_the_three_functions" {
-  command = apply
-  assert {
-    condition = alltrue(flatten([for fn, name in { Publisher = "outbox-publisher", Sweeper = "outbox-sweeper", Recovery = "outbox-recovery" } : [
-      for metric in ["Errors", "Throttles"] : output.alarms["${fn}${metric}"] == {
-        description         = output.alarms["${fn}${metric}"].description
-        namespace           = "AWS/Lambda"
-        metric_name         = metric
-        dimensions          = tomap({ FunctionName = name })
-        statistic           = "Sum"
-        period              = 300
-        evaluation_periods  = 3
-        datapoints_to_alarm = 3
-        threshold           = 0
-        comparison_operator = "GreaterThanThreshold"
-        treat_missing_data  = "notBreaching"
-      }
-    ]]))
-    error_message = "Errors and Throttles of each function alarm in 3 of 3 five-minute periods."
-  }
-}
-
-run "every_dead_letter_queue_is_alarmed" {
-  command = apply
-  assert {
-    condition = toset([for a in values(output.alarms) : a.dimensions.QueueName if a.metric_name == "ApproximateNumberOfMessagesVisible"]) == toset([
-      "outbox-dlq", "outbox-stream-failures-dlq",
-    ])
-    error_message = "Each DLQ of the outbox (the outbox DLQ, the recovery DLQ) has a not-empty alarm; the failure queue is consumed, StreamDiscards watches what is sent to it. (The orders example alarms its own: examples/orders-config.)"
-  }
-  assert {
-    condition     = length(output.alarms) == 15
-    error_message = "15 alarms: 2 DLQs, stream discards, iterator age, 5 outbox metrics, Errors and Throttles of 3 functions."
-  }
-}
-
 run "dashboard_shows_the_pipeline" {
-  command = apply
+  command = plan
   variables {
     dashboard_queue_names    = ["outbox-orders-queue-dlq", "outbox-orders-events-dlq.fifo"]
     dashboard_function_names = ["outbox-orders-consumer"]
   }
   assert {
-    condition     = output.dashboard.name == "outbox-dashboard"
+    condition     = local.dashboard.name == "outbox-dashboard"
     error_message = "The dashboard is <prefix>-dashboard."
   }
   assert {
@@ -179,16 +130,16 @@ run "dashboard_shows_the_pipeline" {
       ["AWS/Lambda", "Duration", "FunctionName", "outbox-orders-consumer"],
       ["AWS/Lambda", "Errors", "FunctionName", "outbox-recovery"],
       ["AWS/Lambda", "Duration", "FunctionName", "outbox-recovery"],
-    ], concat([for w in output.dashboard.widgets : w.properties.metrics]...))) == 0
+    ], concat([for w in local.dashboard.widgets : w.properties.metrics]...))) == 0
     error_message = "The dashboard shows the outbox metrics, IteratorAge, every DLQ depth (with the caller's), Errors and Duration of the functions (with the caller's)."
   }
 }
 
 run "dashboard_shows_sweep_errors" {
-  command = apply
+  command = plan
   assert {
     condition = contains(
-      [for w in output.dashboard.widgets : w.properties.metrics if w.properties.title == "Outbox messages (sum per 5 minutes)"][0],
+      [for w in local.dashboard.widgets : w.properties.metrics if w.properties.title == "Outbox messages (sum per 5 minutes)"][0],
       ["DynamoDbOutbox", "SweepErrors", "Service", "outbox"],
     )
     error_message = "The outbox messages widget shows SweepErrors (store requests a sweep could not make), per deployment."
@@ -197,30 +148,15 @@ run "dashboard_shows_sweep_errors" {
 
 # The functions' own signals an operator must act on: any AccessDenied (a role lacks a grant;
 # emitted only when a call is denied, so missing data is no breach) and any FenceUnread (FIFO
-# messages held and charged because the order fence could not read; 0 on every run).
-run "access_denied_and_fence_unread_alarm_on_any" {
-  command = apply
+# messages held and charged because the order fence could not read; 0 on every run). Every
+# alarm's metric and evaluation: contract.tftest.hcl.
+run "access_denied_and_fence_unread_say_what_to_do" {
+  command = plan
   variables {
     prefix = "shop"
   }
   assert {
-    condition = alltrue([for metric in ["AccessDenied", "FenceUnread"] : output.alarms[metric] == {
-      description         = output.alarms[metric].description
-      namespace           = "DynamoDbOutbox"
-      metric_name         = metric
-      dimensions          = tomap({ Service = "shop" })
-      statistic           = "Sum"
-      period              = 300
-      evaluation_periods  = 1
-      datapoints_to_alarm = 1
-      threshold           = 0
-      comparison_operator = "GreaterThanThreshold"
-      treat_missing_data  = "notBreaching"
-    }])
-    error_message = "AccessDenied and FenceUnread alarm on any (Sum > 0) in one 5-minute period of the deployment's metrics; no data is no breach."
-  }
-  assert {
-    condition     = strcontains(output.alarms.AccessDenied.description, "docs/iam.md") && strcontains(output.alarms.FenceUnread.description, "FAILED")
+    condition     = strcontains(local.alarms.AccessDenied.description, "docs/iam.md") && strcontains(local.alarms.FenceUnread.description, "FAILED")
     error_message = "Each description says what to do (AccessDenied: the grant, docs/iam.md) or what follows (FenceUnread: FAILED)."
   }
 }
@@ -230,9 +166,9 @@ run "access_denied_and_fence_unread_alarm_on_any" {
 # RecoveryRangeUnfinished (a range read again on the retry; a lasting cause ends on the
 # recovery DLQ, RecoveryDlqNotEmpty) need no one: on the dashboard, not alarmed.
 run "status_read_failed_and_recovery_range_unfinished_are_on_the_dashboard_not_alarmed" {
-  command = apply
+  command = plan
   assert {
-    condition     = length([for a in values(output.alarms) : a if contains(["StatusReadFailed", "RecoveryRangeUnfinished", "AlreadySettledSkipped"], a.metric_name)]) == 0
+    condition     = length([for a in values(local.alarms) : a if contains(["StatusReadFailed", "RecoveryRangeUnfinished", "AlreadySettledSkipped"], a.metric_name)]) == 0
     error_message = "No alarm on StatusReadFailed, RecoveryRangeUnfinished or AlreadySettledSkipped: each repairs itself, and a lasting cause has its own alarm."
   }
   assert {
@@ -242,12 +178,12 @@ run "status_read_failed_and_recovery_range_unfinished_are_on_the_dashboard_not_a
       ["DynamoDbOutbox", "StatusReadFailed", "Service", "outbox"],
       ["DynamoDbOutbox", "RecoveryRangeUnfinished", "Service", "outbox"],
       ["DynamoDbOutbox", "AlreadySettledSkipped", "Service", "outbox"],
-    ], concat([for w in output.dashboard.widgets : w.properties.metrics]...))) == 0
+    ], concat([for w in local.dashboard.widgets : w.properties.metrics]...))) == 0
     error_message = "The dashboard shows AccessDenied, FenceUnread, StatusReadFailed, RecoveryRangeUnfinished and AlreadySettledSkipped."
   }
   assert {
     condition = contains(
-      [for w in output.dashboard.widgets : w.properties.metrics if w.properties.title == "Stream discards and their recovery (sum per 5 minutes)"][0],
+      [for w in local.dashboard.widgets : w.properties.metrics if w.properties.title == "Stream discards and their recovery (sum per 5 minutes)"][0],
       ["DynamoDbOutbox", "RecoveryRangeUnfinished", "Service", "outbox"],
     )
     error_message = "RecoveryRangeUnfinished is beside the discards and their recovery."
@@ -258,9 +194,9 @@ run "status_read_failed_and_recovery_range_unfinished_are_on_the_dashboard_not_a
 # fence's deferrals and reads and the S3 offloads in one widget, the scan's recoveries
 # beside the stream's.
 run "fence_offload_and_scan_recovery_metrics_are_on_the_dashboard" {
-  command = apply
+  command = plan
   assert {
-    condition = [for w in output.dashboard.widgets : w.properties.metrics if w.properties.title == "FIFO order fence and large payloads (sum per 5 minutes)"] == [[
+    condition = [for w in local.dashboard.widgets : w.properties.metrics if w.properties.title == "FIFO order fence and large payloads (sum per 5 minutes)"] == [[
       ["DynamoDbOutbox", "FenceDeferred", "Service", "outbox"],
       ["DynamoDbOutbox", "FenceReads", "Service", "outbox"],
       ["DynamoDbOutbox", "PayloadsOffloaded", "Service", "outbox"],
@@ -269,13 +205,13 @@ run "fence_offload_and_scan_recovery_metrics_are_on_the_dashboard" {
   }
   assert {
     condition = contains(
-      [for w in output.dashboard.widgets : w.properties.metrics if w.properties.title == "Stream discards and their recovery (sum per 5 minutes)"][0],
+      [for w in local.dashboard.widgets : w.properties.metrics if w.properties.title == "Stream discards and their recovery (sum per 5 minutes)"][0],
       ["DynamoDbOutbox", "RecoveredByScan", "Service", "outbox"],
     )
     error_message = "RecoveredByScan is beside RecoveredFromStream."
   }
   assert {
-    condition     = length([for a in values(output.alarms) : a if contains(["FenceDeferred", "FenceReads", "PayloadsOffloaded", "RecoveredByScan"], a.metric_name)]) == 0
+    condition     = length([for a in values(local.alarms) : a if contains(["FenceDeferred", "FenceReads", "PayloadsOffloaded", "RecoveredByScan"], a.metric_name)]) == 0
     error_message = "No alarm on FenceDeferred, FenceReads, PayloadsOffloaded or RecoveredByScan."
   }
 }

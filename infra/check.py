@@ -1,0 +1,162 @@
+#!/usr/bin/env python3
+"""The infrastructure checks that infra/check.sh runs once the tools are installed.
+
+Each check is a function; they run in order and the first failure stops the run. The last
+line counts the tests that passed (tests/run greps `infra:`).
+
+  python3 infra/check.py WORK_DIR      (infra/check.sh passes its temporary directory)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+INFRA = Path(__file__).resolve().parent
+CDK, TF = INFRA / "cdk", INFRA / "terraform"
+VENV_BIN = INFRA / ".venv" / "bin"
+WORK = Path(sys.argv[1] if len(sys.argv) > 1 else "/tmp/outbox-infra-check")
+MIRROR = Path(os.environ.get("OUTBOX_TF_PROVIDER_MIRROR", "/opt/tf-plugins"))
+# Terraform directories: validated (and `terraform test`ed where they have tests/) with the mirrored provider.
+TF_DIRS = ("modules/outbox", "examples/orders-config", "examples/orders", "examples/basic", "examples/local",
+           "examples/global-table", "examples/global-table-local")
+PACKED = re.compile(r"^(package\.json|README\.md|dist/[a-z0-9-]+\.(js|d\.ts)|dist/(stream-filter|settings)\.json)$")
+# Settings of the example app (`cdk synth -c outbox:<name>=<value>`) whose templates cfn-lint reads
+# too, beside the defaults': every setting changed; the scan and the bucket off (the old boolean).
+VARIANTS = {
+    "every-setting-changed": {
+        "prefix": "shop", "defaultDestination": "https://sqs.eu-west-1.amazonaws.com/123456789012/catch-all",
+        "routes": json.dumps({"audit": "arn:aws:sns:eu-west-1:123456789012:audit",
+                              "shop": {"destination": "arn:aws:events:eu-west-1:123456789012:event-bus/shop", "source": "shop.orders"}}),
+        "maxAttempts": 4, "sweepRateMinutes": 10, "sweepGraceSeconds": 30, "sweepScanMode": "on", "ttlDays": 3, "batchSize": 50,
+        "sweepShards": 64, "sweepShardsPrevious": 16, "parallelizationFactor": 2, "streamRetryAttempts": 2,
+        "streamMaxRecordAgeSeconds": 600, "maxReceiveCount": 3, "maxMessageBytes": 262144, "sweeperReservedConcurrency": 0,
+        "deletionProtection": "false", "logRetentionDays": 90,
+        "kmsKeyArn": "arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab",
+        "existingTable": json.dumps({"tableName": "app", "streamArn": "arn:aws:dynamodb:us-east-2:210987654321:table/app/stream/2024-01-01T00:00:00.000"}),
+        "alarmTopicArn": "arn:aws:sns:eu-west-1:123456789012:ops", "iteratorAgeThresholdMs": 120000,
+        "oldestPendingThresholdSeconds": 900, "largePayloadBucketName": "shop-payloads", "largePayloadThresholdBytes": 200000,
+        "partitionKeyName": "pk", "sortKeyName": "sk", "ttlAttributeName": "expires_at",
+    },
+    "scan-and-bucket-off": {"sweepScanMode": "false", "largePayloads": "false"},
+}
+passed: dict[str, int] = {}
+
+
+def step(title: str) -> None:
+    print(f"\n==> {title}", flush=True)
+
+
+def run(*cmd: str, cwd: Path = INFRA, env: dict | None = None, capture: bool = False) -> str:
+    """Runs a command (its output shown, or returned with capture); a failure ends the check."""
+    done = subprocess.run(cmd, cwd=cwd, env={**os.environ, **(env or {})}, text=True, capture_output=capture)
+    if done.returncode != 0:
+        if capture:
+            print(done.stdout, done.stderr, sep="\n")
+        raise SystemExit(f"infra/check.py: `{' '.join(cmd)}` failed in {cwd} (exit {done.returncode})")
+    return done.stdout if capture else ""
+
+
+def cdk() -> None:
+    # Fake function code: synthesis checks <bin>/bootstrap is an arm64 ELF executable (the
+    # default architecture), so each is a 64-byte arm64 ELF header, not a Rust build.
+    run(sys.executable, str(INFRA / "fake-artifacts.py"), "assets", str(WORK / "assets"), "--arch", "arm64", capture=True)
+    os.environ["OUTBOX_LAMBDA_ASSET_DIR"] = str(WORK / "assets")
+    step("cdk: type check (tsc --noEmit)")
+    run("npx", "--no-install", "tsc", "--noEmit", "-p", ".", cwd=CDK)
+    step("cdk: tests (node --test: template assertions, the contract, cdk-nag on fresh apps)")
+    tap = WORK / "node-test.tap"
+    run("node", "--import", "tsx", "--test", "--test-reporter=spec", "--test-reporter-destination=stdout",
+        "--test-reporter=tap", f"--test-reporter-destination={tap}", *sorted(str(p.relative_to(CDK)) for p in (CDK / "test").glob("*.test.ts")), cwd=CDK)
+    counts = dict(re.findall(r"^# (pass|fail) (\d+)$", tap.read_text(), re.M))
+    if counts.get("fail") != "0" or int(counts.get("pass", 0)) == 0:
+        raise SystemExit(f"cdk tests failed: {counts}")
+    passed["node:test"] = int(counts["pass"])
+
+    step("cdk: npm pack --dry-run (the compiled library, its stream filter and contract, the README)")
+    pack = json.loads(run("npm", "pack", "--dry-run", "--json", "--loglevel=error", cwd=CDK, capture=True))[0]
+    files = sorted(f["path"] for f in pack["files"])
+    stray = [f for f in files if not PACKED.match(f)]
+    stray += [f"(missing) {f}" for f in ("package.json", "README.md", "dist/index.js", "dist/index.d.ts", "dist/stream-filter.json", "dist/settings.json") if f not in files]
+    print(f"{pack['name']}@{pack['version']}: {len(files)} files, {pack['size']} bytes packed")
+    if stray:
+        raise SystemExit("not part of the library:\n  " + "\n  ".join(stray))
+
+    step("cdk: synth (cdk-nag AwsSolutions runs as a validation plugin; findings fail the synth), cfn-lint")
+    out = WORK / "cdk.out"
+    run("npx", "--no-install", "cdk", "synth", "--quiet", "--no-notices", "--no-version-reporting", "-o", str(out), cwd=CDK)
+    report = json.loads((out / "validation-report.json").read_text())
+    violations = [v for r in report.get("pluginReports", []) for v in r.get("violations", [])]
+    for v in violations:
+        print("cdk-nag:", v["ruleName"], [c["constructPath"] for c in v["violatingConstructs"]])
+    if violations:
+        raise SystemExit("cdk-nag findings")
+    template = out / "DynamoDbOutbox.template.json"
+    resources = json.loads(template.read_text())["Resources"]
+    acks = [(k, a["id"], a["reason"]) for k, r in resources.items() for a in r.get("Metadata", {}).get("cdk_nag", {}).get("rules_to_suppress", [])]
+    print(f"synthesized {len(resources)} resources; cdk-nag: 0 findings, {len(acks)} acknowledged:")
+    for k, i, reason in acks:
+        print(f"  {i} on {k}: {reason}")
+    templates = [template]
+    for name, settings in VARIANTS.items():
+        context = [a for k, v in settings.items() for a in ("-c", f"outbox:{k}={v}")]
+        run("npx", "--no-install", "cdk", "synth", "--quiet", "--no-notices", "--no-version-reporting", "-o", str(WORK / name), *context, cwd=CDK)
+        templates.append(WORK / name / "DynamoDbOutbox.template.json")
+    run(str(VENV_BIN / "cfn-lint"), "--config-file", str(CDK / ".cfnlintrc.yaml"), *map(str, templates))
+    print(f"cfn-lint: no findings in {len(templates)} templates (the defaults, {', '.join(VARIANTS)})")
+
+
+def terraform() -> None:
+    step("terraform: fmt -check -recursive; the contract's generated files; the module README's tables")
+    run("terraform", "fmt", "-check", "-recursive", "-diff", ".", cwd=TF)
+    run(sys.executable, str(INFRA / "contract" / "contract.py"))
+    run(str(VENV_BIN / "python"), "module_docs.py", "modules/outbox", cwd=TF)
+
+    step(f"terraform: validate every module and root, terraform test where there are tests (provider from {MIRROR})")
+    if not list(MIRROR.glob("registry.terraform.io/hashicorp/aws/*/*/terraform-provider-aws_*")):
+        print(f"SKIPPED: no filesystem mirror of hashicorp/aws at {MIRROR} (set OUTBOX_TF_PROVIDER_MIRROR; nothing is downloaded here):")
+        print("         the modules and roots are not validated, their tests (mocked provider) do not run.")
+        return checkov()
+    rc = WORK / "terraformrc"
+    rc.write_text(f'provider_installation {{\n  filesystem_mirror {{\n    path    = "{MIRROR}"\n    include = ["registry.terraform.io/hashicorp/aws"]\n  }}\n}}\n')
+    for d in TF_DIRS:
+        env = {"TF_CLI_CONFIG_FILE": str(rc), "TF_DATA_DIR": str(WORK / "tf-data" / d)}
+        run("terraform", "init", "-backend=false", "-input=false", cwd=TF / d, env=env, capture=True)
+        run("terraform", "validate", "-no-color", cwd=TF / d, env=env)
+        if (TF / d / "tests").is_dir():
+            out = run("terraform", "test", "-no-color", cwd=TF / d, env=env, capture=True)
+            print(out)
+            found = re.search(r"^Success! (\d+) passed, 0 failed", out, re.M)
+            if not found:
+                raise SystemExit(f"terraform test in {d} did not pass")
+            passed[f"terraform test {d}"] = int(found.group(1))
+
+    checkov()
+
+
+def checkov() -> None:
+    step("terraform: checkov (modules and examples; skips are inline #checkov:skip with reasons)")
+    out = run(str(VENV_BIN / "checkov"), "-d", ".", "--framework", "terraform", "--compact", "--quiet", "--skip-download", "--output", "cli", cwd=TF, capture=True)
+    print(out)
+    if re.search(r"Parsing errors: [1-9]", out):
+        raise SystemExit("checkov could not parse a file (python-hcl2): rewrite the construct it trips on")
+    skips = sorted({m for f in TF.rglob("*.tf") for m in re.findall(r"#checkov:skip=([A-Z0-9_]+:.*)", f.read_text())})
+    print("checkov skips (each with its reason):", *skips, sep="\n  ")
+
+
+def main() -> int:
+    WORK.mkdir(parents=True, exist_ok=True)
+    cdk()
+    terraform()
+    total = sum(passed.values())
+    print("\ninfra/check.sh: all infrastructure checks passed (" + ", ".join(f"{k} {n}" for k, n in passed.items()) + ")")
+    print(f"infra: {total} passed, 0 failed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

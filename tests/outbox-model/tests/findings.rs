@@ -1,0 +1,191 @@
+//! Issue 36: the model generates what AWS documents it may do — a transaction's stream
+//! records in any order (`Params::stream_any_order`), concurrent batches of one shard
+//! (`Params::parallelization`), a sweeper index that lags writes for the fence and the
+//! sweep alike (`index_lags_writes`), `HomeRegion` in every shape (`Txn::home`), a
+//! global table's replicas with the order fence (`GlobalParams::fifo`) — and on the
+//! code as it was, it found the issue's findings 1, 2, 3, 5, 7 and 9, and more. Findings 1, 3, 5
+//! and 7 are fixed: their tests are mutants now (`mutations.rs`, `global_mutations.rs`);
+//! what is left here is open.
+//!
+//! Each test here expects the counterexample on the unmutated model: it passes while
+//! the finding is open and fails once the code is fixed. When a fix lands, its test
+//! moves to `mutations.rs` / `global_mutations.rs` as a mutant (the switch named in
+//! its doc restores the code before the fix): the property holds on the model, and
+//! the mutant is caught.
+
+use outbox_model::global::props::ONE_REGION;
+use outbox_model::global::{A, B, Crash, GMsg, GlobalModel, GlobalParams};
+use outbox_model::props::{ENDS, FIFO_ORDER};
+use outbox_model::{Home, OutboxModel, Params, Txn, find};
+
+/// The counterexample to `property` on `params`, printed; its length.
+fn found(params: Params, property: &'static str) -> usize {
+    let report = find(OutboxModel::new(params.clone()), 1, property);
+    let Some((len, trace)) = report.discovery(property) else {
+        panic!(
+            "no counterexample to `{property}` ({} states): is the finding fixed? Then make its \
+             test a mutant (see this file's doc)",
+            report.unique
+        );
+    };
+    println!("`{property}` fails in {len} steps:\n{trace}");
+    len
+}
+
+/// The same on the two-region model.
+fn found_globally(params: GlobalParams, property: &'static str) -> usize {
+    let report = outbox_model::global::find(GlobalModel::new(params), 1, property);
+    let Some((len, trace)) = report.discovery(property) else {
+        panic!(
+            "no counterexample to `{property}` ({} states): is the finding fixed? Then make its \
+             test a mutant (see this file's doc)",
+            report.unique
+        );
+    };
+    println!("`{property}` fails in {len} steps:\n{trace}");
+    len
+}
+
+fn quiet(txns: Vec<Txn>) -> Params {
+    Params {
+        txns,
+        crashes: 0,
+        faults: 0,
+        ..Params::default()
+    }
+}
+
+/// Finding 2, open (not fixed in this issue's first round): under a parallelization
+/// factor of 2 the mapping keeps order per item only, so A1 and A2 of one aggregate
+/// go to concurrent batches; A2's batch runs first, its fence reads the sweeper index,
+/// which has not taken A1's write yet: nothing earlier is listed, A2 is sent, then A1.
+/// Order on FIFO routes is not held under a factor above 1 (docs/protocol.md). (Two
+/// transactions: within one, A2 names A1 in `Follows` and waits.)
+#[test]
+fn finding_2_open_a_factor_above_1_and_an_index_lagging_writes_let_a_later_message_overtake() {
+    let p = Params {
+        fifo: true,
+        parallelization: 2,
+        index_lag: true,
+        index_lags_writes: true,
+        ..quiet(vec![Txn::library(0, 1), Txn::library(0, 1)])
+    };
+    found(p, FIFO_ORDER);
+}
+
+/// Found by the model beside finding 3, open: the replicas take writes in any order,
+/// so the survivor may hold A2 and not A1 when the failed region goes down; the
+/// failover re-homes A2 and the survivor sends it (its fence cannot list a message its
+/// copy does not have); the failed region, back, sends A1 after it. Per-aggregate order
+/// across a failover holds only for what had replicated.
+#[test]
+fn finding_open_a_failover_lets_a_message_overtake_an_earlier_one_not_yet_replicated() {
+    let p = GlobalParams {
+        msgs: vec![GMsg::library(A), GMsg::library(A)],
+        crash: Crash::Of(A),
+        recover: true,
+        fifo: true,
+        ..GlobalParams::default()
+    };
+    found_globally(p, FIFO_ORDER);
+}
+
+/// Finding 2 at factor 1, open — found by the model, beside the issue's narrow
+/// variant: A0's batch is discarded (its invocation crashes, no retries left: an
+/// on-failure record for the recovery function and the sweeper) and the mapping moves
+/// on; A1's batch meets a fence whose index has not taken A0's write yet, finds nothing
+/// earlier pending and sends A1; the sweeper sends A0 after it. The window is the
+/// index's propagation delay after the commit; a `Follows` key written in one commit
+/// does not cover two transactions.
+#[test]
+fn finding_2_open_at_factor_1_a_discarded_message_is_overtaken_behind_an_index_lagging_writes() {
+    let p = Params {
+        fifo: true,
+        batch_size: 1,
+        esm_retries: 0,
+        crashes: 1,
+        index_lag: true,
+        index_lags_writes: true,
+        ..quiet(vec![Txn::library(0, 1), Txn::library(0, 1)])
+    };
+    found(p, FIFO_ORDER);
+}
+
+/// Finding 9, open: the runbook moves the default home while it is down
+/// (`OUTBOX_DEFAULT_HOME_REGION` on the survivor's functions), but the publishers'
+/// stream filters keep the clause they were deployed with, and the two regions'
+/// settings change one at a time: a message without `HomeRegion` is owned by both
+/// regions, or by neither, for a while.
+#[test]
+fn finding_9_open_a_default_home_moved_at_run_time_is_owned_by_two_regions_or_none() {
+    let p = GlobalParams {
+        msgs: vec![GMsg::minimal(B).after_outage()],
+        crash: Crash::Of(A),
+        recover: true,
+        move_default_home: true,
+        ..GlobalParams::default()
+    };
+    found_globally(p, ONE_REGION);
+}
+
+/// Found by the model beside finding 2, open, at factor 1 and with no fault: two
+/// transactions of one aggregate committed a moment apart; AWS orders stream records
+/// per item only, so A2's record may come first, alone in its batch, while the index
+/// has not taken A1's write: the fence finds nothing earlier and sends A2 first.
+/// (`Follows` covers one transaction's messages, not two transactions.)
+#[test]
+fn finding_open_two_transactions_records_reversed_and_an_index_lagging_writes_let_a_later_message_overtake()
+ {
+    let p = Params {
+        fifo: true,
+        stream_any_order: true,
+        batch_size: 1,
+        index_lag: true,
+        index_lags_writes: true,
+        ..quiet(vec![Txn::library(0, 1), Txn::library(0, 1)])
+    };
+    found(p, FIFO_ORDER);
+}
+
+/// Found by the model beside finding 5, open: `outbox-ops failover`'s condition
+/// (`#home = :from`, or also `attribute_not_exists(#home)` out of the default home)
+/// refuses a `HomeRegion` written `NULL`, `""` or padded, which `HomeRegions::owns`
+/// gives the failed region: the failover leaves it behind, and it waits for that
+/// region to come back.
+#[test]
+fn finding_open_a_failover_leaves_a_message_with_an_odd_home_region_behind() {
+    for shape in [Home::Null, Home::Empty, Home::Padded] {
+        let p = GlobalParams {
+            msgs: vec![GMsg::minimal(A).home_shape(shape)],
+            crash: Crash::Of(A),
+            ..GlobalParams::default()
+        };
+        found_globally(p, ENDS);
+    }
+}
+
+/// Finding 2's narrow variant at factor 1, open until a `Deferred` message is reported
+/// for retry: A0's `SENT` mark fails; A1's batch is deferred behind it and not
+/// reported, so the mapping moves on; the sweeper sends A0 again and marks it; A2's
+/// batch meets a fence whose index has not taken A1's write (committed since time last
+/// passed) and finds nothing earlier pending: A2 goes before A1. (Three transactions:
+/// within one, `Follows` holds the later message. Mutant once fixed:
+/// `DeferredNotReported`.)
+#[test]
+fn finding_2_narrow_open_a_deferred_message_not_reported_is_overtaken() {
+    let p = Params {
+        fifo: true,
+        batch_size: 1,
+        faults: 1,
+        index_lag: true,
+        index_lags_writes: true,
+        // The consumer plays no part in the order the destination accepts.
+        consumers: 0,
+        ..quiet(vec![
+            Txn::library(0, 1),
+            Txn::library(0, 1),
+            Txn::library(0, 1),
+        ])
+    };
+    found(p, FIFO_ORDER);
+}
