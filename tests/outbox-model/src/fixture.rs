@@ -125,7 +125,7 @@ fn record(key: &ItemKey, image: serde_json::Value, seq: usize) -> Option<EventRe
 
 /// The publisher's `FilterCriteria` in a single-region deployment (the region's clause,
 /// and the default home's for items without `HomeRegion`, as
-/// `infra/terraform/modules/outbox-config/main.tf` renders them: `HomeRegion.S` equal to
+/// `infra/terraform/modules/outbox/config.tf` renders them: `HomeRegion.S` equal to
 /// the region, or `HomeRegion.S` absent — `exists` is tested on the leaf, so a `NULL`
 /// passes). Lambda's filter is AWS's and the stacks' text, not a function to call: the
 /// model evaluates the patterns itself.

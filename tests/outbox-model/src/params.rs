@@ -190,6 +190,11 @@ pub enum Mutation {
     /// `GlobalParams::operator_clock_ahead` it takes a message the surviving region's
     /// sweep holds.
     FailbackComparesOperatorClock,
+    /// Global tables: `outbox-ops failover`'s condition as the model found it
+    /// (`#home = :from`, or also `attribute_not_exists(#home)` out of the default
+    /// home), which refuses a `HomeRegion` the failed region owns as `NULL`, empty or
+    /// padded: the failover leaves such a message behind, waiting for that region.
+    FailoverRefusesOddHome,
     /// Global tables (`crate::global`): no ownership filter — every region's
     /// publisher publishes every `INSERT` its replica's stream carries (replicated ones
     /// too) and every region's sweeper sweeps every pending item, as before issue 25.

@@ -15,8 +15,8 @@
 
 use outbox_model::global::props::ONE_REGION;
 use outbox_model::global::{A, B, Crash, GMsg, GlobalModel, GlobalParams};
-use outbox_model::props::{ENDS, FIFO_ORDER};
-use outbox_model::{Home, OutboxModel, Params, Txn, find};
+use outbox_model::props::FIFO_ORDER;
+use outbox_model::{OutboxModel, Params, Txn, find};
 
 /// The counterexample to `property` on `params`, printed; its length.
 fn found(params: Params, property: &'static str) -> usize {
@@ -145,23 +145,6 @@ fn finding_open_two_transactions_records_reversed_and_an_index_lagging_writes_le
         ..quiet(vec![Txn::library(0, 1), Txn::library(0, 1)])
     };
     found(p, FIFO_ORDER);
-}
-
-/// Found by the model beside finding 5, open: `outbox-ops failover`'s condition
-/// (`#home = :from`, or also `attribute_not_exists(#home)` out of the default home)
-/// refuses a `HomeRegion` written `NULL`, `""` or padded, which `HomeRegions::owns`
-/// gives the failed region: the failover leaves it behind, and it waits for that
-/// region to come back.
-#[test]
-fn finding_open_a_failover_leaves_a_message_with_an_odd_home_region_behind() {
-    for shape in [Home::Null, Home::Empty, Home::Padded] {
-        let p = GlobalParams {
-            msgs: vec![GMsg::minimal(A).home_shape(shape)],
-            crash: Crash::Of(A),
-            ..GlobalParams::default()
-        };
-        found_globally(p, ENDS);
-    }
 }
 
 /// Finding 2's narrow variant at factor 1, open until a `Deferred` message is reported

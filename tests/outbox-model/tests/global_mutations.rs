@@ -360,3 +360,21 @@ fn global_an_odd_home_region_is_published_once_by_the_region_that_owns_it() {
         }
     }
 }
+
+/// Found by the model, fixed in `outbox-ops failover`: its condition (`#home = :from`,
+/// or also `attribute_not_exists(#home)` out of the default home) refused a
+/// `HomeRegion` the failed region owns as `NULL`, `""` or padded, so the failover
+/// left the message behind, waiting for the failed region. A refused failover is now
+/// made again on the exact value; `FailoverRefusesOddHome` restores the code before.
+#[test]
+fn global_a_failover_takes_a_message_with_an_odd_home_region() {
+    for shape in [Home::Null, Home::Empty, Home::Padded] {
+        let p = GlobalParams {
+            msgs: vec![GMsg::minimal(A).home_shape(shape)],
+            crash: Crash::Of(A),
+            ..GlobalParams::default()
+        };
+        holds_globally(p.clone());
+        caught_globally(p.mutated(Mutation::FailoverRefusesOddHome), ENDS);
+    }
+}

@@ -5,6 +5,7 @@
 use super::{GAction, GItem, GState, GlobalModel, Life, exact_region, other};
 use crate::params::Mutation;
 use crate::state::Status;
+use dynamodb_outbox_core::HomeRegions;
 
 impl GlobalModel {
     /// The operator's and the outage's steps enabled in `s`.
@@ -98,11 +99,25 @@ impl GlobalModel {
         } else if p.has(Mutation::FailoverTakesDefaultHomes) {
             named || item.home.is_none()
         } else {
-            named || (item.home.is_none() && failed == super::DEFAULT_HOME)
+            named
+                || (item.home.is_none() && failed == super::DEFAULT_HOME)
+                || self.odd_home(item, failed)
         };
         let status = item.status == Status::Pending
             || (p.has(Mutation::UnconditionalFailover) && item.status != Status::Absent);
         failed_regions && status
+    }
+
+    /// Whether a failover refused on `item`'s odd `HomeRegion` (`NULL`, empty, padded)
+    /// is made again on that exact value: when the failed region owned it
+    /// (`HomeRegions::exact_ownership` of `HomeSeen`, as `outbox-ops failover` asks it).
+    /// `FailoverRefusesOddHome`: not, as before the model found it.
+    fn odd_home(&self, item: GItem, failed: u8) -> bool {
+        !self.params.has(Mutation::FailoverRefusesOddHome)
+            && HomeRegions::in_region(super::aws_region(failed))
+                .default_home(super::aws_region(super::DEFAULT_HOME))
+                .exact_ownership(&super::home_seen(item.home))
+                .is_some()
     }
 
     /// Whether region `r`'s sweep holds a claim on `m` (`SweepDueAt` is its lease).
