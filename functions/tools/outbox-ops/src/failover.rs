@@ -173,9 +173,13 @@ pub async fn rehome(
         tokio::time::sleep(*settle).await;
     }
     for (key, seen) in entries {
-        // A failback without a due time to hold it to leaves the entry alone.
-        let unseen = matches!(rehome, Rehome::Failback { .. }) && seen.due.is_none();
-        if !unseen && rehome_one(client, table, &key, rehome, now_ms, seen.due.as_deref()).await? {
+        // A failback leaves an entry without a due time to hold it to, and one due after
+        // now by the operator's clock (a sweep's lease, or a backoff): with the clocks
+        // agreeing, that alone keeps it from a message a sweep is publishing; with the
+        // operator's clock ahead, the settle does.
+        let failback = matches!(rehome, Rehome::Failback { .. });
+        let held = failback && seen.due_ms().is_none_or(|due| due > now_ms);
+        if !held && rehome_one(client, table, &key, rehome, now_ms, seen.due.as_deref()).await? {
             report.moved.push(key);
         } else {
             report.left += 1;

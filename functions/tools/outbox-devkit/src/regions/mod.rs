@@ -38,11 +38,14 @@ use workload::{Committed, Producer, commit};
 /// How long a failback leaves messages to the returned region's replay before its
 /// sweeper may take them (`outbox-ops failback`'s default).
 const FAILBACK_DUE_AFTER: Duration = Duration::from_secs(60);
-/// How long a failback waits for each entry to stay as read. The CLI's default (360 s)
-/// covers the longest lease a deployed sweeper holds (timeout 300 s + 60 s); the local
-/// stack's sweeper runs once a minute and each of its sweeps ends within seconds, so a
-/// sweep that held an entry when it was read has ended after this.
-const FAILBACK_SETTLE: Duration = Duration::from_secs(15);
+/// How long a failback waits for each entry to stay as read: none here. The settle
+/// (the CLI's default 360 s, the longest lease a deployed sweeper holds) guards against
+/// an operator's clock ahead of the sweeper's; this run and the local stack share one
+/// clock, so the failback's own rule — an entry due after now is a lease or a backoff,
+/// and left — keeps it from a message a sweep is publishing. A settle here also let the
+/// survivor's scheduled sweep publish every failed-over message first, so that nothing
+/// was failed back and the failback went unexercised.
+const FAILBACK_SETTLE: Duration = Duration::ZERO;
 
 /// What to run.
 #[derive(Debug, Clone)]
