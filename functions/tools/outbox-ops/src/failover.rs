@@ -86,14 +86,15 @@ impl Rehome {
                 from_is_default_home,
             } => {
                 let (theirs, seen_home) = match exact {
-                    Some(ExactHome::Equals(home)) => ("#home = :seen_home", Some(home.as_str())),
-                    Some(ExactHome::OfType(code)) => {
-                        ("attribute_type(#home, :seen_home)", Some(*code))
+                    Some(exact) => {
+                        let (theirs, value) = exact.condition(":seen_home");
+                        (theirs, Some(value))
                     }
-                    None if *from_is_default_home => {
-                        ("(#home = :from OR attribute_not_exists(#home))", None)
-                    }
-                    None => ("#home = :from", None),
+                    None if *from_is_default_home => (
+                        "(#home = :from OR attribute_not_exists(#home))".to_owned(),
+                        None,
+                    ),
+                    None => ("#home = :from".to_owned(), None),
                 };
                 // The attempt count starts again: a region usually fails gradually (its
                 // queues first), charging attempts its own dead-letter copies could not

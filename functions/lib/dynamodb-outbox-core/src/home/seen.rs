@@ -35,6 +35,24 @@ pub enum ExactHome {
     OfType(&'static str),
 }
 
+impl ExactHome {
+    /// The condition over `#home` that the attribute still holds exactly this, with the
+    /// value `placeholder` names, and that value (a string: the text, or the type code).
+    ///
+    /// ```
+    /// use dynamodb_outbox_core::home::ExactHome;
+    ///
+    /// let (condition, value) = ExactHome::OfType("NULL").condition(":home");
+    /// assert_eq!((condition.as_str(), value), ("attribute_type(#home, :home)", "NULL"));
+    /// ```
+    pub fn condition(&self, placeholder: &str) -> (String, &str) {
+        match self {
+            ExactHome::Equals(home) => (format!("#home = {placeholder}"), home),
+            ExactHome::OfType(code) => (format!("attribute_type(#home, {placeholder})"), code),
+        }
+    }
+}
+
 impl HomeSeen {
     /// What `item`'s `HomeRegion` holds.
     pub fn of(item: &serde_dynamo::Item) -> Self {

@@ -31,11 +31,11 @@ impl DynamoStore {
         let mut update = self.update(claim.key);
         let ownership = self.key_names().regions.ownership_condition();
         let home = match (exact, ownership) {
-            (Some(ExactHome::Equals(value)), _) => Some(("#home = :home", s(&value))),
-            (Some(ExactHome::OfType(code)), _) => {
-                Some(("attribute_type(#home, :home)", s(code)))
+            (Some(exact), _) => {
+                let (owned, value) = exact.condition(":home");
+                Some((owned, s(value)))
             }
-            (None, Some((owned, region))) => Some((owned, s(region))),
+            (None, Some((owned, region))) => Some((owned.to_owned(), s(region))),
             (None, None) => None,
         };
         if let Some((owned, value)) = home {
