@@ -298,7 +298,11 @@ fn every_link_reaches_its_file_and_anchor() {
     for doc in markdown(&all) {
         let text = fs::read_to_string(&doc).unwrap_or_default();
         let dir = doc.parent().unwrap_or(Path::new("."));
-        let shown = doc.strip_prefix(repo()).unwrap_or(&doc).display().to_string();
+        let shown = doc
+            .strip_prefix(repo())
+            .unwrap_or(&doc)
+            .display()
+            .to_string();
         for link in links(&text) {
             if link.contains("://") || link.starts_with("mailto:") || link.is_empty() {
                 continue;
@@ -344,7 +348,7 @@ fn xtask_commands() -> BTreeSet<String> {
         for line in text.lines() {
             if line.starts_with("#[derive(") {
                 derive = line.contains("Subcommand");
-            } else if derive && line.starts_with("enum ") || derive && line.starts_with("pub enum ") {
+            } else if derive && (line.starts_with("enum ") || line.starts_with("pub enum ")) {
                 inside = true;
             } else if inside && line.starts_with('}') {
                 (inside, derive) = (false, false);
@@ -433,7 +437,11 @@ fn every_command_the_docs_show_exists() {
     let mut wrong = BTreeSet::new();
     for doc in markdown(&files()) {
         let text = fs::read_to_string(&doc).unwrap_or_default();
-        let shown = doc.strip_prefix(repo()).unwrap_or(&doc).display().to_string();
+        let shown = doc
+            .strip_prefix(repo())
+            .unwrap_or(&doc)
+            .display()
+            .to_string();
         for command in commands(&text) {
             if let Some(why) = wrong_command(&command, &tasks) {
                 wrong.insert(format!("{shown}: `{}`: {why}", command.trim()));
