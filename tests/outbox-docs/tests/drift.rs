@@ -336,10 +336,11 @@ fn every_link_reaches_its_file_and_anchor() {
 }
 
 /// The task runner's commands and subcommands: the variants of every clap `Subcommand`
-/// enum in `scripts/xtask/src`, in clap's kebab case.
+/// enum in its sources (`scripts/xtask/src`, or `xtask/src`), in clap's kebab case.
 fn xtask_commands() -> BTreeSet<String> {
     let mut all = Vec::new();
     walk(&repo().join("scripts/xtask/src"), &mut all);
+    walk(&repo().join("xtask/src"), &mut all);
     let mut out = BTreeSet::new();
     for file in all {
         let text = fs::read_to_string(file).unwrap_or_default();
@@ -348,7 +349,7 @@ fn xtask_commands() -> BTreeSet<String> {
         for line in text.lines() {
             if line.starts_with("#[derive(") {
                 derive = line.contains("Subcommand");
-            } else if derive && (line.starts_with("enum ") || line.starts_with("pub enum ")) {
+            } else if derive && !line.starts_with(' ') && line.contains("enum ") {
                 inside = true;
             } else if inside && line.starts_with('}') {
                 (inside, derive) = (false, false);
