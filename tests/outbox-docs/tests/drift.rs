@@ -490,3 +490,116 @@ fn the_link_anchor_and_command_readers_find_what_is_wrong() {
         ["scripts/demo", "cargo xtask x"]
     );
 }
+
+/// The upper-case identifiers that follow `marker` in `text` (`Metric::count(PUBLISHED`).
+fn constants_after(text: &str, marker: &str) -> BTreeSet<String> {
+    text.match_indices(marker)
+        .map(|(at, _)| {
+            text[at + marker.len()..]
+                .trim_start()
+                .chars()
+                .take_while(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || *c == '_')
+                .collect::<String>()
+        })
+        .filter(|name| name.len() > 1)
+        .collect()
+}
+
+/// The string value of `const NAME: &str = "…";` in `text`, if it is there.
+fn constant_value(text: &str, name: &str) -> Option<String> {
+    let head = format!("const {name}: &str = \"");
+    let at = text.find(&head)? + head.len();
+    let end = text[at..].find('"')?;
+    Some(text[at..at + end].to_owned())
+}
+
+/// The metric names the functions emit: every constant handed to `Metric::count(…)` or
+/// named as a `Metric`'s `name:`, resolved to its string.
+fn emitted_metrics() -> BTreeSet<String> {
+    let mut all = Vec::new();
+    walk(&repo().join("functions"), &mut all);
+    let sources: Vec<String> = all
+        .iter()
+        .filter(|p| p.extension().is_some_and(|e| e == "rs"))
+        .filter_map(|p| fs::read_to_string(p).ok())
+        .collect();
+    let mut names = BTreeSet::new();
+    for text in &sources {
+        names.extend(constants_after(text, "Metric::count("));
+        if text.contains("Metric {") {
+            names.extend(constants_after(text, "name: "));
+        }
+    }
+    // A metric's name is a CamelCase word (`Published`); other constants named
+    // `name:` (a variable's, `OUTBOX_DEPLOYMENT`) are not metrics.
+    let metric_name = |v: &String| {
+        v.starts_with(|c: char| c.is_ascii_uppercase())
+            && v.chars().all(|c| c.is_ascii_alphanumeric())
+    };
+    names
+        .iter()
+        .filter_map(|name| sources.iter().find_map(|text| constant_value(text, name)))
+        .filter(metric_name)
+        .collect()
+}
+
+/// The names in the first column of the table under `## Metrics` in `text`.
+fn documented_metrics(text: &str) -> BTreeSet<String> {
+    let text = format!("\n{text}");
+    let section = text
+        .split("\n## ")
+        .find(|s| s.starts_with("Metrics"))
+        .unwrap_or_default();
+    section
+        .lines()
+        .filter(|line| line.starts_with("| `"))
+        .flat_map(|line| {
+            let first = line.split('|').nth(1).unwrap_or_default();
+            first
+                .split('`')
+                .skip(1)
+                .step_by(2)
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+#[test]
+fn the_metrics_reference_lists_every_metric_the_functions_emit() {
+    let emitted = emitted_metrics();
+    assert!(
+        emitted.contains("Published") && emitted.contains("OldestPendingAgeSeconds"),
+        "the metrics the functions emit were not found under functions/: {emitted:?}"
+    );
+    let page = repo().join("docs/operations.md");
+    let documented = documented_metrics(&fs::read_to_string(&page).unwrap_or_default());
+    let missing: Vec<_> = emitted.difference(&documented).collect();
+    let stale: Vec<_> = documented.difference(&emitted).collect();
+    assert!(
+        missing.is_empty() && stale.is_empty(),
+        "docs/operations.md's metrics table is not what the functions emit: \
+         missing {missing:?}, emitted by nothing {stale:?}"
+    );
+}
+
+#[test]
+fn the_metric_readers_find_names_and_values() {
+    let code = "pub const PUBLISHED: &str = \"Published\";\n\
+                Metric::count(PUBLISHED, 1); Metric { name: AGE, unit }";
+    assert_eq!(
+        constants_after(code, "Metric::count("),
+        BTreeSet::from(["PUBLISHED".to_owned()])
+    );
+    assert_eq!(
+        constant_value(code, "PUBLISHED"),
+        Some("Published".to_owned())
+    );
+    assert_eq!(constant_value(code, "AGE"), None);
+    let page =
+        "## Metrics\n| metric | from |\n|---|---|\n| `A`, `B` | x `C` |\n## Next\n| `D` | y |";
+    assert_eq!(
+        documented_metrics(page),
+        BTreeSet::from(["A".to_owned(), "B".to_owned()])
+    );
+}
