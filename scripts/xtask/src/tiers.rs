@@ -127,6 +127,44 @@ mod tests {
         );
     }
 
+    /// Every `.rs` file under `dir` (a path from the repository).
+    fn sources(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+        let mut found = Vec::new();
+        for entry in std::fs::read_dir(dir).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                found.extend(sources(&path));
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                found.push(path);
+            }
+        }
+        found
+    }
+
+    #[test]
+    fn the_libraries_whose_unit_tests_are_not_built_have_none() {
+        // `[lib] test = false` keeps their empty harnesses out of `--tests`; a unit test
+        // added to one of them would never run.
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        for krate in ["tests/outbox-tests", "examples/shop", "tests/outbox-docs"] {
+            let manifest = std::fs::read_to_string(root.join(krate).join("Cargo.toml")).unwrap();
+            let lib = manifest.split("[lib]").nth(1).unwrap_or_default();
+            let lib = lib.split("\n[").next().unwrap_or_default();
+            assert!(
+                lib.lines().any(|l| l.trim() == "test = false"),
+                "{krate}: [lib] says test = false"
+            );
+            for file in sources(&root.join(krate).join("src")) {
+                let text = std::fs::read_to_string(&file).unwrap();
+                assert!(
+                    !text.contains("#[test]") && !text.contains("#[tokio::test"),
+                    "{} has unit tests: remove `test = false` from {krate}'s [lib]",
+                    file.display()
+                );
+            }
+        }
+    }
+
     #[test]
     fn every_selection_resolves_features_for_the_whole_workspace_so_the_builds_share_units() {
         for selection in [fast_targets(), emulator_targets()] {
