@@ -2,7 +2,9 @@
 //! items they become, and DynamoDB's transaction limits. The DynamoDB adapter
 //! (`OutboxWriter` in `dynamodb-outbox`) writes them.
 
-use crate::schema::{OutboxItem, PENDING_MESSAGE, Status, SweepShards};
+use crate::schema::{
+    OutboxItem, PENDING_MESSAGE, RESERVED_EVENT, Status, SweepShards, sequenced_sort_key,
+};
 use crate::trace::TraceContext;
 use std::fmt;
 use std::time::Duration;
@@ -20,8 +22,8 @@ pub const MAX_ITEM_BYTES: usize = 400 * 1024;
 /// use dynamodb_outbox_core::NewMessage;
 ///
 /// let shipped = NewMessage::new("ORDER#42", "orders", r#"{"orderId":42}"#)
-///     .event_type("OrderShipped") // the sort key reads MESSAGE#OrderShipped#<id>
-///     .sequence(3); // for consumers that need strict order per aggregate
+///     .event_type("OrderShipped")
+///     .sequence(3); // the order's version this transaction sets: MESSAGE#SEQ#…3#00#OrderShipped#<id>
 /// assert!(shipped.invalid().is_none());
 /// assert!(NewMessage::new("", "orders", "{}").invalid().is_some());
 /// ```
@@ -35,7 +37,9 @@ pub struct NewMessage {
     pub payload: String,
     /// Event name in the sort key (`MESSAGE#<EVENT>#<id>`); defaults to the topic.
     pub event_type: Option<String>,
-    /// Optional per-aggregate sequence number for consumers that need strict order.
+    /// The aggregate's sequence number (its version) that the same transaction
+    /// commits under a condition: the sort key is then sequenced, so the order fence
+    /// keeps FIFO order from one bounded consistent read ([`NewMessage::sequence`]).
     pub sequence: Option<u64>,
     /// The trace the message continues ([`crate::trace`]): set it with
     /// [`NewMessage::trace`]; `dynamodb-outbox`'s writer fills in the Lambda
@@ -66,7 +70,17 @@ impl NewMessage {
         self
     }
 
-    /// Sets a per-aggregate sequence number.
+    /// Sets the aggregate's sequence number: its version, which the same transaction
+    /// sets under a condition (`#version = :previous`), so that two commits of the
+    /// aggregate never carry the same number and the larger one commits later.
+    ///
+    /// The message's sort key is then `MESSAGE#SEQ#<sequence>#<position>#<EVENT>#<id>`
+    /// ([`crate::schema::sequenced_sort_key`]), ordered as the transactions committed,
+    /// and the order fence of a FIFO route decides from one strongly consistent read
+    /// of the message just before it: order holds whatever the order of the stream's
+    /// records, the parallelization factor or the sweeper index's lag. Consumers get
+    /// the number as `outbox-sequence`. Messages of one aggregate with and without a
+    /// sequence are not ordered with each other: give all of them one, or none.
     pub fn sequence(mut self, sequence: u64) -> Self {
         self.sequence = Some(sequence);
         self
@@ -89,12 +103,27 @@ impl NewMessage {
         self
     }
 
+    /// Its sort key: `MESSAGE#<EVENT>#<id>`, or sequenced when it has a sequence.
+    pub fn sort_key(&self, position: u8, message_id: &str) -> String {
+        let event = self.event_type.as_deref().unwrap_or(&self.topic);
+        match self.sequence {
+            Some(n) => sequenced_sort_key(n, position, event, message_id),
+            None => format!("MESSAGE#{event}#{message_id}"),
+        }
+    }
+
     /// Why the message cannot be written, if it cannot.
     pub fn invalid(&self) -> Option<&'static str> {
         if self.aggregate.is_empty() {
             Some("aggregate is empty")
         } else if self.topic.trim().is_empty() {
             Some("topic is empty")
+        } else if self.sequence.is_none()
+            && self.event_type.as_deref().unwrap_or(&self.topic) == RESERVED_EVENT
+        {
+            Some(
+                "the event name SEQ is reserved for sequenced sort keys (MESSAGE#SEQ#…): name the event otherwise, or give the message a sequence",
+            )
         } else {
             None
         }
@@ -102,7 +131,8 @@ impl NewMessage {
 
     /// The outbox item for this message: every attribute of the schema, `PENDING`,
     /// in its shard of the sweeper index (`layout`) and due `sweep_grace` after
-    /// `now_ms`.
+    /// `now_ms`. The first (or only) message of its aggregate in its transaction; see
+    /// [`NewMessage::outbox_item_at`].
     pub fn outbox_item(
         &self,
         message_id: &str,
@@ -110,11 +140,24 @@ impl NewMessage {
         sweep_grace: Duration,
         layout: &SweepShards,
     ) -> OutboxItem {
-        let event = self.event_type.as_deref().unwrap_or(&self.topic);
+        self.outbox_item_at(0, message_id, now_ms, sweep_grace, layout)
+    }
+
+    /// [`NewMessage::outbox_item`] for the message at `position` among its
+    /// aggregate's messages in one transaction (0 for the first): a sequenced sort
+    /// key carries it, so that messages sharing a sequence sort as given.
+    pub fn outbox_item_at(
+        &self,
+        position: u8,
+        message_id: &str,
+        now_ms: i64,
+        sweep_grace: Duration,
+        layout: &SweepShards,
+    ) -> OutboxItem {
         let grace_ms = i64::try_from(sweep_grace.as_millis()).unwrap_or(i64::MAX);
         let item = OutboxItem {
             pk: Some(self.aggregate.clone()),
-            sk: Some(format!("MESSAGE#{event}#{message_id}")),
+            sk: Some(self.sort_key(position, message_id)),
             item_type: Some(PENDING_MESSAGE.to_owned()),
             topic: Some(self.topic.clone()),
             payload: Some(self.payload.clone()),
@@ -180,7 +223,10 @@ mod tests {
             .sequence(4);
         let layout = SweepShards::default();
         let item = m.outbox_item("0190-id", 1_000, Duration::from_secs(60), &layout);
-        assert_eq!(item.sk.as_deref(), Some("MESSAGE#CREATED#0190-id"));
+        assert_eq!(
+            item.sk.as_deref(),
+            Some("MESSAGE#SEQ#00000000000000000004#00#CREATED#0190-id")
+        );
         assert_eq!(item.item_type.as_deref(), Some("PENDING_MESSAGE"));
         assert_eq!(item.status(), Some(Status::Pending));
         assert_eq!(

@@ -33,16 +33,33 @@
 //! fenced (docs/protocol.md, "What the model found").
 
 use super::order::{OrderKey, order_key};
-use crate::schema::{ItemKey, OutboxMessage, SweepShards, derive_message_id};
+use crate::schema::{
+    ItemKey, OutboxMessage, SequencePlace, SweepShards, derive_message_id, is_sequenced,
+    sequence_place,
+};
 use std::collections::{BTreeMap, BTreeSet};
 
-/// The UUIDv7 that ends a sort key written by the library (`MESSAGE#<EVENT>#<id>`):
-/// where the message stands among its aggregate's, as far as its key tells.
-pub fn key_position(key: &ItemKey) -> Option<uuid::Uuid> {
-    let last = key.sk.rsplit('#').next()?;
-    uuid::Uuid::try_parse(last)
-        .ok()
-        .filter(|id| id.get_version_num() == 7)
+/// Where a message stands among its aggregate's, as far as its sort key tells: by
+/// its sequence when the key is sequenced ([`sequence_place`]), else by the UUIDv7
+/// that ends the library's keys. A key without a sequence comes before every
+/// sequenced one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct KeyPlace {
+    sequence: Option<SequencePlace>,
+    id: Option<uuid::Uuid>,
+}
+
+/// The [`KeyPlace`] of `key`: its sequence, or the UUIDv7 that ends a sort key
+/// written by the library (`MESSAGE#<EVENT>#<id>`); `None` when it has neither.
+pub fn key_position(key: &ItemKey) -> Option<KeyPlace> {
+    let id = key
+        .sk
+        .rsplit('#')
+        .next()
+        .and_then(|last| uuid::Uuid::try_parse(last).ok())
+        .filter(|id| id.get_version_num() == 7);
+    let sequence = sequence_place(&key.sk);
+    (sequence.is_some() || id.is_some()).then_some(KeyPlace { sequence, id })
 }
 
 /// A message a publish is about to send, as the fence sees it.
@@ -94,6 +111,20 @@ pub enum Scope {
     /// An aggregate's partition of the table: its pending outbox items, with their
     /// `CreatedAt` and `MessageId` (a consistent read).
     Partition(String),
+    /// A sequenced aggregate's outbox items by sort key, strongly consistently and
+    /// newest first: from `highest` (the sort key of its last member in the batch)
+    /// down to the first item below `lowest` (its first member's), never further.
+    /// Every message between its members, and the one just before them: by
+    /// induction, a message is sent only once the one before it is finished, so when
+    /// that one is finished every earlier one is too. Its pending items are returned.
+    Sequence {
+        /// The aggregate.
+        aggregate: String,
+        /// Its first member's sort key.
+        lowest: String,
+        /// Its last member's sort key.
+        highest: String,
+    },
 }
 
 /// One read the fence makes, and the aggregates it answers for.
@@ -107,14 +138,20 @@ pub struct FenceRead {
 
 /// The reads `members` need: one of the index shards holding FIFO-routed aggregates
 /// of the library (the adapter reads them in one request), one per partition of a
-/// FIFO-routed aggregate of another producer; none at all when no member is routed
-/// to a FIFO destination.
+/// FIFO-routed aggregate of another producer, one bounded read of the key range of
+/// each FIFO-routed aggregate whose members are all sequenced ([`Scope::Sequence`]);
+/// none at all when no member is routed to a FIFO destination.
 pub fn fence_reads(members: &[Member]) -> Vec<FenceRead> {
     let mut library: BTreeMap<&str, bool> = BTreeMap::new();
+    let mut sequenced: BTreeMap<&str, (bool, &str, &str)> = BTreeMap::new();
     let mut shards_of: BTreeMap<&str, &[String]> = BTreeMap::new();
     for m in members {
-        *library.entry(m.key.pk.as_str()).or_insert(true) &= m.library;
-        shards_of.insert(m.key.pk.as_str(), &m.shards);
+        let pk = m.key.pk.as_str();
+        *library.entry(pk).or_insert(true) &= m.library;
+        let sk = m.key.sk.as_str();
+        let range = sequenced.entry(pk).or_insert((true, sk, sk));
+        *range = (range.0 && is_sequenced(&m.key), range.1.min(sk), range.2.max(sk));
+        shards_of.insert(pk, &m.shards);
     }
     let fifo: BTreeSet<&str> = members
         .iter()
@@ -124,14 +161,24 @@ pub fn fence_reads(members: &[Member]) -> Vec<FenceRead> {
     let (mut shards, mut indexed) = (BTreeSet::new(), BTreeSet::new());
     let mut reads = Vec::new();
     for aggregate in fifo {
-        if library.get(aggregate).copied().unwrap_or(false) {
+        let only = BTreeSet::from([aggregate.to_owned()]);
+        if let Some(&(true, lowest, highest)) = sequenced.get(aggregate) {
+            reads.push(FenceRead {
+                scope: Scope::Sequence {
+                    aggregate: aggregate.to_owned(),
+                    lowest: lowest.to_owned(),
+                    highest: highest.to_owned(),
+                },
+                aggregates: only,
+            });
+        } else if library.get(aggregate).copied().unwrap_or(false) {
             let of = shards_of.get(aggregate).copied().unwrap_or_default();
             shards.extend(of.iter().cloned());
             indexed.insert(aggregate.to_owned());
         } else {
             reads.push(FenceRead {
                 scope: Scope::Partition(aggregate.to_owned()),
-                aggregates: BTreeSet::from([aggregate.to_owned()]),
+                aggregates: only,
             });
         }
     }
@@ -403,7 +450,7 @@ fn fencing<'a>(
 
 pub mod confirm;
 pub mod follows;
-pub use confirm::{CONFIRM_LIMIT, to_confirm};
+pub use confirm::{CONFIRM_LIMIT, still_pending, to_confirm};
 pub use follows::predecessors;
 
 #[cfg(test)]

@@ -15,15 +15,19 @@ use super::fence::key_position;
 use super::retry::{Attempt, jitter_of, millis, retry_delay};
 use crate::ports::DueKey;
 use crate::publish::Work;
-use crate::schema::ItemKey;
+use crate::schema::{ItemKey, SequencePlace, sequence_place};
 use std::collections::HashMap;
 use std::time::Duration;
 
-/// A message's place among the messages of its aggregate: write time, then the
+/// A message's place among the messages of its aggregate: the sequence of a
+/// sequenced sort key (`schema::sequence_place`: the aggregate's version it was
+/// committed with — after every message without one); then write time, then the
 /// library's time-ordered `MessageId` (UUIDv7); without a write time, the sort key
 /// (other producers' sort keys may lead with an event name, so they come first).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct OrderKey {
+    /// A sequenced key's place: before write time, which a producer's clock sets.
+    sequence: Option<SequencePlace>,
     created_at: i64,
     tie: String,
 }
@@ -36,6 +40,7 @@ pub fn order_key(key: &ItemKey, created_at: i64, message_id: &str) -> OrderKey {
         &key.sk
     };
     OrderKey {
+        sequence: sequence_place(&key.sk),
         created_at: created_at.max(0),
         tie: tie.to_owned(),
     }

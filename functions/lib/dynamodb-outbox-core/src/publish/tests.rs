@@ -3,6 +3,7 @@
 
 mod dead_letter;
 mod fence;
+mod sequence;
 mod large_payload;
 mod limit;
 mod mark;

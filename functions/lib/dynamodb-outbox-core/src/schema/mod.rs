@@ -9,10 +9,15 @@
 mod index;
 mod item;
 pub mod number;
+mod sequence;
 mod shape;
 mod shards;
 
 pub use index::SeenIndex;
+pub use sequence::{
+    RESERVED_EVENT, SEQUENCED_PREFIX, SequencePlace, is_sequenced, sequence_place,
+    sequenced_sort_key,
+};
 pub use shards::{DEFAULT_SWEEP_SHARDS, MAX_SWEEP_SHARDS, SweepShards};
 pub use item::{DecodeError, OutboxItem, OutboxMessage, Undecodable, decode, decode_message};
 pub use shape::{ScalarType, TABLE, TableShape};

@@ -15,7 +15,10 @@
 //! its failure is built. A read that still fails makes the fence unable to tell (the
 //! sweeper charges the attempt and says why, with the request and action named).
 //! Every read takes at most the pages the core gives it (its share of one budget per
-//! batch).
+//! batch). A sequenced aggregate's read is its own ([`sequence`]): a bounded,
+//! strongly consistent read of its key range.
+
+mod sequence;
 
 use super::{DynamoStore, Item, request, s, scanned};
 use crate::sdk_error::{AwsError, store_failure};
@@ -43,6 +46,18 @@ impl DynamoStore {
     ) -> Result<PendingPage, Failure> {
         let max_pages = usize::try_from(max_pages.max(1)).unwrap_or(usize::MAX);
         let shards = match &read.scope {
+            Scope::Sequence {
+                aggregate,
+                lowest,
+                highest,
+            } => {
+                let range = sequence::Range {
+                    aggregate,
+                    lowest,
+                    highest,
+                };
+                return self.sequence_read(&range, max_pages).await;
+            }
             Scope::Partition(pk) => {
                 let mut page = PendingPage::default();
                 self.query_pages(read, Target::Partition(pk), max_pages, &mut page)
@@ -277,7 +292,7 @@ fn sibling(read: &FenceRead, item: serde_dynamo::Item) -> Option<Sibling> {
     let due = SeenIndex::of(&item).due_ms();
     match &read.scope {
         Scope::Shards(_) => Some(Sibling::indexed(key, due?)),
-        Scope::Partition(_) => Some(
+        Scope::Sequence { .. } | Scope::Partition(_) => Some(
             match dynamodb_outbox_core::schema::OutboxItem::from_item(item) {
                 Ok(i) => Sibling::read(key, due, i.created_at, i.message_id.as_deref()),
                 Err(_) => Sibling {

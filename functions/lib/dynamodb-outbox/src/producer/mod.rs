@@ -304,12 +304,22 @@ impl OutboxWriter {
         // Each aggregate's last message so far: the next one names it (`Follows`), so
         // that the fence can read it by key whatever order the records arrive in.
         let mut last_of: HashMap<&str, String> = HashMap::new();
+        // Each aggregate's messages so far: a sequenced sort key carries the place.
+        let mut position_of: HashMap<&str, u8> = HashMap::new();
         for (index, m) in messages.iter().enumerate() {
             if let Some(reason) = m.invalid() {
                 return Err(ProducerError::InvalidMessage { index, reason });
             }
             let id = uuid::Uuid::now_v7().to_string();
-            let mut item = m.outbox_item(&id, now_ms, self.sweep_grace, &self.keys.sweep_shards);
+            let position = position_of.entry(m.aggregate.as_str()).or_insert(0u8);
+            let mut item = m.outbox_item_at(
+                *position,
+                &id,
+                now_ms,
+                self.sweep_grace,
+                &self.keys.sweep_shards,
+            );
+            *position = position.saturating_add(1);
             if let (None, Some(trace)) = (&m.trace, ambient) {
                 item = item.with_trace(trace);
             }

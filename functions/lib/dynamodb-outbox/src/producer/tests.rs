@@ -100,6 +100,43 @@ fn each_message_names_the_one_before_it_of_its_aggregate_in_the_transaction() {
 }
 
 #[test]
+fn sequenced_messages_get_keys_in_commit_order_with_their_place_in_the_transaction() {
+    let msgs = [
+        NewMessage::new("A", "ledger", "a1")
+            .event_type("Placed")
+            .sequence(7),
+        NewMessage::new("B", "ledger", "b1").sequence(3),
+        NewMessage::new("A", "ledger", "a2")
+            .event_type("Paid")
+            .sequence(7),
+    ];
+    let prepared = writer().prepare_at(vec![], &msgs, 5).expect("valid");
+    let (sks, ids) = (
+        &prepared.committed().sort_keys,
+        &prepared.committed().message_ids,
+    );
+    assert_eq!(
+        sks,
+        &[
+            format!("MESSAGE#SEQ#00000000000000000007#00#Placed#{}", ids[0]),
+            format!("MESSAGE#SEQ#00000000000000000003#00#ledger#{}", ids[1]),
+            format!("MESSAGE#SEQ#00000000000000000007#01#Paid#{}", ids[2]),
+        ]
+    );
+}
+
+#[test]
+fn a_message_without_a_sequence_may_not_take_the_reserved_event_name() {
+    let msgs = [NewMessage::new("A", "ledger", "{}").event_type("SEQ")];
+    let err = writer().prepare_at(vec![], &msgs, 5).expect_err("reserved");
+    assert!(err.to_string().contains("SEQ is reserved"), "{err}");
+    let sequenced = [NewMessage::new("A", "ledger", "{}")
+        .event_type("SEQ")
+        .sequence(1)];
+    assert!(writer().prepare_at(vec![], &sequenced, 5).is_ok());
+}
+
+#[test]
 fn refuses_more_than_100_actions() {
     let business: Vec<_> = (0..99)
         .map(|i| put("orders", &[("id", &i.to_string())]))

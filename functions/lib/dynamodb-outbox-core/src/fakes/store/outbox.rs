@@ -11,7 +11,8 @@ use crate::ports::{
     StatementError, StatusRead, SweepStore,
 };
 use crate::schema::{
-    ItemKey, OutboxItem, PENDING_MESSAGE, SeenIndex, Status, SweepShards, failed_sweep_shard,
+    ItemKey, OutboxItem, PENDING_MESSAGE, SEQUENCED_PREFIX, SeenIndex, Status, SweepShards,
+    failed_sweep_shard,
 };
 
 fn leave_index(item: &mut OutboxItem) {
@@ -194,10 +195,17 @@ impl OutboxStore for MemoryStore {
         }
         let stale = self.faults().stale_index;
         let items = lock(&self.items);
-        let siblings: Vec<Sibling> = items
-            .iter()
-            .filter_map(|(k, i)| siblings(read, k, i, stale, &self.layout))
-            .collect();
+        let siblings: Vec<Sibling> = match &read.scope {
+            Scope::Sequence {
+                aggregate,
+                lowest,
+                highest,
+            } => sequence_range(items.iter(), aggregate, lowest, highest),
+            _ => items
+                .iter()
+                .filter_map(|(k, i)| siblings(read, k, i, stale, &self.layout))
+                .collect(),
+        };
         Ok(PendingPage {
             scanned: siblings.len() as u64,
             siblings,
@@ -205,6 +213,37 @@ impl OutboxStore for MemoryStore {
             requests: 1,
         })
     }
+}
+
+/// The pending outbox items of `aggregate` that its [`Scope::Sequence`] read finds, as
+/// the adapter reads them: keys from `highest` down, in the sequenced range, until
+/// the first key below `lowest` (consistent: the table as it is).
+fn sequence_range<'a>(
+    items: impl IntoIterator<Item = (&'a ItemKey, &'a OutboxItem)>,
+    aggregate: &str,
+    lowest: &str,
+    highest: &str,
+) -> Vec<Sibling> {
+    let mut range: Vec<(&ItemKey, &OutboxItem)> = items
+        .into_iter()
+        .filter(|(k, _)| k.pk == aggregate && k.sk.starts_with(SEQUENCED_PREFIX))
+        .filter(|(k, _)| k.sk.as_str() <= highest)
+        .collect();
+    range.sort_by(|a, b| b.0.sk.cmp(&a.0.sk));
+    let end = range
+        .iter()
+        .position(|(k, _)| k.sk.as_str() < lowest)
+        .map_or(range.len(), |below| below + 1);
+    range[..end]
+        .iter()
+        .filter(|(_, i)| i.status() == Some(Status::Pending))
+        .filter(|(_, i)| i.item_type.as_deref() == Some(PENDING_MESSAGE))
+        .map(|(k, i)| Sibling {
+            key: (*k).clone(),
+            due_at_ms: i.sweep_due_at,
+            order: None,
+        })
+        .collect()
 }
 
 /// The pending items `read` finds, as the adapter would return them; from a `stale`
@@ -232,6 +271,7 @@ fn siblings(
                 .is_some_and(|shard| shards.contains(shard))
                 .then(|| Sibling::indexed(key.clone(), due))
         }
+        Scope::Sequence { .. } => None,
         Scope::Partition(pk) => {
             (key.pk == *pk && item.item_type.as_deref() == Some(PENDING_MESSAGE)).then(|| {
                 Sibling::read(

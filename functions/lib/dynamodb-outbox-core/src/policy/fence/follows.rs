@@ -11,17 +11,18 @@
 //! it waits in turn behind its own, so the chain holds the whole transaction.
 
 use super::{Member, Pending, Sibling};
-use crate::schema::ItemKey;
+use crate::schema::{ItemKey, is_sequenced};
 use std::collections::{BTreeSet, HashMap};
 
 /// The keys FIFO-routed `members` follow that are not in the batch themselves: what
-/// the status read asks, before the index siblings.
+/// the status read asks, before the index siblings. A sequenced member's key says
+/// what it follows, and its fence reads that ([`super::Scope::Sequence`]).
 pub fn predecessors(members: &[Member]) -> Vec<ItemKey> {
     let in_batch: BTreeSet<&ItemKey> = members.iter().map(|m| &m.key).collect();
     let mut asked = BTreeSet::new();
     members
         .iter()
-        .filter(|m| m.fifo)
+        .filter(|m| m.fifo && !is_sequenced(&m.key))
         .filter_map(|m| m.follows.as_ref())
         .filter(|key| !in_batch.contains(key))
         .filter(|key| asked.insert(*key))

@@ -230,7 +230,8 @@ fn the_fence_never_holds_back_the_earliest_pending_message_and_has_no_cycle() {
             return Sibling::indexed(m.key.clone(), 1);
         }
         let id = m.key.sk.rsplit('#').next().unwrap_or_default();
-        let created = key_position(&m.key)
+        let created = uuid::Uuid::try_parse(id)
+            .ok()
             .and_then(|u| u.get_timestamp())
             .map(|t| {
                 let (secs, nanos) = t.to_unix();

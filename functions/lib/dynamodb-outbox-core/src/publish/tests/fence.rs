@@ -33,7 +33,7 @@ pub(super) fn publisher() -> Publisher<RecordingSink, MemoryStore> {
 }
 
 /// Stores `item` and returns the work its stream record makes.
-fn stored(p: &Publisher<RecordingSink, MemoryStore>, key: &ItemKey, item: OutboxItem) -> WorkItem {
+pub(super) fn stored(p: &Publisher<RecordingSink, MemoryStore>, key: &ItemKey, item: OutboxItem) -> WorkItem {
     p.store.put(key.clone(), item.clone());
     let image = serde_dynamo::to_item(&item).expect("an item");
     WorkItem {
@@ -60,7 +60,7 @@ pub(super) fn library(
     (key, work)
 }
 
-fn bodies(p: &Publisher<RecordingSink, MemoryStore>, dest: &str) -> Vec<String> {
+pub(super) fn bodies(p: &Publisher<RecordingSink, MemoryStore>, dest: &str) -> Vec<String> {
     p.sink.delivered(dest).into_iter().map(|m| m.body).collect()
 }
 

@@ -1,0 +1,136 @@
+//! The fence's read of a sequenced aggregate ([`Scope::Sequence`]): its outbox items
+//! by sort key, newest first, from the batch's last member down to the first item
+//! below its first member — strongly consistent, a few small items in one request
+//! whatever the partition holds (business items sort elsewhere; the `SENT` history
+//! lies below the one item it reads under the members).
+
+use super::super::{DynamoStore, Item, request, s, scanned};
+use super::named;
+use aws_sdk_dynamodb::operation::query::QueryOutput;
+use dynamodb_outbox_core::failure::Failure;
+use dynamodb_outbox_core::policy::Sibling;
+use dynamodb_outbox_core::policy::fence::still_pending;
+use dynamodb_outbox_core::ports::PendingPage;
+use dynamodb_outbox_core::schema::{
+    ITEM_TYPE, PENDING_MESSAGE, SEQUENCED_PREFIX, STATUS, SeenIndex, TABLE, item_key,
+};
+
+/// Items one page asks for: a batch's members of one aggregate and the one before
+/// them fit, projected to keys, type, status and due time (about 100 bytes each:
+/// one read unit).
+const PAGE_ITEMS: i32 = 25;
+
+/// The range of one sequenced aggregate.
+pub(in crate::dynamo) struct Range<'a> {
+    pub aggregate: &'a str,
+    pub lowest: &'a str,
+    pub highest: &'a str,
+}
+
+impl DynamoStore {
+    /// The pending items of `range`, at most `max_pages` requests; complete once it
+    /// read an item below the lowest member, or the range's end.
+    pub(in crate::dynamo) async fn sequence_read(
+        &self,
+        range: &Range<'_>,
+        max_pages: usize,
+    ) -> Result<PendingPage, Failure> {
+        let mut page = PendingPage::default();
+        let mut start: Option<Item> = None;
+        for _ in 0..max_pages.max(1) {
+            let out = self.sequence_page(range, start).await?;
+            page.requests += 1;
+            page.scanned += scanned(out.scanned_count());
+            let mut reached_below = false;
+            for raw in out.items() {
+                let item = self.canonical(raw);
+                let Some(key) = item_key(&item) else { continue };
+                reached_below = key.sk.as_str() < range.lowest;
+                if pending(&item) {
+                    let due_at_ms = SeenIndex::of(&item).due_ms();
+                    page.siblings.push(Sibling { key, due_at_ms, order: None });
+                }
+                if reached_below {
+                    break;
+                }
+            }
+            start = out.last_evaluated_key.filter(|k| !k.is_empty());
+            if reached_below || start.is_none() {
+                page.complete = true;
+                return Ok(page);
+            }
+        }
+        Ok(page)
+    }
+
+    async fn sequence_page(
+        &self,
+        range: &Range<'_>,
+        start: Option<Item>,
+    ) -> Result<QueryOutput, Failure> {
+        request(
+            self.client
+                .query()
+                .table_name(&self.table)
+                .key_condition_expression("#pk = :pk AND #sk BETWEEN :lo AND :hi")
+                .projection_expression("#pk, #sk, #type, #status, #shard, #due")
+                .expression_attribute_names("#pk", &self.keys.partition_key)
+                .expression_attribute_names("#sk", &self.keys.sort_key)
+                .expression_attribute_names("#type", ITEM_TYPE)
+                .expression_attribute_names("#status", STATUS)
+                .expression_attribute_names("#shard", TABLE.sweep_index_partition_key)
+                .expression_attribute_names("#due", TABLE.sweep_index_sort_key)
+                .expression_attribute_values(":pk", s(range.aggregate))
+                .expression_attribute_values(":lo", s(SEQUENCED_PREFIX))
+                .expression_attribute_values(":hi", s(range.highest))
+                .scan_index_forward(false)
+                .consistent_read(true)
+                .limit(PAGE_ITEMS)
+                .set_exclusive_start_key(start)
+                .send(),
+        )
+        .await
+        .map_err(|e| named(&e, &format!("Query (dynamodb:Query) on {}", self.table)))
+    }
+}
+
+/// Whether an item the read returned is an outbox message not finished: `PENDING`
+/// in any region, or of a status that does not read (it fences).
+fn pending(item: &serde_dynamo::Item) -> bool {
+    let text = |name: &str| match item.get(name) {
+        Some(serde_dynamo::AttributeValue::S(v)) => Some(v.as_str()),
+        _ => None,
+    };
+    text(ITEM_TYPE) == Some(PENDING_MESSAGE) && still_pending(text(STATUS))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_dynamo::AttributeValue;
+    use std::collections::HashMap;
+
+    fn item(status: Option<AttributeValue>) -> serde_dynamo::Item {
+        let mut i = HashMap::from([(
+            ITEM_TYPE.to_owned(),
+            AttributeValue::S(PENDING_MESSAGE.to_owned()),
+        )]);
+        if let Some(v) = status {
+            i.insert(STATUS.to_owned(), v);
+        }
+        i.into()
+    }
+
+    #[test]
+    fn a_message_not_finished_in_any_region_or_of_an_unreadable_status_fences() {
+        let text = |v: &str| Some(AttributeValue::S(v.to_owned()));
+        assert!(pending(&item(text("PENDING"))));
+        assert!(pending(&item(text("pending?"))), "unreadable: it fences");
+        assert!(!pending(&item(text("SENT"))));
+        assert!(!pending(&item(text("FAILED"))));
+        assert!(!pending(&item(None)), "no status: not a message in flight");
+        let mut business = item(text("PENDING"));
+        business.insert(ITEM_TYPE.to_owned(), AttributeValue::S("ORDER".into()));
+        assert!(!pending(&business), "not an outbox item");
+    }
+}
