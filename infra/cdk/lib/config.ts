@@ -206,7 +206,9 @@ export interface OutboxSettings {
   /**
    * OUTBOX_DEFAULT_HOME_REGION: the home region of outbox items without a `HomeRegion` attribute
    * (minimal producers'). Absent: the stack's region. On a global table every region's
-   * deployment must set the same value (required there). docs/global-tables.md.
+   * deployment must set the same value (required there). The functions read it at run time and
+   * the stream filter does not name it: moving the default home is a change of this value, in the
+   * order of docs/global-tables.md ("Moving the default home").
    */
   readonly defaultHomeRegion?: string;
   /**
