@@ -82,8 +82,9 @@ use dynamodb_outbox_core::home::HomeSeen;
 pub const A: u8 = 0;
 /// Region `B`.
 pub const B: u8 = 1;
-/// The default home region (`OUTBOX_DEFAULT_HOME_REGION`, the same in both
-/// deployments).
+/// The default home region both deployments are deployed with
+/// (`OUTBOX_DEFAULT_HOME_REGION`); the operator may move it at run time
+/// (`GlobalParams::move_default_home`, `GState::default_home`).
 pub const DEFAULT_HOME: u8 = A;
 
 /// The other region.
