@@ -206,7 +206,9 @@ export interface OutboxSettings {
   /**
    * OUTBOX_DEFAULT_HOME_REGION: the home region of outbox items without a `HomeRegion` attribute
    * (minimal producers'). Absent: the stack's region. On a global table every region's
-   * deployment must set the same value (required there). docs/global-tables.md.
+   * deployment must set the same value (required there). The functions read it at run time and
+   * the stream filter does not name it: moving the default home is a change of this value, in the
+   * order of docs/global-tables.md ("Moving the default home").
    */
   readonly defaultHomeRegion?: string;
   /**
@@ -315,9 +317,13 @@ export const HOME_REGION_ATTRIBUTE = 'HomeRegion';
  * The publisher's FilterCriteria in `region` (a region name, or a CDK token of one): each filter
  * of `base` (infra/stream-filter.json) with the region clause in NewImage,
  *   "HomeRegion": {"S": ["<region>"]}
- * and, when `unhomed` (this region is the default home region), each again for items without a
- * HomeRegion,
+ * and each again for items without a HomeRegion, in every region,
  *   "HomeRegion": {"S": [{"exists": false}]}
+ * The filter does not name the default home region: which region publishes an item without a
+ * HomeRegion is the publisher's run-time decision (OUTBOX_DEFAULT_HOME_REGION; the others skip
+ * it), so moving the default home is a change of that variable, not of the mapping (issue 36,
+ * finding 9; docs/global-tables.md). The cost: a region that is not the default home is invoked
+ * for a minimal producer's inserts and drops them.
  * Lambda passes a record that matches any one filter. `exists` is tested on the leaf
  * (HomeRegion.S), not on HomeRegion: "Exists matching only works on leaf nodes. It does not work
  * on intermediate nodes" (Lambda filters with EventBridge's rule syntax,
@@ -328,16 +334,16 @@ export const HOME_REGION_ATTRIBUTE = 'HomeRegion';
  * in DynamoDB JSON an attribute is an intermediate node, its type key the leaf).
  * Patterns are canonicalJson text, as the Terraform module writes them.
  */
-export function homeStreamFilter(base: StreamFilterCriteria, region: string, unhomed: boolean): { Filters: Array<{ Pattern: string }> } {
+export function homeStreamFilter(base: StreamFilterCriteria, region: string): { Filters: Array<{ Pattern: string }> } {
   const withHome = (clause: unknown) =>
     base.Filters.map((f) => {
       const p = JSON.parse(f.Pattern) as Record<string, any>;
       const dynamodb = { ...(p.dynamodb ?? {}), NewImage: { ...(p.dynamodb?.NewImage ?? {}), [HOME_REGION_ATTRIBUTE]: { S: [clause] } } };
       return { Pattern: canonicalJson({ ...p, dynamodb }) };
     });
-  const filters = [...withHome(region), ...(unhomed ? withHome({ exists: false }) : [])];
+  const filters = [...withHome(region), ...withHome({ exists: false })];
   if (filters.length > 5 || filters.some((f) => f.Pattern.length > 4096)) {
-    throw new Error('With the region clauses the stream filter has more than 5 filters (the default home region doubles the file\'s) or a pattern over 4096 characters: shorten infra/stream-filter.json');
+    throw new Error('With the region clauses the stream filter has more than 5 filters (every region doubles the file\'s: its own and the unhomed clause) or a pattern over 4096 characters: shorten infra/stream-filter.json');
   }
   return { Filters: filters };
 }

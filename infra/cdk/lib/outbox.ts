@@ -407,20 +407,12 @@ export class Outbox extends Construct {
   }
 
   /**
-   * The publisher's FilterCriteria. Whether this is the default home region is known at synth
-   * unless the stack is region-agnostic and `defaultHomeRegion` is set: then a condition on
-   * AWS::Region keeps or drops the filter of items without HomeRegion at deploy time.
+   * The publisher's FilterCriteria: the same in every region but for the region clause, whatever
+   * the default home region (config.ts homeStreamFilter). A region-agnostic stack's region is
+   * AWS::Region, resolved at deploy time.
    */
   private streamFilter(): unknown {
-    const base = loadStreamFilter();
-    const explicit = this.settings.defaultHomeRegion;
-    if (explicit === undefined || !cdk.Token.isUnresolved(this.region)) {
-      return homeStreamFilter(base, this.region, explicit === undefined || explicit === this.region);
-    }
-    const homed = homeStreamFilter(base, this.region, false).Filters;
-    const unhomed = homeStreamFilter(base, this.region, true).Filters.slice(homed.length);
-    const isDefaultHome = new cdk.CfnCondition(this, 'IsDefaultHomeRegion', { expression: cdk.Fn.conditionEquals(cdk.Aws.REGION, explicit) });
-    return { Filters: [...homed, ...unhomed.map((f) => cdk.Fn.conditionIf(isDefaultHome.logicalId, f, cdk.Aws.NO_VALUE))] };
+    return homeStreamFilter(loadStreamFilter(), this.region);
   }
 
   private streamMapping(attached: boolean, role: iam.Role): void {
@@ -441,7 +433,7 @@ export class Outbox extends Construct {
     });
     const cfn = mapping.node.defaultChild as lambda.CfnEventSourceMapping;
     // The stream filter file (the one source of truth) with the region clauses (config.ts
-    // homeStreamFilter): this region's inserts, and those without HomeRegion in the default home region.
+    // homeStreamFilter): this region's inserts, and those without HomeRegion (in every region).
     cfn.addPropertyOverride('FilterCriteria', this.streamFilter());
     cfn.addPropertyOverride('DestinationConfig', { OnFailure: { Destination: this.streamFailureQueue.queueArn } });
     mapping.node.addDependency(role);

@@ -40,19 +40,18 @@ function outboxStack(env: { account?: string; region?: string } | undefined, pro
 }
 
 describe('home region: the publisher filter', () => {
-  it('adds HomeRegion.S = region to every filter of the file, and HomeRegion.S exists:false in the default home region', () => {
+  it('adds HomeRegion.S = region to every filter of the file, and HomeRegion.S exists:false, in every region', () => {
     const base = { Filters: [{ Pattern: '{"eventName":["INSERT"],"dynamodb":{"NewImage":{"Status":{"S":["PENDING"]}}}}' }, { Pattern: '{"eventName":["MODIFY"]}' }] };
-    const f = homeStreamFilter(base, 'eu-west-1', true).Filters.map((x) => JSON.parse(x.Pattern));
+    const f = homeStreamFilter(base, 'eu-west-1').Filters.map((x) => JSON.parse(x.Pattern));
     assert.deepEqual(f, [
       { eventName: ['INSERT'], dynamodb: { NewImage: { Status: { S: ['PENDING'] }, HomeRegion: { S: ['eu-west-1'] } } } },
       { eventName: ['MODIFY'], dynamodb: { NewImage: { HomeRegion: { S: ['eu-west-1'] } } } },
       { eventName: ['INSERT'], dynamodb: { NewImage: { Status: { S: ['PENDING'] }, HomeRegion: { S: [{ exists: false }] } } } },
       { eventName: ['MODIFY'], dynamodb: { NewImage: { HomeRegion: { S: [{ exists: false }] } } } },
     ]);
-    assert.equal(homeStreamFilter(base, 'eu-west-1', false).Filters.length, 2);
   });
   it('writes patterns as Terraform does: keys sorted, no spaces, <>& escaped', () => {
-    const [homed, unhomed] = homeStreamFilter(loadStreamFilter(), 'eu-west-1', true).Filters;
+    const [homed, unhomed] = homeStreamFilter(loadStreamFilter(), 'eu-west-1').Filters;
     assert.equal(
       homed.Pattern,
       '{"dynamodb":{"NewImage":{"HomeRegion":{"S":["eu-west-1"]},"ItemType":{"S":["PENDING_MESSAGE"]},"Status":{"S":["PENDING"]}}},"eventName":["INSERT"]}',
@@ -66,10 +65,10 @@ describe('home region: the publisher filter', () => {
   it('keeps infra/stream-filter.json the base: it has no region clause of its own', () => {
     assert.ok(!fs.readFileSync(STREAM_FILTER_FILE, 'utf8').includes('HomeRegion'));
   });
-  it('refuses a file whose filters, doubled in the default home region, exceed Lambda\'s 5', () => {
-    const base = { Filters: [1, 2, 3].map((i) => ({ Pattern: `{"eventName":["E${i}"]}` })) };
-    assert.throws(() => homeStreamFilter(base, 'eu-west-1', true), /more than 5 filters/);
-    assert.equal(homeStreamFilter(base, 'eu-west-1', false).Filters.length, 3);
+  it('refuses a file whose filters, doubled by the region clauses, exceed Lambda\'s 5', () => {
+    const three = { Filters: [1, 2, 3].map((i) => ({ Pattern: `{"eventName":["E${i}"]}` })) };
+    assert.throws(() => homeStreamFilter(three, 'eu-west-1'), /more than 5 filters/);
+    assert.equal(homeStreamFilter({ Filters: three.Filters.slice(0, 2) }, 'eu-west-1').Filters.length, 4);
   });
 });
 
@@ -86,9 +85,17 @@ describe('home region: deployments', () => {
     assert.equal(dashboards[0].Properties.DashboardName, 'outbox-dashboard');
     t.hasResourceProperties('AWS::IAM::ManagedPolicy', { ManagedPolicyName: 'outbox-producer' });
   });
-  it('another default home region: only the inserts homed here, and every function is told both regions', () => {
+  // Issue 36, finding 9: the filter does not name the default home region. Every region's
+  // publisher receives the inserts without HomeRegion and decides at run time, from
+  // OUTBOX_DEFAULT_HOME_REGION, whether they are its own, so moving the default home is a change
+  // of that variable (docs/global-tables.md), not of the mapping. Before, only the default home's
+  // filter had the unhomed clause: after the default home moved to this region, its publisher
+  // never saw a minimal producer's insert.
+  it('another default home region: the same filter as the default home\'s, and every function is told both regions', () => {
     const t = synth({ defaultHomeRegion: 'us-east-1' });
-    assert.deepEqual(filterOf(t).Filters.map(homeOf), [{ S: ['eu-west-1'] }]);
+    assert.deepEqual(filterOf(t), filterOf(synth()));
+    assert.deepEqual(filterOf(t).Filters.map(homeOf), [{ S: ['eu-west-1'] }, { S: [{ exists: false }] }]);
+    assert.ok(!JSON.stringify(filterOf(t)).includes('us-east-1'), 'the filter never names the default home region');
     for (const fn of FUNCTIONS) {
       assert.deepEqual([envOf(t, fn).OUTBOX_REGION, envOf(t, fn).OUTBOX_DEFAULT_HOME_REGION], ['eu-west-1', 'us-east-1'], fn);
     }
@@ -96,7 +103,7 @@ describe('home region: deployments', () => {
   it('the own region named as the default home: both filters', () => {
     assert.equal(filterOf(synth({ defaultHomeRegion: 'eu-west-1' })).Filters.length, 2);
   });
-  it('a region-agnostic stack: the region is AWS::Region, and a named default home region decides the second filter at deploy time', () => {
+  it('a region-agnostic stack: the region is AWS::Region, and a named default home region changes no filter', () => {
     const agnostic = outboxStack(undefined);
     const f = filterOf(agnostic).Filters;
     assert.equal(f.length, 2);
@@ -105,25 +112,21 @@ describe('home region: deployments', () => {
     assert.deepEqual(envOf(agnostic, 'outbox-publisher').OUTBOX_DEFAULT_HOME_REGION, { Ref: 'AWS::Region' });
 
     const named = outboxStack(undefined, { defaultHomeRegion: 'us-east-1' });
-    const [homed, unhomed] = filterOf(named).Filters as Array<Record<string, any>>;
-    assert.ok(JSON.stringify(homed).includes('"Ref":"AWS::Region"'));
-    const [cond, kept, dropped] = unhomed['Fn::If'];
-    assert.deepEqual(named.toJSON().Conditions[cond], { 'Fn::Equals': [{ Ref: 'AWS::Region' }, 'us-east-1'] });
-    assert.deepEqual(homeOf(kept), { S: [{ exists: false }] });
-    assert.deepEqual(dropped, { Ref: 'AWS::NoValue' });
+    assert.deepEqual(filterOf(named), filterOf(agnostic));
+    assert.equal(named.toJSON().Conditions, undefined, 'no deploy-time condition on the default home region');
     assert.equal(envOf(named, 'outbox-sweeper').OUTBOX_DEFAULT_HOME_REGION, 'us-east-1');
   });
 });
 
 describe('home region: one region of a global table', () => {
   const global = { globalTableRegions: ['us-east-1', 'eu-west-1'], defaultHomeRegion: 'us-east-1', attach: true, prefix: 'shop' };
-  it('reads the replica stream of its region, its own inserts only (eu-west-1 is not the default home)', () => {
+  it('reads the replica stream of its region, its own inserts and those without HomeRegion (eu-west-1 is not the default home: its publisher skips them)', () => {
     const t = outboxStack({ account: '123456789012', region: 'eu-west-1' }, global);
     const mapping = Object.values(t.findResources('AWS::Lambda::EventSourceMapping')).find((m) => m.Properties.FilterCriteria);
     assert.equal(mapping?.Properties.EventSourceArn, REPLICA_STREAM);
-    assert.deepEqual(filterOf(t).Filters.map(homeOf), [{ S: ['eu-west-1'] }]);
+    assert.deepEqual(filterOf(t).Filters.map(homeOf), [{ S: ['eu-west-1'] }, { S: [{ exists: false }] }]);
   });
-  it('in the default home region, also the items without HomeRegion', () => {
+  it('in the default home region, the same clauses', () => {
     const t = outboxStack({ account: '123456789012', region: 'us-east-1' }, global);
     assert.deepEqual(filterOf(t).Filters.map(homeOf), [{ S: ['us-east-1'] }, { S: [{ exists: false }] }]);
     for (const fn of ['shop-publisher', 'shop-sweeper', 'shop-recovery']) {
@@ -198,7 +201,7 @@ describe('home region: a stack per region on a TableV2 with replicas (infra/READ
     const e = Template.fromStack(eu);
     const euMapping = Object.values(e.findResources('AWS::Lambda::EventSourceMapping')).find((m) => m.Properties.FilterCriteria);
     assert.equal(euMapping?.Properties.EventSourceArn, REPLICA_STREAM);
-    assert.deepEqual(filterOf(e).Filters.map(homeOf), [{ S: ['eu-west-1'] }]);
+    assert.deepEqual(filterOf(e).Filters.map(homeOf), [{ S: ['eu-west-1'] }, { S: [{ exists: false }] }]);
     e.hasResourceProperties('AWS::CloudWatch::Dashboard', { DashboardName: 'outbox-dashboard-eu-west-1' });
     h.hasResourceProperties('AWS::CloudWatch::Dashboard', { DashboardName: 'outbox-dashboard-us-east-1' });
   });

@@ -108,7 +108,7 @@ describe('default deployment', () => {
       const file = JSON.parse(fs.readFileSync(STREAM_FILTER_FILE, 'utf8'));
       const mapping = Object.values(t.findResources('AWS::Lambda::EventSourceMapping', { Properties: { StartingPosition: 'TRIM_HORIZON' } }));
       assert.equal(mapping.length, 1);
-      assert.deepEqual(mapping[0].Properties.FilterCriteria, homeStreamFilter(file, 'eu-west-1', true));
+      assert.deepEqual(mapping[0].Properties.FilterCriteria, homeStreamFilter(file, 'eu-west-1'));
     });
     it('maps the stream from TRIM_HORIZON with partial batch responses, bisect, bounded retries and age', () => {
       t.hasResourceProperties('AWS::Lambda::EventSourceMapping', {

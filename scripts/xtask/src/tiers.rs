@@ -1,5 +1,4 @@
-//! Which tests belong to which tier: pure decisions, from the workspace's test
-//! targets (`cargo metadata`) to the arguments of the test runs.
+//! Which tests belong to which tier: pure decisions, the arguments of the test runs.
 //!
 //! - **fast**: every test target but the two that need an emulator — the unit tests,
 //!   the fakes, the model checker's CI presets, the publisher's log tests, the docs'
@@ -8,8 +7,6 @@
 //!   on moto, but for the modules that need Lambda functions behind a stack.
 //! - **deployed**: `it`'s modules `deployed` and `stacks` (the functions MiniStack
 //!   runs, the applied stacks, chaos) and the shop's (`examples/shop/tests/deployed.rs`).
-
-use serde_json::Value;
 
 /// The test binary of the integration tests, in package `outbox-tests`.
 pub const IT: (&str, &str) = ("outbox-tests", "it");
@@ -44,83 +41,23 @@ impl Tier {
     }
 }
 
-/// A test target of the workspace.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Target {
-    /// Its package.
-    pub package: String,
-    /// Its name.
-    pub name: String,
-    /// lib, bin, test.
-    pub kind: String,
-}
-
-/// The targets `cargo test` runs by default (`test = true`): libs, bins and tests,
-/// from `cargo metadata --no-deps --format-version 1`'s output.
-pub fn test_targets(metadata: &str) -> Result<Vec<Target>, String> {
-    let doc: Value = serde_json::from_str(metadata)
-        .map_err(|e| format!("cargo metadata printed no JSON: {e}"))?;
-    let packages = doc["packages"]
-        .as_array()
-        .ok_or("cargo metadata lists no packages")?;
-    let mut found = Vec::new();
-    for package in packages {
-        let name = package["name"].as_str().unwrap_or_default();
-        for target in package["targets"].as_array().into_iter().flatten() {
-            let kind = target["kind"][0].as_str().unwrap_or_default();
-            let tested = target["test"].as_bool().unwrap_or(true);
-            if tested && matches!(kind, "lib" | "bin" | "test" | "proc-macro") {
-                let kind = if kind == "proc-macro" { "lib" } else { kind };
-                let target_name = target["name"].as_str().unwrap_or_default();
-                found.push(Target {
-                    package: name.to_owned(),
-                    name: target_name.to_owned(),
-                    kind: kind.to_owned(),
-                });
-            }
-        }
-    }
-    Ok(found)
-}
-
-fn is(t: &Target, (package, name): (&str, &str)) -> bool {
-    t.package == package && t.name == name && t.kind == "test"
-}
-
-/// Cargo's target selection for the fast tier: the libs' unit tests, the bins that
-/// have tests and every integration test target but `it` and the shop's (which need
-/// an emulator), and the examples (built, as `cargo test` builds them). With
+/// Cargo's target selection for the fast tier: every target with tests (`--tests`:
+/// the libraries' and binaries' unit tests and the integration tests, but the two
+/// that need an emulator, `it` and the shop's, which say `test = false` in their
+/// manifests) and the examples (built, as `cargo test` builds them). Targets without
+/// tests say `test = false` too, so that no empty test harness is built. With
 /// `--workspace`: features resolved as in every other debug build, so the emulator
 /// tiers reuse this build.
-pub fn fast_targets(targets: &[Target]) -> Vec<String> {
-    let mut args = vec![
-        "--workspace".to_owned(),
-        "--lib".to_owned(),
-        "--examples".to_owned(),
-    ];
-    let mut names: Vec<(String, String)> = targets
-        .iter()
-        .filter(|t| !is(t, IT) && !is(t, SHOP) && t.kind != "lib")
-        .map(|t| (format!("--{}", t.kind), t.name.clone()))
-        .collect();
-    names.sort();
-    names.dedup();
-    for (flag, name) in names {
-        args.extend([flag, name]);
-    }
-    args
+pub fn fast_targets() -> Vec<String> {
+    ["--workspace", "--tests", "--examples"]
+        .map(str::to_owned)
+        .to_vec()
 }
 
-/// Cargo's target selection for the emulator tiers: `it` and the shop's test.
+/// Cargo's target selection for the emulator tiers: `it` and the shop's test, named
+/// (their manifests leave them out of `--tests`), features resolved for the workspace.
 pub fn emulator_targets() -> Vec<String> {
-    let mut args = vec!["--workspace".to_owned()];
-    args.extend(emulator_tests());
-    args
-}
-
-/// The emulator tiers' test targets, to add to a `--workspace` selection.
-pub fn emulator_tests() -> Vec<String> {
-    ["--test", IT.1, "--test", SHOP.1]
+    ["--workspace", "--test", IT.1, "--test", SHOP.1]
         .map(str::to_owned)
         .to_vec()
 }
@@ -156,55 +93,87 @@ pub fn cargo_test_skips(tier: Tier) -> Vec<String> {
 mod tests {
     use super::*;
 
-    fn metadata() -> String {
-        serde_json::json!({ "packages": [
-            { "name": "outbox-tests", "targets": [
-                { "kind": ["lib"], "name": "outbox_tests", "test": true },
-                { "kind": ["test"], "name": "it", "test": true },
-                { "kind": ["bench"], "name": "cost", "test": false } ] },
-            { "name": "shop", "targets": [
-                { "kind": ["bin"], "name": "shop-consumer", "test": false },
-                { "kind": ["test"], "name": "deployed", "test": true } ] },
-            { "name": "outbox-model", "targets": [
-                { "kind": ["lib"], "name": "outbox_model", "test": true },
-                { "kind": ["bin"], "name": "outbox-model", "test": true },
-                { "kind": ["test"], "name": "check", "test": true } ] }
-        ]})
-        .to_string()
+    /// The `[[test]]` section of `manifest` (a path from the repository) naming `name`.
+    fn test_section(manifest: &str, name: &str) -> String {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../..")
+            .join(manifest);
+        let text = std::fs::read_to_string(&path).unwrap();
+        text.split("[[test]]")
+            .skip(1)
+            .map(|s| s.split("\n[").next().unwrap_or_default().to_owned())
+            .find(|s| s.contains(&format!("name = \"{name}\"")))
+            .unwrap_or_default()
     }
 
     #[test]
-    fn the_fast_tier_builds_every_test_target_but_the_two_that_need_an_emulator() {
-        let targets = test_targets(&metadata()).unwrap();
+    fn the_fast_tier_selects_the_targets_with_tests_and_those_needing_an_emulator_say_they_have_none()
+     {
+        assert_eq!(fast_targets().join(" "), "--workspace --tests --examples");
+        // `--tests` leaves out what says `test = false`: the emulator tiers' two.
+        for (manifest, (_, name)) in [
+            ("tests/outbox-tests/Cargo.toml", IT),
+            ("examples/shop/Cargo.toml", SHOP),
+        ] {
+            let section = test_section(manifest, name);
+            assert!(
+                section.lines().any(|l| l.trim() == "test = false"),
+                "{manifest}: [[test]] {name} must say `test = false`: {section:?}"
+            );
+        }
         assert_eq!(
-            fast_targets(&targets).join(" "),
-            "--workspace --lib --examples --bin outbox-model --test check"
+            emulator_targets().join(" "),
+            "--workspace --test it --test deployed"
         );
     }
 
-    #[test]
-    fn one_build_of_every_tier_names_the_workspace_once() {
-        let targets = test_targets(&metadata()).unwrap();
-        let mut all = fast_targets(&targets);
-        all.extend(emulator_tests());
-        assert_eq!(all.iter().filter(|a| *a == "--workspace").count(), 1);
-        assert_eq!(
-            emulator_targets()
-                .iter()
-                .filter(|a| *a == "--workspace")
-                .count(),
-            1
-        );
+    /// Every `.rs` file under `dir` (a path from the repository).
+    fn sources(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+        let mut found = Vec::new();
+        for entry in std::fs::read_dir(dir).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                found.extend(sources(&path));
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                found.push(path);
+            }
+        }
+        found
     }
 
     #[test]
-    fn targets_without_tests_are_not_test_targets() {
-        let targets = test_targets(&metadata()).unwrap();
-        assert!(
-            !targets
-                .iter()
-                .any(|t| t.name == "shop-consumer" || t.name == "cost")
-        );
+    fn the_libraries_whose_unit_tests_are_not_built_have_none() {
+        // `[lib] test = false` keeps their empty harnesses out of `--tests`; a unit test
+        // added to one of them would never run.
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        for krate in ["tests/outbox-tests", "examples/shop", "tests/outbox-docs"] {
+            let manifest = std::fs::read_to_string(root.join(krate).join("Cargo.toml")).unwrap();
+            let lib = manifest.split("[lib]").nth(1).unwrap_or_default();
+            let lib = lib.split("\n[").next().unwrap_or_default();
+            assert!(
+                lib.lines().any(|l| l.trim() == "test = false"),
+                "{krate}: [lib] says test = false"
+            );
+            for file in sources(&root.join(krate).join("src")) {
+                let text = std::fs::read_to_string(&file).unwrap();
+                assert!(
+                    !text.contains("#[test]") && !text.contains("#[tokio::test"),
+                    "{} has unit tests: remove `test = false` from {krate}'s [lib]",
+                    file.display()
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn every_selection_resolves_features_for_the_whole_workspace_so_the_builds_share_units() {
+        for selection in [fast_targets(), emulator_targets()] {
+            assert_eq!(
+                selection.iter().filter(|a| *a == "--workspace").count(),
+                1,
+                "{selection:?}"
+            );
+        }
     }
 
     #[test]

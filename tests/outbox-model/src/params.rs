@@ -235,6 +235,19 @@ pub enum Mutation {
     /// `HomeRegion` names it, not those without `HomeRegion` (`--default-home` left
     /// out): a minimal producer's message waits for the failed region.
     FailoverIgnoresDefaultHome,
+    /// Global tables, issue 36 finding 9: the publisher's stream filter as the stacks
+    /// rendered it before the fix, naming the default home at deploy time: only the
+    /// deployed default home's filter passes an `INSERT` without `HomeRegion`, so after
+    /// the operator moves the default home (`GlobalParams::move_default_home`) the new
+    /// one's publisher never receives them (only the backstop scan finds them).
+    FilterNamesDefaultHome,
+    /// Global tables, issue 36 finding 9: the operator moves the default home in any
+    /// order (`GlobalParams::move_default_home`), not as the runbook says (a region takes
+    /// the items without `HomeRegion` only once no other running region owns them, no
+    /// invocation started under the old setting still runs and the old owner's writes
+    /// have replicated; the failed region starts again only under the same rule): both
+    /// regions own them for a while and both publish one.
+    DefaultHomeMovedInAnyOrder,
 }
 
 /// One model instance.

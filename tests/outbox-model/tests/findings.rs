@@ -3,8 +3,8 @@
 //! (`Params::parallelization`), a sweeper index that lags writes for the fence and the
 //! sweep alike (`index_lags_writes`), `HomeRegion` in every shape (`Txn::home`), a
 //! global table's replicas with the order fence (`GlobalParams::fifo`) — and on the
-//! code as it was, it found the findings 1, 2, 3, 5, 7 and 9, and more. Findings 1, 3, 5
-//! and 7 are fixed: their tests are mutants now (`mutations.rs`, `global_mutations.rs`);
+//! code as it was, it found the findings 1, 2, 3, 5, 7 and 9, and more. Findings 1, 3, 5,
+//! 7 and 9 are fixed: their tests are mutants now (`mutations.rs`, `global_mutations.rs`);
 //! what is left here is open.
 //!
 //! Each test here expects the counterexample on the unmutated model: it passes while
@@ -13,8 +13,7 @@
 //! its doc restores the code before the fix): the property holds on the model, and
 //! the mutant is caught.
 
-use outbox_model::global::props::ONE_REGION;
-use outbox_model::global::{A, B, Crash, GMsg, GlobalModel, GlobalParams};
+use outbox_model::global::{A, Crash, GMsg, GlobalModel, GlobalParams};
 use outbox_model::props::FIFO_ORDER;
 use outbox_model::{OutboxModel, Params, Txn, find};
 
@@ -109,23 +108,6 @@ fn finding_2_open_at_factor_1_a_discarded_message_is_overtaken_behind_an_index_l
         ..quiet(vec![Txn::library(0, 1), Txn::library(0, 1)])
     };
     found(p, FIFO_ORDER);
-}
-
-/// Finding 9, open: the runbook moves the default home while it is down
-/// (`OUTBOX_DEFAULT_HOME_REGION` on the survivor's functions), but the publishers'
-/// stream filters keep the clause they were deployed with, and the two regions'
-/// settings change one at a time: a message without `HomeRegion` is owned by both
-/// regions, or by neither, for a while.
-#[test]
-fn finding_9_open_a_default_home_moved_at_run_time_is_owned_by_two_regions_or_none() {
-    let p = GlobalParams {
-        msgs: vec![GMsg::minimal(B).after_outage()],
-        crash: Crash::Of(A),
-        recover: true,
-        move_default_home: true,
-        ..GlobalParams::default()
-    };
-    found_globally(p, ONE_REGION);
 }
 
 /// Found by the model beside finding 2, open, at factor 1 and with no fault: two

@@ -4,6 +4,7 @@
 
 use outbox_model::global::props::{
     DEAD_LETTER_IFF_FAILED, FAILED_STAYS_UNSENT, ONE_DEAD_LETTER, ONE_REGION, OWNER_PUBLISHES,
+    OWNER_STREAMED,
 };
 use outbox_model::global::{A, B, Crash, GMsg, GlobalModel, GlobalParams};
 use outbox_model::props::{ENDS, FIFO_ORDER};
@@ -377,4 +378,32 @@ fn global_a_failover_takes_a_message_with_an_odd_home_region() {
         holds_globally(p.clone());
         caught_globally(p.mutated(Mutation::FailoverRefusesOddHome), ENDS);
     }
+}
+
+/// Issue 36, finding 9, fixed in the stacks: the runbook moves the default home at run
+/// time (`OUTBOX_DEFAULT_HOME_REGION`), and the publishers' stream filters no longer
+/// name it — every region's passes the inserts without `HomeRegion` and its publisher
+/// decides whose they are from its setting of the moment. `A`, the default home,
+/// crashes; the operator makes `B` the default home, and restores it before `A` starts
+/// again (or, once both run, moves it in the runbook's order); a minimal producer
+/// commits in `B` during the outage and after it. `FilterNamesDefaultHome` restores the
+/// filter rendered at deploy time: `B`'s publisher never receives the insert it owns
+/// (only the sweep finds it). `DefaultHomeMovedInAnyOrder` lets the operator start `A`
+/// again while `B` still owns them, or make `B` their owner while `A` does: both
+/// publish one (before the fix the model found this, the finding's "both regions").
+#[test]
+fn global_a_default_home_moved_at_run_time_is_streamed_to_its_one_owner() {
+    let p = GlobalParams {
+        msgs: vec![GMsg::minimal(B), GMsg::minimal(B).after_outage()],
+        crash: Crash::Of(A),
+        recover: true,
+        move_default_home: true,
+        ..GlobalParams::default()
+    };
+    holds_globally(p.clone());
+    caught_globally(
+        p.clone().mutated(Mutation::FilterNamesDefaultHome),
+        OWNER_STREAMED,
+    );
+    caught_globally(p.mutated(Mutation::DefaultHomeMovedInAnyOrder), ONE_REGION);
 }

@@ -3,7 +3,8 @@
 # (replica {}: UpdateTable ReplicaUpdates, global tables version 2019.11.21); the outbox
 # module is instantiated once per region with that region's provider, attached to the
 # table's replica there (its stream ARN). Each region's publisher publishes the messages
-# homed in its region (HomeRegion), the default home region also those without HomeRegion;
+# homed in its region (HomeRegion), the default home region (OUTBOX_DEFAULT_HOME_REGION, read at
+# run time) also those without HomeRegion;
 # each region has its own functions, queues, alarms and dashboard.
 #
 #   cargo lambda build --release --arm64 && cargo lambda build --release --arm64 --output-format zip   # at the repository root

@@ -25,7 +25,6 @@ locals {
   home = {
     region              = local.region
     default_home_region = coalesce(var.default_home_region, local.region)
-    is_default_home     = coalesce(var.default_home_region, local.region) == local.region
     global_table        = length(var.global_table_regions) > 0
     regions             = var.global_table_regions
     attribute           = "HomeRegion"
@@ -120,8 +119,13 @@ locals {
   )
   # The publisher's FilterCriteria: each filter of the file with its region clause,
   #   "dynamodb": {"NewImage": {"HomeRegion": {"S": ["<region>"]}}}
-  # and, in the default home region only, each again for items without a HomeRegion:
+  # and each again for items without a HomeRegion, in every region:
   #   "dynamodb": {"NewImage": {"HomeRegion": {"S": [{"exists": false}]}}}
+  # The filter does not name the default home: which region publishes an item without a
+  # HomeRegion is decided by the publisher at run time from OUTBOX_DEFAULT_HOME_REGION (the
+  # others skip it), so changing that variable needs no redeploy (issue 36, finding 9;
+  # docs/global-tables.md). The cost: a region that is not the default home is invoked for a
+  # minimal producer's inserts and drops them.
   # Lambda passes a record that matches any one filter. `exists` is tested on the leaf
   # (HomeRegion.S), not on HomeRegion: "Exists matching only works on leaf nodes. It does not
   # work on intermediate nodes" (Lambda filters with EventBridge's rule syntax,
@@ -139,7 +143,7 @@ locals {
       }) })],
       [for p in local.stream_filter_patterns : merge(p, { dynamodb = merge(try(p.dynamodb, {}), {
         NewImage = merge(try(p.dynamodb.NewImage, {}), { (local.home.attribute) = { S = [{ exists = false }] } })
-      }) }) if local.home.is_default_home],
+      }) })],
     ) : { Pattern = jsonencode(p) }]
   }
 

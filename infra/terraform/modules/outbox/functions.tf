@@ -138,7 +138,7 @@ resource "aws_lambda_event_source_mapping" "publisher" {
     }
     precondition {
       condition     = length(local.home_stream_filter.Filters) <= 5 && alltrue([for f in local.home_stream_filter.Filters : length(f.Pattern) <= 4096])
-      error_message = "With the region clauses the stream filter has more than 5 filters (the default home region doubles the file's) or a pattern over 4096 characters: shorten stream-filter.json."
+      error_message = "With the region clauses the stream filter has more than 5 filters (every region doubles the file's: its own and the unhomed clause) or a pattern over 4096 characters: shorten stream-filter.json."
     }
   }
 }

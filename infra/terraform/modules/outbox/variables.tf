@@ -434,7 +434,7 @@ variable "dashboard_function_names" {
 }
 
 variable "default_home_region" {
-  description = "OUTBOX_DEFAULT_HOME_REGION: the home region of outbox items without a HomeRegion attribute; null (the default): the provider's region. On a global table every region's deployment must set the same value (required there). docs/global-tables.md."
+  description = "OUTBOX_DEFAULT_HOME_REGION: the home region of outbox items without a HomeRegion attribute; null (the default): the provider's region. On a global table every region's deployment must set the same value (required there). The functions read it at run time and the stream filter does not name it: moving the default home is a change of this value, in the order of docs/global-tables.md (\"Moving the default home\")."
   type        = string
   default     = null
   validation {

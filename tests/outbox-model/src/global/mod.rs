@@ -24,10 +24,11 @@
 //!   copy, by a local commit or a replicated write, with the image that landed. A
 //!   re-home is a `MODIFY`: no publisher sees it, the sweeper does.
 //! - **Ownership** ([`owner`]): the item's `HomeRegion`, else the default home region
-//!   (`A`): the model calls `dynamodb_outbox_core::HomeRegions::owns`. The stream publisher
-//!   keeps only owned images (its `FilterCriteria`) and publishes only what its status
-//!   read finds `PENDING` *and owned* in its copy; a sweep claims only what its copy
-//!   shows `PENDING` and owned (one conditional write).
+//!   (`A`, which the operator may move: `GlobalParams::move_default_home`): the model
+//!   calls `dynamodb_outbox_core::HomeRegions::owns`. The stream publisher's
+//!   `FilterCriteria` keep its region's images and those without `HomeRegion`; it
+//!   publishes only what its status read finds `PENDING` *and owned* in its copy; a
+//!   sweep claims only what its copy shows `PENDING` and owned (one conditional write).
 //! - **Poison** (`attempt.rs`): a message a region's destination refuses
 //!   ([`GMsg::refused_in`], [`GMsg::poison`]) is judged by the library's
 //!   `policy::judge_entry` (a permanent refusal: poison), copied to that region's
@@ -81,8 +82,9 @@ use dynamodb_outbox_core::home::HomeSeen;
 pub const A: u8 = 0;
 /// Region `B`.
 pub const B: u8 = 1;
-/// The default home region (`OUTBOX_DEFAULT_HOME_REGION`, the same in both
-/// deployments).
+/// The default home region both deployments are deployed with
+/// (`OUTBOX_DEFAULT_HOME_REGION`); the operator may move it at run time
+/// (`GlobalParams::move_default_home`, `GState::default_home`).
 pub const DEFAULT_HOME: u8 = A;
 
 /// The other region.
@@ -279,8 +281,10 @@ pub struct GlobalParams {
     pub operator_clock_ahead: bool,
     /// The operator may change `OUTBOX_DEFAULT_HOME_REGION` on a running region's
     /// functions while the other region is down or after (the runbook's step when the
-    /// default home fails), twice at most a run; the stream filter keeps the clause it
-    /// was deployed with (issue 36, finding 9).
+    /// default home fails), twice at most a run, in the runbook's order
+    /// (`GlobalModel::may_move_default_home`; `Mutation::DefaultHomeMovedInAnyOrder`:
+    /// in any order). The stream filter does not depend on it (issue 36, finding 9;
+    /// `Mutation::FilterNamesDefaultHome`: it did).
     pub move_default_home: bool,
     /// Deliberate bugs.
     pub mutations: Vec<Mutation>,
@@ -433,6 +437,12 @@ pub struct GState {
     pub default_home: [u8; 2],
     /// Changes of a default home made so far (`GlobalParams::move_default_home`).
     pub home_moves: u8,
+    /// Regions whose default home changed while one of their invocations ran, until
+    /// none runs (bit per region): the operator waits for them before the next step.
+    pub unsettled: u8,
+    /// Monitor: a region's stream filter dropped an `INSERT` of an item that region
+    /// owned then, `HomeRegion` absent, `NULL` or exactly a region (issue 36, finding 9).
+    pub unstreamed: bool,
     /// Monitor (`GlobalParams::fifo`): a message was first accepted, by either
     /// region's destination, after a later message of its aggregate.
     pub overtaken: bool,
@@ -560,12 +570,23 @@ impl GlobalModel {
     }
 
     /// Whether region `r`'s publisher's `FilterCriteria` pass an `INSERT` whose image
-    /// has `HomeRegion` `home`: rendered at deploy time, with the deployed default home
-    /// (`DEFAULT_HOME`), whatever the functions' setting is now.
+    /// has `HomeRegion` `home`: `HomeRegion.S` = `r`, or no `HomeRegion.S` (absent or
+    /// `NULL`) in every region, whatever the default home — the publisher decides whose
+    /// those are from its setting of the moment (issue 36, finding 9). With
+    /// `FilterNamesDefaultHome`, as before: the second clause only in the default home
+    /// the stacks were deployed with (`DEFAULT_HOME`), whatever the setting is now.
     fn filter_passes(&self, r: u8, home: Option<u8>) -> bool {
         let string = home_text(home).is_some();
-        let unhomed = !string && r == DEFAULT_HOME;
+        let deployed_home = !self.params.has(Mutation::FilterNamesDefaultHome) || r == DEFAULT_HOME;
+        let unhomed = !string && deployed_home;
         self.params.has(Mutation::PublishOnEveryReplica) || exact_region(home) == Some(r) || unhomed
+    }
+
+    /// Whether the filter is meant to pass `home` to its owner: absent, `NULL`, or exactly
+    /// a region's name (`""` and padded names are dropped by every filter and left to the
+    /// sweep: finding 5).
+    fn filterable(home: Option<u8>) -> bool {
+        home_text(home).is_none() || exact_region(home).is_some()
     }
 
     /// Whether region `r` doing to `m` what the other region already did is the

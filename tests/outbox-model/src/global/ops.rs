@@ -13,7 +13,7 @@ impl GlobalModel {
         if self.params.move_default_home && s.life != Life::Up && s.home_moves < 2 {
             for r in [super::A, super::B] {
                 let to = other(s.default_home[usize::from(r)]);
-                if Self::up(s, r) {
+                if self.may_move_default_home(s, r, to) {
                     actions.push(GAction::MoveDefaultHome(r, to));
                 }
             }
@@ -52,7 +52,7 @@ impl GlobalModel {
             }
         }
         let ready = (caught_up && !returning) || p.has(Mutation::RecoverBeforeCatchUp);
-        if p.recover && ready {
+        if p.recover && ready && self.runbook_allows(s, Life::Back(failed), s.default_home) {
             actions.push(GAction::Recover);
         }
     }
@@ -158,12 +158,55 @@ impl GlobalModel {
         self.write(s, survivor, m, rehomed);
     }
 
-    /// The operator sets region `r`'s default home to `to`. Moving it to the survivor
-    /// while the default home is down is a failover of the items without `HomeRegion`:
-    /// what the failed region published or dead-lettered and the survivor's copy still
-    /// shows `PENDING` may go again, the duplicate a failover allows (`GState::excused`).
+    /// Whether the operator may set running region `r`'s default home to `to` now, as
+    /// the runbook orders the change (docs/global-tables.md, "Moving the default home"):
+    /// after it, no two running regions own the items without `HomeRegion`; and a region
+    /// takes them (`to == r`) from a running one only once the old owner's writes have
+    /// replicated into it. `DefaultHomeMovedInAnyOrder`: whenever `r` runs.
+    fn may_move_default_home(&self, s: &GState, r: u8, to: u8) -> bool {
+        if !Self::up(s, r) {
+            return false;
+        }
+        let mut homes = s.default_home;
+        homes[usize::from(r)] = to;
+        let caught_up = s.in_flight.iter().all(|w| w.to != r);
+        let taken_from_a_running_region = to == r && Self::up(s, other(r));
+        self.runbook_allows(s, s.life, homes) && (caught_up || !taken_from_a_running_region)
+    }
+
+    /// Whether the runbook lets the operator bring about `life` with the default homes
+    /// `homes`: no invocation started under a setting since changed still runs
+    /// (`GState::unsettled`: the operator waits a function timeout), and at most one
+    /// running region owns the items without `HomeRegion`.
+    fn runbook_allows(&self, s: &GState, life: Life, homes: [u8; 2]) -> bool {
+        if self.params.has(Mutation::DefaultHomeMovedInAnyOrder) {
+            return true;
+        }
+        let owners = [super::A, super::B]
+            .into_iter()
+            .filter(|&r| life != Life::Down(r) && homes[usize::from(r)] == r)
+            .count();
+        s.unsettled == 0 && owners <= 1
+    }
+
+    /// Clears the regions none of whose invocations runs any more from
+    /// `GState::unsettled`.
+    pub(super) fn settle(s: &mut GState) {
+        for r in [super::A, super::B] {
+            let ri = usize::from(r);
+            if s.publisher[ri].is_none() && s.sweeper[ri].is_none() {
+                s.unsettled &= !(1 << r);
+            }
+        }
+    }
+
+    /// The operator sets region `r`'s default home to `to`. The survivor taking it, while
+    /// the failed region is down or after it came back, is a failover of the items
+    /// without `HomeRegion`: what the failed region published or dead-lettered and the
+    /// survivor's copy still shows `PENDING` (its mark lost in the crash, or not
+    /// replicated) may go again, the duplicate a failover allows (`GState::excused`).
     pub(super) fn move_default_home(&self, s: &mut GState, r: u8, to: u8) {
-        if Self::failed_region(s) == Some(other(r)) && s.life == Life::Down(other(r)) && to == r {
+        if Self::failed_region(s) == Some(other(r)) && to == r {
             let failed = other(r);
             for m in 0..self.n() {
                 let item = s.copies[usize::from(r)][usize::from(m)];
@@ -177,6 +220,7 @@ impl GlobalModel {
         }
         s.default_home[usize::from(r)] = to;
         s.home_moves += 1;
+        s.unsettled |= 1 << r;
     }
 
     /// The failed region's functions start again.

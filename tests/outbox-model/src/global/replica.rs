@@ -68,12 +68,15 @@ impl GlobalModel {
     }
 
     /// An `INSERT` of `m` whose image has `HomeRegion` `home` lands on region `r`'s
-    /// stream; the mapping's `FilterCriteria` passes only `r`'s own (all of them
-    /// without the filter, `PublishOnEveryReplica`), so the others never reach a
-    /// publisher (and take no step here).
+    /// stream; the mapping's `FilterCriteria` pass `r`'s own and those without
+    /// `HomeRegion` (all of them without the filter, `PublishOnEveryReplica`), so the
+    /// others never reach a publisher (and take no step here). A dropped one `r` owns
+    /// is recorded (`GState::unstreamed`).
     fn on_stream(&self, s: &mut GState, r: u8, m: u8, home: Option<u8>) {
         if self.filter_passes(r, home) {
             s.streams[usize::from(r)].push((m, home));
+        } else if Self::owns(s, r, home) && Self::filterable(home) {
+            s.unstreamed = true;
         }
     }
 

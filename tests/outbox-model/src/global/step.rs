@@ -117,6 +117,8 @@ impl Model for GlobalModel {
             overtaken: false,
             default_home: [super::DEFAULT_HOME; 2],
             home_moves: 0,
+            unsettled: 0,
+            unstreamed: false,
         }]
     }
 
@@ -164,6 +166,7 @@ impl Model for GlobalModel {
             GAction::MoveDefaultHome(r, to) => self.move_default_home(&mut s, r, to),
             GAction::Failback(m) => self.fail_back(&mut s, m),
         }
+        Self::settle(&mut s);
         Self::normalise(&mut s);
         Some(s)
     }

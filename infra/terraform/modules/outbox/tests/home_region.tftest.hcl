@@ -47,14 +47,28 @@ run "every_filter_of_the_file_gets_the_region_clause" {
   }
 }
 
-run "another_default_home_region_drops_the_unhomed_filter" {
+# Issue 36, finding 9: the filter does not name the default home. Every region's publisher
+# receives the inserts without HomeRegion and decides at run time, from
+# OUTBOX_DEFAULT_HOME_REGION, whether they are its own; so moving the default home is a change
+# of that variable (docs/global-tables.md, the runbook), not of the mapping. Before the fix the
+# clause for items without HomeRegion was rendered only in the default home region: this
+# deployment had one filter, and its publisher never saw a minimal producer's insert after the
+# default home moved to it.
+run "another_default_home_region_keeps_the_unhomed_filter" {
   command = plan
   variables {
     default_home_region = "us-east-1"
   }
   assert {
-    condition     = length(local.home_stream_filter.Filters) == 1 && jsondecode(local.home_stream_filter.Filters[0].Pattern).dynamodb.NewImage.HomeRegion == { S = ["eu-west-1"] }
-    error_message = "Outside the default home region the publisher reads only the inserts homed in its region: items without HomeRegion are the default home's."
+    condition = local.home_stream_filter.Filters == [
+      { Pattern = "{\"dynamodb\":{\"NewImage\":{\"HomeRegion\":{\"S\":[\"eu-west-1\"]},\"ItemType\":{\"S\":[\"PENDING_MESSAGE\"]},\"Status\":{\"S\":[\"PENDING\"]}}},\"eventName\":[\"INSERT\"]}" },
+      { Pattern = "{\"dynamodb\":{\"NewImage\":{\"HomeRegion\":{\"S\":[{\"exists\":false}]},\"ItemType\":{\"S\":[\"PENDING_MESSAGE\"]},\"Status\":{\"S\":[\"PENDING\"]}}},\"eventName\":[\"INSERT\"]}" },
+    ]
+    error_message = "Outside the default home region the publisher reads its region's inserts and those without HomeRegion, as in the default home: the filter does not depend on default_home_region."
+  }
+  assert {
+    condition     = alltrue([for f in local.home_stream_filter.Filters : !strcontains(f.Pattern, "us-east-1")])
+    error_message = "The stream filter never names the default home region: ownership of items without HomeRegion is the functions' run-time decision (OUTBOX_DEFAULT_HOME_REGION)."
   }
   assert {
     condition = alltrue([for env in [local.publisher_environment, local.sweeper_environment, local.recovery_environment] :
@@ -62,8 +76,8 @@ run "another_default_home_region_drops_the_unhomed_filter" {
     error_message = "Every function is told its region and the default home region."
   }
   assert {
-    condition     = local.home.is_default_home == false
-    error_message = "eu-west-1 is not the default home region here."
+    condition     = [for f in aws_lambda_event_source_mapping.publisher.filter_criteria[0].filter : jsondecode(f.pattern).dynamodb.NewImage.HomeRegion] == [{ S = ["eu-west-1"] }, { S = [{ exists = false }] }]
+    error_message = "The mapping carries both filters outside the default home region."
   }
 }
 
@@ -74,7 +88,7 @@ run "the_default_home_region_named_explicitly" {
   }
   assert {
     condition     = length(local.home_stream_filter.Filters) == 2 && jsondecode(local.home_stream_filter.Filters[1].Pattern).dynamodb.NewImage.HomeRegion == { S = [{ exists = false }] }
-    error_message = "Named explicitly, the deployment's own region is the default home: both filters."
+    error_message = "Named explicitly, the deployment's own region is the default home: both filters, as in any region."
   }
 }
 
@@ -102,8 +116,8 @@ run "a_global_table_deployment" {
     error_message = "Regional names (functions, queues) stay the same in every region."
   }
   assert {
-    condition     = length(local.home_stream_filter.Filters) == 1
-    error_message = "eu-west-1 is not the default home region: one filter."
+    condition     = [for f in local.home_stream_filter.Filters : jsondecode(f.Pattern).dynamodb.NewImage.HomeRegion] == [{ S = ["eu-west-1"] }, { S = [{ exists = false }] }]
+    error_message = "eu-west-1 is not the default home region, and its publisher still receives the inserts without HomeRegion (it skips them while us-east-1 is the default home)."
   }
 }
 

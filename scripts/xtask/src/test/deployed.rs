@@ -1,0 +1,170 @@
+//! The deployed tier's background work: the five deployments on MiniStack, the
+//! offline infrastructure checks, the release artifacts and the release publisher's
+//! test. Its Rust tests run with the emulator tier's, on MiniStack
+//! ([`super::emulator::on_ministack`]).
+
+use super::print_lines;
+use super::runner::Runner;
+use crate::Result;
+use crate::process::{Cmd, Job};
+use crate::session::Session;
+use crate::tiers::{self, Tier};
+use std::path::{Path, PathBuf};
+
+/// The release artifacts, built in the background at the lowest CPU priority in their
+/// own target directory (a release build shares nothing with the debug one, and two
+/// cargo processes on one directory would wait on each other's lock).
+pub fn start_release(s: &Session) -> Result<(Job, PathBuf)> {
+    let log = s.target.join("release-package.log");
+    let dir = s.target.join("lambda");
+    s.step(&format!(
+        "package the release artifacts in the background (cargo lambda build --release, x86_64; log: {})",
+        log.display()
+    ));
+    std::fs::create_dir_all(&s.target)
+        .map_err(|e| format!("cannot create {}: {e}", s.target.display()))?;
+    let job = Cmd::niced(19, this_program()?)
+        .dir(&s.root)
+        .envs(&s.env)
+        .env("CARGO_TARGET_DIR", s.target.join("release-package"))
+        .args(["package", "--out"])
+        .arg(&dir)
+        .spawn_logged("the release packaging", &log)?;
+    Ok((job, dir))
+}
+
+/// Waits for the release packaging, then runs the publisher's binary test on what it
+/// built: the same test the suite ran with the debug build, now with the artifacts a
+/// user deploys (what ships publishes each message once).
+pub fn release_test(
+    s: &Session,
+    runner: &Runner,
+    (job, dir): (Job, PathBuf),
+    ministack: &str,
+) -> Result {
+    s.step("wait for the release packaging");
+    let log = job.log().to_owned();
+    job.wait(40)?;
+    print_lines(&log, &["package: "], 10);
+    s.step("the release publisher, fed one stream batch three times as Lambda redelivers it, on MiniStack");
+    runner
+        .cmd(
+            s,
+            &tiers::emulator_targets(),
+            Some("test(/^publisher::binary::/)"),
+            Tier::Emulator,
+            &[],
+        )
+        .env("OUTBOX_EMULATOR", "ministack")
+        .env("OUTBOX_ENDPOINT", ministack)
+        .env("OUTBOX_LAMBDA_DIR", &dir)
+        .run()
+}
+
+/// The five deployments, as four background jobs: the Terraform applies beside the
+/// two CDK deploys (those one after the other: they share the CDK bootstrap stack).
+/// None of them runs cargo (the build lock is the test build's): the shop deploys a
+/// copy of the consumer built before (the test build links it again meanwhile).
+pub fn start_deploys(
+    s: &mut Session,
+    endpoint: &str,
+    state: &Path,
+    assets: &Path,
+) -> Result<Vec<Job>> {
+    s.set_env(
+        "OUTBOX_DEPLOY_STATE",
+        state.join("deploy").display().to_string(),
+    );
+    s.set_env(
+        "SHOP_DEPLOY_STATE",
+        state.join("shop").display().to_string(),
+    );
+    let consumer = state.join("shop-consumer");
+    std::fs::copy(s.target.join("debug/shop-consumer"), &consumer)
+        .map_err(|e| format!("cannot copy the shop's consumer: {e}"))?;
+    let exe = this_program()?;
+    let ours = |tool: &str, prefix: &str| {
+        s.cmd(&exe)
+            .args(["deploy", tool, "--prefix", prefix, "--endpoint", endpoint])
+            .arg("--assets")
+            .arg(assets)
+    };
+    let shop = |tool: &str, name: &str| {
+        s.cmd(s.path("examples/shop/deploy-local"))
+            .args([tool, "--name", name, "--endpoint", endpoint])
+            .arg("--outbox-assets")
+            .arg(assets)
+            .arg("--consumer")
+            .arg(&consumer)
+    };
+    let both_cdk = format!(
+        "{} && {}",
+        shell_line(&ours("cdk", "cdk")),
+        shell_line(&shop("cdk", "shop-cdk"))
+    );
+    Ok(vec![
+        ours("terraform", "tf")
+            .spawn_logged("the Terraform deployment", &state.join("deploy-tf.log"))?,
+        // The global table (the module in us-east-1 and eu-west-1) for
+        // it/stacks/global_table.rs: about two minutes of the emulator's time.
+        ours("terraform-global", "gt").spawn_logged(
+            "the global table's deployment",
+            &state.join("deploy-global.log"),
+        )?,
+        shop("terraform", "shop-tf").spawn_logged(
+            "the shop's Terraform deployment",
+            &state.join("deploy-shop-tf.log"),
+        )?,
+        s.cmd("bash")
+            .args(["-c", &both_cdk])
+            .spawn_logged("the CDK deployments", &state.join("deploy-cdk.log"))?,
+    ])
+}
+
+/// Waits for the deployments, printing each one's last lines.
+pub fn wait_deploys(s: &Session, deploys: Vec<Job>) -> Result {
+    s.step("wait for the deployments");
+    for job in deploys {
+        let log = job.log().to_owned();
+        job.wait(40)?;
+        print_lines(&log, &["deploy-local:", "shop:"], 3);
+    }
+    Ok(())
+}
+
+/// The offline infrastructure checks, in the background at a lower CPU priority: not
+/// before the deployments are done (they build and read infra/cdk too).
+pub fn start_infra_checks(s: &Session, state: &Path) -> Result<Job> {
+    let log = state.join("infra-check.log");
+    s.step(&format!(
+        "infrastructure checks, in the background at a lower CPU priority (log: {})",
+        log.display()
+    ));
+    Cmd::niced(10, "bash")
+        .dir(&s.root)
+        .envs(&s.env)
+        .arg("infra/check.sh")
+        .spawn_logged("the infrastructure checks", &log)
+}
+
+/// Waits for the infrastructure checks, printing their findings.
+pub fn wait_infra_checks(s: &Session, job: Job) -> Result {
+    s.step("wait for the infrastructure checks");
+    let log = job.log().to_owned();
+    job.wait(60)?;
+    print_lines(&log, &["infra:", "infra/check.sh:"], 100);
+    Ok(())
+}
+
+/// A command as one line of shell (each word quoted).
+fn shell_line(cmd: &Cmd) -> String {
+    cmd.words()
+        .iter()
+        .map(|w| format!("'{}'", w.replace('\'', r"'\''")))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn this_program() -> Result<PathBuf> {
+    std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))
+}

@@ -1,0 +1,195 @@
+//! `cargo xtask test [fast|emulator|deployed|all] [FILTER...]`: the suite in tiers
+//! (see [`crate::tiers`]; each tier's steps are in its own file here). `all` (the
+//! default, and `tests/run`) runs the three as one job graph, overlapping what waits
+//! on the emulator with what needs the CPU:
+//!
+//! 1. builds and packages the functions (debug, fault injection compiled in) and the
+//!    shop's consumer; starts packaging the release artifacts in the background at the
+//!    lowest CPU priority (its own target directory), unless `OUTBOX_SKIP_RELEASE=1`;
+//! 2. starts MiniStack and, in the background, applies both our stacks, the global
+//!    table's and the shop's (the deployments wait on the emulator most of the time);
+//! 3. meanwhile builds the emulator tiers' test binaries and starts their run on moto
+//!    (in the background: they sleep on moto's timeouts), then builds and runs the fast
+//!    tier and the doc tests;
+//! 4. once the stacks are applied, runs the infrastructure checks in the background
+//!    (`bash infra/check.sh`, nice 10) and the integration and deployed tests on
+//!    MiniStack, in one run;
+//! 5. waits for the checks and the release packaging, then runs the publisher's binary
+//!    test on the release artifacts.
+//!
+//! Every debug build resolves features for the whole workspace (`--workspace`), so the
+//! functions, the shop's consumer and the tests share one build of the AWS SDK.
+//! Filters (test names, or nextest options) go to every test run of the tier; with a
+//! filter, the doc tests, the infrastructure checks and the release packaging are
+//! skipped. `OUTBOX_SKIP_MOTO=1`, `OUTBOX_SKIP_INFRA=1`, `OUTBOX_SKIP_RELEASE=1` skip
+//! those steps.
+
+mod deployed;
+mod emulator;
+mod fast;
+mod runner;
+
+use crate::Result;
+use crate::package;
+use crate::session::Session;
+use crate::tiers::Tier;
+use emulator::Emulators;
+use runner::Runner;
+use std::path::{Path, PathBuf};
+
+/// What to run.
+#[derive(Debug)]
+pub struct Run {
+    /// The tier.
+    pub tier: Tier,
+    /// Test-name filters and test-runner options.
+    pub filters: Vec<String>,
+}
+
+impl Run {
+    /// From the command line: an optional tier name, then filters.
+    pub fn parse(args: Vec<String>) -> Self {
+        let mut args = args.into_iter().peekable();
+        let tier = args.peek().and_then(|a| Tier::parse(a));
+        if tier.is_some() {
+            args.next();
+        }
+        Self {
+            tier: tier.unwrap_or(Tier::All),
+            filters: args.collect(),
+        }
+    }
+
+    fn full(&self) -> bool {
+        self.filters.is_empty()
+    }
+}
+
+fn skip(var: &str) -> bool {
+    std::env::var(var).is_ok_and(|v| v == "1")
+}
+
+/// Runs the tier.
+pub fn run(s: &mut Session, run: &Run) -> Result {
+    let runner = Runner::detect(s);
+    if run.tier == Tier::Fast {
+        return fast::alone(s, &runner, run);
+    }
+    // The emulators' virtual environments and the CDK's npm packages (first run only,
+    // downloads) install beside the build.
+    let deployed = run.tier.covers(Tier::Deployed);
+    let installs = std::thread::spawn(move || emulator::install_tools(&Session::new(), deployed));
+    let lambda_dir = package_debug(s, deployed)?;
+    let release = (deployed && run.full() && !skip("OUTBOX_SKIP_RELEASE"))
+        .then(|| deployed::start_release(s))
+        .transpose()?;
+    installs
+        .join()
+        .map_err(|_| "the install thread panicked".to_owned())??;
+
+    let mut guard = Emulators::default();
+    s.step(if deployed {
+        "start MiniStack; apply both stacks and the adoption example's (examples/shop) in the background"
+    } else {
+        "start MiniStack"
+    });
+    let (ministack, ms_state) = emulator::start_ministack(s, &mut guard)?;
+    let deploys = if deployed {
+        deployed::start_deploys(s, &ministack, &ms_state, &lambda_dir)?
+    } else {
+        Vec::new()
+    };
+    if run.tier.covers(Tier::Emulator) {
+        emulator::iam_correction(s, &ms_state)?;
+    }
+
+    s.step("build the tests on the emulators (it, the shop's)");
+    emulator::build(s, &runner)?;
+    let moto = (run.tier.covers(Tier::Emulator) && run.full() && !skip("OUTBOX_SKIP_MOTO"))
+        .then(|| emulator::start_moto(s, &runner, run, &mut guard))
+        .transpose()?;
+    if run.tier == Tier::All {
+        s.step("build the fast tier's tests");
+        fast::build(s, &runner)?;
+        fast::tests(s, &runner, run)?;
+    }
+
+    let infra = if deployed {
+        deployed::wait_deploys(s, deploys)?;
+        (run.full() && !skip("OUTBOX_SKIP_INFRA"))
+            .then(|| deployed::start_infra_checks(s, &ms_state))
+            .transpose()?
+    } else {
+        None
+    };
+    let ministack_result = emulator::on_ministack(s, &runner, run, &ministack);
+
+    if let Some(job) = moto {
+        s.step("wait for the integration tests on moto");
+        let log = job.log().to_owned();
+        let waited = job.wait(60);
+        print_lines(&log, &["     Summary", "test result"], 3);
+        waited?;
+    }
+    ministack_result?;
+    if let Some(job) = infra {
+        deployed::wait_infra_checks(s, job)?;
+    }
+    if let Some(release) = release {
+        deployed::release_test(s, &runner, release, &ministack)?;
+    }
+    drop(guard);
+    s.step("all tests passed");
+    Ok(())
+}
+
+/// Builds and packages the functions (debug, fault injection compiled in) into
+/// `target/lambda-dev`, with the shop's consumer when the deployed tier runs: in the
+/// same cargo run, as it depends on no function crate, the functions'
+/// fault-injection feature leaves it as the test build has it.
+fn package_debug(s: &mut Session, deployed: bool) -> Result<PathBuf> {
+    let lambda_dir = s.target.join("lambda-dev");
+    s.set_env("OUTBOX_LAMBDA_DIR", lambda_dir.display().to_string());
+    s.step(if deployed {
+        "build and package the functions (debug, with fault injection) and the shop's consumer"
+    } else {
+        "build and package the functions (debug, with fault injection)"
+    });
+    let also: &[&str] = if deployed { &["shop-consumer"] } else { &[] };
+    let mut opts = package::Options::debug_with_faults(lambda_dir.clone());
+    opts.share_with_tests = true;
+    package::package(s, &opts, also)?;
+    Ok(lambda_dir)
+}
+
+/// Prints the lines of `log` that start with one of `prefixes` (the last `max`).
+fn print_lines(log: &Path, prefixes: &[&str], max: usize) {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let lines: Vec<&str> = text
+        .lines()
+        .filter(|l| prefixes.iter().any(|p| l.starts_with(p)))
+        .collect();
+    for line in &lines[lines.len().saturating_sub(max)..] {
+        eprintln!("{line}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_first_argument_that_names_a_tier_picks_it_and_the_rest_are_filters() {
+        let run = Run::parse(vec!["fast".into(), "publisher".into()]);
+        assert_eq!(
+            (run.tier, run.filters),
+            (Tier::Fast, vec!["publisher".to_owned()])
+        );
+        let run = Run::parse(vec!["publisher".into()]);
+        assert_eq!(
+            (run.tier, run.filters),
+            (Tier::All, vec!["publisher".to_owned()])
+        );
+        assert_eq!(Run::parse(Vec::new()).tier, Tier::All);
+    }
+}
