@@ -23,20 +23,30 @@
 //!   invocation would get them, up to `<retries>` times, and after a `<share>` of
 //!   successful batches a drawn suffix of the batch again (an answer the mapping
 //!   never got). Each is logged as [`replay::REPLAY_LOG`], with counts only.
+//! - **Concurrent batches of one shard** ([`parallel`]): the local AWS keeps a
+//!   mapping's `ParallelizationFactor` but runs one batch per shard at a time; with
+//!   `OUTBOX_FAULTS_PARALLEL=<factor>` the publisher splits each batch as AWS may
+//!   (records of one item together and in order, different items — even of one
+//!   aggregate — apart) and runs the parts as concurrent invocations, each
+//!   redelivered on its own. Each split is logged as [`parallel::SPLIT_LOG`].
+//!   [`stream`] runs the publisher's handler through both.
 //!
 //! The binaries compile it in only with their `fault-injection` cargo feature, which
 //! refuses to build in release mode; it is switched on at run time by the
 //! `OUTBOX_FAULTS` variable (see [`FaultPlan`]), `OUTBOX_FAULTS_SEED` (optional,
 //! for a repeatable sequence; each process mixes in its id, as the local AWS runs
-//! every invocation in a new process) and, in the publisher, `OUTBOX_FAULTS_REDELIVER`.
+//! every invocation in a new process) and, in the publisher, `OUTBOX_FAULTS_REDELIVER`
+//! and `OUTBOX_FAULTS_PARALLEL`.
 //! Without them nothing changes.
 #![warn(missing_docs)]
 
 mod http;
 pub mod lag;
+pub mod parallel;
 mod plan;
 pub mod remembered;
 pub mod replay;
+pub mod stream;
 
 pub use http::FaultyHttpClient;
 pub use plan::{Fault, FaultPlan, INDEX_LAG_MAX_MS, PlanError, Rule};

@@ -159,6 +159,10 @@ struct ChaosArgs {
     /// Seconds to wait for quiescence after the last commit.
     #[arg(long, default_value_t = 900)]
     settle_seconds: u64,
+    /// The stream mapping's ParallelizationFactor, 1 to 10; above 1 the publisher also
+    /// runs each batch as the concurrent batches AWS may run (the local AWS does not).
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=10))]
+    parallelization_factor: u32,
 }
 
 #[derive(Debug, clap::Args)]
@@ -360,6 +364,7 @@ async fn chaos_command(clients: &Clients, args: ChaosArgs) -> ExitCode {
         assets: args.assets,
         settle_timeout: Duration::from_secs(args.settle_seconds),
         progress: true,
+        parallelization_factor: args.parallelization_factor,
     };
     match outbox_devkit::chaos::run(clients, &deployment, &opts).await {
         Ok(report) => {

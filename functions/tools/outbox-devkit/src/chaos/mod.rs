@@ -2,7 +2,8 @@
 //! AWS while every function's AWS calls fail (throttling, 5xx, timeouts, resets,
 //! answers lost after the call took effect), processes crash between steps, the
 //! order fence's index reads lag, the publisher's stream batches are delivered again
-//! as Lambda redelivers them, and the stream mapping discards what keeps failing — then, once everything is quiet, the
+//! as Lambda redelivers them, split into concurrent batches as a parallelization
+//! factor lets AWS run them, and the stream mapping discards what keeps failing — then, once everything is quiet, the
 //! guarantees counted from the final state: lost, phantom, effects applied twice,
 //! FIFO order violations, and whether every `FAILED` message is poison with its
 //! dead-letter copy.
@@ -43,6 +44,10 @@ pub struct ChaosOptions {
     pub settle_timeout: Duration,
     /// Print progress.
     pub progress: bool,
+    /// The stream mapping's `ParallelizationFactor` (1 to 10); above 1 the publisher
+    /// also runs each batch as concurrent parts as AWS may (`OUTBOX_FAULTS_PARALLEL`:
+    /// the local AWS runs one batch per shard at a time whatever the factor).
+    pub parallelization_factor: u32,
 }
 
 /// Runs the benchmark against a deployment (which it changes: routes, faults,
@@ -53,7 +58,14 @@ pub async fn run(
     opts: &ChaosOptions,
 ) -> Result<ChaosReport, String> {
     let plans = setup::FaultPlans::at(opts.fault_rate);
-    let chaos = setup::prepare(clients, d, &opts.assets, &plans).await?;
+    let chaos = setup::prepare(
+        clients,
+        d,
+        &opts.assets,
+        &plans,
+        opts.parallelization_factor,
+    )
+    .await?;
     d.set_environment(
         clients,
         &d.sweeper,
@@ -74,6 +86,7 @@ pub async fn run(
     let mut report = verify::verdict(&planned, &seen);
     report.wall = wall;
     report.fault_rate = opts.fault_rate;
+    report.parallelization_factor = opts.parallelization_factor;
     Ok(report)
 }
 
@@ -269,7 +282,7 @@ async fn consumer_logs(
 /// (`"message":"injected fault"`) or text (`injected fault operation=…`) — the
 /// functions log either way — and `injected crash` lines; a crash's own
 /// `injected fault` line is not counted twice. Among the faults, the index reads
-/// answered stale (`index_lag`); apart, the publisher's redelivered batches.
+/// answered stale (`index_lag`); apart, the publisher's redelivered and split batches.
 fn count_faults(lines: &[crate::deployment::LogLine], seen: &mut verify::Observed) {
     for l in lines {
         if l.message.starts_with("injected crash") {
@@ -281,6 +294,8 @@ fn count_faults(lines: &[crate::deployment::LogLine], seen: &mut verify::Observe
                 usize::from(l.message.contains(outbox_faults::Fault::IndexLag.name()));
         } else if l.message.contains(outbox_faults::replay::REPLAY_LOG) {
             seen.replays += 1;
+        } else if l.message.contains(outbox_faults::parallel::SPLIT_LOG) {
+            seen.split_batches += 1;
         }
     }
 }
@@ -360,10 +375,14 @@ mod tests {
             line(
                 r#" WARN Lambda runtime invoke{requestId="d"}: replayed stream batch records=2 from=3 retry=1 after=lost_answer"#,
             ),
+            line(
+                r#"{"level":"WARN","fields":{"message":"split stream batch","records":9,"parts":2,"stagger_ms":40}}"#,
+            ),
         ];
         let mut seen = verify::Observed::default();
         count_faults(&lines, &mut seen);
         assert_eq!((seen.faults_injected, seen.crashes), (5, 1));
         assert_eq!((seen.lagged_reads, seen.replays), (2, 2));
+        assert_eq!(seen.split_batches, 1);
     }
 }

@@ -2,8 +2,10 @@
 //! extra destinations, each with a queue and an orders consumer behind it (as a user
 //! would add them, with their grants on the publisher's and the sweeper's roles), fault plans on every function (a lagging index for the two that
 //! read it), Lambda's stream redelivery applied by the publisher to its own answers
-//! (the local AWS ignores partial batch responses), short visibility timeouts, and a
-//! stream mapping that discards records after a few seconds of failure.
+//! (the local AWS ignores partial batch responses), the mapping's parallelization
+//! factor applied by the publisher too (the local AWS runs one batch per shard at a
+//! time), short visibility timeouts, and a stream mapping that discards records after
+//! a few seconds of failure.
 
 use crate::aws::Clients;
 use crate::deployment::{Deployment, JSON_LOGS};
@@ -40,13 +42,19 @@ fn err(what: &str) -> impl FnOnce(&dyn std::error::Error) -> String + '_ {
 }
 
 /// Adds the SNS and EventBridge destinations with their consumers, routes them,
-/// and switches the faults on.
+/// switches the faults on and sets the stream mapping's parallelization factor.
 pub async fn prepare(
     clients: &Clients,
     d: &Deployment,
     assets: &Path,
     plans: &FaultPlans,
+    parallelization_factor: u32,
 ) -> Result<ChaosSetup, String> {
+    if !(1..=10).contains(&parallelization_factor) {
+        return Err(format!(
+            "parallelization factor {parallelization_factor}: a stream mapping takes 1 to 10"
+        ));
+    }
     let sns_queue = format!("{}-chaos-sns", d.prefix);
     let bus_queue = format!("{}-chaos-bus", d.prefix);
     let sns_url = queue_with_dlq(clients, &sns_queue).await?;
@@ -61,9 +69,16 @@ pub async fn prepare(
     routes.insert(TOPIC_BUS.into(), Value::String(bus_arn));
     let routes = serde_json::to_string(&routes).map_err(|e| e.to_string())?;
     let redeliver = plans.redelivery(d);
-    for (function, plan, redeliver) in [
-        (&d.publisher, &plans.publisher, Some(redeliver.as_str())),
-        (&d.sweeper, &plans.sweeper, None),
+    // Above 1, the publisher runs each batch as the concurrent batches AWS may run.
+    let parallel = (parallelization_factor > 1).then(|| parallelization_factor.to_string());
+    for (function, plan, redeliver, parallel) in [
+        (
+            &d.publisher,
+            &plans.publisher,
+            Some(redeliver.as_str()),
+            parallel.as_deref(),
+        ),
+        (&d.sweeper, &plans.sweeper, None, None),
     ] {
         set_env(
             clients,
@@ -73,6 +88,7 @@ pub async fn prepare(
                 ("OUTBOX_ROUTES", Some(&routes)),
                 ("OUTBOX_FAULTS", Some(plan)),
                 (outbox_faults::replay::REDELIVER_VAR, redeliver),
+                (outbox_faults::parallel::PARALLEL_VAR, parallel),
             ],
         )
         .await?;
@@ -110,7 +126,7 @@ pub async fn prepare(
     for (url, _) in &consumer_queues {
         short_visibility(clients, url).await?;
     }
-    discard_quickly(clients, d).await?;
+    stream_mapping(clients, d, parallelization_factor).await?;
     let fifo_url = d
         .destination(TOPIC_FIFO)
         .ok_or("the stack routes no `orders-events` (FIFO) topic")?
@@ -399,14 +415,16 @@ async fn short_visibility(clients: &Clients, url: &str) -> Result<(), String> {
 }
 
 /// A batch that keeps failing is discarded after 20 s (its range goes to the
-/// on-failure queue and the recovery function), instead of the deployed hour.
-async fn discard_quickly(clients: &Clients, d: &Deployment) -> Result<(), String> {
+/// on-failure queue and the recovery function), instead of the deployed hour; the
+/// mapping runs `factor` batches of a shard at once (on AWS; the local AWS stores it).
+async fn stream_mapping(clients: &Clients, d: &Deployment, factor: u32) -> Result<(), String> {
     let uuid = d.stream_mapping.uuid().unwrap_or_default();
     clients
         .lambda
         .update_event_source_mapping()
         .uuid(uuid)
         .maximum_record_age_in_seconds(20)
+        .parallelization_factor(i32::try_from(factor).unwrap_or(1))
         .send()
         .await
         .map(|_| ())

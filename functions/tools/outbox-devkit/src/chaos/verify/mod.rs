@@ -59,6 +59,8 @@ pub struct Observed {
     pub replays: usize,
     /// Index reads answered with an earlier answer (the index-lag fault).
     pub lagged_reads: usize,
+    /// Stream batches the publisher split into concurrent parts (a factor above 1).
+    pub split_batches: usize,
 }
 
 /// Builds the report.
@@ -73,6 +75,7 @@ pub fn verdict(planned: &[(Planned, Committed)], seen: &Observed) -> ChaosReport
         iam_denials: seen.iam_denials,
         replays: seen.replays,
         lagged_reads: seen.lagged_reads,
+        split_batches: seen.split_batches,
         ..ChaosReport::default()
     };
     let committed: Vec<&Planned> = planned

@@ -53,6 +53,11 @@ pub struct ChaosReport {
     /// Index reads answered with an earlier answer to the same request (the
     /// index-lag fault; counted among the faults too).
     pub lagged_reads: usize,
+    /// Stream batches the publisher ran as concurrent parts (the parallelization
+    /// factor AWS applies; the local AWS does not).
+    pub split_batches: usize,
+    /// The stream mapping's parallelization factor.
+    pub parallelization_factor: u32,
     /// The share of every function's AWS calls set to fail (crashes on top).
     pub fault_rate: f64,
     /// How far the messages' traces got, per destination.
@@ -96,6 +101,13 @@ impl ChaosReport {
             format!(
                 "{} (Lambda's redelivery rule, applied by the publisher)",
                 self.replays
+            ),
+        );
+        line(
+            "stream batches run as parts",
+            format!(
+                "{} (parallelization factor {}: concurrent batches of a shard, per-item order only)",
+                self.split_batches, self.parallelization_factor
             ),
         );
         line(
