@@ -402,7 +402,7 @@ variable "sweep_shards_previous" {
 }
 
 variable "parallelization_factor" {
-  description = "Concurrent batches per stream shard of the publisher's mapping (1-10, default 1). Above 1 AWS orders a shard's records per item, not per partition key, and per-aggregate order on FIFO routes is NOT kept (the order fence reads a sweeper index that lags writes: docs/guarantees.md). Keep 1 on tables with FIFO routes."
+  description = "Concurrent batches per stream shard of the publisher's mapping (1-10, default 1). Above 1 AWS orders a shard's records per item, not per partition key: per-aggregate order on FIFO routes is kept for messages with a sequence (NewMessage::sequence, the aggregate's version) and NOT for messages without one (docs/guarantees.md). Keep 1 on tables with FIFO routes whose producers give no sequence."
   type        = number
   default     = 1
   nullable    = false

@@ -4,6 +4,7 @@
 //! serve PartiQL on an index: there the store falls back to one query per shard, and
 //! must find the same keys.
 
+use aws_sdk_dynamodb::types::{AttributeValue, TransactWriteItem};
 use dynamodb_outbox::NewMessage;
 use dynamodb_outbox::dynamo::DynamoStore;
 use dynamodb_outbox::policy::{FenceRead, Scope};
@@ -61,4 +62,92 @@ async fn one_request_reads_the_pending_keys_of_every_shard_a_batch_touches() {
     } else {
         assert_eq!(page.requests, 1);
     }
+}
+
+#[tokio::test]
+async fn a_sequenced_aggregates_read_stops_one_item_below_its_members_whatever_the_partition_holds()
+{
+    // Given an aggregate with a long history: thirty commits, each with a business
+    // item and a sequenced message; the first twenty-eight are SENT, 29 is pending
+    let ob = Outbox::new().await;
+    let writer = ob.writer();
+    let db = &ob.clients.dynamodb;
+    let mut keys = Vec::new();
+    for version in 1..=30u64 {
+        let business = aws_sdk_dynamodb::types::Put::builder()
+            .table_name(&ob.table)
+            .item("PK", AttributeValue::S("ORDER#7".into()))
+            .item("SK", AttributeValue::S(format!("LINE#{version:03}")))
+            .build()
+            .expect("a put");
+        let message = NewMessage::new("ORDER#7", "ledger", "{}").sequence(version);
+        let business = TransactWriteItem::builder().put(business).build();
+        let committed = writer
+            .commit(vec![business], &[message])
+            .await
+            .expect("commit");
+        keys.push(committed.sort_keys[0].clone());
+    }
+    for sk in &keys[..28] {
+        db.update_item()
+            .table_name(&ob.table)
+            .key("PK", AttributeValue::S("ORDER#7".into()))
+            .key("SK", AttributeValue::S(sk.clone()))
+            .update_expression("SET #s = :sent")
+            .expression_attribute_names("#s", "Status")
+            .expression_attribute_values(":sent", AttributeValue::S("SENT".into()))
+            .send()
+            .await
+            .expect("marked SENT");
+    }
+
+    // When the fence reads for message 30 alone in its batch
+    let store = DynamoStore::new(db.clone(), &ob.table);
+    let read = |members: usize| FenceRead {
+        scope: Scope::Sequence {
+            aggregate: "ORDER#7".into(),
+            lowest: keys[29].clone(),
+            highest: keys[29].clone(),
+            members,
+        },
+        aggregates: BTreeSet::from(["ORDER#7".to_owned()]),
+    };
+    let page = store.pending(&read(1), 8).await.expect("the fence read");
+
+    // Then one request read message 30 and the one before it, pending, and nothing
+    // of the history or the business items
+    assert!(page.complete);
+    assert_eq!(page.requests, 1);
+    assert_eq!(page.scanned, 2, "the member and the one below it");
+    // (the member is pending too: the core leaves the batch's own members out)
+    let found: Vec<&str> = page.siblings.iter().map(|x| x.key.sk.as_str()).collect();
+    assert_eq!(found, [keys[29].as_str(), keys[28].as_str()]);
+
+    // And once 29 is SENT too, nothing fences 30, still from two items
+    db.update_item()
+        .table_name(&ob.table)
+        .key("PK", AttributeValue::S("ORDER#7".into()))
+        .key("SK", AttributeValue::S(keys[28].clone()))
+        .update_expression("SET #s = :sent")
+        .expression_attribute_names("#s", "Status")
+        .expression_attribute_values(":sent", AttributeValue::S("SENT".into()))
+        .send()
+        .await
+        .expect("marked SENT");
+    let page = store.pending(&read(1), 8).await.expect("the fence read");
+    let found: Vec<&str> = page.siblings.iter().map(|x| x.key.sk.as_str()).collect();
+    assert!(page.complete && found == [keys[29].as_str()], "{page:?}");
+    assert_eq!(page.scanned, 2);
+
+    // And a batch of 25..=30 missing 27 (another batch holds it) reads the range
+    // between them and the one below: 27 is unfinished only if still pending
+    let mut gap = read(5);
+    if let Scope::Sequence { lowest, .. } = &mut gap.scope {
+        lowest.clone_from(&keys[24]);
+    }
+    let page = store.pending(&gap, 8).await.expect("the fence read");
+    assert!(page.complete);
+    assert_eq!(page.siblings.len(), 1, "only 30 is pending: {page:?}");
+    // (a first page of the members and one more, and a page as large below them)
+    assert_eq!((page.requests, page.scanned), (2, 12), "{page:?}");
 }

@@ -124,6 +124,10 @@ pub enum Scope {
         lowest: String,
         /// Its last member's sort key.
         highest: String,
+        /// How many members it has in the batch: the read asks for one more item
+        /// than that first (usually all it needs; a DynamoDB read is billed for the
+        /// whole items it reads).
+        members: usize,
     },
 }
 
@@ -143,14 +147,19 @@ pub struct FenceRead {
 /// none at all when no member is routed to a FIFO destination.
 pub fn fence_reads(members: &[Member]) -> Vec<FenceRead> {
     let mut library: BTreeMap<&str, bool> = BTreeMap::new();
-    let mut sequenced: BTreeMap<&str, (bool, &str, &str)> = BTreeMap::new();
+    let mut sequenced: BTreeMap<&str, (bool, &str, &str, usize)> = BTreeMap::new();
     let mut shards_of: BTreeMap<&str, &[String]> = BTreeMap::new();
     for m in members {
         let pk = m.key.pk.as_str();
         *library.entry(pk).or_insert(true) &= m.library;
         let sk = m.key.sk.as_str();
-        let range = sequenced.entry(pk).or_insert((true, sk, sk));
-        *range = (range.0 && is_sequenced(&m.key), range.1.min(sk), range.2.max(sk));
+        let range = sequenced.entry(pk).or_insert((true, sk, sk, 0));
+        *range = (
+            range.0 && is_sequenced(&m.key),
+            range.1.min(sk),
+            range.2.max(sk),
+            range.3 + 1,
+        );
         shards_of.insert(pk, &m.shards);
     }
     let fifo: BTreeSet<&str> = members
@@ -162,12 +171,13 @@ pub fn fence_reads(members: &[Member]) -> Vec<FenceRead> {
     let mut reads = Vec::new();
     for aggregate in fifo {
         let only = BTreeSet::from([aggregate.to_owned()]);
-        if let Some(&(true, lowest, highest)) = sequenced.get(aggregate) {
+        if let Some(&(true, lowest, highest, members)) = sequenced.get(aggregate) {
             reads.push(FenceRead {
                 scope: Scope::Sequence {
                     aggregate: aggregate.to_owned(),
                     lowest: lowest.to_owned(),
                     highest: highest.to_owned(),
+                    members,
                 },
                 aggregates: only,
             });

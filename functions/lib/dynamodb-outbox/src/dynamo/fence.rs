@@ -50,11 +50,13 @@ impl DynamoStore {
                 aggregate,
                 lowest,
                 highest,
+                members,
             } => {
                 let range = sequence::Range {
                     aggregate,
                     lowest,
                     highest,
+                    members: *members,
                 };
                 return self.sequence_read(&range, max_pages).await;
             }

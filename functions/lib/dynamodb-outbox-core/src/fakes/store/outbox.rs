@@ -200,6 +200,7 @@ impl OutboxStore for MemoryStore {
                 aggregate,
                 lowest,
                 highest,
+                ..
             } => sequence_range(items.iter(), aggregate, lowest, highest),
             _ => items
                 .iter()

@@ -15,16 +15,13 @@ use dynamodb_outbox_core::schema::{
     ITEM_TYPE, PENDING_MESSAGE, SEQUENCED_PREFIX, STATUS, SeenIndex, TABLE, item_key,
 };
 
-/// Items one page asks for: a batch's members of one aggregate and the one before
-/// them fit, projected to keys, type, status and due time (about 100 bytes each:
-/// one read unit).
-const PAGE_ITEMS: i32 = 25;
 
 /// The range of one sequenced aggregate.
 pub(in crate::dynamo) struct Range<'a> {
     pub aggregate: &'a str,
     pub lowest: &'a str,
     pub highest: &'a str,
+    pub members: usize,
 }
 
 impl DynamoStore {
@@ -37,8 +34,14 @@ impl DynamoStore {
     ) -> Result<PendingPage, Failure> {
         let mut page = PendingPage::default();
         let mut start: Option<Item> = None;
+        // DynamoDB bills a read for the whole items it reads, whatever the projection:
+        // each page asks for the members and one more — all the first needs unless
+        // messages of other batches lie between the members.
+        let limit = i32::try_from(range.members.saturating_add(1))
+            .unwrap_or(100)
+            .clamp(2, 100);
         for _ in 0..max_pages.max(1) {
-            let out = self.sequence_page(range, start).await?;
+            let out = self.sequence_page(range, limit, start).await?;
             page.requests += 1;
             page.scanned += scanned(out.scanned_count());
             let mut reached_below = false;
@@ -66,6 +69,7 @@ impl DynamoStore {
     async fn sequence_page(
         &self,
         range: &Range<'_>,
+        limit: i32,
         start: Option<Item>,
     ) -> Result<QueryOutput, Failure> {
         request(
@@ -85,7 +89,7 @@ impl DynamoStore {
                 .expression_attribute_values(":hi", s(range.highest))
                 .scan_index_forward(false)
                 .consistent_read(true)
-                .limit(PAGE_ITEMS)
+                .limit(limit)
                 .set_exclusive_start_key(start)
                 .send(),
         )
