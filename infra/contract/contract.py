@@ -155,10 +155,20 @@ def settings_table() -> str:
     return "\n".join(rows) + "\n"
 
 
+def actions(statements: list) -> str:
+    """`Allow dynamodb:GetItem`, ... as "dynamodb: `GetItem`, ...; sqs: ...", denials last."""
+    groups: dict = {}
+    for st in sorted(statements, key=lambda x: (x.startswith("Deny"), x)):
+        effect, action = st.split(" ", 1)
+        service, name = action.split(":", 1)
+        groups.setdefault((effect, service), []).append(f"`{name}`")
+    return "; ".join(f"{'Deny ' if effect == 'Deny' else ''}{service}: {', '.join(names)}" for (effect, service), names in groups.items())
+
+
 def iam_table() -> str:
     rows = ["| function | actions (default settings) |", "|---|---|"]
     for fn, f in CONTRACT["functions"].items():
-        rows.append(f"| `{f['binary']}` | {', '.join(f'`{a}`' for a in sorted(f['iam_default']))} |")
+        rows.append(f"| `{f['binary']}` | {actions(f['iam_default'])} |")
     rows += ["", "| functions | actions | when |", "|---|---|---|"]
     for c in CONTRACT["iam_conditional"]:
         rows.append(f"| {', '.join(c['functions'])} | {', '.join(f'`{a}`' for a in c['actions'])} | {c['when']} |")
