@@ -141,9 +141,10 @@ def limits(s: dict) -> str:
 
 
 def settings_table() -> str:
-    rows = ["| Terraform / CDK | default | limits | environment (functions) | meaning |", "|---|---|---|---|---|"]
+    rows = ["| Terraform (CDK when not the camelCase name) | default | limits | environment (functions) | meaning |", "|---|---|---|---|---|"]
     for s in CONTRACT["settings"]:
-        cdk = f"`{s['cdk']}`" if s.get("cdk") else "—"
+        camel = "".join(w.capitalize() if i else w for i, w in enumerate(s["name"].split("_")))
+        cdk = "" if s.get("cdk") == camel else f" / `{s['cdk']}`" if s.get("cdk") else " / —"
         default = "required" if s.get("required") else f"`{json.dumps(s.get('default'))}`"
         if "cdk_default" in s:
             default += f" (CDK `{json.dumps(s['cdk_default'])}`)"
@@ -151,7 +152,7 @@ def settings_table() -> str:
         env_cell = f"`{env['name']}` ({', '.join(env['functions'])})" if env else ""
         if env and env.get("value"):
             env_cell += f": {env['value']}"
-        rows.append(f"| `{s['name']}` / {cdk} | {default} | {limits(s)} | {cell(env_cell)} | {cell(s['doc'])} |")
+        rows.append(f"| `{s['name']}`{cdk} | {default} | {limits(s)} | {cell(env_cell)} | {cell(s['doc'])} |")
     return "\n".join(rows) + "\n"
 
 
