@@ -10,17 +10,20 @@
 //! index, the same, or (`Params::index_lag`, `Fault::Stale`) also the messages a
 //! mark has just removed from it (`State::lagging`) and, with
 //! `Params::index_lags_writes`, not yet the messages just written
-//! (`State::unlisted`). And the monitor of
-//! `NO_STALE_FENCE`.
+//! (`State::unlisted`); from a sequenced aggregate's key range (`Scope::Sequence`),
+//! the table as it is now, bounded as the adapter bounds it (`sequence_listed`). And
+//! the monitor of `NO_STALE_FENCE`.
 
+use crate::fixture::TICK_MS;
 use crate::model::{Fault, OutboxModel};
 use crate::params::Mutation;
 use crate::state::{Listed, Out, Phase, Publish, State, Status, bit};
 use crate::sweep::ticks;
 use dynamodb_outbox_core::policy::{
-    CONFIRM_LIMIT, FenceRead, Member, Pending, Scope, fence_reads, fenced, predecessors, to_confirm,
+    CONFIRM_LIMIT, FenceRead, Member, Pending, Scope, Sibling, fence_reads, fenced, predecessors,
+    to_confirm,
 };
-use dynamodb_outbox_core::schema::ItemKey;
+use dynamodb_outbox_core::schema::{ItemKey, SEQUENCED_PREFIX};
 use std::collections::HashMap;
 
 impl OutboxModel {
@@ -33,7 +36,7 @@ impl OutboxModel {
             return false;
         }
         fence_reads(&self.members(p).1).iter().any(|read| {
-            matches!(read.scope, Scope::Shards(_))
+            self.reads_index(read)
                 && s.lagging
                     .iter()
                     .map(|l| l.0)
@@ -134,6 +137,17 @@ impl OutboxModel {
                 .zip(&p.outcome)
                 .any(|(w, o)| w.msg == m && *o == Out::Finished)
         };
+        if let Scope::Sequence {
+            aggregate,
+            lowest,
+            highest,
+            ..
+        } = &read.scope
+        {
+            let mut listed = self.sequence_listed(s, (aggregate, lowest, highest), lag);
+            listed.retain(|(m, _)| !finished(*m));
+            return listed;
+        }
         let partition = matches!(read.scope, Scope::Partition(_));
         let ours = |m: u8| {
             read.aggregates
@@ -160,6 +174,74 @@ impl OutboxModel {
         listed
     }
 
+    /// Whether `read` answers from the sweeper index (eventually consistent): the
+    /// shards' read; a sequenced aggregate's only with `SequenceReadFromIndex`.
+    fn reads_index(&self, read: &FenceRead) -> bool {
+        match read.scope {
+            Scope::Shards(_) => true,
+            Scope::Sequence { .. } => self.params.has(Mutation::SequenceReadFromIndex),
+            Scope::Partition(_) => false,
+        }
+    }
+
+    /// What the read of a sequenced aggregate's key range returns, as the adapter's
+    /// `sequence_read` (and the fake store's `sequence_range`) make it: the items of
+    /// `aggregate` that exist in the table now (committed, not deleted by TTL) with a
+    /// sequenced sort key up to `highest`, newest first, down to and including the
+    /// first one below `lowest`; of those, the pending ones with their `SweepDueAt`.
+    /// A strongly consistent read: the table as it is, whatever the index's lag. With
+    /// `SequenceReadFromIndex` the same range of what the index lists instead (with
+    /// `lag`, as it lags); with `SequenceReadStopsAtLowest` it ends at `lowest`.
+    /// Always complete here: the adapter pages by the batch's members and one more
+    /// (at least 2 items a page) within the batch's 16 pages shared by its reads, more
+    /// than a model aggregate's few messages.
+    fn sequence_listed(
+        &self,
+        s: &State,
+        (aggregate, lowest, highest): (&str, &str, &str),
+        lag: bool,
+    ) -> Listed {
+        let index = self.params.has(Mutation::SequenceReadFromIndex);
+        // `(sort key, message, pending, SweepDueAt)` of each item the read can see.
+        let seen = |m: u8| -> Option<(&str, u8, bool, Option<u8>)> {
+            let msg = &self.fixture.msgs[usize::from(m)];
+            let sk = msg.key.sk.as_str();
+            if msg.key.pk != aggregate || !sk.starts_with(SEQUENCED_PREFIX) || sk > highest {
+                return None;
+            }
+            let item = s.items[usize::from(m)];
+            if !index {
+                let exists = !matches!(item.status, Status::Absent | Status::Deleted);
+                return exists.then_some((sk, m, item.status == Status::Pending, item.due));
+            }
+            if lag && let Some(&(_, due)) = s.lagging.iter().find(|l| l.0 == m) {
+                return Some((sk, m, true, Some(due)));
+            }
+            let listed = item.status == Status::Pending
+                && item.due.is_some()
+                && !(lag && s.unlisted & bit(m) != 0);
+            listed.then_some((sk, m, true, item.due))
+        };
+        let mut range: Vec<_> = (0..s.items.len())
+            .filter_map(|m| u8::try_from(m).ok())
+            .filter_map(seen)
+            .collect();
+        range.sort_unstable_by(|a, b| b.0.cmp(a.0));
+        let below = range.iter().position(|r| r.0 < lowest);
+        let end = match below {
+            Some(at) if self.params.has(Mutation::SequenceReadStopsAtLowest) => at,
+            Some(at) => at + 1,
+            None => range.len(),
+        };
+        let mut listed: Listed = range[..end]
+            .iter()
+            .filter(|r| r.2)
+            .map(|r| (r.1, r.3))
+            .collect();
+        listed.sort_unstable();
+        listed
+    }
+
     /// The code's `Pending` of what the reads found.
     fn pending_of(&self, reads: &[FenceRead], found: &[Option<Listed>]) -> Pending {
         let mut pending = Pending::default();
@@ -169,10 +251,21 @@ impl OutboxModel {
                 continue;
             };
             let partition = matches!(read.scope, Scope::Partition(_));
+            let sequence = matches!(read.scope, Scope::Sequence { .. });
             let siblings = listed
                 .iter()
                 .filter_map(|&(m, due)| {
-                    self.fixture.msgs[usize::from(m)].as_sibling(due, partition)
+                    let msg = &self.fixture.msgs[usize::from(m)];
+                    if sequence {
+                        // The adapter's `sequence_read`: key and due time, its place
+                        // from the sequenced key.
+                        return Some(Sibling {
+                            key: msg.key.clone(),
+                            due_at_ms: due.map(|t| i64::from(t) * TICK_MS),
+                            order: None,
+                        });
+                    }
+                    msg.as_sibling(due, partition)
                 })
                 .collect();
             pending.found(read, siblings, true);
@@ -180,12 +273,13 @@ impl OutboxModel {
         pending
     }
 
-    /// The messages a consistent read of the fence listed `PENDING` (a partition read).
+    /// The messages a consistent read of the fence listed `PENDING` (a partition read,
+    /// a sequenced aggregate's range).
     fn consistently_listed(&self, reads: &[FenceRead], found: &[Option<Listed>]) -> u32 {
         reads
             .iter()
             .zip(found)
-            .filter(|(read, _)| matches!(read.scope, Scope::Partition(_)))
+            .filter(|(read, _)| !self.reads_index(read))
             .filter_map(|(_, found)| found.as_ref())
             .flatten()
             .fold(0, |acc, (m, _)| acc | bit(*m))

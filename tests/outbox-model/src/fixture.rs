@@ -186,7 +186,15 @@ impl Fixture {
             // The library names on each message the one it wrote before it of the
             // aggregate in the same transaction (`Follows`).
             let mut last_sk: Option<String> = None;
-            for kind in &txn.messages {
+            // A sequenced transaction commits the aggregate's next version: its
+            // transactions commit in order (`txn_ready`), numbered 1, 2, …
+            let sequence = params.txns[..=t]
+                .iter()
+                .filter(|e| e.aggregate == txn.aggregate)
+                .count();
+            let sequence = (txn.sequenced && txn.producer == Producer::Library)
+                .then(|| u64::try_from(sequence).unwrap_or(u64::MAX));
+            for (position, kind) in txn.messages.iter().enumerate() {
                 let n = msgs.len();
                 let indexed = txn.producer == Producer::Library;
                 // The library's ids are UUIDv7 made at the write (`CreatedAt`, in
@@ -197,12 +205,13 @@ impl Fixture {
                 )
                 .into_uuid()
                 .to_string();
+                let position = u8::try_from(position).unwrap_or(u8::MAX);
                 let key = ItemKey {
                     pk: pk.clone(),
-                    sk: if indexed {
-                        format!("MESSAGE#E#{uuid}")
-                    } else {
-                        format!("MESSAGE#E#{n:03}")
+                    sk: match sequence {
+                        Some(n) => schema::sequenced_sort_key(n, position, "E", &uuid),
+                        None if indexed => format!("MESSAGE#E#{uuid}"),
+                        None => format!("MESSAGE#E#{n:03}"),
                     },
                 };
                 let follows = if indexed {
@@ -230,6 +239,12 @@ impl Fixture {
                     }
                     if let Some(before) = follows.filter(|_| !params.has(Mutation::NoFollows)) {
                         o.insert("Follows".into(), serde_json::json!({ "S": before }));
+                    }
+                    if let Some(n) = sequence {
+                        o.insert(
+                            schema::SEQUENCE.into(),
+                            serde_json::json!({ "N": n.to_string() }),
+                        );
                     }
                     if indexed {
                         o.insert("MessageId".into(), serde_json::json!({ "S": uuid }));
@@ -373,5 +388,48 @@ mod tests {
             .collect();
         let (rounds, poison) = f.plan(&items);
         assert_eq!((rounds, poison), (vec![vec![0]], vec![1]));
+    }
+
+    #[test]
+    fn sequenced_keys_follow_commit_order_and_the_fence_reads_their_range() {
+        use dynamodb_outbox_core::policy::{Scope, fence_reads};
+        let params = Params {
+            txns: vec![
+                Txn::library(0, 2).sequenced(),
+                Txn::library(1, 1).sequenced(),
+                Txn::library(0, 1).sequenced(),
+            ],
+            fifo: true,
+            ..Params::default()
+        };
+        let f = Fixture::new(&params);
+        let places: Vec<_> = f
+            .msgs
+            .iter()
+            .map(|m| schema::sequence_place(&m.key.sk).map(|p| (p.sequence, p.position)))
+            .collect();
+        assert_eq!(
+            places,
+            [Some((1, 0)), Some((1, 1)), Some((1, 0)), Some((2, 0))],
+            "each aggregate's transactions numbered in commit order, positions within one"
+        );
+        assert!(f.msgs[0].key.sk < f.msgs[1].key.sk && f.msgs[1].key.sk < f.msgs[3].key.sk);
+        let Work::Publish(last) = &f.msgs[3].work else {
+            panic!("a good message is published");
+        };
+        assert_eq!(last.sequence, Some(2), "the Sequence attribute is written");
+        let members: Vec<_> = [1, 3]
+            .iter()
+            .filter_map(|&i| f.msgs[i].member.clone())
+            .collect();
+        let reads = fence_reads(&members);
+        let expected = Scope::Sequence {
+            aggregate: "AGG#0".into(),
+            lowest: f.msgs[1].key.sk.clone(),
+            highest: f.msgs[3].key.sk.clone(),
+            members: 2,
+        };
+        assert_eq!(reads.len(), 1);
+        assert_eq!(reads[0].scope, expected);
     }
 }

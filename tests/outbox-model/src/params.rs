@@ -55,6 +55,12 @@ pub struct Txn {
     pub producer: Producer,
     /// The `HomeRegion` its outbox items carry.
     pub home: Home,
+    /// The library's producer gives its messages the aggregate's sequence
+    /// (`NewMessage::sequence`: its version, committed under a condition in the same
+    /// transaction, so the aggregate's transactions number 1, 2, … in commit order):
+    /// their sort keys are sequenced (`schema::sequenced_sort_key`) and the order
+    /// fence reads the aggregate's key range consistently (`Scope::Sequence`).
+    pub sequenced: bool,
 }
 
 impl Txn {
@@ -66,6 +72,7 @@ impl Txn {
             may_roll_back: false,
             producer: Producer::Library,
             home: Home::Absent,
+            sequenced: false,
         }
     }
 
@@ -86,6 +93,12 @@ impl Txn {
     /// Its outbox items carry `HomeRegion` in this shape.
     pub fn home(mut self, home: Home) -> Self {
         self.home = home;
+        self
+    }
+
+    /// Its messages carry the aggregate's sequence (a library transaction's only).
+    pub fn sequenced(mut self) -> Self {
+        self.sequenced = true;
         self
     }
 
@@ -248,6 +261,15 @@ pub enum Mutation {
     /// have replicated; the failed region starts again only under the same rule): both
     /// regions own them for a while and both publish one.
     DefaultHomeMovedInAnyOrder,
+    /// The order fence's read of a sequenced aggregate (`Scope::Sequence`) stops at
+    /// the batch's lowest member instead of reading one item below it: the message
+    /// just before the batch, pending, is not seen, so a later message's batch that
+    /// runs first (factor above 1, records in any order) overtakes it.
+    SequenceReadStopsAtLowest,
+    /// The order fence's read of a sequenced aggregate answers from the sweeper index
+    /// (eventually consistent) instead of the table: it does not list a message just
+    /// written yet, and still lists one a mark just removed.
+    SequenceReadFromIndex,
 }
 
 /// One model instance.

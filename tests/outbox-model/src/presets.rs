@@ -122,6 +122,23 @@ pub fn ci() -> Vec<(&'static str, Params)> {
                 ..Params::default()
             },
         ),
+        (
+            "FIFO destination, sequenced messages: two transactions of one aggregate at parallelization factor 2, records in any order, an index lagging marks and writes",
+            Params {
+                txns: vec![
+                    Txn::library(0, 1).sequenced(),
+                    Txn::library(0, 1).sequenced(),
+                ],
+                fifo: true,
+                parallelization: 2,
+                stream_any_order: true,
+                index_lag: true,
+                index_lags_writes: true,
+                crashes: 0,
+                faults: 0,
+                ..Params::default()
+            },
+        ),
     ]
 }
 
@@ -229,6 +246,21 @@ pub fn deep() -> Vec<(&'static str, Params)> {
                 faults: 2,
                 consumer: Consumer::SideEffect,
                 consumers: 2,
+                ..Params::default()
+            },
+        ),
+        (
+            "FIFO, sequenced messages: two transactions of one aggregate at parallelization factor 2, an index lagging marks and writes, a faulty call",
+            Params {
+                txns: vec![
+                    Txn::library(0, 1).sequenced(),
+                    Txn::library(0, 1).sequenced(),
+                ],
+                fifo: true,
+                parallelization: 2,
+                index_lag: true,
+                index_lags_writes: true,
+                crashes: 0,
                 ..Params::default()
             },
         ),

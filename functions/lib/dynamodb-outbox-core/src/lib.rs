@@ -65,6 +65,14 @@ macro_rules! internal {
         mod $name;
     )*};
 }
+// Value types at the bottom, public only through `ports` and `publish` (so, as those,
+// partly unused without `unstable-internals`).
+#[allow(dead_code, unused_imports)]
+mod answers;
+#[allow(dead_code, unused_imports)]
+mod outcome;
+#[allow(dead_code, unused_imports)]
+mod work;
 internal! {
     metrics;
     policy;

@@ -7,19 +7,14 @@ use crate::large_payload::PayloadPointer;
 use crate::message::OutboundMessage;
 use crate::policy::{FailedMark, FenceRead, Sibling};
 use crate::route::Destination;
-use crate::schema::{
-    ItemKey, LAST_ERROR, OutboxMessage, SeenIndex, Undecodable, decode, string_attr,
-};
+use crate::schema::{ItemKey, SeenIndex};
 use std::collections::HashMap;
 use std::future::Future;
 
 mod condition;
 
+pub use crate::answers::{ClaimedItem, DueKey, EntryResult, StatementAnswer, StatementError};
 pub use condition::MarkCondition;
-
-/// The answer for one entry of a batch: sent, or why not (a [`Failure`] of kind
-/// `Transient` or `Permanent`).
-pub type EntryResult = Result<(), Failure>;
 
 /// Publishes batches of messages to destinations.
 pub trait MessageSink: Send + Sync {
@@ -81,19 +76,6 @@ pub enum MarkChange {
         condition: MarkCondition,
     },
 }
-
-/// Why one statement of a batched change was not applied, as the service said it
-/// (DynamoDB's `BatchStatementError`): [`crate::policy::judge_statement`] decides.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StatementError {
-    /// The service's code (`ConditionalCheckFailed`, `ThrottlingError`, …).
-    pub code: String,
-    /// Its message.
-    pub message: String,
-}
-
-/// One statement's answer: applied, or why not.
-pub type StatementAnswer = Result<(), StatementError>;
 
 /// Conditional state changes on outbox items. An error leaves the item `PENDING`,
 /// which the sweeper recovers.
@@ -223,29 +205,6 @@ impl PageToken {
     }
 }
 
-/// An item in the sweeper index whose due time has passed.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DueKey {
-    /// Its primary key.
-    pub key: ItemKey,
-    /// Its `SweepDueAt`, fractions truncated: for ordering and ages.
-    pub due_at_ms: i64,
-    /// Its `SweepDueAt` exactly as read (DynamoDB's decimal text): the claim is
-    /// conditional on it being unchanged, so it must compare what is stored.
-    pub seen_due: String,
-}
-
-impl DueKey {
-    /// A key due at `due_at_ms`, as this library writes due times.
-    pub fn new(key: ItemKey, due_at_ms: i64) -> Self {
-        DueKey {
-            key,
-            due_at_ms,
-            seen_due: due_at_ms.to_string(),
-        }
-    }
-}
-
 /// One page of a sweeper index query.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DuePage {
@@ -278,29 +237,6 @@ pub struct ScanPage {
     pub next: Option<PageToken>,
     /// Table items the scan read (its `ScannedCount`), matching or not.
     pub scanned: u64,
-}
-
-/// An item the sweeper claimed, decoded.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ClaimedItem {
-    /// Its primary key.
-    pub key: ItemKey,
-    /// Why its previous attempt failed, if one did.
-    pub last_error: Option<String>,
-    /// The message (with `RetryCount` already incremented by the claim), or what is
-    /// needed to dead-letter an item that is not one.
-    pub message: Result<OutboxMessage, Undecodable>,
-}
-
-impl ClaimedItem {
-    /// Decodes the item a claim returned.
-    pub fn decode(key: ItemKey, item: serde_dynamo::Item) -> Self {
-        ClaimedItem {
-            last_error: string_attr(&item, LAST_ERROR).map(str::to_owned),
-            message: decode(&item, Some(&key)),
-            key,
-        }
-    }
 }
 
 /// The result of a sweeper claim.

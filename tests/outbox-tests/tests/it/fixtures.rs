@@ -148,19 +148,3 @@ fn stream_filter(text: &str, name: &str) -> Value {
     }
     filter
 }
-
-#[test]
-fn the_librarys_stream_filter_is_the_one_the_stacks_deploy() {
-    // The library carries its own copy of the filter, so that it can be published
-    // without the infrastructure; the stacks deploy infra/stream-filter.json.
-    let path = format!(
-        "{}/../../infra/stream-filter.json",
-        env!("CARGO_MANIFEST_DIR")
-    );
-    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
-    assert_eq!(
-        stream_filter(dynamodb_outbox::STREAM_FILTER_JSON, "the library's copy"),
-        stream_filter(&text, &path),
-        "functions/lib/dynamodb-outbox/stream-filter.json and infra/stream-filter.json differ: change both"
-    );
-}

@@ -18,8 +18,8 @@
 
 use crate::failure::Failure;
 use crate::large_payload::PayloadPointer;
-use crate::ports::EntryResult;
-use crate::publish::Outcome;
+use crate::answers::EntryResult;
+use crate::outcome::Outcome;
 use crate::route::Destination;
 
 /// One way of putting a dead-letter copy on the queue.

@@ -19,7 +19,7 @@
 //! A call that fails as a whole (after the SDK's retries) sends every statement to the
 //! per-item path.
 
-use crate::ports::StatementAnswer;
+use crate::answers::StatementAnswer;
 use std::time::Duration;
 
 /// The most statements one `BatchExecuteStatement` takes.
@@ -80,7 +80,7 @@ pub fn batch_retry_delay(attempt: u32) -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ports::StatementError;
+    use crate::answers::StatementError;
 
     fn refused(code: &str) -> StatementAnswer {
         Err(StatementError {

@@ -13,8 +13,8 @@
 
 use super::fence::key_position;
 use super::retry::{Attempt, jitter_of, millis, retry_delay};
-use crate::ports::DueKey;
-use crate::publish::Work;
+use crate::answers::DueKey;
+use crate::work::Work;
 use crate::schema::{ItemKey, SequencePlace, sequence_place};
 use std::collections::HashMap;
 use std::time::Duration;

@@ -3,8 +3,9 @@
 
 use super::order::{OrderKey, order_key};
 use crate::failure::Failure;
-use crate::ports::ClaimedItem;
-use crate::publish::{Outcome, Poison, Work, poison_of};
+use crate::answers::ClaimedItem;
+use crate::outcome::Outcome;
+use crate::work::{Poison, Work, poison_of};
 use crate::schema::{ItemKey, decode, stable_hash};
 use std::time::Duration;
 

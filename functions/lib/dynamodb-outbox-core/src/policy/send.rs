@@ -2,8 +2,8 @@
 //! plain data: the publish path calls them, and so can a test or a model.
 
 use crate::failure::{Failure, FailureKind};
-use crate::ports::EntryResult;
-use crate::publish::Outcome;
+use crate::answers::EntryResult;
+use crate::outcome::Outcome;
 use crate::route::Destination;
 
 /// What to do with a whole call's answer.

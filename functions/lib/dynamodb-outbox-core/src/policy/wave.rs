@@ -13,7 +13,7 @@
 //! earlier one of its aggregate in the chunk has gone, so what a failed sweep charges
 //! is bounded by one wave per aggregate.
 
-use crate::ports::DueKey;
+use crate::answers::DueKey;
 use std::collections::{HashSet, VecDeque};
 
 /// Most keys of one aggregate claimed at once: one SQS batch, or ten FIFO rounds.

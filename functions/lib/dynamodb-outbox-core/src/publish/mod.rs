@@ -16,15 +16,13 @@ mod dead_letter;
 mod dispatch;
 mod fence;
 mod mark;
-mod outcome;
 pub mod plan;
 mod redelivery;
-mod work;
 
-pub use outcome::{Effort, Outcome, Summary};
+pub use crate::outcome::{Effort, Outcome, Summary};
 pub use plan::{Plan, chunk_by_limits, dead_letter_copy, dead_letter_message, plan};
 pub use redelivery::{CurrentStatuses, Delivery, PENDING_ELSEWHERE, judge_delivery, status_keys};
-pub use work::{Poison, Work, WorkItem, poison_of};
+pub use crate::work::{Poison, Work, WorkItem, poison_of};
 
 use crate::clock::{self, SharedClock};
 use crate::config::PublisherConfig;

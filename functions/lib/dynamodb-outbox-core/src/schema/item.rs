@@ -14,151 +14,81 @@ use super::{
 use crate::trace::TraceContext;
 use serde::{Deserialize, Serialize};
 
-/// An outbox item, attribute by attribute, as stored.
+/// An outbox item, attribute by attribute, as stored: each field under its name in
+/// PascalCase (`retry_count` is `RetryCount`), and written only when set.
+#[serde_with::skip_serializing_none]
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "PascalCase")]
 pub struct OutboxItem {
     /// `PK`: the aggregate.
-    #[serde(rename = "PK", skip_serializing_if = "Option::is_none")]
+    #[serde(rename = "PK")]
     pub pk: Option<String>,
     /// `SK`: `MESSAGE#<EVENT>#<id>`.
-    #[serde(rename = "SK", skip_serializing_if = "Option::is_none")]
+    #[serde(rename = "SK")]
     pub sk: Option<String>,
     /// `ItemType`: `PENDING_MESSAGE` on every outbox item.
-    #[serde(rename = "ItemType", skip_serializing_if = "Option::is_none")]
     pub item_type: Option<String>,
     /// `Topic`.
-    #[serde(rename = "Topic", skip_serializing_if = "Option::is_none")]
     pub topic: Option<String>,
     /// `Payload`: the message body.
-    #[serde(rename = "Payload", skip_serializing_if = "Option::is_none")]
     pub payload: Option<String>,
     /// `Status` as stored (see [`OutboxItem::status`] for the typed value).
-    #[serde(rename = "Status", skip_serializing_if = "Option::is_none")]
     pub status: Option<String>,
     /// `RetryCount`: sweeper attempts.
-    #[serde(
-        rename = "RetryCount",
-        default,
-        skip_serializing_if = "Option::is_none",
-        deserialize_with = "lenient::u32"
-    )]
+    #[serde(default, deserialize_with = "lenient::u32")]
     pub retry_count: Option<u32>,
     /// `MessageId`.
-    #[serde(rename = "MessageId", skip_serializing_if = "Option::is_none")]
     pub message_id: Option<String>,
     /// `CreatedAt`: epoch milliseconds.
-    #[serde(
-        rename = "CreatedAt",
-        default,
-        skip_serializing_if = "Option::is_none",
-        deserialize_with = "lenient::i64"
-    )]
+    #[serde(default, deserialize_with = "lenient::i64")]
     pub created_at: Option<i64>,
     /// `Sequence`: per-aggregate order. [`OutboxItem::from_item`] reads it exactly from
     /// its decimal text (an integer in `u64`, else none).
-    #[serde(
-        rename = "Sequence",
-        default,
-        skip_serializing_if = "Option::is_none",
-        deserialize_with = "lenient::u64"
-    )]
+    #[serde(default, deserialize_with = "lenient::u64")]
     pub sequence: Option<u64>,
     /// `SweepShard`: sweeper index partition (only while `PENDING`).
-    #[serde(rename = "SweepShard", skip_serializing_if = "Option::is_none")]
     pub sweep_shard: Option<String>,
     /// `SweepDueAt`: sweeper index sort key, epoch milliseconds.
-    #[serde(
-        rename = "SweepDueAt",
-        default,
-        skip_serializing_if = "Option::is_none",
-        deserialize_with = "lenient::i64"
-    )]
+    #[serde(default, deserialize_with = "lenient::i64")]
     pub sweep_due_at: Option<i64>,
     /// `SentAt`: epoch milliseconds.
-    #[serde(
-        rename = "SentAt",
-        default,
-        skip_serializing_if = "Option::is_none",
-        deserialize_with = "lenient::i64"
-    )]
+    #[serde(default, deserialize_with = "lenient::i64")]
     pub sent_at: Option<i64>,
     /// `ExpiresAt`: the TTL, epoch seconds.
-    #[serde(
-        rename = "ExpiresAt",
-        default,
-        skip_serializing_if = "Option::is_none",
-        deserialize_with = "lenient::i64"
-    )]
+    #[serde(default, deserialize_with = "lenient::i64")]
     pub expires_at: Option<i64>,
     /// `FailedAt`: epoch milliseconds.
-    #[serde(
-        rename = "FailedAt",
-        default,
-        skip_serializing_if = "Option::is_none",
-        deserialize_with = "lenient::i64"
-    )]
+    #[serde(default, deserialize_with = "lenient::i64")]
     pub failed_at: Option<i64>,
     /// `LastError`.
-    #[serde(rename = "LastError", skip_serializing_if = "Option::is_none")]
     pub last_error: Option<String>,
     /// `PayloadSize`: the payload's size in bytes when `Payload` is a large-payload offload
     /// pointer the producer wrote (see [`crate::large_payload`]).
-    #[serde(
-        rename = "PayloadSize",
-        default,
-        skip_serializing_if = "Option::is_none",
-        deserialize_with = "lenient::u64"
-    )]
+    #[serde(default, deserialize_with = "lenient::u64")]
     pub payload_size: Option<u64>,
     /// `PayloadOn`: where the payload went when a `FAILED` item at its size limit
     /// gave it up (`dead-letter queue`: the dead-letter copy holds it).
-    #[serde(rename = "PayloadOn", skip_serializing_if = "Option::is_none")]
     pub payload_on: Option<String>,
     /// `TraceParent`: the W3C `traceparent` of the trace the message was committed in
     /// ([`crate::trace`]). Trace attributes are read leniently: one of another type is
     /// no trace, never a reason to fail the message.
-    #[serde(
-        rename = "TraceParent",
-        default,
-        skip_serializing_if = "Option::is_none",
-        deserialize_with = "lenient::text"
-    )]
+    #[serde(default, deserialize_with = "lenient::text")]
     pub trace_parent: Option<String>,
     /// `TraceState`: the W3C `tracestate` beside `TraceParent`.
-    #[serde(
-        rename = "TraceState",
-        default,
-        skip_serializing_if = "Option::is_none",
-        deserialize_with = "lenient::text"
-    )]
+    #[serde(default, deserialize_with = "lenient::text")]
     pub trace_state: Option<String>,
     /// `AwsTraceHeader`: the same trace as an X-Ray header (`Root=…;Parent=…;Sampled=…`).
-    #[serde(
-        rename = "AwsTraceHeader",
-        default,
-        skip_serializing_if = "Option::is_none",
-        deserialize_with = "lenient::text"
-    )]
+    #[serde(default, deserialize_with = "lenient::text")]
     pub aws_trace_header: Option<String>,
     /// `HomeRegion`: the region whose deployment publishes it, on a global table
     /// ([`crate::home`]); none: the default home region's.
-    #[serde(
-        rename = "HomeRegion",
-        default,
-        skip_serializing_if = "Option::is_none",
-        deserialize_with = "lenient::text"
-    )]
+    #[serde(default, deserialize_with = "lenient::text")]
     pub home_region: Option<String>,
     /// `Follows`: the sort key of the message written before this one, of the same
     /// aggregate, in the same transaction (the library's producer writes it). AWS
     /// delivers one transaction's stream records in any order, in any batches: the
     /// order fence reads this one key consistently ([`crate::policy::fence`]).
-    #[serde(
-        rename = "Follows",
-        default,
-        skip_serializing_if = "Option::is_none",
-        deserialize_with = "lenient::text"
-    )]
+    #[serde(default, deserialize_with = "lenient::text")]
     pub follows: Option<String>,
 }
 

@@ -62,7 +62,7 @@ impl Pending {
     /// finished (`SENT`, `FAILED`, gone: missing from `statuses`, or an item with no
     /// status at all, which nothing will ever send), and returns how many. Any other
     /// status still fences: `PENDING`, and `PENDING` homed in another region after a
-    /// failover ([`crate::publish::PENDING_ELSEWHERE`]), which that region's sweeper
+    /// failover (the adapter's `PENDING_ELSEWHERE`), which that region's sweeper
     /// will still send. Siblings not asked, and those of partition reads, stay.
     pub fn confirm(
         &mut self,
@@ -81,12 +81,6 @@ impl Pending {
         }
         dropped
     }
-}
-
-/// Whether a message whose consistent read found `status` is not done with: what
-/// fences ([`is_finished`]'s opposite), for an adapter's own consistent reads.
-pub fn still_pending(status: Option<&str>) -> bool {
-    !is_finished(status)
 }
 
 /// Whether a message whose consistent read found `status` is done with: a terminal

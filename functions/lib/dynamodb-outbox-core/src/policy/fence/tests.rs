@@ -1,6 +1,6 @@
 use super::*;
 use crate::policy::retry::{AttemptVerdict, judge_attempt};
-use crate::publish::Outcome;
+use crate::outcome::Outcome;
 
 /// A library sort key: its UUIDv7 made at `ms`, `n` telling apart two of one
 /// millisecond.

@@ -1,6 +1,6 @@
 use super::*;
 use crate::policy::retry::backoff;
-use crate::publish::Poison;
+use crate::work::Poison;
 
 fn key(pk: &str, sk: &str) -> ItemKey {
     ItemKey {

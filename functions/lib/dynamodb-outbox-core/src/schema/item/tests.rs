@@ -213,3 +213,46 @@ fn a_minimal_producers_trace_attributes_are_read_and_malformed_ones_are_no_trace
         assert_eq!(msg.trace_id(), "-", "logged as no trace");
     }
 }
+
+#[test]
+fn every_attribute_is_written_under_its_schema_name_and_only_when_set() {
+    let some = |v: &str| Some(v.to_owned());
+    let full = OutboxItem {
+        pk: some("A"),
+        sk: some("MESSAGE#E#1"),
+        item_type: some("PENDING_MESSAGE"),
+        topic: some("t"),
+        payload: some("{}"),
+        status: some("PENDING"),
+        retry_count: Some(1),
+        message_id: some("1"),
+        created_at: Some(2),
+        sequence: Some(3),
+        sweep_shard: some("07"),
+        sweep_due_at: Some(4),
+        sent_at: Some(5),
+        expires_at: Some(6),
+        failed_at: Some(7),
+        last_error: some("e"),
+        payload_size: Some(8),
+        payload_on: some("dead-letter queue"),
+        trace_parent: some("tp"),
+        trace_state: some("ts"),
+        aws_trace_header: some("Root=1"),
+        home_region: some("eu-west-1"),
+        follows: some("MESSAGE#E#0"),
+    };
+    let written: serde_dynamo::Item = serde_dynamo::to_item(&full).expect("an item");
+    let mut names: Vec<&str> = written.keys().map(String::as_str).collect();
+    names.sort_unstable();
+    let mut schema = vec![
+        "PK", "SK", "ItemType", "Topic", "Payload", "Status", "RetryCount", "MessageId",
+        "CreatedAt", "Sequence", "SweepShard", "SweepDueAt", "SentAt", "ExpiresAt", "FailedAt",
+        "LastError", "PayloadSize", "PayloadOn", "TraceParent", "TraceState", "AwsTraceHeader",
+        "HomeRegion", "Follows",
+    ];
+    schema.sort_unstable();
+    assert_eq!(names, schema);
+    let empty: serde_dynamo::Item = serde_dynamo::to_item(OutboxItem::default()).expect("an item");
+    assert!(empty.is_empty(), "nothing unset is written (no NULLs): {empty:?}");
+}

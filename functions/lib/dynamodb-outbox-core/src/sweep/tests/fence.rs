@@ -5,7 +5,7 @@ use crate::clock::ManualClock;
 use crate::config::PublisherConfig;
 use crate::fakes::{MemoryStore, RecordingSink, Refusals, StoreFaults, library_item, library_key};
 use crate::route::{Destination, Routes};
-use crate::schema::Status;
+use crate::schema::{ItemKey, Status};
 use crate::sweep::*;
 use std::time::Duration;
 
@@ -181,4 +181,47 @@ async fn a_sweep_counts_the_requests_of_its_fence_reads() {
     // Then its one fence read (one select of the index shards, one request in the
     // fake store) is counted
     assert_eq!((summary.published, summary.fence_reads), (1, 1), "{summary:?}");
+}
+
+#[tokio::test]
+async fn a_sweep_orders_sequenced_messages_by_their_sequence_not_their_writers_clocks() {
+    // Given two commits of A by two hosts: A2's host clock is behind, so A2 carries the
+    // earlier CreatedAt and id; A1 is backing off for ten minutes
+    let sw = sweeper();
+    let store = &sw.publisher.store;
+    let key = |seq: u64, ms: u64| ItemKey {
+        pk: "A".into(),
+        sk: crate::schema::sequenced_sort_key(
+            seq,
+            0,
+            "E",
+            &uuid::Builder::from_unix_timestamp_millis(ms, &[0; 10])
+                .into_uuid()
+                .to_string(),
+        ),
+    };
+    let (a1, a2) = (key(1, 2_000), key(2, 1_000));
+    let a1_due = NOW + 600_000;
+    store.put(a1.clone(), library_item(&a1, "ledger", a1_due, 2_000));
+    store.put(a2.clone(), library_item(&a2, "ledger", NOW - 1, 1_000));
+
+    // When a sweep claims A2 alone, it holds it behind A1
+    let summary = sw
+        .sweep(Budget::for_window(NOW, Duration::from_secs(30)))
+        .await;
+    assert_eq!((summary.claimed, summary.published), (1, 0), "{summary:?}");
+
+    // And once both are due, one sweep publishes both, A1 first
+    let summary = sw
+        .sweep(Budget::for_window(a1_due + 1, Duration::from_secs(30)))
+        .await;
+    assert_eq!(summary.published, 2, "{summary:?}");
+    let order: Vec<String> = sw
+        .publisher
+        .sink
+        .delivered("ledger")
+        .into_iter()
+        .map(|m| m.body)
+        .collect();
+    assert_eq!(order, ["payload-2000", "payload-1000"]);
 }
