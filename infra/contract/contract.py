@@ -141,9 +141,10 @@ def limits(s: dict) -> str:
 
 
 def settings_table() -> str:
-    rows = ["| Terraform / CDK | default | limits | environment (functions) | meaning |", "|---|---|---|---|---|"]
+    rows = ["| Terraform (CDK when not the camelCase name) | default | limits | environment (functions) | meaning |", "|---|---|---|---|---|"]
     for s in CONTRACT["settings"]:
-        cdk = f"`{s['cdk']}`" if s.get("cdk") else "—"
+        camel = "".join(w.capitalize() if i else w for i, w in enumerate(s["name"].split("_")))
+        cdk = "" if s.get("cdk") == camel else f" / `{s['cdk']}`" if s.get("cdk") else " / —"
         default = "required" if s.get("required") else f"`{json.dumps(s.get('default'))}`"
         if "cdk_default" in s:
             default += f" (CDK `{json.dumps(s['cdk_default'])}`)"
@@ -151,14 +152,24 @@ def settings_table() -> str:
         env_cell = f"`{env['name']}` ({', '.join(env['functions'])})" if env else ""
         if env and env.get("value"):
             env_cell += f": {env['value']}"
-        rows.append(f"| `{s['name']}` / {cdk} | {default} | {limits(s)} | {cell(env_cell)} | {cell(s['doc'])} |")
+        rows.append(f"| `{s['name']}`{cdk} | {default} | {limits(s)} | {cell(env_cell)} | {cell(s['doc'])} |")
     return "\n".join(rows) + "\n"
+
+
+def actions(statements: list) -> str:
+    """`Allow dynamodb:GetItem`, ... as "dynamodb: `GetItem`, ...; sqs: ...", denials last."""
+    groups: dict = {}
+    for st in sorted(statements, key=lambda x: (x.startswith("Deny"), x)):
+        effect, action = st.split(" ", 1)
+        service, name = action.split(":", 1)
+        groups.setdefault((effect, service), []).append(f"`{name}`")
+    return "; ".join(f"{'Deny ' if effect == 'Deny' else ''}{service}: {', '.join(names)}" for (effect, service), names in groups.items())
 
 
 def iam_table() -> str:
     rows = ["| function | actions (default settings) |", "|---|---|"]
     for fn, f in CONTRACT["functions"].items():
-        rows.append(f"| `{f['binary']}` | {', '.join(f'`{a}`' for a in sorted(f['iam_default']))} |")
+        rows.append(f"| `{f['binary']}` | {actions(f['iam_default'])} |")
     rows += ["", "| functions | actions | when |", "|---|---|---|"]
     for c in CONTRACT["iam_conditional"]:
         rows.append(f"| {', '.join(c['functions'])} | {', '.join(f'`{a}`' for a in c['actions'])} | {c['when']} |")

@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """The inputs and outputs tables of a module's README, generated from its variables.tf and
-outputs.tf (terraform-docs' layout; terraform-docs itself is not installable here), between
-the markers <!-- BEGIN_TF_DOCS --> and <!-- END_TF_DOCS -->.
+outputs.tf, between the markers <!-- BEGIN_TF_DOCS --> and <!-- END_TF_DOCS -->: inputs by
+name, type and default with a link to the settings reference, outputs with the first sentence
+of their descriptions.
 
   module_docs.py DIR           check: exit 1 when DIR/README.md's tables are not what the
                                module declares (a variable or output missing, stale or changed)
   module_docs.py DIR --write   rewrite the tables in DIR/README.md
 
-Run by infra/check.sh for modules/outbox (python-hcl2 comes with checkov, ../requirements.txt).
+Run by infra/check.py for modules/outbox (python-hcl2 comes with checkov, ../requirements.txt).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from pathlib import Path
 import hcl2
 
 BEGIN, END = "<!-- BEGIN_TF_DOCS -->", "<!-- END_TF_DOCS -->"
+CONFIGURATION = "../../../../docs/configuration.md#the-deployment-settings-terraform-variables-cdk-props"
 
 
 def scalar(v):
@@ -49,9 +51,16 @@ def cell(text: str) -> str:
     return " ".join(text.split()).replace("|", "\\|")
 
 
+def first_sentence(text: str) -> str:
+    """An output's description up to its first full stop: the rest (grants, caveats) is
+    in outputs.tf and on the docs' reference pages."""
+    head, dot, _ = " ".join(text.split()).partition(". ")
+    return head + "." if dot else head
+
+
 def default(body: dict) -> str:
     if "default" not in body:
-        return "n/a"
+        return "required"
     v = body["default"]
     return "`null`" if v is None else f"`{json.dumps(v)}`"
 
@@ -63,16 +72,23 @@ def tables(module: Path) -> str:
     outputs = {}
     for f in sorted(module.glob("*.tf")):
         outputs.update(blocks(f, "output"))
-    lines = ["## Inputs", "", "| Name | Description | Type | Default | Required |", "|------|-------------|------|---------|:--------:|"]
+    # The inputs' meanings, limits and environment are documented once, in the contract's
+    # table (docs/configuration.md, generated from infra/contract/settings.json): here only
+    # what Terraform itself declares, and the link.
+    lines = [
+        "## Inputs",
+        "",
+        f"Each input's meaning, limits and the variable the functions get: [docs/configuration.md]({CONFIGURATION}).",
+        "",
+        "| Name | Type | Default |",
+        "|------|------|---------|",
+    ]
     for name in sorted(variables, key=lambda n: ("default" in variables[n], n)):
         body = variables[name]
-        lines.append(
-            f"| <a name=\"input_{name}\"></a> [{name}](#input_{name}) | {cell(body.get('description', ''))} | "
-            f"`{cell(expression(body.get('type', 'any')))}` | {cell(default(body))} | {'no' if 'default' in body else 'yes'} |"
-        )
+        lines.append(f"| `{name}` | `{cell(expression(body.get('type', 'any')))}` | {cell(default(body))} |")
     lines += ["", "## Outputs", "", "| Name | Description |", "|------|-------------|"]
     for name in sorted(outputs):
-        lines.append(f"| <a name=\"output_{name}\"></a> [{name}](#output_{name}) | {cell(outputs[name].get('description', ''))} |")
+        lines.append(f"| `{name}` | {cell(first_sentence(outputs[name].get('description', '')))} |")
     return "\n".join(lines)
 
 

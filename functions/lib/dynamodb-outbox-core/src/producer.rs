@@ -119,10 +119,10 @@ impl NewMessage {
         } else if self.topic.trim().is_empty() {
             Some("topic is empty")
         } else if self.sequence.is_none()
-            && self.event_type.as_deref().unwrap_or(&self.topic) == RESERVED_EVENT
+            && reserved(self.event_type.as_deref().unwrap_or(&self.topic))
         {
             Some(
-                "the event name SEQ is reserved for sequenced sort keys (MESSAGE#SEQ#…): name the event otherwise, or give the message a sequence",
+                "the event name SEQ (alone or before a #) is reserved for sequenced sort keys (MESSAGE#SEQ#…): name the event otherwise, or give the message a sequence",
             )
         } else {
             None
@@ -175,6 +175,14 @@ impl NewMessage {
             None => item,
         }
     }
+}
+
+/// Whether an event name would make an unsequenced sort key begin like a sequenced one.
+fn reserved(event: &str) -> bool {
+    event == RESERVED_EVENT
+        || event
+            .strip_prefix(RESERVED_EVENT)
+            .is_some_and(|rest| rest.starts_with('#'))
 }
 
 /// One action of a transaction that AWS cancelled, and why.

@@ -12,7 +12,7 @@ variable "prefix" {
 }
 
 variable "routes" {
-  description = "Your routes, topic => destination (SQS queue URL, SNS topic ARN or EventBridge bus ARN) or { destination, max_message_bytes (SQS only: the queue's MaximumMessageSize when below 1 MiB), source (EventBridge only), raw_delivery (SNS only: true when every subscription of the topic uses raw delivery; messages are then sized without the notification envelope) }: OUTBOX_ROUTES, unchanged, and the functions' send grants. Nothing else is routed."
+  description = "Your routes, topic => destination (SQS queue URL, SNS topic ARN or EventBridge bus ARN) or { destination, max_message_bytes, source, raw_delivery } (docs/configuration.md, OUTBOX_ROUTES). Also the functions' send grants; nothing else is routed."
   type        = any
   default     = {}
   nullable    = false
@@ -58,7 +58,7 @@ variable "routes" {
 }
 
 variable "default_destination" {
-  description = "Optional destination for topics without a route (OUTBOX_DEFAULT_DESTINATION)."
+  description = "Destination for topics without a route."
   type        = string
   default     = null
   validation {
@@ -72,7 +72,7 @@ variable "default_destination" {
 }
 
 variable "max_attempts" {
-  description = "OUTBOX_MAX_ATTEMPTS: sweeper attempts before a message becomes FAILED and goes to the DLQ."
+  description = "Sweeper attempts before a message becomes FAILED and goes to the DLQ."
   type        = number
   default     = 8
   validation {
@@ -92,7 +92,7 @@ variable "sweep_rate_minutes" {
 }
 
 variable "sweep_grace_seconds" {
-  description = "OUTBOX_SWEEP_GRACE_SECONDS: how long a message may stay PENDING before the sweeper takes it."
+  description = "How long a message may stay PENDING before the sweeper takes it."
   type        = number
   default     = 60
   validation {
@@ -102,7 +102,7 @@ variable "sweep_grace_seconds" {
 }
 
 variable "sweep_scan_mode" {
-  description = "OUTBOX_SWEEP_SCAN_MODE: how the sweeper looks for PENDING items no index knows about. \"off\": only the index; \"backstop\" (the default): one page of at most 100 items per sweep, from a cursor saved in the table -- a slow, cheap pass over the whole table; \"on\": 4 segments x 2 pages of 1000 items per sweep, for tables whose producers rarely index their items. Except under \"off\" the sweeper's role may Scan the table and PutItem its scan cursors (PK = OUTBOX#SWEEPER only). The old booleans still work: true is \"on\", false is \"off\" (no backstop)."
+  description = "How the sweeper finds PENDING items no index knows about: \"off\" (only the index), \"backstop\" (one page of at most 100 items per sweep, from a cursor saved under PK = OUTBOX#SWEEPER) or \"on\" (4 segments x 2 pages of 1000); true is \"on\", false is \"off\". Cost and coverage: docs/configuration.md."
   type        = string
   default     = "backstop"
   nullable    = false
@@ -113,7 +113,7 @@ variable "sweep_scan_mode" {
 }
 
 variable "ttl_days" {
-  description = "OUTBOX_TTL_DAYS: days a SENT item stays before TTL deletes it."
+  description = "Days a SENT item stays before TTL deletes it."
   type        = number
   default     = 7
   validation {
@@ -153,7 +153,7 @@ variable "stream_max_record_age_seconds" {
 }
 
 variable "max_receive_count" {
-  description = "Receives of a stream-failure record before it moves to the stream-failure DLQ (the orders example's queues have their own consumer_max_receive_count)."
+  description = "Receives of a stream-failure record before it moves to the stream-failure DLQ."
   type        = number
   default     = 5
   validation {
@@ -163,7 +163,7 @@ variable "max_receive_count" {
 }
 
 variable "max_message_bytes" {
-  description = "MaximumMessageSize of the queues the module creates (the outbox DLQ, which gets a copy of each FAILED message, and the stream-failure queue and its DLQ). 262144 by default: hashicorp/aws before 6.8.0 refuses more at plan, and the module supports 5.x; with hashicorp/aws >= 6.8.0 set 1048576 (SQS's limit, the CDK construct's default)."
+  description = "MaximumMessageSize of the queues the module creates (the outbox DLQ and the stream-failure queue and its DLQ). 262144 by default because hashicorp/aws before 6.8.0 refuses more; with >= 6.8.0 set 1048576 (the CDK default)."
   type        = number
   default     = 262144
   nullable    = false
@@ -174,7 +174,7 @@ variable "max_message_bytes" {
 }
 
 variable "sweeper_reserved_concurrency" {
-  description = "Reserved concurrency of the sweeper: 1 by default (one sweep at a time); null or 0 leaves it unreserved, for accounts whose concurrency quota cannot spare it. Concurrent sweeps are safe: a sweep claims each item with a lease."
+  description = "Reserved concurrency of the sweeper (one sweep at a time); null or 0 leaves it unreserved. Concurrent sweeps are safe: each item is claimed with a lease."
   type        = number
   default     = 1
   validation {
@@ -184,7 +184,7 @@ variable "sweeper_reserved_concurrency" {
 }
 
 variable "deletion_protection" {
-  description = "DynamoDB deletion protection of the outbox table the module creates (and force_destroy of the large-payload bucket it creates: off while protected). On by default; turn it off (and apply) before `terraform destroy` of a throwaway deployment."
+  description = "Deletion protection of the table the module creates (and no force_destroy of its bucket). Turn it off and apply before `terraform destroy` of a throwaway deployment."
   type        = bool
   default     = true
   nullable    = false
@@ -201,7 +201,7 @@ variable "log_retention_days" {
 }
 
 variable "large_payloads" {
-  description = "Create the large-payload bucket (S3 large-payload offload: payloads too large for a destination or a DynamoDB item are stored at outbox/<MessageId> and a pointer is sent) and pass its name to the publisher and the sweeper (OUTBOX_LARGE_PAYLOAD_BUCKET). false: no bucket, no S3 grants. An unused bucket costs nothing."
+  description = "Create the large-payload bucket (payloads too large for a destination or an item are stored at outbox/<MessageId> and a pointer is sent) and give it to the publisher and sweeper. false: no bucket, no S3 grants."
   type        = bool
   default     = true
   nullable    = false
@@ -232,7 +232,7 @@ variable "large_payload_retention_days" {
 }
 
 variable "large_payload_threshold_bytes" {
-  description = "OUTBOX_LARGE_PAYLOAD_THRESHOLD_BYTES for the publisher and the sweeper; null (the default) leaves it unset."
+  description = "Also offload payloads over this size (besides those over a destination's limit); null leaves it unset."
   type        = number
   default     = null
   validation {
@@ -265,7 +265,7 @@ variable "kms_key_arn" {
 }
 
 variable "existing_table" {
-  description = "Attach to your existing table instead of creating one: its name and its stream ARN (LatestStreamArn). Its stream must be enabled (NEW_IMAGE or NEW_AND_OLD_IMAGES), its keys must be the strings partition_key_name and sort_key_name, TTL on ttl_attribute_name, and it must have the OutboxSweepIndex GSI (SweepShard S hash, SweepDueAt N range, KEYS_ONLY or more). Checked at plan: the names, and that the stream ARN is the table's."
+  description = "Attach to your table instead of creating one: its name and stream ARN (LatestStreamArn); its requirements (stream, key names, TTL, OutboxSweepIndex): infra/README.md. Checked at plan: the names, and that the stream is the table's."
   type = object({
     table_name = string
     stream_arn = string
@@ -316,13 +316,13 @@ variable "oldest_pending_threshold_seconds" {
 }
 
 variable "stream_filter_file" {
-  description = "The stream FilterCriteria JSON. Defaults to the module's stream-filter.json (infra/stream-filter.json links to it), the one source of truth shared with CDK and the functions' own check."
+  description = "The stream FilterCriteria JSON; defaults to the module's stream-filter.json, shared with CDK and the functions' own check."
   type        = string
   default     = null
 }
 
 variable "lambda_asset_dir" {
-  description = "Required (no default). Directory holding <bin>/bootstrap.zip and, when the zip is compressed (cargo lambda's are), the <bin>/bootstrap it was made from: `cargo lambda build --release --arm64` then the same with `--output-format zip`. Usually <repository>/target/lambda. Checked at plan: missing, non-ELF, wrong-architecture or stale artifacts are refused."
+  description = "Directory holding <bin>/bootstrap.zip and the <bin>/bootstrap it was made from (`cargo lambda build --release --arm64`, then with `--output-format zip`), usually <repository>/target/lambda. Missing, non-ELF, wrong-architecture or stale artifacts are refused at plan."
   type        = string
   nullable    = false
 }
@@ -334,7 +334,7 @@ variable "tags" {
 }
 
 variable "partition_key_name" {
-  description = "Partition key attribute (a string) of the outbox table: a created table's hash key, an existing table's must be this. The functions get it as OUTBOX_PARTITION_KEY."
+  description = "Partition key attribute (a string) of the outbox table: a created table's hash key; an existing table's must be this."
   type        = string
   default     = "PK"
   nullable    = false
@@ -345,7 +345,7 @@ variable "partition_key_name" {
 }
 
 variable "sort_key_name" {
-  description = "Sort key attribute (a string) of the outbox table: a created table's range key, an existing table's must be this. The functions get it as OUTBOX_SORT_KEY; it differs from the partition key."
+  description = "Sort key attribute (a string, not the partition key) of the outbox table: a created table's range key; an existing table's must be this."
   type        = string
   default     = "SK"
   nullable    = false
@@ -356,7 +356,7 @@ variable "sort_key_name" {
 }
 
 variable "ttl_attribute_name" {
-  description = "TTL attribute of the outbox table (SENT items expire ttl_days later): a created table's TTL, an existing table's TTL must be on it (a table has one). The functions get it as OUTBOX_TTL_ATTRIBUTE; it is neither a key nor an attribute the outbox writes."
+  description = "TTL attribute of the outbox table (SENT items expire ttl_days later): a created table's TTL; an existing table's TTL must be on it. Neither a key nor an attribute the outbox writes."
   type        = string
   default     = "ExpiresAt"
   nullable    = false
@@ -381,7 +381,7 @@ variable "ttl_attribute_name" {
 }
 
 variable "sweep_shards" {
-  description = "OUTBOX_SWEEP_SHARDS: partition values of the sweeper's index (default 16, up to 1000): about 500 messages a second each (a message writes the index twice). Your producers must use the same count (output key_names). Change it on a live table with sweep_shards_previous: docs/operations.md."
+  description = "Partition values of the sweeper's index, about 500 messages a second each. Producers must use the same count (output key_names). Changing it on a live table: docs/operations.md."
   type        = number
   default     = 16
   nullable    = false
@@ -392,7 +392,7 @@ variable "sweep_shards" {
 }
 
 variable "sweep_shards_previous" {
-  description = "OUTBOX_SWEEP_SHARDS_PREVIOUS: the count before, while sweep_shards changes (null: no change under way); drop it once `outbox-ops shards --move` reports nothing left."
+  description = "The count before, while sweep_shards changes (null: no change under way); drop it once `outbox-ops shards --move` reports nothing left."
   type        = number
   default     = null
   validation {
@@ -402,7 +402,7 @@ variable "sweep_shards_previous" {
 }
 
 variable "parallelization_factor" {
-  description = "Concurrent batches per stream shard of the publisher's mapping (1-10, default 1). Above 1 AWS orders a shard's records per item, not per partition key: per-aggregate order on FIFO routes is kept for messages with a sequence (NewMessage::sequence, the aggregate's version) and NOT for messages without one (docs/guarantees.md). Keep 1 on tables with FIFO routes whose producers give no sequence."
+  description = "Concurrent batches per stream shard of the publisher's mapping. Above 1, per-aggregate order on FIFO routes holds only for messages with a sequence (docs/guarantees.md): keep 1 when FIFO producers give none."
   type        = number
   default     = 1
   nullable    = false
@@ -413,7 +413,7 @@ variable "parallelization_factor" {
 }
 
 variable "create_producer_policy" {
-  description = "Create the managed IAM policy <prefix>-producer (output producer_policy_arn) for your application's role. false: only the JSON (output producer_policy_json), to attach as you like."
+  description = "Create the managed policy <prefix>-producer (output producer_policy_arn) for your application's role; false: only the JSON (output producer_policy_json)."
   type        = bool
   default     = true
   nullable    = false
@@ -434,7 +434,7 @@ variable "dashboard_function_names" {
 }
 
 variable "default_home_region" {
-  description = "OUTBOX_DEFAULT_HOME_REGION: the home region of outbox items without a HomeRegion attribute; null (the default): the provider's region. On a global table every region's deployment must set the same value (required there). The functions read it at run time and the stream filter does not name it: moving the default home is a change of this value, in the order of docs/global-tables.md (\"Moving the default home\")."
+  description = "Home region of outbox items without a HomeRegion attribute; null: the provider's region. On a global table every region sets the same value (required there); moving it: docs/global-tables.md."
   type        = string
   default     = null
   validation {
@@ -448,7 +448,7 @@ variable "default_home_region" {
 }
 
 variable "global_table_regions" {
-  description = "The regions of the global table (this one among them), one instance of this module per region with a provider of that region; empty (the default): a single-region table. When set: existing_table (the replica here) and default_home_region are required, and the IAM role, producer policy and dashboard names carry the region. infra/README.md, examples/global-table."
+  description = "The global table's regions (this one among them), one module instance per region; empty: a single-region table. When set, existing_table (the replica here) and default_home_region are required, and role, producer policy and dashboard names carry the region. docs/global-tables.md."
   type        = list(string)
   default     = []
   nullable    = false

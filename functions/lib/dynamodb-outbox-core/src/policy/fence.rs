@@ -34,7 +34,8 @@
 
 use super::order::{OrderKey, order_key};
 use crate::schema::{
-    ItemKey, OutboxMessage, SequencePlace, SweepShards, derive_message_id, is_sequenced,
+    ItemKey, OutboxMessage, PENDING_MESSAGE, SequencePlace, Status, SweepShards,
+    derive_message_id, is_sequenced,
     sequence_place,
 };
 use std::collections::{BTreeMap, BTreeSet};
@@ -140,55 +141,36 @@ pub struct FenceRead {
     pub aggregates: BTreeSet<String>,
 }
 
-/// The reads `members` need: one of the index shards holding FIFO-routed aggregates
-/// of the library (the adapter reads them in one request), one per partition of a
-/// FIFO-routed aggregate of another producer, one bounded read of the key range of
-/// each FIFO-routed aggregate whose members are all sequenced ([`Scope::Sequence`]);
-/// none at all when no member is routed to a FIFO destination.
+/// The reads `members` need: one bounded read of the key range of each aggregate
+/// with a sequenced member ([`Scope::Sequence`], over its sequenced members, whatever
+/// their routes: the induction it rests on needs every sequenced message fenced);
+/// and, for the FIFO-routed members without a sequence, one read of the index shards
+/// holding the library's aggregates (the adapter reads them in one request) and one
+/// per partition of another producer's aggregate. None at all when no member is
+/// routed to a FIFO destination or sequenced.
 pub fn fence_reads(members: &[Member]) -> Vec<FenceRead> {
+    let mut reads = sequence_reads(members);
     let mut library: BTreeMap<&str, bool> = BTreeMap::new();
-    let mut sequenced: BTreeMap<&str, (bool, &str, &str, usize)> = BTreeMap::new();
     let mut shards_of: BTreeMap<&str, &[String]> = BTreeMap::new();
-    for m in members {
-        let pk = m.key.pk.as_str();
-        *library.entry(pk).or_insert(true) &= m.library;
-        let sk = m.key.sk.as_str();
-        let range = sequenced.entry(pk).or_insert((true, sk, sk, 0));
-        *range = (
-            range.0 && is_sequenced(&m.key),
-            range.1.min(sk),
-            range.2.max(sk),
-            range.3 + 1,
-        );
-        shards_of.insert(pk, &m.shards);
+    for m in members.iter().filter(|m| !is_sequenced(&m.key)) {
+        *library.entry(m.key.pk.as_str()).or_insert(true) &= m.library;
+        shards_of.insert(m.key.pk.as_str(), &m.shards);
     }
     let fifo: BTreeSet<&str> = members
         .iter()
-        .filter(|m| m.fifo)
+        .filter(|m| m.fifo && !is_sequenced(&m.key))
         .map(|m| m.key.pk.as_str())
         .collect();
     let (mut shards, mut indexed) = (BTreeSet::new(), BTreeSet::new());
-    let mut reads = Vec::new();
     for aggregate in fifo {
-        let only = BTreeSet::from([aggregate.to_owned()]);
-        if let Some(&(true, lowest, highest, members)) = sequenced.get(aggregate) {
-            reads.push(FenceRead {
-                scope: Scope::Sequence {
-                    aggregate: aggregate.to_owned(),
-                    lowest: lowest.to_owned(),
-                    highest: highest.to_owned(),
-                    members,
-                },
-                aggregates: only,
-            });
-        } else if library.get(aggregate).copied().unwrap_or(false) {
+        if library.get(aggregate).copied().unwrap_or(false) {
             let of = shards_of.get(aggregate).copied().unwrap_or_default();
             shards.extend(of.iter().cloned());
             indexed.insert(aggregate.to_owned());
         } else {
             reads.push(FenceRead {
                 scope: Scope::Partition(aggregate.to_owned()),
-                aggregates: only,
+                aggregates: BTreeSet::from([aggregate.to_owned()]),
             });
         }
     }
@@ -202,6 +184,37 @@ pub fn fence_reads(members: &[Member]) -> Vec<FenceRead> {
         );
     }
     reads
+}
+
+/// One [`Scope::Sequence`] read per aggregate with sequenced members: from the last
+/// of them down to the first item below the first.
+fn sequence_reads(members: &[Member]) -> Vec<FenceRead> {
+    let mut ranges: BTreeMap<&str, (&str, &str, usize)> = BTreeMap::new();
+    for m in members.iter().filter(|m| is_sequenced(&m.key)) {
+        let sk = m.key.sk.as_str();
+        let range = ranges.entry(m.key.pk.as_str()).or_insert((sk, sk, 0));
+        *range = (range.0.min(sk), range.1.max(sk), range.2 + 1);
+    }
+    ranges
+        .into_iter()
+        .map(|(aggregate, (lowest, highest, members))| FenceRead {
+            scope: Scope::Sequence {
+                aggregate: aggregate.to_owned(),
+                lowest: lowest.to_owned(),
+                highest: highest.to_owned(),
+                members,
+            },
+            aggregates: BTreeSet::from([aggregate.to_owned()]),
+        })
+        .collect()
+}
+
+/// Whether an item a [`Scope::Sequence`] read returns holds back the messages after
+/// it: an outbox item whose `Status` is exactly `PENDING` (in whatever region). An
+/// item of a status that does not read is never sent by anyone (every mark requires
+/// `PENDING`): holding behind it would hold its aggregate forever, so it does not.
+pub fn holds_in_sequence(item_type: Option<&str>, status: Option<&str>) -> bool {
+    item_type == Some(PENDING_MESSAGE) && status.and_then(Status::parse) == Some(Status::Pending)
 }
 
 /// Pages (1 MB each at most) the fence's reads of one batch may take together.
@@ -329,20 +342,23 @@ impl Pending {
         self.record(read, Vec::new(), Some(why));
     }
 
+    /// Adds what `read` found to what its aggregates' other reads found (an aggregate
+    /// with sequenced and other members has two): a read that could not tell makes the
+    /// aggregate's answer incomplete.
     fn record(&mut self, read: &FenceRead, siblings: Vec<Sibling>, unread: Option<String>) {
         let from_index = matches!(read.scope, Scope::Shards(_));
         for aggregate in &read.aggregates {
-            let mine = siblings
-                .iter()
-                .filter(|s| &s.key.pk == aggregate)
-                .cloned()
-                .collect();
-            let found = Found {
-                siblings: mine,
-                unread: unread.clone(),
-                from_index,
-            };
-            self.by_aggregate.insert(aggregate.clone(), found);
+            let found = self.by_aggregate.entry(aggregate.clone()).or_default();
+            found.siblings.extend(
+                siblings
+                    .iter()
+                    .filter(|s| &s.key.pk == aggregate)
+                    .cloned(),
+            );
+            if found.unread.is_none() {
+                found.unread.clone_from(&unread);
+            }
+            found.from_index |= from_index;
         }
     }
 
@@ -394,8 +410,9 @@ impl Fence {
 /// For each member, whether it waits (and behind what): a FIFO-routed member that a
 /// pending sibling outside the batch precedes (or may precede), and every later
 /// member of an aggregate with one that waits (behind it: a known pending message).
-/// Members of an aggregate with no FIFO-routed member never wait: standard
-/// destinations keep no order. A FIFO-routed member that no known sibling precedes,
+/// Members of an aggregate with no FIFO-routed or sequenced member never wait:
+/// standard destinations keep no order (a sequenced message is kept in order on every
+/// route, so that the one after it may trust its state). A FIFO-routed member that no known sibling precedes,
 /// of an aggregate whose read is incomplete, waits with [`Fence::cannot_tell`].
 pub fn fenced(members: &[Member], pending: &Pending) -> Vec<Option<Fence>> {
     let in_batch: BTreeSet<&ItemKey> = members.iter().map(|m| &m.key).collect();
@@ -409,7 +426,8 @@ pub fn fenced(members: &[Member], pending: &Pending) -> Vec<Option<Fence>> {
     for i in order {
         let m = &members[i];
         let behind = waiting.filter(|(aggregate, _)| *aggregate == m.key.pk);
-        let own = if m.fifo {
+        // A sequenced message is fenced on any route: the next one's read stops at it.
+        let own = if m.fifo || is_sequenced(&m.key) {
             fence_of(m, pending, &in_batch)
         } else {
             None
@@ -460,7 +478,7 @@ fn fencing<'a>(
 
 pub mod confirm;
 pub mod follows;
-pub use confirm::{CONFIRM_LIMIT, still_pending, to_confirm};
+pub use confirm::{CONFIRM_LIMIT, to_confirm};
 pub use follows::predecessors;
 
 #[cfg(test)]

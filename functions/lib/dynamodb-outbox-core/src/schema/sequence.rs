@@ -30,7 +30,8 @@ pub struct SequencePlace {
     pub position: u8,
 }
 
-/// The sort key of a message with a sequence.
+/// The sort key of a message with a sequence; `position` is below 100 (a transaction
+/// holds at most 100 actions), a larger one counts as 99.
 ///
 /// ```
 /// use dynamodb_outbox_core::schema::{SequencePlace, sequence_place, sequenced_sort_key};
@@ -40,6 +41,7 @@ pub struct SequencePlace {
 /// assert_eq!(sequence_place(&sk), Some(SequencePlace { sequence: 42, position: 1 }));
 /// ```
 pub fn sequenced_sort_key(sequence: u64, position: u8, event: &str, id: &str) -> String {
+    let position = position.min(99);
     format!("{SEQUENCED_PREFIX}{sequence:020}#{position:02}#{event}#{id}")
 }
 

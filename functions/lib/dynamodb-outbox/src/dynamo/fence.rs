@@ -294,7 +294,9 @@ fn sibling(read: &FenceRead, item: serde_dynamo::Item) -> Option<Sibling> {
     let due = SeenIndex::of(&item).due_ms();
     match &read.scope {
         Scope::Shards(_) => Some(Sibling::indexed(key, due?)),
-        Scope::Sequence { .. } | Scope::Partition(_) => Some(
+        // A sequence read is the adapter's own (`sequence`).
+        Scope::Sequence { .. } => None,
+        Scope::Partition(_) => Some(
             match dynamodb_outbox_core::schema::OutboxItem::from_item(item) {
                 Ok(i) => Sibling::read(key, due, i.created_at, i.message_id.as_deref()),
                 Err(_) => Sibling {

@@ -5,6 +5,7 @@
 use super::{MemoryStore, absent_item};
 use crate::failure::{Failure, FailureKind};
 use crate::fakes::lock;
+use crate::policy::fence::holds_in_sequence;
 use crate::policy::{FailedMark, FenceRead, PAYLOAD_ON_DEAD_LETTER_QUEUE, Scope, Sibling};
 use crate::ports::{
     MarkChange, MarkCondition, MarkOutcome, OutboxStore, PendingPage, StatementAnswer,
@@ -237,8 +238,7 @@ fn sequence_range<'a>(
         .map_or(range.len(), |below| below + 1);
     range[..end]
         .iter()
-        .filter(|(_, i)| i.status() == Some(Status::Pending))
-        .filter(|(_, i)| i.item_type.as_deref() == Some(PENDING_MESSAGE))
+        .filter(|(_, i)| holds_in_sequence(i.item_type.as_deref(), i.status.as_deref()))
         .map(|(k, i)| Sibling {
             key: (*k).clone(),
             due_at_ms: i.sweep_due_at,

@@ -83,13 +83,6 @@ impl Pending {
     }
 }
 
-/// Whether a message whose consistent read found `status` is not done with: what
-/// fences (not `SENT`, `FAILED`, gone or without a status), for an adapter's own
-/// consistent reads.
-pub fn still_pending(status: Option<&str>) -> bool {
-    !is_finished(status)
-}
-
 /// Whether a message whose consistent read found `status` is done with: a terminal
 /// state, or no status at all.
 pub(super) fn is_finished(status: Option<&str>) -> bool {

@@ -85,11 +85,7 @@ async fn a_deferred_message_never_reported_again_still_holds_the_next_one() {
     let (k1, k2, k3) = (key("A", 1, 0, 0), key("A", 2, 0, 0), key("A", 3, 0, 0));
     unlisted(&p, &k1);
     let w2 = stored(&p, &k2, item(&k2));
-    (p.store.put(k2.clone(), {
-        let mut i = item(&k2);
-        (i.sweep_shard, i.sweep_due_at) = (None, None);
-        i
-    }));
+    unlisted(&p, &k2);
     assert_eq!(
         p.process(&[w2]).await,
         vec![Outcome::Deferred { not_before: None }]
@@ -132,4 +128,48 @@ async fn one_transactions_messages_go_in_their_positions_order_whatever_their_id
     let outcomes = p.process(&[wb, wa]).await;
     assert!(outcomes.iter().all(|o| matches!(o, Outcome::Sent { .. })), "{outcomes:?}");
     assert_eq!(bodies(&p, "ledger"), ["first", "second"]);
+}
+
+#[tokio::test]
+async fn a_sequenced_message_on_a_standard_route_is_held_too_so_the_next_may_trust_it() {
+    // A1 (FIFO) pending; A2 of the same aggregate goes to a standard queue. Were A2
+    // sent, A3's read would stop at it (SENT) and send A3 before A1.
+    let p = publisher();
+    let (k1, k2) = (key("A", 1, 0, 0), key("A", 2, 0, 0));
+    unlisted(&p, &k1);
+    let mut standard = item(&k2);
+    standard.topic = Some("orders".into());
+    let w2 = stored(&p, &k2, standard);
+    assert_eq!(
+        p.process(&[w2]).await,
+        vec![Outcome::Deferred { not_before: None }]
+    );
+    assert!(bodies(&p, "orders").is_empty());
+}
+
+#[tokio::test]
+async fn a_message_without_a_sequence_in_the_batch_does_not_cost_the_sequenced_their_read() {
+    // A batch with an unsequenced FIFO message of A and the second message of a
+    // sequenced commit whose first the index does not list yet.
+    let p = publisher();
+    let (first, second) = (key("A", 5, 0, 0), key("A", 5, 1, 0));
+    unlisted(&p, &first);
+    let w2 = stored(&p, &second, item(&second));
+    let plain = crate::fakes::library_key("A", 9_000, 0);
+    let wu = stored(&p, &plain, library_item(&plain, "ledger", 61_000, 9_000));
+    let outcomes = p.process(&[wu, w2]).await;
+    assert_eq!(outcomes[1], Outcome::Deferred { not_before: None }, "{outcomes:?}");
+}
+
+#[tokio::test]
+async fn an_item_of_a_status_nobody_sends_holds_nothing_back() {
+    // Marks require PENDING: an item whose Status does not read is never sent, so the
+    // messages after it would wait forever behind it.
+    let p = publisher();
+    let (k1, k2) = (key("A", 1, 0, 0), key("A", 2, 0, 0));
+    let mut odd = item(&k1);
+    odd.status = Some(" PENDING".into());
+    p.store.put(k1, odd);
+    let w2 = stored(&p, &k2, item(&k2));
+    assert_eq!(p.process(&[w2]).await, vec![Outcome::Sent { marked: true }]);
 }

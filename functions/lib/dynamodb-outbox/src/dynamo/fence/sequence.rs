@@ -9,10 +9,10 @@ use super::named;
 use aws_sdk_dynamodb::operation::query::QueryOutput;
 use dynamodb_outbox_core::failure::Failure;
 use dynamodb_outbox_core::policy::Sibling;
-use dynamodb_outbox_core::policy::fence::still_pending;
+use dynamodb_outbox_core::policy::fence::holds_in_sequence;
 use dynamodb_outbox_core::ports::PendingPage;
 use dynamodb_outbox_core::schema::{
-    ITEM_TYPE, PENDING_MESSAGE, SEQUENCED_PREFIX, STATUS, SeenIndex, TABLE, item_key,
+    ITEM_TYPE, SEQUENCED_PREFIX, STATUS, SeenIndex, TABLE, item_key,
 };
 
 
@@ -35,19 +35,24 @@ impl DynamoStore {
         let mut page = PendingPage::default();
         let mut start: Option<Item> = None;
         // DynamoDB bills a read for the whole items it reads, whatever the projection:
-        // each page asks for the members and one more — all the first needs unless
-        // messages of other batches lie between the members.
-        let limit = i32::try_from(range.members.saturating_add(1))
+        // the first page asks for the members and one more — all it needs unless
+        // messages of other batches lie between the members. A next page asks for one
+        // item once the lowest member was read, else for up to 25. Two pages at least,
+        // whatever the batch's budget: a gap must not leave the earliest member unable
+        // to tell.
+        let mut limit = i32::try_from(range.members.saturating_add(1))
             .unwrap_or(100)
             .clamp(2, 100);
-        for _ in 0..max_pages.max(1) {
+        for _ in 0..max_pages.max(2) {
             let out = self.sequence_page(range, limit, start).await?;
             page.requests += 1;
             page.scanned += scanned(out.scanned_count());
             let mut reached_below = false;
+            let mut reached_lowest = false;
             for raw in out.items() {
                 let item = self.canonical(raw);
                 let Some(key) = item_key(&item) else { continue };
+                reached_lowest |= key.sk.as_str() == range.lowest;
                 reached_below = key.sk.as_str() < range.lowest;
                 if pending(&item) {
                     let due_at_ms = SeenIndex::of(&item).due_ms();
@@ -62,6 +67,7 @@ impl DynamoStore {
                 page.complete = true;
                 return Ok(page);
             }
+            limit = if reached_lowest { 1 } else { 25 };
         }
         Ok(page)
     }
@@ -98,19 +104,20 @@ impl DynamoStore {
     }
 }
 
-/// Whether an item the read returned is an outbox message not finished: `PENDING`
-/// in any region, or of a status that does not read (it fences).
+/// Whether an item the read returned holds back the messages after it
+/// ([`holds_in_sequence`]).
 fn pending(item: &serde_dynamo::Item) -> bool {
     let text = |name: &str| match item.get(name) {
         Some(serde_dynamo::AttributeValue::S(v)) => Some(v.as_str()),
         _ => None,
     };
-    text(ITEM_TYPE) == Some(PENDING_MESSAGE) && still_pending(text(STATUS))
+    holds_in_sequence(text(ITEM_TYPE), text(STATUS))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use dynamodb_outbox_core::schema::PENDING_MESSAGE;
     use serde_dynamo::AttributeValue;
     use std::collections::HashMap;
 
@@ -126,10 +133,13 @@ mod tests {
     }
 
     #[test]
-    fn a_message_not_finished_in_any_region_or_of_an_unreadable_status_fences() {
+    fn only_an_outbox_item_exactly_pending_holds_back_the_next() {
         let text = |v: &str| Some(AttributeValue::S(v.to_owned()));
         assert!(pending(&item(text("PENDING"))));
-        assert!(pending(&item(text("pending?"))), "unreadable: it fences");
+        assert!(
+            !pending(&item(text(" PENDING"))),
+            "unreadable: nobody ever sends it, so it holds nothing back"
+        );
         assert!(!pending(&item(text("SENT"))));
         assert!(!pending(&item(text("FAILED"))));
         assert!(!pending(&item(None)), "no status: not a message in flight");
