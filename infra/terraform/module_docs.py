@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The inputs and outputs tables of a module's README, generated from its variables.tf and
 outputs.tf, between the markers <!-- BEGIN_TF_DOCS --> and <!-- END_TF_DOCS -->: inputs by
-name, type and default with a link to the settings reference, outputs with their descriptions.
+name, type and default with a link to the settings reference, outputs with the first sentence
+of their descriptions.
 
   module_docs.py DIR           check: exit 1 when DIR/README.md's tables are not what the
                                module declares (a variable or output missing, stale or changed)
@@ -50,6 +51,13 @@ def cell(text: str) -> str:
     return " ".join(text.split()).replace("|", "\\|")
 
 
+def first_sentence(text: str) -> str:
+    """An output's description up to its first full stop: the rest (grants, caveats) is
+    in outputs.tf and on the docs' reference pages."""
+    head, dot, _ = " ".join(text.split()).partition(". ")
+    return head + "." if dot else head
+
+
 def default(body: dict) -> str:
     if "default" not in body:
         return "required"
@@ -80,7 +88,7 @@ def tables(module: Path) -> str:
         lines.append(f"| `{name}` | `{cell(expression(body.get('type', 'any')))}` | {cell(default(body))} |")
     lines += ["", "## Outputs", "", "| Name | Description |", "|------|-------------|"]
     for name in sorted(outputs):
-        lines.append(f"| `{name}` | {cell(outputs[name].get('description', ''))} |")
+        lines.append(f"| `{name}` | {cell(first_sentence(outputs[name].get('description', '')))} |")
     return "\n".join(lines)
 
 

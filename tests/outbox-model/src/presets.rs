@@ -264,6 +264,20 @@ pub fn deep() -> Vec<(&'static str, Params)> {
                 ..Params::default()
             },
         ),
+        (
+            "FIFO, two aggregates, one with sequenced messages (its fence reads its key range) and one without (the index), whose messages one sweep may claim together",
+            Params {
+                txns: vec![
+                    Txn::library(0, 1).sequenced(),
+                    Txn::library(1, 1),
+                    Txn::library(0, 1).sequenced(),
+                ],
+                fifo: true,
+                crashes: 0,
+                faults: 0,
+                ..Params::default()
+            },
+        ),
     ]
 }
 

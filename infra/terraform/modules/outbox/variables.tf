@@ -265,7 +265,7 @@ variable "kms_key_arn" {
 }
 
 variable "existing_table" {
-  description = "Attach to your table instead of creating one: its name and stream ARN (LatestStreamArn). It needs its stream on (NEW_IMAGE or NEW_AND_OLD_IMAGES), string keys partition_key_name and sort_key_name, TTL on ttl_attribute_name and the OutboxSweepIndex GSI (SweepShard S hash, SweepDueAt N range, KEYS_ONLY or more). Checked at plan: the names, and that the stream is the table's."
+  description = "Attach to your table instead of creating one: its name and stream ARN (LatestStreamArn); its requirements (stream, key names, TTL, OutboxSweepIndex): infra/README.md. Checked at plan: the names, and that the stream is the table's."
   type = object({
     table_name = string
     stream_arn = string
