@@ -137,14 +137,3 @@ async fn our_handler_answers_the_fixture_event_with_lambdas_partial_batch_respon
     );
     assert_eq!(up.sink.delivered("profiles").len(), 1);
 }
-
-/// A stream filter file as JSON, each `Pattern` (a string of JSON) parsed too, so that
-/// only a change of meaning tells two copies apart.
-fn stream_filter(text: &str, name: &str) -> Value {
-    let mut filter: Value = serde_json::from_str(text).unwrap_or_else(|e| panic!("{name}: {e}"));
-    for f in filter["Filters"].as_array_mut().expect("Filters") {
-        let pattern = f["Pattern"].as_str().expect("a Pattern string");
-        f["Pattern"] = serde_json::from_str(pattern).unwrap_or_else(|e| panic!("{name}: {e}"));
-    }
-    filter
-}
