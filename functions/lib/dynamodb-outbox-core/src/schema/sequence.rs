@@ -32,14 +32,7 @@ pub struct SequencePlace {
 
 /// The sort key of a message with a sequence; `position` is below 100 (a transaction
 /// holds at most 100 actions), a larger one counts as 99.
-///
-/// ```
-/// use dynamodb_outbox_core::schema::{SequencePlace, sequence_place, sequenced_sort_key};
-///
-/// let sk = sequenced_sort_key(42, 1, "OrderShipped", "0190f-id");
-/// assert_eq!(sk, "MESSAGE#SEQ#00000000000000000042#01#OrderShipped#0190f-id");
-/// assert_eq!(sequence_place(&sk), Some(SequencePlace { sequence: 42, position: 1 }));
-/// ```
+/// (`MESSAGE#SEQ#00000000000000000042#01#OrderShipped#<id>` for 42 at place 1.)
 pub fn sequenced_sort_key(sequence: u64, position: u8, event: &str, id: &str) -> String {
     let position = position.min(99);
     format!("{SEQUENCED_PREFIX}{sequence:020}#{position:02}#{event}#{id}")
@@ -88,6 +81,17 @@ mod tests {
         assert_eq!(sorted, keys);
         let places: Vec<_> = keys.iter().map(|k| sequence_place(k)).collect();
         assert!(places.windows(2).all(|w| w[0] < w[1]), "{places:?}");
+    }
+
+    #[test]
+    fn a_sequenced_key_reads_back_its_place() {
+        let sk = sequenced_sort_key(42, 1, "OrderShipped", "0190f-id");
+        assert_eq!(sk, "MESSAGE#SEQ#00000000000000000042#01#OrderShipped#0190f-id");
+        let place = SequencePlace {
+            sequence: 42,
+            position: 1,
+        };
+        assert_eq!(sequence_place(&sk), Some(place));
     }
 
     #[test]
