@@ -75,7 +75,7 @@ impl NewMessage {
     /// aggregate never carry the same number and the larger one commits later.
     ///
     /// The message's sort key is then `MESSAGE#SEQ#<sequence>#<position>#<EVENT>#<id>`
-    /// ([`crate::schema::sequenced_sort_key`]), ordered as the transactions committed,
+    /// (`schema::sequenced_sort_key`), ordered as the transactions committed,
     /// and the order fence of a FIFO route decides from one strongly consistent read
     /// of the message just before it: order holds whatever the order of the stream's
     /// records, the parallelization factor or the sweeper index's lag. Consumers get
