@@ -89,16 +89,7 @@ async fn a_sequenced_aggregates_read_stops_one_item_below_its_members_whatever_t
         keys.push(committed.sort_keys[0].clone());
     }
     for sk in &keys[..28] {
-        db.update_item()
-            .table_name(&ob.table)
-            .key("PK", AttributeValue::S("ORDER#7".into()))
-            .key("SK", AttributeValue::S(sk.clone()))
-            .update_expression("SET #s = :sent")
-            .expression_attribute_names("#s", "Status")
-            .expression_attribute_values(":sent", AttributeValue::S("SENT".into()))
-            .send()
-            .await
-            .expect("marked SENT");
+        set_status(&ob, sk, "SENT").await;
     }
 
     // When the fence reads for message 30 alone in its batch
@@ -124,16 +115,7 @@ async fn a_sequenced_aggregates_read_stops_one_item_below_its_members_whatever_t
     assert_eq!(found, [keys[29].as_str(), keys[28].as_str()]);
 
     // And once 29 is SENT too, nothing fences 30, still from two items
-    db.update_item()
-        .table_name(&ob.table)
-        .key("PK", AttributeValue::S("ORDER#7".into()))
-        .key("SK", AttributeValue::S(keys[28].clone()))
-        .update_expression("SET #s = :sent")
-        .expression_attribute_names("#s", "Status")
-        .expression_attribute_values(":sent", AttributeValue::S("SENT".into()))
-        .send()
-        .await
-        .expect("marked SENT");
+    set_status(&ob, &keys[28], "SENT").await;
     let page = store.pending(&read(1), 8).await.expect("the fence read");
     let found: Vec<&str> = page.siblings.iter().map(|x| x.key.sk.as_str()).collect();
     assert!(page.complete && found == [keys[29].as_str()], "{page:?}");
@@ -143,16 +125,7 @@ async fn a_sequenced_aggregates_read_stops_one_item_below_its_members_whatever_t
     // the read covers the range and the one item below it, 27 among what it returns,
     // even when the batch's budget gives it one page
     for sk in &keys[24..] {
-        db.update_item()
-            .table_name(&ob.table)
-            .key("PK", AttributeValue::S("ORDER#7".into()))
-            .key("SK", AttributeValue::S(sk.clone()))
-            .update_expression("SET #s = :pending")
-            .expression_attribute_names("#s", "Status")
-            .expression_attribute_values(":pending", AttributeValue::S("PENDING".into()))
-            .send()
-            .await
-            .expect("pending");
+        set_status(&ob, sk, "PENDING").await;
     }
     let mut gap = read(5);
     if let Scope::Sequence { lowest, .. } = &mut gap.scope {
@@ -168,4 +141,20 @@ async fn a_sequenced_aggregates_read_stops_one_item_below_its_members_whatever_t
     assert!(!found.contains(keys[23].as_str()), "24 is SENT: {found:?}");
     // (six items on the first page, 30 down to 25; one more, 24, on the second)
     assert_eq!((page.requests, page.scanned), (2, 7), "{page:?}");
+}
+
+/// Sets the `Status` of `ORDER#7`'s item `sk`, as a mark (or a redrive) would.
+async fn set_status(ob: &Outbox, sk: &str, status: &str) {
+    ob.clients
+        .dynamodb
+        .update_item()
+        .table_name(&ob.table)
+        .key("PK", AttributeValue::S("ORDER#7".into()))
+        .key("SK", AttributeValue::S(sk.to_owned()))
+        .update_expression("SET #s = :status")
+        .expression_attribute_names("#s", "Status")
+        .expression_attribute_values(":status", AttributeValue::S(status.to_owned()))
+        .send()
+        .await
+        .expect("the status set");
 }

@@ -40,6 +40,16 @@ pub(super) fn fifo_sweeper(refusals: Refusals) -> Sweeper<RecordingSink, MemoryS
     Sweeper::new(publisher, SweeperConfig::new(publisher_config))
 }
 
+/// The bodies the FIFO queue received, in order.
+fn ledger_bodies(sw: &Sweeper<RecordingSink, MemoryStore>) -> Vec<String> {
+    sw.publisher
+        .sink
+        .delivered("ledger")
+        .into_iter()
+        .map(|m| m.body)
+        .collect()
+}
+
 #[tokio::test]
 async fn a_due_message_waits_behind_an_earlier_one_the_sweep_did_not_claim() {
     // Given A1 backing off until ten minutes from now, and A2, written after it, due
@@ -76,13 +86,7 @@ async fn a_due_message_waits_behind_an_earlier_one_the_sweep_did_not_claim() {
     let later = Budget::for_window(a1_due + 1, Duration::from_secs(30));
     let summary = sw.sweep(later).await;
     assert_eq!(summary.published, 2, "{summary:?}");
-    let order: Vec<String> = sw
-        .publisher
-        .sink
-        .delivered("ledger")
-        .into_iter()
-        .map(|m| m.body)
-        .collect();
+    let order = ledger_bodies(&sw);
     assert_eq!(order, ["payload-1000", "payload-2000"]);
 }
 
@@ -216,12 +220,6 @@ async fn a_sweep_orders_sequenced_messages_by_their_sequence_not_their_writers_c
         .sweep(Budget::for_window(a1_due + 1, Duration::from_secs(30)))
         .await;
     assert_eq!(summary.published, 2, "{summary:?}");
-    let order: Vec<String> = sw
-        .publisher
-        .sink
-        .delivered("ledger")
-        .into_iter()
-        .map(|m| m.body)
-        .collect();
+    let order = ledger_bodies(&sw);
     assert_eq!(order, ["payload-2000", "payload-1000"]);
 }
