@@ -9,11 +9,11 @@ use super::{Outcome, Work, WorkItem};
 use crate::failure::Failure;
 use crate::policy::{
     CONFIRM_LIMIT, FENCE_BATCH_PAGES, FenceRead, Member, Pending, cannot_tell_reason, fence_reads,
-    fenced, page_budgets, predecessors, to_confirm,
+    fenced, page_budgets, predecessors, switch_over_reads, to_confirm,
 };
 use crate::ports::OutboxStore;
 use crate::schema::{ItemKey, SweepShards};
-use std::collections::HashSet;
+use std::collections::{BTreeSet, HashSet};
 
 /// The planned messages that must wait behind an earlier pending message of their
 /// aggregate, by position in the batch: [`Outcome::Deferred`], or
@@ -81,27 +81,53 @@ fn planned_members(
 }
 
 /// Runs the fence's reads concurrently, within the batch's page budget, leaving out
-/// the siblings in `finished`; with the requests the reads that answered made (the
-/// adapter counts its pages: a failed read reports none).
+/// the siblings in `finished`; then, for the aggregates whose sequence read found no
+/// earlier sequenced message, the reads of their messages without a sequence
+/// ([`switch_over_reads`]) in what is left of the budget. With the requests the reads
+/// that answered made (the adapter counts its pages: a failed read reports none).
 async fn read_pending<S: OutboxStore>(
     store: &S,
     reads: &[FenceRead],
     finished: &HashSet<ItemKey>,
 ) -> (Pending, usize) {
+    let mut pending = Pending::default();
     let budgets = page_budgets(reads, FENCE_BATCH_PAGES);
+    let (mut requests, switching) = read_round(store, reads, &budgets, finished, &mut pending).await;
+    if !switching.is_empty() {
+        let more = switch_over_reads(&switching);
+        let left = u32::try_from(requests).map_or(0, |used| FENCE_BATCH_PAGES.saturating_sub(used));
+        let budgets = page_budgets(&more, left);
+        requests += read_round(store, &more, &budgets, finished, &mut pending).await.0;
+    }
+    (pending, requests)
+}
+
+/// Runs `reads` concurrently, each within its budget, recording what they found in
+/// `pending`; with the requests made and the aggregates whose sequence read found no
+/// earlier sequenced message.
+async fn read_round<S: OutboxStore>(
+    store: &S,
+    reads: &[FenceRead],
+    budgets: &[u32],
+    finished: &HashSet<ItemKey>,
+    pending: &mut Pending,
+) -> (usize, BTreeSet<String>) {
     let answers = futures::future::join_all(
         reads
             .iter()
-            .zip(&budgets)
+            .zip(budgets)
             .map(|(read, &pages)| store.pending(read, pages)),
     )
     .await;
-    let mut pending = Pending::default();
     let mut requests = 0;
-    for ((read, answer), pages) in reads.iter().zip(answers).zip(budgets) {
+    let mut switching = BTreeSet::new();
+    for ((read, answer), &pages) in reads.iter().zip(answers).zip(budgets) {
         match answer {
             Ok(page) => {
                 requests += page.requests;
+                if page.no_earlier_sequence {
+                    switching.extend(read.aggregates.iter().cloned());
+                }
                 let siblings = page
                     .siblings
                     .into_iter()
@@ -124,7 +150,7 @@ async fn read_pending<S: OutboxStore>(
             }
         }
     }
-    (pending, requests)
+    (requests, switching)
 }
 
 /// A read that failed for good (a missing permission, a missing index) is an error an
