@@ -358,7 +358,10 @@ pub mod follows;
 mod reads;
 pub use confirm::{CONFIRM_LIMIT, to_confirm};
 pub use follows::predecessors;
-pub use reads::{FENCE_BATCH_PAGES, FenceRead, Scope, fence_reads, page_budgets, switch_over_reads};
+pub use reads::{
+    FENCE_BATCH_PAGES, FenceRead, Scope, fallback_reads, fence_reads, page_budgets,
+    switch_over_reads,
+};
 
 #[cfg(test)]
 mod tests;

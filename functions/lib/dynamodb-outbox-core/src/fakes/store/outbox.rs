@@ -195,6 +195,17 @@ impl OutboxStore for MemoryStore {
             return Err(Failure::transient("ProvisionedThroughputExceededException"));
         }
         let stale = self.faults().stale_index;
+        let bounded = match read.scope {
+            Scope::Shards(_) => self.faults().bounded_shard_reads,
+            Scope::Partition(_) => self.faults().bounded_partition_reads,
+            Scope::Sequence { .. } => false,
+        };
+        if bounded {
+            return Ok(PendingPage {
+                requests: 1,
+                ..PendingPage::default()
+            });
+        }
         let items = lock(&self.items);
         let (siblings, no_earlier_sequence) = match &read.scope {
             Scope::Sequence {

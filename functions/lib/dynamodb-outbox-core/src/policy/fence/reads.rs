@@ -91,6 +91,33 @@ pub fn switch_over_reads(aggregates: &BTreeSet<String>) -> Vec<FenceRead> {
         .collect()
 }
 
+/// What to read instead when `read` stopped at its page bound (finding 4): the
+/// other side of the same question. Index shards holding more pending keys than the
+/// read may take (a backlog) — each aggregate's partition, strongly consistently;
+/// a partition larger than its read (a long history, business items) — the index
+/// shard of its aggregate, as a library message's fence reads it. The fence then
+/// cannot tell only when both are too large. A sequence read has no other side.
+pub fn fallback_reads(members: &[Member], read: &FenceRead) -> Vec<FenceRead> {
+    match &read.scope {
+        Scope::Shards(_) => switch_over_reads(&read.aggregates),
+        Scope::Partition(aggregate) => {
+            let shards: BTreeSet<String> = members
+                .iter()
+                .filter(|m| &m.key.pk == aggregate)
+                .flat_map(|m| m.shards.iter().cloned())
+                .collect();
+            if shards.is_empty() {
+                return Vec::new();
+            }
+            vec![FenceRead {
+                scope: Scope::Shards(shards),
+                aggregates: read.aggregates.clone(),
+            }]
+        }
+        Scope::Sequence { .. } => Vec::new(),
+    }
+}
+
 /// For the aggregates in `fifo`, the reads of their pending messages outside a
 /// sequenced range, planned from `members`: one read of the index shards holding the
 /// library's aggregates (the adapter reads them in one request), one per partition of
