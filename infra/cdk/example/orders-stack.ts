@@ -142,10 +142,12 @@ export class OutboxStack extends cdk.Stack {
         resources: [ordersQueue.queueArn],
       }),
     );
-    // A message that points at a large payload: the consumer reads it from the bucket; ListBucket
-    // so that a missing object reads as NoSuchKey ("the object does not exist"), not AccessDenied.
-    if (outbox.largePayloadObjectsArn && outbox.largePayloadBucket) {
-      consumerRole.addToPolicy(new iam.PolicyStatement({ sid: 'GetLargePayloads', actions: ['s3:GetObject'], resources: [outbox.largePayloadObjectsArn] }));
+    // A message that points at a large payload: the consumer reads it from the bucket (failed/: a
+    // redriven FAILED message's, kept there); ListBucket so that a missing object reads as NoSuchKey
+    // ("the object does not exist"), not AccessDenied.
+    if (outbox.largePayloadObjectsArn && outbox.failedPayloadObjectsArn && outbox.largePayloadBucket) {
+      const objects = [outbox.largePayloadObjectsArn, outbox.failedPayloadObjectsArn];
+      consumerRole.addToPolicy(new iam.PolicyStatement({ sid: 'GetLargePayloads', actions: ['s3:GetObject'], resources: objects }));
       consumerRole.addToPolicy(new iam.PolicyStatement({ sid: 'TellMissingPayloads', actions: ['s3:ListBucket'], resources: [outbox.largePayloadBucket.bucketArn] }));
       outbox.acknowledgeLargePayloadGrant(consumerRole);
     }

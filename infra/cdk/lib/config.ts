@@ -33,6 +33,12 @@ export const CONTRACT = {
    * DynamoDB item are stored at `<largePayloadKeyPrefix><MessageId>` and a pointer is sent.
    */
   largePayloadKeyPrefix: 'outbox/',
+  /**
+   * A FAILED message's payload whose only copy was under `largePayloadKeyPrefix` is copied here
+   * (CopyObject) and its dead-letter copy and item point here: no lifecycle rule covers it, as no
+   * TTL ends a FAILED item.
+   */
+  failedPayloadKeyPrefix: 'failed/',
   largePayloadEnv: { bucket: 'OUTBOX_LARGE_PAYLOAD_BUCKET', thresholdBytes: 'OUTBOX_LARGE_PAYLOAD_THRESHOLD_BYTES' },
   /** The key names of the outbox table, always passed to the three functions. */
   keyNameEnv: { partitionKey: 'OUTBOX_PARTITION_KEY', sortKey: 'OUTBOX_SORT_KEY', ttlAttribute: 'OUTBOX_TTL_ATTRIBUTE' },

@@ -24,12 +24,19 @@ export function acknowledgeBucket(bucket: s3.IBucket): void {
   });
 }
 
-/** The one wildcard: the objects under the large-payload key prefix (one object per message id). */
-export function acknowledgeLargePayloadGrant(scope: IConstruct, bucket: s3.IBucket, existingName?: string): void {
+/** The wildcards: the objects under the large-payload key prefixes (one object per message id). */
+export function acknowledgeLargePayloadGrant(
+  scope: IConstruct,
+  bucket: s3.IBucket,
+  existingName?: string,
+  prefixes: readonly string[] = [CONTRACT.largePayloadKeyPrefix, CONTRACT.failedPayloadKeyPrefix],
+): void {
   const created = bucket.node.defaultChild as cdk.CfnElement | undefined;
   const bucketArn = created ? `<${cdk.Stack.of(bucket).getLogicalId(created)}.Arn>` : `arn:<AWS::Partition>:s3:::${existingName}`;
-  cdk.Validations.of(scope).acknowledge({
-    id: `AwsSolutions-IAM5[Resource::${bucketArn}/${CONTRACT.largePayloadKeyPrefix}*]`,
-    reason: `Objects are named ${CONTRACT.largePayloadKeyPrefix}<MessageId>, one per message, unknown in advance: the grant covers that key prefix of the deployment's large-payload bucket and nothing else.`,
-  });
+  for (const prefix of prefixes) {
+    cdk.Validations.of(scope).acknowledge({
+      id: `AwsSolutions-IAM5[Resource::${bucketArn}/${prefix}*]`,
+      reason: `Objects are named ${prefix}<MessageId>, one per message, unknown in advance: the grant covers that key prefix of the deployment's large-payload bucket and nothing else.`,
+    });
+  }
 }

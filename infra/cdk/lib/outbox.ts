@@ -115,6 +115,8 @@ export class Outbox extends Construct {
   readonly largePayloadBucket?: import('aws-cdk-lib/aws-s3').IBucket;
   /** `<bucket>/outbox/*`, when large payloads are on. */
   readonly largePayloadObjectsArn?: string;
+  /** `<bucket>/failed/*`, when large payloads are on: FAILED messages' payloads, kept as long as their items. */
+  readonly failedPayloadObjectsArn?: string;
   readonly alarms: Record<string, cloudwatch.Alarm> = {};
   readonly dashboard: cloudwatch.CfnDashboard;
   /** `<prefix>-producer`, unless createProducerPolicy is false. */
@@ -173,6 +175,7 @@ export class Outbox extends Construct {
     const bucket = largePayloadBucket(this, s, this.key);
     this.largePayloadBucket = bucket;
     this.largePayloadObjectsArn = bucket?.arnForObjects(`${CONTRACT.largePayloadKeyPrefix}*`);
+    this.failedPayloadObjectsArn = bucket?.arnForObjects(`${CONTRACT.failedPayloadKeyPrefix}*`);
 
     const routes = Object.entries(props.routes ?? {}).map(([topic, r]) => [topic, resolveRoute(topic, r)] as const);
     const fallback = props.defaultDestination !== undefined ? resolveRoute('defaultDestination', props.defaultDestination) : undefined;
@@ -183,6 +186,7 @@ export class Outbox extends Construct {
       deadLetterQueueArn: this.deadLetterQueue.queueArn,
       streamFailureQueueArn: this.streamFailureQueue.queueArn,
       payloadObjectsArn: this.largePayloadObjectsArn,
+      failedPayloadObjectsArn: this.failedPayloadObjectsArn,
       destinations,
       scans: s.sweepScanMode !== 'off',
     };
@@ -279,7 +283,11 @@ export class Outbox extends Construct {
     }
     acknowledgeTerminalQueues([this.deadLetterQueue, this.streamFailureDeadLetterQueue]);
     if (this.largePayloadBucket) acknowledgeBucket(this.largePayloadBucket);
-    for (const w of [publisherRole, sweeperRole, ...(this.producerPolicy ? [this.producerPolicy] : [])]) this.acknowledgeLargePayloadGrant(w);
+    for (const w of [publisherRole, sweeperRole]) this.acknowledgeLargePayloadGrant(w);
+    // The producer puts under outbox/ only.
+    if (this.producerPolicy && this.largePayloadBucket) {
+      acknowledgeLargePayloadGrant(this.producerPolicy, this.largePayloadBucket, this.settings.largePayloadBucketName, [CONTRACT.largePayloadKeyPrefix]);
+    }
   }
 
   /** The producer's statements: PutItem and GetItem on the table (a retried commit reads its items back); PutObject on `<bucket>/outbox/*`; the KMS key. */
@@ -296,20 +304,22 @@ export class Outbox extends Construct {
   }
 
   /**
-   * Lets `grantee` (a consumer) read large payloads: `s3:GetObject` on `<bucket>/outbox/*`, and
-   * `s3:ListBucket` on the bucket, without which a missing object reads as AccessDenied instead
-   * of NoSuchKey. Undefined when they are off.
+   * Lets `grantee` (a consumer) read large payloads: `s3:GetObject` on `<bucket>/outbox/*` and
+   * `<bucket>/failed/*` (where a redriven FAILED message points), and `s3:ListBucket` on the
+   * bucket, without which a missing object reads as AccessDenied instead of NoSuchKey. Undefined
+   * when they are off.
    */
   grantReadLargePayloads(grantee: iam.IGrantable): iam.Grant | undefined {
-    if (!this.largePayloadObjectsArn || !this.largePayloadBucket) return undefined;
-    const grant = iam.Grant.addToPrincipal({ grantee, actions: ['s3:GetObject'], resourceArns: [this.largePayloadObjectsArn] }).combine(
+    if (!this.largePayloadObjectsArn || !this.failedPayloadObjectsArn || !this.largePayloadBucket) return undefined;
+    const objects = [this.largePayloadObjectsArn, this.failedPayloadObjectsArn];
+    const grant = iam.Grant.addToPrincipal({ grantee, actions: ['s3:GetObject'], resourceArns: objects }).combine(
       iam.Grant.addToPrincipal({ grantee, actions: ['s3:ListBucket'], resourceArns: [this.largePayloadBucket.bucketArn] }),
     );
     if (grantee instanceof Construct) this.acknowledgeLargePayloadGrant(grantee);
     return grant;
   }
 
-  /** Acknowledges cdk-nag's AwsSolutions-IAM5 for the `<bucket>/outbox/*` grant on `scope` (a role or policy of yours). */
+  /** Acknowledges cdk-nag's AwsSolutions-IAM5 for the `<bucket>/outbox/*` and `<bucket>/failed/*` grants on `scope` (a role or policy of yours). */
   acknowledgeLargePayloadGrant(scope: IConstruct): void {
     if (this.largePayloadBucket) acknowledgeLargePayloadGrant(scope, this.largePayloadBucket, this.settings.largePayloadBucketName);
   }

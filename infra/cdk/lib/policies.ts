@@ -12,6 +12,8 @@ export interface PolicyTargets {
   readonly streamFailureQueueArn: string;
   /** `<bucket>/outbox/*` when large payloads are on. */
   readonly payloadObjectsArn?: string;
+  /** `<bucket>/failed/*` when large payloads are on: FAILED messages' payloads. */
+  readonly failedPayloadObjectsArn?: string;
   /** The routes and the default destination. */
   readonly destinations: readonly ResolvedRoute[];
   /** Scan the table and put the scan cursors (scan mode backstop or on). */
@@ -51,7 +53,17 @@ function sendTo(t: PolicyTargets): iam.PolicyStatement[] {
   return statements;
 }
 
-const putPayloads = (t: PolicyTargets) => (t.payloadObjectsArn ? [allow('PutLargePayloads', ['s3:PutObject'], [t.payloadObjectsArn])] : []);
+/**
+ * Large payloads put under outbox/, and a FAILED message's copied to failed/ (CopyObject reads its
+ * source under outbox/: GetObject there, nothing else of the bucket).
+ */
+const putPayloads = (t: PolicyTargets) =>
+  t.payloadObjectsArn && t.failedPayloadObjectsArn
+    ? [
+        allow('PutLargePayloads', ['s3:PutObject'], [t.payloadObjectsArn, t.failedPayloadObjectsArn]),
+        allow('KeepFailedPayloads', ['s3:GetObject'], [t.payloadObjectsArn]),
+      ]
+    : [];
 
 /** Publisher: stream → publish → mark SENT. */
 export function publisherStatements(t: PolicyTargets): iam.PolicyStatement[] {

@@ -15,7 +15,7 @@ const actionSet = (t: Template, fn: string) =>
 const LOGS = ['Allow logs:CreateLogStream', 'Allow logs:PutLogEvents'];
 const KMS = ['Allow kms:Decrypt', 'Allow kms:DescribeKey', 'Allow kms:GenerateDataKey'];
 const FENCE = ['Allow dynamodb:Query', 'Allow dynamodb:PartiQLSelect', 'Deny dynamodb:PartiQLSelect'];
-const SENDS = ['Allow sqs:SendMessage', 'Allow sqs:GetQueueAttributes', 'Allow s3:PutObject'];
+const SENDS = ['Allow sqs:SendMessage', 'Allow sqs:GetQueueAttributes', 'Allow s3:PutObject', 'Allow s3:GetObject'];
 
 describe("each role's exact actions (the defaults: backstop scan, large payloads, no KMS key)", () => {
   const t = synth();

@@ -92,12 +92,20 @@ describe('the large-payload bucket (default settings)', () => {
   it('leaves OUTBOX_LARGE_PAYLOAD_THRESHOLD_BYTES unset by default', () => {
     for (const fn of FUNCTIONS) assert.equal(envOf(t, fn).OUTBOX_LARGE_PAYLOAD_THRESHOLD_BYTES, undefined, fn);
   });
-  it('lets the publisher and the sweeper put, and the consumer get, objects under outbox/ only; the recovery function nothing', () => {
+  it('lets the publisher and the sweeper put, and the consumer get, objects under outbox/ and failed/ only; the recovery function nothing', () => {
     const objects = { 'Fn::Join': ['', [{ 'Fn::GetAtt': [bucket.id, 'Arn'] }, '/outbox/*']] };
-    assert.deepEqual(s3Grants(t, 'outbox-publisher'), [{ action: 's3:PutObject', resource: objects }]);
-    assert.deepEqual(s3Grants(t, 'outbox-sweeper'), [{ action: 's3:PutObject', resource: objects }]);
+    const failed = { 'Fn::Join': ['', [{ 'Fn::GetAtt': [bucket.id, 'Arn'] }, '/failed/*']] };
+    // A FAILED message's payload is copied from outbox/ (GetObject there) to failed/.
+    const writes = [
+      { action: 's3:PutObject', resource: objects },
+      { action: 's3:PutObject', resource: failed },
+      { action: 's3:GetObject', resource: objects },
+    ];
+    assert.deepEqual(s3Grants(t, 'outbox-publisher'), writes);
+    assert.deepEqual(s3Grants(t, 'outbox-sweeper'), writes);
     assert.deepEqual(s3Grants(t, 'outbox-orders-consumer'), [
       { action: 's3:GetObject', resource: objects },
+      { action: 's3:GetObject', resource: failed },
       { action: 's3:ListBucket', resource: { 'Fn::GetAtt': [bucket.id, 'Arn'] } },
     ]);
     assert.deepEqual(s3Grants(t, 'outbox-recovery'), []);
@@ -154,12 +162,19 @@ describe('an existing large-payload bucket (largePayloadBucketName)', () => {
     for (const fn of ['outbox-orders-consumer', 'outbox-recovery']) assert.equal(envOf(t, fn).OUTBOX_LARGE_PAYLOAD_BUCKET, undefined, fn);
     assert.equal(t.findOutputs('LargePayloadBucketName').LargePayloadBucketName.Value, 'shop-payloads');
   });
-  it('gets the same grants, on its outbox/ objects (in the stack\'s partition)', () => {
+  it('gets the same grants, on its outbox/ and failed/ objects (in the stack\'s partition)', () => {
     const objects = { 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':s3:::shop-payloads/outbox/*']] };
-    assert.deepEqual(s3Grants(t, 'outbox-publisher'), [{ action: 's3:PutObject', resource: objects }]);
-    assert.deepEqual(s3Grants(t, 'outbox-sweeper'), [{ action: 's3:PutObject', resource: objects }]);
+    const failed = { 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':s3:::shop-payloads/failed/*']] };
+    const writes = [
+      { action: 's3:PutObject', resource: objects },
+      { action: 's3:PutObject', resource: failed },
+      { action: 's3:GetObject', resource: objects },
+    ];
+    assert.deepEqual(s3Grants(t, 'outbox-publisher'), writes);
+    assert.deepEqual(s3Grants(t, 'outbox-sweeper'), writes);
     assert.deepEqual(s3Grants(t, 'outbox-orders-consumer'), [
       { action: 's3:GetObject', resource: objects },
+      { action: 's3:GetObject', resource: failed },
       { action: 's3:ListBucket', resource: { 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':s3:::shop-payloads']] } },
     ]);
     assert.deepEqual(s3Grants(t, 'outbox-recovery'), []);

@@ -105,17 +105,25 @@ describe('cdk-nag AwsSolutions', () => {
     // The outbox's resources are inside the Outbox construct (logical ids Outbox...); the producer
     // policy's PutObject on the key prefix is acknowledged like the writers' grants.
     const objects = 'AwsSolutions-IAM5[Resource::<OutboxLargePayloadBucket101AB72E.Arn>/outbox/*]';
+    // FAILED messages' payloads, kept under failed/: the writers put them, the consumer reads a redriven one.
+    const failed = 'AwsSolutions-IAM5[Resource::<OutboxLargePayloadBucket101AB72E.Arn>/failed/*]';
     assert.deepEqual(
       acks.map((a) => `${a.resource} ${a.id}`).sort(),
       [
         `ConsumerRoleACB9B9F3 ${objects}`,
         `ConsumerRoleDefaultPolicy2C8B36A4 ${objects}`,
+        `ConsumerRoleACB9B9F3 ${failed}`,
+        `ConsumerRoleDefaultPolicy2C8B36A4 ${failed}`,
         'OutboxLargePayloadBucket101AB72E AwsSolutions-S1',
         `OutboxProducerPolicy303620C7 ${objects}`,
         `OutboxPublisherRoleDefaultPolicy22778E0C ${objects}`,
         `OutboxPublisherRoleDDD7B5A3 ${objects}`,
         `OutboxSweeperRoleCFD2EA24 ${objects}`,
         `OutboxSweeperRoleDefaultPolicy7CD010AD ${objects}`,
+        `OutboxPublisherRoleDefaultPolicy22778E0C ${failed}`,
+        `OutboxPublisherRoleDDD7B5A3 ${failed}`,
+        `OutboxSweeperRoleCFD2EA24 ${failed}`,
+        `OutboxSweeperRoleDefaultPolicy7CD010AD ${failed}`,
         'outbox-dlq AwsSolutions-SQS3',
         'outbox-stream-failures-dlq AwsSolutions-SQS3',
       ].sort(),

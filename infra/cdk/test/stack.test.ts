@@ -340,6 +340,7 @@ describe('default deployment', () => {
         'dynamodb:UpdateItem',
         'logs:CreateLogStream',
         'logs:PutLogEvents',
+        's3:GetObject', // a FAILED message's payload copied to failed/ (test/large-payloads.test.ts)
         's3:PutObject', // large payloads (test/large-payloads.test.ts)
         'sqs:GetQueueAttributes',
         'sqs:SendMessage',

@@ -15,6 +15,10 @@
 //! overwrites the same object instead of leaving a second one, and the producer can
 //! write it before its transaction commits.
 //!
+//! A `FAILED` message's payload whose only copy is in the bucket is kept under
+//! `failed/<MessageId>` instead ([`retained`]): the lifecycle rule expires `outbox/`
+//! only, and a `FAILED` item has no TTL, so its payload lasts as long as it does.
+//!
 //! Plain data and decisions only; the S3 calls are the adapters'.
 
 use serde::{Deserialize, Serialize};
@@ -28,9 +32,15 @@ pub const POINTER_CLASS: &str = "software.amazon.payloadoffloading.PayloadS3Poin
 /// extended clients name it (they resolve a body only when it is there).
 pub const ATTR_EXTENDED_PAYLOAD_SIZE: &str = "ExtendedPayloadSize";
 
-/// Every object the outbox writes is under this prefix (the grants and the lifecycle
-/// rule name it).
+/// Every payload the outbox writes on its way to a destination is under this prefix
+/// (the grants and the lifecycle rule name it).
 pub const KEY_PREFIX: &str = "outbox/";
+
+/// The payloads of `FAILED` messages are kept under this prefix, which no lifecycle
+/// rule expires: a `FAILED` item has no TTL, and its payload must outlive the
+/// `outbox/` rule's days. Same length as [`KEY_PREFIX`], so that a pointer moved here
+/// is as long as before and never makes its item larger.
+pub const FAILED_KEY_PREFIX: &str = "failed/";
 
 /// Where an offloaded payload is.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -56,12 +66,54 @@ pub fn object_key(message_id: &str) -> String {
     format!("{KEY_PREFIX}{message_id}")
 }
 
+/// The object key of a `FAILED` message's payload: `failed/<MessageId>`.
+pub fn failed_key(message_id: &str) -> String {
+    format!("{FAILED_KEY_PREFIX}{message_id}")
+}
+
+/// Where a `FAILED` message's payload whose only copy is an expiring object goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Retention {
+    /// The object the message points to now, under [`KEY_PREFIX`].
+    pub from: PayloadPointer,
+    /// Its copy under [`FAILED_KEY_PREFIX`] in the same bucket, which the dead-letter
+    /// copy and the `FAILED` item point to instead.
+    pub to: PayloadPointer,
+}
+
+/// The copy to make before message `message_id` (when known) with `body` is
+/// dead-lettered and marked `FAILED`, or `None`: only when the body is a pointer to an
+/// object the lifecycle rule expires (under [`KEY_PREFIX`]: a producer offloaded the
+/// payload, so the item holds only the pointer). A pointer elsewhere (a foreign
+/// client's key, or one already under [`FAILED_KEY_PREFIX`]) is not expired by the
+/// outbox's rule and stays as it is; so does an inline payload, which the item holds.
+pub fn retained(body: &str, message_id: Option<&str>) -> Option<Retention> {
+    let from = PayloadPointer::decode(body)?;
+    let id = message_id.filter(|id| !id.is_empty())?;
+    from.key.starts_with(KEY_PREFIX).then(|| Retention {
+        to: PayloadPointer {
+            bucket: from.bucket.clone(),
+            key: failed_key(id),
+        },
+        from,
+    })
+}
+
 impl PayloadPointer {
     /// The pointer to message `message_id`'s payload in `bucket`.
     pub fn for_message(bucket: &str, message_id: &str) -> Self {
         PayloadPointer {
             bucket: bucket.to_owned(),
             key: object_key(message_id),
+        }
+    }
+
+    /// The pointer to `FAILED` message `message_id`'s payload in `bucket`, under
+    /// [`FAILED_KEY_PREFIX`].
+    pub fn for_failed(bucket: &str, message_id: &str) -> Self {
+        PayloadPointer {
+            bucket: bucket.to_owned(),
+            key: failed_key(message_id),
         }
     }
 
@@ -211,6 +263,29 @@ mod tests {
         let first = PayloadPointer::for_message("large", ID);
         assert_eq!(first, PayloadPointer::for_message("large", ID));
         assert_eq!(first.to_string(), format!("s3://large/outbox/{ID}"));
+    }
+
+    #[test]
+    fn a_failed_messages_pointer_to_an_expiring_object_is_retained_under_failed() {
+        let ours = PayloadPointer::for_message("large", ID);
+        let retention = retained(&ours.encode(), Some(ID)).expect("retained");
+        assert_eq!(retention.from, ours);
+        assert_eq!(retention.to, PayloadPointer::for_failed("large", ID));
+        assert_eq!(retention.to.key, format!("failed/{ID}"));
+        // The moved pointer is as long as the one it replaces: the item never grows.
+        assert_eq!(retention.to.encode().len(), ours.encode().len());
+        // An inline payload is on the item; a foreign key and a retained one do not
+        // expire by the outbox's rule; without an id there is nothing to name the copy.
+        for body in ["{\"big\":1}".to_owned(), retention.to.encode()] {
+            assert_eq!(retained(&body, Some(ID)), None, "{body}");
+        }
+        let foreign = PayloadPointer {
+            bucket: "large".into(),
+            key: "7b0e-uuid".into(),
+        };
+        assert_eq!(retained(&foreign.encode(), Some(ID)), None);
+        assert_eq!(retained(&ours.encode(), None), None);
+        assert_eq!(retained(&ours.encode(), Some("")), None);
     }
 
     #[test]

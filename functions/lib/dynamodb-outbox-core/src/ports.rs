@@ -41,6 +41,21 @@ pub trait MessageSink: Send + Sync {
             "this sink cannot write {pointer}: it has no object store"
         ))))
     }
+
+    /// Copies the object `from` names to `to`, overwriting what a previous attempt
+    /// wrote there: a `FAILED` message's payload kept where no lifecycle rule expires
+    /// it ([`crate::large_payload::retained`]). The dead-letter copy and the `FAILED`
+    /// mark point to `to` only after this succeeded. (The default has no object store:
+    /// it refuses for good, and the message keeps its pointer to `from`.)
+    fn copy_payload(
+        &self,
+        from: &PayloadPointer,
+        to: &PayloadPointer,
+    ) -> impl Future<Output = Result<(), Failure>> + Send {
+        std::future::ready(Err(Failure::permanent(format!(
+            "this sink cannot copy {from} to {to}: it has no object store"
+        ))))
+    }
 }
 
 /// The outcome of a conditional state change.

@@ -59,6 +59,53 @@ pub async fn put_payload(
     }
 }
 
+/// Copies the object `from` names to `to` (`CopyObject`: `s3:GetObject` on `from`,
+/// `s3:PutObject` on `to`), overwriting what an earlier attempt wrote: a `FAILED`
+/// message's payload kept where no lifecycle rule expires it. Transient only when
+/// retrying may succeed (throttling, 5xx, no answer); anything else — the object
+/// already expired (`NoSuchKey`), a bucket the function may not read (a producer's
+/// own) — is for good, and the message keeps its pointer, as before this copy.
+pub async fn copy_payload(
+    client: &aws_sdk_s3::Client,
+    from: &PayloadPointer,
+    to: &PayloadPointer,
+) -> Result<(), Failure> {
+    let request = client
+        .copy_object()
+        .copy_source(copy_source(from))
+        .bucket(&to.bucket)
+        .key(&to.key)
+        .send();
+    // Boxed: see "Future depth" in the crate docs.
+    match Box::pin(request).await {
+        Ok(_) => Ok(()),
+        Err(e) => {
+            crate::sdk_error::report_denial(&e);
+            let reason = format!("CopyObject {from} to {to}: {}", describe(&e));
+            Err(if is_retryable(&e) {
+                Failure::transient(reason)
+            } else {
+                Failure::permanent(reason)
+            })
+        }
+    }
+}
+
+/// `CopySource` for `pointer`: `<bucket>/<key>`, the key URL-encoded as S3 asks
+/// (a message id may hold any character a sort key does).
+fn copy_source(pointer: &PayloadPointer) -> String {
+    let mut encoded = String::with_capacity(pointer.key.len());
+    for byte in pointer.key.bytes() {
+        match byte {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' | b'~' | b'/' => {
+                encoded.push(char::from(byte))
+            }
+            _ => encoded.push_str(&format!("%{byte:02X}")),
+        }
+    }
+    format!("{}/{encoded}", pointer.bucket)
+}
+
 fn put_failure<E>(err: &AwsError<E>, pointer: &PayloadPointer) -> Failure
 where
     E: ProvideErrorMetadata + aws_smithy_types::retry::ProvideErrorKind,
@@ -81,6 +128,15 @@ where
 mod tests {
     use super::*;
     use aws_sdk_s3::config::{BehaviorVersion, Credentials, Region};
+
+    #[test]
+    fn the_copy_source_is_the_bucket_and_the_url_encoded_key() {
+        let pointer = PayloadPointer {
+            bucket: "large".into(),
+            key: "outbox/a b+c#é".into(),
+        };
+        assert_eq!(copy_source(&pointer), "large/outbox/a%20b%2Bc%23%C3%A9");
+    }
 
     #[test]
     fn an_overridden_endpoint_gets_path_style_addressing() {

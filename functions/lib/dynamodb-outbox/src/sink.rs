@@ -90,6 +90,15 @@ impl MessageSink for AwsSink {
             ))),
         }
     }
+
+    async fn copy_payload(&self, from: &PayloadPointer, to: &PayloadPointer) -> Result<(), Failure> {
+        match &self.s3 {
+            Some(s3) => crate::s3::copy_payload(s3, from, to).await,
+            None => Err(Failure::permanent(format!(
+                "cannot copy {from} to {to}: this sink was built without an S3 client (AwsSink::with_s3)"
+            ))),
+        }
+    }
 }
 
 impl AwsSink {

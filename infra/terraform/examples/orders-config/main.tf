@@ -92,9 +92,10 @@ locals {
       },
       { Sid = "WriteOwnLogs", Effect = "Allow", Action = ["logs:CreateLogStream", "logs:PutLogEvents"], Resource = "${local.r.log_group_arn}:*" },
       ],
-      # A pointer's payload, under outbox/ of the outbox's bucket only; ListBucket on the bucket so
-      # that a missing object reads as NoSuchKey ("the object does not exist"), not AccessDenied.
-      [for objects in compact([try(local.r.large_payload_objects, null)]) : { Sid = "GetLargePayloads", Effect = "Allow", Action = "s3:GetObject", Resource = objects }],
+      # A pointer's payload, under outbox/ of the outbox's bucket, or failed/ for a redriven FAILED
+      # message (its payload kept there, docs/message-sizes.md); ListBucket on the bucket so that a
+      # missing object reads as NoSuchKey ("the object does not exist"), not AccessDenied.
+      [for objects in compact([try(local.r.large_payload_objects, null)]) : { Sid = "GetLargePayloads", Effect = "Allow", Action = "s3:GetObject", Resource = [objects, "${local.large_payload_bucket}/failed/*"] }],
       [for bucket in compact([local.large_payload_bucket]) : { Sid = "TellMissingPayloads", Effect = "Allow", Action = "s3:ListBucket", Resource = bucket }],
       local.kms_statements,
     )

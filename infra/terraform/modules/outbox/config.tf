@@ -88,8 +88,12 @@ locals {
     create        = var.large_payloads && var.large_payload_bucket_name == null
     existing_name = var.large_payloads ? var.large_payload_bucket_name : null
     # Bucket names are global: the provider adds a unique suffix (bucket_prefix: at most 37 characters).
-    bucket_prefix                   = "${trimsuffix(substr(var.prefix, 0, 27), "-")}-payloads-"
-    key_prefix                      = "outbox/"
+    bucket_prefix = "${trimsuffix(substr(var.prefix, 0, 27), "-")}-payloads-"
+    key_prefix    = "outbox/"
+    # A FAILED message's payload whose only copy was under outbox/ is copied here (CopyObject) and
+    # its dead-letter copy and item point here: no lifecycle rule covers it, as no TTL ends a
+    # FAILED item (docs/message-sizes.md).
+    failed_key_prefix               = "failed/"
     lifecycle_rule_id               = "expire-large-payloads"
     abort_rule_id                   = "abort-incomplete-uploads"
     retention_days                  = var.large_payload_retention_days
@@ -278,9 +282,15 @@ locals {
   # deployment's bucket only (one object per message id, so the prefix wildcard). Consumers get
   # them (large_payload_objects is an output, for their roles).
   large_payload_objects = var.large_payloads ? try("${local.r.large_payload_bucket_arn}/${local.large_payloads.key_prefix}*", null) : null
-  large_payload_statements = { for fn in ["publisher", "sweeper"] : fn => [
-    for objects in compact([local.large_payload_objects]) : { Sid = "PutLargePayloads", Effect = "Allow", Action = "s3:PutObject", Resource = objects }
-  ] }
+  # FAILED messages' payloads (failed/): the functions put them, copying from outbox/ (CopyObject
+  # reads its source: GetObject there, nothing else of the bucket).
+  failed_payload_objects = var.large_payloads ? try("${local.r.large_payload_bucket_arn}/${local.large_payloads.failed_key_prefix}*", null) : null
+  large_payload_statements = { for fn in ["publisher", "sweeper"] : fn => flatten([
+    for objects in compact([local.large_payload_objects]) : [
+      { Sid = "PutLargePayloads", Effect = "Allow", Action = "s3:PutObject", Resource = [objects, local.failed_payload_objects] },
+      { Sid = "KeepFailedPayloads", Effect = "Allow", Action = "s3:GetObject", Resource = objects },
+    ]
+  ]) }
   # The order fence reads the index shards a batch touches in one PartiQL select (`IN` on the
   # shard key: a query of each shard); never a scan of the index.
   select_pending_keys = flatten([for index in local.r == null ? [] : ["${local.r.outbox_table_arn}/index/${local.outbox_table.sweep_index.name}"] : [

@@ -1,8 +1,9 @@
 # The large-payload bucket (S3 large-payload offload, infra/CONTRACT.md): payloads too large for a
 # destination or a DynamoDB item are stored at outbox/<MessageId> and a pointer is sent.
 # Encrypted (SSE-S3, or SSE-KMS with var.kms_key_arn), TLS only, no public access, ACLs
-# disabled, objects expire after var.large_payload_retention_days (longer than any queue
-# keeps a pointer). Nothing here when var.large_payloads is false or an existing bucket is
+# disabled, objects under outbox/ expire after var.large_payload_retention_days (longer than any
+# queue keeps a pointer); a FAILED message's payload copied to failed/ does not expire, as its
+# item does not (no TTL on FAILED). Nothing here when var.large_payloads is false or an existing bucket is
 # attached (var.large_payload_bucket_name: only the grants and the variable name it).
 
 locals {

@@ -34,7 +34,7 @@ output "outbox_dlq_url" {
 }
 
 output "large_payload_bucket_name" {
-  description = "The large-payload bucket (S3 large-payload offload, objects under outbox/), created or attached; null when large_payloads is off."
+  description = "The large-payload bucket (S3 large-payload offload, objects under outbox/ and failed/), created or attached; null when large_payloads is off."
   value       = try(coalesce(local.large_payloads.existing_name, one(aws_s3_bucket.large_payloads[*].bucket)), null)
 }
 
@@ -54,7 +54,7 @@ output "dashboard_name" {
 }
 
 output "large_payload_bucket_arn" {
-  description = "The large-payload bucket's ARN (created or attached); null when large_payloads is off. A consumer of large payloads needs s3:GetObject on <arn>/outbox/* and s3:ListBucket on <arn> (without it a missing object reads as AccessDenied, not NoSuchKey)."
+  description = "The large-payload bucket's ARN (created or attached); null when large_payloads is off. A consumer of large payloads needs s3:GetObject on <arn>/outbox/* and <arn>/failed/* (a redriven FAILED message) and s3:ListBucket on <arn> (without it a missing object reads as AccessDenied, not NoSuchKey)."
   value       = local.large_payload_bucket_arn
 }
 

@@ -221,7 +221,7 @@ variable "large_payload_bucket_name" {
 }
 
 variable "large_payload_retention_days" {
-  description = "Days a large payload stays in the bucket (lifecycle expiration); longer than the queues' 14-day retention."
+  description = "Days a large payload stays under outbox/ in the bucket (lifecycle expiration); longer than the queues' 14-day retention. A FAILED message's payload is kept under failed/, which does not expire."
   type        = number
   default     = 30
   nullable    = false

@@ -149,4 +149,26 @@ impl MessageSink for RecordingSink {
         lock(&self.objects).insert(pointer.clone(), payload.to_owned());
         Ok(())
     }
+
+    /// Copies within the recorded objects; a missing source is refused for good, as
+    /// S3's `NoSuchKey` (an object the lifecycle rule expired).
+    async fn copy_payload(
+        &self,
+        from: &PayloadPointer,
+        to: &PayloadPointer,
+    ) -> Result<(), Failure> {
+        let r = &self.refusals;
+        if r.buckets_down.contains(&to.bucket) {
+            return Err(Failure::transient("SlowDown"));
+        }
+        if r.buckets_refused.contains(&to.bucket) {
+            return Err(Failure::permanent("InvalidBucketState"));
+        }
+        let Some(body) = self.object(from) else {
+            return Err(Failure::permanent(format!("NoSuchKey: {from}")));
+        };
+        *lock(&self.writes) += 1;
+        lock(&self.objects).insert(to.clone(), body);
+        Ok(())
+    }
 }

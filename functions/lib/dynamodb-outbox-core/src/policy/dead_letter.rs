@@ -7,15 +7,22 @@
 //! (or would be: over the queue's limit):
 //!
 //! 1. [`CopyForm::Whole`]: the body itself (the payload, or the raw item).
-//! 2. [`CopyForm::ClaimCheck`]: the body written to the claim-check bucket first, and
-//!    the copy carries the extended clients' pointer to it ([`crate::large_payload`]).
-//!    Only with a bucket for the message's route and a message id to name the object.
+//! 2. [`CopyForm::ClaimCheck`]: the body written to the claim-check bucket first, under
+//!    `failed/<MessageId>` (which no lifecycle rule expires), and the copy carries the
+//!    extended clients' pointer to it ([`crate::large_payload`]). Only with a bucket
+//!    for the message's route and a message id to name the object.
 //! 3. [`CopyForm::Record`]: no body, only the reason and where the payload stays (on
 //!    the item), so the queue still says that this message failed and why.
 //!
 //! A transient failure of any form leaves the item `PENDING` (retried); the forms
 //! exhausted, the item is marked `FAILED` with the reason, keeping its payload.
+//!
+//! Before any form, a payload whose only copy is an object the lifecycle rule expires
+//! (a producer's pointer to `outbox/<MessageId>`) is copied to `failed/<MessageId>`
+//! ([`crate::large_payload::retained`]), and the copy and the `FAILED` item point
+//! there ([`judge_retention`]): the payload lasts as long as the `FAILED` item.
 
+use crate::large_payload::Retention;
 use crate::failure::Failure;
 use crate::large_payload::PayloadPointer;
 use crate::answers::EntryResult;
@@ -61,10 +68,41 @@ impl CopyForm {
 pub fn copy_forms(bucket: Option<&str>, message_id: Option<&str>) -> Vec<CopyForm> {
     let mut forms = vec![CopyForm::Whole];
     if let (Some(bucket), Some(id)) = (bucket, message_id) {
-        forms.push(CopyForm::ClaimCheck(PayloadPointer::for_message(bucket, id)));
+        forms.push(CopyForm::ClaimCheck(PayloadPointer::for_failed(bucket, id)));
     }
     forms.push(CopyForm::Record);
     forms
+}
+
+/// What to do after the copy of a `FAILED` message's payload to where it is retained
+/// ([`Retention`]) was tried.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RetentionVerdict {
+    /// Copied: the dead-letter copy and the `FAILED` item carry this body (the
+    /// pointer to the retained object) instead.
+    Retained(String),
+    /// Refused for good (the object already expired, no permission): the message
+    /// keeps its pointer, which expires with the object; this note joins its reason.
+    Kept(String),
+    /// A transient failure: leave the item `PENDING` and report it for retry.
+    Retry(Outcome),
+}
+
+/// Judges the copy of `retention` (its result).
+pub fn judge_retention(retention: &Retention, result: Result<(), Failure>) -> RetentionVerdict {
+    match result {
+        Ok(()) => RetentionVerdict::Retained(retention.to.encode()),
+        Err(f) if f.is_retryable() => RetentionVerdict::Retry(Outcome::Retry {
+            reason: format!(
+                "could not copy the payload of a FAILED message from {} to {}: {}",
+                retention.from, retention.to, f.reason
+            ),
+        }),
+        Err(f) => RetentionVerdict::Kept(format!(
+            "its payload stays at {}, which the bucket's lifecycle rule expires: it could not be copied to {} ({f})",
+            retention.from, retention.to
+        )),
+    }
 }
 
 /// Why a copy of `size` bytes is not sent to `dlq` (over its limit), or `None`.
@@ -168,7 +206,7 @@ mod tests {
             copy_forms(Some("large"), Some(ID)),
             [
                 CopyForm::Whole,
-                CopyForm::ClaimCheck(PayloadPointer::for_message("large", ID)),
+                CopyForm::ClaimCheck(PayloadPointer::for_failed("large", ID)),
                 CopyForm::Record
             ]
         );
@@ -178,6 +216,43 @@ mod tests {
             copy_forms(Some("large"), None),
             [CopyForm::Whole, CopyForm::Record]
         );
+    }
+
+    #[test]
+    fn a_dead_letter_claim_check_is_written_where_no_lifecycle_rule_expires_it() {
+        // A FAILED item lives until it is redriven; its payload given up for this
+        // object must live as long: under failed/, not outbox/ (30 days by default).
+        let forms = copy_forms(Some("large"), Some(ID));
+        match &forms[1] {
+            CopyForm::ClaimCheck(pointer) => {
+                assert_eq!(pointer.to_string(), "s3://large/failed/id-1")
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_retained_payload_is_pointed_to_a_lost_copy_keeps_its_pointer_a_transient_one_retries() {
+        let retention = crate::large_payload::retained(
+            &PayloadPointer::for_message("large", ID).encode(),
+            Some(ID),
+        )
+        .expect("a producer's pointer");
+        assert_eq!(
+            judge_retention(&retention, Ok(())),
+            RetentionVerdict::Retained(PayloadPointer::for_failed("large", ID).encode())
+        );
+        match judge_retention(&retention, Err(Failure::permanent("NoSuchKey"))) {
+            RetentionVerdict::Kept(note) => assert_eq!(
+                note,
+                "its payload stays at s3://large/outbox/id-1, which the bucket's lifecycle rule expires: it could not be copied to s3://large/failed/id-1 (NoSuchKey)"
+            ),
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(
+            judge_retention(&retention, Err(Failure::transient("SlowDown"))),
+            RetentionVerdict::Retry(Outcome::Retry { .. })
+        ));
     }
 
     #[test]
@@ -193,7 +268,7 @@ mod tests {
 
     #[test]
     fn only_the_whole_copy_and_the_claim_check_hold_the_payload() {
-        let pointer = PayloadPointer::for_message("large", ID);
+        let pointer = PayloadPointer::for_failed("large", ID);
         let notes = ["its dead-letter copy is 409000 bytes".to_owned()];
         match judge_copy(&CopyForm::ClaimCheck(pointer), Ok(()), "no route", &notes) {
             CopyVerdict::Copied {
@@ -201,7 +276,7 @@ mod tests {
                 holds_payload: true,
             } => assert_eq!(
                 reason,
-                "no route; its dead-letter copy carries a pointer to s3://large/outbox/id-1, where the payload was written; its dead-letter copy is 409000 bytes"
+                "no route; its dead-letter copy carries a pointer to s3://large/failed/id-1, where the payload was written; its dead-letter copy is 409000 bytes"
             ),
             other => panic!("{other:?}"),
         }

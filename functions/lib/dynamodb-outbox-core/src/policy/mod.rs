@@ -26,8 +26,8 @@ pub mod wave;
 
 pub use budget::{Budget, adopted_due, expired, work_window};
 pub use dead_letter::{
-    CopyForm, CopyVerdict, copy_forms, judge_copy, over_dead_letter_limit, refusal_note,
-    uncopied_reason,
+    CopyForm, CopyVerdict, RetentionVerdict, copy_forms, judge_copy, judge_retention,
+    over_dead_letter_limit, refusal_note, uncopied_reason,
 };
 pub use fence::{
     CONFIRM_LIMIT, FENCE_BATCH_PAGES, Fence, FenceRead, Member, Pending, READ_BOUNDED, READ_FAILED,
@@ -41,7 +41,9 @@ pub use marks::{
 pub use order::{
     Gate, OrderKey, Retrying, chunk_due, held_back, next_due_times, order_attempts, order_key,
 };
-pub use poison::{FailedMark, PAYLOAD_ON_DEAD_LETTER_QUEUE, bounded_error, failed_marks};
+pub use poison::{
+    FailedMark, PAYLOAD_ON_DEAD_LETTER_QUEUE, bounded_error, failed_marks, retained_payload,
+};
 pub use retry::{
     Attempt, AttemptVerdict, HELD_BACK, attempt_of, backoff, exhausted, give_up_reason, jitter_of,
     judge_attempt, millis, unclaimable,

@@ -3,15 +3,19 @@
 //! never `FAILED` without its copy. A copy the queue cannot take as it is goes
 //! through the claim-check bucket, else as a record without its payload (the forms
 //! of [`crate::policy::dead_letter`]), so that the queue operators watch holds a
-//! record of every `FAILED` message.
+//! record of every `FAILED` message. A payload whose only copy is an object the
+//! lifecycle rule expires is copied to where it is kept first, and the copy and the
+//! mark point there ([`retain_payloads`]).
 
 use super::dispatch::send_resilient;
 use super::plan::{ToFail, chunk_by_limits, dead_letter_copy};
 use super::{Outcome, Poison};
 use crate::config::PublisherConfig;
 use crate::message::OutboundMessage;
+use crate::large_payload::retained;
 use crate::policy::{
-    CopyForm, CopyVerdict, copy_forms, judge_copy, over_dead_letter_limit, uncopied_reason,
+    CopyForm, CopyVerdict, RetentionVerdict, copy_forms, judge_copy, judge_retention,
+    over_dead_letter_limit, uncopied_reason,
 };
 use crate::ports::{EntryResult, MarkCondition, MessageSink, OutboxStore};
 use crate::route::{Destination, Routes};
@@ -44,7 +48,9 @@ pub(super) async fn copy_poison<K: MessageSink, S: OutboxStore>(
     if poison.is_empty() {
         return Copied::default();
     }
-    let (poison, decided) = still_pending(store, poison, claims).await;
+    let (poison, mut decided) = still_pending(store, poison, claims).await;
+    let (poison, retried) = retain_payloads(sink, poison).await;
+    decided.extend(retried);
     let mut out = Copied {
         to_fail: Vec::new(),
         decided,
@@ -52,7 +58,7 @@ pub(super) async fn copy_poison<K: MessageSink, S: OutboxStore>(
     };
     let mut copying: Vec<Copying> = poison
         .into_iter()
-        .map(|(index, p)| Copying::new(index, p, &config.routes))
+        .map(|(index, p, note)| Copying::new(index, p, note, &config.routes))
         .collect();
     // Each round moves every copy refused for good on to its next form; there are
     // at most three forms.
@@ -73,7 +79,7 @@ struct Copying {
 }
 
 impl Copying {
-    fn new(index: usize, poison: Poison, routes: &Routes) -> Self {
+    fn new(index: usize, poison: Poison, note: Option<String>, routes: &Routes) -> Self {
         let bucket = match &poison.topic {
             Some(topic) => routes.offload(topic).bucket,
             None => routes.large_payloads().default_bucket.as_deref(),
@@ -83,7 +89,7 @@ impl Copying {
             index,
             poison,
             forms,
-            notes: Vec::new(),
+            notes: note.into_iter().collect(),
         }
     }
 
@@ -188,6 +194,53 @@ fn settle(
             out.decided.push((c.index, outcome));
         }
     }
+}
+
+/// Copies the payload of each poison whose only copy is an object the lifecycle rule
+/// expires (a producer's pointer to `outbox/<MessageId>`) to `failed/<MessageId>`
+/// ([`retained`]), and points its body there, so that its dead-letter copy and its
+/// `FAILED` mark (which sets `Payload` to the body, `policy::retained_payload`) name
+/// an object that lasts as long as the item. Before both: a crash after the copy
+/// leaves the item `PENDING` with the pointer it had, and the next attempt copies
+/// again over the same key. Returns the poison to copy, each with a note when its
+/// payload could not be kept (it keeps its pointer), and the poison to retry.
+async fn retain_payloads<K: MessageSink>(
+    sink: &K,
+    poison: Vec<(usize, Poison)>,
+) -> (Vec<(usize, Poison, Option<String>)>, Vec<(usize, Outcome)>) {
+    let tried = futures::future::join_all(poison.into_iter().map(|(index, p)| async move {
+        let verdict = match retained(&p.body, p.message_id.as_deref()) {
+            None => None,
+            Some(retention) => {
+                let copied = sink.copy_payload(&retention.from, &retention.to).await;
+                Some(judge_retention(&retention, copied))
+            }
+        };
+        (index, p, verdict)
+    }))
+    .await;
+    let mut kept = Vec::new();
+    let mut retried = Vec::new();
+    for (index, mut p, verdict) in tried {
+        match verdict {
+            None => kept.push((index, p, None)),
+            Some(RetentionVerdict::Retained(body)) => {
+                p.body = body;
+                kept.push((index, p, None));
+            }
+            Some(RetentionVerdict::Kept(note)) => {
+                tracing::warn!(message_id = p.message_id(), trace_id = p.trace_id(), %note,
+                    "the payload of a FAILED message could not be kept; it keeps its pointer");
+                kept.push((index, p, Some(note)));
+            }
+            Some(RetentionVerdict::Retry(outcome)) => {
+                tracing::error!(message_id = p.message_id(), trace_id = p.trace_id(),
+                    ?outcome, "could not keep the payload of poison; will retry");
+                retried.push((index, outcome));
+            }
+        }
+    }
+    (kept, retried)
 }
 
 /// Splits poison into what is still `PENDING` under its claim, if it has one (or

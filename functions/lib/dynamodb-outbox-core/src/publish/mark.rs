@@ -8,7 +8,7 @@ use super::{MARK_CONCURRENCY, Outcome, Work, WorkItem};
 use crate::failure::FailureKind;
 use crate::policy::{
     MARK_BATCH_ATTEMPTS, MARK_BATCH_LIMIT, StatementVerdict, batch_retry_delay, bounded_error,
-    failed_marks, judge_statement,
+    failed_marks, judge_statement, retained_payload,
 };
 use crate::ports::{MarkChange, MarkCondition, MarkOutcome, OutboxStore};
 use crate::schema::{ItemKey, OutboxMessage};
@@ -37,7 +37,8 @@ pub(super) async fn all_failed<S: OutboxStore>(
     let changes: Vec<(ItemKey, MarkChange)> = poison
         .iter()
         .filter_map(|(_, p, copied)| {
-            let mark = failed_marks(&p.reason, *copied).into_iter().next()?;
+            let payload = retained_payload(&p.body);
+            let mark = failed_marks(&p.reason, *copied, payload).into_iter().next()?;
             let key = p.key.clone()?;
             let change = MarkChange::Failed {
                 mark,
@@ -63,7 +64,9 @@ pub(super) async fn all_failed<S: OutboxStore>(
             let marked = match (&p.key, answer) {
                 (Some(_), Some(Batched::Done(outcome))) => FailedMarked::of(outcome, &condition),
                 (Some(key), _) => {
-                    mark_failed_fitting(store, key, &p.reason, copied, now_ms, &condition).await
+                    let payload = retained_payload(&p.body);
+                    let fail = (p.reason.as_str(), copied, payload);
+                    mark_failed_fitting(store, key, fail, now_ms, &condition).await
                 }
                 (None, _) => FailedMarked::NotMarked,
             };
@@ -113,17 +116,17 @@ impl FailedMarked {
     }
 }
 
-/// Tries the marks of [`failed_marks`] in order while the item refuses them for
-/// what they would make it hold (its size), each under `condition`.
+/// Tries the marks of [`failed_marks`] for `(reason, copied, payload)` in order while
+/// the item refuses them for what they would make it hold (its size), each under
+/// `condition`.
 async fn mark_failed_fitting<S: OutboxStore>(
     store: &S,
     key: &ItemKey,
-    reason: &str,
-    copied: bool,
+    (reason, copied, payload): (&str, bool, Option<&str>),
     now_ms: i64,
     condition: &MarkCondition,
 ) -> FailedMarked {
-    for mark in failed_marks(reason, copied) {
+    for mark in failed_marks(reason, copied, payload) {
         match store.mark_failed(key, &mark, now_ms, condition).await {
             Ok(outcome) => {
                 let smaller = mark.payload_moved

@@ -8,6 +8,7 @@ mod large_payload;
 mod limit;
 mod mark;
 mod redelivery;
+mod retention;
 
 use super::*;
 use crate::fakes::{MemoryStore, RecordingSink, Refusals};

@@ -99,6 +99,10 @@ fn failed_statement(
         clauses.push(format!("SET {} = ?", quoted(PAYLOAD_ON)));
         parameters.push(s(PAYLOAD_ON_DEAD_LETTER_QUEUE));
     }
+    if let Some(payload) = &mark.payload {
+        clauses.push(format!("SET {} = ?", quoted(PAYLOAD)));
+        parameters.push(s(payload));
+    }
     if let Some(reason) = &mark.last_error {
         clauses.push(format!("SET {} = ?", quoted(LAST_ERROR)));
         parameters.push(s(reason));
@@ -233,6 +237,7 @@ mod tests {
             last_error: Some("why".into()),
             failed_at: true,
             payload_moved: false,
+            payload: None,
         };
         let (keys, key) = (KeyNames::default(), key());
         let (statement, parameters) = failed_statement("t", &keys, &key, &full, 7, &MarkCondition::Pending);
@@ -257,11 +262,19 @@ mod tests {
             last_error: None,
             failed_at: false,
             payload_moved: false,
+            payload: None,
         };
         let (statement, parameters) = failed_statement("t", &keys, &key, &bare, 7, &MarkCondition::Pending);
         assert_eq!(statement.matches('?').count(), 2, "only the key's");
         assert!(statement.contains("REMOVE \"SweepShard\" REMOVE \"SweepDueAt\""));
         assert!(parameters.is_empty());
+        let pointed = FailedMark {
+            payload: Some("pointer".into()),
+            ..bare
+        };
+        let (statement, parameters) = failed_statement("t", &keys, &key, &pointed, 7, &MarkCondition::Pending);
+        assert!(statement.contains("SET \"Payload\" = ?"), "{statement}");
+        assert_eq!(parameters, vec![s("pointer")]);
     }
 
     fn key() -> ItemKey {
@@ -277,6 +290,7 @@ mod tests {
             last_error: Some("why".into()),
             failed_at: true,
             payload_moved: false,
+            payload: None,
         };
         let change = MarkChange::Failed {
             mark,

@@ -211,6 +211,12 @@ fn failed_update(key: &ItemKey, mark: &FailedMark) -> (String, Vec<(&'static str
         values.push((":payload_on", s(PAYLOAD_ON_DEAD_LETTER_QUEUE)));
         remove.push(PAYLOAD.to_owned());
     }
+    if let Some(payload) = &mark.payload {
+        // The pointer to the payload's copy kept under `failed/`: as long as the one
+        // it replaces, so never the reason a mark is refused for size.
+        set.push(format!("{PAYLOAD} = :payload"));
+        values.push((":payload", s(payload)));
+    }
     // DynamoDB applies an expression as a whole; moto applies it action by action,
     // keeps what it applied before an action it refuses for size, and refuses an item
     // at its limit that a SET grows before the REMOVE that makes room. So: REMOVE
@@ -356,6 +362,7 @@ mod tests {
             last_error: Some("why".into()),
             failed_at: true,
             payload_moved: false,
+            payload: None,
         });
         assert_eq!(
             full.0,
@@ -366,6 +373,7 @@ mod tests {
             last_error: Some("why".into()),
             failed_at: true,
             payload_moved: true,
+            payload: None,
         });
         assert!(moved.0.starts_with("REMOVE Payload SET SweepShard = :failed_shard"));
         assert!(moved.0.contains("PayloadOn = :payload_on"));
@@ -374,12 +382,24 @@ mod tests {
             last_error: None,
             failed_at: false,
             payload_moved: false,
+            payload: None,
         });
         assert_eq!(
             bare.0,
             "REMOVE SweepShard, SweepDueAt SET #status = :failed"
         );
         assert!(bare.1.is_empty());
+        let pointed = failed_update(&key(), &FailedMark {
+            last_error: None,
+            failed_at: false,
+            payload_moved: false,
+            payload: Some("pointer".into()),
+        });
+        assert_eq!(
+            pointed.0,
+            "REMOVE SweepShard, SweepDueAt SET Payload = :payload, #status = :failed"
+        );
+        assert_eq!(pointed.1, vec![(":payload", s("pointer"))]);
     }
 
     #[test]

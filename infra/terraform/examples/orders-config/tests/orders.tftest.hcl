@@ -83,9 +83,9 @@ run "large_payloads_and_the_kms_key" {
   }
   assert {
     condition = [for s in output.policy.Statement : s if s.Sid == "GetLargePayloads"] == [
-      { Sid = "GetLargePayloads", Effect = "Allow", Action = "s3:GetObject", Resource = "arn:aws:s3:::outbox-payloads-20240101/outbox/*" }
+      { Sid = "GetLargePayloads", Effect = "Allow", Action = "s3:GetObject", Resource = ["arn:aws:s3:::outbox-payloads-20240101/outbox/*", "arn:aws:s3:::outbox-payloads-20240101/failed/*"] }
     ]
-    error_message = "The orders consumer may GetObject under outbox/ of the bucket, nothing else of it."
+    error_message = "The orders consumer may GetObject under outbox/ and failed/ (a redriven FAILED message) of the bucket, nothing else of it."
   }
   assert {
     condition     = contains(flatten([for s in output.policy.Statement : flatten([s.Action]) if s.Resource == var.kms_key_arn]), "kms:Decrypt")

@@ -1,5 +1,6 @@
 # The large-payload bucket (S3 claim check, infra/CONTRACT.md): its settings, the functions'
-# environment and the grants -- PutObject (publisher, sweeper) on <bucket>/outbox/* only,
+# environment and the grants -- PutObject (publisher, sweeper) on <bucket>/outbox/* and
+# <bucket>/failed/*, GetObject on <bucket>/outbox/* (a FAILED message's payload copied to failed/),
 # nothing for the recovery function; consumers are told the objects (large_payload_objects).
 
 mock_provider "aws" {
@@ -41,19 +42,18 @@ run "a_long_prefix_still_fits_bucket_prefix" {
   }
 }
 
-run "grants_put_to_publisher_and_sweeper_on_outbox_objects_only" {
+run "grants_put_to_publisher_and_sweeper_on_outbox_and_failed_objects_only" {
   command = plan
   assert {
-    condition = [for s in local.policies.publisher.Statement : s if s.Sid == "PutLargePayloads"] == [
-      { Sid = "PutLargePayloads", Effect = "Allow", Action = "s3:PutObject", Resource = "arn:aws:s3:::outbox-payloads-20240101/outbox/*" }
-    ]
-    error_message = "The publisher may PutObject under outbox/ of the bucket, nothing else of it."
+    condition = alltrue([for fn in ["publisher", "sweeper"] : [for s in local.policies[fn].Statement : s if startswith(s.Sid, "PutLargePayloads") || s.Sid == "KeepFailedPayloads"] == [
+      { Sid = "PutLargePayloads", Effect = "Allow", Action = "s3:PutObject", Resource = ["arn:aws:s3:::outbox-payloads-20240101/outbox/*", "arn:aws:s3:::outbox-payloads-20240101/failed/*"] },
+      { Sid = "KeepFailedPayloads", Effect = "Allow", Action = "s3:GetObject", Resource = "arn:aws:s3:::outbox-payloads-20240101/outbox/*" },
+    ]])
+    error_message = "The publisher and the sweeper may PutObject under outbox/ and failed/ of the bucket, and GetObject under outbox/ (a FAILED message's payload copied to failed/), nothing else of it."
   }
   assert {
-    condition = [for s in local.policies.sweeper.Statement : s if s.Sid == "PutLargePayloads"] == [
-      { Sid = "PutLargePayloads", Effect = "Allow", Action = "s3:PutObject", Resource = "arn:aws:s3:::outbox-payloads-20240101/outbox/*" }
-    ]
-    error_message = "The sweeper may PutObject under outbox/ of the bucket, nothing else of it."
+    condition     = local.large_payloads.failed_key_prefix == "failed/" && aws_s3_bucket_lifecycle_configuration.large_payloads[0].rule[0].filter[0].prefix == "outbox/"
+    error_message = "The expiry rule covers outbox/ only: a FAILED message's payload under failed/ lives as long as its item (no TTL)."
   }
   assert {
     condition     = local.large_payload_objects == "arn:aws:s3:::outbox-payloads-20240101/outbox/*"
@@ -64,8 +64,8 @@ run "grants_put_to_publisher_and_sweeper_on_outbox_objects_only" {
     error_message = "The recovery function gets no S3 action."
   }
   assert {
-    condition     = join(",", sort(distinct([for a in flatten([for p in values(local.policies) : [for s in p.Statement : s.Action]]) : a if startswith(a, "s3:")]))) == "s3:PutObject"
-    error_message = "The only S3 action of the outbox's functions is PutObject."
+    condition     = join(",", sort(distinct([for a in flatten([for p in values(local.policies) : [for s in p.Statement : s.Action]]) : a if startswith(a, "s3:")]))) == "s3:GetObject,s3:PutObject"
+    error_message = "The only S3 actions of the outbox's functions are PutObject and GetObject (CopyObject's source)."
   }
 }
 

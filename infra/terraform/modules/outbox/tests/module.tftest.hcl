@@ -339,10 +339,10 @@ run "large_payload_bucket_is_private_encrypted_tls_only_and_expires_payloads" {
     error_message = "The publisher and the sweeper get OUTBOX_LARGE_PAYLOAD_BUCKET, the others do not."
   }
   assert {
-    condition = [for s in jsondecode(aws_iam_role_policy.function["publisher"].policy).Statement : s.Resource if s.Sid == "PutLargePayloads"] == ["arn:aws:s3:::outbox-payloads-20240101/outbox/*"] && (
+    condition = [for s in jsondecode(aws_iam_role_policy.function["publisher"].policy).Statement : s.Resource if s.Sid == "PutLargePayloads"] == [["arn:aws:s3:::outbox-payloads-20240101/outbox/*", "arn:aws:s3:::outbox-payloads-20240101/failed/*"]] && (
       output.large_payload_bucket_arn == "arn:aws:s3:::outbox-payloads-20240101"
     )
-    error_message = "PutObject on the deployed bucket's outbox/ objects; the bucket's ARN is an output (for consumers' GetObject)."
+    error_message = "PutObject on the deployed bucket's outbox/ and failed/ objects; the bucket's ARN is an output (for consumers' GetObject)."
   }
   assert {
     condition     = output.large_payload_bucket_name == "outbox-payloads-20240101"
@@ -402,10 +402,10 @@ run "an_existing_large_payload_bucket_is_attached_not_created" {
     error_message = "The writers get the attached bucket's name; it is the output."
   }
   assert {
-    condition = [for s in jsondecode(aws_iam_role_policy.function["sweeper"].policy).Statement : s.Resource if s.Sid == "PutLargePayloads"] == ["arn:aws:s3:::shop-payloads/outbox/*"] && (
+    condition = [for s in jsondecode(aws_iam_role_policy.function["sweeper"].policy).Statement : s.Resource if s.Sid == "PutLargePayloads"] == [["arn:aws:s3:::shop-payloads/outbox/*", "arn:aws:s3:::shop-payloads/failed/*"]] && (
       output.large_payload_bucket_arn == "arn:aws:s3:::shop-payloads"
     )
-    error_message = "The grants name the attached bucket's outbox/ objects, in the deployment's partition."
+    error_message = "The grants name the attached bucket's outbox/ and failed/ objects, in the deployment's partition."
   }
 }
 

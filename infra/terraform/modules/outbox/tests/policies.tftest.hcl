@@ -330,7 +330,7 @@ run "the_kms_key_is_used_without_encrypt" {
     condition = sort(distinct(flatten([for s in local.policies.sweeper.Statement : [for a in flatten([s.Action]) : "${s.Effect} ${a}"]]))) == sort([
       "Allow dynamodb:BatchGetItem", "Allow dynamodb:GetItem", "Allow dynamodb:UpdateItem", "Allow dynamodb:PartiQLUpdate",
       "Allow dynamodb:Query", "Allow dynamodb:PartiQLSelect", "Deny dynamodb:PartiQLSelect",
-      "Allow sqs:SendMessage", "Allow sqs:GetQueueAttributes", "Allow sns:Publish", "Allow events:PutEvents", "Allow s3:PutObject",
+      "Allow sqs:SendMessage", "Allow sqs:GetQueueAttributes", "Allow sns:Publish", "Allow events:PutEvents", "Allow s3:PutObject", "Allow s3:GetObject",
       "Allow kms:Decrypt", "Allow kms:DescribeKey", "Allow kms:GenerateDataKey",
       "Allow logs:CreateLogStream", "Allow logs:PutLogEvents",
     ])

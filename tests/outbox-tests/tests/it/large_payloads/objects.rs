@@ -1,5 +1,6 @@
 //! The offloaded objects: a republish overwrites the same one, a deleted one fails
-//! its message only, no bucket fails an oversized payload saying how to enable it.
+//! its message only, no bucket fails an oversized payload saying how to enable it, a
+//! `FAILED` message's payload is kept where no lifecycle rule expires it.
 
 use super::{consume, keys, notified, payload, publish, received, routes};
 use crate::publisher::redelivery::read_before_the_mark;
@@ -9,6 +10,55 @@ use dynamodb_outbox::stream::handle_stream_event;
 use dynamodb_outbox_idempotency::MessageFailure;
 use outbox_tests::subscribers::Subscriber;
 use outbox_tests::{Outbox, drain, s};
+
+#[tokio::test]
+async fn a_failed_messages_offloaded_payload_is_kept_under_failed_and_its_copy_and_item_point_there()
+ {
+    // Given a producer that offloads a payload larger than an item holds, on a topic
+    // without a route: the item holds only the pointer to outbox/<MessageId>, which
+    // the bucket's lifecycle rule expires (30 days by default)
+    let mut ob = Outbox::new().await;
+    let bucket = ob.bucket().await;
+    let writer = ob.writer().large_payloads(ob.clients.s3.clone(), &bucket);
+    let big = payload(500 * 1024);
+    let committed = writer
+        .commit(
+            vec![],
+            &[NewMessage::new("ORDER#1", "nowhere", big.clone())],
+        )
+        .await
+        .expect("commit");
+    let id = &committed.message_ids[0];
+    // When the publisher dead-letters it
+    let event = ob.filtered_event().await;
+    let (response, summary) = handle_stream_event(&ob.publisher(), &event).await;
+    assert!(response.batch_item_failures.is_empty(), "{response:?}");
+    assert_eq!(summary.dead_lettered, 1, "{summary:?}");
+    // Then the payload is also at failed/<MessageId>, which no rule expires
+    let retained = PayloadPointer::for_failed(&bucket, id);
+    let object = ob
+        .clients
+        .s3
+        .get_object()
+        .bucket(&bucket)
+        .key(&retained.key)
+        .send()
+        .await
+        .expect("the retained object");
+    let bytes = object.body.collect().await.expect("read").into_bytes();
+    assert!(bytes.as_ref() == big.as_bytes(), "the payload, intact");
+    // And the dead-letter copy and the FAILED item point there
+    let dead = drain(&ob.clients.sqs, &ob.dlq_url).await;
+    assert_eq!(dead.len(), 1);
+    assert_eq!(dead[0].body(), Some(retained.encode().as_str()));
+    let item = ob
+        .item("ORDER#1", &committed.sort_keys[0])
+        .await
+        .expect("item");
+    assert_eq!(s(&item, "Status").as_deref(), Some("FAILED"));
+    assert_eq!(s(&item, "Payload"), Some(retained.encode()));
+    assert!(item.get("ExpiresAt").is_none(), "a FAILED item has no TTL");
+}
 
 #[tokio::test]
 async fn a_republish_overwrites_the_same_object() {

@@ -162,7 +162,7 @@ async fn a_failed_mark_under_a_claim_the_redrive_replaced_is_refused() {
         .expect("claim");
     assert!(matches!(claim, Claim::Claimed(_)), "{claim:?}");
     // When the stream publisher fails it (it holds no claim) and an operator redrives it
-    let mark = failed_marks("no route for topic `refunds`", true).remove(0);
+    let mark = failed_marks("no route for topic `refunds`", true, None).remove(0);
     let failed = store
         .mark_failed(&key, &mark, now, &MarkCondition::Pending)
         .await;

@@ -135,6 +135,9 @@ impl OutboxStore for MemoryStore {
             if mark.failed_at {
                 i.failed_at = Some(failed_at_ms);
             }
+            if let Some(payload) = &mark.payload {
+                i.payload = Some(payload.clone());
+            }
             if mark.payload_moved {
                 i.payload = None;
                 i.payload_on = Some(PAYLOAD_ON_DEAD_LETTER_QUEUE.to_owned());

@@ -75,7 +75,7 @@ async fn a_copy_too_large_for_the_queue_goes_through_the_claim_check_and_the_rea
     let p = publisher(config(Some("large")), Refusals::default());
     let outcomes = p.process(&[at_the_item_limit()]).await;
     // The dead-letter queue holds a pointer to the payload, written to the bucket
-    let pointer = PayloadPointer::for_message("large", "id-A");
+    let pointer = PayloadPointer::for_failed("large", "id-A");
     assert_eq!(p.sink.object(&pointer), Some("p".repeat(400_000)));
     let dead = p.sink.delivered("dlq");
     assert_eq!(dead.len(), 1, "{dead:?}");
@@ -89,7 +89,7 @@ async fn a_copy_too_large_for_the_queue_goes_through_the_claim_check_and_the_rea
     assert_eq!(stored.status.as_deref(), Some("FAILED"));
     let reason = stored.last_error.expect("LastError");
     assert!(reason.contains("no route for topic `nowhere`"), "{reason}");
-    assert!(reason.contains("s3://large/outbox/id-A"), "{reason}");
+    assert!(reason.contains("s3://large/failed/id-A"), "{reason}");
     assert_eq!(stored.payload, None);
     assert!(stored.failed_at.is_some());
     assert!(
@@ -174,11 +174,11 @@ async fn a_copy_the_queue_refuses_for_its_content_goes_through_the_claim_check()
     let p = publisher(config, refusals);
     let item = super::publish_work("A", key(), "id-A".into(), "nowhere", body.clone());
     let outcomes = p.process(&[item]).await;
-    let pointer = PayloadPointer::for_message("large", "id-A");
+    let pointer = PayloadPointer::for_failed("large", "id-A");
     assert_eq!(p.sink.object(&pointer), Some(body));
     assert!(
         matches!(&outcomes[0], Outcome::DeadLettered { marked: true, reason }
-            if reason.contains("refused the copy") && reason.contains("s3://large/outbox/id-A")),
+            if reason.contains("refused the copy") && reason.contains("s3://large/failed/id-A")),
         "{outcomes:?}"
     );
     assert_eq!(p.store.get(&key()).and_then(|i| i.payload), None);
