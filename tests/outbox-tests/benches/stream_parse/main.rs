@@ -1,35 +1,33 @@
-//! What the publisher's way of reading a stream event is worth per invocation, at batch
-//! 100 (issue 37, item 4: keep a path of its own only for ≥ 5% of the billed duration).
+//! What the stream parse costs the publisher per invocation, at batch 100, beside the
+//! whole invocation: the most any parse of its own could save (issue 37, item 4: a path
+//! of its own is kept only for ≥ 5% of the billed duration).
 //!
-//! Two ways from the bytes Lambda sends to the publish path's work, each as the function
-//! would run it, with what differs between them and nothing else:
-//! - **runtime**: `lambda_runtime`'s own parse of the body into `aws_lambda_events`'s
-//!   owned `Event` (serde_json through serde_path_to_error, as
-//!   `lambda_runtime::deserializer` does), each record then decided by
-//!   `stream::classify_keyed` (what `handle_stream_event` does), the event dropped.
-//! - **lean** (`PublisherFunction::run`): the body kept by a runtime layer by request
-//!   id, the runtime left `null` to parse, the body read by the lean, borrowing parse
-//!   (`stream::classify_json`).
+//! The publisher's path from the bytes Lambda sends to the publish path's work:
+//! `lambda_runtime`'s parse of the body into `aws_lambda_events`'s owned `Event`
+//! (serde_json through serde_path_to_error, as `lambda_runtime::deserializer` does),
+//! each record decided by `stream::classify_keyed` (as `handle_stream_event` does), the
+//! event dropped.
 //!
-//! Part 1, no emulator: CPU per invocation on one core (the thread's own CPU time, so
-//! other processes on the machine do not count), median of interleaved rounds, for a
+//! Part 1, no emulator: that path's CPU per invocation on one core (the thread's own CPU
+//! time, so other processes on the machine do not count), the median of rounds, for a
 //! batch of 100 inserted `PENDING` messages with ~1 KB JSON payloads and for a batch
 //! of 100 records of which 90 are `SENT` marks and TTL deletes (what a mapping without
-//! the FilterCriteria delivers). Beside them, the CPU both ways then share: planning
-//! the batch and building its SQS entries.
+//! the FilterCriteria delivers); beside it, what follows without I/O: planning the
+//! batch and building its SQS entries.
 //!
 //! Part 2, with `OUTBOX_ENDPOINT` (a running local AWS: `scripts/emulator start`, then
-//! the exports `scripts/emulator env` prints): the whole invocation, batches of 100
+//! the exports `scripts/emulator env` prints): whole invocations, batches of 100
 //! committed by the writer and read back from the table's stream, published to SQS and
-//! marked `SENT` by the publisher against the local AWS; its wall time (Lambda bills
+//! marked `SENT` by the publisher against the local AWS; their wall time (Lambda bills
 //! it, rounded up to 1 ms) and the process's CPU time.
 //!
-//! Then the verdict's arithmetic: Lambda gives a function of `MEMORY_MB` that share of
-//! one vCPU (1,769 MB is one), so CPU saved here is stretched by 1769/256 there; the
-//! saving is worth keeping when it is ≥ 5% of the billed duration of an invocation.
+//! Then the arithmetic: Lambda gives a function of `MEMORY_MB` that share of one vCPU
+//! (1,769 MB is one), so CPU here is stretched by 1769/256 there; the billed duration
+//! is at least the invocation's CPU so stretched, whatever AWS's I/O waits, so a saving
+//! of CPU is at most its share of the invocation's CPU.
 //!
 //! `cargo bench -p outbox-tests --bench stream_parse` (`STREAM_PARSE_ROUNDS`, default 15;
-//! `STREAM_PARSE_BATCHES`, part 2's batches each way, default 10).
+//! `STREAM_PARSE_BATCHES`, part 2's batches, default 10).
 #![allow(clippy::expect_used, clippy::unwrap_used, missing_docs)]
 
 use aws_lambda_events::event::dynamodb::Event;
@@ -37,9 +35,7 @@ use dynamodb_outbox::KeyNames;
 use dynamodb_outbox::config::PublisherConfig;
 use dynamodb_outbox::publish::{WorkItem, plan};
 use dynamodb_outbox::route::{Destination, Routes};
-use std::collections::HashMap;
 use std::hint::black_box;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 mod stack;
@@ -144,41 +140,14 @@ fn runtime_parse(body: &[u8]) -> Event {
     serde_path_to_error::deserialize(jd).expect("the event parses")
 }
 
-/// The same for the `null` the lean path's layer leaves the runtime.
-fn runtime_parse_null() {
-    let jd = &mut serde_json::Deserializer::from_slice(b"null");
-    serde_path_to_error::deserialize::<_, ()>(jd).expect("null parses");
-}
-
-/// The runtime's own path: the owned event, each record decided, the event dropped.
-fn runtime_path(body: &[u8], keys: &KeyNames) -> Vec<WorkItem> {
+/// The publisher's path: the owned event, each record decided, the event dropped.
+fn parse_path(body: &[u8], keys: &KeyNames) -> Vec<WorkItem> {
     let event = runtime_parse(body);
     event
         .records
         .iter()
         .filter_map(|r| dynamodb_outbox::stream::classify_keyed(r, keys).ok())
         .collect()
-}
-
-/// The request id the layer keeps a body under (the context's, in the function).
-const REQUEST_ID: &str = "8476a536-e9f4-5d2a-9b61-5b2a0c1a7f3e";
-
-/// The lean path: what the layer does (the body kept by request id, as `bytes::Bytes`
-/// is, without a copy; `null` left for the runtime), the runtime's parse of `null`,
-/// the body taken back and read by the lean parse.
-fn lean_path(
-    body: &Arc<[u8]>,
-    kept: &Mutex<HashMap<String, Arc<[u8]>>>,
-    keys: &KeyNames,
-) -> Vec<WorkItem> {
-    kept.lock()
-        .unwrap()
-        .insert(REQUEST_ID.to_owned(), body.clone());
-    runtime_parse_null();
-    let body = kept.lock().unwrap().remove(REQUEST_ID).expect("kept");
-    let (work, _skipped) =
-        dynamodb_outbox::stream::classify_json(&*body, keys).expect("the event parses");
-    work
 }
 
 fn config() -> PublisherConfig {
@@ -197,9 +166,9 @@ fn config() -> PublisherConfig {
     }
 }
 
-/// What both ways do next with the work, without I/O: the batch planned and its
-/// SQS request entries built.
-fn shared_work(config: &PublisherConfig, work: &[WorkItem]) -> usize {
+/// What follows the parse, without I/O: the batch planned and its SQS request
+/// entries built.
+fn after_the_parse(config: &PublisherConfig, work: &[WorkItem]) -> usize {
     let p = plan(config, work);
     let mut entries = 0;
     for (i, m) in p.messages().enumerate() {
@@ -222,20 +191,6 @@ thread_local! {
     static START: Instant = Instant::now();
 }
 
-/// CPU per call of `f`, µs, over `calls` calls: one round of way `way`.
-fn per_call_us(per_way: &mut [Vec<f64>], way: usize, calls: usize, f: &dyn Fn()) {
-    let start = thread_cpu();
-    for _ in 0..calls {
-        f();
-    }
-    per_way[way].push((thread_cpu() - start).as_secs_f64() * 1e6 / calls as f64);
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
 /// How many calls of `f` take about `target` of CPU.
 fn calls_for(target: Duration, f: &dyn Fn()) -> usize {
     let start = thread_cpu();
@@ -248,49 +203,33 @@ fn calls_for(target: Duration, f: &dyn Fn()) -> usize {
     ((target.as_secs_f64() / each) as usize).max(1)
 }
 
-/// Per-invocation CPU of one event each way, µs.
-struct Measured {
-    runtime: f64,
-    lean: f64,
-    shared: f64,
+/// CPU per call of each of `ways`, µs: the median of rounds of ~150 ms each,
+/// the ways interleaved so that the machine's moods fall on all alike.
+fn per_call_us<const N: usize>(ways: [&dyn Fn(); N]) -> [f64; N] {
+    let calls = ways.map(|f| calls_for(Duration::from_millis(150), f));
+    let mut rounds = [(); N].map(|_| Vec::new());
+    for _ in 0..rounds_wanted() {
+        for (w, f) in ways.iter().enumerate() {
+            let start = thread_cpu();
+            for _ in 0..calls[w] {
+                f();
+            }
+            rounds[w].push((thread_cpu() - start).as_secs_f64() * 1e6 / calls[w] as f64);
+        }
+    }
+    rounds.map(median)
 }
 
-fn rounds() -> usize {
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn rounds_wanted() -> usize {
     std::env::var("STREAM_PARSE_ROUNDS")
         .ok()
         .and_then(|n| n.parse().ok())
         .unwrap_or(15)
-}
-
-fn measure(body: &[u8]) -> Measured {
-    let (config, keys) = (config(), KeyNames::default());
-    let (shared_body, kept): (Arc<[u8]>, _) = (body.into(), Mutex::default());
-    let work = runtime_path(body, &keys);
-    assert_eq!(
-        format!("{work:?}"),
-        format!("{:?}", lean_path(&shared_body, &kept, &keys)),
-        "both ways read the same work"
-    );
-    let ways: [&dyn Fn(); 3] = [
-        &|| drop(black_box(runtime_path(black_box(body), &keys))),
-        &|| drop(black_box(lean_path(black_box(&shared_body), &kept, &keys))),
-        &|| {
-            black_box(shared_work(&config, &work));
-        },
-    ];
-    let calls = ways.map(|f| calls_for(Duration::from_millis(150), f));
-    let mut per_way = vec![Vec::new(); ways.len()];
-    for _ in 0..rounds() {
-        for (w, f) in ways.iter().enumerate() {
-            per_call_us(&mut per_way, w, calls[w], f);
-        }
-    }
-    let [runtime, lean, shared] = [0, 1, 2].map(|w| median(std::mem::take(&mut per_way[w])));
-    Measured {
-        runtime,
-        lean,
-        shared,
-    }
 }
 
 /// CPU stretched to a function of `MEMORY_MB`.
@@ -298,33 +237,28 @@ fn on_lambda(cpu_us: f64) -> f64 {
     cpu_us * ONE_VCPU_MB / MEMORY_MB
 }
 
-/// Part 1 for one event; returns the CPU the lean path saves per invocation, µs.
+/// Part 1 for one event; returns the parse's CPU per invocation, µs.
 fn report(name: &str, body: &[u8]) -> f64 {
-    let m = measure(body);
+    let (config, keys) = (config(), KeyNames::default());
+    let work = parse_path(body, &keys);
+    let [parse, after] = per_call_us([
+        &|| drop(black_box(parse_path(black_box(body), &keys))),
+        &|| {
+            black_box(after_the_parse(&config, &work));
+        },
+    ]);
     println!(
-        "part 1, {name} ({} B of JSON), CPU per invocation on one core: runtime's own parse {:.0} µs; then planning and SQS entries {:.0} µs",
+        "part 1, {name} ({} B of JSON), CPU per invocation on one core: the runtime's parse and the records decided {parse:.0} µs ({:.2} ms at {MEMORY_MB} MB, {MEMORY_MB}/{ONE_VCPU_MB} of a vCPU); then planning and SQS entries {after:.0} µs",
         body.len(),
-        m.runtime,
-        m.shared
+        on_lambda(parse) / 1000.0,
     );
-    let lean = m.lean;
-    let saved = m.runtime - lean;
-    println!(
-        "  lean parse + layer {lean:.0} µs: saves {saved:.0} µs per invocation on one core ({:.0}% of the runtime's path), {:.2} ms at {MEMORY_MB} MB ({MEMORY_MB}/{ONE_VCPU_MB} of a vCPU); that is ≥ {:.0}% only of an invocation billed ≤ {:.0} ms",
-        100.0 * saved / m.runtime,
-        on_lambda(saved) / 1000.0,
-        100.0 * WORTH_KEEPING,
-        on_lambda(saved) / 1000.0 / WORTH_KEEPING,
-    );
-    saved
+    parse
 }
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
-    println!(
-        "stream parse at batch {BATCH}: the runtime's own path beside the lean parse (issue 37)"
-    );
-    let saved = report("100 inserts, ~1 KB payloads", &inserts());
+    println!("stream parse at batch {BATCH}: lambda_runtime's parse into the owned event");
+    let parse = report("100 inserts, ~1 KB payloads", &inserts());
     report(
         "10 inserts, 60 SENT marks, 30 TTL deletes (no FilterCriteria)",
         &mostly_filtered(),
@@ -335,5 +269,5 @@ async fn main() {
         );
         return;
     }
-    stack::whole_invocations(on_lambda(saved)).await;
+    stack::whole_invocations(parse).await;
 }
