@@ -102,7 +102,7 @@ variable "sweep_grace_seconds" {
 }
 
 variable "sweep_scan_mode" {
-  description = "How the sweeper finds PENDING items no index knows about: \"off\" (only the index), \"backstop\" (one page of at most 100 items per sweep, from a cursor saved under PK = OUTBOX#SWEEPER) or \"on\" (4 segments x 2 pages of 1000); true is \"on\", false is \"off\". Cost and coverage: docs/configuration.md."
+  description = "How the sweeper finds PENDING items no index knows about: \"off\" (the index only), \"backstop\" (one scan page a sweep) or \"on\" (eight); true is \"on\", false is \"off\". Pages, coverage and cost: docs/configuration.md."
   type        = string
   default     = "backstop"
   nullable    = false
