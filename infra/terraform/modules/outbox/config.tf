@@ -189,7 +189,7 @@ locals {
       # Every worker of a tick runs at once (sweep_workers): never reserve fewer.
       sweeper = (var.sweeper_reserved_concurrency == null || var.sweeper_reserved_concurrency == 0
       ? null : max(var.sweeper_reserved_concurrency, var.sweep_workers))
-      recovery  = null
+      recovery = null
     }
   }
   # EventBridge invokes the sweeper asynchronously. A failed or throttled sweep is not worth
