@@ -70,9 +70,29 @@ pub fn classify_keyed(record: &EventRecord, keys: &KeyNames) -> Result<WorkItem,
     let key = schema::item_key(record_keys).or_else(|| schema::item_key(image));
     let work = match schema::decode(image, key.as_ref()) {
         Ok(msg) => Work::Publish(msg),
-        Err(undecodable) => Work::Poison(undecodable.into()),
+        Err(mut undecodable) => {
+            if key.is_none() {
+                undecodable.error = wrong_key_names(keys, &record.change.keys);
+            }
+            Work::Poison(undecodable.into())
+        }
     };
     Ok(WorkItem { id, work })
+}
+
+/// Why a record whose keys are not the ones the deployment reads cannot be published,
+/// in the table's names and the deployment's: the usual cause is key names
+/// configured otherwise than the table's.
+fn wrong_key_names(keys: &KeyNames, record_keys: &serde_dynamo::Item) -> schema::DecodeError {
+    let mut found: Vec<String> = record_keys.inner().keys().map(|k| format!("`{k}`")).collect();
+    found.sort();
+    let found = if found.is_empty() {
+        "missing".to_owned()
+    } else {
+        found.join(" and ")
+    };
+    let expected = format!("`{}` and `{}`", keys.partition_key, keys.sort_key);
+    schema::DecodeError::key_names(&expected, &found)
 }
 
 /// `work`, unless it is a message another region publishes (the lean read's check,
@@ -184,4 +204,45 @@ async fn publish<K: MessageSink, S: OutboxStore>(
         "stream batch done"
     );
     (response, summary)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_table_keyed_otherwise_than_the_deployment_is_poison_named_in_both_names() {
+        // Issue 39: a table keyed tenant_id/entity_id, the deployment left at PK/SK.
+        // Before, the reason read "the item has no `PK` attribute … see README.md".
+        let image = json!({
+            "tenant_id": {"S": "t-1"}, "entity_id": {"S": "MESSAGE#X#1"},
+            "ItemType": {"S": "PENDING_MESSAGE"}, "Status": {"S": "PENDING"},
+            "Topic": {"S": "orders"}, "Payload": {"S": "{}"}
+        });
+        let record: EventRecord = serde_json::from_value(json!({
+            "eventID": "e-1", "eventName": "INSERT", "eventSource": "aws:dynamodb",
+            "eventVersion": "1.1", "awsRegion": "eu-west-1",
+            "dynamodb": {
+                "Keys": {"tenant_id": image["tenant_id"].clone(), "entity_id": image["entity_id"].clone()},
+                "NewImage": image, "SequenceNumber": "1", "SizeBytes": 100,
+                "StreamViewType": "NEW_IMAGE"
+            }
+        }))
+        .expect("a stream record");
+        let work = classify(&record).expect("an outbox insert");
+        let Work::Poison(poison) = work.work else {
+            panic!("not poison: {work:?}");
+        };
+        for name in ["`entity_id` and `tenant_id`", "`PK` and `SK`", "OUTBOX_PARTITION_KEY", "partition_key_name"] {
+            assert!(poison.reason.contains(name), "{name}: {}", poison.reason);
+        }
+        // And a deployment told the table's names reads it
+        let keys = KeyNames {
+            partition_key: "tenant_id".into(),
+            sort_key: "entity_id".into(),
+            ..KeyNames::default()
+        };
+        assert!(matches!(classify_keyed(&record, &keys).map(|w| w.work), Ok(Work::Publish(_))));
+    }
 }
