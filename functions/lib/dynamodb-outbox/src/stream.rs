@@ -1,12 +1,6 @@
 //! The stream publisher's edge: DynamoDB stream event in, partial batch response
-//! out. Each record is decoded here, at the boundary, into work for the publish path.
-//! The Lambda binary hands it the event's JSON bytes ([`handle_stream_json`], read by
-//! the lean parse of [`classify_json`]); the integration tests and users who hold a
-//! parsed [`Event`] call [`handle_stream_event`]. Both decide each record alike.
-
-mod lean;
-
-pub use lean::classify_json;
+//! out. Each record of the event (as `lambda_runtime` parsed it) is decoded here, at
+//! the boundary, into work for the publish path.
 
 use aws_lambda_events::event::dynamodb::{Event, EventRecord};
 use aws_lambda_events::event::streams::{DynamoDbBatchItemFailure, DynamoDbEventResponse};
@@ -95,17 +89,6 @@ fn wrong_key_names(keys: &KeyNames, record_keys: &serde_dynamo::Item) -> schema:
     schema::DecodeError::key_names(&expected, &found)
 }
 
-/// `work`, unless it is a message another region publishes (the lean read's check,
-/// after its home was read with the message).
-pub(crate) fn owned_work(work: WorkItem, keys: &KeyNames) -> Result<WorkItem, Skip> {
-    match &work.work {
-        Work::Publish(msg) if !keys.regions.owns(msg.home_region.as_deref()) => {
-            Err(Skip::HomedElsewhere)
-        }
-        _ => Ok(work),
-    }
-}
-
 /// [`Skip::HomedElsewhere`] when the message's home (its `HomeRegion`, when a string) is
 /// not this deployment's: what the publisher's FilterCriteria drops, decided again
 /// for a mapping deployed without (or with a stale) filter.
@@ -114,7 +97,7 @@ fn elsewhere(keys: &KeyNames, home: Option<&str>) -> Option<Skip> {
 }
 
 /// Whether a record is skipped, from its event name and its image's `ItemType` and
-/// `Status` (each when it is a string): the one decision both parses make.
+/// `Status` (each when it is a string).
 fn skip_reason(event_name: &str, item_type: Option<&str>, status: Option<&str>) -> Option<Skip> {
     if event_name != "INSERT" {
         return Some(Skip::Update);
@@ -157,17 +140,6 @@ pub async fn handle_stream_event<K: MessageSink, S: OutboxStore>(
     publish(publisher, work, skipped).await
 }
 
-/// [`handle_stream_event`] for the event as Lambda hands it over, its JSON bytes: read
-/// by [`classify_json`], without building the owned event. An error when the text is
-/// not a stream event (as the runtime's own parse would fail).
-pub async fn handle_stream_json<K: MessageSink, S: OutboxStore>(
-    publisher: &Publisher<K, S>,
-    json: &[u8],
-) -> Result<(DynamoDbEventResponse, Summary), serde_json::Error> {
-    let (work, skipped) = classify_json(json, &publisher.config.key_names)?;
-    Ok(publish(publisher, work, skipped).await)
-}
-
 /// Publishes the work of one stream batch and reports the records to retry, by
 /// sequence number.
 async fn publish<K: MessageSink, S: OutboxStore>(
@@ -207,42 +179,4 @@ async fn publish<K: MessageSink, S: OutboxStore>(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use serde_json::json;
-
-    #[test]
-    fn a_table_keyed_otherwise_than_the_deployment_is_poison_named_in_both_names() {
-        // Issue 39: a table keyed tenant_id/entity_id, the deployment left at PK/SK.
-        // Before, the reason read "the item has no `PK` attribute … see README.md".
-        let image = json!({
-            "tenant_id": {"S": "t-1"}, "entity_id": {"S": "MESSAGE#X#1"},
-            "ItemType": {"S": "PENDING_MESSAGE"}, "Status": {"S": "PENDING"},
-            "Topic": {"S": "orders"}, "Payload": {"S": "{}"}
-        });
-        let record: EventRecord = serde_json::from_value(json!({
-            "eventID": "e-1", "eventName": "INSERT", "eventSource": "aws:dynamodb",
-            "eventVersion": "1.1", "awsRegion": "eu-west-1",
-            "dynamodb": {
-                "Keys": {"tenant_id": image["tenant_id"].clone(), "entity_id": image["entity_id"].clone()},
-                "NewImage": image, "SequenceNumber": "1", "SizeBytes": 100,
-                "StreamViewType": "NEW_IMAGE"
-            }
-        }))
-        .expect("a stream record");
-        let work = classify(&record).expect("an outbox insert");
-        let Work::Poison(poison) = work.work else {
-            panic!("not poison: {work:?}");
-        };
-        for name in ["`entity_id` and `tenant_id`", "`PK` and `SK`", "OUTBOX_PARTITION_KEY", "partition_key_name"] {
-            assert!(poison.reason.contains(name), "{name}: {}", poison.reason);
-        }
-        // And a deployment told the table's names reads it
-        let keys = KeyNames {
-            partition_key: "tenant_id".into(),
-            sort_key: "entity_id".into(),
-            ..KeyNames::default()
-        };
-        assert!(matches!(classify_keyed(&record, &keys).map(|w| w.work), Ok(Work::Publish(_))));
-    }
-}
+mod tests;

@@ -27,7 +27,6 @@
 //! }
 //! ```
 
-mod body;
 mod publisher;
 mod recovery;
 mod sweeper;
