@@ -1,13 +1,14 @@
 //! The sweeper function: one sweep within the invocation's deadline, its metrics
-//! printed, its summary returned. The event itself carries nothing the sweep needs
-//! (any JSON is accepted, so a manual test invoke works too).
+//! printed, its summary returned. The event names the worker's share of the index
+//! when the stacks run several (`{"sweepGroup": i, "sweepGroups": n}`, [`SweepGroup`]);
+//! anything else in it is ignored, so a manual test invoke with `{}` sweeps it all.
 
 use super::learned::{Got, Learned};
 use super::log_config_error;
 use super::start::Start;
 use crate::dynamo::DynamoStore;
 use crate::sink::AwsSink;
-use crate::sweep::{SweepSummary, Sweeper, SweeperConfig, handle_scheduled_event};
+use crate::sweep::{SweepGroup, SweepSummary, Sweeper, SweeperConfig, handle_scheduled_event};
 use aws_types::SdkConfig;
 use dynamodb_outbox_core::ConfigError;
 use dynamodb_outbox_core::metrics::{Emitter, sweeper_metrics};
@@ -101,7 +102,8 @@ pub(crate) struct Deps<K, S> {
     pub(crate) metrics: Emitter,
 }
 
-/// One sweep within the invocation's remaining time. A sweep whose store requests
+/// One sweep of the event's share of the index within the invocation's remaining
+/// time. A sweep whose store requests
 /// failed — it could not see every shard, or claim or reschedule what it saw — fails
 /// the invocation (after printing its metrics), so that the function's `Errors`
 /// metric and its alarm show a sweeper that cannot do its work; its summary is logged.
@@ -109,7 +111,11 @@ pub(crate) async fn handle<K: MessageSink, S: OutboxStore + SweepStore>(
     event: LambdaEvent<serde_json::Value>,
     deps: &Deps<K, S>,
 ) -> Result<SweepSummary, Error> {
-    let summary = handle_scheduled_event(&deps.sweeper, event.context.deadline).await;
+    // A malformed share is the schedule's error: sweeping everything instead would
+    // run two workers over the same shards, so the invocation fails, saying why.
+    let group =
+        SweepGroup::of_event(&event.payload).inspect_err(|e| tracing::error!(error = %e))?;
+    let summary = handle_scheduled_event(&deps.sweeper, event.context.deadline, group).await;
     let now = deps.sweeper.publisher.clock.now_ms();
     deps.metrics.emit(now, &sweeper_metrics(&summary));
     if summary.errors > 0 {
@@ -154,9 +160,14 @@ mod tests {
 
     /// A scheduled invocation with a minute left.
     fn scheduled() -> LambdaEvent<serde_json::Value> {
+        scheduled_with(serde_json::json!({}))
+    }
+
+    /// A scheduled invocation with a minute left, its input `payload`.
+    fn scheduled_with(payload: serde_json::Value) -> LambdaEvent<serde_json::Value> {
         let mut context = lambda_runtime::Context::default();
         context.deadline = u64::try_from(NOW + 60_000).unwrap_or(0);
-        LambdaEvent::new(serde_json::json!({}), context)
+        LambdaEvent::new(payload, context)
     }
 
     #[tokio::test]
@@ -189,6 +200,41 @@ mod tests {
             .expect_err("a sweep that could not look is an error");
         assert!(
             err.to_string().contains("16 of the index's shards unread"),
+            "{err}"
+        );
+    }
+
+    #[tokio::test]
+    async fn each_worker_sweeps_its_share_of_the_index_and_a_malformed_share_is_an_error() {
+        let deps = deps(Routes::new(
+            [("orders".to_owned(), Destination::sqs("https://q/orders"))],
+            None,
+        ));
+        let layout = dynamodb_outbox_core::schema::SweepShards::default();
+        let (a, b) = (key("A", "MESSAGE#X#1"), key("B", "MESSAGE#X#1"));
+        for k in [&a, &b] {
+            deps.sweeper.publisher.store.put(
+                k.clone(),
+                pending_item(k, "orders", 0, NOW - 1, NOW - 90_000),
+            );
+        }
+        // Two workers: the one whose share holds A's shard sends A, and only A
+        let number = |pk: &str| layout.shard_of(pk).parse::<u64>().unwrap_or(0);
+        let (na, nb) = (number("A"), number("B"));
+        assert_ne!(na % 2, nb % 2, "the test wants A and B in different halves");
+        let input = serde_json::json!({"sweepGroup": na % 2, "sweepGroups": 2});
+        let summary = handle(scheduled_with(input), &deps).await.expect("handled");
+        assert_eq!((summary.found, summary.published), (1, 1), "{summary:?}");
+        assert_eq!(summary.index_queries, 8, "half of the 16 shards");
+        let err = handle(
+            scheduled_with(serde_json::json!({"sweepGroup": 2, "sweepGroups": 2})),
+            &deps,
+        )
+        .await
+        .expect_err("not a share");
+        assert!(
+            err.to_string()
+                .contains("sweepGroup is not below sweepGroups"),
             "{err}"
         );
     }
