@@ -31,6 +31,5 @@ async fn main() -> Result<(), Error> {
     if let Some(faults) = outbox_faults::stream::StreamFaults::from_env()? {
         return faults.run(|event| function.handle(event)).await;
     }
-    // Each event read from the bytes Lambda sent, by the publisher's lean parse.
     function.run().await
 }

@@ -183,6 +183,16 @@ variable "sweeper_reserved_concurrency" {
   }
 }
 
+variable "sweep_workers" {
+  description = "Sweeper invocations on each tick, each sweeping its share of the index's shards (worker i of n: the shards numbered i mod n; worker 0 also runs the backstop scan), so a backlog drains about n times as fast (docs/scale.md). At most 5, the targets of one EventBridge rule; the sweeper's reserved concurrency is raised to n where it is lower. While the shard count changes, worker 0 sweeps every shard."
+  type        = number
+  default     = 1
+  validation {
+    condition     = var.sweep_workers >= 1 && var.sweep_workers <= 5 && floor(var.sweep_workers) == var.sweep_workers
+    error_message = "sweep_workers must be an integer from 1 to 5."
+  }
+}
+
 variable "deletion_protection" {
   description = "Deletion protection of the table the module creates (and no force_destroy of its bucket). Turn it off and apply before `terraform destroy` of a throwaway deployment."
   type        = bool

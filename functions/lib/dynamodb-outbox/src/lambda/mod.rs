@@ -28,7 +28,6 @@
 //! }
 //! ```
 
-mod body;
 mod learned;
 mod publisher;
 mod recovery;
