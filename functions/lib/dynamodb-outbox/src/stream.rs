@@ -64,9 +64,29 @@ pub fn classify_keyed(record: &EventRecord, keys: &KeyNames) -> Result<WorkItem,
     let key = schema::item_key(record_keys).or_else(|| schema::item_key(image));
     let work = match schema::decode(image, key.as_ref()) {
         Ok(msg) => Work::Publish(msg),
-        Err(undecodable) => Work::Poison(undecodable.into()),
+        Err(mut undecodable) => {
+            if key.is_none() {
+                undecodable.error = wrong_key_names(keys, &record.change.keys);
+            }
+            Work::Poison(undecodable.into())
+        }
     };
     Ok(WorkItem { id, work })
+}
+
+/// Why a record whose keys are not the ones the deployment reads cannot be published,
+/// in the table's names and the deployment's: the usual cause is key names
+/// configured otherwise than the table's.
+fn wrong_key_names(keys: &KeyNames, record_keys: &serde_dynamo::Item) -> schema::DecodeError {
+    let mut found: Vec<String> = record_keys.inner().keys().map(|k| format!("`{k}`")).collect();
+    found.sort();
+    let found = if found.is_empty() {
+        "missing".to_owned()
+    } else {
+        found.join(" and ")
+    };
+    let expected = format!("`{}` and `{}`", keys.partition_key, keys.sort_key);
+    schema::DecodeError::key_names(&expected, &found)
 }
 
 /// [`Skip::HomedElsewhere`] when the message's home (its `HomeRegion`, when a string) is

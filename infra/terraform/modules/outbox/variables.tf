@@ -184,7 +184,7 @@ variable "sweeper_reserved_concurrency" {
 }
 
 variable "sweep_workers" {
-  description = "Sweeper invocations on each tick, each sweeping its share of the index's shards (worker i of n: the shards numbered i mod n; worker 0 also runs the backstop scan), so a backlog drains about n times as fast (docs/scale.md). At most 5, the targets of one EventBridge rule; the sweeper's reserved concurrency is raised to n where it is lower. While the shard count changes, worker 0 sweeps every shard."
+  description = "Sweeper invocations on each tick, worker i of n sweeping the index shards numbered i mod n, so a backlog drains about n times as fast (docs/scale.md). At most 5 (one EventBridge rule); reserved concurrency is raised to n."
   type        = number
   default     = 1
   validation {
@@ -231,7 +231,7 @@ variable "large_payload_bucket_name" {
 }
 
 variable "large_payload_retention_days" {
-  description = "Days a large payload stays under outbox/ in the bucket (lifecycle expiration); longer than the queues' 14-day retention. A FAILED message's payload is kept under failed/, which does not expire."
+  description = "Days a large payload stays under outbox/ (lifecycle expiration); longer than the queues' 14-day retention. FAILED messages' payloads (failed/) do not expire."
   type        = number
   default     = 30
   nullable    = false

@@ -1,11 +1,12 @@
 //! The publisher function: one stream batch published, its metrics printed, the
 //! partial batch response returned. The work itself is the `stream` module's.
 
+use super::learned::{Got, Learned};
 use super::log_config_error;
+use super::start::Start;
 use crate::dynamo::DynamoStore;
 use crate::sink::AwsSink;
 use crate::stream::handle_stream_event;
-use crate::wiring::{AwsPublisher, FromSdkConfig};
 use aws_lambda_events::event::dynamodb::Event;
 use aws_lambda_events::event::streams::DynamoDbEventResponse;
 use aws_types::SdkConfig;
@@ -18,8 +19,9 @@ use lambda_runtime::{Error, LambdaEvent, service_fn};
 /// pending message published to its destination and marked `SENT`, the records to
 /// retry reported in a partial batch response.
 ///
-/// Build it once per execution environment (it reads every SQS destination's size
-/// limit from its queue) and [`run`](PublisherFunction::run) it:
+/// Build it once per execution environment (no request is made then: every SQS
+/// destination's size limit is read from its queue on the first invocation, and kept
+/// once every queue has answered) and [`run`](PublisherFunction::run) it:
 ///
 /// ```no_run
 /// use dynamodb_outbox::lambda::PublisherFunction;
@@ -37,17 +39,25 @@ use lambda_runtime::{Error, LambdaEvent, service_fn};
 /// For a runtime of your own (layers of yours, say), hand it
 /// [`PublisherFunction::handle`], as [`run`](PublisherFunction::run) does.
 #[derive(Debug)]
-pub struct PublisherFunction(Deps<AwsSink, DynamoStore>);
+pub struct PublisherFunction {
+    /// The configuration and clients, as built at start.
+    start: Start<PublisherConfig>,
+    /// Prints the metrics under the deployment's name.
+    metrics: Emitter,
+    /// The publish path with the queues' limits, once they are all read.
+    deps: Learned<Deps<AwsSink, DynamoStore>>,
+}
 
 impl PublisherFunction {
     /// Reads [`PublisherConfig`] from the environment (`OUTBOX_TABLE_NAME`,
     /// `OUTBOX_ROUTES`, `OUTBOX_DLQ_URL`, …) and the metrics namespace, then builds
     /// the function. A missing or malformed variable is logged and returned, naming
-    /// the variable and what to set.
+    /// the variable and what to set. Makes no request (it stays `async` so that a
+    /// start-up step may be added without changing callers).
     pub async fn from_env(aws: &SdkConfig) -> Result<Self, ConfigError> {
         let config = PublisherConfig::from_env().inspect_err(log_config_error)?;
         let metrics = Emitter::from_env().inspect_err(log_config_error)?;
-        Ok(Self::build(config, metrics, aws).await)
+        Ok(Self::build(config, metrics, aws))
     }
 
     /// With a configuration of your own (routes built in code, say); metrics go to the
@@ -73,14 +83,29 @@ impl PublisherFunction {
     /// # }
     /// ```
     pub async fn new(config: PublisherConfig, namespace: &str, aws: &SdkConfig) -> Self {
-        Self::build(config, Emitter::new(namespace), aws).await
+        Self::build(config, Emitter::new(namespace), aws)
     }
 
-    async fn build(config: PublisherConfig, metrics: Emitter, aws: &SdkConfig) -> Self {
-        PublisherFunction(Deps {
-            publisher: AwsPublisher::load(config, aws).await,
+    fn build(config: PublisherConfig, metrics: Emitter, aws: &SdkConfig) -> Self {
+        PublisherFunction {
+            start: Start::new(config, aws),
             metrics,
-        })
+            deps: Learned::default(),
+        }
+    }
+
+    /// The publish path: kept, else built from the queues' limits read now (on the
+    /// first invocation, and on each one after a queue could not be read).
+    async fn deps(&self) -> Got<'_, Deps<AwsSink, DynamoStore>> {
+        self.deps
+            .get(|| async {
+                let learned = self.start.learn().await;
+                learned.map(|publisher| Deps {
+                    publisher,
+                    metrics: self.metrics.clone(),
+                })
+            })
+            .await
     }
 
     /// Runs the function on the Lambda runtime for as long as the execution environment
@@ -97,7 +122,7 @@ impl PublisherFunction {
 
     /// Publishes the batch's pending messages and reports the records to retry.
     pub async fn handle(&self, event: LambdaEvent<Event>) -> Result<DynamoDbEventResponse, Error> {
-        handle(event, &self.0).await
+        handle(event, &*self.deps().await).await
     }
 }
 

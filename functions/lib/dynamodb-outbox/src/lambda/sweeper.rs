@@ -3,13 +3,12 @@
 //! when the stacks run several (`{"sweepGroup": i, "sweepGroups": n}`, [`SweepGroup`]);
 //! anything else in it is ignored, so a manual test invoke with `{}` sweeps it all.
 
+use super::learned::{Got, Learned};
 use super::log_config_error;
+use super::start::Start;
 use crate::dynamo::DynamoStore;
 use crate::sink::AwsSink;
-use crate::sweep::{
-    AwsSweeper, SweepGroup, SweepSummary, Sweeper, SweeperConfig, handle_scheduled_event,
-};
-use crate::wiring::FromSdkConfig;
+use crate::sweep::{SweepGroup, SweepSummary, Sweeper, SweeperConfig, handle_scheduled_event};
 use aws_types::SdkConfig;
 use dynamodb_outbox_core::ConfigError;
 use dynamodb_outbox_core::metrics::{Emitter, sweeper_metrics};
@@ -32,30 +31,56 @@ use lambda_runtime::{Error, LambdaEvent};
 ///     lambda_runtime::run(service_fn(|event| function.handle(event))).await
 /// }
 /// ```
+///
+/// Building it makes no request: every SQS destination's size limit is read from its
+/// queue on the first invocation, and kept once every queue has answered.
 #[derive(Debug)]
-pub struct SweeperFunction(Deps<AwsSink, DynamoStore>);
+pub struct SweeperFunction {
+    /// The configuration and clients, as built at start.
+    start: Start<SweeperConfig>,
+    /// Prints the metrics under the deployment's name.
+    metrics: Emitter,
+    /// The sweeper with the queues' limits, once they are all read.
+    deps: Learned<Deps<AwsSink, DynamoStore>>,
+}
 
 impl SweeperFunction {
     /// Reads [`SweeperConfig`] (the publisher's settings plus `OUTBOX_MAX_ATTEMPTS`,
     /// `OUTBOX_SWEEP_GRACE_SECONDS`, …) and the metrics namespace from the
     /// environment, then builds the function. A missing or malformed variable is
-    /// logged and returned, naming the variable and what to set.
+    /// logged and returned, naming the variable and what to set. Makes no request (it
+    /// stays `async` so that a start-up step may be added without changing callers).
     pub async fn from_env(aws: &SdkConfig) -> Result<Self, ConfigError> {
         let config = SweeperConfig::from_env().inspect_err(log_config_error)?;
         let metrics = Emitter::from_env().inspect_err(log_config_error)?;
-        Ok(Self::build(config, metrics, aws).await)
+        Ok(Self::build(config, metrics, aws))
     }
 
     /// With a configuration of your own; metrics go to the `namespace`.
     pub async fn new(config: SweeperConfig, namespace: &str, aws: &SdkConfig) -> Self {
-        Self::build(config, Emitter::new(namespace), aws).await
+        Self::build(config, Emitter::new(namespace), aws)
     }
 
-    async fn build(config: SweeperConfig, metrics: Emitter, aws: &SdkConfig) -> Self {
-        SweeperFunction(Deps {
-            sweeper: AwsSweeper::load(config, aws).await,
+    fn build(config: SweeperConfig, metrics: Emitter, aws: &SdkConfig) -> Self {
+        SweeperFunction {
+            start: Start::new(config, aws),
             metrics,
-        })
+            deps: Learned::default(),
+        }
+    }
+
+    /// The sweeper: kept, else built from the queues' limits read now (on the first
+    /// invocation, and on each one after a queue could not be read).
+    async fn deps(&self) -> Got<'_, Deps<AwsSink, DynamoStore>> {
+        self.deps
+            .get(|| async {
+                let learned = self.start.learn().await;
+                learned.map(|sweeper| Deps {
+                    sweeper,
+                    metrics: self.metrics.clone(),
+                })
+            })
+            .await
     }
 
     /// One sweep within the invocation's remaining time; an error when the sweep
@@ -64,7 +89,7 @@ impl SweeperFunction {
         &self,
         event: LambdaEvent<serde_json::Value>,
     ) -> Result<SweepSummary, Error> {
-        handle(event, &self.0).await
+        handle(event, &*self.deps().await).await
     }
 }
 

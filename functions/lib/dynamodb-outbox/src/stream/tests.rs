@@ -221,3 +221,38 @@ fn another_regions_messages_are_skipped_and_only_this_regions_published() {
         );
     }
 }
+
+#[test]
+fn a_table_keyed_otherwise_than_the_deployment_is_poison_named_in_both_names() {
+    // Issue 39: a table keyed tenant_id/entity_id, the deployment left at PK/SK.
+    // Before, the reason read "the item has no `PK` attribute … see README.md".
+    let image = json!({
+        "tenant_id": {"S": "t-1"}, "entity_id": {"S": "MESSAGE#X#1"},
+        "ItemType": {"S": "PENDING_MESSAGE"}, "Status": {"S": "PENDING"},
+        "Topic": {"S": "orders"}, "Payload": {"S": "{}"}
+    });
+    let record: EventRecord = serde_json::from_value(json!({
+        "eventID": "e-1", "eventName": "INSERT", "eventSource": "aws:dynamodb",
+        "eventVersion": "1.1", "awsRegion": "eu-west-1",
+        "dynamodb": {
+            "Keys": {"tenant_id": image["tenant_id"].clone(), "entity_id": image["entity_id"].clone()},
+            "NewImage": image, "SequenceNumber": "1", "SizeBytes": 100,
+            "StreamViewType": "NEW_IMAGE"
+        }
+    }))
+    .expect("a stream record");
+    let work = classify(&record).expect("an outbox insert");
+    let Work::Poison(poison) = work.work else {
+        panic!("not poison: {work:?}");
+    };
+    for name in ["`entity_id` and `tenant_id`", "`PK` and `SK`", "OUTBOX_PARTITION_KEY", "partition_key_name"] {
+        assert!(poison.reason.contains(name), "{name}: {}", poison.reason);
+    }
+    // And a deployment told the table's names reads it
+    let keys = KeyNames {
+        partition_key: "tenant_id".into(),
+        sort_key: "entity_id".into(),
+        ..KeyNames::default()
+    };
+    assert!(matches!(classify_keyed(&record, &keys).map(|w| w.work), Ok(Work::Publish(_))));
+}
