@@ -6,8 +6,8 @@
 
 settings.json itself is kept in one layout (--write rewrites it). Generated: the Terraform
 module's variables.tf (type, default, validations) and alarms_contract.tf (the alarms), the settings
-reference in docs/configuration.md and the per-function IAM reference in docs/iam.md (both
-between their `contract:` markers). The stacks' own tests check their values against the
+reference in docs/configuration.md, the per-function IAM reference in docs/iam.md and the
+alarms' rules in docs/operations.md (each between its `contract:` markers). The stacks' own tests check their values against the
 same file: modules/outbox/tests/contract.tftest.hcl and cdk/test/contract.test.ts.
 """
 
@@ -25,6 +25,7 @@ VARIABLES = ROOT / "infra/terraform/modules/outbox/variables.tf"
 ALARMS = ROOT / "infra/terraform/modules/outbox/alarms_contract.tf"
 CONFIGURATION = ROOT / "docs/configuration.md"
 IAM = ROOT / "docs/iam.md"
+OPERATIONS = ROOT / "docs/operations.md"
 
 
 def hcl(value) -> str:
@@ -173,12 +174,29 @@ def iam_table() -> str:
     rows += ["", "| functions | actions | when |", "|---|---|---|"]
     for c in CONTRACT["iam_conditional"]:
         rows.append(f"| {', '.join(c['functions'])} | {', '.join(f'`{a}`' for a in c['actions'])} | {c['when']} |")
-    rows += ["", "| alarm (`<prefix>-<name>`) | metric | statistic, period, evaluation | threshold | missing data |", "|---|---|---|---|---|"]
-    for name, a in CONTRACT["alarms"].items():
-        period = f"{a['period']} s" + (" or the sweep period if longer" if a.get("period_at_least_sweep") else "")
-        rows.append(f"| `{name}` | {a['namespace']} `{a['metric']}` ({a['dimension']}) | {a['statistic']}, {period}, "
-                    f"{a['datapoints_to_alarm']} of {a['evaluation_periods']} | {a['threshold']} | {a['missing_data']} |")
     return "\n".join(rows) + "\n"
+
+
+def alarms_table() -> str:
+    rows = ["| alarms (`<prefix>-<name>`) | metric (dimension) | statistic, period, evaluation | threshold | missing data |", "|---|---|---|---|---|"]
+    for names, dim_name, values, a in alarm_groups():
+        period = f"{a['period']} s" + (" or the sweep period if longer" if a.get("period_at_least_sweep") else "")
+        rows.append(f"| {', '.join(f'`{n}`' for n in names)} | {a['namespace']} `{a['metric']}` ({dim_name} {', '.join(values)}) | "
+                    f"{a['statistic']}, {period}, {a['datapoints_to_alarm']} of {a['evaluation_periods']} | {a['threshold']} | {a['missing_data']} |")
+    return "\n".join(rows) + "\n"
+
+
+def alarm_groups() -> list:
+    """The alarms, one group per rule: those alike but for their dimension's value (the
+    same metric of each function or queue) share a row, in the contract's order."""
+    groups: dict = {}
+    for name, a in CONTRACT["alarms"].items():
+        dim_name, dim_value = a["dimension"].split(" ", 1)
+        rule = json.dumps({k: v for k, v in a.items() if k not in ("dimension", "description")}, sort_keys=True) + dim_name
+        group = groups.setdefault(rule, ([], dim_name, [], a))
+        group[0].append(name)
+        group[2].append(dim_value)
+    return list(groups.values())
 
 
 def canonical(value, depth: int = 0) -> str:
@@ -214,6 +232,7 @@ def main() -> int:
         ALARMS: alarms_tf(),
         CONFIGURATION: between_markers(CONFIGURATION, "settings", settings_table()),
         IAM: between_markers(IAM, "iam", iam_table()),
+        OPERATIONS: between_markers(OPERATIONS, "alarms", alarms_table()),
     }
     stale = [p for p, text in outputs.items() if not p.exists() or p.read_text() != text]
     for p in stale:

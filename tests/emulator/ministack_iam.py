@@ -337,10 +337,12 @@ if __name__ == "__main__":
     from ministack.services import lambda_svc as _lambda_svc
 
     from ministack_filters import patch_filter_criteria
+    from ministack_keys import patch_key_presence
 
     patch(_iam_actions)
     patch_partiql_streams(_dynamodb)
     patch_filter_criteria(_lambda_svc)
+    patch_key_presence(_dynamodb)
     from ministack.app import main
 
     main()

@@ -186,6 +186,11 @@ export interface OutboxSettings {
   readonly maxMessageBytes: number;
   /** Reserved concurrency of the sweeper; null or 0: unreserved. Concurrent sweeps are safe (leases). */
   readonly sweeperReservedConcurrency: number | null;
+  /**
+   * Sweeper invocations on each tick (1-5, the targets of one rule), each given its share of the
+   * index ({"sweepGroup": i, "sweepGroups": n}: shards i mod n); the reserved concurrency is raised to it.
+   */
+  readonly sweepWorkers: number;
   /** Deletion protection of a created table, and RETAIN (on) or DESTROY (off) of it and the created bucket. */
   readonly deletionProtection: boolean;
   /** CloudWatch Logs retention, in days. */

@@ -219,7 +219,8 @@ export class Outbox extends Construct {
       description: 'Recovers outbox messages still PENDING after the grace period; FAILED + DLQ after max attempts',
       timeout: cdk.Duration.seconds(Math.min(300, s.sweepRateMinutes * 60)),
       // One sweep at a time by default; null/0: unreserved (sweeps claim items with leases, so overlap is safe).
-      reservedConcurrentExecutions: s.sweeperReservedConcurrency || undefined,
+      // Every worker of a tick runs at once (sweepWorkers): never reserve fewer.
+      reservedConcurrentExecutions: s.sweeperReservedConcurrency ? Math.max(s.sweeperReservedConcurrency, s.sweepWorkers) : undefined,
       // EventBridge invokes it asynchronously: no retries of a failed or throttled sweep; the next tick comes anyway.
       retryAttempts: SWEEPER_ASYNC.maximumRetryAttempts,
       maxEventAge: cdk.Duration.seconds(SWEEPER_ASYNC.maximumEventAgeSeconds),
@@ -236,13 +237,15 @@ export class Outbox extends Construct {
       ruleName: n.sweepRule,
       description: 'Runs the outbox sweeper',
       schedule: events.Schedule.rate(cdk.Duration.minutes(s.sweepRateMinutes)),
-      targets: [
+      // One target per worker, each given its share of the index (one worker: the whole index).
+      targets: Array.from({ length: s.sweepWorkers }, (_, i) =>
         // The next tick is the retry.
         new targets.LambdaFunction(this.sweeper, {
           retryAttempts: SWEEP_TARGET_RETRY.maximumRetryAttempts,
           maxEventAge: cdk.Duration.seconds(SWEEP_TARGET_RETRY.maximumEventAgeSeconds),
+          event: s.sweepWorkers === 1 ? undefined : events.RuleTargetInput.fromObject({ sweepGroup: i, sweepGroups: s.sweepWorkers }),
         }),
-      ],
+      ),
     });
 
     const recoveryRole = this.role('RecoveryRole', 'outbox recovery', recoveryStatements(policyTargets), []);

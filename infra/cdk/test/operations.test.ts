@@ -47,6 +47,16 @@ describe('sweeper reserved concurrency', () => {
   it('can be set to another number', () => {
     assert.equal(reserved(synth({ sweeperReservedConcurrency: 3 })), 3);
   });
+  it('is raised to the sweep workers of one tick, each given its share of the index', () => {
+    const t = synth({ sweepWorkers: 3 });
+    assert.equal(reserved(t), 3);
+    const rule = Object.values(t.findResources('AWS::Events::Rule'))[0];
+    const inputs = rule.Properties.Targets.map((x: { Input: string }) => JSON.parse(x.Input));
+    assert.deepEqual(inputs, [0, 1, 2].map((i) => ({ sweepGroup: i, sweepGroups: 3 })));
+    assert.equal(rule.Properties.Targets.length, new Set(rule.Properties.Targets.map((x: { Id: string }) => x.Id)).size);
+    assert.equal(Object.values(synth().findResources('AWS::Events::Rule'))[0].Properties.Targets[0].Input, undefined);
+    assert.throws(() => resolveSettings({ sweepWorkers: 6 }), /sweepWorkers/);
+  });
   it('reads off/none/null/0 from the context as unreserved', () => {
     for (const v of ['off', 'none', 'null', '0']) {
       const s = resolveSettings(settingsFromContext((k) => (k === 'outbox:sweeperReservedConcurrency' ? v : undefined), {}));

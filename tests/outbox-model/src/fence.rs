@@ -21,10 +21,10 @@ use crate::state::{Listed, Out, Phase, Publish, State, Status, bit};
 use crate::sweep::ticks;
 use dynamodb_outbox_core::policy::{
     CONFIRM_LIMIT, FenceRead, Member, Pending, Scope, Sibling, fence_reads, fenced, predecessors,
-    to_confirm,
+    switch_over_reads, to_confirm,
 };
 use dynamodb_outbox_core::schema::{ItemKey, SEQUENCED_PREFIX};
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 
 impl OutboxModel {
     /// Whether `p` is about to read the sweeper index for the fence while the index
@@ -35,7 +35,9 @@ impl OutboxModel {
         if !self.params.index_lag || p.phase != Phase::Fence || !behind {
             return false;
         }
-        fence_reads(&self.members(p).1).iter().any(|read| {
+        let members = self.members(p).1;
+        let switching = self.switching(s, &members);
+        self.reads(&members, &switching).iter().any(|read| {
             self.reads_index(read)
                 && s.lagging
                     .iter()
@@ -53,7 +55,13 @@ impl OutboxModel {
     /// that would fence, the consistent confirmation comes next; else the decision.
     pub(crate) fn fence_step(&self, s: &mut State, p: &mut Publish, fault: Fault) {
         let (positions, members) = self.members(p);
-        let reads = fence_reads(&members);
+        let fails = fault == Fault::Fail || self.params.fence_reads_fail;
+        p.switching = if fails {
+            BTreeSet::new()
+        } else {
+            self.switching(s, &members)
+        };
+        let reads = self.reads(&members, &p.switching);
         p.found = reads
             .iter()
             .map(|read| {
@@ -80,7 +88,7 @@ impl OutboxModel {
     /// fences.
     pub(crate) fn confirm_step(&self, s: &mut State, p: &mut Publish, fault: Fault) {
         let (positions, members) = self.members(p);
-        let reads = fence_reads(&members);
+        let reads = self.reads(&members, &p.switching);
         let mut pending = self.pending_of(&reads, &p.found);
         let (asked, followed, listed) = Self::to_ask(&members, &pending);
         let mut witnesses = self.consistently_listed(&reads, &p.found);
@@ -109,6 +117,45 @@ impl OutboxModel {
         let unsure = fault != Fault::None || p.found.iter().any(Option::is_none);
         witnesses |= self.pending_now(s);
         self.decide(s, p, (&positions, &members), &pending, witnesses, unsure);
+    }
+
+    /// The fence's reads, as `publish::fence::read_pending` makes them: the batch's
+    /// (`fence_reads`), then the switch-over reads of the aggregates in `switching`
+    /// (`switch_over_reads`). One step here: the sequence read and the read after it
+    /// see the same table (between them a message can only finish, never appear
+    /// earlier: a later commit sorts above the members).
+    fn reads(&self, members: &[Member], switching: &BTreeSet<String>) -> Vec<FenceRead> {
+        let mut reads = fence_reads(members);
+        if !switching.is_empty() && !self.params.has(Mutation::NoSwitchOverRead) {
+            reads.extend(switch_over_reads(switching));
+        }
+        reads
+    }
+
+    /// The aggregates whose sequence read (`Scope::Sequence`) finds no item of theirs
+    /// in the table below its lowest member in the sequenced range: the adapter's
+    /// `PendingPage::no_earlier_sequence`.
+    fn switching(&self, s: &State, members: &[Member]) -> BTreeSet<String> {
+        fence_reads(members)
+            .iter()
+            .filter_map(|read| match &read.scope {
+                Scope::Sequence {
+                    aggregate, lowest, ..
+                } => Some((aggregate, lowest)),
+                _ => None,
+            })
+            .filter(|(aggregate, lowest)| {
+                !(0..s.items.len()).any(|m| {
+                    let key = &self.fixture.msgs[m].key;
+                    let exists = !matches!(s.items[m].status, Status::Absent | Status::Deleted);
+                    exists
+                        && &key.pk == *aggregate
+                        && key.sk.starts_with(SEQUENCED_PREFIX)
+                        && key.sk.as_str() < lowest.as_str()
+                })
+            })
+            .map(|(aggregate, _)| aggregate.clone())
+            .collect()
     }
 
     /// What the fence's consistent status read asks, as the code's `confirm` makes it:

@@ -270,6 +270,10 @@ pub enum Mutation {
     /// (eventually consistent) instead of the table: it does not list a message just
     /// written yet, and still lists one a mark just removed.
     SequenceReadFromIndex,
+    /// An aggregate's first sequenced message reads its sequenced key range only (no
+    /// `switch_over_reads`): a message of the aggregate written without a sequence and
+    /// still pending sorts apart and is not seen, so the first sequenced one goes first.
+    NoSwitchOverRead,
 }
 
 /// One model instance.

@@ -21,6 +21,7 @@ use dynamodb_outbox_core::policy::{
 };
 use dynamodb_outbox_core::ports::EntryResult;
 use dynamodb_outbox_core::publish::WorkItem;
+use std::collections::BTreeSet;
 
 impl OutboxModel {
     /// A publish of `works`, planned by the real `plan` from `items`; `read`: the
@@ -39,6 +40,7 @@ impl OutboxModel {
             read,
             claim: None,
             found: Vec::new(),
+            switching: BTreeSet::new(),
         };
         let all: Vec<u8> = (0..p.items.len())
             .filter_map(|i| u8::try_from(i).ok())

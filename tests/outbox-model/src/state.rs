@@ -1,5 +1,7 @@
 //! The model's state: small, hashable, bounded by the parameters.
 
+use std::collections::BTreeSet;
+
 /// A producer transaction's fate.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum TxnState {
@@ -162,6 +164,9 @@ pub struct Publish {
     /// the read and the consistent confirmation: `None` when it failed, else the
     /// pending messages it listed with their due ticks.
     pub found: Vec<Option<Listed>>,
+    /// The aggregates whose sequence read found no earlier sequenced message: their
+    /// messages without a sequence were read too (`policy::switch_over_reads`).
+    pub switching: BTreeSet<String>,
 }
 
 /// Where a sweep is.

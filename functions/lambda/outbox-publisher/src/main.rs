@@ -1,8 +1,9 @@
 //! `outbox-publisher`: the DynamoDB stream of the outbox table in, messages out.
 //!
-//! Configuration is read, clients are built and the SQS destinations' size limits
-//! are read from their queues once, at start-up (`dynamodb_outbox::lambda`); a missing or
-//! malformed variable stops the function with a message naming it.
+//! Configuration is read and clients are built once, at start-up, with no AWS call
+//! (the SQS destinations' size limits are read on the first invocation:
+//! `dynamodb_outbox::lambda`); a missing or malformed variable stops the function with a
+//! message naming it.
 //! Logs follow Lambda's log level and format settings.
 
 // Fault injection is for tests, the demo and the chaos benchmark; never ship it.
@@ -30,6 +31,5 @@ async fn main() -> Result<(), Error> {
     if let Some(faults) = outbox_faults::stream::StreamFaults::from_env()? {
         return faults.run(|event| function.handle(event)).await;
     }
-    // Each event read from the bytes Lambda sent, by the publisher's lean parse.
     function.run().await
 }

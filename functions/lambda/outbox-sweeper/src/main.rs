@@ -1,9 +1,10 @@
 //! `outbox-sweeper`: on an EventBridge schedule, recovers the outbox messages the
 //! stream publisher did not finish (see `dynamodb_outbox::sweep`).
 //!
-//! Configuration is read, clients are built and the SQS destinations' size limits
-//! are read from their queues once, at start-up (`dynamodb_outbox::lambda`); a missing or
-//! malformed variable stops the function with a message naming it.
+//! Configuration is read and clients are built once, at start-up, with no AWS call
+//! (the SQS destinations' size limits are read on the first invocation:
+//! `dynamodb_outbox::lambda`); a missing or malformed variable stops the function with a
+//! message naming it.
 //! Logs follow Lambda's log level and format settings.
 
 // Fault injection is for tests, the demo and the chaos benchmark; never ship it.

@@ -177,7 +177,7 @@ impl PublisherConfig {
         })
     }
 
-    /// The SQS queues whose `MaximumMessageSize` is worth reading at start: the
+    /// The SQS queues whose `MaximumMessageSize` is worth reading (on a function's first invocation): the
     /// routes' queues without `max_message_bytes` and the dead-letter queue, each
     /// once, by URL (a queue that is also the dead-letter queue counts as that).
     #[cfg(any(test, feature = "unstable-internals"))]

@@ -187,6 +187,11 @@ pub struct PendingPage {
     pub requests: usize,
     /// Items read (their `ScannedCount`): what the reads are billed for.
     pub scanned: u64,
+    /// A [`crate::policy::Scope::Sequence`] read reached the start of the sequenced
+    /// range without an item below its lowest member: the aggregate has no earlier
+    /// sequenced message, and its messages without a sequence must be read too
+    /// ([`crate::policy::fence::switch_over_reads`]).
+    pub no_earlier_sequence: bool,
 }
 
 /// Where a paginated read stopped, opaque to the logic: hand it back to continue.

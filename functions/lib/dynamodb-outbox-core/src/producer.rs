@@ -79,8 +79,10 @@ impl NewMessage {
     /// and the order fence of a FIFO route decides from one strongly consistent read
     /// of the message just before it: order holds whatever the order of the stream's
     /// records, the parallelization factor or the sweeper index's lag. Consumers get
-    /// the number as `outbox-sequence`. Messages of one aggregate with and without a
-    /// sequence are not ordered with each other: give all of them one, or none.
+    /// the number as `outbox-sequence`. Give all of an aggregate's messages one, or
+    /// none: once it has sequenced messages, one written without is not ordered with
+    /// them. Switching to sequences is safe: an aggregate's first sequenced message
+    /// waits for its messages without one still pending.
     pub fn sequence(mut self, sequence: u64) -> Self {
         self.sequence = Some(sequence);
         self

@@ -15,7 +15,7 @@ pub use parse::RouteError;
 
 /// SQS's largest message (body plus attributes): 1 MiB, and the default limit of an
 /// SQS destination whose own `MaximumMessageSize` is not known. A queue may set a
-/// lower one: the functions read it at start ([`SqsLimit`]), or the route states it.
+/// lower one: the functions read it on their first invocation ([`SqsLimit`]), or the route states it.
 pub const SQS_MAX_MESSAGE_BYTES: usize = 1_048_576;
 /// Most entries in one `SendMessageBatch`, `PublishBatch` or `PutEvents`.
 pub const SQS_MAX_BATCH_ENTRIES: usize = 10;

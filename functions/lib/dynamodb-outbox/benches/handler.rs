@@ -1,12 +1,11 @@
 //! Handler work per record without I/O, from the event's JSON bytes as Lambda hands
-//! them to the runtime, on the publisher binary's own path (`PublisherFunction::run`:
-//! the body's bytes straight to `stream::classify_json`): parse, decode the
-//! stream records, filter, route, plan batches and build the SQS request entries.
-//! Prints records per second on one core (the loop runs on one thread); beside it the
-//! same after the runtime's `Box<RawValue>` copy (`PublisherFunction::handle_json`'s
-//! path) and through the owned `aws_lambda_events` event (`handle_stream_event`'s
-//! path), from bytes and from an already parsed event; then runs the plain-Python peer
-//! (`handler_peer.py`, when `python3` is there) on the same records and prints the ratio.
+//! them to the runtime, on the publisher binary's path (`PublisherFunction::run`: the
+//! runtime's parse into the owned `aws_lambda_events` event, then
+//! `handle_stream_event`'s): parse, decode the stream records, filter, route, plan
+//! batches and build the SQS request entries. Prints records per second on one core
+//! (the loop runs on one thread), from bytes and from an already parsed event; then
+//! runs the plain-Python peer (`handler_peer.py`, when `python3` is there) on the same
+//! records and prints the ratio.
 //!
 //! `cargo bench -p dynamodb-outbox --features unstable-internals --bench handler`. Writes the events it uses to
 //! `HANDLER_BENCH_EVENTS` (a directory; a temporary one when unset), where the Python
@@ -79,19 +78,11 @@ fn config() -> PublisherConfig {
     }
 }
 
-/// What the publisher binary does with one event's bytes without I/O: the lean parse
-/// of the body Lambda sent, then [`entries`].
+/// What the publisher binary does with one event's bytes without I/O: the runtime's
+/// parse of the body into the owned event, then [`handle`].
 fn handle_bytes(config: &PublisherConfig, bytes: &[u8]) -> (usize, usize) {
-    let (work, skipped) =
-        dynamodb_outbox::stream::classify_json(bytes, &config.key_names).expect("event");
-    (entries(config, &work), work.len() + skipped)
-}
-
-/// [`handle_bytes`] after the runtime's own parse into `Box<RawValue>` (what
-/// `handle_json` is handed under `lambda_runtime::run`).
-fn handle_raw_value(config: &PublisherConfig, bytes: &[u8]) -> usize {
-    let raw: Box<serde_json::value::RawValue> = serde_json::from_slice(bytes).expect("event");
-    handle_bytes(config, raw.get().as_bytes()).1
+    let ev: Event = serde_json::from_slice(bytes).expect("event");
+    (handle(config, &ev), ev.records.len())
 }
 
 /// What `handle_stream_event` does with a parsed event without I/O.
@@ -130,7 +121,7 @@ fn rate(mut f: impl FnMut() -> usize) -> f64 {
     records as f64 / start.elapsed().as_secs_f64()
 }
 
-/// One case: returns the file its event was written to and the lean path's rate.
+/// One case: returns the file its event was written to and the rate from bytes.
 fn run(dir: &Path, batch: usize, payload: usize) -> (String, f64) {
     let config = config();
     let bytes = event_bytes(batch, payload);
@@ -138,16 +129,10 @@ fn run(dir: &Path, batch: usize, payload: usize) -> (String, f64) {
     std::fs::write(dir.join(&name), &bytes).expect("write the event for the Python peer");
     let template: Event = serde_json::from_slice(&bytes).expect("event");
     let mut entries = 0;
-    let lean = rate(|| {
+    let from_bytes = rate(|| {
         let (built, records) = handle_bytes(&config, black_box(&bytes));
         entries += built;
         records
-    });
-    let raw_value = rate(|| handle_raw_value(&config, black_box(&bytes)));
-    let owned = rate(|| {
-        let ev: Event = serde_json::from_slice(black_box(&bytes)).expect("event");
-        handle(&config, &ev);
-        ev.records.len()
     });
     let parsed = rate(|| {
         let ev = template.clone(); // an owned event, as the runtime would hand it
@@ -155,10 +140,10 @@ fn run(dir: &Path, batch: usize, payload: usize) -> (String, f64) {
         ev.records.len()
     });
     println!(
-        "handler (no I/O): batch {batch:>3} records, payload {payload:>5} B, {:>7} B of JSON: {lean:>9.0} records/s from JSON bytes (the publisher binary's lean parse); {raw_value:>9.0} after the runtime's Box<RawValue> copy; through the owned Event: {owned:>9.0} from bytes, {parsed:>9.0} from a parsed event; on one core ({entries} entries built)",
+        "handler (no I/O): batch {batch:>3} records, payload {payload:>5} B, {:>7} B of JSON: {from_bytes:>9.0} records/s from JSON bytes (the publisher binary's path), {parsed:>9.0} from a parsed event; on one core ({entries} entries built)",
         bytes.len()
     );
-    (name, lean)
+    (name, from_bytes)
 }
 
 /// The Python peer's records/s per event file, when `python3` runs it.
@@ -211,11 +196,11 @@ fn main() {
         println!("python peer: not run (no python3); the ratio needs it");
         return;
     };
-    for (name, lean) in &rust {
+    for (name, from_bytes) in &rust {
         if let Some((_, py)) = peer.iter().find(|(n, _)| n == name) {
             println!(
-                "ratio: {name:<26} Rust {lean:>9.0} / Python {py:>9.0} records/s from JSON bytes = {:.2}x",
-                lean / py
+                "ratio: {name:<26} Rust {from_bytes:>9.0} / Python {py:>9.0} records/s from JSON bytes = {:.2}x",
+                from_bytes / py
             );
         }
     }

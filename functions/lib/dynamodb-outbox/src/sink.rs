@@ -55,6 +55,12 @@ impl AwsSink {
         crate::sqs::learn_limits(&self.sqs, config).await
     }
 
+    /// [`AwsSink::learn_limits`], and how many queues could not be read: see
+    /// [`crate::sqs::learn_limits_counting`].
+    pub async fn learn_limits_counting(&self, config: PublisherConfig) -> (PublisherConfig, usize) {
+        crate::sqs::learn_limits_counting(&self.sqs, config).await
+    }
+
     /// A sink over clients built elsewhere (with interceptors, say): the clients of
     /// the function's region; those of other regions are built from their
     /// configurations when a destination there is first sent to.

@@ -1,20 +1,18 @@
 //! SQS adapter: `SendMessageBatch` to one queue, and each queue's own message size
-//! limit (`GetQueueAttributes` `MaximumMessageSize`) read once when a function starts
-//! ([`learn_limits`]).
+//! limit (`GetQueueAttributes` `MaximumMessageSize`) read once ([`learn_limits`]).
 //!
-//! ## Why at start, all at once
+//! ## When the limits are read
 //!
-//! The limits are read during the function's initialisation — before its first
-//! event, every queue concurrently, so one round trip whatever the number of routes —
-//! and kept in the configuration for the life of the process. The publish path stays
-//! immutable and the planning a pure function of it (no lock, no first invocation
-//! that pays for lookups or plans with a limit it does not know yet), and a queue
-//! whose limit cannot be read is reported once, at start, where configuration
-//! problems are reported. A lookup that fails at start (throttled, say) is not
-//! retried later: that process keeps SQS's default for the queue, as before this
-//! existed — a message over the real limit is refused when sent and becomes poison
-//! then. Lazily on first use would retry sooner, but would make every plan wait on
-//! or race with I/O.
+//! Not at start: a function's initialisation makes no AWS call (Lambda bills init,
+//! and a TLS round trip there was most of a cold start: `docs/benchmarks.md`). The
+//! Lambda functions read the limits on their first invocation, every queue
+//! concurrently, so one round trip whatever the number of routes, and build the
+//! publish path from the result (`lambda::learned`). Once every queue has answered,
+//! that publish path is kept for the life of the process: it stays immutable and the
+//! planning a pure function of it, with no lock on the way and no plan racing a
+//! lookup. A queue that could not be read (throttled, say) gets SQS's default for
+//! that invocation, is reported, and is read again on the next one: a failed read
+//! is never kept.
 
 use crate::batch::{Answer, BatchApi, Refused, entry_id};
 use crate::regional::Regional;
@@ -29,15 +27,15 @@ use dynamodb_outbox_core::PublisherConfig;
 use dynamodb_outbox_core::failure::Failure;
 use dynamodb_outbox_core::message::OutboundMessage;
 use dynamodb_outbox_core::policy::limit::{
-    LimitRead, QueueLimits, sqs_limit, unknown_limit_advice,
+    LimitRead, QueueLimits, QueueRole, sqs_limit, unknown_limit_advice,
 };
 use dynamodb_outbox_core::route::SqsLimit;
 use dynamodb_outbox_core::route::region::queue_url_region;
 use std::collections::HashMap;
 use std::time::Duration;
 
-/// How long reading one queue's limit may take at start, retries included: the
-/// function's initialisation has 10 s in all.
+/// How long reading one queue's limit may take, retries included: the invocation
+/// that reads it waits for it.
 pub const LIMIT_LOOKUP_TIMEOUT: Duration = Duration::from_secs(3);
 
 /// One queue, through a client built once.
@@ -154,32 +152,47 @@ pub async fn learn_limits(
     clients: &Regional<aws_sdk_sqs::Client>,
     config: PublisherConfig,
 ) -> PublisherConfig {
+    learn_limits_counting(clients, config).await.0
+}
+
+/// [`learn_limits`], and how many queues could not be read (worth reading again).
+pub async fn learn_limits_counting(
+    clients: &Regional<aws_sdk_sqs::Client>,
+    config: PublisherConfig,
+) -> (PublisherConfig, usize) {
     let queues = config.queues_to_learn();
     if queues.is_empty() {
-        return config;
+        return (config, 0);
     }
     let reads = futures::future::join_all(queues.iter().map(|(url, role)| async move {
         let client = clients.client(queue_url_region(url));
         (url.clone(), *role, maximum_message_size(&client, url).await)
     }))
     .await;
+    let unread = reads.iter().filter(|(_, _, read)| read.is_err()).count();
     let mut limits = QueueLimits::with_capacity(reads.len());
     for (url, role, read) in reads {
-        match (sqs_limit(None, Some(&read)), &read) {
-            (SqsLimit::Queue(bytes), _) => {
-                tracing::info!(queue = %url, max_message_bytes = bytes, ?role, "learned the queue's MaximumMessageSize");
-            }
-            (_, Err(error)) => {
-                tracing::warn!(queue = %url, ?role, %error, "{}", unknown_limit_advice(&url, role, error));
-            }
-            (_, Ok(bytes)) => {
-                let error = format!("it read as {bytes}");
-                tracing::warn!(queue = %url, ?role, %error, "{}", unknown_limit_advice(&url, role, &error));
-            }
-        }
+        log_limit(&url, role, &read);
         limits.insert(url, read);
     }
-    config.with_queue_limits(&limits)
+    (config.with_queue_limits(&limits), unread)
+}
+
+/// The log line for what one queue's read gave: the limit learned, or what is assumed
+/// and what to do.
+fn log_limit(url: &str, role: QueueRole, read: &LimitRead) {
+    match (sqs_limit(None, Some(read)), read) {
+        (SqsLimit::Queue(bytes), _) => {
+            tracing::info!(queue = %url, max_message_bytes = bytes, ?role, "learned the queue's MaximumMessageSize");
+        }
+        (_, Err(error)) => {
+            tracing::warn!(queue = %url, ?role, %error, "{}", unknown_limit_advice(url, role, error));
+        }
+        (_, Ok(bytes)) => {
+            let error = format!("it read as {bytes}");
+            tracing::warn!(queue = %url, ?role, %error, "{}", unknown_limit_advice(url, role, &error));
+        }
+    }
 }
 
 #[cfg(test)]

@@ -1,12 +1,6 @@
 //! The stream publisher's edge: DynamoDB stream event in, partial batch response
-//! out. Each record is decoded here, at the boundary, into work for the publish path.
-//! The Lambda binary hands it the event's JSON bytes ([`handle_stream_json`], read by
-//! the lean parse of [`classify_json`]); the integration tests and users who hold a
-//! parsed [`Event`] call [`handle_stream_event`]. Both decide each record alike.
-
-mod lean;
-
-pub use lean::classify_json;
+//! out. Each record of the event (as `lambda_runtime` parsed it) is decoded here, at
+//! the boundary, into work for the publish path.
 
 use aws_lambda_events::event::dynamodb::{Event, EventRecord};
 use aws_lambda_events::event::streams::{DynamoDbBatchItemFailure, DynamoDbEventResponse};
@@ -70,20 +64,29 @@ pub fn classify_keyed(record: &EventRecord, keys: &KeyNames) -> Result<WorkItem,
     let key = schema::item_key(record_keys).or_else(|| schema::item_key(image));
     let work = match schema::decode(image, key.as_ref()) {
         Ok(msg) => Work::Publish(msg),
-        Err(undecodable) => Work::Poison(undecodable.into()),
+        Err(mut undecodable) => {
+            if key.is_none() {
+                undecodable.error = wrong_key_names(keys, &record.change.keys);
+            }
+            Work::Poison(undecodable.into())
+        }
     };
     Ok(WorkItem { id, work })
 }
 
-/// `work`, unless it is a message another region publishes (the lean read's check,
-/// after its home was read with the message).
-pub(crate) fn owned_work(work: WorkItem, keys: &KeyNames) -> Result<WorkItem, Skip> {
-    match &work.work {
-        Work::Publish(msg) if !keys.regions.owns(msg.home_region.as_deref()) => {
-            Err(Skip::HomedElsewhere)
-        }
-        _ => Ok(work),
-    }
+/// Why a record whose keys are not the ones the deployment reads cannot be published,
+/// in the table's names and the deployment's: the usual cause is key names
+/// configured otherwise than the table's.
+fn wrong_key_names(keys: &KeyNames, record_keys: &serde_dynamo::Item) -> schema::DecodeError {
+    let mut found: Vec<String> = record_keys.inner().keys().map(|k| format!("`{k}`")).collect();
+    found.sort();
+    let found = if found.is_empty() {
+        "missing".to_owned()
+    } else {
+        found.join(" and ")
+    };
+    let expected = format!("`{}` and `{}`", keys.partition_key, keys.sort_key);
+    schema::DecodeError::key_names(&expected, &found)
 }
 
 /// [`Skip::HomedElsewhere`] when the message's home (its `HomeRegion`, when a string) is
@@ -94,7 +97,7 @@ fn elsewhere(keys: &KeyNames, home: Option<&str>) -> Option<Skip> {
 }
 
 /// Whether a record is skipped, from its event name and its image's `ItemType` and
-/// `Status` (each when it is a string): the one decision both parses make.
+/// `Status` (each when it is a string).
 fn skip_reason(event_name: &str, item_type: Option<&str>, status: Option<&str>) -> Option<Skip> {
     if event_name != "INSERT" {
         return Some(Skip::Update);
@@ -137,17 +140,6 @@ pub async fn handle_stream_event<K: MessageSink, S: OutboxStore>(
     publish(publisher, work, skipped).await
 }
 
-/// [`handle_stream_event`] for the event as Lambda hands it over, its JSON bytes: read
-/// by [`classify_json`], without building the owned event. An error when the text is
-/// not a stream event (as the runtime's own parse would fail).
-pub async fn handle_stream_json<K: MessageSink, S: OutboxStore>(
-    publisher: &Publisher<K, S>,
-    json: &[u8],
-) -> Result<(DynamoDbEventResponse, Summary), serde_json::Error> {
-    let (work, skipped) = classify_json(json, &publisher.config.key_names)?;
-    Ok(publish(publisher, work, skipped).await)
-}
-
 /// Publishes the work of one stream batch and reports the records to retry, by
 /// sequence number.
 async fn publish<K: MessageSink, S: OutboxStore>(
@@ -185,3 +177,6 @@ async fn publish<K: MessageSink, S: OutboxStore>(
     );
     (response, summary)
 }
+
+#[cfg(test)]
+mod tests;

@@ -182,7 +182,9 @@ locals {
     # null: unreserved. 0 would stop the sweeper altogether, so 0 means unreserved too.
     reserved_concurrency = {
       publisher = null
-      sweeper   = var.sweeper_reserved_concurrency == 0 ? null : var.sweeper_reserved_concurrency
+      # Every worker of a tick runs at once (sweep_workers): never reserve fewer.
+      sweeper = (var.sweeper_reserved_concurrency == null || var.sweeper_reserved_concurrency == 0
+      ? null : max(var.sweeper_reserved_concurrency, var.sweep_workers))
       recovery  = null
     }
   }

@@ -151,9 +151,14 @@ resource "aws_cloudwatch_event_rule" "sweep" {
   tags                = var.tags
 }
 
+# One target per worker, each given its share of the index (one worker: no input, the
+# whole index).
 resource "aws_cloudwatch_event_target" "sweep" {
-  rule = aws_cloudwatch_event_rule.sweep.name
-  arn  = aws_lambda_function.this["sweeper"].arn
+  count     = var.sweep_workers
+  rule      = aws_cloudwatch_event_rule.sweep.name
+  target_id = count.index == 0 ? null : "sweep-worker-${count.index}"
+  arn       = aws_lambda_function.this["sweeper"].arn
+  input     = var.sweep_workers == 1 ? null : jsonencode({ sweepGroup = count.index, sweepGroups = var.sweep_workers })
 
   retry_policy {
     maximum_retry_attempts       = local.sweep_target_retry.maximum_retry_attempts # the next tick is the retry
@@ -163,6 +168,11 @@ resource "aws_cloudwatch_event_target" "sweep" {
 
 # EventBridge invokes the sweeper asynchronously: never retry a failed or throttled sweep
 # for hours (Lambda's default); the schedule sends the next one.
+moved {
+  from = aws_cloudwatch_event_target.sweep
+  to   = aws_cloudwatch_event_target.sweep[0]
+}
+
 resource "aws_lambda_function_event_invoke_config" "sweeper" {
   function_name                = aws_lambda_function.this["sweeper"].function_name
   maximum_retry_attempts       = local.sweeper_async_invoke.maximum_retry_attempts

@@ -102,7 +102,7 @@ variable "sweep_grace_seconds" {
 }
 
 variable "sweep_scan_mode" {
-  description = "How the sweeper finds PENDING items no index knows about: \"off\" (only the index), \"backstop\" (one page of at most 100 items per sweep, from a cursor saved under PK = OUTBOX#SWEEPER) or \"on\" (4 segments x 2 pages of 1000); true is \"on\", false is \"off\". Cost and coverage: docs/configuration.md."
+  description = "How the sweeper finds PENDING items no index knows about: \"off\" (the index only), \"backstop\" (one scan page a sweep) or \"on\" (eight); true is \"on\", false is \"off\". Pages, coverage and cost: docs/configuration.md."
   type        = string
   default     = "backstop"
   nullable    = false
@@ -180,6 +180,16 @@ variable "sweeper_reserved_concurrency" {
   validation {
     condition     = var.sweeper_reserved_concurrency == null || try(var.sweeper_reserved_concurrency >= 0 && var.sweeper_reserved_concurrency <= 10000 && floor(var.sweeper_reserved_concurrency) == var.sweeper_reserved_concurrency, false)
     error_message = "sweeper_reserved_concurrency must be null, 0 (both: unreserved) or a whole number up to 10000."
+  }
+}
+
+variable "sweep_workers" {
+  description = "Sweeper invocations on each tick, worker i of n sweeping the index shards numbered i mod n, so a backlog drains about n times as fast (docs/scale.md). At most 5 (one EventBridge rule); reserved concurrency is raised to n."
+  type        = number
+  default     = 1
+  validation {
+    condition     = var.sweep_workers >= 1 && var.sweep_workers <= 5 && floor(var.sweep_workers) == var.sweep_workers
+    error_message = "sweep_workers must be an integer from 1 to 5."
   }
 }
 

@@ -113,6 +113,7 @@ async fn a_sequenced_aggregates_read_stops_one_item_below_its_members_whatever_t
     // (the member is pending too: the core leaves the batch's own members out)
     let found: Vec<&str> = page.siblings.iter().map(|x| x.key.sk.as_str()).collect();
     assert_eq!(found, [keys[29].as_str(), keys[28].as_str()]);
+    assert!(!page.no_earlier_sequence, "29 is below it");
 
     // And once 29 is SENT too, nothing fences 30, still from two items
     set_status(&ob, &keys[28], "SENT").await;
@@ -141,6 +142,19 @@ async fn a_sequenced_aggregates_read_stops_one_item_below_its_members_whatever_t
     assert!(!found.contains(keys[23].as_str()), "24 is SENT: {found:?}");
     // (six items on the first page, 30 down to 25; one more, 24, on the second)
     assert_eq!((page.requests, page.scanned), (2, 7), "{page:?}");
+
+    // And the read for message 1, the first given a sequence, reaches the start of
+    // the range with nothing below: the core reads the aggregate's other messages too
+    let mut first = read(1);
+    if let Scope::Sequence {
+        lowest, highest, ..
+    } = &mut first.scope
+    {
+        lowest.clone_from(&keys[0]);
+        highest.clone_from(&keys[0]);
+    }
+    let page = store.pending(&first, 8).await.expect("the fence read");
+    assert!(page.complete && page.no_earlier_sequence, "{page:?}");
 }
 
 /// Sets the `Status` of `ORDER#7`'s item `sk`, as a mark (or a redrive) would.

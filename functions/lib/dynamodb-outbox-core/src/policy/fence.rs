@@ -103,135 +103,12 @@ impl Member {
     }
 }
 
-/// Where the fence reads pending messages.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum Scope {
-    /// Sweeper index shards: every pending item in them, whatever its due time (keys
-    /// and due times only), read together.
-    Shards(BTreeSet<String>),
-    /// An aggregate's partition of the table: its pending outbox items, with their
-    /// `CreatedAt` and `MessageId` (a consistent read).
-    Partition(String),
-    /// A sequenced aggregate's outbox items by sort key, strongly consistently and
-    /// newest first: from `highest` (the sort key of its last member in the batch)
-    /// down to the first item below `lowest` (its first member's), never further.
-    /// Every message between its members, and the one just before them: by
-    /// induction, a message is sent only once the one before it is finished, so when
-    /// that one is finished every earlier one is too. Its pending items are returned.
-    Sequence {
-        /// The aggregate.
-        aggregate: String,
-        /// Its first member's sort key.
-        lowest: String,
-        /// Its last member's sort key.
-        highest: String,
-        /// How many members it has in the batch: the read asks for one more item
-        /// than that first (usually all it needs; a DynamoDB read is billed for the
-        /// whole items it reads).
-        members: usize,
-    },
-}
-
-/// One read the fence makes, and the aggregates it answers for.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FenceRead {
-    /// Where.
-    pub scope: Scope,
-    /// For which aggregates (a shard holds others too).
-    pub aggregates: BTreeSet<String>,
-}
-
-/// The reads `members` need: one bounded read of the key range of each aggregate
-/// with a sequenced member ([`Scope::Sequence`], over its sequenced members, whatever
-/// their routes: the induction it rests on needs every sequenced message fenced);
-/// and, for the FIFO-routed members without a sequence, one read of the index shards
-/// holding the library's aggregates (the adapter reads them in one request) and one
-/// per partition of another producer's aggregate. None at all when no member is
-/// routed to a FIFO destination or sequenced.
-pub fn fence_reads(members: &[Member]) -> Vec<FenceRead> {
-    let mut reads = sequence_reads(members);
-    let mut library: BTreeMap<&str, bool> = BTreeMap::new();
-    let mut shards_of: BTreeMap<&str, &[String]> = BTreeMap::new();
-    for m in members.iter().filter(|m| !is_sequenced(&m.key)) {
-        *library.entry(m.key.pk.as_str()).or_insert(true) &= m.library;
-        shards_of.insert(m.key.pk.as_str(), &m.shards);
-    }
-    let fifo: BTreeSet<&str> = members
-        .iter()
-        .filter(|m| m.fifo && !is_sequenced(&m.key))
-        .map(|m| m.key.pk.as_str())
-        .collect();
-    let (mut shards, mut indexed) = (BTreeSet::new(), BTreeSet::new());
-    for aggregate in fifo {
-        if library.get(aggregate).copied().unwrap_or(false) {
-            let of = shards_of.get(aggregate).copied().unwrap_or_default();
-            shards.extend(of.iter().cloned());
-            indexed.insert(aggregate.to_owned());
-        } else {
-            reads.push(FenceRead {
-                scope: Scope::Partition(aggregate.to_owned()),
-                aggregates: BTreeSet::from([aggregate.to_owned()]),
-            });
-        }
-    }
-    if !shards.is_empty() {
-        reads.insert(
-            0,
-            FenceRead {
-                scope: Scope::Shards(shards),
-                aggregates: indexed,
-            },
-        );
-    }
-    reads
-}
-
-/// One [`Scope::Sequence`] read per aggregate with sequenced members: from the last
-/// of them down to the first item below the first.
-fn sequence_reads(members: &[Member]) -> Vec<FenceRead> {
-    let mut ranges: BTreeMap<&str, (&str, &str, usize)> = BTreeMap::new();
-    for m in members.iter().filter(|m| is_sequenced(&m.key)) {
-        let sk = m.key.sk.as_str();
-        let range = ranges.entry(m.key.pk.as_str()).or_insert((sk, sk, 0));
-        *range = (range.0.min(sk), range.1.max(sk), range.2 + 1);
-    }
-    ranges
-        .into_iter()
-        .map(|(aggregate, (lowest, highest, members))| FenceRead {
-            scope: Scope::Sequence {
-                aggregate: aggregate.to_owned(),
-                lowest: lowest.to_owned(),
-                highest: highest.to_owned(),
-                members,
-            },
-            aggregates: BTreeSet::from([aggregate.to_owned()]),
-        })
-        .collect()
-}
-
 /// Whether an item a [`Scope::Sequence`] read returns holds back the messages after
 /// it: an outbox item whose `Status` is exactly `PENDING` (in whatever region). An
 /// item of a status that does not read is never sent by anyone (every mark requires
 /// `PENDING`): holding behind it would hold its aggregate forever, so it does not.
 pub fn holds_in_sequence(item_type: Option<&str>, status: Option<&str>) -> bool {
     item_type == Some(PENDING_MESSAGE) && status.and_then(Status::parse) == Some(Status::Pending)
-}
-
-/// Pages (1 MB each at most) the fence's reads of one batch may take together.
-pub const FENCE_BATCH_PAGES: u32 = 16;
-
-/// How many pages each of `reads` may take: `total` shared out evenly, at least one
-/// each — so a batch reads at most `total` pages, or one per read when it has more
-/// reads than that.
-pub fn page_budgets(reads: &[FenceRead], total: u32) -> Vec<u32> {
-    let n = u32::try_from(reads.len()).unwrap_or(u32::MAX).max(1);
-    let (share, extra) = (total / n, total % n);
-    (0..reads.len())
-        .map(|i| {
-            let i = u32::try_from(i).unwrap_or(u32::MAX);
-            (share + u32::from(i < extra)).max(1)
-        })
-        .collect()
 }
 
 /// The `LastError` of a message held because the fence could not tell (`why`: the
@@ -478,8 +355,13 @@ fn fencing<'a>(
 
 pub mod confirm;
 pub mod follows;
+mod reads;
 pub use confirm::{CONFIRM_LIMIT, to_confirm};
 pub use follows::predecessors;
+pub use reads::{
+    FENCE_BATCH_PAGES, FenceRead, Scope, fallback_reads, fence_reads, page_budgets,
+    switch_over_reads,
+};
 
 #[cfg(test)]
 mod tests;

@@ -1,6 +1,6 @@
 //! Which size limit an SQS destination has: the route's `max_message_bytes` when it
-//! sets one, else the queue's own `MaximumMessageSize` as the function read it once at
-//! its cold start, else SQS's documented default (1 MiB) — with advice for the log
+//! sets one, else the queue's own `MaximumMessageSize` as the function read it on its
+//! first invocation, else SQS's documented default (1 MiB) — with advice for the log
 //! when the queue could not be read. Plain functions of plain data; the lookup itself
 //! is the AWS adapter's (`dynamodb_outbox::sqs::learn_limits`).
 
@@ -13,7 +13,7 @@ use std::collections::HashMap;
 pub enum SqsLimit {
     /// The route's `max_message_bytes`: it wins over what the queue says.
     Route(usize),
-    /// The queue's own `MaximumMessageSize`, read once when the function started.
+    /// The queue's own `MaximumMessageSize`, as the function read it.
     Queue(usize),
     /// Not known (not read, or it could not be read): SQS's largest message, 1 MiB.
     /// A message over the queue's real limit is then refused when it is sent.
@@ -51,7 +51,7 @@ impl SqsLimit {
 /// be read (no permission, throttled, a queue in another account, no such queue).
 pub type LimitRead = Result<usize, String>;
 
-/// What the lookups at start gave, by queue URL.
+/// What the lookups gave, by queue URL.
 pub type QueueLimits = HashMap<String, LimitRead>;
 
 /// The limit that applies to an SQS queue whose route says `configured` (its
@@ -102,7 +102,7 @@ pub fn unknown_limit_advice(url: &str, role: QueueRole, error: &str) -> String {
         }
     };
     format!(
-        "could not read the MaximumMessageSize of {url} ({error}): assuming SQS's default of {SQS_MAX_MESSAGE_BYTES} bytes for the life of this process; {consequence}. To fix it, {what_to_do}"
+        "could not read the MaximumMessageSize of {url} ({error}): assuming SQS's default of {SQS_MAX_MESSAGE_BYTES} bytes until a read succeeds (the functions read it again on their next invocation); {consequence}. To fix it, {what_to_do}"
     )
 }
 

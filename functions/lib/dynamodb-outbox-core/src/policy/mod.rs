@@ -31,8 +31,8 @@ pub use dead_letter::{
 };
 pub use fence::{
     CONFIRM_LIMIT, FENCE_BATCH_PAGES, Fence, FenceRead, Member, Pending, READ_BOUNDED, READ_FAILED,
-    Scope, Sibling, cannot_tell_reason, fence_reads, fenced, key_position, page_budgets,
-    predecessors, to_confirm,
+    Scope, Sibling, cannot_tell_reason, fallback_reads, fence_reads, fenced, key_position, page_budgets,
+    predecessors, switch_over_reads, to_confirm,
 };
 pub use limit::{LimitRead, QueueLimits, QueueRole, sqs_limit, unknown_limit_advice};
 pub use marks::{

@@ -9,11 +9,11 @@ use super::{Outcome, Work, WorkItem};
 use crate::failure::Failure;
 use crate::policy::{
     CONFIRM_LIMIT, FENCE_BATCH_PAGES, FenceRead, Member, Pending, cannot_tell_reason, fence_reads,
-    fenced, page_budgets, predecessors, to_confirm,
+    fallback_reads, fenced, page_budgets, predecessors, switch_over_reads, to_confirm,
 };
 use crate::ports::OutboxStore;
 use crate::schema::{ItemKey, SweepShards};
-use std::collections::HashSet;
+use std::collections::{BTreeSet, HashSet};
 
 /// The planned messages that must wait behind an earlier pending message of their
 /// aggregate, by position in the batch: [`Outcome::Deferred`], or
@@ -33,7 +33,7 @@ pub(super) async fn deferred<S: OutboxStore>(
     if reads.is_empty() {
         return (Vec::new(), 0);
     }
-    let (mut pending, requests) = read_pending(store, &reads, finished).await;
+    let (mut pending, requests) = read_pending(store, &members, &reads, finished).await;
     confirm(store, &members, &mut pending).await;
     let fences = fenced(&members, &pending);
     let decided = positions
@@ -81,14 +81,81 @@ fn planned_members(
 }
 
 /// Runs the fence's reads concurrently, within the batch's page budget, leaving out
-/// the siblings in `finished`; with the requests the reads that answered made (the
-/// adapter counts its pages: a failed read reports none).
+/// the siblings in `finished`; then, in what is left of the budget, the reads their
+/// answers call for: the partition of an aggregate whose sequence read found no
+/// earlier sequenced message ([`switch_over_reads`]), and the other side of a read
+/// that stopped at its bound ([`fallback_reads`]). With the requests the reads that
+/// answered made (the adapter counts its pages: a failed read reports none).
 async fn read_pending<S: OutboxStore>(
     store: &S,
+    members: &[Member],
     reads: &[FenceRead],
     finished: &HashSet<ItemKey>,
 ) -> (Pending, usize) {
-    let budgets = page_budgets(reads, FENCE_BATCH_PAGES);
+    let mut pending = Pending::default();
+    let mut requests = 0;
+    let mut left = FENCE_BATCH_PAGES;
+    let mut round: Vec<Planned> = reads.iter().cloned().map(Planned::first).collect();
+    // At most three rounds: a switch-over read comes from a sequence read (the first
+    // round only), a fallback from a read that is not one itself.
+    while !round.is_empty() {
+        let answered = read_round(store, members, &round, left, finished, &mut pending).await;
+        requests += answered.requests;
+        left = left.saturating_sub(u32::try_from(answered.requests).unwrap_or(u32::MAX));
+        round = switch_over_reads(&answered.switching)
+            .into_iter()
+            .map(Planned::first)
+            .chain(answered.fallbacks.into_iter().map(Planned::fallback))
+            .collect();
+    }
+    (pending, requests)
+}
+
+/// A read to make, and whether it is another's fallback (which has none of its own).
+struct Planned {
+    read: FenceRead,
+    fallback: bool,
+}
+
+impl Planned {
+    fn first(read: FenceRead) -> Self {
+        Planned {
+            read,
+            fallback: false,
+        }
+    }
+
+    fn fallback(read: FenceRead) -> Self {
+        Planned {
+            read,
+            fallback: true,
+        }
+    }
+}
+
+/// What one round of reads calls for next.
+struct Answered {
+    requests: usize,
+    /// Aggregates whose sequence read found no earlier sequenced message.
+    switching: BTreeSet<String>,
+    /// The other side of reads that stopped at their bound.
+    fallbacks: Vec<FenceRead>,
+}
+
+/// Runs `round` concurrently, sharing `pages` among its reads, recording what they
+/// found in `pending`. A read that stopped at its bound and has another side
+/// records what it found as all it knows (it still fences) and asks for that side:
+/// the fallback's answer decides whether the aggregate's read is complete.
+async fn read_round<S: OutboxStore>(
+    store: &S,
+    members: &[Member],
+    round: &[Planned],
+    pages: u32,
+    finished: &HashSet<ItemKey>,
+    pending: &mut Pending,
+) -> Answered {
+    let reads: Vec<FenceRead> = round.iter().map(|p| p.read.clone()).collect();
+    let budgets = page_budgets(&reads, pages);
     let answers = futures::future::join_all(
         reads
             .iter()
@@ -96,35 +163,54 @@ async fn read_pending<S: OutboxStore>(
             .map(|(read, &pages)| store.pending(read, pages)),
     )
     .await;
-    let mut pending = Pending::default();
-    let mut requests = 0;
-    for ((read, answer), pages) in reads.iter().zip(answers).zip(budgets) {
-        match answer {
-            Ok(page) => {
-                requests += page.requests;
-                let siblings = page
-                    .siblings
-                    .into_iter()
-                    .filter(|s| !finished.contains(&s.key))
-                    .collect();
-                if page.complete {
-                    pending.found(read, siblings, true);
-                } else {
-                    tracing::warn!(scope = ?read.scope, pages,
-                        "too many pending messages to read them all: the FIFO messages of these aggregates that nothing read fences cannot go");
-                    let why = format!(
-                        "more pending keys than its {pages} pages of 1 MB could read, in this batch's share of {FENCE_BATCH_PAGES}"
-                    );
-                    pending.stopped(read, siblings, why);
-                }
-            }
+    let mut next = Answered {
+        requests: 0,
+        switching: BTreeSet::new(),
+        fallbacks: Vec::new(),
+    };
+    for ((planned, answer), &pages) in round.iter().zip(answers).zip(&budgets) {
+        let read = &planned.read;
+        let page = match answer {
+            Ok(page) => page,
             Err(e) => {
                 log_failed_read(read, &e);
                 pending.failed_because(read, e.reason);
+                continue;
             }
+        };
+        next.requests += page.requests;
+        if page.no_earlier_sequence {
+            next.switching.extend(read.aggregates.iter().cloned());
+        }
+        let siblings = page
+            .siblings
+            .into_iter()
+            .filter(|s| !finished.contains(&s.key))
+            .collect();
+        if page.complete {
+            pending.found(read, siblings, true);
+            continue;
+        }
+        let other = if planned.fallback {
+            Vec::new()
+        } else {
+            fallback_reads(members, read)
+        };
+        if other.is_empty() {
+            tracing::warn!(scope = ?read.scope, pages,
+                "too many pending messages to read them all: the FIFO messages of these aggregates that nothing read fences cannot go");
+            let why = format!(
+                "more items than its {pages} pages of 1 MB could read, in this batch's share of {FENCE_BATCH_PAGES}, on either side"
+            );
+            pending.stopped(read, siblings, why);
+        } else {
+            tracing::info!(scope = ?read.scope, pages,
+                "more items than the fence's read may take: reading the other side (the aggregates' partitions, or their index shard)");
+            pending.found(read, siblings, true);
+            next.fallbacks.extend(other);
         }
     }
-    (pending, requests)
+    next
 }
 
 /// A read that failed for good (a missing permission, a missing index) is an error an

@@ -153,12 +153,27 @@ pub enum DecodeError {
     Malformed(String),
     /// A required attribute is absent.
     #[error(
-        "the item has no `{0}` attribute; every outbox item needs one (see the item schema in README.md)"
+        "the item has no `{0}` attribute; every outbox item needs one (see the item schema in docs/schema.md)"
     )]
     Missing(&'static str),
+    /// The record's keys are not the attributes this deployment reads as the table's
+    /// keys: the deployment is configured with other key names than the table has
+    /// ([`DecodeError::key_names`] says which).
+    #[error("{0}")]
+    KeyNames(Box<str>),
     /// A required attribute is present but empty.
     #[error("the item's `{0}` attribute is empty")]
     Empty(&'static str),
+}
+
+impl DecodeError {
+    /// [`DecodeError::KeyNames`]: the record's keys are `found`, the deployment reads
+    /// `expected` (both as the operator should read them, quoted).
+    pub fn key_names(expected: &str, found: &str) -> Self {
+        DecodeError::KeyNames(format!(
+            "the record's keys are {found}, but this deployment reads the table's keys as {expected} (OUTBOX_PARTITION_KEY, OUTBOX_SORT_KEY): set them — the stacks' partition_key_name and sort_key_name, CDK keyNames — to the table's key names (docs/schema.md)"
+        ).into())
+    }
 }
 
 /// An item that is not a message, with what is needed to dead-letter it.

@@ -38,6 +38,7 @@
 mod adopt;
 mod claim;
 pub mod config;
+mod group;
 pub mod handler;
 mod run;
 mod settle;
@@ -46,6 +47,7 @@ pub use crate::policy::{
     Budget, adopted_due, backoff, exhausted, give_up_reason, jitter_of, work_window,
 };
 pub use config::{ScanMode, SweepLimits, SweeperConfig, vars};
+pub use group::{GroupError, SweepGroup};
 pub use handler::handle_scheduled_event;
 
 use crate::policy::chunk_due;
@@ -123,6 +125,8 @@ pub struct Sweeper<K, S> {
 struct Window {
     budget: Budget,
     stop_at_ms: i64,
+    /// The worker's share of the index.
+    group: SweepGroup,
 }
 
 impl<K, S> Sweeper<K, S> {
@@ -145,12 +149,20 @@ impl<K: MessageSink, S: OutboxStore + SweepStore> Sweeper<K, S> {
     /// in every shard and claiming and publishing them chunk by chunk, while more is
     /// due than a round takes and the budget lasts ([`SweepLimits::max_rounds`]).
     pub async fn sweep(&self, budget: Budget) -> SweepSummary {
+        self.sweep_group(budget, SweepGroup::ALL).await
+    }
+
+    /// One worker's sweep: its share of the index's shards ([`SweepGroup`]), and the
+    /// backstop scan for worker 0 only.
+    pub async fn sweep_group(&self, budget: Budget, group: SweepGroup) -> SweepSummary {
         let window = Window {
             budget,
             stop_at_ms: budget.stop_at_ms(self.publisher.clock.now_ms()),
+            group,
         };
         let mut summary = SweepSummary::default();
-        if let Some(bounds) = self.config.scan_mode.scan_bounds(&self.config.limits) {
+        let scan = self.config.scan_mode.scan_bounds(&self.config.limits);
+        if let Some(bounds) = scan.filter(|_| group.scans()) {
             self.adopt_unindexed(bounds, &window, &mut summary).await;
         }
         let limits = self.config.limits;

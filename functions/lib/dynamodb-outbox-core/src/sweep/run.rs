@@ -28,7 +28,7 @@ impl<K: MessageSink, S: OutboxStore + SweepStore> Sweeper<K, S> {
         due
     }
 
-    /// Due keys of every shard (of both counts while the count changes), each shard
+    /// Due keys of the worker's shards (of both counts while the count changes), each shard
     /// paged until it is exhausted, the per-run bound is reached or the budget is used
     /// up. Up to [`SweepLimits::query_concurrency`](super::SweepLimits) shards are
     /// queried at once, so a thousand shards do not open a thousand requests; a shard
@@ -36,7 +36,7 @@ impl<K: MessageSink, S: OutboxStore + SweepStore> Sweeper<K, S> {
     async fn find_due(&self, window: &Window, summary: &mut SweepSummary) -> Vec<DueKey> {
         let limits = self.config.limits;
         let now = window.budget.now_ms;
-        let shards = self.config.publisher.key_names.sweep_shards.all();
+        let shards = window.group.shards(&self.config.publisher.key_names.sweep_shards);
         let queries = shards.into_iter().map(|shard| async move {
             let (mut keys, mut scanned, mut queries, mut failed) = (Vec::new(), 0u64, 0usize, false);
             let mut start = None;

@@ -184,6 +184,7 @@ async fn an_item_changed_since_the_query_is_skipped() {
     let window = Window {
         budget,
         stop_at_ms: budget.stop_at_ms(NOW),
+        group: SweepGroup::ALL,
     };
     sw.attempt(&[stale], &window, &mut summary).await;
     assert_eq!((summary.claimed, summary.skipped), (0, 1));
@@ -205,11 +206,11 @@ async fn the_invocation_deadline_is_read_against_the_sweepers_clock() {
     let sw = sweeper();
     put(&sw, "A", "1", pending("A", "1", "up", 0, NOW, 1));
     let deadline = |ms: i64| u64::try_from(ms).unwrap_or(0);
-    let summary = handle_scheduled_event(&sw, deadline(NOW + 60_000)).await;
+    let summary = handle_scheduled_event(&sw, deadline(NOW + 60_000), SweepGroup::ALL).await;
     assert_eq!((summary.found, summary.published), (1, 1), "{summary:?}");
     // Past the deadline on that clock: nothing new is started.
     put(&sw, "B", "1", pending("B", "1", "up", 0, NOW, 1));
-    let late = handle_scheduled_event(&sw, deadline(NOW - 1_000)).await;
+    let late = handle_scheduled_event(&sw, deadline(NOW - 1_000), SweepGroup::ALL).await;
     assert_eq!(
         (late.found, late.claimed, late.skipped),
         (1, 0, 1),
@@ -300,6 +301,7 @@ async fn a_later_message_waits_behind_an_earlier_one_another_sweep_holds() {
     let window = Window {
         budget,
         stop_at_ms: budget.stop_at_ms(NOW),
+        group: SweepGroup::ALL,
     };
     let other_lease = NOW + 600_000;
     let mut held = get(&sw, "A", "1");

@@ -1,8 +1,9 @@
 //! The outbox's three Lambda functions, for a binary of your own (feature `lambda`).
 //!
 //! Each is built once per execution environment — configuration read, clients built
-//! from one [`SdkConfig`](aws_types::SdkConfig) — and its `handle` is what the
-//! runtime calls:
+//! from one [`SdkConfig`](aws_types::SdkConfig), no request made: what the publisher
+//! and the sweeper read from AWS (their SQS destinations' size limits) waits for their
+//! first invocation — and its `handle` is what the runtime calls:
 //!
 //! - [`PublisherFunction`]: the outbox table's stream → destinations, `SENT` marks;
 //! - [`SweeperFunction`]: on a schedule, what the stream path did not finish;
@@ -27,9 +28,10 @@
 //! }
 //! ```
 
-mod body;
+mod learned;
 mod publisher;
 mod recovery;
+mod start;
 mod sweeper;
 
 pub use crate::sweep::{ScanMode, SweepLimits, SweepSummary, SweeperConfig};

@@ -1,12 +1,14 @@
 //! The sweeper function: one sweep within the invocation's deadline, its metrics
-//! printed, its summary returned. The event itself carries nothing the sweep needs
-//! (any JSON is accepted, so a manual test invoke works too).
+//! printed, its summary returned. The event names the worker's share of the index
+//! when the stacks run several (`{"sweepGroup": i, "sweepGroups": n}`, [`SweepGroup`]);
+//! anything else in it is ignored, so a manual test invoke with `{}` sweeps it all.
 
+use super::learned::{Got, Learned};
 use super::log_config_error;
+use super::start::Start;
 use crate::dynamo::DynamoStore;
 use crate::sink::AwsSink;
-use crate::sweep::{AwsSweeper, SweepSummary, Sweeper, SweeperConfig, handle_scheduled_event};
-use crate::wiring::FromSdkConfig;
+use crate::sweep::{SweepGroup, SweepSummary, Sweeper, SweeperConfig, handle_scheduled_event};
 use aws_types::SdkConfig;
 use dynamodb_outbox_core::ConfigError;
 use dynamodb_outbox_core::metrics::{Emitter, sweeper_metrics};
@@ -29,30 +31,56 @@ use lambda_runtime::{Error, LambdaEvent};
 ///     lambda_runtime::run(service_fn(|event| function.handle(event))).await
 /// }
 /// ```
+///
+/// Building it makes no request: every SQS destination's size limit is read from its
+/// queue on the first invocation, and kept once every queue has answered.
 #[derive(Debug)]
-pub struct SweeperFunction(Deps<AwsSink, DynamoStore>);
+pub struct SweeperFunction {
+    /// The configuration and clients, as built at start.
+    start: Start<SweeperConfig>,
+    /// Prints the metrics under the deployment's name.
+    metrics: Emitter,
+    /// The sweeper with the queues' limits, once they are all read.
+    deps: Learned<Deps<AwsSink, DynamoStore>>,
+}
 
 impl SweeperFunction {
     /// Reads [`SweeperConfig`] (the publisher's settings plus `OUTBOX_MAX_ATTEMPTS`,
     /// `OUTBOX_SWEEP_GRACE_SECONDS`, …) and the metrics namespace from the
     /// environment, then builds the function. A missing or malformed variable is
-    /// logged and returned, naming the variable and what to set.
+    /// logged and returned, naming the variable and what to set. Makes no request (it
+    /// stays `async` so that a start-up step may be added without changing callers).
     pub async fn from_env(aws: &SdkConfig) -> Result<Self, ConfigError> {
         let config = SweeperConfig::from_env().inspect_err(log_config_error)?;
         let metrics = Emitter::from_env().inspect_err(log_config_error)?;
-        Ok(Self::build(config, metrics, aws).await)
+        Ok(Self::build(config, metrics, aws))
     }
 
     /// With a configuration of your own; metrics go to the `namespace`.
     pub async fn new(config: SweeperConfig, namespace: &str, aws: &SdkConfig) -> Self {
-        Self::build(config, Emitter::new(namespace), aws).await
+        Self::build(config, Emitter::new(namespace), aws)
     }
 
-    async fn build(config: SweeperConfig, metrics: Emitter, aws: &SdkConfig) -> Self {
-        SweeperFunction(Deps {
-            sweeper: AwsSweeper::load(config, aws).await,
+    fn build(config: SweeperConfig, metrics: Emitter, aws: &SdkConfig) -> Self {
+        SweeperFunction {
+            start: Start::new(config, aws),
             metrics,
-        })
+            deps: Learned::default(),
+        }
+    }
+
+    /// The sweeper: kept, else built from the queues' limits read now (on the first
+    /// invocation, and on each one after a queue could not be read).
+    async fn deps(&self) -> Got<'_, Deps<AwsSink, DynamoStore>> {
+        self.deps
+            .get(|| async {
+                let learned = self.start.learn().await;
+                learned.map(|sweeper| Deps {
+                    sweeper,
+                    metrics: self.metrics.clone(),
+                })
+            })
+            .await
     }
 
     /// One sweep within the invocation's remaining time; an error when the sweep
@@ -61,7 +89,7 @@ impl SweeperFunction {
         &self,
         event: LambdaEvent<serde_json::Value>,
     ) -> Result<SweepSummary, Error> {
-        handle(event, &self.0).await
+        handle(event, &*self.deps().await).await
     }
 }
 
@@ -74,7 +102,8 @@ pub(crate) struct Deps<K, S> {
     pub(crate) metrics: Emitter,
 }
 
-/// One sweep within the invocation's remaining time. A sweep whose store requests
+/// One sweep of the event's share of the index within the invocation's remaining
+/// time. A sweep whose store requests
 /// failed — it could not see every shard, or claim or reschedule what it saw — fails
 /// the invocation (after printing its metrics), so that the function's `Errors`
 /// metric and its alarm show a sweeper that cannot do its work; its summary is logged.
@@ -82,7 +111,11 @@ pub(crate) async fn handle<K: MessageSink, S: OutboxStore + SweepStore>(
     event: LambdaEvent<serde_json::Value>,
     deps: &Deps<K, S>,
 ) -> Result<SweepSummary, Error> {
-    let summary = handle_scheduled_event(&deps.sweeper, event.context.deadline).await;
+    // A malformed share is the schedule's error: sweeping everything instead would
+    // run two workers over the same shards, so the invocation fails, saying why.
+    let group =
+        SweepGroup::of_event(&event.payload).inspect_err(|e| tracing::error!(error = %e))?;
+    let summary = handle_scheduled_event(&deps.sweeper, event.context.deadline, group).await;
     let now = deps.sweeper.publisher.clock.now_ms();
     deps.metrics.emit(now, &sweeper_metrics(&summary));
     if summary.errors > 0 {
@@ -127,9 +160,14 @@ mod tests {
 
     /// A scheduled invocation with a minute left.
     fn scheduled() -> LambdaEvent<serde_json::Value> {
+        scheduled_with(serde_json::json!({}))
+    }
+
+    /// A scheduled invocation with a minute left, its input `payload`.
+    fn scheduled_with(payload: serde_json::Value) -> LambdaEvent<serde_json::Value> {
         let mut context = lambda_runtime::Context::default();
         context.deadline = u64::try_from(NOW + 60_000).unwrap_or(0);
-        LambdaEvent::new(serde_json::json!({}), context)
+        LambdaEvent::new(payload, context)
     }
 
     #[tokio::test]
@@ -162,6 +200,41 @@ mod tests {
             .expect_err("a sweep that could not look is an error");
         assert!(
             err.to_string().contains("16 of the index's shards unread"),
+            "{err}"
+        );
+    }
+
+    #[tokio::test]
+    async fn each_worker_sweeps_its_share_of_the_index_and_a_malformed_share_is_an_error() {
+        let deps = deps(Routes::new(
+            [("orders".to_owned(), Destination::sqs("https://q/orders"))],
+            None,
+        ));
+        let layout = dynamodb_outbox_core::schema::SweepShards::default();
+        let (a, b) = (key("A", "MESSAGE#X#1"), key("B", "MESSAGE#X#1"));
+        for k in [&a, &b] {
+            deps.sweeper.publisher.store.put(
+                k.clone(),
+                pending_item(k, "orders", 0, NOW - 1, NOW - 90_000),
+            );
+        }
+        // Two workers: the one whose share holds A's shard sends A, and only A
+        let number = |pk: &str| layout.shard_of(pk).parse::<u64>().unwrap_or(0);
+        let (na, nb) = (number("A"), number("B"));
+        assert_ne!(na % 2, nb % 2, "the test wants A and B in different halves");
+        let input = serde_json::json!({"sweepGroup": na % 2, "sweepGroups": 2});
+        let summary = handle(scheduled_with(input), &deps).await.expect("handled");
+        assert_eq!((summary.found, summary.published), (1, 1), "{summary:?}");
+        assert_eq!(summary.index_queries, 8, "half of the 16 shards");
+        let err = handle(
+            scheduled_with(serde_json::json!({"sweepGroup": 2, "sweepGroups": 2})),
+            &deps,
+        )
+        .await
+        .expect_err("not a share");
+        assert!(
+            err.to_string()
+                .contains("sweepGroup is not below sweepGroups"),
             "{err}"
         );
     }

@@ -81,6 +81,9 @@ struct ScaleArgs {
     /// Lambda's concurrent executions in the region.
     #[arg(long, default_value_t = 1_000.0)]
     lambda_concurrency: f64,
+    /// Sweeper workers on each tick (the stacks' `sweep_workers`, 1–5).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=5))]
+    sweep_workers: u32,
 }
 
 #[derive(Debug, Subcommand)]
@@ -208,6 +211,7 @@ async fn main() -> ExitCode {
             parallelization_factor: args.parallelization_factor,
             table_write_quota: args.table_write_quota,
             lambda_concurrency: args.lambda_concurrency,
+            sweep_workers: args.sweep_workers,
             ..outbox_devkit::scale::Settings::default()
         };
         print!("{}", outbox_devkit::scale::report::report(&settings));

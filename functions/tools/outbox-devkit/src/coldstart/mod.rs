@@ -1,16 +1,16 @@
 //! Cold start and memory of a Lambda binary, without Lambda: the local Lambda Runtime
 //! API ([`crate::runtime_api`]) hands it one invocation, an empty batch of the
 //! trigger's shape, then holds its next `/next`. Measured: the time from `exec` to
-//! the first `/next` (the binary's init: configuration, clients, the publisher's and
-//! the sweeper's reads of their SQS queues' attributes, runtime), the time to the first
-//! answer (the sweeper's first sweep queries its index), the peak resident memory
+//! the first `/next` (the binary's init: configuration, clients, runtime; no AWS call),
+//! the time to the first answer (the publisher's and the sweeper's reads of their SQS
+//! queues' attributes, then the sweeper's first sweep queries its index), the peak resident memory
 //! (`VmHWM` of `/proc/<pid>/status`, read before the process is ended) and the binary's
 //! size.
 //!
 //! The functions' AWS calls go to a local AWS (MiniStack), at resources that exist
 //! there — a deployed stack's table and queues ([`deployed`]) or a table and queues
-//! made for the bench ([`provisioned`]) — so that init and the first invocation make
-//! real calls that are answered. Without a local AWS nothing would answer them and the
+//! made for the bench ([`provisioned`]) — so that the calls of the first invocation (and
+//! any at init: there should be none) are real and answered. Without a local AWS nothing would answer them and the
 //! figures would time the SDK's retries against an unreachable endpoint: the report
 //! then says so and prints the sizes only.
 

@@ -50,9 +50,9 @@ pub fn report(dir: &Path, runs: usize, aws: Option<&LocalAws>) -> Result<String,
 fn sizes_only(dir: &Path) -> String {
     let mut out = String::from(
         "cold start per function: NOT MEASURED — no local AWS (pass --endpoint or set OUTBOX_ENDPOINT):\n\
-         the functions call AWS at init (the publisher and the sweeper read their queues' attributes)\n\
-         and in the first invocation (the sweeper queries its index); with nothing to answer, the\n\
-         times would be the SDK's retries against an unreachable endpoint. Sizes only:\n",
+         the functions call AWS in their first invocation (the publisher and the sweeper read their\n\
+         queues' attributes, the sweeper queries its index); with nothing to answer, the times\n\
+         would be the SDK's retries against an unreachable endpoint. Sizes only:\n",
     );
     out.push_str(&header());
     for name in FUNCTIONS {

@@ -1,7 +1,7 @@
 use super::*;
 use crate::demo::observe::Item;
 use crate::demo::produce::{CommittedOrder, Produced};
-use crate::demo::verify::{FunctionLogs, verify};
+use crate::demo::verify::{FunctionLogs, stored_total_cents, verify};
 use crate::deployment::LogLine;
 use aws_sdk_dynamodb::types::AttributeValue;
 use dynamodb_outbox::schema::{OutboxItem, PENDING_MESSAGE};
@@ -26,10 +26,7 @@ fn order(id: &str) -> Item {
     Item::from([
         ("id".to_owned(), AttributeValue::S(id.to_owned())),
         ("quantity".to_owned(), n(1)),
-        (
-            "total_cents".to_owned(),
-            n(i64::from(orders_consumer::order::total_cents(1))),
-        ),
+        ("total_cents".to_owned(), n(stored_total_cents(1))),
     ])
 }
 
@@ -102,6 +99,27 @@ fn a_ladder_step_is_judged_on_its_own_messages_not_on_earlier_steps_in_the_table
         "the step's own latencies only"
     );
     assert!(held(&report));
+}
+
+#[test]
+fn a_stored_order_whose_total_is_not_its_committed_quantitys_breaks_effect_once() {
+    let (produced, items, mut orders, consumer) = step("bX-4-100-", 2, 80);
+    // The total of one unit applied twice (350 + 350), on the second order.
+    orders[1].insert(
+        "total_cents".to_owned(),
+        AttributeValue::N("700".to_owned()),
+    );
+    let logs = FunctionLogs {
+        consumer,
+        ..FunctionLogs::default()
+    };
+    let report = verify(&produced, &items, &orders, &logs);
+    assert_eq!(
+        report.broken,
+        [
+            "effect once: order bX-4-100-order-00001 stored as quantity 1, total 700; committed quantity 1, total 350"
+        ],
+    );
 }
 
 #[test]

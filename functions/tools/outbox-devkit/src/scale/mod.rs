@@ -52,6 +52,9 @@ pub struct Settings {
     /// the invocation's time budget may stop it sooner, which this model does not
     /// know (the rate of a sweep's rounds on AWS is not measured).
     pub sweep_rounds: u32,
+    /// Sweeper workers on each tick (`sweep_workers`, 1–5), each sweeping its share of
+    /// the index's shards.
+    pub sweep_workers: u32,
     /// Minutes between scheduled sweeps.
     pub sweep_every_minutes: u32,
 }
@@ -66,14 +69,17 @@ impl Default for Settings {
             fifo_high_throughput: false,
             sweep_max_items: 1_000,
             sweep_rounds: 20,
+            sweep_workers: 1,
             sweep_every_minutes: 1,
         }
     }
 }
 
-/// Items one sweep takes at most: its rounds of `max_items`.
+/// Items one tick's sweeps take at most: each worker's rounds of `max_items`.
 pub fn per_sweep(settings: &Settings) -> f64 {
-    f64::from(settings.sweep_max_items.max(1)) * f64::from(settings.sweep_rounds.max(1))
+    f64::from(settings.sweep_max_items.max(1))
+        * f64::from(settings.sweep_rounds.max(1))
+        * f64::from(settings.sweep_workers.max(1))
 }
 
 /// Write units one DynamoDB partition takes a second, table or index alike
@@ -153,10 +159,10 @@ pub fn ceilings(settings: &Settings, per: &PerMessage) -> Vec<Ceiling> {
             lift: "a concurrency quota increase; reserved concurrency for the publisher",
         },
         Ceiling {
-            component: "sweeper: drains a backlog at most max_items x rounds per sweep",
+            component: "sweeper: drains a backlog at most max_items x rounds x workers per tick",
             messages_per_second: sweep_per_second,
             owner: Owner::Ours,
-            lift: "more rounds per sweep (SweepLimits::max_rounds), a sweeper timeout that holds them, a shorter schedule",
+            lift: "more workers (sweep_workers, up to 5), more rounds per sweep (SweepLimits::max_rounds) and a sweeper timeout that holds them, a shorter schedule",
         },
     ]
 }

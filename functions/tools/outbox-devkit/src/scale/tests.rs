@@ -132,6 +132,12 @@ fn a_backlog_drains_at_one_sweep_of_max_items_times_rounds_a_minute() {
         ..settings
     };
     assert_eq!(drain_minutes(6_000_000.0, &one_round), 6_000.0);
+    // five workers, each its share of the shards: one hour
+    let five = Settings {
+        sweep_workers: 5,
+        ..settings
+    };
+    assert_eq!(drain_minutes(6_000_000.0, &five), 60.0);
 }
 
 #[test]

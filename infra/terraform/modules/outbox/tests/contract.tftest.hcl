@@ -83,8 +83,8 @@ run "table_mappings_queues_and_schedule_match_the_contract" {
     condition = (
       aws_lambda_function_event_invoke_config.sweeper.maximum_retry_attempts == jsondecode(file("../../../contract/settings.json")).sweeper_invocation.async_maximum_retry_attempts
       && aws_lambda_function_event_invoke_config.sweeper.maximum_event_age_in_seconds == jsondecode(file("../../../contract/settings.json")).sweeper_invocation.async_maximum_event_age_seconds
-      && aws_cloudwatch_event_target.sweep.retry_policy[0].maximum_retry_attempts == jsondecode(file("../../../contract/settings.json")).sweeper_invocation.schedule_target_maximum_retry_attempts
-      && aws_cloudwatch_event_target.sweep.retry_policy[0].maximum_event_age_in_seconds == jsondecode(file("../../../contract/settings.json")).sweeper_invocation.schedule_target_maximum_event_age_seconds
+      && aws_cloudwatch_event_target.sweep[0].retry_policy[0].maximum_retry_attempts == jsondecode(file("../../../contract/settings.json")).sweeper_invocation.schedule_target_maximum_retry_attempts
+      && aws_cloudwatch_event_target.sweep[0].retry_policy[0].maximum_event_age_in_seconds == jsondecode(file("../../../contract/settings.json")).sweeper_invocation.schedule_target_maximum_event_age_seconds
     )
     error_message = "The sweeper's asynchronous invocation and its schedule target give up as the contract says."
   }

@@ -155,6 +155,44 @@ run "parameters_reach_the_settings" {
   }
 }
 
+run "one_sweeper_worker_sweeps_the_whole_index" {
+  command = plan
+
+  assert {
+    condition     = length(aws_cloudwatch_event_target.sweep) == 1 && aws_cloudwatch_event_target.sweep[0].input == null && local.function_settings.reserved_concurrency.sweeper == 1
+    error_message = "By default one sweeper target, given no share (the whole index), one sweep at a time."
+  }
+}
+
+run "each_sweeper_worker_is_given_its_share_and_the_concurrency_to_run" {
+  command = plan
+
+  variables {
+    sweep_workers = 3
+  }
+
+  assert {
+    condition = [for t in aws_cloudwatch_event_target.sweep : jsondecode(t.input)] == [
+      { sweepGroup = 0, sweepGroups = 3 }, { sweepGroup = 1, sweepGroups = 3 }, { sweepGroup = 2, sweepGroups = 3 },
+    ]
+    error_message = "Each of the sweep_workers targets names its share of the index, as the sweeper reads it (SweepGroup::of_event)."
+  }
+  assert {
+    condition     = local.function_settings.reserved_concurrency.sweeper == 3
+    error_message = "The sweeper's reserved concurrency must be raised to the workers of one tick."
+  }
+}
+
+run "sweep_workers_beyond_one_rule_are_refused" {
+  command = plan
+
+  variables {
+    sweep_workers = 6
+  }
+
+  expect_failures = [var.sweep_workers]
+}
+
 run "queues_are_256_kib_unless_configured" {
   command = plan
   assert {

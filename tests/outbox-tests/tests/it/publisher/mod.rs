@@ -7,6 +7,7 @@ mod binary;
 mod commit_retries;
 mod dead_letter_size;
 mod fifo;
+mod first_invocation;
 pub(crate) mod keyed;
 mod limits;
 mod poison;

@@ -28,6 +28,12 @@ pub struct StoreFaults {
     pub full: Vec<ItemKey>,
     /// The order fence's reads fail (transiently).
     pub fence_reads: bool,
+    /// The order fence's reads of index shards stop at their page bound (a backlog
+    /// larger than they may read), returning nothing.
+    pub bounded_shard_reads: bool,
+    /// The order fence's reads of partitions stop at their page bound (a partition
+    /// larger than they may read), returning nothing.
+    pub bounded_partition_reads: bool,
     /// How many of the next reschedules fail (transiently) before the write.
     pub flaky_reschedules: u32,
     /// The sweeper index lags, as a global secondary index may: its reads still list

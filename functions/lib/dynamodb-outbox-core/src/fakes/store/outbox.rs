@@ -195,48 +195,62 @@ impl OutboxStore for MemoryStore {
             return Err(Failure::transient("ProvisionedThroughputExceededException"));
         }
         let stale = self.faults().stale_index;
+        let bounded = match read.scope {
+            Scope::Shards(_) => self.faults().bounded_shard_reads,
+            Scope::Partition(_) => self.faults().bounded_partition_reads,
+            Scope::Sequence { .. } => false,
+        };
+        if bounded {
+            return Ok(PendingPage {
+                requests: 1,
+                ..PendingPage::default()
+            });
+        }
         let items = lock(&self.items);
-        let siblings: Vec<Sibling> = match &read.scope {
+        let (siblings, no_earlier_sequence) = match &read.scope {
             Scope::Sequence {
                 aggregate,
                 lowest,
                 highest,
                 ..
             } => sequence_range(items.iter(), aggregate, lowest, highest),
-            _ => items
-                .iter()
-                .filter_map(|(k, i)| siblings(read, k, i, stale, &self.layout))
-                .collect(),
+            _ => (
+                items
+                    .iter()
+                    .filter_map(|(k, i)| siblings(read, k, i, stale, &self.layout))
+                    .collect(),
+                false,
+            ),
         };
         Ok(PendingPage {
             scanned: siblings.len() as u64,
             siblings,
             complete: true,
             requests: 1,
+            no_earlier_sequence,
         })
     }
 }
 
 /// The pending outbox items of `aggregate` that its [`Scope::Sequence`] read finds, as
 /// the adapter reads them: keys from `highest` down, in the sequenced range, until
-/// the first key below `lowest` (consistent: the table as it is).
+/// the first key below `lowest` (consistent: the table as it is); and whether there
+/// was none below.
 fn sequence_range<'a>(
     items: impl IntoIterator<Item = (&'a ItemKey, &'a OutboxItem)>,
     aggregate: &str,
     lowest: &str,
     highest: &str,
-) -> Vec<Sibling> {
+) -> (Vec<Sibling>, bool) {
     let mut range: Vec<(&ItemKey, &OutboxItem)> = items
         .into_iter()
         .filter(|(k, _)| k.pk == aggregate && k.sk.starts_with(SEQUENCED_PREFIX))
         .filter(|(k, _)| k.sk.as_str() <= highest)
         .collect();
     range.sort_by(|a, b| b.0.sk.cmp(&a.0.sk));
-    let end = range
-        .iter()
-        .position(|(k, _)| k.sk.as_str() < lowest)
-        .map_or(range.len(), |below| below + 1);
-    range[..end]
+    let below = range.iter().position(|(k, _)| k.sk.as_str() < lowest);
+    let end = below.map_or(range.len(), |below| below + 1);
+    let siblings = range[..end]
         .iter()
         .filter(|(_, i)| holds_in_sequence(i.item_type.as_deref(), i.status.as_deref()))
         .map(|(k, i)| Sibling {
@@ -244,7 +258,8 @@ fn sequence_range<'a>(
             due_at_ms: i.sweep_due_at,
             order: None,
         })
-        .collect()
+        .collect();
+    (siblings, below.is_none())
 }
 
 /// The pending items `read` finds, as the adapter would return them; from a `stale`

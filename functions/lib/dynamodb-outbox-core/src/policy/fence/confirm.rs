@@ -11,13 +11,13 @@
 //! as the index says, conservatively.
 
 use super::{Member, Pending, fencing, key_position};
-use crate::schema::{ItemKey, Status};
+use crate::schema::{ItemKey, Status, is_sequenced};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// The most index siblings one batch confirms: one `BatchGetItem` (100 keys).
 pub const CONFIRM_LIMIT: usize = 100;
 
-/// The index siblings that would fence a FIFO-routed member of `members`, to ask for
+/// The index siblings that would fence a FIFO-routed or sequenced member of `members`, to ask for
 /// their current status: for each aggregate the nearest earlier ones first (the ones
 /// a lagging index still lists are those just finished, right before the batch's
 /// own), aggregates taking turns, at most `limit` in all. Empty when nothing the
@@ -25,7 +25,8 @@ pub const CONFIRM_LIMIT: usize = 100;
 pub fn to_confirm(members: &[Member], pending: &Pending, limit: usize) -> Vec<ItemKey> {
     let in_batch: BTreeSet<&ItemKey> = members.iter().map(|m| &m.key).collect();
     let mut by_aggregate: BTreeMap<&str, BTreeSet<&ItemKey>> = BTreeMap::new();
-    for m in members.iter().filter(|m| m.fifo) {
+    // The members the fence applies to (`fenced`): FIFO-routed, or sequenced.
+    for m in members.iter().filter(|m| m.fifo || is_sequenced(&m.key)) {
         let Some(found) = pending.by_aggregate.get(&m.key.pk) else {
             continue;
         };

@@ -343,3 +343,92 @@ async fn a_transactions_later_message_alone_in_a_batch_waits_for_the_earlier_one
     p.store.put(k1, sent);
     assert_eq!(p.process(&[w2]).await, vec![Outcome::Sent { marked: true }]);
 }
+
+/// A minimal producer's pending message `n` of `pk` (no `CreatedAt`, no index
+/// attributes: its fence reads the partition), stored, and its work.
+fn minimal(p: &Publisher<RecordingSink, MemoryStore>, pk: &str, n: u8) -> (ItemKey, WorkItem) {
+    let key = ItemKey {
+        pk: pk.into(),
+        sk: format!("MESSAGE#X#{n}"),
+    };
+    let item = OutboxItem {
+        pk: Some(key.pk.clone()),
+        sk: Some(key.sk.clone()),
+        item_type: Some(PENDING_MESSAGE.into()),
+        topic: Some("ledger".into()),
+        payload: Some("{}".into()),
+        status: Some("PENDING".into()),
+        retry_count: Some(0),
+        ..OutboxItem::default()
+    };
+    let work = stored(p, &key, item);
+    (key, work)
+}
+
+fn bounded(p: &Publisher<RecordingSink, MemoryStore>, shards: bool, partitions: bool) {
+    p.store.fail(StoreFaults {
+        bounded_shard_reads: shards,
+        bounded_partition_reads: partitions,
+        ..StoreFaults::default()
+    });
+}
+
+#[tokio::test]
+async fn a_partition_too_large_to_read_is_answered_by_the_index_not_dead_lettered() {
+    // Finding 4: a minimal producer's aggregate whose partition (its history, its
+    // business items) is larger than the fence may read. Before, every FIFO message
+    // of it was OrderUnknown, charged, and ended FAILED without a send.
+    let p = publisher();
+    let (_, m2) = minimal(&p, "M", 2);
+    bounded(&p, false, true);
+    assert_eq!(p.process(&[m2]).await, vec![Outcome::Sent { marked: true }]);
+    // And an earlier message of it that left the stream path (adopted: in the index)
+    // still holds the next one back
+    let p = publisher();
+    let (k1, _) = minimal(&p, "M", 1);
+    let mut adopted = p.store.get(&k1).expect("stored");
+    adopted.sweep_shard = Some(crate::schema::SweepShards::default().shard_of("M"));
+    adopted.sweep_due_at = Some(NOW + 60_000);
+    p.store.put(k1, adopted);
+    let (_, m2) = minimal(&p, "M", 2);
+    bounded(&p, false, true);
+    assert_eq!(
+        p.process(&[m2]).await,
+        vec![Outcome::Deferred {
+            not_before: Some(NOW + 60_000)
+        }]
+    );
+}
+
+#[tokio::test]
+async fn a_backlog_too_large_for_the_index_read_is_answered_by_the_aggregates_partition() {
+    // Finding 4's other half: more pending keys in the shards than the fence may read
+    // (a backlog). Each aggregate's own partition answers instead.
+    let p = publisher();
+    library(&p, "A", "ledger", 1_000);
+    let (_, a2) = library(&p, "A", "ledger", 2_000);
+    let (_, b1) = library(&p, "B", "ledger", 1_000);
+    bounded(&p, true, false);
+    let outcomes = p.process(&[a2, b1]).await;
+    assert_eq!(
+        outcomes,
+        vec![
+            Outcome::Deferred {
+                not_before: Some(61_000)
+            },
+            Outcome::Sent { marked: true }
+        ]
+    );
+}
+
+#[tokio::test]
+async fn only_when_both_sides_are_too_large_the_fence_cannot_tell() {
+    let p = publisher();
+    let (_, a1) = library(&p, "A", "ledger", 1_000);
+    bounded(&p, true, true);
+    let outcomes = p.process(&[a1]).await;
+    assert!(
+        matches!(&outcomes[0], Outcome::OrderUnknown { reason } if reason.contains("on either side")),
+        "{outcomes:?}"
+    );
+}

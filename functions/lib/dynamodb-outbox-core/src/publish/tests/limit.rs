@@ -1,4 +1,4 @@
-//! The publish path with the queues' own size limits (read at start, see
+//! The publish path with the queues' own size limits (read on the first invocation, see
 //! [`crate::policy::limit`]): what is over a queue's limit is poison before any send,
 //! and a dead-letter copy over the dead-letter queue's limit is never sent (a record
 //! without the payload is).

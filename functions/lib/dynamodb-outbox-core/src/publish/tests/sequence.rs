@@ -173,3 +173,43 @@ async fn an_item_of_a_status_nobody_sends_holds_nothing_back() {
     let w2 = stored(&p, &k2, item(&k2));
     assert_eq!(p.process(&[w2]).await, vec![Outcome::Sent { marked: true }]);
 }
+
+#[tokio::test]
+async fn a_first_sequenced_message_waits_for_a_pending_one_without_a_sequence() {
+    // The producer began to give sequences while A0, written without one, was still
+    // pending (listed by the index). A1 is the aggregate's first sequenced message:
+    // its range read finds nothing below it, since A0's key sorts apart — it must
+    // read the aggregate's other pending messages too, or A1 overtakes A0.
+    let p = publisher();
+    let id = uuid::Builder::from_unix_timestamp_millis(500, &[0; 10]).into_uuid();
+    let k0 = ItemKey {
+        pk: "A".into(),
+        sk: format!("MESSAGE#EVENT#{id}"),
+    };
+    p.store.put(k0.clone(), item(&k0));
+    let k1 = key("A", 1, 0, 1);
+    let w1 = stored(&p, &k1, item(&k1));
+    assert_eq!(
+        p.process(std::slice::from_ref(&w1)).await,
+        vec![Outcome::Deferred {
+            not_before: Some(61_000)
+        }]
+    );
+    assert!(bodies(&p, "ledger").is_empty());
+    finish(&p, &k0, Status::Sent);
+    assert_eq!(p.process(&[w1]).await, vec![Outcome::Sent { marked: true }]);
+}
+
+#[tokio::test]
+async fn only_an_aggregates_first_sequenced_message_pays_for_reading_the_rest() {
+    // A1 finished: A2's range read stops at it (one request); A1's own read found
+    // nothing below it and also read the index (two).
+    let p = publisher();
+    let (k1, k2) = (key("A", 1, 0, 0), key("A", 2, 0, 0));
+    let w1 = stored(&p, &k1, item(&k1));
+    let (_, first) = p.process_delivery(&[w1]).await;
+    assert_eq!(first.fence_reads, 2, "{first:?}");
+    let w2 = stored(&p, &k2, item(&k2));
+    let (_, next) = p.process_delivery(&[w2]).await;
+    assert_eq!(next.fence_reads, 1, "{next:?}");
+}

@@ -26,7 +26,8 @@ pub(in crate::dynamo) struct Range<'a> {
 
 impl DynamoStore {
     /// The pending items of `range`, at most `max_pages` requests; complete once it
-    /// read an item below the lowest member, or the range's end.
+    /// read an item below the lowest member, or the range's end (then the aggregate
+    /// has no earlier sequenced message: `no_earlier_sequence`).
     pub(in crate::dynamo) async fn sequence_read(
         &self,
         range: &Range<'_>,
@@ -65,6 +66,7 @@ impl DynamoStore {
             start = out.last_evaluated_key.filter(|k| !k.is_empty());
             if reached_below || start.is_none() {
                 page.complete = true;
+                page.no_earlier_sequence = !reached_below;
                 return Ok(page);
             }
             limit = if reached_lowest { 1 } else { 25 };
