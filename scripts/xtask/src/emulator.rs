@@ -197,6 +197,14 @@ impl Emulator {
     pub fn stop(&self) {
         if let Some(pid) = self.pid().filter(|&p| alive(p)) {
             let workers = descendants(pid);
+            // Its CPU time and its live workers' (each has its own ended workers'):
+            // a daemon's, which no wait of this run counts.
+            let cpu: f64 = workers
+                .iter()
+                .chain([&pid])
+                .filter_map(|p| crate::progress::process_cpu_seconds(&p.to_string()))
+                .sum();
+            eprintln!("emulator: pid {pid} used {cpu:.0} CPU-s");
             signal(&workers, "TERM");
             signal(&[pid], "TERM");
             let deadline = Instant::now() + Duration::from_secs(10);

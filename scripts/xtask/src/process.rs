@@ -29,7 +29,7 @@ impl Cmd {
         }
     }
 
-    /// `program` at the lowest CPU priority (`nice -n LEVEL`): work that should take
+    /// `program` at a lower CPU priority (`nice -n LEVEL`): work that should take
     /// only the CPU the rest of the run leaves idle.
     pub fn niced(level: u8, program: impl AsRef<OsStr>) -> Self {
         Self::new("nice")
@@ -203,9 +203,15 @@ impl Job {
         let Some(mut child) = self.child.take() else {
             return Ok(());
         };
+        let before = crate::progress::process_cpu_seconds("self");
         let status = child
             .wait()
             .map_err(|e| format!("{}: cannot wait: {e}", self.name))?;
+        // Reaped just now, its CPU time (and that of everything it waited for) moved
+        // into ours: the difference is the job's.
+        if let (Some(a), Some(b)) = (before, crate::progress::process_cpu_seconds("self")) {
+            eprintln!("{}: {:.0} CPU-s", self.name, b - a);
+        }
         if status.success() {
             return Ok(());
         }

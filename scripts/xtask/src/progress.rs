@@ -1,6 +1,8 @@
-//! The `==>` lines: each step with the seconds since the start and the CPU-seconds the
+//! The `==>` lines: each step with the seconds since the start, the CPU-seconds the
 //! machine has been busy since then (all processes, all cores: how much of the
-//! machine the run took, beside how long it took).
+//! machine the run took, beside how long it took) and the CPU-seconds of this run's own
+//! commands that have ended (this process and the children it waited for: the run's
+//! share of a machine other work shares too).
 
 use std::time::Instant;
 
@@ -9,6 +11,7 @@ use std::time::Instant;
 pub struct Clock {
     start: Instant,
     busy_start: u64,
+    ours_start: f64,
 }
 
 impl Clock {
@@ -17,19 +20,45 @@ impl Clock {
         Self {
             start: Instant::now(),
             busy_start: busy_seconds(),
+            ours_start: process_cpu_seconds("self").unwrap_or(0.0),
         }
     }
 
-    /// Prints `==> what (Ns, M CPU-s)` on stderr.
+    /// Prints `==> what (Ns, M CPU-s, K CPU-s ours)` on stderr.
     pub fn step(&self, what: &str) {
         eprintln!("\n==> {what} ({})", self.so_far());
     }
 
-    /// `Ns, M CPU-s` since the start.
+    /// `Ns, M CPU-s, K CPU-s ours` since the start.
     pub fn so_far(&self) -> String {
         let cpu = busy_seconds().saturating_sub(self.busy_start);
-        format!("{}s, {cpu} CPU-s", self.start.elapsed().as_secs())
+        let ours = process_cpu_seconds("self").unwrap_or(0.0) - self.ours_start;
+        format!(
+            "{}s, {cpu} CPU-s, {ours:.0} CPU-s ours",
+            self.start.elapsed().as_secs()
+        )
     }
+}
+
+/// CPU-seconds of process `pid` (`self` for this one) and of the children it has
+/// waited for (utime, stime, cutime and cstime of /proc/PID/stat, in 1/100 s); None
+/// where there is no such process or no /proc.
+pub fn process_cpu_seconds(pid: &str) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    cpu_from_pid_stat(&stat)
+}
+
+fn cpu_from_pid_stat(stat: &str) -> Option<f64> {
+    // After the command name (in parentheses, which may hold spaces): the state is
+    // field 3, utime to cstime fields 14 to 17.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let ticks: Vec<u64> = rest
+        .split_whitespace()
+        .skip(11)
+        .take(4)
+        .map(|f| f.parse().unwrap_or(0))
+        .collect();
+    (ticks.len() == 4).then(|| ticks.iter().sum::<u64>() as f64 / 100.0)
 }
 
 /// CPU-seconds the machine has been busy since boot (user, nice, system, irq and
@@ -64,5 +93,13 @@ mod tests {
         // user nice system idle iowait irq softirq steal
         let stat = "cpu  1000 200 300 999999 888 40 60 7\ncpu0 1 2 3 4 5 6 7 8\n";
         assert_eq!(busy_from_stat(stat), Some(16));
+    }
+
+    #[test]
+    fn a_process_counts_its_own_time_and_its_waited_childrens() {
+        // pid (comm) state ppid pgrp session tty tpgid flags minflt cminflt majflt
+        // cmajflt utime stime cutime cstime priority ...
+        let stat = "42 (a (b) c) S 1 42 42 0 -1 0 10 0 0 0 150 50 1000 300 20 0 1";
+        assert_eq!(cpu_from_pid_stat(stat), Some(15.0));
     }
 }

@@ -11,19 +11,26 @@ use crate::session::Session;
 use crate::tiers::{self, Tier};
 use std::path::{Path, PathBuf};
 
-/// The release artifacts, built in the background at the lowest CPU priority in their
-/// own target directory (a release build shares nothing with the debug one, and two
-/// cargo processes on one directory would wait on each other's lock).
+/// The release artifacts, built in the background at a lower CPU priority (nice 10,
+/// as the infrastructure checks and CI's static checks: the background work shares
+/// what the suite leaves idle) in their own target directory (a release build shares
+/// nothing with the debug one, and two cargo processes on one directory would wait on
+/// each other's lock).
 pub fn start_release(s: &Session) -> Result<(Job, PathBuf)> {
     let log = s.target.join("release-package.log");
     let dir = s.target.join("lambda");
+    // CI builds them without cross-crate LTO (`.ci/run` sets CARGO_PROFILE_RELEASE_LTO):
+    // said on the step line, since then they are not byte for byte what ships.
+    let lto = std::env::var("CARGO_PROFILE_RELEASE_LTO")
+        .map(|v| format!(", LTO {v} instead of the profile's"))
+        .unwrap_or_default();
     s.step(&format!(
-        "package the release artifacts in the background (cargo lambda build --release, x86_64; log: {})",
+        "package the release artifacts in the background (cargo lambda build --release, x86_64{lto}; log: {})",
         log.display()
     ));
     std::fs::create_dir_all(&s.target)
         .map_err(|e| format!("cannot create {}: {e}", s.target.display()))?;
-    let job = Cmd::niced(19, this_program()?)
+    let job = Cmd::niced(10, this_program()?)
         .dir(&s.root)
         .envs(&s.env)
         .env("CARGO_TARGET_DIR", s.target.join("release-package"))

@@ -4,8 +4,8 @@
 //! on the emulator with what needs the CPU:
 //!
 //! 1. builds and packages the functions (debug, fault injection compiled in) and the
-//!    shop's consumer; starts packaging the release artifacts in the background at the
-//!    lowest CPU priority (its own target directory), unless `OUTBOX_SKIP_RELEASE=1`;
+//!    shop's consumer; starts packaging the release artifacts in the background at a
+//!    lower CPU priority (nice 10, its own target directory), unless `OUTBOX_SKIP_RELEASE=1`;
 //! 2. starts MiniStack and, in the background, applies both our stacks, the global
 //!    table's and the shop's (the deployments wait on the emulator most of the time);
 //! 3. meanwhile builds the emulator tiers' test binaries and starts their run on moto
