@@ -267,21 +267,7 @@ async fn the_summary_counts_the_requests_the_fences_reads_made_and_none_without_
     let p = publisher();
     let (_, standard) = library(&p, "S", "orders", 1_000);
     let (_, fifo) = library(&p, "A", "ledger", 1_000);
-    let key = ItemKey {
-        pk: "M".into(),
-        sk: "MESSAGE#X#1".into(),
-    };
-    let minimal = OutboxItem {
-        pk: Some(key.pk.clone()),
-        sk: Some(key.sk.clone()),
-        item_type: Some(PENDING_MESSAGE.into()),
-        topic: Some("ledger".into()),
-        payload: Some("{}".into()),
-        status: Some("PENDING".into()),
-        retry_count: Some(0),
-        ..OutboxItem::default()
-    };
-    let minimal = stored(&p, &key, minimal);
+    let (_, minimal) = minimal(&p, "M", 1);
     // When a batch routed to a standard queue only is published: the fence reads nothing
     let (_, summary) = p.process_delivery(&[standard]).await;
     assert_eq!(summary.fence_reads, 0);
