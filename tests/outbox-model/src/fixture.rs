@@ -292,11 +292,14 @@ impl Fixture {
                     Work::Poison(_) => Vec::new(),
                 };
                 let member = match &work {
-                    Work::Publish(m) => Some(Member::of(
-                        m,
-                        dest.is_fifo(),
-                        &schema::SweepShards::default(),
-                    )),
+                    Work::Publish(m) => {
+                        let mut member =
+                            Member::of(m, dest.is_fifo(), &schema::SweepShards::default());
+                        if library && params.has(Mutation::FenceReadsIndexOnly) {
+                            member.library = true;
+                        }
+                        Some(member)
+                    }
                     Work::Poison(_) => None,
                 };
                 let factor = params.parallelization.max(1);

@@ -310,6 +310,11 @@ pub enum Mutation {
     /// library message whose `SENT` mark failed, or that was deferred, stays outside
     /// the index.
     PublisherSkipsLibraryItems,
+    /// Not a defect: issue 38's design, step (d) 1, ahead of the code — the order fence
+    /// of a library message without a sequence reads the index shards
+    /// (`Scope::Shards`) whether or not the message is in the index, never its
+    /// aggregate's partition (`Member::library` true for every library message).
+    FenceReadsIndexOnly,
     /// An aggregate's first sequenced message reads its sequenced key range only (no
     /// `switch_over_reads`): a message of the aggregate written without a sequence and
     /// still pending sorts apart and is not seen, so the first sequenced one goes first.

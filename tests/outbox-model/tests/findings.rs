@@ -23,7 +23,7 @@
 
 use outbox_model::global::{A, Crash, GMsg, GlobalModel, GlobalParams};
 use outbox_model::props::{ENDS, FIFO_ORDER};
-use outbox_model::{Home, OutboxModel, Params, Txn, find};
+use outbox_model::{Home, Mutation, OutboxModel, Params, Txn, find};
 
 /// The counterexample to `property` on `params`, printed; its length.
 fn found(params: Params, property: &'static str) -> usize {
@@ -278,4 +278,40 @@ fn holds_with(params: Params) {
     );
     let failures = report.failures();
     assert!(failures.is_empty(), "{params:?}: {}", failures.join("\n"));
+}
+
+/// Issue 38's design, window w1, ahead of the code: once the fence of an unsequenced
+/// FIFO message reads the index shards only (design step (d) 1, `FenceReadsIndexOnly`;
+/// today it reads an unindexed aggregate's partition), a message outside the index at
+/// commit whose batch is discarded is invisible to the fence until recovery adopts it:
+/// A0's invocation crashes, the mapping discards its range and moves on, A1's batch
+/// finds nothing pending in the index and sends A1 first. Cross-transaction FIFO order
+/// is then the sequenced messages' alone (`sequence.rs`); indexed at commit, the same
+/// run holds (`mutations.rs`, `a_discard_of_a_library_message_…`).
+#[test]
+fn known_limit_w1_a_discarded_message_outside_the_index_is_overtaken_by_an_index_only_fence() {
+    let p = Params {
+        fifo: true,
+        batch_size: 1,
+        esm_retries: 0,
+        crashes: 1,
+        ..quiet(vec![Txn::library(0, 1), Txn::library(0, 1)])
+    }
+    .mutated(Mutation::FenceReadsIndexOnly);
+    let trace = counterexample(p.clone(), FIFO_ORDER);
+    assert!(trace.contains("CRASHES"), "A0's batch is discarded");
+    let sent = trace.find("sends [m1]");
+    let adopted = trace.find("recovery reads").or(trace.find("backstop"));
+    assert!(
+        sent.is_some() && (adopted.is_none() || sent < adopted),
+        "A1 goes out before anyone adopts A0"
+    );
+    holds_with(Params {
+        txns: vec![Txn::library_indexed(0, 1); 2],
+        ..p.clone()
+    });
+    holds_with(Params {
+        txns: vec![Txn::library(0, 1).sequenced(); 2],
+        ..p
+    });
 }
