@@ -25,8 +25,9 @@ enum Task {
     /// emulator: integration tests on MiniStack and on moto.
     /// deployed: the functions behind the applied stacks, chaos, the shop, the
     /// infrastructure checks, the release artifacts.
-    /// FILTER: test names (and nextest options) for every test run of the tier; the doc
-    /// tests, moto, the infrastructure checks and the release packaging are then skipped.
+    /// FILTER: test names (and nextest options): only the parts of the tier where they
+    /// name a test run (none named is an error); the doc tests, moto, the infrastructure
+    /// checks and the release packaging are then skipped.
     Test {
         /// A tier, then filters.
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]

@@ -48,6 +48,10 @@ pub struct Options {
     /// Where to lay them out (default: OUTBOX_LAMBDA_DIR, else target/lambda).
     #[arg(long, env = "OUTBOX_LAMBDA_DIR")]
     pub out: Option<PathBuf>,
+    /// Only these functions (repeatable; default all four): a release build of one
+    /// function compiles only what it links.
+    #[arg(long = "only", value_name = "FUNCTION", value_parser = clap::builder::PossibleValuesParser::new(FUNCTIONS))]
+    pub only: Vec<String>,
     /// Resolve features as the test build does, so that it reuses this build.
     #[arg(skip)]
     pub share_with_tests: bool,
@@ -62,6 +66,7 @@ impl Options {
             x86_64: true,
             features: Some("fault-injection".into()),
             out: Some(out),
+            only: Vec::new(),
             share_with_tests: false,
         }
     }
@@ -74,7 +79,20 @@ impl Options {
             x86_64: true,
             features: None,
             out: Some(out),
+            only: Vec::new(),
             share_with_tests: false,
+        }
+    }
+
+    /// The functions to build: `only`, else all four.
+    fn functions(&self) -> Vec<&str> {
+        if self.only.is_empty() {
+            FUNCTIONS.to_vec()
+        } else {
+            FUNCTIONS
+                .into_iter()
+                .filter(|f| self.only.iter().any(|o| o == f))
+                .collect()
         }
     }
 
@@ -101,14 +119,19 @@ pub fn package(s: &Session, opts: &Options, also: &[&str]) -> Result {
     if opts.debug {
         eprintln!(
             "package: cargo build (debug) {}{}",
-            FUNCTIONS.join(" "),
+            opts.functions().join(" "),
             with(features)
         );
         s.cargo()
-            .args(debug_build_args(features, also, opts.share_with_tests))
+            .args(debug_build_args(
+                &opts.functions(),
+                features,
+                also,
+                opts.share_with_tests,
+            ))
             .run()?;
         let src = s.target.join("debug");
-        for bin in FUNCTIONS {
+        for bin in opts.functions() {
             let dir = out.join(bin);
             mkdir(&dir)?;
             // Without symbols: half the size, so deploys upload less (panic messages
@@ -130,7 +153,7 @@ pub fn package(s: &Session, opts: &Options, also: &[&str]) -> Result {
     } else {
         release(s, opts, features, &out)?;
     }
-    for bin in FUNCTIONS {
+    for bin in opts.functions() {
         let size = std::fs::metadata(out.join(bin).join("bootstrap")).map_or(0, |m| m.len());
         let zip = out.join(bin).join("bootstrap.zip");
         let profile = if opts.debug { "debug" } else { "release" };
@@ -155,7 +178,7 @@ fn with(features: &str) -> String {
 /// `--workspace` (building only these binaries): features resolved as for the
 /// workspace's other debug builds and tests, so they share this build of every
 /// dependency instead of compiling the AWS SDK again with another feature set.
-fn debug_build_args(features: &str, also: &[&str], share: bool) -> Vec<String> {
+fn debug_build_args(functions: &[&str], features: &str, also: &[&str], share: bool) -> Vec<String> {
     let mut args = vec!["build".to_owned(), "--workspace".to_owned()];
     if share {
         // One example, which the test build builds too: with a target that uses
@@ -164,10 +187,10 @@ fn debug_build_args(features: &str, also: &[&str], share: bool) -> Vec<String> {
         // this one's libraries instead of compiling them again.
         args.extend(["--example".to_owned(), SHARED_EXAMPLE.to_owned()]);
     }
-    for bin in FUNCTIONS.iter().chain(also) {
+    for bin in functions.iter().chain(also) {
         args.extend(["--bin".to_owned(), (*bin).to_owned()]);
     }
-    let qualified: Vec<String> = FUNCTIONS
+    let qualified: Vec<String> = functions
         .iter()
         .flat_map(|bin| {
             features
@@ -204,23 +227,24 @@ fn release(s: &Session, opts: &Options, features: &str, out: &Path) -> Result {
         "cargo-lambda and ziglang",
     )?;
     let flag = if opts.arm64 { "--arm64" } else { "--x86-64" };
+    let functions = opts.functions();
     eprintln!(
         "package: cargo lambda build --release {flag} {}",
-        FUNCTIONS.join(" ")
+        functions.join(" ")
     );
     let path = std::env::var("PATH").unwrap_or_default();
     let mut cmd = s
         .cargo()
         .env("PATH", format!("{}:{path}", tools.join("bin").display()))
         .args(["lambda", "build", "--release", flag]);
-    for bin in FUNCTIONS {
+    for bin in &functions {
         cmd = cmd.args(["-p", bin]);
     }
     if !features.is_empty() {
         cmd = cmd.args(["--features", features]);
     }
     cmd.arg("--lambda-dir").arg(out).run()?;
-    FUNCTIONS
+    functions
         .iter()
         .try_for_each(|bin| zip_bootstrap(&out.join(bin)))
 }
@@ -251,7 +275,8 @@ mod tests {
 
     #[test]
     fn debug_builds_resolve_features_for_the_workspace_and_qualify_them() {
-        let args = debug_build_args("fault-injection", &["outbox-devkit"], false).join(" ");
+        let args =
+            debug_build_args(&FUNCTIONS, "fault-injection", &["outbox-devkit"], false).join(" ");
         assert_eq!(
             args,
             "build --workspace --bin outbox-publisher --bin outbox-sweeper --bin outbox-recovery --bin orders-consumer \
@@ -261,13 +286,29 @@ mod tests {
     }
 
     #[test]
+    fn only_narrows_the_functions_built_and_keeps_their_order() {
+        let mut opts = Options::release(PathBuf::from("out"));
+        assert_eq!(opts.functions(), FUNCTIONS.to_vec());
+        opts.only = vec!["orders-consumer".into(), "outbox-publisher".into()];
+        assert_eq!(
+            opts.functions(),
+            vec!["outbox-publisher", "orders-consumer"]
+        );
+        let args = debug_build_args(&opts.functions(), "", &[], false).join(" ");
+        assert_eq!(
+            args,
+            "build --workspace --bin outbox-publisher --bin orders-consumer"
+        );
+    }
+
+    #[test]
     fn debug_builds_without_features_name_none() {
         assert!(
-            !debug_build_args("", &[], false)
+            !debug_build_args(&FUNCTIONS, "", &[], false)
                 .iter()
                 .any(|a| a == "--features")
         );
-        let shared = debug_build_args("", &[], true).join(" ");
+        let shared = debug_build_args(&FUNCTIONS, "", &[], true).join(" ");
         assert!(
             shared.contains("--example counter_with_a_marker"),
             "{shared}"

@@ -41,6 +41,70 @@ impl Tier {
     }
 }
 
+/// The parts of the suite a run starts: each tier's tests and what they need (the
+/// emulators for `emulator`; the deployments, the infrastructure checks and the
+/// release artifacts for `deployed`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Parts {
+    /// The fast tier's tests.
+    pub fast: bool,
+    /// The integration tests on the emulators.
+    pub emulator: bool,
+    /// The functions behind the applied stacks, the shop.
+    pub deployed: bool,
+}
+
+/// How many tests of each tier a filter names.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Matched {
+    /// In the fast tier.
+    pub fast: usize,
+    /// In the emulator tier.
+    pub emulator: usize,
+    /// In the deployed tier.
+    pub deployed: usize,
+}
+
+impl Parts {
+    /// Everything `tier` covers.
+    pub fn of(tier: Tier) -> Self {
+        Self {
+            fast: tier.covers(Tier::Fast),
+            emulator: tier.covers(Tier::Emulator),
+            deployed: tier.covers(Tier::Deployed),
+        }
+    }
+
+    /// Only the parts where a filter named tests (`matched`): a run for one test
+    /// starts no emulator and deploys nothing that test does not need. An error when
+    /// it names none, since a filter that runs nothing passes whatever it meant to check.
+    pub fn narrowed(self, matched: Matched, filters: &[String]) -> Result<Self, String> {
+        let parts = Self {
+            fast: self.fast && matched.fast > 0,
+            emulator: self.emulator && matched.emulator > 0,
+            deployed: self.deployed && matched.deployed > 0,
+        };
+        if parts.fast || parts.emulator || parts.deployed {
+            Ok(parts)
+        } else {
+            Err(format!(
+                "no test of this tier matches {}: a test matches when its name (module path included) contains one of them; `cargo nextest list` shows the names",
+                filters.join(" ")
+            ))
+        }
+    }
+
+    /// The tier whose selection the MiniStack run makes, if it runs.
+    pub fn ministack_tier(self) -> Option<Tier> {
+        match (self.emulator, self.deployed) {
+            (true, true) => Some(Tier::All),
+            (true, false) => Some(Tier::Emulator),
+            (false, true) => Some(Tier::Deployed),
+            (false, false) => None,
+        }
+    }
+}
+
 /// Cargo's target selection for the fast tier: every target with tests (`--tests`:
 /// the libraries' and binaries' unit tests and the integration tests, but the two
 /// that need an emulator, `it` and the shop's, which say `test = false` in their
@@ -186,6 +250,39 @@ mod tests {
             emulator_filter(Tier::Deployed),
             "((package(outbox-tests) & binary(it)) & (test(/^deployed::/) | test(/^stacks::/))) | (package(shop) & binary(deployed))"
         );
+    }
+
+    #[test]
+    fn a_filter_starts_only_the_tiers_it_names_tests_in_and_naming_none_is_an_error() {
+        let filters = ["publisher".to_owned()];
+        let matched = |fast, emulator, deployed| Matched {
+            fast,
+            emulator,
+            deployed,
+        };
+        let all = Parts::of(Tier::All);
+        let only_fast = all.narrowed(matched(3, 0, 0), &filters).unwrap();
+        assert_eq!(only_fast, Parts::of(Tier::Fast));
+        assert_eq!(only_fast.ministack_tier(), None);
+        let emulator = all.narrowed(matched(0, 2, 0), &filters).unwrap();
+        assert_eq!(emulator.ministack_tier(), Some(Tier::Emulator));
+        assert!(!emulator.deployed && !emulator.fast);
+        let deployed = all.narrowed(matched(0, 0, 1), &filters).unwrap();
+        assert_eq!(deployed.ministack_tier(), Some(Tier::Deployed));
+        assert_eq!(
+            all.narrowed(matched(1, 1, 1), &filters).unwrap(),
+            all,
+            "each tier named"
+        );
+        // A tier the run does not cover stays off, whatever the filter names there.
+        let fast = Parts::of(Tier::Fast);
+        assert_eq!(fast.narrowed(matched(1, 5, 5), &filters).unwrap(), fast);
+        let none = fast.narrowed(matched(0, 5, 5), &filters).unwrap_err();
+        assert!(
+            none.contains("no test of this tier matches publisher"),
+            "{none}"
+        );
+        assert!(all.narrowed(Matched::default(), &filters).is_err());
     }
 
     #[test]

@@ -58,8 +58,11 @@ pub struct Msg {
     pub work: Work,
     /// What a claim decodes from the stored item.
     pub decoded: Result<OutboxMessage, Undecodable>,
-    /// Whether the producer wrote the sweeper index keys.
+    /// Whether the producer wrote the sweeper index keys (at commit).
     pub indexed: bool,
+    /// Whether the library's producer wrote it (`MessageId`, `CreatedAt`, a UUIDv7
+    /// sort key, `Follows`), with the index keys or without.
+    pub library: bool,
     /// The outbox message id (written or derived).
     pub id: String,
     /// The message attributes the destination receives.
@@ -192,11 +195,16 @@ impl Fixture {
                 .iter()
                 .filter(|e| e.aggregate == txn.aggregate)
                 .count();
-            let sequence = (txn.sequenced && txn.producer == Producer::Library)
+            let sequence = (txn.sequenced && txn.by_library())
                 .then(|| u64::try_from(sequence).unwrap_or(u64::MAX));
             for (position, kind) in txn.messages.iter().enumerate() {
                 let n = msgs.len();
-                let indexed = txn.producer == Producer::Library;
+                let library = txn.by_library();
+                // `ProducerIndexesAtCommit`: the default producer as it was before
+                // issue 38, writing the index keys at commit.
+                let indexed = txn.producer == Producer::LibraryIndexedAtCommit
+                    || (txn.producer == Producer::Library
+                        && params.has(Mutation::ProducerIndexesAtCommit));
                 // The library's ids are UUIDv7 made at the write (`CreatedAt`, in
                 // order); a minimal producer's sort key ends with its own counter.
                 let uuid = uuid::Builder::from_unix_timestamp_millis(
@@ -210,11 +218,11 @@ impl Fixture {
                     pk: pk.clone(),
                     sk: match sequence {
                         Some(n) => schema::sequenced_sort_key(n, position, "E", &uuid),
-                        None if indexed => format!("MESSAGE#E#{uuid}"),
+                        None if library => format!("MESSAGE#E#{uuid}"),
                         None => format!("MESSAGE#E#{n:03}"),
                     },
                 };
-                let follows = if indexed {
+                let follows = if library {
                     last_sk.replace(key.sk.clone())
                 } else {
                     None
@@ -246,12 +254,14 @@ impl Fixture {
                             serde_json::json!({ "N": n.to_string() }),
                         );
                     }
-                    if indexed {
+                    if library {
                         o.insert("MessageId".into(), serde_json::json!({ "S": uuid }));
                         o.insert(
                             "CreatedAt".into(),
                             serde_json::json!({"N": (t + 1).to_string()}),
                         );
+                    }
+                    if indexed {
                         o.insert(
                             "SweepShard".into(),
                             serde_json::json!({"S": schema::SweepShards::default().shard_of(&key.pk)}),
@@ -282,11 +292,14 @@ impl Fixture {
                     Work::Poison(_) => Vec::new(),
                 };
                 let member = match &work {
-                    Work::Publish(m) => Some(Member::of(
-                        m,
-                        dest.is_fifo(),
-                        &schema::SweepShards::default(),
-                    )),
+                    Work::Publish(m) => {
+                        let mut member =
+                            Member::of(m, dest.is_fifo(), &schema::SweepShards::default());
+                        if library && params.has(Mutation::FenceReadsIndexOnly) {
+                            member.library = true;
+                        }
+                        Some(member)
+                    }
                     Work::Poison(_) => None,
                 };
                 let factor = params.parallelization.max(1);
@@ -306,6 +319,7 @@ impl Fixture {
                     work,
                     decoded,
                     indexed,
+                    library,
                     id,
                     attributes,
                     member,
@@ -357,20 +371,27 @@ mod tests {
     fn the_fixture_is_what_the_real_code_makes_of_the_records() {
         let params = Params {
             txns: vec![
-                Txn::library(0, 1),
+                Txn::library_indexed(0, 1),
                 Txn::minimal(1, 1),
                 Txn::library(2, 2).kinds(&[Kind::Undecodable, Kind::Unroutable]),
+                Txn::library(3, 1),
             ],
             ..Params::default()
         };
         let f = Fixture::new(&params);
         assert_eq!(f.business_records_kept, 0, "classify skips business items");
-        assert_eq!(f.msgs.len(), 4);
-        assert!(f.msgs[0].indexed && !f.msgs[1].indexed);
-        // The library's messages are ordered by their sort keys' UUIDv7 in the index;
-        // a minimal producer's aggregate is read from its partition.
+        assert_eq!(f.msgs.len(), 5);
+        assert!(f.msgs[0].indexed && !f.msgs[1].indexed && !f.msgs[4].indexed);
+        assert!(f.msgs[0].library && !f.msgs[1].library && f.msgs[4].library);
+        // The library's messages indexed at commit are ordered by their sort keys'
+        // UUIDv7 in the index; a minimal producer's aggregate, and the default library
+        // producer's (nothing in the index at commit), are read from their partitions.
         let library = |i: usize| f.msgs[i].member.as_ref().map(|m| m.library);
-        assert_eq!((library(0), library(1)), (Some(true), Some(false)));
+        assert_eq!(
+            (library(0), library(1), library(4)),
+            (Some(true), Some(false), Some(false))
+        );
+        assert!(dynamodb_outbox_core::policy::key_position(&f.msgs[4].key).is_some());
         assert!(dynamodb_outbox_core::policy::key_position(&f.msgs[0].key).is_some());
         assert_eq!(f.msgs[1].id, schema::derive_message_id(&f.msgs[1].key));
         assert!(

@@ -1,7 +1,7 @@
 //! The model: every actor's enabled actions and what each does.
 
 use crate::fixture::Fixture;
-use crate::params::{Consumer as Strategy, Kind, Mutation, Params};
+use crate::params::{Consumer as Strategy, Kind, Mutation, Params, Producer};
 use crate::state::{
     Consumer, Copy, GuardKey, Inv, Item, Out, Phase, Record, Shard, State, Status, TxnState, Work,
     bit,
@@ -51,6 +51,22 @@ pub enum Action {
     Sweep,
     /// The recovery function handles on-failure record `n`.
     Recover(u8, Fault),
+    /// On-failure record `n` never reaches the recovery function
+    /// (`Params::on_failure_lost`).
+    LoseOnFailure(u8),
+    /// The recovery function fails on on-failure record `n` past its retries: the
+    /// record goes to its dead-letter queue (`Params::recovery_gives_up`).
+    RecoveryGivesUp(u8),
+    /// The stream's retention runs out before the recovery function reads on-failure
+    /// record `n`: its range is trimmed, the function finds nothing
+    /// (`Params::retention`).
+    Trim(u8),
+    /// Shard lane `n`'s mapping stalled past the stream's retention: its undelivered
+    /// records are trimmed, without an on-failure record (`Params::mapping_stalls`).
+    TrimShard(u8),
+    /// The sweeper's backstop scan adopts every committed `PENDING` item outside the
+    /// index, due now (`Params::backstop`).
+    Backstop,
     /// A consumer receives the copy with SQS id `n`.
     Receive(u8),
     /// Consumer invocation `n` takes its next step.
@@ -209,11 +225,13 @@ impl OutboxModel {
         {
             sh.next += 1;
         }
-        if sh.next > start {
-            s.on_failure.push((shard, start, sh.next));
+        let (next, len) = (sh.next, u8::try_from(sh.records.len()).unwrap_or(u8::MAX));
+        if next > start {
             sh.attempts = 0;
+            s.on_failure.push((shard, start, next));
+            self.trouble_range(s, (shard, start, next));
         }
-        let len = u8::try_from(sh.records.len()).unwrap_or(u8::MAX);
+        let sh = &mut s.shards[usize::from(shard)];
         if sh.next >= len {
             return;
         }
@@ -296,6 +314,7 @@ impl OutboxModel {
             if !self.params.has(Mutation::NoRecovery) {
                 s.on_failure.push((shard, first, to));
             }
+            self.trouble_range(s, (shard, first, to));
         }
     }
 
@@ -304,10 +323,62 @@ impl OutboxModel {
     fn recover(&self, s: &mut State, n: usize) {
         let (shard, from, to) = s.on_failure.remove(n);
         for m in self.records_in(s, shard, from, to) {
+            if self.params.has(Mutation::RecoverySkipsLibraryItems) && self.msg(m).library {
+                continue;
+            }
             let now = s.now;
             let item = &mut s.items[usize::from(m)];
             if item.status == Status::Pending && item.due.is_none() {
                 item.due = Some(now);
+            }
+        }
+    }
+
+    /// Notes trouble for the messages of a discarded range.
+    fn trouble_range(&self, s: &mut State, (shard, from, to): (u8, u8, u8)) {
+        for m in self.records_in(s, shard, from, to) {
+            s.troubled |= bit(m);
+        }
+    }
+
+    /// The messages invocation `inv` holds (bit per message).
+    fn held_by(inv: &Inv) -> u32 {
+        let of = |p: &crate::state::Publish| p.items.iter().fold(0, |b, w| b | bit(w.msg));
+        match inv {
+            Inv::Stream { publish, .. } => of(publish),
+            Inv::Sweep(sw) => {
+                sw.claimed.iter().fold(0, |b, c| b | bit(c.0)) | sw.publish.as_ref().map_or(0, of)
+            }
+        }
+    }
+
+    /// The messages of `inv` whose outcome so far is not a plain send (bit per
+    /// message).
+    fn troubled_outcomes(inv: &Inv) -> u32 {
+        let p = match inv {
+            Inv::Stream { publish, .. } => Some(publish),
+            Inv::Sweep(sw) => sw.publish.as_ref(),
+        };
+        p.iter()
+            .flat_map(|p| p.items.iter().zip(&p.outcome))
+            .filter(|(_, o)| !matches!(o, Out::Open | Out::Sent(true) | Out::Finished))
+            .fold(0, |b, (w, _)| b | bit(w.msg))
+    }
+
+    /// The monitor of `NO_INDEX_ON_HAPPY_PATH`: a message that entered the index
+    /// between `last` and `s` though nothing went wrong for it, other than by the
+    /// backstop scan or a producer that indexes at commit.
+    fn note_index_entries(&self, last: &State, s: &mut State, action: Action) {
+        if action == Action::Backstop {
+            return;
+        }
+        for (m, (before, after)) in last.items.iter().zip(&s.items).enumerate() {
+            let Ok(m) = u8::try_from(m) else { continue };
+            let by_design = self.params.txns[usize::from(self.msg(m).txn)].producer
+                == Producer::LibraryIndexedAtCommit;
+            if before.due.is_none() && after.due.is_some() && s.troubled & bit(m) == 0 && !by_design
+            {
+                s.indexed_untroubled = true;
             }
         }
     }
@@ -439,6 +510,39 @@ impl OutboxModel {
                 .any(|(_, r)| matches!(r, Record::InProgress(until) if *until >= now))
     }
 
+    /// Whether a shard's mapping has an undelivered record past its maximum age: the
+    /// mapping acts on it (discards it) before time passes.
+    fn mapping_overdue(&self, s: &State) -> bool {
+        s.shards.iter().any(|sh| {
+            !sh.busy
+                && sh
+                    .records
+                    .get(usize::from(sh.next))
+                    .is_some_and(|r| r.1 + self.params.max_record_age < s.now)
+        })
+    }
+
+    /// Whether the backstop scan (`Params::backstop`) would adopt something now: a
+    /// committed `PENDING` item outside the index, once the stream path has done what
+    /// it does (no invocation runs, no on-failure record waits, every record reached
+    /// its shard and was delivered).
+    fn backstop_finds(&self, s: &State) -> bool {
+        let stream_done = s.invs.is_empty()
+            && s.on_failure.is_empty()
+            && s.unstreamed == 0
+            && s.shards
+                .iter()
+                .all(|sh| usize::from(sh.next) >= sh.records.len());
+        self.params.backstop
+            && stream_done
+            && (0..s.items.len()).any(|m| {
+                let item = s.items[m];
+                item.status == Status::Pending
+                    && item.due.is_none()
+                    && u8::try_from(m).is_ok_and(|m| self.committed(s, m))
+            })
+    }
+
     fn txn_ready(&self, s: &State, t: usize) -> bool {
         let agg = self.params.txns[t].aggregate;
         s.txns[t] == TxnState::Open
@@ -539,6 +643,12 @@ impl Model for OutboxModel {
             unlisted: 0,
             unstreamed: 0,
             refused: 0,
+            on_failure_lost: self.params.on_failure_lost,
+            gives_up: self.params.recovery_gives_up,
+            trims: self.params.retention,
+            stalls: self.params.mapping_stalls,
+            troubled: 0,
+            indexed_untroubled: false,
         }]
     }
 
@@ -604,6 +714,25 @@ impl Model for OutboxModel {
                 actions.push(Action::Recover(u(i), Fault::Fail));
                 actions.push(Action::Recover(u(i), Fault::Lost));
             }
+            if s.on_failure_lost > 0 {
+                actions.push(Action::LoseOnFailure(u(i)));
+            }
+            if s.gives_up > 0 {
+                actions.push(Action::RecoveryGivesUp(u(i)));
+            }
+            if s.trims > 0 {
+                actions.push(Action::Trim(u(i)));
+            }
+        }
+        if s.stalls > 0 {
+            for (i, sh) in s.shards.iter().enumerate() {
+                if !sh.busy && usize::from(sh.next) < sh.records.len() {
+                    actions.push(Action::TrimShard(u(i)));
+                }
+            }
+        }
+        if self.backstop_finds(s) {
+            actions.push(Action::Backstop);
         }
         if s.consumers.len() < usize::from(self.params.consumers) {
             for c in &s.queue {
@@ -631,11 +760,18 @@ impl Model for OutboxModel {
         // up to the horizon: a run still going there is a livelock (`NO_LIVELOCK`).
         // Nor while a committed record has yet to reach its shard (well under a second).
         // A sweep whose claim the item's own condition refused is followed by the next
-        // one a period later: time passes for it too (`State::refused`).
+        // one a period later: time passes for it too (`State::refused`). Nor past a
+        // record's maximum age while its mapping has not acted on it: the mapping
+        // delivers a record, or discards it once too old, well within that age (a
+        // mapping stalled for longer is `Action::TrimShard`, the retention's fault).
+        // Nor while the backstop scan would find something: a bounded scan reaches
+        // each item within some sweeps; the model's ticks are that long.
         if s.invs.is_empty()
             && s.consumers.is_empty()
             && s.on_failure.is_empty()
             && s.unstreamed == 0
+            && !self.mapping_overdue(s)
+            && !self.backstop_finds(s)
             && s.now < HORIZON
             && (self.timers_ahead(s) || s.refused != 0)
         {
@@ -687,10 +823,11 @@ impl Model for OutboxModel {
             }
             Action::Deliver(shard) => self.deliver(&mut s, shard),
             Action::Step(i, fault) => {
+                let inv = s.invs.remove(usize::from(i));
                 if matches!(fault, Fault::Fail | Fault::Lost) {
                     s.faults -= 1;
+                    s.troubled |= Self::held_by(&inv);
                 }
-                let inv = s.invs.remove(usize::from(i));
                 match inv {
                     Inv::Stream {
                         shard,
@@ -709,20 +846,21 @@ impl Model for OutboxModel {
                             self.esm_after(&mut s, shard, from, to, Some(failed));
                         } else {
                             self.publish_step(&mut s, &mut publish, fault);
-                            s.invs.insert(
-                                usize::from(i),
-                                Inv::Stream {
-                                    shard,
-                                    from,
-                                    to,
-                                    publish,
-                                },
-                            );
+                            let inv = Inv::Stream {
+                                shard,
+                                from,
+                                to,
+                                publish,
+                            };
+                            s.troubled |= Self::troubled_outcomes(&inv);
+                            s.invs.insert(usize::from(i), inv);
                         }
                     }
                     Inv::Sweep(mut sw) => {
                         if self.sweep_step(&mut s, &mut sw, fault) {
-                            s.invs.insert(usize::from(i), Inv::Sweep(sw));
+                            let inv = Inv::Sweep(sw);
+                            s.troubled |= Self::troubled_outcomes(&inv);
+                            s.invs.insert(usize::from(i), inv);
                         } else {
                             Self::sweep_gone(&mut s, &sw);
                         }
@@ -731,7 +869,9 @@ impl Model for OutboxModel {
             }
             Action::Crash(i) => {
                 s.crashes -= 1;
-                match s.invs.remove(usize::from(i)) {
+                let inv = s.invs.remove(usize::from(i));
+                s.troubled |= Self::held_by(&inv);
+                match inv {
                     Inv::Stream {
                         shard, from, to, ..
                     } => self.esm_after(&mut s, shard, from, to, None),
@@ -753,6 +893,41 @@ impl Model for OutboxModel {
                 }
                 Fault::Fail => s.faults -= 1,
             },
+            Action::LoseOnFailure(n) => {
+                s.on_failure_lost -= 1;
+                s.on_failure.remove(usize::from(n));
+            }
+            Action::RecoveryGivesUp(n) => {
+                s.gives_up -= 1;
+                s.on_failure.remove(usize::from(n));
+            }
+            Action::Trim(n) => {
+                s.trims -= 1;
+                s.on_failure.remove(usize::from(n));
+            }
+            Action::TrimShard(shard) => {
+                s.stalls -= 1;
+                let sh = &mut s.shards[usize::from(shard)];
+                let range = (
+                    shard,
+                    sh.next,
+                    u8::try_from(sh.records.len()).unwrap_or(u8::MAX),
+                );
+                sh.next = range.2;
+                sh.attempts = 0;
+                sh.limit = self.params.batch_size;
+                self.trouble_range(&mut s, range);
+            }
+            Action::Backstop => {
+                let now = s.now;
+                for m in 0..s.items.len() {
+                    let committed = u8::try_from(m).is_ok_and(|m| self.committed(&s, m));
+                    let item = &mut s.items[m];
+                    if committed && item.status == Status::Pending && item.due.is_none() {
+                        item.due = Some(now);
+                    }
+                }
+            }
             Action::Receive(sqs) => self.receive(&mut s, sqs),
             Action::Consume(c) => self.consume(&mut s, usize::from(c)),
             Action::ConsumerCrash(c) => {
@@ -762,6 +937,7 @@ impl Model for OutboxModel {
             Action::Expire(m) => self.set_status(&mut s, m, Status::Deleted, false),
             Action::Redrive(m) => {
                 s.redrives -= 1;
+                s.troubled |= bit(m);
                 self.set_status(&mut s, m, Status::Pending, true);
                 let now = s.now;
                 let item = &mut s.items[usize::from(m)];
@@ -789,6 +965,7 @@ impl Model for OutboxModel {
                 s.refused = 0;
             }
         }
+        self.note_index_entries(last, &mut s, action);
         Some(s)
     }
 

@@ -4,9 +4,14 @@
 /// How a producer writes its outbox items.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Producer {
-    /// `OutboxWriter`: `MessageId`, `CreatedAt` and the sweeper index keys (due after
-    /// the grace).
+    /// `OutboxWriter` as it is by default: `MessageId`, `CreatedAt`, `Follows`, no
+    /// sweeper index keys. The item enters the index only when the stream path cannot
+    /// finish it: the publisher's adoption, the recovery of a discarded range, the
+    /// backstop scan.
     Library,
+    /// `OutboxWriter::index_at_commit(true)`: the same, and the sweeper index keys at
+    /// commit (due after the grace), as the library wrote before issue 38.
+    LibraryIndexedAtCommit,
     /// A hand-written producer: `PK, SK, ItemType, Topic, Payload, Status, RetryCount`
     /// only, so the item is outside the sweeper index until someone adopts it.
     Minimal,
@@ -76,12 +81,33 @@ impl Txn {
         }
     }
 
+    /// The same written with `OutboxWriter::index_at_commit(true)`.
+    pub fn library_indexed(aggregate: u8, n: usize) -> Self {
+        Txn::library(aggregate, n).indexed_at_commit()
+    }
+
     /// The same written by a minimal producer.
     pub fn minimal(aggregate: u8, n: usize) -> Self {
         Txn {
             producer: Producer::Minimal,
             ..Txn::library(aggregate, n)
         }
+    }
+
+    /// A library transaction that writes the sweeper index keys at commit
+    /// (`OutboxWriter::index_at_commit(true)`).
+    pub fn indexed_at_commit(mut self) -> Self {
+        self.producer = Producer::LibraryIndexedAtCommit;
+        self
+    }
+
+    /// Whether its messages are written by the library (`MessageId`, `CreatedAt`,
+    /// `Follows`, the aggregate's sequence when asked), with or without the index.
+    pub fn by_library(&self) -> bool {
+        matches!(
+            self.producer,
+            Producer::Library | Producer::LibraryIndexedAtCommit
+        )
     }
 
     /// This transaction may also roll back.
@@ -270,6 +296,25 @@ pub enum Mutation {
     /// (eventually consistent) instead of the table: it does not list a message just
     /// written yet, and still lists one a mark just removed.
     SequenceReadFromIndex,
+    /// Issue 38: the library's producer writes the sweeper index keys at commit by
+    /// default, as before the change (`Producer::Library` behaves like
+    /// `LibraryIndexedAtCommit`): two index writes per message on the happy path.
+    ProducerIndexesAtCommit,
+    /// Issue 38: the recovery function adopts only items without the library's
+    /// `MessageId` and `CreatedAt` (a minimal producer's), as its comment assumed while
+    /// the library indexed at commit: a discarded library message stays outside the
+    /// index.
+    RecoverySkipsLibraryItems,
+    /// Issue 38: the publisher adopts only a minimal producer's messages it could not
+    /// finish (as `publish/adopt.rs` assumed while the library indexed at commit): a
+    /// library message whose `SENT` mark failed, or that was deferred, stays outside
+    /// the index.
+    PublisherSkipsLibraryItems,
+    /// Not a defect: issue 38's design, step (d) 1, ahead of the code — the order fence
+    /// of a library message without a sequence reads the index shards
+    /// (`Scope::Shards`) whether or not the message is in the index, never its
+    /// aggregate's partition (`Member::library` true for every library message).
+    FenceReadsIndexOnly,
     /// An aggregate's first sequenced message reads its sequenced key range only (no
     /// `switch_over_reads`): a message of the aggregate written without a sequence and
     /// still pending sorts apart and is not seen, so the first sequenced one goes first.
@@ -332,6 +377,29 @@ pub struct Params {
     /// this many concurrent batches, in order per item only (each message is its own
     /// item: the model gives an aggregate's messages lanes in turn, `Fixture::lane`).
     pub parallelization: u8,
+    /// On-failure records of the stream mapping that never reach the recovery
+    /// function (lost on the way: a misconfigured or deleted destination, a queue
+    /// purged): each discarded range may be one of these, up to this many.
+    pub on_failure_lost: u8,
+    /// On-failure records the recovery function fails on past its retries
+    /// (`maxReceiveCount`): they go to its dead-letter queue and nobody adopts their
+    /// range. Up to this many.
+    pub recovery_gives_up: u8,
+    /// The stream's 24-hour retention runs out before the recovery function reads an
+    /// on-failure record's range, up to this many times: it finds nothing
+    /// (`RangeError::Lost`, left to the backstop scan).
+    pub retention: u8,
+    /// A shard's mapping stalls (disabled, failing) past the stream's retention, up to
+    /// this many times: its undelivered records are trimmed without an on-failure
+    /// record.
+    pub mapping_stalls: u8,
+    /// The sweeper's backstop scan runs (`OUTBOX_SWEEP_SCAN_MODE=backstop`, the
+    /// default): it adopts every committed `PENDING` item outside the index, due now.
+    /// A bounded scan of 100 items a sweep reaches each item eventually; the model lets
+    /// it reach them once the stream path has done what it does (nothing runs, no
+    /// record waits), which is when it is needed: the race with the stream path is
+    /// the indexed-at-commit producer's, checked there.
+    pub backstop: bool,
     /// Deliberate bugs (none: the protocol as the code has it).
     pub mutations: Vec<Mutation>,
 }
@@ -361,6 +429,11 @@ impl Default for Params {
             index_lags_writes: false,
             stream_any_order: false,
             parallelization: 1,
+            on_failure_lost: 0,
+            recovery_gives_up: 0,
+            retention: 0,
+            mapping_stalls: 0,
+            backstop: false,
             mutations: Vec::new(),
         }
     }

@@ -81,9 +81,9 @@ pub fn ci() -> Vec<(&'static str, Params)> {
             },
         ),
         (
-            "FIFO destination, an index lagging marks and writes, two transactions in separate batches, a faulty call",
+            "FIFO destination, an index lagging marks and writes, two transactions in separate batches, a faulty call (the producer indexing at commit)",
             Params {
-                txns: vec![Txn::library(0, 1), Txn::library(0, 1)],
+                txns: vec![Txn::library_indexed(0, 1), Txn::library_indexed(0, 1)],
                 fifo: true,
                 batch_size: 1,
                 index_lag: true,
@@ -139,8 +139,54 @@ pub fn ci() -> Vec<(&'static str, Params)> {
                 ..Params::default()
             },
         ),
-        // The largest CI instance: about 4 million unique states, some 40 CPU-s (its own
-        // test, `single_region_13`, runs beside the others).
+        (
+            "issue 38: a message outside the index at commit (the default producer) whose discarded range is lost on the way to recovery, given up on by recovery or past the stream's retention, or whose mapping stalls past it, a crash; the backstop scan",
+            Params {
+                txns: vec![Txn::library(0, 1)],
+                esm_retries: 0,
+                faults: 0,
+                on_failure_lost: 1,
+                recovery_gives_up: 1,
+                retention: 1,
+                mapping_stalls: 1,
+                backstop: true,
+                ..Params::default()
+            },
+        ),
+        (
+            "issue 38, FIFO: two transactions of one aggregate outside the index at commit, in separate batches, a discard whose on-failure record is lost or trimmed; the backstop scan",
+            Params {
+                txns: vec![Txn::library(0, 1), Txn::library(0, 1)],
+                fifo: true,
+                batch_size: 1,
+                esm_retries: 0,
+                faults: 0,
+                on_failure_lost: 1,
+                retention: 1,
+                backstop: true,
+                ..Params::default()
+            },
+        ),
+        // `OutboxWriter::index_at_commit(true)`: the index from the commit, the sweeper
+        // racing the stream path (the default producer's instances above cover it only
+        // after an adoption).
+        (
+            "the producer indexing at commit: a transaction that may roll back, a crash and a faulty call",
+            Params {
+                txns: vec![Txn::library_indexed(0, 1).or_roll_back()],
+                ..Params::default()
+            },
+        ),
+        (
+            "the producer indexing at commit, FIFO destination, two messages of one aggregate, the order fence, a crash and a faulty call",
+            Params {
+                txns: vec![Txn::library_indexed(0, 2)],
+                fifo: true,
+                ..Params::default()
+            },
+        ),
+        // The largest CI instance (its own test, `single_region_17`, runs beside the
+        // others).
         (
             "rollback and poison on one aggregate, a crash and a faulty call, marker consumer",
             Params {
@@ -267,12 +313,12 @@ pub fn deep() -> Vec<(&'static str, Params)> {
             },
         ),
         (
-            "FIFO, two aggregates, one with sequenced messages (its fence reads its key range) and one without (the index), whose messages one sweep may claim together",
+            "FIFO, two aggregates, one with sequenced messages (its fence reads its key range) and one without (the index), whose messages one sweep may claim together (the producer indexing at commit: without a fault nothing else reaches the sweeper)",
             Params {
                 txns: vec![
-                    Txn::library(0, 1).sequenced(),
-                    Txn::library(1, 1),
-                    Txn::library(0, 1).sequenced(),
+                    Txn::library_indexed(0, 1).sequenced(),
+                    Txn::library_indexed(1, 1),
+                    Txn::library_indexed(0, 1).sequenced(),
                 ],
                 fifo: true,
                 crashes: 0,

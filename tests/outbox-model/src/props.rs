@@ -41,6 +41,14 @@ pub const REDRIVE_STANDS: &str = "a redrive is never undone by an earlier claim"
 /// is still `PENDING`, when every read the fence made answered: a lagging index's
 /// listing is confirmed by a consistent read first.
 pub const NO_STALE_FENCE: &str = "no message held back behind a sibling no longer pending";
+/// Issue 38: no message enters the sweeper index unless something went wrong for it
+/// — a faulty call or a crash of an invocation that held it, an outcome other than
+/// sent (a retry, a hold-back, a deferral, a fence that could not tell, a mark that did
+/// not land), a discard, a redrive — or the backstop scan found it. On the happy path a
+/// message is written once by its producer and marked once by the publisher; only a
+/// producer set to index at commit (`Producer::LibraryIndexedAtCommit`) writes the
+/// index for every message.
+pub const NO_INDEX_ON_HAPPY_PATH: &str = "no message indexed on the happy path";
 /// When nothing can happen any more (fairness: every path ends, see the module's
 /// doc), every committed message is `SENT` or `FAILED` — also when every read of the
 /// order fence fails (`Params::fence_reads_fail`).
@@ -123,6 +131,10 @@ fn no_stale_fence(_: &OutboxModel, s: &State) -> bool {
     !s.stale_fence
 }
 
+fn no_index_on_happy_path(_: &OutboxModel, s: &State) -> bool {
+    !s.indexed_untroubled
+}
+
 fn settles(m: &OutboxModel, s: &State) -> bool {
     msgs(m).all(|i| m.settled(s, i)) || !m.quiescent(s)
 }
@@ -161,6 +173,7 @@ pub fn all() -> Vec<Property<OutboxModel>> {
         Property::always(EXCLUSIVE_CLAIMS, exclusive_claims),
         Property::always(REDRIVE_STANDS, redrive_stands),
         Property::always(NO_STALE_FENCE, no_stale_fence),
+        Property::always(NO_INDEX_ON_HAPPY_PATH, no_index_on_happy_path),
         Property::always(SETTLES, settles),
         Property::always(ENDS, ends),
         Property::always(NO_LIVELOCK, no_livelock),

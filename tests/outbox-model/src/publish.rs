@@ -291,8 +291,11 @@ impl OutboxModel {
         (0..p.items.len())
             .filter(|&i| {
                 let w = p.items[i];
+                let msg = &self.fixture.msgs[usize::from(w.msg)];
+                let skipped = msg.library && self.params.has(Mutation::PublisherSkipsLibraryItems);
                 !w.poison
-                    && !self.fixture.msgs[usize::from(w.msg)].indexed
+                    && !msg.indexed
+                    && !skipped
                     && matches!(
                         p.outcome[i],
                         Out::Retry

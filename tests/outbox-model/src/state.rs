@@ -337,6 +337,24 @@ pub struct State {
     /// Committed messages whose `INSERT` record has not reached its shard yet (bit per
     /// message). Empty unless `Params::stream_any_order`.
     pub unstreamed: u32,
+    /// On-failure records that may still be lost on the way (`Params::on_failure_lost`).
+    pub on_failure_lost: u8,
+    /// On-failure records the recovery function may still fail on past its retries
+    /// (`Params::recovery_gives_up`).
+    pub gives_up: u8,
+    /// Times the stream's retention may still run out before recovery reads a range
+    /// (`Params::retention`).
+    pub trims: u8,
+    /// Times a mapping may still stall past the retention (`Params::mapping_stalls`).
+    pub stalls: u8,
+    /// Messages something went wrong for (bit per message): a faulty call or a crash
+    /// of an invocation that held it, an outcome other than sent (retry, held back,
+    /// deferred, unknown, a mark that did not land), a discard, a redrive. What
+    /// `NO_INDEX_ON_HAPPY_PATH` excuses.
+    pub troubled: u32,
+    /// Monitor: a message entered the sweeper index though nothing went wrong for it
+    /// (not the backstop scan's, not a producer's that indexes at commit).
+    pub indexed_untroubled: bool,
     /// Messages a sweep's claim found `PENDING` and due as it read them, refused by
     /// the claim's ownership condition, since time last passed (bit per message): the
     /// next sweep comes a schedule period later, so time may pass.

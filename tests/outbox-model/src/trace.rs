@@ -30,6 +30,21 @@ pub fn describe(model: &OutboxModel, action: &Action) -> String {
         Action::Crash(i) => format!("invocation #{i} crashes"),
         Action::Sweep => "schedule starts a sweep".into(),
         Action::Recover(n, f) => format!("recovery reads on-failure record {n}{}", fault(*f)),
+        Action::LoseOnFailure(n) => {
+            format!("on-failure record {n} is LOST: it never reaches the recovery function")
+        }
+        Action::RecoveryGivesUp(n) => format!(
+            "the recovery function FAILS on on-failure record {n} past its retries: the record goes to its dead-letter queue"
+        ),
+        Action::Trim(n) => format!(
+            "the stream's RETENTION runs out before recovery reads on-failure record {n}: it finds nothing"
+        ),
+        Action::TrimShard(s) => format!(
+            "the mapping of shard lane {s} stalls past the stream's RETENTION: its undelivered records are trimmed"
+        ),
+        Action::Backstop => {
+            "the sweeper's backstop scan adopts the pending items outside the index".into()
+        }
         Action::Receive(q) => format!("consumer receives sqs-{q}"),
         Action::Consume(c) => format!("consumer #{c} steps"),
         Action::ConsumerCrash(c) => format!("consumer #{c} crashes"),

@@ -8,7 +8,7 @@ use outbox_model::props::{DUPLICATES_HAPPEN, SOME_END};
 use outbox_model::{OutboxModel, check, find, presets};
 
 /// Single-region CI instances, and two-region ones, that have a test below.
-const SINGLE_REGION: usize = 14;
+const SINGLE_REGION: usize = 18;
 const TWO_REGION: usize = 5;
 
 /// Every property holds on single-region CI instance `i`, and some run of it ends with
@@ -75,7 +75,8 @@ instances! { single_region:
     single_region_0 = 0, single_region_1 = 1, single_region_2 = 2, single_region_3 = 3,
     single_region_4 = 4, single_region_5 = 5, single_region_6 = 6, single_region_7 = 7,
     single_region_8 = 8, single_region_9 = 9, single_region_10 = 10, single_region_11 = 11,
-    single_region_12 = 12, single_region_13 = 13,
+    single_region_12 = 12, single_region_13 = 13, single_region_14 = 14, single_region_15 = 15,
+    single_region_16 = 16, single_region_17 = 17,
 }
 
 instances! { two_region:

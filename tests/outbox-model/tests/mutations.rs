@@ -3,8 +3,8 @@
 //! model's: `global_mutations.rs`.)
 
 use outbox_model::props::{
-    EFFECT_ONCE, ENDS, EXCLUSIVE_CLAIMS, FIFO_ORDER, NO_STALE_FENCE, NOTHING_PHANTOM,
-    REDRIVE_STANDS, SENT_ONCE, SETTLES, TERMINAL,
+    EFFECT_ONCE, ENDS, EXCLUSIVE_CLAIMS, FIFO_ORDER, NO_INDEX_ON_HAPPY_PATH, NO_STALE_FENCE,
+    NOTHING_PHANTOM, REDRIVE_STANDS, SENT_ONCE, SETTLES, TERMINAL,
 };
 use outbox_model::{Consumer, Home, Kind, Mutation, OutboxModel, Params, Txn, find};
 
@@ -56,7 +56,7 @@ fn marking_sent_before_publishing_loses_a_message_on_a_crash() {
 fn claims_without_a_lease_let_two_sweepers_hold_one_item() {
     let p = Params {
         sweepers: 2,
-        ..one(Txn::library(0, 1))
+        ..one(Txn::library_indexed(0, 1))
     };
     caught(p.mutated(Mutation::NoLease), EXCLUSIVE_CLAIMS);
 }
@@ -94,7 +94,7 @@ fn without_the_hold_back_a_later_message_overtakes_a_failed_one_on_fifo() {
 fn an_unconditional_sent_mark_revives_a_failed_item() {
     let p = Params {
         max_attempts: 0,
-        ..one(Txn::library(0, 1))
+        ..one(Txn::library_indexed(0, 1))
     };
     caught(p.mutated(Mutation::UnconditionalMark), TERMINAL);
 }
@@ -144,7 +144,7 @@ fn one_failed_claim_no_longer_lets_a_later_message_overtake_on_fifo() {
     let p = Params {
         fifo: true,
         faults: 1,
-        ..one(Txn::library(0, 2))
+        ..one(Txn::library_indexed(0, 2))
     };
     holds(p.clone());
     caught(p.mutated(Mutation::NoOrderFence), FIFO_ORDER);
@@ -173,7 +173,7 @@ fn a_redrive_during_an_attempt_is_not_undone_by_it() {
     let p = Params {
         sweepers: 2,
         redrives: 1,
-        ..one(Txn::library(0, 1).kinds(&[Kind::Unroutable]))
+        ..one(Txn::library_indexed(0, 1).kinds(&[Kind::Unroutable]))
     };
     holds(p.clone());
     caught(p.mutated(Mutation::UnclaimedSweepMark), REDRIVE_STANDS);
@@ -224,13 +224,13 @@ fn a_fence_that_never_can_tell_parks_no_message_of_an_aggregate() {
 #[test]
 fn an_index_that_does_not_list_a_new_message_yet_lets_no_later_one_overtake() {
     let p = Params {
-        txns: vec![Txn::library(0, 1), Txn::library(0, 1)],
+        txns: vec![Txn::library_indexed(0, 1), Txn::library_indexed(0, 1)],
         fifo: true,
         batch_size: 1,
         index_lag: true,
         index_lags_writes: true,
         faults: 1,
-        ..one(Txn::library(0, 1))
+        ..one(Txn::library_indexed(0, 1))
     };
     holds(p.clone());
     caught(p.mutated(Mutation::UnknownNotReported), FIFO_ORDER);
@@ -243,11 +243,11 @@ fn an_index_that_does_not_list_a_new_message_yet_lets_no_later_one_overtake() {
 #[test]
 fn a_lagging_index_no_longer_holds_the_next_fifo_message_behind_a_sent_one() {
     let p = Params {
-        txns: vec![Txn::library(0, 1), Txn::library(0, 1)],
+        txns: vec![Txn::library_indexed(0, 1), Txn::library_indexed(0, 1)],
         fifo: true,
         batch_size: 1,
         index_lag: true,
-        ..one(Txn::library(0, 1))
+        ..one(Txn::library_indexed(0, 1))
     };
     holds(p.clone());
     caught(p.mutated(Mutation::NoConsistentConfirm), NO_STALE_FENCE);
@@ -284,19 +284,24 @@ fn a_discard_no_longer_lets_a_later_message_overtake_on_fifo() {
     caught(p.mutated(Mutation::NoOrderFence), FIFO_ORDER);
 }
 
-/// The same with the library's producer: its aggregate is read from the index.
+/// The same with the library's producer: indexing at commit, its aggregate is read
+/// from the index; by default (nothing in the index at commit) the fence reads the
+/// aggregate's partition, as a minimal producer's.
 #[test]
 fn a_discard_of_a_library_message_lets_no_later_one_overtake_on_fifo() {
-    let p = Params {
-        txns: vec![Txn::library(0, 1), Txn::library(0, 1)],
-        fifo: true,
-        batch_size: 1,
-        esm_retries: 0,
-        crashes: 1,
-        ..one(Txn::library(0, 1))
-    };
-    holds(p.clone());
-    caught(p.mutated(Mutation::NoOrderFence), FIFO_ORDER);
+    for txn in [Txn::library_indexed(0, 1), Txn::library(0, 1)] {
+        let p = Params {
+            txns: vec![txn.clone(), txn],
+            fifo: true,
+            batch_size: 1,
+            esm_retries: 0,
+            crashes: 1,
+            faults: 0,
+            ..Params::default()
+        };
+        holds(p.clone());
+        caught(p.mutated(Mutation::NoOrderFence), FIFO_ORDER);
+    }
 }
 
 /// Issue 22, defect 2, fixed by the status read: the publisher crashes after a
@@ -335,7 +340,7 @@ fn known_limit_a_delivery_that_read_before_a_sweep_marked_sends_again() {
     use outbox_model::Action::{Commit, Deliver, Step, Sweep, Tick};
     use outbox_model::Fault::None as Ok;
     use stateright::Model;
-    let model = OutboxModel::new(one(Txn::library(0, 1)));
+    let model = OutboxModel::new(one(Txn::library_indexed(0, 1)));
     let mut s = model.init_states().remove(0);
     let steps = [
         Commit(0),
@@ -393,7 +398,7 @@ fn a_transactions_later_message_alone_in_a_batch_waits_for_the_one_it_follows() 
         batch_size: 1,
         index_lag: true,
         index_lags_writes: true,
-        ..one(Txn::library(0, 2))
+        ..one(Txn::library_indexed(0, 2))
     };
     holds(p.clone());
     caught(p.mutated(Mutation::NoFollows), FIFO_ORDER);
@@ -410,7 +415,7 @@ fn a_transactions_later_message_alone_in_a_batch_waits_for_the_one_it_follows() 
 #[test]
 fn an_empty_or_padded_home_region_no_longer_parks_a_message() {
     for home in [Home::Empty, Home::Padded] {
-        let p = one(Txn::library(0, 1).home(home));
+        let p = one(Txn::library_indexed(0, 1).home(home));
         holds(p.clone());
         caught(p.mutated(Mutation::ClaimRefusesOddHome), ENDS);
     }
@@ -428,4 +433,48 @@ fn a_null_home_region_no_longer_parks_a_message_the_stream_path_could_not_finish
     };
     holds(p.clone());
     caught(p.mutated(Mutation::ClaimRefusesOddHome), ENDS);
+}
+
+/// Issue 38, item 1: on the happy path a message is written once by its producer and
+/// marked once by the publisher; it enters the sweeper index only when something went
+/// wrong for it. The producer as it was (the index keys at commit) writes the index
+/// for every message; the producer set to do so (`Txn::library_indexed`) does it by
+/// design, and the property excuses it.
+#[test]
+fn a_producer_that_indexes_at_commit_writes_the_index_on_the_happy_path() {
+    let p = one(Txn::library(0, 1));
+    holds(p.clone());
+    holds(one(Txn::library_indexed(0, 1)));
+    caught(
+        p.mutated(Mutation::ProducerIndexesAtCommit),
+        NO_INDEX_ON_HAPPY_PATH,
+    );
+}
+
+/// Issue 38: the recovery function adopts every pending item of a discarded range
+/// that is outside the index, the library's too. One that skips the library's items
+/// (its comment assumed the library indexed them at commit) leaves a discarded
+/// library message `PENDING`.
+#[test]
+fn a_recovery_that_skips_library_items_leaves_a_discarded_message_behind() {
+    let p = Params {
+        crashes: 1,
+        esm_retries: 0,
+        ..one(Txn::library(0, 1))
+    };
+    holds(p.clone());
+    caught(p.mutated(Mutation::RecoverySkipsLibraryItems), ENDS);
+}
+
+/// Issue 38: the publisher adopts the library's messages it could not finish (a
+/// `SENT` mark that did not land, a hold-back), as a minimal producer's. One that
+/// adopts only a minimal producer's leaves a library message `PENDING`.
+#[test]
+fn a_publisher_that_adopts_no_library_message_leaves_one_behind() {
+    let p = Params {
+        faults: 1,
+        ..one(Txn::library(0, 1))
+    };
+    holds(p.clone());
+    caught(p.mutated(Mutation::PublisherSkipsLibraryItems), ENDS);
 }

@@ -70,6 +70,16 @@ fn finding_2_holds_for_sequenced_messages_at_factor_2() {
             ..sequenced(2)
         },
     );
+    // The same with the producer indexing at commit: the index lists them from the
+    // start (lagging), the sweeper races the stream path.
+    holds(
+        "factor 2, index lagging, indexed at commit",
+        Params {
+            txns: vec![Txn::library_indexed(0, 1).sequenced(); 2],
+            parallelization: 2,
+            ..sequenced(2)
+        },
+    );
 }
 
 /// Finding 2's narrow variant (`finding_2_narrow_open_…`) at factor 1: A0's `SENT`
@@ -157,7 +167,11 @@ fn a_sequence_read_from_the_index_is_overtaken_and_fences_behind_sent_messages()
         ..sequenced(2)
     };
     caught(p.mutated(Mutation::SequenceReadFromIndex), FIFO_ORDER);
+    // Held behind a finished message: an index that lists it (the producer indexing
+    // at commit; the default producer's messages enter the index only when the
+    // stream path cannot finish them).
     let q = Params {
+        txns: vec![Txn::library_indexed(0, 1).sequenced(); 2],
         batch_size: 1,
         index_lags_writes: false,
         ..sequenced(2)

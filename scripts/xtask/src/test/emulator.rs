@@ -101,10 +101,10 @@ pub fn start_moto(s: &Session, runner: &Runner, run: &Run, guard: &mut Emulators
         )
 }
 
-/// The tier's tests on MiniStack (for `all` and `deployed`, with the deployed
+/// `tier`'s tests on MiniStack (for `all` and `deployed`, with the deployed
 /// functions, the stacks and the shop named for them).
-pub fn on_ministack(s: &Session, runner: &Runner, run: &Run, endpoint: &str) -> Result {
-    s.step(match run.tier {
+pub fn on_ministack(s: &Session, runner: &Runner, run: &Run, tier: Tier, endpoint: &str) -> Result {
+    s.step(match tier {
         Tier::Emulator => "Rust: integration tests on MiniStack",
         Tier::Deployed => {
             "Rust: deployed functions, both stacks, the global table and the shop, on MiniStack"
@@ -115,8 +115,8 @@ pub fn on_ministack(s: &Session, runner: &Runner, run: &Run, endpoint: &str) -> 
         .cmd(
             s,
             &tiers::emulator_targets(),
-            Some(&tiers::emulator_filter(run.tier)),
-            run.tier,
+            Some(&tiers::emulator_filter(tier)),
+            tier,
             &run.filters,
         )
         .env("OUTBOX_EMULATOR", "ministack")

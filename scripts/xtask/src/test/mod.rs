@@ -19,9 +19,11 @@
 //!
 //! Every debug build resolves features for the whole workspace (`--workspace`), so the
 //! functions, the shop's consumer and the tests share one build of the AWS SDK.
-//! Filters (test names, or nextest options) go to every test run of the tier; with a
-//! filter, the doc tests, the infrastructure checks and the release packaging are
-//! skipped. `OUTBOX_SKIP_MOTO=1`, `OUTBOX_SKIP_INFRA=1`, `OUTBOX_SKIP_RELEASE=1` skip
+//! Filters (test names, or nextest options) go to every test run of the tier, and only
+//! the parts of the tier where they name a test start (listed first with nextest: one
+//! unit test starts no emulator, one integration test deploys nothing); a filter that
+//! names no test fails. With a filter, the doc tests, moto, the IAM correction's tests,
+//! the infrastructure checks and the release packaging are skipped. `OUTBOX_SKIP_MOTO=1`, `OUTBOX_SKIP_INFRA=1`, `OUTBOX_SKIP_RELEASE=1` skip
 //! those steps.
 
 mod deployed;
@@ -32,7 +34,7 @@ mod runner;
 use crate::Result;
 use crate::package;
 use crate::session::Session;
-use crate::tiers::Tier;
+use crate::tiers::{self, Matched, Parts, Tier};
 use emulator::Emulators;
 use runner::Runner;
 use std::path::{Path, PathBuf};
@@ -72,12 +74,17 @@ fn skip(var: &str) -> bool {
 /// Runs the tier.
 pub fn run(s: &mut Session, run: &Run) -> Result {
     let runner = Runner::detect(s);
-    if run.tier == Tier::Fast {
+    let parts = if run.full() {
+        Parts::of(run.tier)
+    } else {
+        narrowed(s, &runner, run)?
+    };
+    if !parts.emulator && !parts.deployed {
         return fast::alone(s, &runner, run);
     }
     // The emulators' virtual environments and the CDK's npm packages (first run only,
     // downloads) install beside the build.
-    let deployed = run.tier.covers(Tier::Deployed);
+    let deployed = parts.deployed;
     let installs = std::thread::spawn(move || emulator::install_tools(&Session::new(), deployed));
     let lambda_dir = package_debug(s, deployed)?;
     let release = (deployed && run.full() && !skip("OUTBOX_SKIP_RELEASE"))
@@ -99,16 +106,16 @@ pub fn run(s: &mut Session, run: &Run) -> Result {
     } else {
         Vec::new()
     };
-    if run.tier.covers(Tier::Emulator) {
+    if parts.emulator && run.full() {
         emulator::iam_correction(s, &ms_state)?;
     }
 
     s.step("build the tests on the emulators (it, the shop's)");
     emulator::build(s, &runner)?;
-    let moto = (run.tier.covers(Tier::Emulator) && run.full() && !skip("OUTBOX_SKIP_MOTO"))
+    let moto = (parts.emulator && run.full() && !skip("OUTBOX_SKIP_MOTO"))
         .then(|| emulator::start_moto(s, &runner, run, &mut guard))
         .transpose()?;
-    if run.tier == Tier::All {
+    if parts.fast {
         s.step("build the fast tier's tests");
         fast::build(s, &runner)?;
         fast::tests(s, &runner, run)?;
@@ -122,7 +129,8 @@ pub fn run(s: &mut Session, run: &Run) -> Result {
     } else {
         None
     };
-    let ministack_result = emulator::on_ministack(s, &runner, run, &ministack);
+    let tier = parts.ministack_tier().unwrap_or(run.tier);
+    let ministack_result = emulator::on_ministack(s, &runner, run, tier, &ministack);
 
     if let Some(job) = moto {
         s.step("wait for the integration tests on moto");
@@ -141,6 +149,49 @@ pub fn run(s: &mut Session, run: &Run) -> Result {
     drop(guard);
     s.step("all tests passed");
     Ok(())
+}
+
+/// The parts of `run`'s tier where its filters name tests, found by listing them
+/// (which builds the test binaries the run needs anyway): a run for one unit test
+/// starts no emulator, one for an integration test deploys nothing, and one whose
+/// filters name no test fails instead of passing having run nothing. Without nextest
+/// (no listing) the whole tier runs.
+fn narrowed(s: &Session, runner: &Runner, run: &Run) -> Result<Parts> {
+    let parts = Parts::of(run.tier);
+    s.step(&format!(
+        "find the tests named by {} (builds the tests)",
+        run.filters.join(" ")
+    ));
+    let count =
+        |targets: Vec<String>, expr: Option<String>, wanted: bool| -> Result<Option<usize>> {
+            if !wanted {
+                return Ok(Some(0));
+            }
+            runner.count(s, &targets, expr.as_deref(), &run.filters)
+        };
+    let fast = count(tiers::fast_targets(), None, parts.fast)?;
+    let emulator = count(
+        tiers::emulator_targets(),
+        Some(tiers::emulator_filter(Tier::Emulator)),
+        parts.emulator,
+    )?;
+    let deployed = count(
+        tiers::emulator_targets(),
+        Some(tiers::emulator_filter(Tier::Deployed)),
+        parts.deployed,
+    )?;
+    let (Some(fast), Some(emulator), Some(deployed)) = (fast, emulator, deployed) else {
+        return Ok(parts);
+    };
+    eprintln!("tests: named {fast} fast, {emulator} emulator, {deployed} deployed");
+    parts.narrowed(
+        Matched {
+            fast,
+            emulator,
+            deployed,
+        },
+        &run.filters,
+    )
 }
 
 /// Builds and packages the functions (debug, fault injection compiled in) into

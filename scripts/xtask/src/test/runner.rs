@@ -33,6 +33,32 @@ impl Runner {
         s.cargo().args(verb).args(targets).run()
     }
 
+    /// How many tests of `targets` the tier's `expr` and the `filters`' names select
+    /// (building them first); `None` without nextest, which cannot list them.
+    pub fn count(
+        &self,
+        s: &Session,
+        targets: &[String],
+        expr: Option<&str>,
+        filters: &[String],
+    ) -> Result<Option<usize>> {
+        if !self.nextest {
+            return Ok(None);
+        }
+        let names: Vec<&String> = filters.iter().filter(|f| !f.starts_with('-')).collect();
+        let mut cmd = s
+            .cargo()
+            .args(["nextest", "list", "--message-format", "oneline"])
+            .args(targets);
+        if let Some(expr) = filter_expr(expr, &names) {
+            cmd = cmd.args(["-E", &expr]);
+        }
+        let listed = cmd.read()?;
+        Ok(Some(
+            listed.lines().filter(|l| !l.trim().is_empty()).count(),
+        ))
+    }
+
     /// A run of `targets`, narrowed by a nextest `expr` (for cargo test, the skips of
     /// `tier`) and by the user's `filters`.
     pub fn cmd(
@@ -72,13 +98,9 @@ fn nextest(
 ) -> Cmd {
     let mut cmd = s
         .cargo()
+        // A run that selects no test fails (nextest's default): a filtered run starts
+        // only the runs where its filter names tests (`tiers::Parts::narrowed`).
         .args(["nextest", "run", "--no-fail-fast"])
-        // A filter may leave a tier with nothing to run: not an error.
-        .args(if names.is_empty() {
-            &[][..]
-        } else {
-            &["--no-tests=warn"][..]
-        })
         .args(targets)
         .args(options);
     if let Some(expr) = filter_expr(expr, names) {

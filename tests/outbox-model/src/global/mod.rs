@@ -499,8 +499,10 @@ impl GlobalModel {
             .msgs
             .iter()
             .map(|m| {
+                // This model's sweeps claim every pending item they own (it keeps no
+                // index): the fence's reads are those of a producer indexing at commit.
                 if m.homed {
-                    Txn::library(0, 1)
+                    Txn::library_indexed(0, 1)
                 } else {
                     Txn::minimal(0, 1)
                 }
