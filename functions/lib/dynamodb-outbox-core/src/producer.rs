@@ -134,7 +134,7 @@ impl NewMessage {
     /// The outbox item for this message: every attribute of the schema, `PENDING`,
     /// written at `now_ms`, outside the sweeper index (no `SweepShard`/`SweepDueAt`:
     /// the sparse index gets an entry only when the stream path cannot finish the
-    /// message and adopts it, [`OutboxItem::indexed_at_commit`] otherwise). The first
+    /// message and adopts it, `OutboxItem::indexed_at_commit` otherwise). The first
     /// (or only) message of its aggregate in its transaction; see
     /// [`NewMessage::outbox_item_at`].
     pub fn outbox_item(&self, message_id: &str, now_ms: i64) -> OutboxItem {
