@@ -114,9 +114,9 @@ const synthesized = new Map<string, unknown>();
 /**
  * The example stack's template for `settings`. A synthesis costs 0.2-1 CPU-s and many tests
  * read the same configuration, so each distinct configuration is synthesized once per process
- * (test file); every call gets a Template over its own deep copy, so no test sees another's
- * changes. An explicit lambdaAssetDir is a directory the test may fill or change between
- * calls: those settings are synthesized every time.
+ * (test/all.ts runs every test file in one); every call gets a Template over its own deep
+ * copy, so no test sees another's changes. An explicit lambdaAssetDir is a directory the test
+ * may fill or change between calls: those settings are synthesized every time.
  */
 export function synth(settings: OutboxSettingsInput = {}): Template {
   const key = settings.lambdaAssetDir === undefined ? settingsKey(settings) : undefined;
