@@ -25,10 +25,11 @@ pub enum Described {
 /// setting (`DescribeTimeToLive`, both at once). A TTL that cannot be read is left
 /// unread ([`SeenTtl::NotRead`], logged): the keys are what a function needs.
 pub async fn describe_table(client: &aws_sdk_dynamodb::Client, table: &str) -> Described {
-    let (description, ttl) = futures::join!(
+    let (description, ttl) = futures::future::join(
         Box::pin(client.describe_table().table_name(table).send()),
         Box::pin(client.describe_time_to_live().table_name(table).send()),
-    );
+    )
+    .await;
     let description = match description {
         Ok(out) => out.table,
         Err(e) if e.as_service_error().is_some_and(|s| s.is_resource_not_found_exception()) => {

@@ -136,7 +136,7 @@ impl PublisherFunction {
     /// invocation fails, naming the setting, and nothing is published or
     /// dead-lettered — the stream retries the batch until the configuration is fixed.
     pub async fn handle(&self, event: LambdaEvent<Event>) -> Result<DynamoDbEventResponse, Error> {
-        let (admitted, deps) = futures::join!(self.table.admit(), self.deps());
+        let (admitted, deps) = futures::future::join(self.table.admit(), self.deps()).await;
         admitted?;
         handle(event, &*deps).await
     }

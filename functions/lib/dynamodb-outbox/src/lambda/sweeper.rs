@@ -101,7 +101,7 @@ impl SweeperFunction {
         &self,
         event: LambdaEvent<serde_json::Value>,
     ) -> Result<SweepSummary, Error> {
-        let (admitted, deps) = futures::join!(self.table.admit(), self.deps());
+        let (admitted, deps) = futures::future::join(self.table.admit(), self.deps()).await;
         admitted?;
         handle(event, &*deps).await
     }
