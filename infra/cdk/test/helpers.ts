@@ -1,5 +1,6 @@
 // Test helpers: throwaway asset directories with fake ELF `bootstrap` files and zips
-// (so no Rust build is needed), and synthesis of a fresh App per call.
+// (so no Rust build is needed), and synthesis of the example app (`synth`: once per distinct
+// settings in a process, each caller getting its own copy).
 import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -77,10 +78,16 @@ export interface FakeAssets {
 /** Every binary of the example app: the outbox's three and the reference consumer. */
 export const BINARIES = [...Object.values(CONTRACT.binaries), EXAMPLE.consumerBinary];
 
+/** The asset directories makeAssetDir made, removed by one exit handler (test/all.ts makes dozens in one process). */
+const assetDirsMade: string[] = [];
+process.once('exit', () => {
+  for (const dir of assetDirsMade) fs.rmSync(dir, { recursive: true, force: true });
+});
+
 /** A new temporary asset directory for every binary (BINARIES), removed when the process exits. */
 export function makeAssetDir({ binary, zip, zipNewer = false }: FakeAssets): string {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'outbox-assets-'));
-  process.on('exit', () => fs.rmSync(dir, { recursive: true, force: true }));
+  assetDirsMade.push(dir);
   const old = new Date(Date.now() - 3_600_000);
   for (const bin of BINARIES) {
     fs.mkdirSync(path.join(dir, bin));
@@ -107,8 +114,42 @@ export function newStack(settings: OutboxSettingsInput = {}, app = new cdk.App()
   return new OutboxStack(app, 'Outbox', { env: ENV, settings: { lambdaAssetDir: fakeAssetDir(settings.architecture), ...settings } });
 }
 
+/** Each template `synth` made in this process, by settingsKey of its settings. */
+const synthesized = new Map<string, unknown>();
+
+/**
+ * The example stack's template for `settings`. A synthesis costs 0.2-1 CPU-s and many tests
+ * read the same configuration, so each distinct configuration is synthesized once per process
+ * (test/all.ts runs every test file in one); every call gets a Template over its own deep
+ * copy, so no test sees another's changes. An explicit lambdaAssetDir is a directory the test
+ * may fill or change between calls: those settings are synthesized every time.
+ */
 export function synth(settings: OutboxSettingsInput = {}): Template {
-  return Template.fromStack(newStack(settings));
+  const key = settings.lambdaAssetDir === undefined ? settingsKey(settings) : undefined;
+  if (key === undefined) return Template.fromStack(newStack(settings));
+  let json = synthesized.get(key);
+  if (json === undefined) {
+    json = Template.fromStack(newStack(settings)).toJSON();
+    synthesized.set(key, json);
+  }
+  return Template.fromJSON(structuredClone(json) as Record<string, unknown>);
+}
+
+/**
+ * A key equal for settings with the same keys in the same order and the same values; undefined
+ * for settings that are not plain data. Key order is kept, not sorted: it orders routes (and so
+ * environment variables and policy statements), so two orders are two configurations. An
+ * undefined value is kept too: `{ x: undefined }` overrides a default that `{}` leaves.
+ */
+function settingsKey(settings: OutboxSettingsInput): string | undefined {
+  let plain = true;
+  const key = JSON.stringify(settings, (_name, value: unknown) => {
+    if (value === undefined) return '\u0000undefined';
+    const proto = typeof value === 'object' && value !== null ? Object.getPrototypeOf(value) : null;
+    if (['function', 'symbol', 'bigint'].includes(typeof value) || (proto !== null && proto !== Object.prototype && proto !== Array.prototype)) plain = false;
+    return value;
+  });
+  return plain ? key : undefined;
 }
 
 type Resources = Record<string, { Type: string; Properties?: Record<string, any>; Metadata?: Record<string, any> }>;

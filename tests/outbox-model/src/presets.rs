@@ -247,9 +247,9 @@ pub fn deep() -> Vec<(&'static str, Params)> {
             },
         ),
         (
-            "FIFO, an index lagging marks and writes, two transactions in separate batches, a crash and a faulty call (the producer indexing at commit)",
+            "FIFO, an index lagging marks and writes, two transactions in separate batches, a crash and a faulty call",
             Params {
-                txns: vec![Txn::library_indexed(0, 1), Txn::library_indexed(0, 1)],
+                txns: vec![Txn::library(0, 1), Txn::library(0, 1)],
                 fifo: true,
                 batch_size: 1,
                 index_lag: true,
@@ -313,12 +313,12 @@ pub fn deep() -> Vec<(&'static str, Params)> {
             },
         ),
         (
-            "FIFO, two aggregates, one with sequenced messages (its fence reads its key range) and one without (the index), whose messages one sweep may claim together",
+            "FIFO, two aggregates, one with sequenced messages (its fence reads its key range) and one without (the index), whose messages one sweep may claim together (the producer indexing at commit: without a fault nothing else reaches the sweeper)",
             Params {
                 txns: vec![
-                    Txn::library(0, 1).sequenced(),
-                    Txn::library(1, 1),
-                    Txn::library(0, 1).sequenced(),
+                    Txn::library_indexed(0, 1).sequenced(),
+                    Txn::library_indexed(1, 1),
+                    Txn::library_indexed(0, 1).sequenced(),
                 ],
                 fifo: true,
                 crashes: 0,

@@ -25,7 +25,8 @@ use dynamodb_outbox::sweep::{AwsSweeper, Budget, SweeperConfig};
 use dynamodb_outbox::{AwsPublisher, FromSdkConfig, NewMessage};
 use outbox_devkit::cost::{
     US_EAST_1, Usage, bill, bill_total, billed_chunks, eventual_read_units, fence_read_units,
-    gb_seconds, item_bytes, pipes_per_message, transactional_write_units, write_units,
+    gb_seconds, index_at_commit_write_units, item_bytes, pipes_per_message,
+    transactional_write_units, write_units,
 };
 use outbox_tests::stream::event_of;
 use outbox_tests::{Item, Outbox, bulk_put, clients, indexed_item, minimal_item, sv};
@@ -106,8 +107,9 @@ async fn outbox_usage() -> (Usage, Usage, f64) {
     commit_orders(&writer, 0..MESSAGES, "orders").await;
     let pending_items = ob.all_items().await;
     let pending: Vec<u64> = pending_items.iter().map(item_bytes).collect();
-    // The sweeper index's writes: each item enters it at commit and leaves it at its
-    // SENT mark, one write of its KEYS_ONLY projection each way.
+    // The sweeper index's writes: an item indexed at commit enters it there and leaves
+    // it at its SENT mark, one write of its KEYS_ONLY projection each way; the
+    // default producer's items never enter it on the happy path (0).
     let index_units: u64 = pending_items
         .iter()
         .filter_map(index_projection_bytes)
@@ -183,20 +185,28 @@ async fn fifo_usage() -> Usage {
         let pending_items = ob.all_items().await;
         let pending: Vec<&Item> = pending_items.iter().filter(|i| is_pending(i)).collect();
         // Every pending item is this round's, so in a shard the batch touches: what
-        // the fence's read of those shards returns.
+        // the fence's read of those shards returns, for items indexed at commit.
         let index_bytes: u64 = pending
             .iter()
             .filter_map(|i| index_projection_bytes(i))
             .sum();
+        // Outside the index (the producer's default), an aggregate's pending messages
+        // are read from its partition instead, strongly consistently: billed for
+        // every item of it, the history it has sent included.
+        let partition_units = partition_read_units(&pending, &pending_items);
         let event = ob.filtered_event().await;
         own.counter.reset();
         let (response, _) = handle_stream_event(&publisher, &event_of(event.records)).await;
         assert!(response.batch_item_failures.is_empty());
         let sent = ob.all_items().await;
         units = units.plus(happy_path_writes(&pending, &sent));
-        let fence_requests = own.counter.of(&["ExecuteStatement", "Query"]);
+        let fence_requests = own.counter.of(&["ExecuteStatement"]);
+        let partition_reads = own.counter.of(&["Query"]);
         let confirms = own.counter.of(&["BatchGetItem", "GetItem"]);
         units.fence_read_units += fence_read_units(fence_requests, index_bytes, confirms);
+        if partition_reads > 0 {
+            units.fence_read_units += partition_units.max(partition_reads as f64);
+        }
         units.sqs_fifo_requests += own.counter.of(&["SendMessageBatch"]) as f64;
         for (op, n) in own.counter.by_operation() {
             *ops.entry(op).or_default() += n;
@@ -206,6 +216,43 @@ async fn fifo_usage() -> Usage {
         "  FIFO route: {MESSAGES} messages in batches of {BATCH}, committed a batch at a time; requests: {ops:?} (a confirm read priced as one unit)"
     );
     units.scaled(1.0 / MESSAGES as f64)
+}
+
+/// Read units of one strongly consistent read of each partition that holds a
+/// `pending` item: every item of the partition in `all`, 1 unit per started 4 KB.
+fn partition_read_units(pending: &[&Item], all: &[Item]) -> f64 {
+    let aggregates: std::collections::BTreeSet<String> =
+        pending.iter().map(|i| key_s(i, "PK")).collect();
+    aggregates
+        .iter()
+        .map(|pk| {
+            let bytes: u64 = all
+                .iter()
+                .filter(|i| &key_s(i, "PK") == pk)
+                .map(item_bytes)
+                .sum();
+            2.0 * eventual_read_units(bytes)
+        })
+        .sum()
+}
+
+/// The index writes a message indexed at commit costs (`index_at_commit(true)`),
+/// from the item the writer builds for it (no request made).
+fn index_at_commit_units(table: &str) -> u64 {
+    let conf = aws_sdk_dynamodb::Config::builder()
+        .behavior_version(aws_sdk_dynamodb::config::BehaviorVersion::latest())
+        .build();
+    let writer =
+        dynamodb_outbox::OutboxWriter::new(aws_sdk_dynamodb::Client::from_conf(conf), table)
+            .index_at_commit(true);
+    let message = NewMessage::new("ORDER#42", "orders", r#"{"order":42,"lines":3}"#);
+    let prepared = writer.prepare(vec![], &[message]).expect("a valid message");
+    let item = prepared.actions()[0]
+        .put
+        .as_ref()
+        .expect("the outbox item's Put")
+        .item();
+    index_at_commit_write_units(index_projection_bytes(item).expect("indexed at commit"))
 }
 
 fn is_pending(item: &Item) -> bool {
@@ -478,6 +525,12 @@ async fn main() {
         .plus(per_sweep.scaled(sweeps))
         .plus(lambda(publishes, m.publisher_ms))
         .plus(lambda(sweeps, m.sweeper_ms));
+    let opt_in = index_at_commit_units("orders");
+    println!(
+        "  index_at_commit(true), opt-in: +{opt_in} index write units per message (enters the sweeper index at commit, leaves it at the SENT mark) = +${:.4} per million, not in the table; the default's happy path writes {:.1}",
+        opt_in as f64 * US_EAST_1.dynamodb_write_unit_per_million,
+        per_message.index_write_units
+    );
     let mut columns = vec![("this outbox".to_owned(), ours)];
     for history in [1_000usize, 10_000] {
         let (per_message, per_poll, poll_ms) = polling_usage(history).await;

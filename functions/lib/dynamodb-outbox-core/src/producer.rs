@@ -132,31 +132,19 @@ impl NewMessage {
     }
 
     /// The outbox item for this message: every attribute of the schema, `PENDING`,
-    /// in its shard of the sweeper index (`layout`) and due `sweep_grace` after
-    /// `now_ms`. The first (or only) message of its aggregate in its transaction; see
+    /// written at `now_ms`, outside the sweeper index (no `SweepShard`/`SweepDueAt`:
+    /// the sparse index gets an entry only when the stream path cannot finish the
+    /// message and adopts it, `OutboxItem::indexed_at_commit` otherwise). The first
+    /// (or only) message of its aggregate in its transaction; see
     /// [`NewMessage::outbox_item_at`].
-    pub fn outbox_item(
-        &self,
-        message_id: &str,
-        now_ms: i64,
-        sweep_grace: Duration,
-        layout: &SweepShards,
-    ) -> OutboxItem {
-        self.outbox_item_at(0, message_id, now_ms, sweep_grace, layout)
+    pub fn outbox_item(&self, message_id: &str, now_ms: i64) -> OutboxItem {
+        self.outbox_item_at(0, message_id, now_ms)
     }
 
     /// [`NewMessage::outbox_item`] for the message at `position` among its
     /// aggregate's messages in one transaction (0 for the first): a sequenced sort
     /// key carries it, so that messages sharing a sequence sort as given.
-    pub fn outbox_item_at(
-        &self,
-        position: u8,
-        message_id: &str,
-        now_ms: i64,
-        sweep_grace: Duration,
-        layout: &SweepShards,
-    ) -> OutboxItem {
-        let grace_ms = i64::try_from(sweep_grace.as_millis()).unwrap_or(i64::MAX);
+    pub fn outbox_item_at(&self, position: u8, message_id: &str, now_ms: i64) -> OutboxItem {
         let item = OutboxItem {
             pk: Some(self.aggregate.clone()),
             sk: Some(self.sort_key(position, message_id)),
@@ -168,14 +156,27 @@ impl NewMessage {
             message_id: Some(message_id.to_owned()),
             created_at: Some(now_ms),
             sequence: self.sequence,
-            sweep_shard: Some(layout.shard_of(&self.aggregate)),
-            sweep_due_at: Some(now_ms.saturating_add(grace_ms)),
             ..OutboxItem::default()
         };
         match &self.trace {
             Some(trace) => item.with_trace(trace),
             None => item,
         }
+    }
+}
+
+impl OutboxItem {
+    /// The item in the sweeper index from its write: in its aggregate's shard of
+    /// `layout`, due `sweep_grace` after its `CreatedAt`, so that a sweep finds it
+    /// whatever becomes of its stream record. Two more index writes per message (the
+    /// entry, and its removal by the `SENT` mark) that the stream path does not need:
+    /// the producer's opt-in (`OutboxWriter::index_at_commit` in `dynamodb-outbox`).
+    pub fn indexed_at_commit(mut self, layout: &SweepShards, sweep_grace: Duration) -> Self {
+        let grace_ms = i64::try_from(sweep_grace.as_millis()).unwrap_or(i64::MAX);
+        let created = self.created_at.unwrap_or_default();
+        self.sweep_shard = self.pk.as_deref().map(|pk| layout.shard_of(pk));
+        self.sweep_due_at = Some(created.saturating_add(grace_ms));
+        self
     }
 }
 
@@ -227,23 +228,23 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_new_message_becomes_a_pending_indexed_item_due_after_the_grace() {
+    fn a_new_message_becomes_a_pending_item_outside_the_sweeper_index() {
         let m = NewMessage::new("USER#1", "orders", "{}")
             .event_type("CREATED")
             .sequence(4);
-        let layout = SweepShards::default();
-        let item = m.outbox_item("0190-id", 1_000, Duration::from_secs(60), &layout);
+        let item = m.outbox_item("0190-id", 1_000);
         assert_eq!(
             item.sk.as_deref(),
             Some("MESSAGE#SEQ#00000000000000000004#00#CREATED#0190-id")
         );
         assert_eq!(item.item_type.as_deref(), Some("PENDING_MESSAGE"));
         assert_eq!(item.status(), Some(Status::Pending));
+        assert_eq!(item.created_at, Some(1_000));
         assert_eq!(
-            (item.created_at, item.sweep_due_at),
-            (Some(1_000), Some(61_000))
+            (item.sweep_shard, item.sweep_due_at),
+            (None, None),
+            "on the happy path the item never enters the sparse index"
         );
-        assert_eq!(item.sweep_shard, Some(layout.shard_of("USER#1")));
         assert_eq!((item.retry_count, item.sequence), (Some(0), Some(4)));
         assert_eq!(
             NewMessage::new("A", " ", "{}").invalid(),
@@ -252,13 +253,26 @@ mod tests {
     }
 
     #[test]
+    fn an_item_indexed_at_commit_is_in_its_shard_due_the_grace_after_its_write() {
+        let layout = SweepShards::new(64).unwrap();
+        let item = NewMessage::new("USER#1", "orders", "{}")
+            .outbox_item("0190-id", 1_000)
+            .indexed_at_commit(&layout, Duration::from_secs(60));
+        assert_eq!(item.sweep_shard, Some(layout.shard_of("USER#1")));
+        assert_eq!(item.sweep_due_at, Some(61_000));
+        assert_eq!(
+            (item.created_at, item.status()),
+            (Some(1_000), Some(Status::Pending))
+        );
+    }
+
+    #[test]
     fn a_messages_trace_is_written_on_its_item_and_read_back_from_it() {
-        let layout = SweepShards::default();
         let xray = "Root=1-0af76519-16cd43dd8448eb211c80319c;Parent=b7ad6b7169203331;Sampled=1;Lineage=a87bd80c:1";
         let from_lambda = TraceContext::from_xray(xray).unwrap();
         let item = NewMessage::new("USER#1", "orders", "{}")
             .trace(from_lambda.clone())
-            .outbox_item("0190-id", 1_000, Duration::from_secs(60), &layout);
+            .outbox_item("0190-id", 1_000);
         assert_eq!(
             item.trace_parent.as_deref(),
             Some("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")
@@ -279,7 +293,7 @@ mod tests {
         .unwrap();
         let item = NewMessage::new("USER#1", "orders", "{}")
             .trace(w3c.clone())
-            .outbox_item("0190-id", 1_000, Duration::from_secs(60), &layout);
+            .outbox_item("0190-id", 1_000);
         assert_eq!(item.trace_state.as_deref(), Some("vendor=x"));
         assert_eq!(
             item.aws_trace_header.as_deref(),
@@ -290,12 +304,7 @@ mod tests {
             Some(w3c)
         );
 
-        let untraced = NewMessage::new("USER#1", "orders", "{}").outbox_item(
-            "0190-id",
-            1_000,
-            Duration::from_secs(60),
-            &layout,
-        );
+        let untraced = NewMessage::new("USER#1", "orders", "{}").outbox_item("0190-id", 1_000);
         assert_eq!(
             (
                 untraced.trace_parent.as_ref(),

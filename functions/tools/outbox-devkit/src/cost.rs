@@ -126,6 +126,14 @@ pub fn billed_chunks(bytes: u64) -> u64 {
     bytes.div_ceil(64 * 1024).max(1)
 }
 
+/// Index write units one message costs a producer that indexes it at commit
+/// (`OutboxWriter::index_at_commit(true)`): its projection of `projection_bytes`
+/// enters the sweeper index at commit and leaves it at the `SENT` mark, one write
+/// each; the default producer's happy path writes none.
+pub fn index_at_commit_write_units(projection_bytes: u64) -> u64 {
+    2 * write_units(projection_bytes)
+}
+
 /// GB-seconds of `billed_ms` milliseconds at `memory_mb`.
 pub fn gb_seconds(billed_ms: f64, memory_mb: u32) -> f64 {
     billed_ms / 1000.0 * f64::from(memory_mb) / 1024.0
@@ -139,7 +147,8 @@ pub struct Usage {
     /// DynamoDB write request units: `SENT` / `FAILED` marks.
     pub mark_write_units: f64,
     /// DynamoDB write request units of a secondary index: the sweeper index's, an item
-    /// entering it at commit and leaving it at its mark.
+    /// entering it (adopted by the stream path, or at commit when the producer indexes
+    /// there), moved by a claim, and leaving it at its mark. None on the happy path.
     pub index_write_units: f64,
     /// DynamoDB read request units of the worker that finds what is pending (the
     /// sweeper's index queries, or a polling worker's scans).
@@ -238,7 +247,7 @@ pub fn bill(usage: &Usage, prices: &Prices) -> Vec<Line> {
             per_million(usage.mark_write_units, dynamodb_write),
         ),
         line(
-            "DynamoDB writes: sweeper index (enter at commit, leave at the mark)",
+            "DynamoDB writes: sweeper index (enter, move, leave)",
             usage.index_write_units,
             "WRU",
             per_million(usage.index_write_units, dynamodb_write),
@@ -354,6 +363,14 @@ mod tests {
         );
         assert_eq!(transactional_write_units(400), 2);
         assert_eq!(transactional_write_units(3000), 6);
+    }
+
+    #[test]
+    fn indexing_at_commit_costs_two_index_writes_a_message_a_dollar_twenty_five_per_million() {
+        let units = index_at_commit_write_units(90);
+        assert_eq!(units, 2);
+        let per_million = units as f64 * US_EAST_1.dynamodb_write_unit_per_million;
+        assert!(close(per_million, 1.25), "{per_million}");
     }
 
     #[test]

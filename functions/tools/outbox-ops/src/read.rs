@@ -12,8 +12,9 @@ use std::collections::BTreeMap;
 pub struct StatusReport {
     /// Messages per state: `PENDING` (in the sweep partitions of the table's
     /// [`SweepShards`](dynamodb_outbox::schema::SweepShards)) and `FAILED` (in the
-    /// sixteen `FAILED#NN` partitions). `SENT` messages have left the index
-    /// and are not counted.
+    /// sixteen `FAILED#NN` partitions). `SENT` messages have left the index and are
+    /// not counted, nor are pending messages the stream path is still publishing:
+    /// the producer leaves them out of the index unless it indexes at commit.
     pub counts: BTreeMap<String, u64>,
     /// The earliest due time of a pending message, epoch milliseconds: the sweeper
     /// takes a message once it is due, so one long past due is one it cannot finish.

@@ -15,9 +15,10 @@ use std::collections::BTreeSet;
 
 #[tokio::test]
 async fn one_request_reads_the_pending_keys_of_every_shard_a_batch_touches() {
-    // Given forty pending messages of forty aggregates, spread over the shards
+    // Given forty pending messages of forty aggregates in the sweeper index (indexed
+    // at commit), spread over the shards
     let ob = Outbox::new().await;
-    let writer = ob.writer();
+    let writer = ob.writer().index_at_commit(true);
     let aggregates: Vec<String> = (0..40).map(|i| format!("ACCOUNT#{i}")).collect();
     for chunk in aggregates.chunks(25) {
         let msgs: Vec<NewMessage> = chunk

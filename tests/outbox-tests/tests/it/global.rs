@@ -110,9 +110,12 @@ impl Region {
     }
 
     /// The library producer committing in this region (`HomeRegion` = its client's
-    /// region): `count` messages, one aggregate each, named `{tag}-{i}`.
+    /// region): `count` messages, one aggregate each, named `{tag}-{i}`. Indexed at
+    /// commit, as docs/global-tables.md asks of a global table's producers: a failover
+    /// finds a failed region's pending messages in the sweeper index.
     async fn commit(&self, tag: &str, count: usize) -> Vec<String> {
-        let writer = OutboxWriter::new(self.clients.dynamodb.clone(), &self.table);
+        let writer =
+            OutboxWriter::new(self.clients.dynamodb.clone(), &self.table).index_at_commit(true);
         let names: Vec<String> = (0..count).map(|i| format!("{tag}-{i}")).collect();
         for chunk in names.chunks(10) {
             let msgs: Vec<NewMessage> = chunk

@@ -20,8 +20,9 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// A pending item as the library's producer writes it, due for the sweeper at
-/// `due_ms`, with payload `payload-<created_ms>`.
+/// A pending item as the library's producer writes it indexed at commit (or as an
+/// adoption leaves an unindexed one), due for the sweeper at `due_ms`, with payload
+/// `payload-<created_ms>`.
 pub fn pending_item(
     key: &ItemKey,
     topic: &str,

@@ -1,10 +1,10 @@
 //! Adoption into the sweeper index of unindexed items the stream path could not
 //! finish.
 //!
-//! Items from minimal producers carry no sweeper index keys (and foreign ones may
-//! carry values no sweep claims), so if the stream path cannot finish them (a retry
-//! that may run out, a SENT or FAILED mark that failed) nothing would ever look at
-//! them again.
+//! The library's producer writes no sweeper index keys by default, nor do minimal
+//! producers (and foreign ones may carry values no sweep claims), so if the stream
+//! path cannot finish such an item (a retry that may run out, a SENT or FAILED mark
+//! that failed) no sweep would ever look at it again.
 
 use super::{MARK_CONCURRENCY, Outcome, Work, WorkItem};
 use crate::ports::OutboxStore;

@@ -40,7 +40,7 @@ fn work(pk: &str, topic: &str, body: &str) -> WorkItem {
     publish_work(body, key, format!("id-{body}"), topic, body.into())
 }
 
-/// A library message to publish, written at 1 and in the sweeper index: the work
+/// A library message to publish, written at 1 and indexed at commit: the work
 /// item `id` every test file of the publish path builds its own way.
 fn publish_work(
     id: &str,

@@ -43,7 +43,8 @@ pub struct Committed {
 /// # async fn build() -> OutboxWriter {
 /// let aws = aws_config::load_from_env().await;
 /// OutboxWriter::new(dynamodb_outbox::aws_sdk_dynamodb::Client::new(&aws), "orders")
-///     // the sweeper may pick up an unfinished message two minutes after its write
+///     // every message in the sweeper index from its write, due two minutes after it
+///     .index_at_commit(true)
 ///     .sweep_grace(Duration::from_secs(120))
 /// # }
 /// ```
@@ -52,6 +53,7 @@ pub struct OutboxWriter {
     client: aws_sdk_dynamodb::Client,
     table: String,
     sweep_grace: Duration,
+    index_at_commit: bool,
     key_schemas: HashMap<String, Vec<String>>,
     keys: KeyNames,
     clock: SharedClock,
@@ -61,14 +63,16 @@ pub struct OutboxWriter {
 }
 
 impl OutboxWriter {
-    /// A writer for the outbox `table`. Messages become due for the sweeper one
-    /// minute after they are written.
+    /// A writer for the outbox `table`. Its messages are written outside the sweeper
+    /// index: the stream path publishes them, and puts in the index only those it
+    /// could not finish ([`OutboxWriter::index_at_commit`]).
     pub fn new(client: aws_sdk_dynamodb::Client, table: impl Into<String>) -> Self {
         let home_region = client.config().region().map(|r| r.as_ref().to_owned());
         OutboxWriter {
             client,
             table: table.into(),
             sweep_grace: Duration::from_secs(60),
+            index_at_commit: false,
             key_schemas: HashMap::new(),
             keys: KeyNames::default(),
             clock: clock::system(),
@@ -139,8 +143,25 @@ impl OutboxWriter {
         self
     }
 
-    /// How long after its write the sweeper may pick up a message the stream path
-    /// has not finished.
+    /// Whether every message enters the sweeper index at commit (off by default).
+    ///
+    /// Off, a message is written once by the transaction and marked once by the
+    /// publisher, and enters the sparse index only when the stream path could not
+    /// finish it: the publisher adopts what it could not send or mark, the recovery
+    /// function what a stream batch discarded, the backstop scan the rest. On, the
+    /// sweeper finds every message `sweep_grace` after its write whatever became of
+    /// its stream record, without waiting for those paths. The price: two more index
+    /// write units per message (the entry, and its removal by the `SENT` mark), about
+    /// $1.25 per million messages at on-demand prices (`outbox-devkit cost` prints
+    /// it), and index writes that grow with the commit rate (docs/scale.md).
+    pub fn index_at_commit(mut self, index: bool) -> Self {
+        self.index_at_commit = index;
+        self
+    }
+
+    /// How long after its write the sweeper may pick up a message indexed at commit
+    /// ([`OutboxWriter::index_at_commit`]; one minute by default). A message the
+    /// stream path adopts takes its adopter's due time instead.
     pub fn sweep_grace(mut self, grace: Duration) -> Self {
         self.sweep_grace = grace;
         self
@@ -191,7 +212,8 @@ impl OutboxWriter {
         self
     }
 
-    /// The sweeper index shards the writer's messages go to (16 by default): set it
+    /// The sweeper index shards the writer's messages indexed at commit go to
+    /// ([`OutboxWriter::index_at_commit`]; 16 by default): set it
     /// to the deployment's `sweep_shards` (its functions' `OUTBOX_SWEEP_SHARDS`), and
     /// while that count changes, to the same change. [`KeyNames`] carries the layout
     /// too, so set it after [`key_names`](OutboxWriter::key_names).
@@ -312,13 +334,10 @@ impl OutboxWriter {
             }
             let id = uuid::Uuid::now_v7().to_string();
             let position = position_of.entry(m.aggregate.as_str()).or_insert(0u8);
-            let mut item = m.outbox_item_at(
-                *position,
-                &id,
-                now_ms,
-                self.sweep_grace,
-                &self.keys.sweep_shards,
-            );
+            let mut item = m.outbox_item_at(*position, &id, now_ms);
+            if self.index_at_commit {
+                item = item.indexed_at_commit(&self.keys.sweep_shards, self.sweep_grace);
+            }
             *position = position.saturating_add(1);
             if let (None, Some(trace)) = (&m.trace, ambient) {
                 item = item.with_trace(trace);

@@ -50,17 +50,38 @@ fn message_items_follow_the_schema() {
         Some(&AttributeValue::N("1000".into()))
     );
     assert_eq!(
-        item.get(SWEEP_DUE_AT),
-        Some(&AttributeValue::N("61000".into()))
-    );
-    assert_eq!(
-        item.get(SWEEP_SHARD),
-        Some(&AttributeValue::S(
-            SweepShards::default().shard_of("USER#1")
-        ))
+        (item.get(SWEEP_SHARD), item.get(SWEEP_DUE_AT)),
+        (None, None),
+        "by default a message never enters the sparse sweeper index at commit"
     );
     let sk = format!("MESSAGE#CREATED#{}", committed.message_ids[0]);
     assert_eq!(item.get(SK), Some(&AttributeValue::S(sk)));
+}
+
+#[test]
+fn a_writer_indexing_at_commit_puts_every_message_in_its_shard_due_after_the_grace() {
+    let layout = SweepShards::new(64).expect("64 shards");
+    let msgs = [
+        NewMessage::new("USER#1", "orders", "{}"),
+        NewMessage::new("USER#2", "orders", "{}").sequence(3),
+    ];
+    let prepared = writer()
+        .sweep_shards(layout)
+        .index_at_commit(true)
+        .sweep_grace(Duration::from_secs(5))
+        .prepare_at(vec![], &msgs, 1_000)
+        .expect("valid");
+    for (action, pk) in prepared.actions().iter().zip(["USER#1", "USER#2"]) {
+        let item = action.put.as_ref().expect("a put").item();
+        assert_eq!(
+            item.get(SWEEP_SHARD),
+            Some(&AttributeValue::S(layout.shard_of(pk)))
+        );
+        assert_eq!(
+            item.get(SWEEP_DUE_AT),
+            Some(&AttributeValue::N("6000".into()))
+        );
+    }
 }
 
 #[test]

@@ -18,8 +18,9 @@ pub struct PerMessage {
     /// Table write units: the transaction (2 per item per KB, two items) and the
     /// `SENT` mark (1).
     pub table_write_units: f64,
-    /// Sweeper-index write units: the item enters the sparse index at commit (1) and
-    /// leaves it at the `SENT` mark (1); a `KEYS_ONLY` projection is under 1 KB.
+    /// Sweeper-index write units: none on the happy path (the item never enters the
+    /// sparse index); with the producer's `index_at_commit` it enters at commit (1)
+    /// and leaves at the `SENT` mark (1), a `KEYS_ONLY` projection under 1 KB.
     pub index_write_units: f64,
 }
 
@@ -27,7 +28,18 @@ impl Default for PerMessage {
     fn default() -> Self {
         PerMessage {
             table_write_units: 2.0 * 2.0 + 1.0,
+            index_write_units: 0.0,
+        }
+    }
+}
+
+impl PerMessage {
+    /// The happy path of a producer that indexes every message at commit
+    /// (`OutboxWriter::index_at_commit(true)`): two index writes more.
+    pub fn indexed_at_commit() -> Self {
+        PerMessage {
             index_write_units: 2.0,
+            ..PerMessage::default()
         }
     }
 }
@@ -142,6 +154,8 @@ pub fn ceilings(settings: &Settings, per: &PerMessage) -> Vec<Ceiling> {
         },
         Ceiling {
             component: "sweeper index: one partition per shard value, sort key only increasing",
+            // Without index writes on the happy path (the default producer) it sets no
+            // ceiling on the commit rate: division by zero is +infinity.
             messages_per_second: shards * PARTITION_WRITE_UNITS / per.index_write_units,
             owner: Owner::Ours,
             lift: "more index shards (sweep_shards, up to 1000)",

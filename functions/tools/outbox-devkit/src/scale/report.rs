@@ -30,8 +30,18 @@ pub fn report(settings: &Settings) -> String {
     );
     let _ = writeln!(
         out,
-        "per message: {} table write units, {} index write units\n",
+        "per message: {} table write units, {} index write units",
         per.table_write_units, per.index_write_units
+    );
+    let opt_in = PerMessage::indexed_at_commit();
+    let _ = writeln!(
+        out,
+        "with index_at_commit(true): {} index write units per message; the index binds at {:.0}/s\n",
+        opt_in.index_write_units,
+        ceilings(settings, &opt_in)
+            .iter()
+            .find(|c| c.component.starts_with("sweeper index"))
+            .map_or(f64::INFINITY, |c| c.messages_per_second)
     );
     let _ = writeln!(out, "ceilings (messages/s):");
     for c in all.iter().chain(destination_ceilings(settings).iter()) {
@@ -39,10 +49,15 @@ pub fn report(settings: &Settings) -> String {
             Owner::Aws => "AWS",
             Owner::Ours => "ours",
         };
+        let carries = if c.messages_per_second.is_finite() {
+            format!("{:.0}", c.messages_per_second)
+        } else {
+            "unbound".to_owned()
+        };
         let _ = writeln!(
             out,
-            "  {:>10.0}  {:<4}  {}  [lift: {}]",
-            c.messages_per_second, who, c.component, c.lift
+            "  {carries:>10}  {:<4}  {}  [lift: {}]",
+            who, c.component, c.lift
         );
     }
     let _ = writeln!(out, "\nat each rate:");

@@ -9,14 +9,20 @@ fn at(rate: f64) -> Option<String> {
 #[test]
 fn the_default_deployment_carries_a_thousand_a_second_and_binds_at_eight_thousand() {
     assert_eq!(at(1_000.0), None);
-    // 40,000 table units / 5 per message = 8,000; 16 shards x 1,000 / 2 = 8,000 too:
-    // the table's quota is listed first and both are at 8,000
+    // 40,000 table units / 5 per message = 8,000; the index takes no write on the
+    // happy path, so it sets no ceiling on the commit rate
     let all = ceilings(&Settings::default(), &PerMessage::default());
     let table = &all[0];
     let index = &all[1];
     assert_eq!(table.messages_per_second, 8_000.0);
-    assert_eq!(index.messages_per_second, 8_000.0);
-    assert!(at(10_000.0).is_some());
+    assert_eq!(index.messages_per_second, f64::INFINITY);
+    assert_eq!(
+        at(10_000.0).as_deref(),
+        Some("table: on-demand write quota per table")
+    );
+    // Indexed at commit (2 units a message), 16 shards x 1,000 / 2 = 8,000 too
+    let indexed = ceilings(&Settings::default(), &PerMessage::indexed_at_commit());
+    assert_eq!(indexed[1].messages_per_second, 8_000.0);
 }
 
 #[test]
@@ -47,7 +53,13 @@ fn more_index_shards_and_a_higher_quota_move_the_ceiling_to_the_next_component()
 fn what_a_rate_needs_follows_from_the_units_per_message() {
     let n = needs(10_000.0, &Settings::default(), &PerMessage::default());
     assert_eq!(n.table_write_units, 50_000.0);
-    assert_eq!(n.index_units_per_shard, 1_250.0);
+    assert_eq!(n.index_units_per_shard, 0.0);
+    let indexed = needs(
+        10_000.0,
+        &Settings::default(),
+        &PerMessage::indexed_at_commit(),
+    );
+    assert_eq!(indexed.index_units_per_shard, 1_250.0);
     assert_eq!(n.stream_shards, 50.0);
     assert_eq!(n.publishers, 50.0);
 }
@@ -86,7 +98,7 @@ fn a_tenfold_burst_is_throttled_by_the_table_then_drains_at_its_limit() {
 }
 
 #[test]
-fn at_the_index_ceiling_a_burst_that_the_table_could_take_is_throttled_by_the_index() {
+fn indexed_at_commit_a_burst_that_the_table_could_take_is_throttled_by_the_index() {
     let settings = Settings {
         table_write_quota: 1_000_000.0,
         ..Settings::default()
@@ -98,7 +110,7 @@ fn at_the_index_ceiling_a_burst_that_the_table_could_take_is_throttled_by_the_in
             seconds: 60,
         },
         &settings,
-        &PerMessage::default(),
+        &PerMessage::indexed_at_commit(),
     );
     // 7,500 a second offered; the table takes 10,000; the index 8,000: nothing; at 2x
     // (10,000 a second) the index binds
@@ -113,10 +125,21 @@ fn at_the_index_ceiling_a_burst_that_the_table_could_take_is_throttled_by_the_in
             }
         },
         &settings,
-        &PerMessage::default(),
+        &PerMessage::indexed_at_commit(),
     );
     assert_eq!(r.bound_by, "index");
     assert_eq!(r.seconds_to_clear, Some(60 + 40));
+    // The default producer writes no index entry: the same burst is not throttled
+    let r = burst(
+        &Burst {
+            base_rate: 5_000.0,
+            factor: 2.0,
+            seconds: 60,
+        },
+        &settings,
+        &PerMessage::default(),
+    );
+    assert_eq!(r.bound_by, "nothing");
 }
 
 #[test]
@@ -142,9 +165,14 @@ fn a_backlog_drains_at_one_sweep_of_max_items_times_rounds_a_minute() {
 
 #[test]
 fn the_settings_lifted_for_a_rate_carry_it_and_a_tenfold_burst_meets_the_two_times_rule() {
-    let per = PerMessage::default();
+    let per = PerMessage::indexed_at_commit();
     let lifted = lifted_for(100_000.0, &Settings::default(), &per);
     assert_eq!(lifted.index_shards, 256);
+    let unindexed = lifted_for(100_000.0, &Settings::default(), &PerMessage::default());
+    assert_eq!(
+        unindexed.index_shards, 16,
+        "no index writes on the happy path: no shards to add"
+    );
     assert_eq!(lifted.table_write_quota, 500_000.0);
     let all = ceilings(&lifted, &per);
     assert_eq!(binding(100_000.0, &all).map(|c| c.component), None);

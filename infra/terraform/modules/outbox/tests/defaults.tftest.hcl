@@ -27,9 +27,12 @@ run "names_are_prefixed" {
   }
 }
 
-run "table_shape_follows_the_contract" {
+# One plan for 7 former runs with these same inputs (each headed below by its old name):
+# a run costs ~1 CPU-s of provider start and plan, whatever it asserts.
+run "defaults_table_filter_mapping_environment_sweeper_queues_protection" {
   command = plan
 
+  # table_shape_follows_the_contract
   assert {
     condition     = local.outbox_table.hash_key == "PK" && local.outbox_table.range_key == "SK"
     error_message = "The outbox table keys are PK (hash) and SK (range)."
@@ -51,11 +54,8 @@ run "table_shape_follows_the_contract" {
     condition     = contains(local.outbox_table.attributes, { name = "SweepDueAt", type = "N" }) && contains(local.outbox_table.attributes, { name = "SweepShard", type = "S" })
     error_message = "SweepShard is a string and SweepDueAt a number."
   }
-}
 
-run "stream_filter_is_the_shared_file" {
-  command = plan
-
+  # stream_filter_is_the_shared_file
   assert {
     condition     = local.stream_filter == jsondecode(file("${path.module}/../../../stream-filter.json"))
     error_message = "The base of the stream filter must be infra/stream-filter.json, unchanged."
@@ -68,11 +68,8 @@ run "stream_filter_is_the_shared_file" {
     condition     = jsondecode(local.home_stream_filter.Filters[0].Pattern).dynamodb.NewImage.Status.S == ["PENDING"]
     error_message = "The filter must select PENDING items only."
   }
-}
 
-run "stream_mapping_defaults" {
-  command = plan
-
+  # stream_mapping_defaults
   assert {
     condition = local.stream_mapping == {
       starting_position              = "TRIM_HORIZON"
@@ -93,11 +90,8 @@ run "stream_mapping_defaults" {
     condition     = local.sweep_schedule == "rate(1 minute)"
     error_message = "The sweeper runs every minute by default."
   }
-}
 
-run "environment_defaults" {
-  command = plan
-
+  # environment_defaults
   assert {
     condition = local.sweeper_environment == {
       OUTBOX_TTL_DAYS             = "7"
@@ -118,6 +112,24 @@ run "environment_defaults" {
   assert {
     condition     = local.publisher_environment == { OUTBOX_TTL_DAYS = "7", OUTBOX_DEPLOYMENT = "outbox", OUTBOX_PARTITION_KEY = "PK", OUTBOX_SORT_KEY = "SK", OUTBOX_TTL_ATTRIBUTE = "ExpiresAt", OUTBOX_SWEEP_SHARDS = "16", OUTBOX_REGION = "eu-west-1", OUTBOX_DEFAULT_HOME_REGION = "eu-west-1" }
     error_message = "Publisher defaults: TTL 7 days, no default destination, the default key names and shard count (always set)."
+  }
+
+  # one_sweeper_worker_sweeps_the_whole_index
+  assert {
+    condition     = length(aws_cloudwatch_event_target.sweep) == 1 && aws_cloudwatch_event_target.sweep[0].input == null && local.function_settings.reserved_concurrency.sweeper == 1
+    error_message = "By default one sweeper target, given no share (the whole index), one sweep at a time."
+  }
+
+  # queues_are_256_kib_unless_configured
+  assert {
+    condition     = local.queue_settings.max_message_size == 262144
+    error_message = "Every queue sets MaximumMessageSize explicitly, 262144 by default (what hashicorp/aws before 6.8.0 accepts)."
+  }
+
+  # tables_are_protected_by_default
+  assert {
+    condition     = local.tables.deletion_protection == true
+    error_message = "Deletion protection is on by default."
   }
 }
 
@@ -155,15 +167,6 @@ run "parameters_reach_the_settings" {
   }
 }
 
-run "one_sweeper_worker_sweeps_the_whole_index" {
-  command = plan
-
-  assert {
-    condition     = length(aws_cloudwatch_event_target.sweep) == 1 && aws_cloudwatch_event_target.sweep[0].input == null && local.function_settings.reserved_concurrency.sweeper == 1
-    error_message = "By default one sweeper target, given no share (the whole index), one sweep at a time."
-  }
-}
-
 run "each_sweeper_worker_is_given_its_share_and_the_concurrency_to_run" {
   command = plan
 
@@ -193,14 +196,6 @@ run "sweep_workers_beyond_one_rule_are_refused" {
   expect_failures = [var.sweep_workers]
 }
 
-run "queues_are_256_kib_unless_configured" {
-  command = plan
-  assert {
-    condition     = local.queue_settings.max_message_size == 262144
-    error_message = "Every queue sets MaximumMessageSize explicitly, 262144 by default (what hashicorp/aws before 6.8.0 accepts)."
-  }
-}
-
 run "queue_size_setting" {
   command = plan
   variables {
@@ -218,14 +213,6 @@ run "queue_size_sqs_refuses" {
     max_message_bytes = 1048577
   }
   expect_failures = [var.max_message_bytes]
-}
-
-run "tables_are_protected_by_default" {
-  command = plan
-  assert {
-    condition     = local.tables.deletion_protection == true
-    error_message = "Deletion protection is on by default."
-  }
 }
 
 run "deletion_protection_can_be_turned_off" {

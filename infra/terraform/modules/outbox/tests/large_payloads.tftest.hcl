@@ -9,8 +9,12 @@ mock_provider "aws" {
 }
 
 
-run "defaults_create_an_sse_s3_bucket_expiring_outbox_objects_after_30_days" {
+# One plan for 4 former runs with these same inputs (each headed below by its old name):
+# a run costs ~1 CPU-s of provider start and plan, whatever it asserts.
+run "defaults_an_sse_s3_bucket_named_by_the_module_its_grants_and_no_threshold" {
   command = plan
+
+  # defaults_create_an_sse_s3_bucket_expiring_outbox_objects_after_30_days
   assert {
     condition = local.large_payloads.enabled && local.large_payloads.key_prefix == "outbox/" && local.large_payloads.retention_days == 30 && (
       local.large_payloads.abort_incomplete_multipart_days == 1
@@ -29,21 +33,8 @@ run "defaults_create_an_sse_s3_bucket_expiring_outbox_objects_after_30_days" {
     condition     = local.large_payloads.bucket_prefix == "outbox-payloads-"
     error_message = "bucket_prefix is <prefix>-payloads- (the provider adds a unique suffix)."
   }
-}
 
-run "a_long_prefix_still_fits_bucket_prefix" {
-  command = plan
-  variables {
-    prefix = "a-very-long-deployment-prefix-x1"
-  }
-  assert {
-    condition     = length(local.large_payloads.bucket_prefix) <= 37 && local.large_payloads.bucket_prefix == "a-very-long-deployment-pref-payloads-"
-    error_message = "bucket_prefix may have at most 37 characters: the prefix is cut to 27."
-  }
-}
-
-run "grants_put_to_publisher_and_sweeper_on_outbox_and_failed_objects_only" {
-  command = plan
+  # grants_put_to_publisher_and_sweeper_on_outbox_and_failed_objects_only
   assert {
     condition = alltrue([for fn in ["publisher", "sweeper"] : [for s in local.policies[fn].Statement : s if startswith(s.Sid, "PutLargePayloads") || s.Sid == "KeepFailedPayloads"] == [
       { Sid = "PutLargePayloads", Effect = "Allow", Action = "s3:PutObject", Resource = ["arn:aws:s3:::outbox-payloads-20240101/outbox/*", "arn:aws:s3:::outbox-payloads-20240101/failed/*"] },
@@ -67,6 +58,29 @@ run "grants_put_to_publisher_and_sweeper_on_outbox_and_failed_objects_only" {
     condition     = join(",", sort(distinct([for a in flatten([for p in values(local.policies) : [for s in p.Statement : s.Action]]) : a if startswith(a, "s3:")]))) == "s3:GetObject,s3:PutObject"
     error_message = "The only S3 actions of the outbox's functions are PutObject and GetObject (CopyObject's source)."
   }
+
+  # threshold_unset_by_default
+  assert {
+    condition     = !contains(keys(local.publisher_environment), "OUTBOX_LARGE_PAYLOAD_THRESHOLD_BYTES") && !contains(keys(local.sweeper_environment), "OUTBOX_LARGE_PAYLOAD_THRESHOLD_BYTES")
+    error_message = "OUTBOX_LARGE_PAYLOAD_THRESHOLD_BYTES is unset unless the setting is given."
+  }
+
+  # a_created_bucket_is_named_by_modules_outbox
+  assert {
+    condition     = local.large_payloads.create && local.large_payloads.existing_name == null && !contains(keys(local.publisher_environment), "OUTBOX_LARGE_PAYLOAD_BUCKET")
+    error_message = "A created bucket's name is only known once created: modules/outbox adds it."
+  }
+}
+
+run "a_long_prefix_still_fits_bucket_prefix" {
+  command = plan
+  variables {
+    prefix = "a-very-long-deployment-prefix-x1"
+  }
+  assert {
+    condition     = length(local.large_payloads.bucket_prefix) <= 37 && local.large_payloads.bucket_prefix == "a-very-long-deployment-pref-payloads-"
+    error_message = "bucket_prefix may have at most 37 characters: the prefix is cut to 27."
+  }
 }
 
 run "environment_carries_no_threshold_by_default_and_the_setting_when_given" {
@@ -81,14 +95,6 @@ run "environment_carries_no_threshold_by_default_and_the_setting_when_given" {
   assert {
     condition     = !contains(keys(local.recovery_environment), "OUTBOX_LARGE_PAYLOAD_THRESHOLD_BYTES")
     error_message = "Only the writers get the threshold."
-  }
-}
-
-run "threshold_unset_by_default" {
-  command = plan
-  assert {
-    condition     = !contains(keys(local.publisher_environment), "OUTBOX_LARGE_PAYLOAD_THRESHOLD_BYTES") && !contains(keys(local.sweeper_environment), "OUTBOX_LARGE_PAYLOAD_THRESHOLD_BYTES")
-    error_message = "OUTBOX_LARGE_PAYLOAD_THRESHOLD_BYTES is unset unless the setting is given."
   }
 }
 
@@ -171,14 +177,6 @@ run "an_existing_bucket_is_attached_by_name" {
   assert {
     condition     = !contains(keys(local.recovery_environment), "OUTBOX_LARGE_PAYLOAD_BUCKET")
     error_message = "Only the writers are told the bucket."
-  }
-}
-
-run "a_created_bucket_is_named_by_modules_outbox" {
-  command = plan
-  assert {
-    condition     = local.large_payloads.create && local.large_payloads.existing_name == null && !contains(keys(local.publisher_environment), "OUTBOX_LARGE_PAYLOAD_BUCKET")
-    error_message = "A created bucket's name is only known once created: modules/outbox adds it."
   }
 }
 

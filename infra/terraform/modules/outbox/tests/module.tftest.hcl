@@ -10,16 +10,18 @@ mock_provider "aws" {
   source = "./tests/mocks"
 }
 
-run "queues_set_their_size_explicitly" {
+# One plan for 2 former runs with these same inputs (each headed below by its old name):
+# a run costs ~1 CPU-s of provider start and plan, whatever it asserts.
+run "queues_set_their_size_and_sweeper_async_invocations_are_not_retried" {
   command = plan
+
+  # queues_set_their_size_explicitly
   assert {
     condition     = alltrue([for q in merge(aws_sqs_queue.dead_letter, aws_sqs_queue.destination) : q.max_message_size == 262144]) && length(merge(aws_sqs_queue.dead_letter, aws_sqs_queue.destination)) == 3
     error_message = "Every queue sets max_message_size from max_message_bytes (the provider would otherwise send 262144 whatever the setting)."
   }
-}
 
-run "sweeper_async_invocations_are_not_retried" {
-  command = plan
+  # sweeper_async_invocations_are_not_retried
   assert {
     condition     = aws_lambda_function_event_invoke_config.sweeper.maximum_retry_attempts == 0 && aws_lambda_function_event_invoke_config.sweeper.maximum_event_age_in_seconds == 120
     error_message = "The sweeper's async invoke config: no retry, 2-minute event age."

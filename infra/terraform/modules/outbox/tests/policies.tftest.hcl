@@ -15,9 +15,12 @@ variables {
   }
 }
 
-run "no_wildcards_anywhere" {
+# One plan for 5 former runs with these same inputs (each headed below by its old name):
+# a run costs ~1 CPU-s of provider start and plan, whatever it asserts.
+run "defaults_no_wildcards_and_only_the_reads_writes_and_sends_each_function_needs" {
   command = plan
 
+  # no_wildcards_anywhere
   assert {
     condition = alltrue(flatten([for p in values(local.policies) : [for s in p.Statement : [
       for a in flatten([s.Action]) : !strcontains(a, "*")
@@ -34,11 +37,8 @@ run "no_wildcards_anywhere" {
     condition     = alltrue([for k, v in local.policy_json : v == jsonencode(local.policies[k])]) && length(local.policy_json) == 3
     error_message = "policy_json must be the JSON text of policies."
   }
-}
 
-run "publisher_only_updates_and_reads_the_table_and_sends_to_routes" {
-  command = plan
-
+  # publisher_only_updates_and_reads_the_table_and_sends_to_routes
   assert {
     condition = [for s in local.policies.publisher.Statement : s if s.Sid == "MarkSentOrFailed"][0] == {
       Sid = "MarkSentOrFailed", Effect = "Allow", Action = ["dynamodb:UpdateItem", "dynamodb:PartiQLUpdate"], Resource = "arn:aws:dynamodb:eu-west-1:123456789012:table/outbox-table"
@@ -78,15 +78,65 @@ run "publisher_only_updates_and_reads_the_table_and_sends_to_routes" {
     ])
     error_message = "The publisher sends only to the routed queues and the outbox DLQ."
   }
+
+  # publisher_and_sweeper_read_outbox_items:
+  # What the publisher and the sweeper read and write besides publishing and marking: the
+  # item read before dead-lettering it, the sweeper's read of an item whose claim was
+  # refused, its scan cursors (unless the scan mode is off, PK = OUTBOX#SWEEPER only), and each SQS
+  # destination's MaximumMessageSize at cold start.
+  assert {
+    condition = alltrue([for fn in ["publisher", "sweeper"] : [
+      for s in local.policies[fn].Statement : { Resource = s.Resource, Condition = try(s.Condition, null) } if contains(flatten([s.Action]), "dynamodb:GetItem")
+    ] == [{ Resource = local.r.outbox_table_arn, Condition = null }]])
+    error_message = "The publisher (before dead-lettering) and the sweeper (after a refused claim) may GetItem on the outbox table, unconditioned, in one statement."
+  }
+  assert {
+    condition     = !contains(flatten([for s in local.policies.recovery.Statement : flatten([s.Action])]), "dynamodb:GetItem")
+    error_message = "The recovery function reads no items."
+  }
+
+  # destination_sizes_are_read_where_messages_are_sent
+  assert {
+    condition = alltrue([for fn in ["publisher", "sweeper"] : [
+      for s in local.policies[fn].Statement : s.Resource if contains(flatten([s.Action]), "sqs:GetQueueAttributes")
+      ] == [tolist([
+        "arn:aws:sqs:eu-west-1:123456789012:outbox-orders-queue",
+        "arn:aws:sqs:eu-west-1:123456789012:outbox-orders-events.fifo",
+        "arn:aws:sqs:eu-west-1:123456789012:outbox-dlq",
+    ])]])
+    error_message = "The publisher and the sweeper may GetQueueAttributes on the routed queues and the outbox DLQ (not the stream-failure queue), in one statement."
+  }
+  assert {
+    condition     = flatten([for s in local.policies.recovery.Statement : flatten([s.Resource]) if contains(flatten([s.Action]), "sqs:GetQueueAttributes")]) == [local.r.stream_failures_queue_arn]
+    error_message = "The recovery function reads the attributes of its own trigger queue only (the orders consumer's: examples/orders-config)."
+  }
+
+  # the_publisher_and_the_sweeper_batch_get_only_the_outbox_table:
+  # Each role's exact actions under the default settings: contract.tftest.hcl, against
+  # infra/contract/settings.json (the CDK construct's test/contract.test.ts reads the same).
+  # A redelivered stream batch (the publisher) and the order fence's confirmation of what a
+  # lagging index lists (the publisher and the sweeper): one consistent BatchGetItem, on the
+  # outbox table only.
+  assert {
+    condition     = alltrue([for fn in ["publisher", "sweeper"] : flatten([for s in local.policies[fn].Statement : flatten([s.Resource]) if contains(flatten([s.Action]), "dynamodb:BatchGetItem")]) == [local.r.outbox_table_arn]])
+    error_message = "BatchGetItem on the outbox table, nothing else."
+  }
+  assert {
+    condition     = !contains(flatten([for s in local.policies.recovery.Statement : flatten([s.Action])]), "dynamodb:BatchGetItem")
+    error_message = "The recovery function reads no item."
+  }
 }
 
-run "sweeper_queries_the_index_and_scans_only_in_scan_mode" {
+# One plan for 2 former runs with these same inputs (each headed below by its old name):
+# a run costs ~1 CPU-s of provider start and plan, whatever it asserts.
+run "scan_mode_off_the_sweeper_queries_the_index_and_neither_scans_nor_writes_cursors" {
   command = plan
 
   variables {
     sweep_scan_mode = "off"
   }
 
+  # sweeper_queries_the_index_and_scans_only_in_scan_mode
   assert {
     condition     = [for s in local.policies.sweeper.Statement : s.Resource if s.Sid == "QuerySweepIndex"][0] == "arn:aws:dynamodb:eu-west-1:123456789012:table/outbox-table/index/OutboxSweepIndex"
     error_message = "The sweeper queries only OutboxSweepIndex."
@@ -107,18 +157,50 @@ run "sweeper_queries_the_index_and_scans_only_in_scan_mode" {
     condition     = !contains(flatten([for s in local.policies.sweeper.Statement : flatten([s.Action])]), "dynamodb:Scan")
     error_message = "The sweeper may not Scan with the scan mode off."
   }
+
+  # sweeper_writes_no_scan_cursor_without_scan_mode
+  assert {
+    condition     = alltrue([for fn in ["publisher", "sweeper", "recovery"] : !contains(flatten([for s in local.policies[fn].Statement : flatten([s.Action])]), "dynamodb:PutItem")])
+    error_message = "With the scan mode off no function may PutItem on the outbox table."
+  }
 }
 
-run "sweeper_scan_mode" {
+# One plan for 2 former runs with these same inputs (each headed below by its old name):
+# a run costs ~1 CPU-s of provider start and plan, whatever it asserts.
+run "scan_mode_on_the_sweeper_scans_and_writes_cursors_under_its_own_partition_key" {
   command = plan
 
   variables {
     sweep_scan_mode = "on"
   }
 
+  # sweeper_scan_mode
   assert {
     condition     = [for s in local.policies.sweeper.Statement : s.Action if s.Sid == "UpdateOutboxItems"][0] == tolist(["dynamodb:UpdateItem", "dynamodb:PartiQLUpdate", "dynamodb:Scan"])
     error_message = "Scan mode adds dynamodb:Scan on the table."
+  }
+
+  # sweeper_writes_scan_cursors_under_its_own_partition_key
+  assert {
+    condition = jsonencode([for s in local.policies.sweeper.Statement : s if contains(flatten([s.Action]), "dynamodb:PutItem")]) == jsonencode([{
+      Sid      = "SaveScanCursors"
+      Effect   = "Allow"
+      Action   = "dynamodb:PutItem"
+      Resource = local.r.outbox_table_arn
+      Condition = {
+        "ForAllValues:StringEquals" = { "dynamodb:LeadingKeys" = ["OUTBOX#SWEEPER"] }
+        Null                        = { "dynamodb:LeadingKeys" = "false" }
+      }
+    }])
+    error_message = "Scan mode: PutItem on the outbox table only for items whose partition key is OUTBOX#SWEEPER (the scan cursors), in a statement of its own."
+  }
+  assert {
+    condition     = local.outbox_table.scan_cursor_pk == "OUTBOX#SWEEPER"
+    error_message = "The scan cursors' partition key is infra/CONTRACT.md's."
+  }
+  assert {
+    condition     = alltrue([for fn in ["publisher", "recovery"] : !contains(flatten([for s in local.policies[fn].Statement : flatten([s.Action])]), "dynamodb:PutItem")])
+    error_message = "Only the sweeper writes scan cursors."
   }
 }
 
@@ -172,87 +254,6 @@ run "kms_key_grants_what_an_encrypted_table_needs" {
   }
 }
 
-# What the publisher and the sweeper read and write besides publishing and marking: the
-# item read before dead-lettering it, the sweeper's read of an item whose claim was
-# refused, its scan cursors (unless the scan mode is off, PK = OUTBOX#SWEEPER only), and each SQS
-# destination's MaximumMessageSize at cold start.
-run "publisher_and_sweeper_read_outbox_items" {
-  command = plan
-
-  assert {
-    condition = alltrue([for fn in ["publisher", "sweeper"] : [
-      for s in local.policies[fn].Statement : { Resource = s.Resource, Condition = try(s.Condition, null) } if contains(flatten([s.Action]), "dynamodb:GetItem")
-    ] == [{ Resource = local.r.outbox_table_arn, Condition = null }]])
-    error_message = "The publisher (before dead-lettering) and the sweeper (after a refused claim) may GetItem on the outbox table, unconditioned, in one statement."
-  }
-  assert {
-    condition     = !contains(flatten([for s in local.policies.recovery.Statement : flatten([s.Action])]), "dynamodb:GetItem")
-    error_message = "The recovery function reads no items."
-  }
-}
-
-run "sweeper_writes_no_scan_cursor_without_scan_mode" {
-  command = plan
-
-  variables {
-    sweep_scan_mode = "off"
-  }
-
-  assert {
-    condition     = alltrue([for fn in ["publisher", "sweeper", "recovery"] : !contains(flatten([for s in local.policies[fn].Statement : flatten([s.Action])]), "dynamodb:PutItem")])
-    error_message = "With the scan mode off no function may PutItem on the outbox table."
-  }
-}
-
-run "sweeper_writes_scan_cursors_under_its_own_partition_key" {
-  command = plan
-
-  variables {
-    sweep_scan_mode = "on"
-  }
-
-  assert {
-    condition = jsonencode([for s in local.policies.sweeper.Statement : s if contains(flatten([s.Action]), "dynamodb:PutItem")]) == jsonencode([{
-      Sid      = "SaveScanCursors"
-      Effect   = "Allow"
-      Action   = "dynamodb:PutItem"
-      Resource = local.r.outbox_table_arn
-      Condition = {
-        "ForAllValues:StringEquals" = { "dynamodb:LeadingKeys" = ["OUTBOX#SWEEPER"] }
-        Null                        = { "dynamodb:LeadingKeys" = "false" }
-      }
-    }])
-    error_message = "Scan mode: PutItem on the outbox table only for items whose partition key is OUTBOX#SWEEPER (the scan cursors), in a statement of its own."
-  }
-  assert {
-    condition     = local.outbox_table.scan_cursor_pk == "OUTBOX#SWEEPER"
-    error_message = "The scan cursors' partition key is infra/CONTRACT.md's."
-  }
-  assert {
-    condition     = alltrue([for fn in ["publisher", "recovery"] : !contains(flatten([for s in local.policies[fn].Statement : flatten([s.Action])]), "dynamodb:PutItem")])
-    error_message = "Only the sweeper writes scan cursors."
-  }
-}
-
-run "destination_sizes_are_read_where_messages_are_sent" {
-  command = plan
-
-  assert {
-    condition = alltrue([for fn in ["publisher", "sweeper"] : [
-      for s in local.policies[fn].Statement : s.Resource if contains(flatten([s.Action]), "sqs:GetQueueAttributes")
-      ] == [tolist([
-        "arn:aws:sqs:eu-west-1:123456789012:outbox-orders-queue",
-        "arn:aws:sqs:eu-west-1:123456789012:outbox-orders-events.fifo",
-        "arn:aws:sqs:eu-west-1:123456789012:outbox-dlq",
-    ])]])
-    error_message = "The publisher and the sweeper may GetQueueAttributes on the routed queues and the outbox DLQ (not the stream-failure queue), in one statement."
-  }
-  assert {
-    condition     = flatten([for s in local.policies.recovery.Statement : flatten([s.Resource]) if contains(flatten([s.Action]), "sqs:GetQueueAttributes")]) == [local.r.stream_failures_queue_arn]
-    error_message = "The recovery function reads the attributes of its own trigger queue only (the orders consumer's: examples/orders-config)."
-  }
-}
-
 run "destination_sizes_follow_the_routes" {
   command = plan
 
@@ -284,25 +285,6 @@ run "destination_sizes_follow_the_routes" {
     condition = alltrue([for r in flatten([for s in local.policies.publisher.Statement : flatten([s.Resource]) if contains(flatten([s.Action]), "sqs:GetQueueAttributes")]) :
     startswith(r, "arn:aws:sqs:")])
     error_message = "No GetQueueAttributes on a topic or a bus."
-  }
-}
-
-# Each role's exact actions under the default settings: contract.tftest.hcl, against
-# infra/contract/settings.json (the CDK construct's test/contract.test.ts reads the same).
-
-# A redelivered stream batch (the publisher) and the order fence's confirmation of what a
-# lagging index lists (the publisher and the sweeper): one consistent BatchGetItem, on the
-# outbox table only.
-run "the_publisher_and_the_sweeper_batch_get_only_the_outbox_table" {
-  command = plan
-
-  assert {
-    condition     = alltrue([for fn in ["publisher", "sweeper"] : flatten([for s in local.policies[fn].Statement : flatten([s.Resource]) if contains(flatten([s.Action]), "dynamodb:BatchGetItem")]) == [local.r.outbox_table_arn]])
-    error_message = "BatchGetItem on the outbox table, nothing else."
-  }
-  assert {
-    condition     = !contains(flatten([for s in local.policies.recovery.Statement : flatten([s.Action])]), "dynamodb:BatchGetItem")
-    error_message = "The recovery function reads no item."
   }
 }
 

@@ -32,8 +32,12 @@ run "names_and_binary" {
   }
 }
 
-run "function_and_mapping" {
+# One plan for 4 former runs with these same inputs (each headed below by its old name):
+# a run costs ~1 CPU-s of provider start and plan, whatever it asserts.
+run "defaults_function_mapping_failure_queue_least_privilege_and_dashboard" {
   command = plan
+
+  # function_and_mapping
   assert {
     condition     = local.function_settings.timeouts.recovery == 60 && local.function_settings.reserved_concurrency.recovery == null && local.function_settings.memory_size == 256
     error_message = "The recovery function: 60 s, unreserved, 256 MB."
@@ -42,35 +46,16 @@ run "function_and_mapping" {
     condition     = local.recovery_mapping == { batch_size = 10, function_response_types = ["ReportBatchItemFailures"] }
     error_message = "The SQS mapping on the failure queue takes 10 records at a time and reports partial batch failures."
   }
-}
 
-run "failure_queue_visibility_and_redrive" {
-  command = plan
-  variables {
-    max_receive_count = 3
-  }
-  assert {
-    condition     = local.queue_settings.stream_failures_visibility >= 6 * local.function_settings.timeouts.recovery && local.queue_settings.stream_failures_visibility == 360
-    error_message = "The failure queue's visibility timeout is 6 x the recovery function's timeout."
-  }
-  assert {
-    condition     = local.queue_settings.max_receive_count == 3
-    error_message = "The failure queue redrives after max_receive_count receives."
-  }
-}
-
-# The orders example's queues have their own setting (consumer_max_receive_count, 10); this
-# one stays the failure queue's, 5.
-run "failure_queue_redrives_after_5_receives_by_default" {
-  command = plan
+  # failure_queue_redrives_after_5_receives_by_default:
+  # The orders example's queues have their own setting (consumer_max_receive_count, 10); this
+  # one stays the failure queue's, 5.
   assert {
     condition     = local.queue_settings.max_receive_count == 5
     error_message = "The failure queue redrives after 5 receives by default."
   }
-}
 
-run "least_privilege" {
-  command = plan
+  # least_privilege
   assert {
     condition     = sort([for s in local.policies.recovery.Statement : s.Sid]) == sort(["ReadOutboxStream", "AdoptIntoSweepIndex", "ConsumeStreamFailures", "WriteOwnLogs"])
     error_message = "The recovery role reads the stream, adopts items, consumes the failure queue and writes its logs; nothing else (no KMS without a key)."
@@ -107,26 +92,8 @@ run "least_privilege" {
     condition     = length(local.policy_json) == 3 && local.policy_json.recovery == jsonencode(local.policies.recovery)
     error_message = "Three functions, three policies."
   }
-}
 
-run "kms_key" {
-  command = plan
-  variables {
-    kms_key_arn = "arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
-  }
-  assert {
-    condition = [for s in local.policies.recovery.Statement : s if s.Sid == "UseKmsKey"] == [{
-      Sid      = "UseKmsKey"
-      Effect   = "Allow"
-      Action   = ["kms:Decrypt", "kms:DescribeKey", "kms:GenerateDataKey"]
-      Resource = var.kms_key_arn
-    }]
-    error_message = "With a KMS key (encrypted stream and queue) the recovery function may use that key, and only that key."
-  }
-}
-
-run "dashboard" {
-  command = plan
+  # dashboard
   assert {
     condition = length([for w in local.dashboard.widgets : w if(
       contains(w.properties.metrics, ["DynamoDbOutbox", "RecoveredFromStream", "Service", "outbox"])
@@ -143,6 +110,37 @@ run "dashboard" {
       ["AWS/Lambda", "Throttles", "FunctionName", "outbox-recovery"],
     ], concat([for w in local.dashboard.widgets : w.properties.metrics]...))) == 0
     error_message = "The dashboard shows the new DLQ's depth and the recovery function's errors, duration and throttles."
+  }
+}
+
+run "failure_queue_visibility_and_redrive" {
+  command = plan
+  variables {
+    max_receive_count = 3
+  }
+  assert {
+    condition     = local.queue_settings.stream_failures_visibility >= 6 * local.function_settings.timeouts.recovery && local.queue_settings.stream_failures_visibility == 360
+    error_message = "The failure queue's visibility timeout is 6 x the recovery function's timeout."
+  }
+  assert {
+    condition     = local.queue_settings.max_receive_count == 3
+    error_message = "The failure queue redrives after max_receive_count receives."
+  }
+}
+
+run "kms_key" {
+  command = plan
+  variables {
+    kms_key_arn = "arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab"
+  }
+  assert {
+    condition = [for s in local.policies.recovery.Statement : s if s.Sid == "UseKmsKey"] == [{
+      Sid      = "UseKmsKey"
+      Effect   = "Allow"
+      Action   = ["kms:Decrypt", "kms:DescribeKey", "kms:GenerateDataKey"]
+      Resource = var.kms_key_arn
+    }]
+    error_message = "With a KMS key (encrypted stream and queue) the recovery function may use that key, and only that key."
   }
 }
 

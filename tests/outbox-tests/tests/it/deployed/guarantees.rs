@@ -75,8 +75,12 @@ async fn fifo_order_per_aggregate_holds_and_poison_stays_isolated_across_crashed
     .await;
     // When 5 aggregates × 20 sequenced messages to the FIFO queue are committed,
     // interleaved, with a poison message (a topic without a route) every 15th
-    // (the sweeper may pick them up 5 s after their commit)
-    let writer = p.outbox.writer().sweep_grace(Duration::from_secs(5));
+    // (indexed at commit: the sweeper may pick them up 5 s after their commit)
+    let writer = p
+        .outbox
+        .writer()
+        .index_at_commit(true)
+        .sweep_grace(Duration::from_secs(5));
     let mut poison = 0;
     for n in 0..20u64 {
         for a in 0..5 {

@@ -82,7 +82,8 @@ async fn the_stream_mapping_delivers_only_new_pending_outbox_items_to_the_publis
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_sweeper_binary_recovers_a_message_the_stream_path_never_published() {
-    // Given a message already due (a zero grace) and no stream mapping at all
+    // Given a message indexed at commit, already due (a zero grace), and no stream
+    // mapping at all
     let p = Pipeline::deploy(PipelineOptions {
         stream_mapping: false,
         consumer: false,
@@ -92,6 +93,7 @@ async fn the_sweeper_binary_recovers_a_message_the_stream_path_never_published()
     let ob = &p.outbox;
     let committed = ob
         .writer()
+        .index_at_commit(true)
         .sweep_grace(Duration::ZERO)
         .commit(vec![], &[NewMessage::new("USER#2", "orders", r#"{"y":2}"#)])
         .await

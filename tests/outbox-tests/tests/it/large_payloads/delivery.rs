@@ -117,6 +117,7 @@ async fn the_sweeper_sends_a_stuck_large_payload_through_the_bucket_too() {
     let big = payload(300 * 1024);
     let committed = ob
         .writer()
+        .index_at_commit(true)
         .sweep_grace(Duration::ZERO)
         .commit(vec![], &[NewMessage::new("ORDER#1", "notify", big.clone())])
         .await

@@ -56,10 +56,14 @@ fn record_sks(event: &aws_lambda_events::event::dynamodb::Event) -> Vec<String> 
 
 #[tokio::test]
 async fn a_fifo_message_whose_earlier_one_is_still_pending_is_left_for_the_sweeper_in_order() {
-    // Given two FIFO messages of one account, and a batch holding only the later one:
-    // the mapping discarded the earlier one's records (it is still PENDING)
+    // Given two FIFO messages of one account, indexed at commit (so the sweeper holds
+    // the earlier one without the recovery function), and a batch holding only the
+    // later one: the mapping discarded the earlier one's records (it is still PENDING)
     let mut ob = Outbox::new().await;
-    let w = ob.writer().sweep_grace(std::time::Duration::ZERO);
+    let w = ob
+        .writer()
+        .index_at_commit(true)
+        .sweep_grace(std::time::Duration::ZERO);
     let mut sks = Vec::new();
     for n in 0..2 {
         let c = w
@@ -133,11 +137,15 @@ async fn a_minimal_producers_fifo_message_behind_a_pending_one_waits_in_the_swee
 
 #[tokio::test]
 async fn a_fifo_message_the_fence_cannot_place_is_reported_so_no_later_one_overtakes_it() {
-    // Given two FIFO messages of one account in one batch, and a publisher whose
+    // Given two FIFO messages of one account in one batch, indexed at commit (so the
+    // fence reads their index shard, not their partition), and a publisher whose
     // order fence read (the PartiQL select on the sweep index, its only
     // ExecuteStatement) fails every time: the fault layer answers DynamoDB's 500
     let mut ob = Outbox::new().await;
-    let w = ob.writer().sweep_grace(std::time::Duration::ZERO);
+    let w = ob
+        .writer()
+        .index_at_commit(true)
+        .sweep_grace(std::time::Duration::ZERO);
     for n in 0..2 {
         w.commit(
             vec![],

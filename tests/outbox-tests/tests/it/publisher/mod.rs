@@ -8,6 +8,7 @@ mod commit_retries;
 mod dead_letter_size;
 mod fifo;
 mod first_invocation;
+mod index_writes;
 pub(crate) mod keyed;
 mod limits;
 mod poison;

@@ -22,6 +22,7 @@ async fn a_failing_destination_is_retried_with_growing_delays_then_failed_and_de
     let payload = r#"{"order":42,"note":"intact"}"#;
     let committed = ob
         .writer()
+        .index_at_commit(true)
         .sweep_grace(Duration::ZERO)
         .commit(vec![], &[NewMessage::new("ORDER#42", "orders", payload)])
         .await
@@ -106,6 +107,7 @@ async fn the_sweeper_learns_its_queues_limits_and_sends_nothing_a_queue_would_re
     let payload = "p".repeat(300 * 1024);
     let committed = ob
         .writer()
+        .index_at_commit(true)
         .sweep_grace(Duration::ZERO)
         .commit(vec![], &[NewMessage::new("BIG#1", "small", payload)])
         .await

@@ -17,6 +17,7 @@ async fn on_a_table_keyed_otherwise_the_sweeper_recovers_one_message_and_fails_a
     let ob = Outbox::keyed(own_names()).await;
     let committed = ob
         .writer()
+        .index_at_commit(true)
         .sweep_grace(Duration::ZERO)
         .commit(
             vec![],

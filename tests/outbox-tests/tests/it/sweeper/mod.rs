@@ -4,7 +4,9 @@
 //! a sweep when nothing is stuck.
 //!
 //! Time is the sweep's own notion of now ([`Budget::for_window`]), so retries that
-//! would be minutes apart run back to back.
+//! would be minutes apart run back to back. The library's messages here are indexed
+//! at commit (`OutboxWriter::index_at_commit`): the sweeper's from their write, as
+//! the stream path's adoption leaves those it could not finish.
 
 mod failures;
 mod home;
@@ -34,7 +36,7 @@ pub(crate) fn config(publisher: PublisherConfig) -> SweeperConfig {
     c
 }
 
-fn sweeper(clients: &Clients, config: SweeperConfig) -> AwsSweeper {
+pub(crate) fn sweeper(clients: &Clients, config: SweeperConfig) -> AwsSweeper {
     AwsSweeper::with_sink(config, clients.dynamodb.clone(), clients.sink())
 }
 
@@ -53,7 +55,7 @@ pub(crate) async fn sweep_at(sweeper: &AwsSweeper, now_ms: i64) -> SweepSummary 
 }
 
 /// Items in the sweeper index, counted shard by shard.
-async fn index_size(ob: &Outbox) -> i32 {
+pub(crate) async fn index_size(ob: &Outbox) -> i32 {
     let mut total = 0;
     for shard in dynamodb_outbox::schema::SweepShards::default().all() {
         let mut start = None;

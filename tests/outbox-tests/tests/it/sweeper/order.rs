@@ -25,7 +25,10 @@ async fn a_later_message_waits_behind_a_failed_earlier_one_in_another_chunk() {
     );
     let mut cfg = config(publisher);
     cfg.limits.chunk = 1;
-    let w = ob.writer().sweep_grace(Duration::ZERO);
+    let w = ob
+        .writer()
+        .index_at_commit(true)
+        .sweep_grace(Duration::ZERO);
     let first = w
         .commit(vec![], &[NewMessage::new("ACCOUNT#1", "broken", "first")])
         .await
@@ -66,11 +69,13 @@ async fn a_later_fifo_message_waits_behind_an_earlier_one_whose_claim_answer_was
     let w = ob.writer();
     let first = w
         .clone()
+        .index_at_commit(true)
         .sweep_grace(Duration::ZERO)
         .commit(vec![], &[NewMessage::new("ACCOUNT#5", "ledger", "first")])
         .await
         .expect("commit");
     let second = w
+        .index_at_commit(true)
         .sweep_grace(Duration::from_secs(30))
         .commit(vec![], &[NewMessage::new("ACCOUNT#5", "ledger", "second")])
         .await
@@ -127,6 +132,7 @@ async fn a_fifo_message_whose_fence_read_keeps_failing_ends_failed_with_the_reas
     let ob = Outbox::new().await;
     let committed = ob
         .writer()
+        .index_at_commit(true)
         .sweep_grace(Duration::ZERO)
         .commit(vec![], &[NewMessage::new("ACCOUNT#9", "ledger", "only")])
         .await

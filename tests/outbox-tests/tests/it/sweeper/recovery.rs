@@ -20,6 +20,7 @@ async fn a_message_published_before_a_crash_but_never_marked_is_swept_and_marked
     let ob = Outbox::new().await;
     let committed = ob
         .writer()
+        .index_at_commit(true)
         .sweep_grace(Duration::ZERO)
         .commit(
             vec![],
@@ -37,9 +38,11 @@ async fn a_message_published_before_a_crash_but_never_marked_is_swept_and_marked
         .send_batch(&dest, &[&out])
         .await
         .expect("publish before the crash");
-    // And another message, written with the default one-minute grace: not stuck yet
+    // And another message, indexed at commit with the default one-minute grace: not
+    // stuck yet
     let fresh = ob
         .writer()
+        .index_at_commit(true)
         .commit(vec![], &[NewMessage::new("USER#2", "orders", "{}")])
         .await
         .expect("commit");
@@ -94,6 +97,7 @@ async fn the_sweeper_and_the_publisher_racing_on_the_same_items_finish_each_exac
     for chunk in messages.chunks(10) {
         let c = ob
             .writer()
+            .index_at_commit(true)
             .sweep_grace(Duration::ZERO)
             .commit(vec![], chunk)
             .await

@@ -22,6 +22,7 @@ async fn redriven_failed_messages_are_republished_once_and_end_sent() {
     let ob = Outbox::new().await;
     let committed = ob
         .writer()
+        .index_at_commit(true)
         .sweep_grace(Duration::ZERO)
         .commit(
             vec![],
@@ -138,6 +139,7 @@ async fn a_failed_mark_under_a_claim_the_redrive_replaced_is_refused() {
     let ob = Outbox::new().await;
     let committed = ob
         .writer()
+        .index_at_commit(true)
         .sweep_grace(Duration::ZERO)
         .commit(vec![], &[NewMessage::new("RACE#1", "refunds", "{}")])
         .await

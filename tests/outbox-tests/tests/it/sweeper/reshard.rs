@@ -29,6 +29,7 @@ async fn commit_stuck(
     let committed = ob
         .writer()
         .sweep_shards(layout)
+        .index_at_commit(true)
         .sweep_grace(Duration::ZERO)
         .commit(vec![], &messages)
         .await

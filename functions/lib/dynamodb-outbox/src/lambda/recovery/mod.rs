@@ -1,8 +1,8 @@
 //! The recovery function: each on-failure record of the stream mapping read back
 //! from the stream, each pending outbox item found put into the sweeper's index, due
-//! now. Adoption is conditional (still `PENDING`, not yet indexed), so items the
-//! library wrote, items already finished and repeated deliveries of the same record
-//! change nothing.
+//! now. Adoption is conditional (still `PENDING`, not yet indexed), so items indexed
+//! at commit or adopted already, items already finished and repeated deliveries of
+//! the same record change nothing.
 
 mod progress;
 mod range;
@@ -245,8 +245,9 @@ async fn recover<S: SweepStore>(
     Ok((adopt_all(&read.items, deps).await?, read.stopped))
 }
 
-/// Adopts what no sweep would find: items written without valid index attributes.
-/// (An item the library indexed is the sweeper's already.)
+/// Adopts what no sweep would find: items without valid index attributes, as the
+/// library's producer writes them by default. (An item indexed at commit, or adopted
+/// already, is the sweeper's.)
 async fn adopt_all<S: SweepStore>(
     items: &[Discarded],
     deps: &Deps<S>,
@@ -319,8 +320,8 @@ mod tests {
 
     #[tokio::test]
     async fn pending_unindexed_items_are_adopted_due_now_and_the_rest_left_alone() {
-        // Given an item a minimal producer wrote (no index attributes), one the
-        // library wrote (indexed, due later), and one already SENT
+        // Given an item written without index attributes (by a minimal producer, or
+        // the library's by default), one indexed at commit (due later), and one SENT
         let store = MemoryStore::default();
         let lost = key("A", "MESSAGE#X#1");
         let indexed = key("B", "MESSAGE#X#2");
