@@ -131,3 +131,52 @@ async fn a_writer_indexing_at_commit_puts_every_message_in_the_index_until_its_s
     );
     assert_eq!(index_size(&ob).await, 0);
 }
+
+/// Index write units DynamoDB reports for the writer's transaction of `messages`,
+/// sent as `commit_prepared` sends it, with `ReturnConsumedCapacity=INDEXES`.
+async fn index_units_of_commit(
+    ob: &Outbox,
+    writer: &dynamodb_outbox::OutboxWriter,
+    messages: &[NewMessage],
+) -> f64 {
+    let prepared = writer.prepare(vec![], messages).expect("valid messages");
+    let out = ob
+        .clients
+        .dynamodb
+        .transact_write_items()
+        .set_transact_items(Some(prepared.actions().to_vec()))
+        .client_request_token(prepared.client_request_token())
+        .return_consumed_capacity(aws_sdk_dynamodb::types::ReturnConsumedCapacity::Indexes)
+        .send()
+        .await
+        .expect("commit");
+    out.consumed_capacity()
+        .iter()
+        .flat_map(|c| c.global_secondary_indexes().into_iter().flatten())
+        .filter_map(|(_, capacity)| capacity.capacity_units())
+        .fold(0.0, |total, units| total + units)
+}
+
+#[tokio::test]
+async fn the_producers_transaction_consumes_no_index_capacity_unless_it_indexes_at_commit() {
+    if std::env::var("OUTBOX_EMULATOR").as_deref() == Ok("moto") {
+        eprintln!("skipped on moto: it reports no index capacity; MiniStack does, as AWS");
+        return;
+    }
+    // Given ten messages over ten aggregates
+    let ob = Outbox::new().await;
+    let messages: Vec<NewMessage> = (0..10)
+        .map(|i| NewMessage::new(format!("ORDER#{i}"), "orders", "{}"))
+        .collect();
+    // When the default writer commits them, and a writer that indexes at commit
+    let unindexed = index_units_of_commit(&ob, &ob.writer(), &messages).await;
+    let indexed = index_units_of_commit(&ob, &ob.writer().index_at_commit(true), &messages).await;
+    println!(
+        "index write units of a transaction of 10 messages: {unindexed} by default, \
+         {indexed} with index_at_commit(true)"
+    );
+    // Then the default's transaction writes no index entry, the opt-in's one per
+    // message (MiniStack reports one unit each; AWS bills a transaction's twice)
+    assert_eq!(unindexed, 0.0);
+    assert!(indexed >= 10.0, "{indexed}");
+}
