@@ -65,6 +65,9 @@ const putPayloads = (t: PolicyTargets) =>
       ]
     : [];
 
+const checkTable = (t: PolicyTargets) =>
+  allow('CheckOutboxTable', ['dynamodb:DescribeTable', 'dynamodb:DescribeTimeToLive'], [t.tableArn]);
+
 /** Publisher: stream → publish → mark SENT. */
 export function publisherStatements(t: PolicyTargets): iam.PolicyStatement[] {
   return [
@@ -78,6 +81,9 @@ export function publisherStatements(t: PolicyTargets): iam.PolicyStatement[] {
     // The order fence: an aggregate's pending messages, from the sweep index (keys only) or, for
     // another producer's aggregate, from its partition.
     allow('ReadPendingSiblings', ['dynamodb:Query'], [t.tableArn, sweepIndexArn(t)]),
+    // Before its first piece of work each function compares the table's keys, sweeper index, stream and TTL
+    // attribute with its configuration (a wrong key name refuses work, named).
+    checkTable(t),
     ...selectPendingKeys(t),
     ...sendTo(t),
     ...putPayloads(t),
@@ -96,6 +102,9 @@ export function sweeperStatements(t: PolicyTargets): iam.PolicyStatement[] {
     // An item whose claim was refused, an item before it is dead-lettered, and (backstop, on) the scan cursors.
     // BatchGetItem: the order fence confirms, in one consistent read, that the siblings the (lagging) index lists still pend.
     allow('ReadOutboxItems', ['dynamodb:BatchGetItem', 'dynamodb:GetItem'], [t.tableArn]),
+    // Before its first piece of work each function compares the table's keys, sweeper index, stream and TTL
+    // attribute with its configuration (a wrong key name refuses work, named).
+    checkTable(t),
     // The scan cursors (partition key OUTBOX#SWEEPER) and no other item: the leading key must be present and be the sweeper's.
     ...(t.scans
       ? [
@@ -117,6 +126,9 @@ export function recoveryStatements(t: PolicyTargets): iam.PolicyStatement[] {
     allow('ReadOutboxStream', ['dynamodb:GetRecords', 'dynamodb:GetShardIterator'], [t.streamArn]),
     // A conditional UpdateItem: still PENDING and not yet indexed → the sweeper's index keys.
     allow('AdoptIntoSweepIndex', ['dynamodb:UpdateItem'], [t.tableArn]),
+    // Before its first piece of work each function compares the table's keys, sweeper index, stream and TTL
+    // attribute with its configuration (a wrong key name refuses work, named).
+    checkTable(t),
     // What its SQS mapping calls with the role (Lambda's documented three); the function calls no SQS API.
     allow('ConsumeStreamFailures', ['sqs:ReceiveMessage', 'sqs:DeleteMessage', 'sqs:GetQueueAttributes'], [t.streamFailureQueueArn]),
   ];

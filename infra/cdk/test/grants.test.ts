@@ -15,6 +15,8 @@ const actionSet = (t: Template, fn: string) =>
 const LOGS = ['Allow logs:CreateLogStream', 'Allow logs:PutLogEvents'];
 const KMS = ['Allow kms:Decrypt', 'Allow kms:DescribeKey', 'Allow kms:GenerateDataKey'];
 const FENCE = ['Allow dynamodb:Query', 'Allow dynamodb:PartiQLSelect', 'Deny dynamodb:PartiQLSelect'];
+// The check of the table before each function's first piece of work.
+const CHECK = ['Allow dynamodb:DescribeTable', 'Allow dynamodb:DescribeTimeToLive'];
 const SENDS = ['Allow sqs:SendMessage', 'Allow sqs:GetQueueAttributes', 'Allow s3:PutObject', 'Allow s3:GetObject'];
 
 describe("each role's exact actions (the defaults: backstop scan, large payloads, no KMS key)", () => {
@@ -23,18 +25,18 @@ describe("each role's exact actions (the defaults: backstop scan, large payloads
     assert.deepEqual(actionSet(t, 'outbox-publisher'), [
       'Allow dynamodb:BatchGetItem', 'Allow dynamodb:GetItem', 'Allow dynamodb:UpdateItem', 'Allow dynamodb:PartiQLUpdate', ...FENCE,
       'Allow dynamodb:DescribeStream', 'Allow dynamodb:GetRecords', 'Allow dynamodb:GetShardIterator', 'Allow dynamodb:ListStreams',
-      ...SENDS, ...LOGS,
+      ...CHECK, ...SENDS, ...LOGS,
     ].sort());
   });
   it('sweeper', () => {
     assert.deepEqual(actionSet(t, 'outbox-sweeper'), [
       'Allow dynamodb:BatchGetItem', 'Allow dynamodb:GetItem', 'Allow dynamodb:UpdateItem', 'Allow dynamodb:PartiQLUpdate', 'Allow dynamodb:PutItem', 'Allow dynamodb:Scan', ...FENCE,
-      ...SENDS, ...LOGS,
+      ...CHECK, ...SENDS, ...LOGS,
     ].sort());
   });
   it('recovery', () => {
     assert.deepEqual(actionSet(t, 'outbox-recovery'), [
-      'Allow dynamodb:GetRecords', 'Allow dynamodb:GetShardIterator', 'Allow dynamodb:UpdateItem',
+      'Allow dynamodb:GetRecords', 'Allow dynamodb:GetShardIterator', 'Allow dynamodb:UpdateItem', ...CHECK,
       'Allow sqs:ReceiveMessage', 'Allow sqs:DeleteMessage', 'Allow sqs:GetQueueAttributes', ...LOGS,
     ].sort());
   });

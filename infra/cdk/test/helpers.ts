@@ -78,10 +78,16 @@ export interface FakeAssets {
 /** Every binary of the example app: the outbox's three and the reference consumer. */
 export const BINARIES = [...Object.values(CONTRACT.binaries), EXAMPLE.consumerBinary];
 
+/** The asset directories makeAssetDir made, removed by one exit handler (test/all.ts makes dozens in one process). */
+const assetDirsMade: string[] = [];
+process.once('exit', () => {
+  for (const dir of assetDirsMade) fs.rmSync(dir, { recursive: true, force: true });
+});
+
 /** A new temporary asset directory for every binary (BINARIES), removed when the process exits. */
 export function makeAssetDir({ binary, zip, zipNewer = false }: FakeAssets): string {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'outbox-assets-'));
-  process.on('exit', () => fs.rmSync(dir, { recursive: true, force: true }));
+  assetDirsMade.push(dir);
   const old = new Date(Date.now() - 3_600_000);
   for (const bin of BINARIES) {
     fs.mkdirSync(path.join(dir, bin));

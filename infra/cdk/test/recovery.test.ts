@@ -115,7 +115,9 @@ describe('recovery function', () => {
       const table = logicalId(t, 'AWS::DynamoDB::Table', { TableName: 'outbox-table' });
       const st = statementsOf(t, 'outbox-recovery');
       const bySid = Object.fromEntries(st.map((s) => [s.Sid, s]));
-      assert.deepEqual(Object.keys(bySid).sort(), ['AdoptIntoSweepIndex', 'ConsumeStreamFailures', 'ReadOutboxStream', 'WriteOwnLogs']);
+      assert.deepEqual(Object.keys(bySid).sort(), ['AdoptIntoSweepIndex', 'CheckOutboxTable', 'ConsumeStreamFailures', 'ReadOutboxStream', 'WriteOwnLogs']);
+      // The check of the table before work: the table's description only, on the table alone.
+      assert.deepEqual(bySid.CheckOutboxTable, { Sid: 'CheckOutboxTable', Effect: 'Allow', Action: ['dynamodb:DescribeTable', 'dynamodb:DescribeTimeToLive'], Resource: getAtt(table) });
       assert.deepEqual(bySid.ReadOutboxStream.Resource, getAtt(table, 'StreamArn'));
       assert.deepEqual([...bySid.ReadOutboxStream.Action].sort(), ['dynamodb:GetRecords', 'dynamodb:GetShardIterator']);
       assert.deepEqual(bySid.AdoptIntoSweepIndex, { Sid: 'AdoptIntoSweepIndex', Effect: 'Allow', Action: 'dynamodb:UpdateItem', Resource: getAtt(table) });
@@ -127,6 +129,8 @@ describe('recovery function', () => {
       const group = logicalId(t, 'AWS::Logs::LogGroup', { LogGroupName: '/aws/lambda/outbox-recovery' });
       assert.deepEqual(bySid.WriteOwnLogs.Resource, getAtt(group));
       assert.deepEqual(actionsOf(t, 'outbox-recovery'), [
+        'dynamodb:DescribeTable',
+        'dynamodb:DescribeTimeToLive',
         'dynamodb:GetRecords',
         'dynamodb:GetShardIterator',
         'dynamodb:UpdateItem',

@@ -299,6 +299,8 @@ describe('default deployment', () => {
       });
       assert.deepEqual(actionsOf(t, 'outbox-publisher').filter((a) => a.startsWith('dynamodb:') && !bySid.ReadOutboxStream.Action.includes(a)), [
         'dynamodb:BatchGetItem',
+        'dynamodb:DescribeTable', // the check of the table before work (CheckOutboxTable)
+        'dynamodb:DescribeTimeToLive',
         'dynamodb:GetItem',
         'dynamodb:PartiQLSelect',
         'dynamodb:PartiQLUpdate',
@@ -331,6 +333,8 @@ describe('default deployment', () => {
       assert.deepEqual(bySid.NoFullIndexScan.Effect, 'Deny');
       assert.deepEqual(actions, [
         'dynamodb:BatchGetItem',
+        'dynamodb:DescribeTable', // the check of the table before work (CheckOutboxTable)
+        'dynamodb:DescribeTimeToLive',
         'dynamodb:GetItem',
         'dynamodb:PartiQLSelect',
         'dynamodb:PartiQLUpdate',

@@ -7,7 +7,8 @@
 //! 2. AWS requests per published message and the items one sweep reads, on MiniStack;
 //! 3. on a CDK stack deployed into MiniStack (release build): commit→publish latency,
 //!    the highest rate held with p99 < 1 s, the local AWS's raw PutItem rate beside it,
-//!    the sweeper's recovery of a stuck item, billed durations;
+//!    the sweeper's recovery of a stuck item, billed durations; then the sweeper's
+//!    drain of 20,000 due items beside the local AWS's raw read rates;
 //! 4. the cost of a million published messages beside a scan-based polling worker;
 //! 5. cold start, peak RSS and size of each release binary.
 //!
@@ -118,6 +119,18 @@ pub fn run(s: &mut Session) -> Result {
                 .arg(&json)
                 .run()?;
             s.set_env("OUTBOX_BENCH_LAMBDA", json.display().to_string());
+            // After the latency bench: its billed durations are read from logs since
+            // its start, and the drain's 20,000 sweeps are not latency's.
+            s.cmd(&devkit)
+                .args([
+                    "--endpoint",
+                    &endpoint,
+                    "bench",
+                    "drain",
+                    "--prefix",
+                    "bench",
+                ])
+                .run()?;
         }
     }
 

@@ -168,6 +168,7 @@ impl Deploy<'_> {
         std::fs::write(&rc, config).map_err(|e| format!("cannot write {}: {e}", rc.display()))?;
         let tf = |args: &[&str]| {
             self.cmd("terraform")
+                .env("GOGC", terraform_gogc())
                 .env("TF_IN_AUTOMATION", "1")
                 .env("TF_INPUT", "0")
                 .env("TF_DATA_DIR", self.state.join("tfdata"))
@@ -274,6 +275,14 @@ pub fn npm_ci(dir: &Path) -> Result {
     std::fs::copy(&lock, &stamp)
         .map(drop)
         .map_err(|e| format!("cannot write {}: {e}", stamp.display()))
+}
+
+/// The Go garbage collector's target for terraform and the AWS provider (`GOGC`): 400
+/// instead of Go's 100 unless the caller set one. The provider spends much of its
+/// start-up collecting garbage; at 400 a plan costs about a third less CPU for about
+/// 0.25 GB more memory (measured on the module's tests, infra/check.py sets the same).
+pub fn terraform_gogc() -> String {
+    std::env::var("GOGC").unwrap_or_else(|_| "400".to_owned())
 }
 
 #[cfg(test)]

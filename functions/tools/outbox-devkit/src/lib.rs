@@ -12,6 +12,8 @@
 //!   binary through invocations without Lambda.
 //! - [`regions`]: the outbox on a global table in two regions of the local AWS:
 //!   published once across both, a failover and a failback (docs/global-tables.md);
+//! - [`drain`]: the sweeper's drain of a backlog on a deployed stack, beside the
+//!   local AWS's raw read rate;
 //! - [`scale`]: where each ceiling is as the message rate grows, and which binds
 //!   first (docs/scale.md).
 //!
@@ -26,6 +28,7 @@ pub mod cost;
 pub mod counter;
 pub mod demo;
 pub mod deployment;
+pub mod drain;
 pub mod latency;
 pub mod provision;
 pub mod regions;

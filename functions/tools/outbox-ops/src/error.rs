@@ -54,6 +54,24 @@ pub enum OpsError {
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
     },
+    /// `check` found the table unlike the configuration.
+    #[error(
+        "table {table} does not match the configuration ({count} mismatch(es) above): the outbox functions refuse work on it until it does"
+    )]
+    TableMismatch {
+        /// The table.
+        table: String,
+        /// How many checks failed.
+        count: usize,
+    },
+    /// `check` could not describe the table.
+    #[error("could not check table {table}: {message}")]
+    Unchecked {
+        /// The table.
+        table: String,
+        /// What failed and what to do.
+        message: String,
+    },
     /// The command needs the region it runs against, and none is configured.
     #[error(
         "no region: set AWS_REGION (or the profile's region) to the region that takes the messages over"

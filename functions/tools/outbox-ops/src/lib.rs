@@ -30,6 +30,7 @@
 //!
 //! [`OutboxItem`]: dynamodb_outbox::schema::OutboxItem
 
+mod check;
 mod error;
 mod failover;
 mod index;
@@ -43,6 +44,7 @@ mod sdk;
 mod shards;
 mod show;
 
+pub use check::{CheckReport, check};
 pub use dynamodb_outbox::KeyNames;
 pub use error::OpsError;
 pub use failover::{HomesReport, Rehome, rehome};

@@ -2,6 +2,9 @@
 //!
 //! ```text
 //! outbox-ops status                       pending and failed counts, earliest due
+//! outbox-ops check                        the table against the configuration: keys,
+//!                                         sweeper index, stream, TTL (non-zero exit on
+//!                                         a mismatch)
 //! outbox-ops failed [--topic T]           FAILED messages with their LastError
 //! outbox-ops redrive --key PK SK ...      chosen FAILED messages back to PENDING
 //! outbox-ops redrive --topic T | --all [--dry-run]
@@ -36,6 +39,7 @@ use std::process::ExitCode;
 const EXAMPLES: &str = "\
 Examples:
   outbox-ops --table orders status
+  outbox-ops --table app --partition-key tenant_id --sort-key entity_id check
   outbox-ops --table orders failed --topic orders-events
   outbox-ops --table orders redrive --key ORDER#42 MESSAGE#ORDER_PLACED#0190f1c2   (partition and sort key, as `failed` lists them)
   outbox-ops --table orders redrive --topic orders-events --dry-run
@@ -88,6 +92,15 @@ struct Cli {
         default_value = "SK"
     )]
     sort_key: String,
+    /// The table's TTL attribute (what `check` compares with the table's TTL setting).
+    #[arg(
+        long,
+        env = "OUTBOX_TTL_ATTRIBUTE",
+        global = true,
+        value_name = "NAME",
+        default_value = "ExpiresAt"
+    )]
+    ttl_attribute: String,
     /// The number of sweeper index shards the deployment writes (its
     /// `sweep_shards` setting).
     #[arg(
@@ -115,6 +128,12 @@ enum Command {
     /// Counts the pending and failed messages from the sweeper index (SENT messages
     /// are not counted) and says how overdue the earliest pending one is.
     Status,
+    /// Compares the table with the configuration, as the functions do before their
+    /// first piece of work: its key names (--partition-key, --sort-key, else
+    /// OUTBOX_PARTITION_KEY/OUTBOX_SORT_KEY, else PK/SK) and types, the sweeper index,
+    /// a stream of new images, the TTL attribute (OUTBOX_TTL_ATTRIBUTE, else
+    /// ExpiresAt). Prints each check; exits 1 on a mismatch, naming the setting to change.
+    Check,
     /// Lists FAILED messages with the reason the outbox gave up (the index's FAILED
     /// partitions, then those items by key).
     Failed {
@@ -200,7 +219,9 @@ fn key_names(cli: &Cli) -> Result<KeyNames, dynamodb_outbox::ConfigError> {
     if let Some(previous) = cli.sweep_shards_previous {
         shards = shards.changing_from(previous)?;
     }
-    let keys = KeyNames::new(cli.partition_key.clone(), cli.sort_key.clone()).sweep_shards(shards);
+    let keys = KeyNames::new(cli.partition_key.clone(), cli.sort_key.clone())
+        .ttl_attribute(cli.ttl_attribute.clone())
+        .sweep_shards(shards);
     keys.validate()?;
     Ok(keys)
 }
@@ -214,6 +235,19 @@ async fn run(
     let now = now_ms();
     match command {
         Command::Status => print_status(&outbox_ops::status(client, table).await?, table, now),
+        Command::Check => {
+            let report = outbox_ops::check(client, table).await?;
+            println!("table {} against the configuration:", table.name);
+            for line in report.lines() {
+                println!("  {line}");
+            }
+            if report.mismatches() > 0 {
+                return Err(OpsError::TableMismatch {
+                    table: table.name.clone(),
+                    count: report.mismatches(),
+                });
+            }
+        }
         Command::Failed { topic } => {
             let (failed, reads) = outbox_ops::failed_read(client, table, topic.as_deref()).await?;
             print_failed(&failed);

@@ -334,6 +334,9 @@ locals {
         # The order fence: an aggregate's pending messages, from the sweep index (keys only) or,
         # for another producer's aggregate, from its partition.
         { Sid = "ReadPendingSiblings", Effect = "Allow", Action = "dynamodb:Query", Resource = [local.r.outbox_table_arn, "${local.r.outbox_table_arn}/index/${local.outbox_table.sweep_index.name}"] },
+        # Before its first piece of work each function compares the table's keys, sweeper index,
+        # stream and TTL attribute with its configuration (a wrong key name refuses work, named).
+        { Sid = "CheckOutboxTable", Effect = "Allow", Action = ["dynamodb:DescribeTable", "dynamodb:DescribeTimeToLive"], Resource = local.r.outbox_table_arn },
         local.logs_statement.publisher,
       ], local.select_pending_keys, local.send_statements, local.large_payload_statements.publisher)
     }
@@ -354,6 +357,9 @@ locals {
         # confirms, in one consistent read, that the siblings the (lagging) index lists are
         # still pending.
         { Sid = "ReadOutboxItems", Effect = "Allow", Action = ["dynamodb:BatchGetItem", "dynamodb:GetItem"], Resource = local.r.outbox_table_arn },
+        # Before its first piece of work each function compares the table's keys, sweeper index,
+        # stream and TTL attribute with its configuration (a wrong key name refuses work, named).
+        { Sid = "CheckOutboxTable", Effect = "Allow", Action = ["dynamodb:DescribeTable", "dynamodb:DescribeTimeToLive"], Resource = local.r.outbox_table_arn },
         local.logs_statement.sweeper,
       ], local.scan_cursor_statements, local.select_pending_keys, local.send_statements, local.large_payload_statements.sweeper)
     }
@@ -370,6 +376,9 @@ locals {
         },
         # A conditional UpdateItem: still PENDING and not yet indexed -> the sweeper's index keys.
         { Sid = "AdoptIntoSweepIndex", Effect = "Allow", Action = "dynamodb:UpdateItem", Resource = local.r.outbox_table_arn },
+        # Before its first piece of work each function compares the table's keys, sweeper index,
+        # stream and TTL attribute with its configuration (a wrong key name refuses work, named).
+        { Sid = "CheckOutboxTable", Effect = "Allow", Action = ["dynamodb:DescribeTable", "dynamodb:DescribeTimeToLive"], Resource = local.r.outbox_table_arn },
         {
           # What its SQS mapping calls with the role (Lambda's documented three); the function
           # itself calls no SQS API.

@@ -100,6 +100,7 @@ pub fn start_deploys(
     };
     let shop = |tool: &str, name: &str| {
         s.cmd(s.path("examples/shop/deploy-local"))
+            .env("GOGC", crate::deploy::terraform_gogc())
             .args([tool, "--name", name, "--endpoint", endpoint])
             .arg("--outbox-assets")
             .arg(assets)

@@ -12,6 +12,7 @@ pub mod number;
 mod sequence;
 mod shape;
 mod shards;
+pub mod table_check;
 
 pub use index::SeenIndex;
 pub use sequence::{

@@ -9,9 +9,12 @@
 
 mod batch;
 mod claim;
+mod describe;
 mod fence;
 mod status;
 mod sweep;
+
+pub use describe::{Described, describe_table};
 
 use crate::sdk_error::{AwsError, store_failure};
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;

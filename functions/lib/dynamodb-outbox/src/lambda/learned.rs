@@ -61,6 +61,14 @@ impl<T> Learned<T> {
     }
 }
 
+impl<T> Learned<T> {
+    /// Whether a lookup has been kept.
+    #[cfg(test)]
+    pub(crate) fn is_kept(&self) -> bool {
+        self.0.initialized()
+    }
+}
+
 /// A value from [`Learned::get`].
 #[derive(Debug)]
 pub(crate) enum Got<'a, T> {

@@ -33,6 +33,7 @@ mod publisher;
 mod recovery;
 mod start;
 mod sweeper;
+mod table;
 
 pub use crate::sweep::{ScanMode, SweepLimits, SweepSummary, SweeperConfig};
 pub use publisher::PublisherFunction;

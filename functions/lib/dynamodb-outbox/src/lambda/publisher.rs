@@ -4,6 +4,7 @@
 use super::learned::{Got, Learned};
 use super::log_config_error;
 use super::start::Start;
+use super::table::TableGate;
 use crate::dynamo::DynamoStore;
 use crate::sink::AwsSink;
 use crate::stream::handle_stream_event;
@@ -12,6 +13,7 @@ use aws_lambda_events::event::streams::DynamoDbEventResponse;
 use aws_types::SdkConfig;
 use dynamodb_outbox_core::metrics::{Emitter, publisher_metrics};
 use dynamodb_outbox_core::ports::{MessageSink, OutboxStore};
+use dynamodb_outbox_core::schema::table_check::TableNeeds;
 use dynamodb_outbox_core::{ConfigError, Publisher, PublisherConfig};
 use lambda_runtime::{Error, LambdaEvent, service_fn};
 
@@ -46,6 +48,8 @@ pub struct PublisherFunction {
     metrics: Emitter,
     /// The publish path with the queues' limits, once they are all read.
     deps: Learned<Deps<AwsSink, DynamoStore>>,
+    /// Whether the table is the configured one (keys, index, a stream of new images).
+    table: TableGate,
 }
 
 impl PublisherFunction {
@@ -87,8 +91,13 @@ impl PublisherFunction {
     }
 
     fn build(config: PublisherConfig, metrics: Emitter, aws: &SdkConfig) -> Self {
+        let table = config.table_name.clone();
+        let keys = config.key_names.clone();
+        let start = Start::new(config, aws);
+        let needs = TableNeeds { stream: true };
         PublisherFunction {
-            start: Start::new(config, aws),
+            table: TableGate::new(start.dynamodb().clone(), table, keys, needs),
+            start,
             metrics,
             deps: Learned::default(),
         }
@@ -121,8 +130,15 @@ impl PublisherFunction {
     }
 
     /// Publishes the batch's pending messages and reports the records to retry.
+    ///
+    /// The first invocation checks the table first (its keys, the sweeper index, a
+    /// stream of new images, against the configuration): on a mismatch every
+    /// invocation fails, naming the setting, and nothing is published or
+    /// dead-lettered — the stream retries the batch until the configuration is fixed.
     pub async fn handle(&self, event: LambdaEvent<Event>) -> Result<DynamoDbEventResponse, Error> {
-        handle(event, &*self.deps().await).await
+        let (admitted, deps) = futures::future::join(self.table.admit(), self.deps()).await;
+        admitted?;
+        handle(event, &*deps).await
     }
 }
 

@@ -29,6 +29,11 @@ impl<C> Start<C> {
             sink: AwsSink::from_conf(aws),
         }
     }
+
+    /// The DynamoDB client, for the check of the table ([`super::table`]).
+    pub(crate) fn dynamodb(&self) -> &aws_sdk_dynamodb::Client {
+        &self.dynamodb
+    }
 }
 
 impl Start<PublisherConfig> {

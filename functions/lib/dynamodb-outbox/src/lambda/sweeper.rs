@@ -6,6 +6,7 @@
 use super::learned::{Got, Learned};
 use super::log_config_error;
 use super::start::Start;
+use super::table::TableGate;
 use crate::dynamo::DynamoStore;
 use crate::sink::AwsSink;
 use crate::sweep::{SweepGroup, SweepSummary, Sweeper, SweeperConfig, handle_scheduled_event};
@@ -13,6 +14,7 @@ use aws_types::SdkConfig;
 use dynamodb_outbox_core::ConfigError;
 use dynamodb_outbox_core::metrics::{Emitter, sweeper_metrics};
 use dynamodb_outbox_core::ports::{MessageSink, OutboxStore, SweepStore};
+use dynamodb_outbox_core::schema::table_check::TableNeeds;
 use lambda_runtime::{Error, LambdaEvent};
 
 /// The sweeper Lambda function, run on a schedule: messages still `PENDING` past
@@ -42,6 +44,8 @@ pub struct SweeperFunction {
     metrics: Emitter,
     /// The sweeper with the queues' limits, once they are all read.
     deps: Learned<Deps<AwsSink, DynamoStore>>,
+    /// Whether the table is the configured one (keys, index).
+    table: TableGate,
 }
 
 impl SweeperFunction {
@@ -62,8 +66,13 @@ impl SweeperFunction {
     }
 
     fn build(config: SweeperConfig, metrics: Emitter, aws: &SdkConfig) -> Self {
+        let table = config.publisher.table_name.clone();
+        let keys = config.publisher.key_names.clone();
+        let start = Start::new(config, aws);
+        let needs = TableNeeds { stream: false };
         SweeperFunction {
-            start: Start::new(config, aws),
+            table: TableGate::new(start.dynamodb().clone(), table, keys, needs),
+            start,
             metrics,
             deps: Learned::default(),
         }
@@ -84,12 +93,17 @@ impl SweeperFunction {
     }
 
     /// One sweep within the invocation's remaining time; an error when the sweep
-    /// could not do its work (so the function's `Errors` alarm shows it).
+    /// could not do its work (so the function's `Errors` alarm shows it). The first
+    /// invocation checks the table first (its keys and the sweeper index, against the
+    /// configuration): on a mismatch every invocation fails, naming the setting, and
+    /// no item is touched.
     pub async fn handle(
         &self,
         event: LambdaEvent<serde_json::Value>,
     ) -> Result<SweepSummary, Error> {
-        handle(event, &*self.deps().await).await
+        let (admitted, deps) = futures::future::join(self.table.admit(), self.deps()).await;
+        admitted?;
+        handle(event, &*deps).await
     }
 }
 

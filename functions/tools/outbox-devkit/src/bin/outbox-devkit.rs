@@ -107,6 +107,31 @@ enum BenchCommand {
     /// Commit -> publish percentiles, the highest rate with p99 under 1 s, and the
     /// sweeper's recovery of a stuck item, on a deployed stack.
     Latency(LatencyArgs),
+    /// The sweeper's drain of a backlog of due items on a deployed stack, beside the
+    /// local AWS's raw read rates in the same run.
+    Drain(DrainArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct DrainArgs {
+    /// The deployment's prefix (scripts/deploy-local --prefix).
+    #[arg(long)]
+    prefix: String,
+    /// Items in the backlog.
+    #[arg(long, default_value_t = 20_000)]
+    items: usize,
+    /// Seconds of each raw read measurement (consistent GetItems, index Query pages; 0: skip).
+    #[arg(long, default_value_t = 10)]
+    raw_seconds: u32,
+    /// Sweeper workers at once (default: as many as the stack's schedule invokes).
+    #[arg(long)]
+    workers: Option<usize>,
+    /// How the deployed functions were built, printed with the figures.
+    #[arg(long, default_value = "release")]
+    build: String,
+    /// Minutes the drain may take before it is reported unfinished.
+    #[arg(long, default_value_t = 30)]
+    limit_minutes: u64,
 }
 
 #[derive(Debug, clap::Args)]
@@ -225,6 +250,7 @@ async fn main() -> ExitCode {
         Command::Demo(args) => demo_command(&clients, args).await,
         Command::Chaos(args) => chaos_command(&clients, args).await,
         Command::Bench(BenchCommand::Latency(args)) => latency_command(&clients, args).await,
+        Command::Bench(BenchCommand::Drain(args)) => drain_command(&clients, args).await,
         Command::Regions(args) => regions_command(&clients, args).await,
         Command::Bench(BenchCommand::Coldstart { .. }) | Command::Scale(_) => ExitCode::SUCCESS,
     }
@@ -411,6 +437,34 @@ async fn latency_command(clients: &Clients, args: LatencyArgs) -> ExitCode {
         }
         Err(e) => {
             eprintln!("bench latency: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+async fn drain_command(clients: &Clients, args: DrainArgs) -> ExitCode {
+    let deployment = match discover(clients, &args.prefix, "bench drain", None).await {
+        Ok(d) => d,
+        Err(code) => return code,
+    };
+    let opts = outbox_devkit::drain::DrainOptions {
+        items: args.items,
+        raw_seconds: args.raw_seconds,
+        workers: args.workers,
+        build: args.build,
+        limit: Duration::from_secs(args.limit_minutes * 60),
+    };
+    match outbox_devkit::drain::run(clients, &deployment, &opts).await {
+        Ok(report) => {
+            print!("{}", report.render());
+            if report.drained() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(1)
+            }
+        }
+        Err(e) => {
+            eprintln!("bench drain: {e}");
             ExitCode::from(2)
         }
     }

@@ -47,9 +47,10 @@ run "defaults_no_wildcards_and_only_the_reads_writes_and_sends_each_function_nee
   }
   assert {
     condition = sort(distinct([for a in flatten([for s in local.policies.publisher.Statement : flatten([s.Action])]) : a if startswith(a, "dynamodb:")])) == sort([
-      "dynamodb:UpdateItem", "dynamodb:PartiQLUpdate", "dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query", "dynamodb:PartiQLSelect", "dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator", "dynamodb:ListStreams"
+      "dynamodb:UpdateItem", "dynamodb:PartiQLUpdate", "dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query", "dynamodb:PartiQLSelect", "dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator", "dynamodb:ListStreams",
+      "dynamodb:DescribeTable", "dynamodb:DescribeTimeToLive"
     ])
-    error_message = "The publisher's only DynamoDB actions are UpdateItem, GetItem, BatchGetItem (a redelivered batch), Query and PartiQLSelect (the order fence) and the stream reads."
+    error_message = "The publisher's only DynamoDB actions are UpdateItem, GetItem, BatchGetItem (a redelivered batch), Query and PartiQLSelect (the order fence) the stream reads, and DescribeTable/DescribeTimeToLive (the check of the table before work)."
   }
   assert {
     condition = jsonencode([for s in local.policies.publisher.Statement : s if contains(["SelectPendingKeys", "NoFullIndexScan"], s.Sid)]) == jsonencode([
@@ -312,6 +313,7 @@ run "the_kms_key_is_used_without_encrypt" {
     condition = sort(distinct(flatten([for s in local.policies.sweeper.Statement : [for a in flatten([s.Action]) : "${s.Effect} ${a}"]]))) == sort([
       "Allow dynamodb:BatchGetItem", "Allow dynamodb:GetItem", "Allow dynamodb:UpdateItem", "Allow dynamodb:PartiQLUpdate",
       "Allow dynamodb:Query", "Allow dynamodb:PartiQLSelect", "Deny dynamodb:PartiQLSelect",
+      "Allow dynamodb:DescribeTable", "Allow dynamodb:DescribeTimeToLive",
       "Allow sqs:SendMessage", "Allow sqs:GetQueueAttributes", "Allow sns:Publish", "Allow events:PutEvents", "Allow s3:PutObject", "Allow s3:GetObject",
       "Allow kms:Decrypt", "Allow kms:DescribeKey", "Allow kms:GenerateDataKey",
       "Allow logs:CreateLogStream", "Allow logs:PutLogEvents",

@@ -57,8 +57,14 @@ run "defaults_function_mapping_failure_queue_least_privilege_and_dashboard" {
 
   # least_privilege
   assert {
-    condition     = sort([for s in local.policies.recovery.Statement : s.Sid]) == sort(["ReadOutboxStream", "AdoptIntoSweepIndex", "ConsumeStreamFailures", "WriteOwnLogs"])
-    error_message = "The recovery role reads the stream, adopts items, consumes the failure queue and writes its logs; nothing else (no KMS without a key)."
+    condition     = sort([for s in local.policies.recovery.Statement : s.Sid]) == sort(["ReadOutboxStream", "AdoptIntoSweepIndex", "CheckOutboxTable", "ConsumeStreamFailures", "WriteOwnLogs"])
+    error_message = "The recovery role reads the stream, adopts items, checks the table, consumes the failure queue and writes its logs; nothing else (no KMS without a key)."
+  }
+  assert {
+    condition = [for s in local.policies.recovery.Statement : s if s.Sid == "CheckOutboxTable"][0] == {
+      Sid = "CheckOutboxTable", Effect = "Allow", Action = ["dynamodb:DescribeTable", "dynamodb:DescribeTimeToLive"], Resource = local.r.outbox_table_arn
+    }
+    error_message = "The check of the table before work: DescribeTable and DescribeTimeToLive on the table's ARN only."
   }
   assert {
     condition = [for s in local.policies.recovery.Statement : s if s.Sid == "ReadOutboxStream"][0] == {

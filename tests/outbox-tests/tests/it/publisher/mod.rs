@@ -15,6 +15,7 @@ mod poison;
 mod publish;
 pub(crate) mod redelivery;
 mod sweeper_index;
+mod table_check;
 
 use aws_sdk_dynamodb::types::{Put, TransactWriteItem};
 use outbox_tests::sv;

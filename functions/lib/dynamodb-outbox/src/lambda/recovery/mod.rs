@@ -11,6 +11,7 @@ use self::progress::Bound;
 use self::range::Discarded;
 use self::range::RangeError;
 use super::log_config_error;
+use super::table::TableGate;
 use crate::dynamo::DynamoStore;
 use crate::wiring::with_sdk_timeouts;
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
@@ -20,6 +21,7 @@ use dynamodb_outbox_core::config::{ConfigError, SdkTimeouts, required, vars};
 use dynamodb_outbox_core::metrics::{Emitter, Metric};
 use dynamodb_outbox_core::policy::budget::FALLBACK_WINDOW;
 use dynamodb_outbox_core::ports::{MarkOutcome, SweepStore};
+use dynamodb_outbox_core::schema::table_check::TableNeeds;
 use dynamodb_outbox_core::sweep::Budget;
 use dynamodb_outbox_core::{KeyNames, SharedClock, SystemClock};
 use lambda_runtime::{Error, LambdaEvent};
@@ -57,7 +59,7 @@ pub(crate) const RECOVERY_RANGE_UNFINISHED: &str = "RecoveryRangeUnfinished";
 /// }
 /// ```
 #[derive(Debug)]
-pub struct RecoveryFunction(Deps<DynamoStore>);
+pub struct RecoveryFunction(Deps<DynamoStore>, TableGate);
 
 impl RecoveryFunction {
     /// Reads the outbox table's name (`OUTBOX_TABLE_NAME`), its key names
@@ -98,27 +100,44 @@ impl RecoveryFunction {
 
     /// The same function on a table whose key and TTL attributes are named `keys`.
     pub fn with_key_names(self, keys: KeyNames) -> Self {
-        let RecoveryFunction(deps) = self;
-        RecoveryFunction(Deps {
-            store: deps.store.with_key_names(keys.clone()),
-            keys,
-            ..deps
-        })
+        let RecoveryFunction(deps, table) = self;
+        RecoveryFunction(
+            Deps {
+                store: deps.store.with_key_names(keys.clone()),
+                keys: keys.clone(),
+                ..deps
+            },
+            table.with_key_names(keys),
+        )
     }
 
     fn build(table: String, keys: KeyNames, metrics: Emitter, aws: &SdkConfig) -> Self {
-        RecoveryFunction(Deps {
-            streams: aws_sdk_dynamodbstreams::Client::new(aws),
-            store: DynamoStore::new(aws_sdk_dynamodb::Client::new(aws), table)
-                .with_key_names(keys.clone()),
-            keys,
-            clock: Arc::new(SystemClock),
-            metrics,
-        })
+        let dynamodb = aws_sdk_dynamodb::Client::new(aws);
+        // It reads the records the publisher gave up on back from the same stream.
+        let gate = TableGate::new(
+            dynamodb.clone(),
+            &table,
+            keys.clone(),
+            TableNeeds { stream: true },
+        );
+        RecoveryFunction(
+            Deps {
+                streams: aws_sdk_dynamodbstreams::Client::new(aws),
+                store: DynamoStore::new(dynamodb, table).with_key_names(keys.clone()),
+                keys,
+                clock: Arc::new(SystemClock),
+                metrics,
+            },
+            gate,
+        )
     }
 
     /// Handles one batch of on-failure records; the ones to try again are reported.
+    /// The first invocation checks the table first (its keys, the sweeper index, its
+    /// stream, against the configuration): on a mismatch every invocation fails,
+    /// naming the setting, and no item is touched (SQS delivers the records again).
     pub async fn handle(&self, event: LambdaEvent<SqsEvent>) -> Result<SqsBatchResponse, Error> {
+        self.1.admit().await?;
         handle(event, &self.0).await
     }
 }
@@ -284,7 +303,7 @@ mod tests {
         let aws = aws_config::SdkConfig::builder()
             .behavior_version(aws_config::BehaviorVersion::latest())
             .build();
-        let RecoveryFunction(deps) = RecoveryFunction::new("outbox", "test", &aws);
+        let RecoveryFunction(deps, _) = RecoveryFunction::new("outbox", "test", &aws);
         for timeouts in [
             deps.streams.config().timeout_config(),
             deps.store.client().config().timeout_config(),
