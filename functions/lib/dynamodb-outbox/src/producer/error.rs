@@ -43,6 +43,12 @@ pub enum ProducerError {
     /// [`OutboxWriter::key_names`](crate::OutboxWriter::key_names)).
     #[error("the writer's key names are not a table's: {0}")]
     InvalidKeyNames(#[source] dynamodb_outbox_core::ConfigError),
+    /// The writer's home region ([`OutboxWriter::home_region`](crate::OutboxWriter::home_region))
+    /// is not a region name: empty, or with spaces around it.
+    #[error(
+        "the writer's home region {0:?} is not a region name: the stream filter delivers only messages whose HomeRegion is exactly a deployment's region (or absent), so these would wait for the sweeper's backstop scan; pass a name such as \"eu-west-1\", or None to write no home"
+    )]
+    InvalidHomeRegion(String),
     /// Over the action limit.
     #[error(
         "the transaction has {count} actions but DynamoDB allows at most {MAX_TRANSACTION_ACTIONS}: split the work into several transactions"

@@ -441,3 +441,33 @@ fn a_message_is_homed_in_the_region_its_transaction_commits_in() {
     assert_eq!(home(in_eu.home_region(None)), None);
     assert_eq!(home(OutboxWriter::new(client(None), "outbox")), None);
 }
+
+#[test]
+fn a_home_region_the_stream_filter_would_not_match_is_refused_naming_it() {
+    let writer = OutboxWriter::new(
+        aws_sdk_dynamodb::Client::from_conf(
+            aws_sdk_dynamodb::Config::builder()
+                .behavior_version(aws_sdk_dynamodb::config::BehaviorVersion::latest())
+                .build(),
+        ),
+        "outbox",
+    );
+    for bad in ["", " us-east-1 ", "eu-west-1\n"] {
+        let err = writer
+            .clone()
+            .home_region(Some(bad.to_owned()))
+            .prepare_at(vec![], &[NewMessage::new("USER#1", "orders", "{}")], 1_000)
+            .expect_err("refused");
+        assert!(
+            matches!(&err, ProducerError::InvalidHomeRegion(h) if h == bad),
+            "{bad:?}: {err}"
+        );
+        assert!(err.to_string().contains("not a region name"), "{err}");
+    }
+    assert!(
+        writer
+            .home_region(Some("eu-west-1".to_owned()))
+            .prepare_at(vec![], &[NewMessage::new("USER#1", "orders", "{}")], 1_000)
+            .is_ok()
+    );
+}
