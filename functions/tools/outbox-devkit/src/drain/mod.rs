@@ -124,8 +124,8 @@ impl DrainReport {
                 self.settle_seconds
             ));
             out.push_str(&format!(
-                "raw reads of this local AWS in the same run, {} readers: consistent GetItem {:.0} items/s ({:.1} s, {} failed); index Query pages of {INDEX_PAGE}: {:.0} items/s ({} pages in {:.1} s, {} failed)\n",
-                get.readers, get.rate(), get.seconds, get.errors, query.rate(), query.requests, query.seconds, query.errors
+                "raw reads of this local AWS in the same run, {} readers: consistent GetItem {:.0} items/s ({:.1} s, {} failed, slowest {} ms); index Query pages of {INDEX_PAGE}: {:.0} items/s ({} pages in {:.1} s, {} failed, slowest {} ms)\n",
+                get.readers, get.rate(), get.seconds, get.errors, get.slowest_ms, query.rate(), query.requests, query.seconds, query.errors, query.slowest_ms
             ));
         }
         let (i, t) = (&self.invocations, &self.timeline);
@@ -138,7 +138,7 @@ impl DrainReport {
             i.count, i.function_errors, i.refused, i.found, i.marked
         ));
         out.push_str(&match self.logged {
-            Some((sweeps, marked)) => format!("; all sweeps in the sweeper's log meanwhile, the schedule's included (its rule was disabled; MiniStack's scheduler ticks anyway): {sweeps}, {marked} marked\n"),
+            Some((sweeps, marked)) => format!("; all sweeps in the sweeper's log meanwhile (its schedule's rule disabled; a tick of it would count here): {sweeps}, {marked} marked\n"),
             None => "; the sweeper's log could not be read\n".to_owned(),
         });
         if let Some((get, query)) = &self.raw {

@@ -21,6 +21,8 @@ pub struct RawReads {
     pub errors: usize,
     /// Wall time, seconds.
     pub seconds: f64,
+    /// The slowest request, milliseconds: a stall of the local AWS shows here.
+    pub slowest_ms: u128,
 }
 
 impl RawReads {
@@ -37,6 +39,7 @@ impl RawReads {
         self.items += other.items;
         self.requests += other.requests;
         self.errors += other.errors;
+        self.slowest_ms = self.slowest_ms.max(other.slowest_ms);
     }
 }
 
@@ -87,7 +90,10 @@ async fn reader(
     let mut done = RawReads::default();
     let mut i = r;
     while Instant::now() < deadline {
-        match read_one(db, table, kind, i).await {
+        let sent = Instant::now();
+        let read = read_one(db, table, kind, i).await;
+        done.slowest_ms = done.slowest_ms.max(sent.elapsed().as_millis());
+        match read {
             Ok(items) => {
                 done.items += items;
                 done.requests += 1;
