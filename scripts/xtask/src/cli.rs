@@ -2,7 +2,7 @@
 
 use crate::emulator::{self, Emulator};
 use crate::session::Session;
-use crate::{Result, bench, demo, deploy, lint, package, test};
+use crate::{Result, bench, demo, deploy, lint, package, shop, test};
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
@@ -49,6 +49,9 @@ enum Task {
     Package(package::Options),
     /// Deploy one of our stacks into the local AWS (prints one JSON line).
     Deploy(deploy::Options),
+    /// Deploy the adoption example (examples/shop) into the local AWS, after checking
+    /// that the outbox adds only its own resources (examples/shop/deploy-local).
+    Shop(shop::Options),
     /// The figures of docs/benchmarks.md (about 11 minutes).
     Bench,
     /// CI's static checks: clippy, rustdoc, publish dry run, each library alone, machete.
@@ -95,6 +98,7 @@ fn run(task: Task) -> Result {
             }
             Ok(())
         }
+        Task::Shop(opts) => shop::deploy(&s, &opts),
         Task::Bench => bench::run(&mut s),
         Task::Lint => lint::run(&mut s),
     }

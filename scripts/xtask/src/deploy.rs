@@ -115,7 +115,7 @@ pub fn deploy(s: &Session, opts: &Options) -> Result<String> {
 }
 
 /// Whether `url` is http(s)://127.0.0.1 or localhost, with an optional port.
-fn is_loopback(url: &str) -> bool {
+pub(crate) fn is_loopback(url: &str) -> bool {
     let Some(rest) = url
         .strip_prefix("https://")
         .or_else(|| url.strip_prefix("http://"))
@@ -142,17 +142,8 @@ impl Deploy<'_> {
         eprintln!("deploy-local: {what}");
     }
 
-    /// A command with test credentials: the local AWS accepts any, and a real profile
-    /// must never be used here.
     fn cmd(&self, program: &str) -> Cmd {
-        self.s
-            .cmd(program)
-            .env("AWS_ACCESS_KEY_ID", "test")
-            .env("AWS_SECRET_ACCESS_KEY", "test")
-            .env("AWS_REGION", "us-east-1")
-            .env("AWS_DEFAULT_REGION", "us-east-1")
-            .env_remove("AWS_SESSION_TOKEN")
-            .env_remove("AWS_PROFILE")
+        with_test_credentials(self.s.cmd(program))
     }
 
     fn terraform(&self, example: &str) -> Result {
@@ -275,6 +266,17 @@ pub fn npm_ci(dir: &Path) -> Result {
     std::fs::copy(&lock, &stamp)
         .map(drop)
         .map_err(|e| format!("cannot write {}: {e}", stamp.display()))
+}
+
+/// `cmd` with test credentials: the local AWS accepts any, and a real profile must
+/// never be used against it.
+pub(crate) fn with_test_credentials(cmd: Cmd) -> Cmd {
+    cmd.env("AWS_ACCESS_KEY_ID", "test")
+        .env("AWS_SECRET_ACCESS_KEY", "test")
+        .env("AWS_REGION", "us-east-1")
+        .env("AWS_DEFAULT_REGION", "us-east-1")
+        .env_remove("AWS_SESSION_TOKEN")
+        .env_remove("AWS_PROFILE")
 }
 
 /// The Go garbage collector's target for terraform and the AWS provider (`GOGC`): 400

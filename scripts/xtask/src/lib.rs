@@ -12,6 +12,7 @@ pub mod package;
 pub mod process;
 pub mod progress;
 pub mod session;
+pub mod shop;
 pub mod test;
 pub mod tiers;
 pub mod venv;

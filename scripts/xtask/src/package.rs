@@ -134,21 +134,7 @@ pub fn package(s: &Session, opts: &Options, also: &[&str]) -> Result {
         for bin in opts.functions() {
             let dir = out.join(bin);
             mkdir(&dir)?;
-            // Without symbols: half the size, so deploys upload less (panic messages
-            // keep their locations).
-            let tmp = dir.join("bootstrap.tmp");
-            if !Cmd::new("objcopy")
-                .arg("--strip-all")
-                .arg(src.join(bin))
-                .arg(&tmp)
-                .succeeds()
-            {
-                std::fs::copy(src.join(bin), &tmp)
-                    .map_err(|e| format!("cannot copy {bin}: {e}"))?;
-            }
-            std::fs::rename(&tmp, dir.join("bootstrap"))
-                .map_err(|e| format!("cannot move {}: {e}", tmp.display()))?;
-            zip_bootstrap(&dir)?;
+            strip_into(&src.join(bin), &dir)?;
         }
     } else {
         release(s, opts, features, &out)?;
@@ -247,6 +233,23 @@ fn release(s: &Session, opts: &Options, features: &str, out: &Path) -> Result {
     functions
         .iter()
         .try_for_each(|bin| zip_bootstrap(&out.join(bin)))
+}
+
+/// Lays `built` out as `dir/bootstrap` and `dir/bootstrap.zip`, without symbols: half
+/// the size, so deploys upload less (panic messages keep their locations).
+pub(crate) fn strip_into(built: &Path, dir: &Path) -> Result {
+    let tmp = dir.join("bootstrap.tmp");
+    if !Cmd::new("objcopy")
+        .arg("--strip-all")
+        .arg(built)
+        .arg(&tmp)
+        .succeeds()
+    {
+        std::fs::copy(built, &tmp).map_err(|e| format!("cannot copy {}: {e}", built.display()))?;
+    }
+    std::fs::rename(&tmp, dir.join("bootstrap"))
+        .map_err(|e| format!("cannot move {}: {e}", tmp.display()))?;
+    zip_bootstrap(dir)
 }
 
 /// Writes `dir/bootstrap.zip` holding `dir/bootstrap`, executable, with a fixed date

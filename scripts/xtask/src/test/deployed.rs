@@ -99,9 +99,8 @@ pub fn start_deploys(
             .arg(assets)
     };
     let shop = |tool: &str, name: &str| {
-        s.cmd(s.path("examples/shop/deploy-local"))
-            .env("GOGC", crate::deploy::terraform_gogc())
-            .args([tool, "--name", name, "--endpoint", endpoint])
+        s.cmd(&exe)
+            .args(["shop", tool, "--name", name, "--endpoint", endpoint])
             .arg("--outbox-assets")
             .arg(assets)
             .arg("--consumer")
