@@ -42,7 +42,11 @@ pub async fn commit(
         Producer::Library => stack.region.clone(),
         Producer::Minimal => stack.default_home.clone(),
     };
-    let writer = OutboxWriter::new(stack.clients.dynamodb.clone(), &stack.table);
+    // On a global table the library's producer indexes at commit: `outbox-ops failover`
+    // finds a failed region's pending messages in the sweeper index
+    // (docs/global-tables.md), and nothing else would hand them to the surviving region.
+    let writer =
+        OutboxWriter::new(stack.clients.dynamodb.clone(), &stack.table).index_at_commit(true);
     let permits = Arc::new(Semaphore::new(IN_FLIGHT));
     let mut tasks = tokio::task::JoinSet::new();
     for i in 0..count {
