@@ -173,7 +173,12 @@ async fn commit_library(
         let trace = TraceContext::from_w3c(traceparent, None).map_err(|e| e.to_string())?;
         message = message.trace(trace);
     }
+    // Indexed at commit, as before issue 38's default: with the unindexed default a
+    // 500-message run at 5% faults outlasted its 240 s settle time in CI (stuck
+    // messages wait for adoption or the backstop scan instead of the index's grace);
+    // a chaos run of the default producer is still to be sized.
     dynamodb_outbox::OutboxWriter::new(client.clone(), table)
+        .index_at_commit(true)
         .commit(business(table, p)?, &[message])
         .await
         .map(|_| ())
