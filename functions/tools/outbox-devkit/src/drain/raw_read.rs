@@ -5,7 +5,7 @@
 
 use super::backlog::key_of;
 use aws_sdk_dynamodb::types::AttributeValue;
-use dynamodb_outbox::schema::{PK, SK, SWEEP_DUE_AT, SWEEP_INDEX, SWEEP_SHARD};
+use dynamodb_outbox::schema::{PK, SK};
 use std::time::{Duration, Instant};
 
 /// What the readers did.
@@ -130,22 +130,12 @@ async fn read_one(
             let Some(shard) = shards.get(i % shards.len().max(1)) else {
                 return Err(());
             };
-            let out = db
-                .query()
-                .table_name(table)
-                .index_name(SWEEP_INDEX)
-                .key_condition_expression("#shard = :shard AND #due <= :now")
-                .expression_attribute_names("#shard", SWEEP_SHARD)
-                .expression_attribute_names("#due", SWEEP_DUE_AT)
-                .expression_attribute_values(":shard", AttributeValue::S(shard.clone()))
-                .expression_attribute_values(
-                    ":now",
-                    AttributeValue::N(dynamodb_outbox::clock::now_ms().to_string()),
-                )
-                .limit(*page)
-                .send()
-                .await
-                .map_err(|_| ())?;
+            let out =
+                super::sweep::due_in_shard(db, table, shard, dynamodb_outbox::clock::now_ms())
+                    .limit(*page)
+                    .send()
+                    .await
+                    .map_err(|_| ())?;
             Ok(out.items().len())
         }
     }

@@ -127,15 +127,7 @@ pub(super) async fn left_in_index(
     for shard in shards {
         let mut start = None;
         loop {
-            let out = db
-                .query()
-                .table_name(table)
-                .index_name(SWEEP_INDEX)
-                .key_condition_expression("#shard = :shard AND #due <= :now")
-                .expression_attribute_names("#shard", SWEEP_SHARD)
-                .expression_attribute_names("#due", SWEEP_DUE_AT)
-                .expression_attribute_values(":shard", AttributeValue::S(shard.clone()))
-                .expression_attribute_values(":now", AttributeValue::N(now.to_string()))
+            let out = due_in_shard(db, table, shard, now)
                 .select(aws_sdk_dynamodb::types::Select::Count)
                 .set_exclusive_start_key(start)
                 .send()
@@ -366,4 +358,22 @@ pub fn sweeps_in_log<'a>(lines: impl IntoIterator<Item = &'a str>) -> (usize, u6
                 .unwrap_or(0);
             (sweeps + 1, marked + n)
         })
+}
+
+/// A `Query` of the sweeper index for `shard`'s keys due by `now_ms`, as the sweeper
+/// reads them: what the drain counts and the raw read rate is measured on.
+pub(super) fn due_in_shard(
+    db: &aws_sdk_dynamodb::Client,
+    table: &str,
+    shard: &str,
+    now_ms: i64,
+) -> aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder {
+    db.query()
+        .table_name(table)
+        .index_name(SWEEP_INDEX)
+        .key_condition_expression("#shard = :shard AND #due <= :now")
+        .expression_attribute_names("#shard", SWEEP_SHARD)
+        .expression_attribute_names("#due", SWEEP_DUE_AT)
+        .expression_attribute_values(":shard", AttributeValue::S(shard.to_owned()))
+        .expression_attribute_values(":now", AttributeValue::N(now_ms.to_string()))
 }
