@@ -177,7 +177,8 @@ async fn five_hundred_messages_through_faults_crashes_and_discards_lose_nothing(
         seed: 11,
         assets: lambda_dir(),
         settle_timeout: Duration::from_secs(240),
-        progress: false,
+        // shown only if the test fails: where the run stood when it was judged
+        progress: true,
         parallelization_factor: 2,
     };
     // When 500 transactions run to quiescence
