@@ -6,7 +6,8 @@
 //! 1. builds and packages the functions (debug, fault injection compiled in) and the
 //!    shop's consumer; starts packaging the release artifacts in the background at a
 //!    lower CPU priority (nice 10, its own target directory), unless `OUTBOX_SKIP_RELEASE=1`;
-//! 2. starts MiniStack and, in the background, applies both our stacks, the global
+//! 2. starts MiniStack and, in the background, the IAM correction's own tests and
+//!    applies both our stacks, the global
 //!    table's and the shop's (the deployments wait on the emulator most of the time);
 //! 3. meanwhile builds the emulator tiers' test binaries and starts their run on moto
 //!    (in the background: they sleep on moto's timeouts), then builds and runs the fast
@@ -106,9 +107,9 @@ pub fn run(s: &mut Session, run: &Run) -> Result {
     } else {
         Vec::new()
     };
-    if parts.emulator && run.full() {
-        emulator::iam_correction(s, &ms_state)?;
-    }
+    let iam = (parts.emulator && run.full())
+        .then(|| emulator::start_iam_correction(s, &ms_state))
+        .transpose()?;
 
     s.step("build the tests on the emulators (it, the shop's)");
     emulator::build(s, &runner)?;
@@ -140,6 +141,9 @@ pub fn run(s: &mut Session, run: &Run) -> Result {
         waited?;
     }
     ministack_result?;
+    if let Some(job) = iam {
+        emulator::wait_iam_correction(s, job)?;
+    }
     if let Some(job) = infra {
         deployed::wait_infra_checks(s, job)?;
     }
