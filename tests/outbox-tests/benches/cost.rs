@@ -24,9 +24,9 @@ use dynamodb_outbox::stream::handle_stream_event;
 use dynamodb_outbox::sweep::{AwsSweeper, Budget, SweeperConfig};
 use dynamodb_outbox::{AwsPublisher, FromSdkConfig, NewMessage};
 use outbox_devkit::cost::{
-    US_EAST_1, Usage, bill, bill_total, billed_chunks, eventual_read_units, fence_read_units,
-    gb_seconds, index_at_commit_write_units, item_bytes, pipes_per_message,
-    transactional_write_units, write_units,
+    Route, US_EAST_1, Usage, bill, bill_total, billed_chunks, eventual_read_units,
+    fence_read_units, floor_per_message, gb_seconds, index_at_commit_write_units, item_bytes,
+    pipes_per_message, transactional_write_units, write_units,
 };
 use outbox_tests::stream::event_of;
 use outbox_tests::{Item, Outbox, bulk_put, clients, indexed_item, minimal_item, sv};
@@ -507,6 +507,66 @@ fn lambda(invocations: f64, billed_ms: f64) -> Usage {
     }
 }
 
+fn total(usage: &Usage) -> f64 {
+    bill_total(&bill(usage, &US_EAST_1))
+}
+
+/// The dollars of one line of `usage`'s bill.
+fn line(usage: &Usage, item: &str) -> f64 {
+    bill(usage, &US_EAST_1)
+        .iter()
+        .filter(|l| l.item == item)
+        .map(|l| l.dollars)
+        .sum()
+}
+
+/// Each route's total beside the floor on the same route (the floor's sends go where
+/// ours go), their ratio, and what ordering adds on a FIFO route, by cause.
+fn print_against_the_floor(standard: Usage, fifo: Usage, floor: Usage, events: f64) {
+    println!(
+        "against the floor (the outbox item in the producer's transaction and one SENT mark, the same sends and publisher Lambda time; no sweeper, no fence): target <= 1.1 on standard routes"
+    );
+    let routes = [
+        ("standard SQS", Route::SqsStandard),
+        ("SNS", Route::Sns),
+        ("EventBridge", Route::EventBridge),
+    ];
+    for (name, route) in routes {
+        let (ours, floor) = (
+            total(&standard.sent_to(route, events)),
+            total(&floor.sent_to(route, events)),
+        );
+        println!(
+            "  {name:<13} this outbox ${ours:.4}  floor ${floor:.4}  ratio {:.3}",
+            ours / floor
+        );
+    }
+    let fifo_floor = floor.sent_to(Route::SqsFifo, events);
+    let (ours, floor_fifo) = (total(&fifo), total(&fifo_floor));
+    println!(
+        "  {:<13} this outbox ${ours:.4}  floor ${floor_fifo:.4}  ratio {:.3}",
+        "FIFO SQS",
+        ours / floor_fifo
+    );
+    let fence = line(&fifo, "DynamoDB reads: order fence (FIFO routes)");
+    let sends = line(&fifo, "SQS FIFO") - line(&standard, "SQS standard");
+    println!(
+        "  ordering adds ${:.4} over the standard route: ${fence:.4} of order-fence reads (before sending a batch, the publisher reads each FIFO aggregate's pending siblings so none overtakes another) and ${sends:.4} of FIFO's send price; the rest ${:.4} is the runs' other differences",
+        total(&fifo) - total(&standard),
+        total(&fifo) - total(&standard) - fence - sends
+    );
+    let half = |a: Usage, b: Usage| a.scaled(0.5).plus(b.scaled(0.5));
+    let (ours, floor_mixed) = (
+        total(&half(standard, fifo)),
+        total(&half(floor, fifo_floor)),
+    );
+    println!(
+        "  {:<13} this outbox ${ours:.4}  floor ${floor_mixed:.4}  ratio {:.3} (half the messages on a FIFO route)",
+        "mixed",
+        ours / floor_mixed
+    );
+}
+
 fn print_table(columns: &[(String, Usage)]) {
     let bills: Vec<_> = columns.iter().map(|(_, u)| bill(u, &US_EAST_1)).collect();
     print!("{:<52} {:>12}", "per million published messages", "unit");
@@ -583,6 +643,7 @@ async fn main() {
         .plus(lambda(publishes, m.publisher_ms))
         .plus(lambda(sweeps, m.sweeper_ms));
     columns.push(("FIFO route (order fence)".to_owned(), fifo));
+    let ours_standard = ours;
     // The producer's item without the library's index attributes: what a pipe needs.
     let plain = item_bytes(&minimal_item(
         "ORDER#42",
@@ -602,11 +663,20 @@ async fn main() {
         .scaled(1e6)
         .plus(lambda(drain_sweeps as f64 * 1e6 / BACKLOG as f64, sweep_ms));
     columns.push((format!("sweeper, {BACKLOG} backlog"), drain));
+    // The floor: the mission's two writes, the same sends and the same publisher time.
+    let floor = floor_per_message(plain)
+        .scaled(1e6)
+        .plus(Usage {
+            sqs_standard_requests: per_message.sqs_standard_requests * 1e6,
+            ..Usage::default()
+        })
+        .plus(lambda(publishes, m.publisher_ms));
+    columns.push(("floor (standard SQS)".to_owned(), floor));
     print_table(&columns);
-    println!(
-        "routing to SNS instead: the same calls (10 per PublishBatch, per 64 KB chunk) at ${}/M; to EventBridge: one event per message at ${}/M = ${:.4} per million",
-        US_EAST_1.sns_per_million,
-        US_EAST_1.eventbridge_per_million,
-        US_EAST_1.eventbridge_per_million
+    print_against_the_floor(
+        ours_standard,
+        fifo,
+        floor,
+        1e6 * billed_chunks(plain) as f64,
     );
 }

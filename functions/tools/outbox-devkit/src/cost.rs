@@ -330,6 +330,59 @@ pub fn pipes_per_message(item_bytes: u64) -> Usage {
     }
 }
 
+/// The floor of any outbox that keeps the mission's promise, for one message: its
+/// item written inside the producer's `TransactWriteItems` and one conditional `SENT`
+/// mark (billed on the item's size). Sends and Lambda time are the caller's to add,
+/// as they are the same for every design that publishes through a function.
+pub fn floor_per_message(item_bytes: u64) -> Usage {
+    Usage {
+        producer_write_units: transactional_write_units(item_bytes) as f64,
+        mark_write_units: write_units(item_bytes) as f64,
+        ..Usage::default()
+    }
+}
+
+/// Where a route's messages go.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Route {
+    /// An SQS standard queue (`SendMessageBatch`, ten a request).
+    SqsStandard,
+    /// An SQS FIFO queue (the same batches at the FIFO price).
+    SqsFifo,
+    /// An SNS topic (`PublishBatch`, ten a request, as SQS).
+    Sns,
+    /// An EventBridge bus (billed per event, not per request).
+    EventBridge,
+}
+
+impl Usage {
+    /// The same usage with its standard-queue sends made to `route` instead; `events`
+    /// is what EventBridge would bill for the same messages (one per message per
+    /// started 64 KB), as it bills each event, not each request.
+    pub fn sent_to(self, route: Route, events: f64) -> Usage {
+        let requests = self.sqs_standard_requests;
+        let without = Usage {
+            sqs_standard_requests: 0.0,
+            ..self
+        };
+        match route {
+            Route::SqsStandard => self,
+            Route::SqsFifo => Usage {
+                sqs_fifo_requests: self.sqs_fifo_requests + requests,
+                ..without
+            },
+            Route::Sns => Usage {
+                sns_requests: self.sns_requests + requests,
+                ..without
+            },
+            Route::EventBridge => Usage {
+                eventbridge_events: self.eventbridge_events + events,
+                ..without
+            },
+        }
+    }
+}
+
 /// Read units of the order fence's index reads: each read request is billed for the
 /// keys-only projections it read (`index_bytes`, eventually consistent), at least
 /// half a unit; `confirms` consistent reads of one small item each are one unit.
@@ -483,5 +536,41 @@ mod tests {
         let total = one.scaled(250.0).plus(one);
         assert!(close(total.mark_write_units, 1004.0));
         assert!(close(total.lambda_invocations, 251.0));
+    }
+
+    #[test]
+    fn the_floor_is_the_transaction_and_one_mark() {
+        let floor = floor_per_message(300);
+        assert_eq!(floor.producer_write_units, 2.0);
+        assert_eq!(floor.mark_write_units, 1.0);
+        assert_eq!(floor.index_write_units + floor.finder_read_units, 0.0);
+        // a 1.5 KB item: two units a write, twice in a transaction
+        assert_eq!(floor_per_message(1536).producer_write_units, 4.0);
+        assert_eq!(floor_per_message(1536).mark_write_units, 2.0);
+    }
+
+    #[test]
+    fn a_route_moves_the_sends_and_eventbridge_bills_each_event() {
+        let sqs = Usage {
+            sqs_standard_requests: 100_000.0,
+            mark_write_units: 7.0,
+            ..Usage::default()
+        };
+        let sns = sqs.sent_to(Route::Sns, 1e6);
+        assert_eq!(
+            (sns.sns_requests, sns.sqs_standard_requests),
+            (100_000.0, 0.0)
+        );
+        assert_eq!(sns.mark_write_units, 7.0);
+        let bus = sqs.sent_to(Route::EventBridge, 1e6);
+        assert_eq!(
+            (bus.eventbridge_events, bus.sqs_standard_requests),
+            (1e6, 0.0)
+        );
+        assert_eq!(
+            sqs.sent_to(Route::SqsFifo, 1e6).sqs_fifo_requests,
+            100_000.0
+        );
+        assert_eq!(sqs.sent_to(Route::SqsStandard, 1e6), sqs);
     }
 }
