@@ -3,8 +3,8 @@
 //! ([`send`]), with each answer of a batched state change ([`marks`]), which form
 //! a dead-letter copy takes ([`dead_letter`]), how poison is marked `FAILED` so that the mark
 //! fits ([`poison`]), what a claimed item becomes and when to try again ([`retry`]),
-//! how a sweep keeps each aggregate's order ([`order`]) and walks a chunk in waves
-//! ([`wave`]), which messages routed to
+//! how a sweep keeps each aggregate's order ([`order`]), reads the index a round at a time
+//! ([`round`]) and walks a chunk in waves ([`wave`]), which messages routed to
 //! FIFO destinations wait behind an earlier pending one ([`fence`]), and how much
 //! time a sweep may use ([`budget`]). The publish and sweep paths call them between their I/O; a
 //! test or a model checker calls them directly.
@@ -21,6 +21,7 @@ pub mod marks;
 pub mod order;
 pub mod poison;
 pub mod retry;
+pub mod round;
 pub mod send;
 pub mod wave;
 
@@ -48,6 +49,7 @@ pub use retry::{
     Attempt, AttemptVerdict, HELD_BACK, attempt_of, backoff, exhausted, give_up_reason, jitter_of,
     judge_attempt, millis, unclaimable,
 };
+pub use round::next_ask;
 pub use send::{
     CallVerdict, DESTINATION_REFUSED, DeadLetterVerdict, EntryVerdict, blames_the_destination,
     judge_call, judge_dead_letter, judge_entry, judge_single,

@@ -56,17 +56,20 @@ impl ScanMode {
 /// Bounds on one sweep, so that one invocation's work stays predictable.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct SweepLimits {
-    /// Most due items taken in one round of a sweep (one read of the index).
+    /// Most due items taken in one round of a sweep (one read of the index, of about
+    /// as many keys). While more is due, a round claims something and the budget
+    /// lasts, the sweep reads the index again and goes on: the time budget, not a count
+    /// of rounds, bounds a sweep.
     pub max_items: usize,
-    /// Most rounds in one sweep: while more is due than a round takes and the budget
-    /// lasts, the sweep reads the index again and goes on, so a backlog drains at up
-    /// to `max_items` × `max_rounds` a sweep instead of `max_items` a minute.
-    pub max_rounds: usize,
     /// Items claimed and published together (one `Publisher::process` call).
     pub chunk: usize,
+    /// Chunks of a round claimed and published at once (they never share an
+    /// aggregate): a worker's drain rate is this many chunks' request latencies in
+    /// parallel.
+    pub chunk_concurrency: usize,
     /// Index query page size.
     pub page_size: i32,
-    /// Claims in flight at once.
+    /// Claims in flight at once, per chunk.
     pub concurrency: usize,
     /// Index shards queried at once.
     pub query_concurrency: usize,
@@ -82,8 +85,8 @@ impl Default for SweepLimits {
     fn default() -> Self {
         SweepLimits {
             max_items: 1000,
-            max_rounds: 20,
             chunk: 100,
+            chunk_concurrency: 4,
             page_size: 100,
             concurrency: 16,
             query_concurrency: 16,

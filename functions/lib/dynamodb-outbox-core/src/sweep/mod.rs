@@ -53,6 +53,9 @@ pub use handler::handle_scheduled_event;
 use crate::policy::chunk_due;
 use crate::ports::{MessageSink, OutboxStore, SweepStore};
 use crate::publish::Publisher;
+use crate::schema::ItemKey;
+use futures::StreamExt;
+use std::collections::HashSet;
 use serde::Serialize;
 
 /// What one sweep did, for logs, metrics and the Lambda response.
@@ -147,7 +150,7 @@ impl<K, S> Sweeper<K, S> {
 impl<K: MessageSink, S: OutboxStore + SweepStore> Sweeper<K, S> {
     /// One sweep: adopt unindexed items (scan mode), then rounds of finding due keys
     /// in every shard and claiming and publishing them chunk by chunk, while more is
-    /// due than a round takes and the budget lasts ([`SweepLimits::max_rounds`]).
+    /// due than a round takes, a round claims something and the budget lasts.
     pub async fn sweep(&self, budget: Budget) -> SweepSummary {
         self.sweep_group(budget, SweepGroup::ALL).await
     }
@@ -165,12 +168,14 @@ impl<K: MessageSink, S: OutboxStore + SweepStore> Sweeper<K, S> {
         if let Some(bounds) = scan.filter(|_| group.scans()) {
             self.adopt_unindexed(bounds, &window, &mut summary).await;
         }
-        let limits = self.config.limits;
-        for round in 1..=limits.max_rounds.max(1) {
+        // No count of rounds: the time budget ends a sweep, so a backlog drains at what
+        // a worker can claim and publish in its window (docs/scale.md).
+        let mut tried = HashSet::new();
+        for round in 1usize.. {
             let claimed_before = summary.claimed;
-            let left = Box::pin(self.round(&window, &mut summary)).await;
+            let (left, more) = Box::pin(self.round(&window, &mut tried, &mut summary)).await;
             let no_progress = summary.claimed == claimed_before;
-            if left == 0 || no_progress || round == limits.max_rounds || self.expired(&window) {
+            if (left == 0 && !more) || no_progress || self.expired(&window) {
                 // What this sweep leaves for the next one.
                 summary.skipped += left;
                 break;
@@ -198,25 +203,70 @@ impl<K: MessageSink, S: OutboxStore + SweepStore> Sweeper<K, S> {
     }
 
     /// One round: due keys of every shard, at most `max_items` of them claimed and
-    /// published chunk by chunk. Returns how many due keys it left (beyond
-    /// `max_items`, or not reached before the budget ran out).
-    async fn round(&self, window: &Window, summary: &mut SweepSummary) -> usize {
-        let due = self.due_keys(window, summary).await;
+    /// published chunk by chunk, up to `chunk_concurrency` chunks at once. Returns how
+    /// many due keys it left (beyond `max_items`, or not reached before the budget ran
+    /// out), and whether the index may hold more than it read. Adds the keys it tried
+    /// to claim to `tried`.
+    async fn round(
+        &self,
+        window: &Window,
+        tried: &mut HashSet<ItemKey>,
+        summary: &mut SweepSummary,
+    ) -> (usize, bool) {
+        let (due, more) = self.due_keys(window, tried, summary).await;
         let limits = self.config.limits;
-        let (chunks, mut left) = chunk_due(due, limits.max_items, limits.chunk);
-        for (i, keys) in chunks.iter().enumerate() {
+        let (chunks, left) = chunk_due(due, limits.max_items, limits.chunk);
+        // Chunks never share an aggregate (`chunk_due`), so running several at once
+        // keeps each aggregate's order: what one chunk does, no other waits on.
+        let attempts = chunks.iter().map(|keys| async move {
+            let mut part = SweepSummary::default();
             if self.expired(window) {
-                let rest: usize = chunks[i..].iter().map(Vec::len).sum();
-                left += rest;
-                tracing::info!(left = rest, "time budget used up; the next sweep continues");
-                break;
+                return (part, keys.len(), Vec::new());
             }
             // Boxed: each chunk's future holds the whole publish path; unboxed, the
             // Lambda binary's future is too deep for the compiler's layout queries
             // (see "Future depth" in the `dynamodb-outbox` crate docs).
-            Box::pin(self.attempt(keys, window, summary)).await;
+            let keys_tried = Box::pin(self.attempt(keys, window, &mut part)).await;
+            (part, 0, keys_tried)
+        });
+        let done: Vec<(SweepSummary, usize, Vec<ItemKey>)> = futures::stream::iter(attempts)
+            .buffered(limits.chunk_concurrency.max(1))
+            .collect()
+            .await;
+        let mut unreached = 0;
+        for (part, n, keys_tried) in done {
+            summary.absorb(part);
+            unreached += n;
+            tried.extend(keys_tried);
         }
-        left
+        if unreached > 0 {
+            tracing::info!(left = unreached, "time budget used up; the next sweep continues");
+        }
+        (left + unreached, more)
+    }
+}
+
+impl SweepSummary {
+    /// Adds what another part of the sweep (a chunk) did.
+    fn absorb(&mut self, part: SweepSummary) {
+        self.found += part.found;
+        self.claimed += part.claimed;
+        self.published += part.published;
+        self.marked += part.marked;
+        self.failed += part.failed;
+        self.retried += part.retried;
+        self.skipped += part.skipped;
+        self.adopted += part.adopted;
+        self.index_items_read += part.index_items_read;
+        self.scan_items_read += part.scan_items_read;
+        self.index_queries += part.index_queries;
+        self.oldest_pending_age_ms = self.oldest_pending_age_ms.max(part.oldest_pending_age_ms);
+        self.unread_shards += part.unread_shards;
+        self.errors += part.errors;
+        self.claims_lost += part.claims_lost;
+        self.fence_unread += part.fence_unread;
+        self.offloaded += part.offloaded;
+        self.fence_reads += part.fence_reads;
     }
 }
 

@@ -4,93 +4,123 @@
 use super::claim::Claims;
 use super::settle::settle_all;
 use super::{SweepSummary, Sweeper, Window};
-use crate::policy::{Attempt, WAVE_PER_AGGREGATE, Waves, held_back, millis, order_attempts};
-use crate::ports::{DueKey, MessageSink, OutboxStore, SweepStore};
+use crate::policy::{
+    Attempt, WAVE_PER_AGGREGATE, Waves, held_back, millis, next_ask, order_attempts,
+};
+use crate::ports::{DueKey, MessageSink, OutboxStore, PageToken, SweepStore};
 use crate::publish::{Outcome, WorkItem};
 use crate::schema::ItemKey;
 use futures::StreamExt;
 use std::collections::HashSet;
 
 impl<K: MessageSink, S: OutboxStore + SweepStore> Sweeper<K, S> {
-    /// Due keys of every shard, earliest first. Records how long the oldest has been
-    /// due.
+    /// Due keys of every shard, earliest first, but for those this sweep already
+    /// `tried` to claim; and whether a shard may hold more than were read. Records
+    /// how long the oldest has been due.
     pub(super) async fn due_keys(
         &self,
         window: &Window,
+        tried: &HashSet<ItemKey>,
         summary: &mut SweepSummary,
-    ) -> Vec<DueKey> {
-        let due = self.find_due(window, summary).await;
+    ) -> (Vec<DueKey>, bool) {
+        let (due, more) = self.find_due(window, tried, summary).await;
         summary.found += due.len();
         for d in &due {
             let overdue = window.budget.now_ms.saturating_sub(d.due_at_ms);
             summary.oldest_pending_age_ms = summary.oldest_pending_age_ms.max(Some(overdue));
         }
-        due
+        (due, more)
     }
 
-    /// Due keys of the worker's shards (of both counts while the count changes), each shard
-    /// paged until it is exhausted, the per-run bound is reached or the budget is used
-    /// up. Up to [`SweepLimits::query_concurrency`](super::SweepLimits) shards are
-    /// queried at once, so a thousand shards do not open a thousand requests; a shard
-    /// whose query fails is counted as unread.
-    async fn find_due(&self, window: &Window, summary: &mut SweepSummary) -> Vec<DueKey> {
+    /// Due keys of the worker's shards (of both counts while the count changes), at
+    /// most about a round's worth ([`SweepLimits::max_items`](super::SweepLimits)):
+    /// each shard asked for its share of what is missing, in passes, until the round
+    /// has enough, every shard ran dry or the budget is used up ([`next_ask`]); and
+    /// whether a shard may hold more. Up to
+    /// [`SweepLimits::query_concurrency`](super::SweepLimits) shards are queried at
+    /// once, so a thousand shards do not open a thousand requests; a shard whose
+    /// query fails is counted as unread and not asked again this round.
+    ///
+    /// A key this sweep already `tried` to claim is passed over, not counted: the
+    /// index lags its claims (a global secondary index is updated after the table),
+    /// so the next round may still find them where they were, at the front of their
+    /// shards; taken again, their claims would fail, and a round that claims nothing
+    /// ends the sweep.
+    async fn find_due(
+        &self,
+        window: &Window,
+        tried: &HashSet<ItemKey>,
+        summary: &mut SweepSummary,
+    ) -> (Vec<DueKey>, bool) {
         let limits = self.config.limits;
         let now = window.budget.now_ms;
-        let shards = window.group.shards(&self.config.publisher.key_names.sweep_shards);
-        let queries = shards.into_iter().map(|shard| async move {
-            let (mut keys, mut scanned, mut queries, mut failed) = (Vec::new(), 0u64, 0usize, false);
-            let mut start = None;
-            loop {
-                queries += 1;
-                match self.store().due_page(&shard, now, limits.page_size, start).await {
-                    Ok(page) => {
-                        scanned += page.scanned;
-                        keys.extend(page.keys);
-                        start = page.next;
-                    }
-                    Err(e) => {
-                        tracing::error!(%shard, error = %e, "index query failed: this sweep cannot see what is due in the shard");
-                        failed = true;
-                        break;
-                    }
-                }
-                if start.is_none() || keys.len() >= limits.max_items || self.expired(window) {
-                    break;
-                }
-            }
-            (keys, scanned, queries, failed)
-        });
+        let page = usize::try_from(limits.page_size).unwrap_or(1);
+        let mut reads: Vec<ShardRead> = window
+            .group
+            .shards(&self.config.publisher.key_names.sweep_shards)
+            .into_iter()
+            .map(|shard| ShardRead { shard, start: None, open: true })
+            .collect();
         let mut all = Vec::new();
-        let read: Vec<_> = futures::stream::iter(queries)
+        for pass in 0usize.. {
+            let open = reads.iter().filter(|r| r.open).count();
+            let ask = next_ask(limits.max_items, all.len(), open, page);
+            // The first pass always runs: each shard's earliest key tells the age.
+            if ask == 0 || (pass > 0 && self.expired(window)) {
+                break;
+            }
+            let limit = i32::try_from(ask).unwrap_or(i32::MAX);
+            let pages: Vec<_> = futures::stream::iter(reads.iter_mut().filter(|r| r.open).map(
+                |r| async move {
+                    let page = self.store().due_page(&r.shard, now, limit, r.start.take()).await;
+                    (r, page)
+                },
+            ))
             .buffer_unordered(limits.query_concurrency.max(1))
             .collect()
             .await;
-        for (keys, scanned, queries, failed) in read {
-            all.extend(keys);
-            summary.index_items_read += scanned;
-            summary.index_queries += queries;
-            summary.unread_shards += usize::from(failed);
-            summary.errors += usize::from(failed);
+            for (read, page) in pages {
+                summary.index_queries += 1;
+                match page {
+                    Ok(page) => {
+                        summary.index_items_read += page.scanned;
+                        all.extend(page.keys.into_iter().filter(|d| !tried.contains(&d.key)));
+                        read.open = page.next.is_some();
+                        read.start = page.next;
+                    }
+                    Err(e) => {
+                        let shard = &read.shard;
+                        tracing::error!(%shard, error = %e, "index query failed: this sweep cannot see what is due in the shard");
+                        read.open = false;
+                        summary.unread_shards += 1;
+                        summary.errors += 1;
+                    }
+                }
+            }
         }
-        all
+        let more = reads.iter().any(|r| r.open);
+        (all, more)
     }
 
     /// Claims a chunk of due keys, publishes what was claimed and may go now, and
     /// settles each item: in waves of a few keys of each aggregate, an aggregate
-    /// leaving the chunk at its first message that did not go ([`Waves`]).
+    /// leaving the chunk at its first message that did not go ([`Waves`]). Returns the
+    /// keys it tried to claim.
     pub(super) async fn attempt(
         &self,
         keys: &[DueKey],
         window: &Window,
         summary: &mut SweepSummary,
-    ) {
+    ) -> Vec<ItemKey> {
         let mut waves = Waves::new(keys, WAVE_PER_AGGREGATE);
         let mut finished: HashSet<ItemKey> = HashSet::new();
+        let mut tried = Vec::new();
         loop {
             let wave = waves.next_wave();
             if wave.is_empty() {
                 break;
             }
+            tried.extend(wave.iter().map(|d| d.key.clone()));
             let stopped = self
                 .attempt_wave(&wave, window, &mut finished, summary)
                 .await;
@@ -100,6 +130,7 @@ impl<K: MessageSink, S: OutboxStore + SweepStore> Sweeper<K, S> {
                 break;
             }
         }
+        tried
     }
 
     /// One wave: claims its keys, publishes what was claimed and may go now, and
@@ -142,6 +173,15 @@ impl<K: MessageSink, S: OutboxStore + SweepStore> Sweeper<K, S> {
             .await;
         stopped
     }
+}
+
+/// Where a round's reading of one index shard stands.
+struct ShardRead {
+    shard: String,
+    /// Where its next page starts.
+    start: Option<PageToken>,
+    /// Whether it may hold more due keys (no page said it was done, none failed).
+    open: bool,
 }
 
 /// The work of the attempts no gate holds back, in publish order.

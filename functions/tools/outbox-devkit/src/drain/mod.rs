@@ -134,8 +134,8 @@ impl DrainReport {
             self.workers, self.drained_by_then(), t.no_due_seconds, self.drain_rate(), t.empty_seconds, self.overall_rate()
         ));
         out.push_str(&format!(
-            "sweeper invocations by this command: {} ({} function errors, {} refused and retried; their summaries: {} found, {} marked)",
-            i.count, i.function_errors, i.refused, i.found, i.marked
+            "sweeper invocations by this command: {} ({} function errors, {} refused and retried; their summaries: {} found, {} marked, {} index items read, {} per item marked)",
+            i.count, i.function_errors, i.refused, i.found, i.marked, i.index_read, ratio(i.index_read as f64, i.marked as f64)
         ));
         out.push_str(&match self.logged {
             Some((sweeps, marked)) => format!("; all sweeps in the sweeper's log meanwhile (its schedule's rule disabled; a tick of it would count here): {sweeps}, {marked} marked\n"),

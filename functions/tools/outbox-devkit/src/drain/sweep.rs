@@ -25,6 +25,9 @@ pub struct Invocations {
     pub marked: u64,
     /// Due keys the sweeps read from the index (their summaries' `found`).
     pub found: u64,
+    /// Index items their queries read (their summaries' `index_items_read`): about
+    /// `marked` when each round reads only what it can claim.
+    pub index_read: u64,
 }
 
 impl Invocations {
@@ -34,6 +37,7 @@ impl Invocations {
         self.refused += other.refused;
         self.marked += other.marked;
         self.found += other.found;
+        self.index_read += other.index_read;
     }
 }
 
@@ -251,6 +255,7 @@ async fn worker(
                     .and_then(|p| serde_json::from_slice(p.as_ref()).ok())
                     .unwrap_or(Value::Null);
                 done.marked += summary_count(&response, "marked");
+                done.index_read += summary_count(&response, "index_items_read");
                 let found = summary_count(&response, "found");
                 done.found += found;
                 found

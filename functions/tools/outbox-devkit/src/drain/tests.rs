@@ -72,6 +72,11 @@ fn report(sent: usize, left: usize) -> DrainReport {
             empty_seconds: 8.0,
         },
         left,
+        invocations: Invocations {
+            marked: 98,
+            index_read: 120,
+            ..Invocations::default()
+        },
         statuses: HashMap::from([("SENT".to_owned(), sent), ("FAILED".to_owned(), 100 - sent)]),
         raw: Some((
             RawReads {
@@ -99,6 +104,10 @@ fn the_drain_rate_is_printed_beside_the_raw_rate_and_the_end_counts_sent_items()
     );
     assert!(text.contains("raw index Query rate: none"), "{text}");
     assert!(text.contains("98 of 100 SENT, 2 FAILED"), "{text}");
+    assert!(
+        text.contains("120 index items read, 1.224 per item marked"),
+        "{text}"
+    );
     assert!(report(100, 0).drained());
     assert!(!report(100, 3).drained());
 }

@@ -10,6 +10,10 @@
 pub mod report;
 pub mod simulate;
 
+use dynamodb_outbox::policy::work_window;
+use dynamodb_outbox::sweep::SweepLimits;
+use std::time::Duration;
+
 /// What one published message costs each component, in capacity (happy path: the
 /// library producer, one outbox item beside one business item in its transaction,
 /// both under 1 KB; published by the stream path; marked `SENT`).
@@ -58,16 +62,14 @@ pub struct Settings {
     pub lambda_concurrency: f64,
     /// FIFO routes on a queue in high-throughput mode.
     pub fifo_high_throughput: bool,
-    /// Items one round of a sweep takes at most (`SweepLimits::max_items`).
-    pub sweep_max_items: u32,
-    /// Rounds one sweep makes at most while a backlog lasts (`SweepLimits::max_rounds`):
-    /// the invocation's time budget may stop it sooner, which this model does not
-    /// know (the rate of a sweep's rounds on AWS is not measured).
-    pub sweep_rounds: u32,
+    /// Keys a sweep claims and publishes together, claims in flight in each, and
+    /// chunks at once (`SweepLimits`: `chunk`, `concurrency`, `chunk_concurrency`).
+    pub sweep_chunks: (u32, u32, u32),
     /// Sweeper workers on each tick (`sweep_workers`, 1–5), each sweeping its share of
     /// the index's shards.
     pub sweep_workers: u32,
-    /// Minutes between scheduled sweeps.
+    /// Minutes between scheduled sweeps (the stacks' sweeper timeout is as long, at
+    /// most 5 minutes).
     pub sweep_every_minutes: u32,
 }
 
@@ -79,19 +81,59 @@ impl Default for Settings {
             table_write_quota: 40_000.0,
             lambda_concurrency: 1_000.0,
             fifo_high_throughput: false,
-            sweep_max_items: 1_000,
-            sweep_rounds: 20,
+            sweep_chunks: sweep_chunks(&SweepLimits::default()),
             sweep_workers: 1,
             sweep_every_minutes: 1,
         }
     }
 }
 
-/// Items one tick's sweeps take at most: each worker's rounds of `max_items`.
-pub fn per_sweep(settings: &Settings) -> f64 {
-    f64::from(settings.sweep_max_items.max(1))
-        * f64::from(settings.sweep_rounds.max(1))
-        * f64::from(settings.sweep_workers.max(1))
+fn sweep_chunks(limits: &SweepLimits) -> (u32, u32, u32) {
+    let n = |v: usize| u32::try_from(v).unwrap_or(u32::MAX);
+    (
+        n(limits.chunk),
+        n(limits.concurrency),
+        n(limits.chunk_concurrency),
+    )
+}
+
+/// Milliseconds each request of a sweep takes on AWS, assumed (not measured there):
+/// DynamoDB answers a single-item write in single-digit milliseconds (developer guide,
+/// *What is Amazon DynamoDB*); an SQS batch or a batched mark takes longer. 20 ms
+/// covers both.
+pub const SWEEP_REQUEST_MS: f64 = 20.0;
+/// Index write units a drained message costs its shard's partition: its claim moves
+/// its `SweepDueAt` (the index deletes the old entry and puts the new one: 2) and its
+/// `SENT` mark takes it out (1).
+pub const SWEEP_INDEX_WRITES: f64 = 3.0;
+
+/// Messages one sweeper worker drains a second while it works, by its requests: its
+/// chunks at once, each the latency of its claims (`concurrency` at a time), one send
+/// round and one mark round. The function's CPU is not counted.
+pub fn sweep_worker_rate(settings: &Settings) -> f64 {
+    let (chunk, in_flight, at_once) = settings.sweep_chunks;
+    let chunk = f64::from(chunk.max(1));
+    let requests = (chunk / f64::from(in_flight.max(1))).ceil() + 2.0;
+    chunk * f64::from(at_once.max(1)) * 1_000.0 / (requests * SWEEP_REQUEST_MS)
+}
+
+/// Messages a second a backlog drains at: each worker at its rate or at what its
+/// shards' index partitions take, whichever is lower, for the share of each tick its
+/// time budget works (the timeout less the sweep's reserve, `policy::work_window`).
+pub fn drain_rate(settings: &Settings) -> f64 {
+    let period = 60 * u64::from(settings.sweep_every_minutes.max(1));
+    let window = work_window(Duration::from_secs(period.min(300))).as_secs_f64();
+    let (shards, workers) = (settings.index_shards.max(1), settings.sweep_workers.max(1));
+    let per_shard = PARTITION_WRITE_UNITS / SWEEP_INDEX_WRITES;
+    (0..workers)
+        .map(|i| {
+            // Worker i of n sweeps the shards numbered i mod n (`SweepGroup`).
+            let its_shards = (shards + workers - 1 - i) / workers;
+            sweep_worker_rate(settings).min(f64::from(its_shards) * per_shard)
+        })
+        .sum::<f64>()
+        * window
+        / period as f64
 }
 
 /// Write units one DynamoDB partition takes a second, table or index alike
@@ -143,8 +185,6 @@ pub fn ceilings(settings: &Settings, per: &PerMessage) -> Vec<Ceiling> {
     // A stream shard follows a table partition; each carries at most a partition's
     // writes, and each needs `factor` concurrent publishers.
     let per_shard = PARTITION_WRITE_UNITS / per.table_write_units;
-    let sweep_per_second =
-        per_sweep(settings) / (60.0 * f64::from(settings.sweep_every_minutes.max(1)));
     vec![
         Ceiling {
             component: "table: on-demand write quota per table",
@@ -173,10 +213,10 @@ pub fn ceilings(settings: &Settings, per: &PerMessage) -> Vec<Ceiling> {
             lift: "a concurrency quota increase; reserved concurrency for the publisher",
         },
         Ceiling {
-            component: "sweeper: drains a backlog at most max_items x rounds x workers per tick",
-            messages_per_second: sweep_per_second,
+            component: "sweeper: drains a backlog at its workers' request rate within their shards' index partitions",
+            messages_per_second: drain_rate(settings),
             owner: Owner::Ours,
-            lift: "more workers (sweep_workers, up to 5), more rounds per sweep (SweepLimits::max_rounds) and a sweeper timeout that holds them, a shorter schedule",
+            lift: "more workers (sweep_workers, up to 5) and index shards (sweep_shards) together",
         },
     ]
 }

@@ -18,14 +18,13 @@ pub fn report(settings: &Settings) -> String {
     let _ = writeln!(
         out,
         "settings: {} index shards, parallelization factor {}, table write quota {:.0}/s, \
-         Lambda concurrency {:.0}, {} sweep worker(s) of {} x {} rounds every {} min",
+         Lambda concurrency {:.0}, {} sweep worker(s) of {:.0} msg/s each every {} min",
         settings.index_shards,
         settings.parallelization_factor,
         settings.table_write_quota,
         settings.lambda_concurrency,
         settings.sweep_workers,
-        settings.sweep_max_items,
-        settings.sweep_rounds,
+        super::sweep_worker_rate(settings),
         settings.sweep_every_minutes
     );
     let _ = writeln!(

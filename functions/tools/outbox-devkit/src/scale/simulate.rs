@@ -88,9 +88,8 @@ pub fn burst(burst: &Burst, settings: &Settings, per: &PerMessage) -> BurstRepor
 }
 
 /// Minutes the sweeper takes to publish a backlog of `pending` messages whose
-/// stream records are gone (discarded after a destination outage): one sweep per
-/// period, at most `max_items` × rounds each, the destination healthy again.
+/// stream records are gone (discarded after a destination outage), at
+/// [`super::drain_rate`], the destination healthy again.
 pub fn drain_minutes(pending: f64, settings: &Settings) -> f64 {
-    let per_sweep = super::per_sweep(settings);
-    (pending / per_sweep).ceil() * f64::from(settings.sweep_every_minutes.max(1))
+    pending / super::drain_rate(settings) / 60.0
 }

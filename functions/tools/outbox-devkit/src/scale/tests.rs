@@ -143,24 +143,34 @@ fn indexed_at_commit_a_burst_that_the_table_could_take_is_throttled_by_the_index
 }
 
 #[test]
-fn a_backlog_drains_at_one_sweep_of_max_items_times_rounds_a_minute() {
+fn a_worker_drains_at_its_chunks_request_latencies_for_its_time_budget() {
     let settings = Settings::default();
-    assert_eq!(drain_minutes(10_000.0, &settings), 1.0);
-    assert_eq!(drain_minutes(1.0, &settings), 1.0);
-    // ten minutes of a 10,000 a second outage: 6 million, 5 hours at 20,000 a sweep
-    assert_eq!(drain_minutes(6_000_000.0, &settings), 300.0);
-    // one round a sweep, as before rounds: 100 hours
-    let one_round = Settings {
-        sweep_rounds: 1,
-        ..settings
-    };
-    assert_eq!(drain_minutes(6_000_000.0, &one_round), 6_000.0);
-    // five workers, each its share of the shards: one hour
+    // Chunks of 100, 16 claims in flight: 7 claim latencies, a send and a mark of 20 ms
+    // = 180 ms; four chunks at once: 2,222 a second while it works
+    assert_eq!(settings.sweep_chunks, (100, 16, 4));
+    assert_eq!(sweep_worker_rate(&settings).round(), 2_222.0);
+    // It works 48 s of each minute (a 60 s timeout less its reserve): 1,778 a second
+    assert_eq!(drain_rate(&settings).round(), 1_778.0);
+    // ten minutes of a 10,000 a second outage: 6 million in 56 minutes
+    assert_eq!(drain_minutes(6_000_000.0, &settings).round(), 56.0);
+}
+
+#[test]
+fn five_workers_are_bound_by_their_shards_index_partitions_unless_the_shards_grow() {
+    // Each drained message writes its shard's index partition 3 times: 333 a second
+    // per shard. Five workers over 16 shards (4, 3, 3, 3, 3): 4,267 a second
     let five = Settings {
         sweep_workers: 5,
-        ..settings
+        ..Settings::default()
     };
-    assert_eq!(drain_minutes(6_000_000.0, &five), 60.0);
+    assert_eq!(drain_rate(&five).round(), 4_267.0);
+    // over 32 shards (7, 7, 6, 6, 6): 8,356 a second, over 5,000
+    let wide = Settings {
+        index_shards: 32,
+        ..five
+    };
+    assert_eq!(drain_rate(&wide).round(), 8_356.0);
+    assert_eq!(drain_minutes(6_000_000.0, &wide).round(), 12.0);
 }
 
 #[test]

@@ -37,7 +37,8 @@ pub struct StoreFaults {
     /// How many of the next reschedules fail (transiently) before the write.
     pub flaky_reschedules: u32,
     /// The sweeper index lags, as a global secondary index may: its reads still list
-    /// the items finished since they were pending.
+    /// the items finished since they were pending, and the sweeper's index queries
+    /// the items claimed since, at the due time they had before.
     pub stale_index: bool,
     /// Statements of batched marks that answer with an error code: the item, the
     /// code (`ThrottlingError`, `InternalServerError`, …) and for how many batches.
@@ -73,6 +74,9 @@ fn redriven(key: &ItemKey, item: &mut OutboxItem, due_ms: i64, layout: &SweepSha
 #[derive(Debug, Default)]
 pub struct MemoryStore {
     items: Mutex<BTreeMap<ItemKey, OutboxItem>>,
+    /// Index entries a lagging index still lists (`StoreFaults::stale_index`): the
+    /// shard and due time of each item before its claim.
+    stale_entries: Mutex<BTreeMap<ItemKey, (String, i64)>>,
     sent: Mutex<Vec<ItemKey>>,
     failed: Mutex<Vec<(ItemKey, String)>>,
     cursors: Mutex<HashMap<(u32, u32), PageToken>>,

@@ -20,29 +20,51 @@ fn seen(item: &OutboxItem) -> SeenIndex {
     }
 }
 
+/// An index entry's place in its shard, as text that sorts as the index does: by due
+/// time (non-negative in the fakes' tables), then by key.
+fn page_position(due_ms: i64, key: &ItemKey) -> String {
+    format!("{due_ms:020}\u{0}{}\u{0}{}", key.pk, key.sk)
+}
+
 impl SweepStore for MemoryStore {
     async fn due_page(
         &self,
         shard: &str,
         due_by_ms: i64,
-        _: i32,
-        _: Option<PageToken>,
+        limit: i32,
+        start: Option<PageToken>,
     ) -> Result<DuePage, Failure> {
         if self.faults().queries.iter().any(|s| s == shard) {
             return Err(Failure::transient("InternalServerError"));
         }
-        let keys: Vec<DueKey> = lock(&self.items)
+        // As the index answers: in (due, key) order, at most `limit` keys a page,
+        // continuing after the position `start` names.
+        let after = start.as_ref().map(|t| t.as_str().to_owned());
+        let entries: Vec<(ItemKey, i64)> = lock(&self.items)
             .iter()
             .filter(|(_, i)| i.sweep_shard.as_deref() == Some(shard))
-            .filter_map(|(k, i)| {
-                let due = i.sweep_due_at.filter(|d| *d <= due_by_ms)?;
-                Some(DueKey::new(k.clone(), due))
-            })
+            .filter_map(|(k, i)| Some((k.clone(), i.sweep_due_at?)))
+            .chain(
+                lock(&self.stale_entries)
+                    .iter()
+                    .filter(|(_, (s, _))| s == shard)
+                    .map(|(k, (_, due))| (k.clone(), *due)),
+            )
             .collect();
+        let mut due: Vec<(String, DueKey)> = entries
+            .into_iter()
+            .filter(|(_, due)| *due <= due_by_ms)
+            .map(|(k, due)| (page_position(due, &k), DueKey::new(k, due)))
+            .filter(|(position, _)| after.as_ref().is_none_or(|a| position > a))
+            .collect();
+        due.sort_by(|a, b| a.0.cmp(&b.0));
+        let limit = usize::try_from(limit).unwrap_or(0).max(1);
+        let next = (due.len() > limit).then(|| PageToken::new(due[limit - 1].0.clone()));
+        let keys: Vec<DueKey> = due.into_iter().take(limit).map(|(_, d)| d).collect();
         Ok(DuePage {
             scanned: keys.len() as u64,
             keys,
-            next: None,
+            next,
         })
     }
 
@@ -78,6 +100,13 @@ impl SweepStore for MemoryStore {
                     .unwrap_or_else(|| derive_message_id(key)),
                 due_at_ms: item.sweep_due_at,
             }));
+        }
+        if let (true, Some(shard), Some(due)) = (
+            faults.stale_index,
+            item.sweep_shard.clone(),
+            item.sweep_due_at,
+        ) {
+            lock(&self.stale_entries).insert(key.clone(), (shard, due));
         }
         item.retry_count = Some(item.retry_count.unwrap_or(0) + 1);
         item.sweep_due_at = Some(lease_until_ms);
