@@ -47,6 +47,24 @@ def expression(v) -> str:
     return re.sub(r"'(\w+)': ", r"\1 = ", text)
 
 
+def short_type(text: str) -> str:
+    """A long object type as its attribute names, `object({a, b, ...})`: each attribute's own
+    type is in variables.tf, and its meaning in the settings reference."""
+    found = re.match(r"^((?:\w+\()*)object\(\{(.*)\}\)(\)*)$", text, re.S)
+    if len(text) <= 80 or not found:
+        return text
+    names, depth, start = [], 0, True
+    for token in re.findall(r"[(\[{]|[)\]}]|,|\w+", found.group(2)):
+        depth += token in "([{" and len(token) == 1
+        depth -= token in ")]}" and len(token) == 1
+        if depth == 0 and token == ",":
+            start = True
+        elif start and depth == 0 and re.match(r"\w+$", token):
+            names.append(token)
+            start = False
+    return f"{found.group(1)}object({{{', '.join(names)}}}){found.group(3)}"
+
+
 def cell(text: str) -> str:
     return " ".join(text.split()).replace("|", "\\|")
 
@@ -85,7 +103,7 @@ def tables(module: Path) -> str:
     ]
     for name in sorted(variables, key=lambda n: ("default" in variables[n], n)):
         body = variables[name]
-        lines.append(f"| `{name}` | `{cell(expression(body.get('type', 'any')))}` | {cell(default(body))} |")
+        lines.append(f"| `{name}` | `{cell(short_type(expression(body.get('type', 'any'))))}` | {cell(default(body))} |")
     lines += ["", "## Outputs", "", "| Name | Description |", "|------|-------------|"]
     for name in sorted(outputs):
         lines.append(f"| `{name}` | {cell(first_sentence(outputs[name].get('description', '')))} |")

@@ -38,19 +38,24 @@ import {
 } from './config';
 import { largePayloadBucket } from './large-payloads';
 import { outboxTable } from './table';
+import { noStream, seenTable, tableMismatches, ttlOffWarning } from './table-check';
 import { acknowledgeBucket, acknowledgeLargePayloadGrant, acknowledgeTerminalQueues } from './nag';
 import { type AlarmDefinition, type DashboardExtras, alarmDefinitions, dashboardWidgets } from './monitoring';
 import { type PolicyTargets, producerStatements, publisherStatements, recoveryStatements, sweeperStatements } from './policies';
 import { type OutboxDestination, type OutboxRoute, type ResolvedRoute, resolveRoute } from './routes';
 
-/** The function code: a lambda.Code per function, e.g. from your own build or a release download. */
-export type OutboxCode = Readonly<Record<OutboxFunction, lambda.Code>>;
+/**
+ * The function code: a lambda.Code per function (a zip asset, an S3 object, an image), e.g. from
+ * your own build or a release download. A function left out comes from `assetDir`.
+ */
+export type OutboxCode = Readonly<Partial<Record<OutboxFunction, lambda.Code>>>;
 
 export interface OutboxProps extends OutboxSettingsInput {
   /**
    * Your table, with its stream on (NEW_IMAGE or NEW_AND_OLD_IMAGES) and the sweeper index
    * (infra/CONTRACT.md). An imported table needs `tableStreamArn`
-   * (`dynamodb.Table.fromTableAttributes({ tableArn, tableStreamArn })`). Absent: the construct
+   * (`dynamodb.Table.fromTableAttributes({ tableArn, tableStreamArn })`); a Table or TableV2 of
+   * this app is checked at synth against `keyNames` and the requirements. Absent: the construct
    * creates `<prefix>-table` with the key names, the stream, the index and TTL.
    */
   readonly table?: dynamodb.ITable;
@@ -60,7 +65,7 @@ export interface OutboxProps extends OutboxSettingsInput {
   readonly routes?: Readonly<Record<string, OutboxDestination | OutboxRoute>>;
   /** Destination of topics without a route (OUTBOX_DEFAULT_DESTINATION); absent: such messages become FAILED. */
   readonly defaultDestination?: OutboxDestination;
-  /** The functions' code. Either this or `assetDir`. */
+  /** The functions' code, function by function before `assetDir` (which then needs only the others). */
   readonly code?: OutboxCode;
   /**
    * A directory holding `<bin>/bootstrap` or `<bin>/bootstrap.zip` for outbox-publisher,
@@ -153,11 +158,15 @@ export class Outbox extends Construct {
 
     this.table = props.table ?? outboxTable(this, n.outboxTable, s, this.keyNames, this.key);
     if (!this.table.tableStreamArn) {
+      // A table of this app: its own definition says what to change.
+      const seen = props.table && seenTable(props.table);
+      if (seen) throw new Error(`Outbox ${this.node.path}: ${noStream(seen.name)}`);
       throw new Error(
         `Outbox ${this.node.path}: the table has no stream ARN. Import it with dynamodb.Table.fromTableAttributes({ tableArn, tableStreamArn }) ` +
           '(its stream on, view type NEW_IMAGE or NEW_AND_OLD_IMAGES).',
       );
     }
+    if (props.table) this.checkTable(props.table);
     this.tableName = this.table.tableName;
     this.tableArn = this.table.tableArn;
     this.tableStreamArn = this.table.tableStreamArn;
@@ -293,6 +302,20 @@ export class Outbox extends Construct {
     }
   }
 
+  /**
+   * A table of this app (Table, TableV2) that does not fit the key names or the functions fails the
+   * synth, each mismatch named (lib/table-check.ts); TTL off is a warning. Validated at synth, so an
+   * index added after the construct counts.
+   */
+  private checkTable(table: dynamodb.ITable): void {
+    const seen = seenTable(table);
+    if (!seen) return;
+    // A table's TTL is set when it is built (no method adds it later): warned once, here.
+    const warning = ttlOffWarning(seen, this.keyNames);
+    if (warning) cdk.Annotations.of(this).addWarningV2('dynamodb-outbox:ttl-off', warning);
+    this.node.addValidation({ validate: () => tableMismatches(seenTable(table) ?? seen, this.keyNames) });
+  }
+
   /** The producer's statements: PutItem and GetItem on the table (a retried commit reads its items back); PutObject on `<bucket>/outbox/*`; the KMS key. */
   producerStatements(): iam.PolicyStatement[] {
     return producerStatements({ tableArn: this.tableArn, payloadObjectsArn: this.largePayloadObjectsArn, keyArn: this.key?.keyArn });
@@ -405,11 +428,13 @@ export class Outbox extends Construct {
   }
 
   private fn(id: string, functionName: string, role: iam.Role, code: lambda.Code, extra: Partial<lambda.FunctionProps>): lambda.Function {
+    // An image has its own runtime and entry point.
+    const image = code instanceof lambda.EcrImageCode || code instanceof lambda.AssetImageCode;
     return new lambda.Function(this, id, {
       functionName,
-      runtime: lambda.Runtime.PROVIDED_AL2023,
+      runtime: image ? lambda.Runtime.FROM_IMAGE : lambda.Runtime.PROVIDED_AL2023,
       architecture: this.settings.architecture === 'arm64' ? lambda.Architecture.ARM_64 : lambda.Architecture.X86_64,
-      handler: 'bootstrap',
+      handler: image ? lambda.Handler.FROM_IMAGE : 'bootstrap',
       code,
       memorySize: 256,
       role,

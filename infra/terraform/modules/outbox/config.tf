@@ -220,7 +220,7 @@ locals {
   # ---------------------------------------------------------------- tables
   # An existing table's ARN comes from its stream ARN (its own partition, region, account).
   existing_table = var.existing_table == null ? null : {
-    name       = var.existing_table.table_name
+    name       = coalesce(var.existing_table.table_name, var.existing_table.name)
     arn        = regex("^(arn:[^:]+:dynamodb:[^:]+:[0-9]{12}:table/[^/]+)/stream/", var.existing_table.stream_arn)[0]
     stream_arn = var.existing_table.stream_arn
   }
@@ -480,13 +480,13 @@ locals {
   }
 }
 
-# The function code, checked at plan (modules/artifacts): missing, non-ELF,
+# The function code from lambda_asset_dir, checked at plan (modules/artifacts): missing, non-ELF,
 # wrong-architecture or stale artifacts are refused by aws_lambda_function.this's precondition.
 module "artifacts" {
   source = "./modules/artifacts"
 
   lambda_asset_dir = var.lambda_asset_dir
-  binaries         = local.binaries
+  binaries         = local.asset_binaries # those function_code does not give (code.tf)
   architecture     = var.architecture
 }
 

@@ -1,7 +1,7 @@
 # Three functions, one role each, each with its own log group.
-# Code: target/lambda/<bin>/bootstrap.zip from `cargo lambda build --release --arm64
-# --output-format zip` (var.lambda_asset_dir points at target/lambda), checked at plan by
-# modules/artifacts (refused by the precondition on aws_lambda_function.this).
+# Code (code.tf): var.function_code's, else target/lambda/<bin>/bootstrap.zip from `cargo lambda
+# build --release --arm64 --output-format zip` (var.lambda_asset_dir points at target/lambda),
+# checked at plan by modules/artifacts (refused by the precondition on aws_lambda_function.this).
 
 locals {
   fn = local.function_settings
@@ -71,14 +71,19 @@ resource "aws_lambda_function" "this" {
   function_name                  = each.value.name
   description                    = each.value.description
   role                           = aws_iam_role.function[each.key].arn
-  runtime                        = local.fn.runtime
-  handler                        = local.fn.handler
+  package_type                   = local.code[each.key].package_type
+  runtime                        = local.code[each.key].package_type == "Zip" ? local.fn.runtime : null # an image has its own
+  handler                        = local.code[each.key].package_type == "Zip" ? local.fn.handler : null
   architectures                  = local.fn.architectures
   memory_size                    = local.fn.memory_size
   timeout                        = each.value.timeout
   reserved_concurrent_executions = coalesce(local.function_settings.reserved_concurrency[each.key], -1) # -1: unreserved
-  filename                       = local.artifacts[each.key].zip
-  source_code_hash               = filebase64sha256(local.artifacts[each.key].zip)
+  filename                       = local.code[each.key].filename
+  source_code_hash               = local.code[each.key].source_code_hash
+  s3_bucket                      = local.code[each.key].s3_bucket
+  s3_key                         = local.code[each.key].s3_key
+  s3_object_version              = local.code[each.key].s3_object_version
+  image_uri                      = local.code[each.key].image_uri
 
   environment {
     variables = local.environment[each.key]
@@ -94,10 +99,11 @@ resource "aws_lambda_function" "this" {
   depends_on = [aws_iam_role_policy.function]
 
   lifecycle {
-    # A missing, non-ELF, wrong-architecture or stale artifact, refused at plan (modules/artifacts).
+    # A missing, non-ELF, wrong-architecture or stale artifact (modules/artifacts), or a given
+    # zip not there (code.tf), refused at plan.
     precondition {
-      condition     = length(local.artifact_problems) == 0
-      error_message = join("\n", local.artifact_problems)
+      condition     = length(local.code_problems) == 0
+      error_message = join("\n", local.code_problems)
     }
   }
 }
@@ -132,6 +138,31 @@ resource "aws_lambda_event_source_mapping" "publisher" {
   depends_on = [aws_iam_role_policy.function]
 
   lifecycle {
+    # An existing table given whole that does not match the settings, one check each (existing_table.tf).
+    precondition {
+      condition     = local.table_mismatch.partition_key == null
+      error_message = coalesce(local.table_mismatch.partition_key, "-")
+    }
+    precondition {
+      condition     = local.table_mismatch.sort_key == null
+      error_message = coalesce(local.table_mismatch.sort_key, "-")
+    }
+    precondition {
+      condition     = local.table_mismatch.key_types == null
+      error_message = coalesce(local.table_mismatch.key_types, "-")
+    }
+    precondition {
+      condition     = local.table_mismatch.stream == null
+      error_message = coalesce(local.table_mismatch.stream, "-")
+    }
+    precondition {
+      condition     = local.table_mismatch.ttl == null
+      error_message = coalesce(local.table_mismatch.ttl, "-")
+    }
+    precondition {
+      condition     = local.table_mismatch.sweep_index == null
+      error_message = coalesce(local.table_mismatch.sweep_index, "-")
+    }
     precondition {
       condition     = local.stream_filter_ok
       error_message = "The stream filter file must hold {\"Filters\": [{\"Pattern\": \"<JSON object text>\"}, ...]} with 1 to 5 filters."

@@ -4,7 +4,7 @@ output "outbox_table_name" {
 }
 
 output "table_name" {
-  description = "The outbox table (created or attached): your producers write their outbox items here (OutboxWriter), in the same transaction as their business items."
+  description = "The outbox table (created or attached). Your producers write their outbox items here (OutboxWriter), in the same transaction as their business items."
   value       = local.outbox_table_name
 }
 
@@ -34,7 +34,7 @@ output "outbox_dlq_url" {
 }
 
 output "large_payload_bucket_name" {
-  description = "The large-payload bucket (S3 large-payload offload, objects under outbox/ and failed/), created or attached; null when large_payloads is off."
+  description = "The large-payload bucket, created or attached. Null when large_payloads is off; objects under outbox/ and failed/ (S3 large-payload offload)."
   value       = try(coalesce(local.large_payloads.existing_name, one(aws_s3_bucket.large_payloads[*].bucket)), null)
 }
 
@@ -74,16 +74,16 @@ output "recovery_role_arn" {
 }
 
 output "producer_policy_json" {
-  description = "What your application's role needs to write outbox messages (IAM policy JSON): dynamodb:PutItem and GetItem on the table; s3:PutObject on <bucket>/outbox/* when large payloads are on; kms:GenerateDataKey and kms:Decrypt on kms_key_arn when given."
+  description = "What your application's role needs to write outbox messages (IAM policy JSON). dynamodb:PutItem and GetItem on the table; s3:PutObject on <bucket>/outbox/* when large payloads are on; kms:GenerateDataKey and kms:Decrypt on kms_key_arn when given."
   value       = local.producer_policy_json
 }
 
 output "producer_policy_arn" {
-  description = "The managed policy <prefix>-producer holding producer_policy_json, to attach to your application's role; null when create_producer_policy is false."
+  description = "The managed policy <prefix>-producer holding producer_policy_json. Attach it to your application's role; null when create_producer_policy is false."
   value       = one(aws_iam_policy.producer[*].arn)
 }
 
 output "key_names" {
-  description = "The outbox table's key and TTL attribute names and the sweeper index's shard count (and the previous one while it changes), with `environment`: the OUTBOX_* variables the functions get. Give your producers the same (dynamodb_outbox::KeyNames::from_env reads them): a producer writing with another shard count puts items where the sweeper does not look."
+  description = "The table's key names and the sweeper's shard count, as the functions get them. The key and TTL attribute names and the sweeper index's shard count (and the previous one while it changes), with `environment`: the OUTBOX_* variables the functions get. Give your producers the same (dynamodb_outbox::KeyNames::from_env reads them): a producer writing with another shard count puts items where the sweeper does not look."
   value       = local.key_names
 }

@@ -275,23 +275,36 @@ variable "kms_key_arn" {
 }
 
 variable "existing_table" {
-  description = "Attach to your table instead of creating one: its name and stream ARN (LatestStreamArn); its requirements (stream, key names, TTL, OutboxSweepIndex): infra/README.md. Checked at plan: the names, and that the stream is the table's."
+  description = "Attach to your table instead of creating one: its aws_dynamodb_table (resource or data source; checked at plan) or { table_name, stream_arn }. Requirements: infra/README.md."
   type = object({
-    table_name = string
-    stream_arn = string
+    table_name             = optional(string)
+    name                   = optional(string)
+    stream_arn             = string
+    hash_key               = optional(string)
+    range_key              = optional(string)
+    attribute              = optional(set(object({ name = string, type = string })))
+    stream_enabled         = optional(bool)
+    stream_view_type       = optional(string)
+    ttl                    = optional(list(object({ attribute_name = optional(string), enabled = optional(bool) })))
+    global_secondary_index = optional(set(object({ name = string, hash_key = optional(string), range_key = optional(string) })))
   })
   default = null
   validation {
-    condition     = var.existing_table == null || try(length(var.existing_table.table_name) >= 3 && length(var.existing_table.stream_arn) > 0, false)
-    error_message = "existing_table needs table_name and stream_arn (the table's LatestStreamArn: its stream must be enabled)."
+    # table_name, or name when the aws_dynamodb_table resource (or data source) is given whole.
+    condition     = var.existing_table == null || try(length(coalesce(var.existing_table.table_name, var.existing_table.name, "")) >= 3 && length(var.existing_table.stream_arn) > 0, false)
+    error_message = "existing_table needs the table's name (table_name, or name: the aws_dynamodb_table resource given whole) and stream_arn (the table's LatestStreamArn: its stream must be on, stream_enabled = true)."
   }
   validation {
-    condition     = var.existing_table == null || can(regex("^[A-Za-z0-9_.-]{3,255}$", try(var.existing_table.table_name, "")))
+    condition     = var.existing_table == null || try(var.existing_table.table_name == null || var.existing_table.name == null || var.existing_table.table_name == var.existing_table.name, false)
+    error_message = "existing_table gives two names, table_name = \"${try(coalesce(var.existing_table.table_name, "-"), "-")}\" and name = \"${try(coalesce(var.existing_table.name, "-"), "-")}\": give one."
+  }
+  validation {
+    condition     = var.existing_table == null || can(regex("^[A-Za-z0-9_.-]{3,255}$", try(coalesce(var.existing_table.table_name, var.existing_table.name), "")))
     error_message = "existing_table.table_name must be a DynamoDB table name (3-255 characters of A-Z a-z 0-9 _ . -), not an ARN."
   }
   validation {
-    condition     = var.existing_table == null || can(regex("^arn:aws[a-z-]*:dynamodb:[a-z0-9-]+:[0-9]{12}:table/${try(var.existing_table.table_name, "")}/stream/[0-9A-Za-z:.T-]+$", try(var.existing_table.stream_arn, "")))
-    error_message = "existing_table.stream_arn must be the stream ARN of existing_table.table_name."
+    condition     = var.existing_table == null || can(regex("^arn:aws[a-z-]*:dynamodb:[a-z0-9-]+:[0-9]{12}:table/${try(coalesce(var.existing_table.table_name, var.existing_table.name), "")}/stream/[0-9A-Za-z:.T-]+$", try(var.existing_table.stream_arn, "")))
+    error_message = "existing_table.stream_arn must be the stream ARN of existing_table's table."
   }
 }
 
@@ -332,9 +345,37 @@ variable "stream_filter_file" {
 }
 
 variable "lambda_asset_dir" {
-  description = "Directory holding <bin>/bootstrap.zip and the <bin>/bootstrap it was made from (`cargo lambda build --release --arm64`, then with `--output-format zip`), usually <repository>/target/lambda. Missing, non-ELF, wrong-architecture or stale artifacts are refused at plan."
+  description = "cargo lambda's target/lambda: <bin>/bootstrap.zip and the <bin>/bootstrap it was zipped from (`cargo lambda build --release --arm64`, then with `--output-format zip`), checked at plan. For the functions function_code leaves out."
   type        = string
-  nullable    = false
+  default     = null
+  validation {
+    # Each function's code comes from function_code or from here.
+    condition     = var.lambda_asset_dir != null || length(setsubtract(["publisher", "sweeper", "recovery"], keys(var.function_code))) == 0
+    error_message = "No code for the ${join(", ", sort(setsubtract(["publisher", "sweeper", "recovery"], keys(var.function_code))))}: set lambda_asset_dir to cargo lambda's target/lambda, or give each function's code in function_code."
+  }
+}
+
+variable "function_code" {
+  description = "Per function (publisher, sweeper, recovery), your code instead: { filename } (a zip), { s3_bucket, s3_key, s3_object_version } or { image_uri }; architecture unchecked."
+  type = map(object({
+    filename          = optional(string)
+    source_code_hash  = optional(string)
+    s3_bucket         = optional(string)
+    s3_key            = optional(string)
+    s3_object_version = optional(string)
+    image_uri         = optional(string)
+  }))
+  default  = {}
+  nullable = false
+  validation {
+    condition     = length(setsubtract(keys(var.function_code), ["publisher", "sweeper", "recovery"])) == 0
+    error_message = "function_code has code for ${join(", ", sort(setsubtract(keys(var.function_code), ["publisher", "sweeper", "recovery"])))}: its keys are the functions, publisher, sweeper and recovery."
+  }
+  validation {
+    # Exactly one kind of code each: a zip on disk, an S3 object or an image.
+    condition     = alltrue([for fn, c in var.function_code : length(compact([c.filename, c.s3_key, c.image_uri])) == 1 && (c.s3_bucket == null) == (c.s3_key == null) && (c.s3_object_version == null || c.s3_key != null) && (c.source_code_hash == null || c.image_uri == null)])
+    error_message = "function_code.${join(", function_code.", sort([for fn, c in var.function_code : fn if !(length(compact([c.filename, c.s3_key, c.image_uri])) == 1 && (c.s3_bucket == null) == (c.s3_key == null) && (c.s3_object_version == null || c.s3_key != null) && (c.source_code_hash == null || c.image_uri == null))]))}: give one of { filename }, { s3_bucket, s3_key } (s3_object_version optional) or { image_uri }; source_code_hash goes with a zip (filename or S3)."
+  }
 }
 
 variable "tags" {

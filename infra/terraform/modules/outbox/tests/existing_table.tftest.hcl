@@ -83,4 +83,8 @@ run "existing_table_with_its_own_key_names" {
     condition     = local.key_names.environment == { OUTBOX_PARTITION_KEY = "pk", OUTBOX_SORT_KEY = "sk", OUTBOX_TTL_ATTRIBUTE = "expires_at", OUTBOX_SWEEP_SHARDS = "16" }
     error_message = "The functions are told the existing table's key names."
   }
+  assert {
+    condition     = alltrue([for m in values(local.table_mismatch) : m == null]) && !local.table_ttl_off
+    error_message = "The names alone ({ table_name, stream_arn }) leave the table's definition to the functions' check."
+  }
 }
