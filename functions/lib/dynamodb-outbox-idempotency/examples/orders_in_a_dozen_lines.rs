@@ -3,7 +3,7 @@
 use dynamodb_outbox_idempotency::{
     BatchProcessor, BusinessKeyGuard, Deadline, SqsBatchResponse, SqsDeleter, SqsEvent,
 };
-use lambda_runtime::{Error, LambdaEvent, service_fn};
+use lambda_runtime::{Error, LambdaEvent, service_fn, tracing};
 
 #[derive(serde::Deserialize, serde::Serialize)]
 #[serde(deny_unknown_fields)]
@@ -14,6 +14,7 @@ struct Order {
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
+    tracing::init_default_subscriber();
     let table = std::env::var("ORDERS_TABLE_NAME").map_err(|_| "set ORDERS_TABLE_NAME")?;
     let aws = aws_config::load_from_env().await;
     let guard = &BusinessKeyGuard::new(aws_sdk_dynamodb::Client::new(&aws), table);
@@ -26,6 +27,17 @@ async fn main() -> Result<(), Error> {
                 guard.put(&order).await // same details → Duplicate (acked); other → Conflict
             })
             .await;
+        for o in &report.outcomes {
+            if let Err(e) = &o.result {
+                // ids and why, never the payload
+                tracing::error!(
+                    message_id = %o.message_id,
+                    outbox_message_id = o.outbox_message_id.as_deref().unwrap_or("-"),
+                    error = %e,
+                    "failed"
+                );
+            }
+        }
         Ok::<SqsBatchResponse, Error>(report.response()) // exactly the failed message ids
     }))
     .await

@@ -47,9 +47,115 @@ pub fn is_content_code(code: Option<&str>) -> bool {
         .is_some_and(|c| CONTENT_CODES.contains(&c))
 }
 
-/// What the error says, with its sources, for `LastError` and logs.
-pub fn describe<E: std::error::Error + 'static>(err: &AwsError<E>) -> String {
-    DisplayErrorContext(err).to_string()
+/// What the error says, with its sources, for `LastError` and logs; a
+/// [`SetupFault`] is named first, with what to do.
+pub fn describe<E>(err: &AwsError<E>) -> String
+where
+    E: ProvideErrorMetadata + std::error::Error + 'static,
+{
+    let said = DisplayErrorContext(err).to_string();
+    match setup_fault(err) {
+        Some(fault) => format!("{fault}. {said}"),
+        None => said,
+    }
+}
+
+/// A request that failed for the caller's own setup, not for the service or the
+/// message: the connection's trust or the credentials. The SDK reads these as a failed
+/// dispatch (no answer) or a refusal like any other, so they read "transient" or
+/// "denied"; each is named here with what to do, since retrying the same request
+/// cannot fix it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SetupFault {
+    /// The endpoint's TLS certificate was refused (unknown issuer, expired, another
+    /// name): what the TLS library said.
+    UntrustedCertificate(String),
+    /// No credentials could be loaded (none configured, an expired SSO session, a
+    /// failing credential process): what the provider said.
+    NoCredentials(String),
+    /// AWS refused the credentials it was sent: the error code.
+    RejectedCredentials(String),
+}
+
+/// The codes with which AWS refuses the credentials themselves (not a permission):
+/// an unknown access key, a secret that does not match, a session token expired or
+/// malformed, a request signed too long ago (a clock off by minutes).
+const CREDENTIAL_CODES: &[&str] = &[
+    "UnrecognizedClientException",
+    "InvalidClientTokenId",
+    "InvalidAccessKeyId",
+    "InvalidSignatureException",
+    "SignatureDoesNotMatch",
+    "IncompleteSignature",
+    "IncompleteSignatureException",
+    "MissingAuthenticationToken",
+    "MissingAuthenticationTokenException",
+    "ExpiredToken",
+    "ExpiredTokenException",
+    "InvalidToken",
+    "RequestExpired",
+];
+
+impl std::fmt::Display for SetupFault {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SetupFault::UntrustedCertificate(said) => write!(
+                f,
+                "the endpoint's TLS certificate is not trusted ({said}): add its issuer to this machine's trust store, or set SSL_CERT_FILE to a PEM bundle that holds it (the Rust SDK does not read AWS_CA_BUNDLE)"
+            ),
+            SetupFault::NoCredentials(said) => write!(
+                f,
+                "no AWS credentials could be loaded ({said}): set AWS_PROFILE (after `aws sso login` for an SSO profile) or AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or run where a role is attached"
+            ),
+            SetupFault::RejectedCredentials(code) if code.starts_with("Expired") || code == "RequestExpired" => write!(
+                f,
+                "AWS refused the credentials as expired ({code}): refresh them (`aws sso login`, a new session token), and check the clock if it is minutes off"
+            ),
+            SetupFault::RejectedCredentials(code) => write!(
+                f,
+                "AWS refused the credentials ({code}): the access key is unknown here or the secret or session token does not match it; check AWS_PROFILE or AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and AWS_SESSION_TOKEN, and the region's partition"
+            ),
+        }
+    }
+}
+
+/// The [`SetupFault`] behind a failed request, if it is one: a refused credential by
+/// its error code; a refused certificate or credentials that could not be loaded by
+/// the typed errors in the failed dispatch's chain (rustls' `InvalidCertificate`,
+/// the SDK's `CredentialsError`), never by their text.
+pub fn setup_fault<E>(err: &AwsError<E>) -> Option<SetupFault>
+where
+    E: ProvideErrorMetadata + std::error::Error + 'static,
+{
+    if let Some(service) = err.as_service_error() {
+        let code = service.code()?;
+        return CREDENTIAL_CODES
+            .contains(&code)
+            .then(|| SetupFault::RejectedCredentials(code.to_owned()));
+    }
+    let mut next = std::error::Error::source(err);
+    while let Some(e) = next {
+        if let Some(fault) = fault_of(e) {
+            return Some(fault);
+        }
+        next = e.source();
+    }
+    None
+}
+
+/// One error of a chain as a [`SetupFault`]. A TLS error arrives inside an
+/// `io::Error`, whose `source()` skips the error it wraps: it is read with `get_ref`.
+fn fault_of(e: &(dyn std::error::Error + 'static)) -> Option<SetupFault> {
+    if let Some(credentials) = e.downcast_ref::<aws_credential_types::provider::error::CredentialsError>() {
+        return Some(SetupFault::NoCredentials(DisplayErrorContext(credentials).to_string()));
+    }
+    let tls = e.downcast_ref::<rustls::Error>().or_else(|| {
+        e.downcast_ref::<std::io::Error>()
+            .and_then(std::io::Error::get_ref)
+            .and_then(|inner| inner.downcast_ref::<rustls::Error>())
+    })?;
+    matches!(tls, rustls::Error::InvalidCertificate(_))
+        .then(|| SetupFault::UntrustedCertificate(tls.to_string()))
 }
 
 /// The IAM action a denied call names (`Some("")` when AWS named none), or `None` when
@@ -68,14 +174,18 @@ pub fn denial<E: ProvideErrorMetadata>(err: &AwsError<E>) -> Option<String> {
     )
 }
 
-/// Reports a denied call, whatever the caller does next ([`report_denied`]). Every
-/// failure built here passes through it.
+/// Reports a denied call ([`report_denied`]) or a [`SetupFault`] (an error naming it),
+/// whatever the caller does next. Every failure built here passes through it.
 pub fn report_denial<E>(err: &AwsError<E>)
 where
     E: ProvideErrorMetadata + std::error::Error + 'static,
 {
     if let Some(action) = denial(err) {
         report_denied(&action, &describe(err));
+    } else if let Some(fault) = setup_fault(err) {
+        // Every call of the function fails alike until an operator fixes its setup:
+        // said once a failure as an error, not left to read as a transient warning.
+        tracing::error!(error = %DisplayErrorContext(err), "{fault}");
     }
 }
 
@@ -110,6 +220,12 @@ where
     if service.is_some_and(|e| blames_the_destination(e.message())) {
         return Failure::transient(format!("{DESTINATION_REFUSED}: {}", describe(err)));
     }
+    // A setup fault (an untrusted certificate, credentials missing or refused) stays
+    // transient here, on purpose: the message is not to blame, so it must not become
+    // poison, and its dead-letter send would most likely fail alike. It stays PENDING:
+    // the stream retries it until the record ages out, then the sweeper with backoff
+    // until its retry budget is spent, so the attempts are bounded; `report_denial` has
+    // logged the fault as an error naming the fix, and `LastError` names it (`describe`).
     let content = service
         .is_some_and(|e| refuses_content(e) || is_content_code(ProvideErrorKind::code(e)));
     let kind = if content {
@@ -136,6 +252,12 @@ where
     E: ProvideErrorKind + ProvideErrorMetadata + std::error::Error + 'static,
 {
     report_denial(err);
+    // A setup fault keeps the kind the SDK's signals give it: an untrusted certificate
+    // (no answer) is transient, credentials the service refused are permanent. Neither
+    // blames the item (permanent here means "nothing to do with the item", never
+    // poison), so the item is left as it was, and a function's role credentials are
+    // renewed by Lambda, not by retrying this request; the fault is logged as an error
+    // and named in the reason.
     if is_retryable(err) {
         return Failure::transient(describe(err));
     }
@@ -221,6 +343,95 @@ mod tests {
         let missing = send_failure(&service_error("QueueDoesNotExist", 400), |_| false);
         assert_eq!(missing.kind, FailureKind::Transient, "an operator fixes it");
         assert!(missing.reason.contains("said so"), "{}", missing.reason);
+    }
+
+    fn dispatch_failure(source: impl std::error::Error + Send + Sync + 'static) -> AwsError<SendMessageBatchError> {
+        use aws_smithy_runtime_api::client::result::ConnectorError;
+        SdkError::dispatch_failure(ConnectorError::io(Box::new(source)))
+    }
+
+    /// rustls' refusal as hyper-rustls hands it on: inside an `io::Error`.
+    fn untrusted() -> AwsError<SendMessageBatchError> {
+        let tls = rustls::Error::InvalidCertificate(rustls::CertificateError::UnknownIssuer);
+        dispatch_failure(std::io::Error::new(std::io::ErrorKind::InvalidData, tls))
+    }
+
+    #[test]
+    fn an_untrusted_certificate_is_named_with_the_trust_store_to_fix_not_as_a_network_blip() {
+        let err = untrusted();
+        assert!(
+            matches!(setup_fault(&err), Some(SetupFault::UntrustedCertificate(ref said)) if said.contains("UnknownIssuer")),
+            "{:?}",
+            setup_fault(&err)
+        );
+        let said = describe(&err);
+        assert!(said.starts_with("the endpoint's TLS certificate is not trusted"), "{said}");
+        assert!(said.contains("SSL_CERT_FILE") && said.contains("trust store"), "{said}");
+        // A refused connection is no setup fault: it stays a plain transient failure.
+        let refused = dispatch_failure(std::io::Error::from(std::io::ErrorKind::ConnectionRefused));
+        assert_eq!(setup_fault(&refused), None);
+        assert!(is_retryable(&refused));
+    }
+
+    #[test]
+    fn credentials_that_could_not_be_loaded_are_named_with_where_they_come_from() {
+        use aws_credential_types::provider::error::CredentialsError;
+        use aws_smithy_runtime_api::client::result::ConnectorError;
+        // How the orchestrator hands on a credential provider's error: a dispatch
+        // failure around it.
+        let err: AwsError<SendMessageBatchError> = SdkError::dispatch_failure(ConnectorError::other(
+            Box::new(CredentialsError::not_loaded("no providers in chain provided credentials")),
+            None,
+        ));
+        assert!(matches!(setup_fault(&err), Some(SetupFault::NoCredentials(_))));
+        let said = describe(&err);
+        assert!(said.starts_with("no AWS credentials could be loaded"), "{said}");
+        assert!(said.contains("AWS_PROFILE") && said.contains("aws sso login"), "{said}");
+    }
+
+    #[test]
+    fn credentials_aws_refused_are_named_apart_from_a_missing_permission() {
+        let expired = setup_fault(&service_error("ExpiredTokenException", 400));
+        assert_eq!(expired, Some(SetupFault::RejectedCredentials("ExpiredTokenException".into())));
+        let said = describe(&service_error("ExpiredTokenException", 400));
+        assert!(said.contains("as expired") && said.contains("refresh them"), "{said}");
+        let unknown = describe(&service_error("UnrecognizedClientException", 400));
+        assert!(unknown.contains("AWS refused the credentials (UnrecognizedClientException)"), "{unknown}");
+        for other in ["AccessDeniedException", "ThrottlingException", "ValidationException"] {
+            assert_eq!(setup_fault(&service_error(other, 400)), None, "{other}");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_real_clients_missing_credentials_are_found_in_the_error_it_returns() {
+        use aws_credential_types::provider::{ProvideCredentials, error::CredentialsError, future};
+        #[derive(Debug)]
+        struct Nothing;
+        impl ProvideCredentials for Nothing {
+            fn provide_credentials<'a>(&'a self) -> future::ProvideCredentials<'a>
+            where
+                Self: 'a,
+            {
+                future::ProvideCredentials::ready(Err(CredentialsError::not_loaded(
+                    "no profile, no environment variables",
+                )))
+            }
+        }
+        // The credentials are asked for before any connection: nothing listens here.
+        let config = aws_sdk_dynamodb::Config::builder()
+            .behavior_version(aws_sdk_dynamodb::config::BehaviorVersion::latest())
+            .endpoint_url("http://127.0.0.1:9")
+            .region(aws_sdk_dynamodb::config::Region::new("us-east-1"))
+            .credentials_provider(Nothing)
+            .retry_config(aws_sdk_dynamodb::config::retry::RetryConfig::disabled())
+            .build();
+        let err = aws_sdk_dynamodb::Client::from_conf(config)
+            .describe_table()
+            .table_name("orders")
+            .send()
+            .await
+            .expect_err("no credentials");
+        assert!(matches!(setup_fault(&err), Some(SetupFault::NoCredentials(_))), "{err:?}");
     }
 
     #[test]

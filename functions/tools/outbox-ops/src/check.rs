@@ -58,10 +58,12 @@ pub async fn check(
                 ),
             });
         }
+        // No "run again" here: what failed may be the caller's setup (an untrusted
+        // certificate, refused credentials), which the error names with its fix.
         Described::Unreadable(error) => {
             return Err(OpsError::Unchecked {
                 table: table.name.clone(),
-                message: format!("{error} (run the command again)"),
+                message: error,
             });
         }
     };

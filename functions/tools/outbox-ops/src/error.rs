@@ -3,7 +3,7 @@
 use aws_smithy_types::error::metadata::ProvideErrorMetadata;
 use aws_smithy_types::retry::ProvideErrorKind;
 use dynamodb_outbox::schema::ItemKey;
-use dynamodb_outbox::sdk_error::{AwsError, describe, is_retryable};
+use dynamodb_outbox::sdk_error::{AwsError, SetupFault, describe, is_retryable, setup_fault};
 
 /// An operator command failed.
 #[derive(Debug, thiserror::Error)]
@@ -35,6 +35,21 @@ pub enum OpsError {
         permission: &'static str,
         /// What AWS said.
         message: String,
+        /// The SDK error.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// The caller's own setup failed the request: the endpoint's certificate is not
+    /// trusted, or credentials are missing or refused. Running the command again as it
+    /// is cannot help: the message says what to fix.
+    #[error("could not {action} table {table}: {fault}")]
+    Setup {
+        /// What was attempted.
+        action: &'static str,
+        /// The table.
+        table: String,
+        /// Which fault, with what to do.
+        fault: SetupFault,
         /// The SDK error.
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
@@ -72,6 +87,25 @@ pub enum OpsError {
         /// What failed and what to do.
         message: String,
     },
+    /// No flag gave the table's key names and the table could not be described.
+    #[error(
+        "could not read the key names of table {table} (DescribeTable): {source}. Or name them: --partition-key NAME --sort-key NAME (OUTBOX_PARTITION_KEY, OUTBOX_SORT_KEY)"
+    )]
+    KeyNamesUnread {
+        /// The table.
+        table: String,
+        /// Why it could not be described.
+        #[source]
+        source: Box<OpsError>,
+    },
+    /// The table's key names cannot be an outbox table's.
+    #[error("table {table} cannot hold outbox items: {reason}")]
+    UnusableKeys {
+        /// The table.
+        table: String,
+        /// Why.
+        reason: String,
+    },
     /// The command needs the region it runs against, and none is configured.
     #[error(
         "no region: set AWS_REGION (or the profile's region) to the region that takes the messages over"
@@ -102,12 +136,22 @@ pub enum OpsError {
 }
 
 impl OpsError {
-    /// Classifies an SDK error of `action` (`query`, `batch get`, `update`) on `table`.
+    /// Classifies an SDK error of `action` (`query`, `batch get`, `update`,
+    /// `describe`) on `table`: a setup fault first (retrying cannot help), then by the
+    /// service's code, then whether a retry may help.
     pub(crate) fn aws<E>(action: &'static str, table: &str, err: AwsError<E>) -> Self
     where
         E: ProvideErrorKind + ProvideErrorMetadata + std::error::Error + Send + Sync + 'static,
     {
         let table = table.to_owned();
+        if let Some(fault) = setup_fault(&err) {
+            return OpsError::Setup {
+                action,
+                table,
+                fault,
+                source: Box::new(err),
+            };
+        }
         let code = err
             .as_service_error()
             .and_then(|e| ProvideErrorMetadata::code(e))
@@ -118,7 +162,7 @@ impl OpsError {
         let source = Box::new(err);
         match code.as_str() {
             "ResourceNotFoundException" => OpsError::TableNotFound { table, source },
-            "AccessDeniedException" | "UnrecognizedClientException" => OpsError::AccessDenied {
+            "AccessDeniedException" => OpsError::AccessDenied {
                 permission: permission(action),
                 action,
                 table,
@@ -142,6 +186,7 @@ fn permission(action: &str) -> &'static str {
         "scan" => "Scan",
         "query" => "Query",
         "batch get" => "BatchGetItem",
+        "describe" => "DescribeTable",
         _ => "UpdateItem",
     }
 }
@@ -179,12 +224,55 @@ mod tests {
         assert!(denied.contains("needs dynamodb:Scan"), "{denied}");
         assert_eq!(permission("query"), "Query");
         assert_eq!(permission("batch get"), "BatchGetItem");
+        assert_eq!(permission("describe"), "DescribeTable");
         let throttled = scan_error("ThrottlingException", 400).to_string();
         assert!(throttled.contains("run the command again"), "{throttled}");
+        let refused = scan_error("UnrecognizedClientException", 400).to_string();
+        assert!(
+            refused.contains("AWS refused the credentials") && !refused.contains("needs dynamodb:"),
+            "an unknown access key is no missing permission: {refused}"
+        );
         let other = scan_error("ValidationException", 400).to_string();
         assert!(
             !other.contains("again") && other.contains("said so"),
             "{other}"
         );
+    }
+}
+
+#[cfg(test)]
+mod setup_tests {
+    use super::*;
+    use aws_sdk_dynamodb::operation::query::QueryError;
+    use aws_smithy_runtime_api::client::result::{ConnectorError, SdkError};
+
+    #[test]
+    fn an_untrusted_certificate_says_so_and_not_to_run_the_command_again() {
+        // Before, a refused certificate was a failed dispatch like a dropped
+        // connection: "(a transient failure: run the command again)".
+        let tls = rustls_refusal();
+        let err: SdkError<QueryError, _> =
+            SdkError::dispatch_failure(ConnectorError::io(Box::new(tls)));
+        let line = OpsError::aws("query", "orders", err).to_string();
+        assert!(
+            line.starts_with(
+                "could not query table orders: the endpoint's TLS certificate is not trusted"
+            ),
+            "{line}"
+        );
+        assert!(
+            line.contains("SSL_CERT_FILE") && !line.contains("again"),
+            "{line}"
+        );
+    }
+
+    /// rustls' refusal of an unknown issuer, as the connector hands it on.
+    fn rustls_refusal() -> std::io::Error {
+        // The TLS library's own error, found by type: built from the SDK client's
+        // real refusal in the emulator test (tests/it/ops_keys.rs).
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            rustls::Error::InvalidCertificate(rustls::CertificateError::UnknownIssuer),
+        )
     }
 }

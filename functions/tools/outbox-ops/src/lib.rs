@@ -34,6 +34,7 @@ mod check;
 mod error;
 mod failover;
 mod index;
+mod keys;
 mod logline;
 mod logs;
 mod message;
@@ -48,6 +49,7 @@ pub use check::{CheckReport, check};
 pub use dynamodb_outbox::KeyNames;
 pub use error::OpsError;
 pub use failover::{HomesReport, Rehome, rehome};
+pub use keys::{KeyFlags, table_keyed};
 pub use logline::ParsedLine;
 pub use logs::{FunctionLogLine, LogGroups, LogSearch, MessageLogs, message_logs};
 pub use message::{

@@ -22,7 +22,8 @@
 //! URL` (or `OUTBOX_ENDPOINT`) talks to the emulator; without it the standard AWS
 //! configuration chain picks the account. `--table` defaults to `OUTBOX_TABLE_NAME`,
 //! `--partition-key`/`--sort-key` to `OUTBOX_PARTITION_KEY`/`OUTBOX_SORT_KEY` (else
-//! `PK`/`SK`), `--sweep-shards`/`--sweep-shards-previous` to `OUTBOX_SWEEP_SHARDS`/
+//! the table's, read with `DescribeTable`; `check` compares the table with `PK`/`SK`),
+//! `--sweep-shards`/`--sweep-shards-previous` to `OUTBOX_SWEEP_SHARDS`/
 //! `OUTBOX_SWEEP_SHARDS_PREVIOUS` (else 16 and none). Install it with `cargo install --path functions/tools/outbox-ops`
 //! (see its README).
 
@@ -32,7 +33,7 @@ mod cli_show;
 use clap::{ArgGroup, Parser, Subcommand};
 use dynamodb_outbox::clock::now_ms;
 use dynamodb_outbox::schema::{ItemKey, SweepShards};
-use outbox_ops::{KeyNames, OpsError, Reads, Selection, Table, sdk_config};
+use outbox_ops::{KeyFlags, KeyNames, OpsError, Reads, Selection, Table, sdk_config};
 use std::process::ExitCode;
 
 /// Shown after `--help`: what a session looks like, and where the account comes from.
@@ -74,24 +75,14 @@ struct Cli {
     /// The outbox table (the table the producers write their messages into).
     #[arg(long, env = "OUTBOX_TABLE_NAME", global = true, value_name = "NAME")]
     table: Option<String>,
-    /// The table's partition key attribute.
-    #[arg(
-        long,
-        env = "OUTBOX_PARTITION_KEY",
-        global = true,
-        value_name = "NAME",
-        default_value = "PK"
-    )]
-    partition_key: String,
-    /// The table's sort key attribute.
-    #[arg(
-        long,
-        env = "OUTBOX_SORT_KEY",
-        global = true,
-        value_name = "NAME",
-        default_value = "SK"
-    )]
-    sort_key: String,
+    /// The table's partition key attribute. Default: the table's, read with
+    /// DescribeTable (`check` compares the table with `PK`).
+    #[arg(long, env = "OUTBOX_PARTITION_KEY", global = true, value_name = "NAME")]
+    partition_key: Option<String>,
+    /// The table's sort key attribute. Default: the table's, read with DescribeTable
+    /// (`check` compares the table with `SK`).
+    #[arg(long, env = "OUTBOX_SORT_KEY", global = true, value_name = "NAME")]
+    sort_key: Option<String>,
     /// The table's TTL attribute (what `check` compares with the table's TTL setting).
     #[arg(
         long,
@@ -194,16 +185,26 @@ async fn main() -> ExitCode {
         eprintln!("outbox-ops: {}", OpsError::NoTable);
         return ExitCode::from(2);
     };
-    let keys = match key_names(&cli) {
-        Ok(keys) => keys,
+    let layout = match layout(&cli) {
+        Ok(layout) => layout,
         Err(e) => {
             eprintln!("outbox-ops: {e}");
             return ExitCode::from(2);
         }
     };
-    let table = Table::new(table).key_names(keys);
     let config = sdk_config(cli.endpoint.as_deref()).await;
     let client = aws_sdk_dynamodb::Client::new(&config);
+    let flags = KeyFlags {
+        partition_key: cli.partition_key.clone(),
+        sort_key: cli.sort_key.clone(),
+    };
+    let table = match table_of(&client, &cli.command, table, &flags, layout).await {
+        Ok(table) => table,
+        Err(e) => {
+            eprintln!("outbox-ops: {e}");
+            return ExitCode::from(exit_code(&e));
+        }
+    };
     match run(&client, &config, &table, cli.command).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -213,17 +214,58 @@ async fn main() -> ExitCode {
     }
 }
 
-/// The table's key names and sweeper index layout, from the flags, validated.
-fn key_names(cli: &Cli) -> Result<KeyNames, dynamodb_outbox::ConfigError> {
+/// The table's layout from the flags: TTL attribute and sweeper index shards, the key
+/// names left at `PK`/`SK` (what the functions read unless configured otherwise).
+fn layout(cli: &Cli) -> Result<KeyNames, dynamodb_outbox::ConfigError> {
     let mut shards = SweepShards::new(cli.sweep_shards)?;
     if let Some(previous) = cli.sweep_shards_previous {
         shards = shards.changing_from(previous)?;
     }
-    let keys = KeyNames::new(cli.partition_key.clone(), cli.sort_key.clone())
+    let keys = KeyNames::default()
         .ttl_attribute(cli.ttl_attribute.clone())
         .sweep_shards(shards);
     keys.validate()?;
     Ok(keys)
+}
+
+/// The table `name` as `command` needs it. `check` compares the table with the
+/// configuration, so it takes the names as configured (the flags, else `PK`/`SK`,
+/// the functions' default); `status` reads only the sweeper index, whose names are
+/// fixed; every other command reads and writes items by key, so the names the flags
+/// leave out are the table's own ([`outbox_ops::table_keyed`]).
+async fn table_of(
+    client: &aws_sdk_dynamodb::Client,
+    command: &Command,
+    name: String,
+    flags: &KeyFlags,
+    layout: KeyNames,
+) -> Result<Table, OpsError> {
+    if matches!(command, Command::Check | Command::Status) {
+        let defaults = KeyNames::default();
+        let keys = KeyNames {
+            partition_key: flags
+                .partition_key
+                .clone()
+                .unwrap_or(defaults.partition_key),
+            sort_key: flags.sort_key.clone().unwrap_or(defaults.sort_key),
+            ..layout
+        };
+        keys.validate().map_err(|e| OpsError::UnusableKeys {
+            table: name.clone(),
+            reason: e.to_string(),
+        })?;
+        return Ok(Table::new(name).key_names(keys));
+    }
+    outbox_ops::table_keyed(client, &name, flags, layout).await
+}
+
+/// A configuration the operator gave that cannot work is a usage error (2); anything
+/// else is a failed command (1).
+fn exit_code(error: &OpsError) -> u8 {
+    match error {
+        OpsError::UnusableKeys { .. } => 2,
+        _ => 1,
+    }
 }
 
 async fn run(

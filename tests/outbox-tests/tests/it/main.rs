@@ -2,7 +2,7 @@
 //! per file), a module per component and a file per behaviour.
 //!
 //! Against the emulator `tests/run` starts (`OUTBOX_ENDPOINT`): `consumer`,
-//! `destinations`, `faults`, `fence_reads`, `large_payloads`, `marks`, `ops_reads`,
+//! `destinations`, `faults`, `fence_reads`, `large_payloads`, `marks`, `ops_keys`, `ops_reads`,
 //! `publisher`, `sweeper`, `timeouts`, `trace` run on both MiniStack and moto; `deployed` and `stacks` need Lambda
 //! functions to run, so MiniStack only (tests/run selects them by module path);
 //! `global` needs MiniStack's global tables and returns on moto.
@@ -18,6 +18,7 @@ mod fixtures;
 mod global;
 mod large_payloads;
 mod marks;
+mod ops_keys;
 mod ops_reads;
 mod publisher;
 mod stacks;
