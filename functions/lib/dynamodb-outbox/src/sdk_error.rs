@@ -143,19 +143,32 @@ where
     None
 }
 
-/// One error of a chain as a [`SetupFault`]. A TLS error arrives inside an
-/// `io::Error`, whose `source()` skips the error it wraps: it is read with `get_ref`.
+/// One error of a chain as a [`SetupFault`].
 fn fault_of(e: &(dyn std::error::Error + 'static)) -> Option<SetupFault> {
-    if let Some(credentials) = e.downcast_ref::<aws_credential_types::provider::error::CredentialsError>() {
-        return Some(SetupFault::NoCredentials(DisplayErrorContext(credentials).to_string()));
+    if let Some(credentials) =
+        e.downcast_ref::<aws_credential_types::provider::error::CredentialsError>()
+    {
+        return Some(SetupFault::NoCredentials(
+            DisplayErrorContext(credentials).to_string(),
+        ));
     }
-    let tls = e.downcast_ref::<rustls::Error>().or_else(|| {
-        e.downcast_ref::<std::io::Error>()
-            .and_then(std::io::Error::get_ref)
-            .and_then(|inner| inner.downcast_ref::<rustls::Error>())
-    })?;
+    let tls = tls_error(e)?;
     matches!(tls, rustls::Error::InvalidCertificate(_))
         .then(|| SetupFault::UntrustedCertificate(tls.to_string()))
+}
+
+/// The TLS library's error in `e`, through the `io::Error`s around it: the connector
+/// hands it on as an `io::Error` (`Other`) around hyper-rustls' `io::Error`
+/// (`InvalidData`), and an `io::Error`'s `source()` skips the error it wraps, so each
+/// is opened with `get_ref`.
+fn tls_error<'a>(e: &'a (dyn std::error::Error + 'static)) -> Option<&'a rustls::Error> {
+    let mut current = e;
+    loop {
+        if let Some(tls) = current.downcast_ref::<rustls::Error>() {
+            return Some(tls);
+        }
+        current = current.downcast_ref::<std::io::Error>()?.get_ref()?;
+    }
 }
 
 /// The IAM action a denied call names (`Some("")` when AWS named none), or `None` when
@@ -350,10 +363,12 @@ mod tests {
         SdkError::dispatch_failure(ConnectorError::io(Box::new(source)))
     }
 
-    /// rustls' refusal as hyper-rustls hands it on: inside an `io::Error`.
+    /// rustls' refusal as a real client hands it on (tests/it/ops_keys.rs reads one from
+    /// the local AWS): an `io::Error` (`Other`) around an `io::Error` (`InvalidData`).
     fn untrusted() -> AwsError<SendMessageBatchError> {
         let tls = rustls::Error::InvalidCertificate(rustls::CertificateError::UnknownIssuer);
-        dispatch_failure(std::io::Error::new(std::io::ErrorKind::InvalidData, tls))
+        let inner = std::io::Error::new(std::io::ErrorKind::InvalidData, tls);
+        dispatch_failure(std::io::Error::other(inner))
     }
 
     #[test]

@@ -270,9 +270,9 @@ mod setup_tests {
     fn rustls_refusal() -> std::io::Error {
         // The TLS library's own error, found by type: built from the SDK client's
         // real refusal in the emulator test (tests/it/ops_keys.rs).
-        std::io::Error::new(
+        std::io::Error::other(std::io::Error::new(
             std::io::ErrorKind::InvalidData,
             rustls::Error::InvalidCertificate(rustls::CertificateError::UnknownIssuer),
-        )
+        ))
     }
 }
