@@ -58,7 +58,7 @@ module "outbox" {
   large_payload_retention_days  = var.large_payload_retention_days
   large_payload_threshold_bytes = var.large_payload_threshold_bytes
   # Alarms exist only with a topic to notify (tests/it/stacks/alarms.rs reads them).
-  alarm_topic_arn = aws_sns_topic.alarms.arn
+  alarm_topic_arn = local.alarm_topic_arn
   # A local deployment is thrown away with its emulator; let destroy work.
   deletion_protection = false
   # The example's DLQs and consumer on the outbox's dashboard.
@@ -67,6 +67,14 @@ module "outbox" {
 }
 
 # What the alarms notify, encrypted with SNS's AWS-managed key as the queues are with SQS's.
+# The module's alarms are a for_each on whether a topic is given: its ARN must be known at
+# plan, so it is spelled from the account and region, not read from the new topic.
+data "aws_caller_identity" "current" {}
+data "aws_region" "current" {}
+locals {
+  alarm_topic_arn = "arn:aws:sns:${data.aws_region.current.name}:${data.aws_caller_identity.current.account_id}:${aws_sns_topic.alarms.name}"
+}
+
 resource "aws_sns_topic" "alarms" {
   name              = "${var.prefix}-alarms"
   kms_master_key_id = "alias/aws/sns"
@@ -80,6 +88,6 @@ module "orders" {
   architecture          = "x86_64"
   max_message_bytes     = var.max_message_bytes
   deletion_protection   = false
-  alarm_topic_arn       = aws_sns_topic.alarms.arn
+  alarm_topic_arn       = local.alarm_topic_arn
   large_payload_objects = module.outbox.large_payload_bucket_arn == null ? null : "${module.outbox.large_payload_bucket_arn}/outbox/*"
 }
