@@ -107,26 +107,6 @@ resource "aws_sqs_queue" "orders_secondary" {
   sqs_managed_sse_enabled = true
 }
 
-# What each region's alarms notify (the module creates alarms only with a topic), encrypted
-# with SNS's AWS-managed key.
-# Spelled, not read from the new topics: the module's alarms are a for_each on a topic given,
-# so its ARN must be known at plan.
-data "aws_caller_identity" "primary" {
-  provider = aws.primary
-}
-
-resource "aws_sns_topic" "alarms_primary" {
-  provider          = aws.primary
-  name              = "${var.prefix}-alarms"
-  kms_master_key_id = "alias/aws/sns"
-}
-
-resource "aws_sns_topic" "alarms_secondary" {
-  provider          = aws.secondary
-  name              = "${var.prefix}-alarms"
-  kms_master_key_id = "alias/aws/sns"
-}
-
 module "outbox_primary" {
   source    = "../../modules/outbox"
   providers = { aws = aws.primary }
@@ -138,7 +118,6 @@ module "outbox_primary" {
   # Its bucket's name is global to the account: one per region would need names of its
   # own, and the regions run does not send large payloads.
   large_payloads       = false
-  alarm_topic_arn      = "arn:aws:sns:${var.regions[0]}:${data.aws_caller_identity.primary.account_id}:${aws_sns_topic.alarms_primary.name}"
   deletion_protection  = false
   sweep_grace_seconds  = var.sweep_grace_seconds
   global_table_regions = var.regions
@@ -158,7 +137,6 @@ module "outbox_secondary" {
   architecture         = var.architecture
   routes               = { orders = aws_sqs_queue.orders_secondary.url }
   large_payloads       = false
-  alarm_topic_arn      = "arn:aws:sns:${var.regions[1]}:${data.aws_caller_identity.primary.account_id}:${aws_sns_topic.alarms_secondary.name}"
   deletion_protection  = false
   sweep_grace_seconds  = var.sweep_grace_seconds
   global_table_regions = var.regions

@@ -73,8 +73,6 @@ module "outbox_primary" {
   routes           = var.routes
   alarm_topic_arn  = lookup(var.alarm_topic_arns, var.regions[0], null)
   kms_key_arn      = lookup(var.kms_key_arns, var.regions[0], null)
-  # A bucket per region for messages too large for their destination (off by default).
-  large_payloads = true
   # The same in every region: items without HomeRegion are the default home region's.
   global_table_regions = var.regions
   default_home_region  = local.default_home_region
@@ -93,7 +91,6 @@ module "outbox_secondary" {
   routes               = var.routes
   alarm_topic_arn      = lookup(var.alarm_topic_arns, var.regions[1], null)
   kms_key_arn          = lookup(var.kms_key_arns, var.regions[1], null)
-  large_payloads       = true
   global_table_regions = var.regions
   default_home_region  = local.default_home_region
   # The replica's stream in this region: each replica streams every write, its own and the

@@ -51,33 +51,16 @@ module "outbox" {
   sweep_grace_seconds = var.sweep_grace_seconds
   max_message_bytes   = var.max_message_bytes
   sweep_scan_mode     = var.sweep_scan_mode
-  # The claim check on (the module's default is off), as in the CDK app; null takes the
-  # module's 30 days and no threshold.
+  # null takes the module's defaults (a bucket, 30 days, no threshold), as the CDK app does.
   large_payloads                = var.large_payloads
   large_payload_bucket_name     = var.large_payload_bucket_name
   large_payload_retention_days  = var.large_payload_retention_days
   large_payload_threshold_bytes = var.large_payload_threshold_bytes
-  # Alarms exist only with a topic to notify (tests/it/stacks/alarms.rs reads them).
-  alarm_topic_arn = local.alarm_topic_arn
   # A local deployment is thrown away with its emulator; let destroy work.
   deletion_protection = false
   # The example's DLQs and consumer on the outbox's dashboard.
   dashboard_queue_names    = module.orders.dashboard_queue_names
   dashboard_function_names = module.orders.dashboard_function_names
-}
-
-# What the alarms notify, encrypted with SNS's AWS-managed key as the queues are with SQS's.
-# The module's alarms are a for_each on whether a topic is given: its ARN must be known at
-# plan, so it is spelled from the account and region, not read from the new topic.
-data "aws_caller_identity" "current" {}
-data "aws_region" "current" {}
-locals {
-  alarm_topic_arn = "arn:aws:sns:${data.aws_region.current.name}:${data.aws_caller_identity.current.account_id}:${aws_sns_topic.alarms.name}"
-}
-
-resource "aws_sns_topic" "alarms" {
-  name              = "${var.prefix}-alarms"
-  kms_master_key_id = "alias/aws/sns"
 }
 
 module "orders" {
@@ -88,6 +71,5 @@ module "orders" {
   architecture          = "x86_64"
   max_message_bytes     = var.max_message_bytes
   deletion_protection   = false
-  alarm_topic_arn       = local.alarm_topic_arn
   large_payload_objects = module.outbox.large_payload_bucket_arn == null ? null : "${module.outbox.large_payload_bucket_arn}/outbox/*"
 }

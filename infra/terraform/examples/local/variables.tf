@@ -55,9 +55,9 @@ variable "max_message_bytes" {
 }
 
 variable "large_payloads" {
-  description = "Create the large-payload bucket (S3 large-payload offload); on here (the module's default is off), as the stack tests read it."
+  description = "Create the large-payload bucket (S3 large-payload offload); null (the default) takes the module's, true."
   type        = bool
-  default     = true
+  default     = null
 }
 
 variable "large_payload_bucket_name" {

@@ -2,11 +2,14 @@
 # dead-letter queues not empty, stream discards (messages sent to the failure queue),
 # publisher IteratorAge, sweeper recovering, recovery range lost, denied calls
 # (AccessDenied), unread FIFO fences (FenceUnread), oldest pending message (missing data
-# breaching: a dead sweeper), Errors and Throttles of the three functions. Created only with
-# alarm_topic_arn: an alarm that notifies nobody is noise (issue 39); the dashboard stays.
+# breaching: a dead sweeper), Errors and Throttles of the three functions.
+
+locals {
+  alarm_actions = compact([var.alarm_topic_arn])
+}
 
 resource "aws_cloudwatch_metric_alarm" "this" {
-  for_each = var.alarm_topic_arn == null ? {} : local.alarms
+  for_each = local.alarms
 
   alarm_name          = "${var.prefix}-${each.key}"
   alarm_description   = each.value.description
@@ -20,6 +23,6 @@ resource "aws_cloudwatch_metric_alarm" "this" {
   threshold           = each.value.threshold
   comparison_operator = each.value.comparison_operator
   treat_missing_data  = each.value.treat_missing_data
-  alarm_actions       = [var.alarm_topic_arn]
+  alarm_actions       = local.alarm_actions
   tags                = var.tags
 }

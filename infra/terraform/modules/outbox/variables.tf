@@ -211,9 +211,9 @@ variable "log_retention_days" {
 }
 
 variable "large_payloads" {
-  description = "Create the large-payload bucket (payloads too large for a destination or an item are stored at outbox/<MessageId> and a pointer is sent) and give it to the publisher and sweeper. false (the default): no bucket, no S3 grants."
+  description = "Create the large-payload bucket (payloads too large for a destination or an item are stored at outbox/<MessageId> and a pointer is sent) and give it to the publisher and sweeper. false: no bucket, no S3 grants."
   type        = bool
-  default     = false
+  default     = true
   nullable    = false
 }
 
@@ -309,7 +309,7 @@ variable "existing_table" {
 }
 
 variable "alarm_topic_arn" {
-  description = "SNS topic the alarms notify; without it no alarms are created."
+  description = "SNS topic the alarms notify. When null the alarms have no action."
   type        = string
   default     = null
   validation {

@@ -10,13 +10,6 @@ mock_provider "aws" {
   source = "./tests/mocks"
 }
 
-# The bucket and the alarms, off by default, are on here unless a run says otherwise (a plain
-# configuration's resources: outbox_only.tftest.hcl).
-variables {
-  large_payloads  = true
-  alarm_topic_arn = "arn:aws:sns:eu-west-1:123456789012:ops"
-}
-
 # One plan for 2 former runs with these same inputs (each headed below by its old name):
 # a run costs ~1 CPU-s of provider start and plan, whatever it asserts.
 run "queues_set_their_size_and_sweeper_async_invocations_are_not_retried" {
