@@ -161,20 +161,24 @@ fn with(features: &str) -> String {
 }
 
 /// `cargo build` of the functions (and `also`), features qualified by package.
-/// `--workspace` (building only these binaries): features resolved as for the
-/// workspace's other debug builds and tests, so they share this build of every
-/// dependency instead of compiling the AWS SDK again with another feature set.
+/// Shared with the tests (`share`): `--workspace` (building only these binaries), so
+/// features resolve as for the workspace's test build, which then reuses this build of
+/// every dependency instead of compiling the AWS SDK again with another feature set.
+/// Alone (the demo, `cargo xtask package --debug`): `-p` for each package, so only
+/// what these packages use is built (no OpenTelemetry, no test-only features).
 fn debug_build_args(functions: &[&str], features: &str, also: &[&str], share: bool) -> Vec<String> {
-    let mut args = vec!["build".to_owned(), "--workspace".to_owned()];
+    let mut args = vec!["build".to_owned()];
     if share {
+        args.push("--workspace".to_owned());
         // One example, which the test build builds too: with a target that uses
         // dev-dependencies in the run, cargo resolves features as for the tests (the
         // dev-dependencies turn on more of opentelemetry), so the test build reuses
         // this one's libraries instead of compiling them again.
         args.extend(["--example".to_owned(), SHARED_EXAMPLE.to_owned()]);
     }
+    let select = if share { "--bin" } else { "-p" };
     for bin in functions.iter().chain(also) {
-        args.extend(["--bin".to_owned(), (*bin).to_owned()]);
+        args.extend([select.to_owned(), (*bin).to_owned()]);
     }
     let qualified: Vec<String> = functions
         .iter()
@@ -277,14 +281,23 @@ mod tests {
     use super::*;
 
     #[test]
-    fn debug_builds_resolve_features_for_the_workspace_and_qualify_them() {
+    fn debug_builds_alone_name_their_packages_and_qualify_the_features() {
         let args =
             debug_build_args(&FUNCTIONS, "fault-injection", &["outbox-devkit"], false).join(" ");
         assert_eq!(
             args,
-            "build --workspace --bin outbox-publisher --bin outbox-sweeper --bin outbox-recovery --bin orders-consumer \
-             --bin outbox-devkit --features outbox-publisher/fault-injection,outbox-sweeper/fault-injection,\
+            "build -p outbox-publisher -p outbox-sweeper -p outbox-recovery -p orders-consumer \
+             -p outbox-devkit --features outbox-publisher/fault-injection,outbox-sweeper/fault-injection,\
              outbox-recovery/fault-injection,orders-consumer/fault-injection"
+        );
+    }
+
+    #[test]
+    fn debug_builds_shared_with_the_tests_resolve_features_for_the_workspace() {
+        let args = debug_build_args(&FUNCTIONS[..1], "", &["shop-consumer"], true).join(" ");
+        assert_eq!(
+            args,
+            "build --workspace --example counter_with_a_marker --bin outbox-publisher --bin shop-consumer"
         );
     }
 
@@ -298,10 +311,7 @@ mod tests {
             vec!["outbox-publisher", "orders-consumer"]
         );
         let args = debug_build_args(&opts.functions(), "", &[], false).join(" ");
-        assert_eq!(
-            args,
-            "build --workspace --bin outbox-publisher --bin orders-consumer"
-        );
+        assert_eq!(args, "build -p outbox-publisher -p orders-consumer");
     }
 
     #[test]
