@@ -12,3 +12,8 @@ pub struct Readme;
 #[cfg(doctest)]
 #[doc = include_str!("../../../docs/producing.md")]
 pub struct Producing;
+
+/// `docs/adopting.md`.
+#[cfg(doctest)]
+#[doc = include_str!("../../../docs/adopting.md")]
+pub struct Adopting;

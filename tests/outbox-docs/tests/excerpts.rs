@@ -1,7 +1,8 @@
-//! The README's Terraform and CDK snippets are excerpts of the adoption example
-//! (examples/shop), which `tests/run` validates, synthesizes and deploys: a snippet
-//! that drifts from the example — a renamed input, a prop the construct no longer
-//! has — fails here instead of misleading the reader.
+//! The Terraform and CDK snippets of the README and of docs/adopting.md are excerpts
+//! of the adoption example (examples/shop), which `tests/run` validates, synthesizes
+//! and deploys, and the adoption page's dependency lines are the shop's: a snippet that
+//! drifts from the example — a renamed input, a prop the construct no longer has, a
+//! feature dropped — fails here instead of misleading the reader.
 // A test's own files: a missing one is the failure to report.
 #![allow(clippy::expect_used)]
 
@@ -53,15 +54,21 @@ fn sources(dir: &str, extension: &str) -> Vec<(PathBuf, String)> {
     files
 }
 
-/// Checks every `lang` snippet of the README against `dir`; returns how many.
-fn check(lang: &str, dir: &str, extension: &str) -> usize {
-    let readme = fs::read_to_string(repo().join("README.md")).expect("README.md");
+/// The pages whose snippets are checked.
+const PAGES: [&str; 2] = ["README.md", "docs/adopting.md"];
+
+fn read(page: &str) -> String {
+    fs::read_to_string(repo().join(page)).expect(page)
+}
+
+/// Checks every `lang` snippet of `page` against `dir`; returns how many.
+fn check(page: &str, lang: &str, dir: &str, extension: &str) -> usize {
     let files = sources(dir, extension);
-    let snippets = blocks(&readme, lang);
+    let snippets = blocks(&read(page), lang);
     for snippet in &snippets {
         assert!(
             files.iter().any(|(_, text)| is_excerpt(snippet, text)),
-            "this ```{lang} snippet of README.md is not an excerpt of {dir}/*.{extension}: \
+            "this ```{lang} snippet of {page} is not an excerpt of {dir}/*.{extension}: \
              copy it from the example (which the tests deploy), or change the example first\n{snippet}"
         );
     }
@@ -69,18 +76,58 @@ fn check(lang: &str, dir: &str, extension: &str) -> usize {
 }
 
 #[test]
-fn the_readmes_terraform_snippets_are_excerpts_of_the_shops_terraform_root() {
-    let shown = check("hcl", "examples/shop/terraform", "tf");
-    assert!(shown >= 1, "the README shows the module block");
+fn the_terraform_snippets_are_excerpts_of_the_shops_terraform_root() {
+    for page in PAGES {
+        check(page, "hcl", "examples/shop/terraform", "tf");
+    }
+    let shown = check("docs/adopting.md", "hcl", "examples/shop/terraform", "tf");
+    assert!(shown >= 1, "docs/adopting.md shows the module block");
 }
 
 #[test]
-fn the_readmes_cdk_snippets_are_excerpts_of_the_shops_cdk_app() {
-    let shown = check("ts", "examples/shop/cdk", "ts");
+fn the_cdk_snippets_are_excerpts_of_the_shops_cdk_app() {
+    for page in PAGES {
+        check(page, "ts", "examples/shop/cdk", "ts");
+    }
+    let shown = check("docs/adopting.md", "ts", "examples/shop/cdk", "ts");
     assert!(
         shown >= 2,
-        "the README shows the construct and grantProduce"
+        "docs/adopting.md shows the construct and grantProduce"
     );
+}
+
+/// The dependency lines of `toml` blocks, without their comments, leaving out the
+/// outbox's own crates (the shop takes them by path).
+fn dependency_lines(markdown: &str) -> Vec<String> {
+    blocks(markdown, "toml")
+        .iter()
+        .flat_map(|block| block.lines().map(str::to_owned).collect::<Vec<_>>())
+        .map(|line| {
+            line.split(" #")
+                .next()
+                .unwrap_or_default()
+                .trim_end()
+                .to_owned()
+        })
+        .filter(|line| line.contains(" = ") && !line.starts_with("dynamodb-outbox"))
+        .collect()
+}
+
+#[test]
+fn the_adoption_pages_dependency_lines_are_the_shops() {
+    let shop = read("examples/shop/Cargo.toml");
+    let lines = dependency_lines(&read("docs/adopting.md"));
+    assert!(
+        lines.iter().any(|l| l.starts_with("aws-config")),
+        "docs/adopting.md shows its dependency lines"
+    );
+    for line in &lines {
+        assert!(
+            shop.lines().any(|l| l.trim_end() == line),
+            "docs/adopting.md's dependency line is not examples/shop/Cargo.toml's \
+             (the shop is built as a user's crate): change both\n{line}"
+        );
+    }
 }
 
 #[test]
@@ -91,4 +138,7 @@ fn a_snippet_that_is_not_in_the_source_is_told_apart() {
     assert!(!is_excerpt("b", source), "indentation counts");
     let markdown = "x\n```ts\none\ntwo\n```\n```hcl\nthree\n```\n";
     assert_eq!(blocks(markdown, "ts"), ["one\ntwo"]);
+    let toml =
+        "```toml\n[dependencies]\ndynamodb-outbox = \"0.1\"  # x\ntokio = \"1\"  # runtime\n```\n";
+    assert_eq!(dependency_lines(toml), ["tokio = \"1\""]);
 }
