@@ -54,7 +54,7 @@ enum Task {
     Shop(shop::Options),
     /// The figures of docs/benchmarks.md (about 11 minutes).
     Bench,
-    /// CI's static checks: clippy, rustdoc, publish dry run, each library alone, machete.
+    /// CI's static checks: clippy, rustdoc, publish dry run, each library alone, cargo-shear.
     Lint,
 }
 

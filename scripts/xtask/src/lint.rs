@@ -1,7 +1,7 @@
 //! `cargo xtask lint`: the static checks CI runs beside the test suite — clippy on every
 //! target, rustdoc with warnings denied (the workspace, then each library as docs.rs
 //! builds it), the publish dry run, each library compiled alone, no OpenTelemetry
-//! without its feature, no unused dependency (cargo machete).
+//! without its feature, no unused or misplaced dependency (cargo-shear).
 //!
 //! In its own target directory (`target/lint`, unless `CARGO_TARGET_DIR` is set): none
 //! of it shares a compiled unit with the test build (checks, not builds; other feature
@@ -15,9 +15,6 @@ pub const LIBRARIES: [(&str, &str); 3] = [
     ("dynamodb-outbox", "lambda,opentelemetry"),
     ("dynamodb-outbox-idempotency", "opentelemetry"),
 ];
-
-/// The cargo-machete release CI installs when it has none.
-const MACHETE: &str = "0.9.2";
 
 /// Runs the checks.
 pub fn run(s: &mut Session) -> Result {
@@ -103,25 +100,17 @@ pub fn run(s: &mut Session) -> Result {
         }
     }
 
-    s.step("cargo machete (no unused dependency)");
-    if !crate::process::Cmd::new("cargo-machete")
-        .arg("--version")
-        .succeeds()
-    {
-        s.cargo()
-            .args([
-                "install",
-                "cargo-machete",
-                "--locked",
-                "--quiet",
-                "--version",
-                MACHETE,
-            ])
-            .run()?;
-    }
-    // The binary itself, in the repository: run as `$CARGO machete` (the toolchain's
-    // cargo, not rustup's), it takes its subcommand's name for the path to analyse.
-    s.cmd("cargo-machete").run()?;
+    unused_dependencies(s)?;
     s.step("lint: all checks passed");
     Ok(())
+}
+
+/// cargo-shear: no dependency unused, or used only by tests but declared for the
+/// library. Its prebuilt binary, pinned in `scripts/lint.txt`, from PyPI into
+/// `.venv/lint` (compiled from source, cargo-machete cost CI about 100 CPU-s).
+fn unused_dependencies(s: &Session) -> Result {
+    s.step("cargo-shear (no unused or misplaced dependency)");
+    let venv = s.path(".venv/lint");
+    crate::venv::ensure(&venv, &s.path("scripts/lint.txt"), "cargo-shear")?;
+    s.cmd(venv.join("bin/cargo-shear")).run()
 }
