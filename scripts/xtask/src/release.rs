@@ -250,21 +250,21 @@ fn check_versions(s: &Session, version: &str) -> Result {
     ))
 }
 
-/// The newest release tag (`vX.Y.Z`) reachable from HEAD, if any.
+/// The newest release tag (`vX.Y.Z`, by version) reachable from HEAD, if any.
 fn last_tag(s: &Session) -> Option<String> {
-    git(
+    let tags = git(
         s,
         &[
-            "describe",
-            "--tags",
-            "--abbrev=0",
-            "--match",
+            "tag",
+            "--list",
             "v[0-9]*.[0-9]*.[0-9]*",
+            "--merged",
+            "HEAD",
+            "--sort=-v:refname",
         ],
     )
-    .ok()
-    .map(|t| t.trim().to_owned())
-    .filter(|t| !t.is_empty())
+    .ok()?;
+    tags.lines().next().map(str::to_owned)
 }
 
 /// CHANGELOG.md with its Unreleased section's entries moved under
@@ -407,7 +407,7 @@ fn npm_dry_run(s: &Session, report: &mut Report) -> Result {
             .run()?;
     }
     Cmd::new("npm")
-        .args(["publish", "--dry-run", "--loglevel=warn"])
+        .args(["publish", "--dry-run"])
         .dir(&dir)
         .run()?;
     report.add("npm publish --dry-run", format!("passed ({CONSTRUCT})"));
