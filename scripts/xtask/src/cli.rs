@@ -2,7 +2,7 @@
 
 use crate::emulator::{self, Emulator};
 use crate::session::Session;
-use crate::{Result, bench, demo, deploy, lint, package, shop, test};
+use crate::{Result, bench, demo, deploy, lint, package, release, shop, test};
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;
 
@@ -56,6 +56,9 @@ enum Task {
     Bench,
     /// CI's static checks: clippy, rustdoc, publish dry run, each library alone, cargo-shear.
     Lint,
+    /// Release X.Y.Z: semver and publish checks, the function zips with checksums, the
+    /// changelog and the tag (`--dry-run`: no commit, no tag).
+    Release(release::Options),
 }
 
 #[derive(Debug, Subcommand)]
@@ -101,6 +104,7 @@ fn run(task: Task) -> Result {
         Task::Shop(opts) => shop::deploy(&s, &opts),
         Task::Bench => bench::run(&mut s),
         Task::Lint => lint::run(&mut s),
+        Task::Release(opts) => release::run(&s, &opts),
     }
 }
 
@@ -134,6 +138,23 @@ mod tests {
     #[test]
     fn the_command_line_is_consistent() {
         Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn a_partial_release_is_a_dry_run_only() {
+        let smoke = [
+            "xtask",
+            "release",
+            "0.1.0",
+            "--dry-run",
+            "--only",
+            "outbox-recovery",
+            "--arch",
+            "arm64",
+        ];
+        assert!(Cli::try_parse_from(smoke).is_ok());
+        assert!(Cli::try_parse_from(["xtask", "release", "0.1.0", "--arch", "arm64"]).is_err());
+        assert!(Cli::try_parse_from(["xtask", "release", "0.1.0", "--no-verify"]).is_err());
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! The project's task runner, `cargo xtask` (an alias in `.cargo/config.toml`): the test
-//! tiers, the local AWS's lifecycle, packaging, deploys, the demo and the benchmarks,
+//! tiers, the local AWS's lifecycle, packaging, releases, deploys, the demo and the benchmarks,
 //! as typed code instead of shell. `scripts/demo` and `tests/run` call it.
 
 pub mod bench;
@@ -11,6 +11,7 @@ pub mod lint;
 pub mod package;
 pub mod process;
 pub mod progress;
+pub mod release;
 pub mod session;
 pub mod shop;
 pub mod test;

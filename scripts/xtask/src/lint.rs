@@ -113,6 +113,7 @@ pub fn run(s: &mut Session) -> Result {
         }
     }
 
+    no_unstable_internals(s)?;
     unused_dependencies(s)?;
     s.step("lint: all checks passed");
     Ok(())
@@ -128,6 +129,36 @@ fn unused_dependencies(s: &Session) -> Result {
     s.cmd(venv.join("bin/cargo-shear")).run()
 }
 
+/// A user's build of a library never turns on a crate's `unstable-internals` (what is
+/// not covered by semver stays out of what users compile against): each library's
+/// normal dependencies with the features docs.rs documents, as `cargo tree` resolves
+/// them for that package alone (in the workspace, the tools turn it on).
+fn no_unstable_internals(s: &Session) -> Result {
+    s.step("no library turns on unstable-internals in a user's build");
+    for (library, features) in LIBRARIES {
+        let tree = s
+            .cargo()
+            .args(["tree", "--quiet", "-p", library, "--features", features])
+            .args(["-e", "normal,features", "--prefix", "none"])
+            .read()?;
+        if let Some(line) = unstable_internals_in(&tree) {
+            return Err(format!(
+                "a user's build of {library} turns on unstable-internals ({line}): reach \
+                 the core's engine through its hidden `__private` module instead"
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The first line of a `cargo tree -e features` output that turns on a feature named
+/// `unstable-internals`.
+fn unstable_internals_in(tree: &str) -> Option<&str> {
+    tree.lines()
+        .map(str::trim)
+        .find(|l| l.contains("feature \"unstable-internals\""))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -139,6 +170,21 @@ mod tests {
             "-p dynamodb-outbox-core -p dynamodb-outbox -p dynamodb-outbox-idempotency --features \
              dynamodb-outbox-core/opentelemetry,dynamodb-outbox/lambda,dynamodb-outbox/opentelemetry,\
              dynamodb-outbox-idempotency/opentelemetry"
+        );
+    }
+
+    #[test]
+    fn a_tree_that_turns_on_unstable_internals_is_named() {
+        let tree = "dynamodb-outbox v0.1.0 (/r/functions/lib/dynamodb-outbox)\n\
+                    dynamodb-outbox-core feature \"aws-sdk-errors\"\n\
+                    dynamodb-outbox-core feature \"unstable-internals\"\n";
+        assert_eq!(
+            unstable_internals_in(tree),
+            Some("dynamodb-outbox-core feature \"unstable-internals\"")
+        );
+        assert_eq!(
+            unstable_internals_in(&tree.replace("unstable-internals", "default")),
+            None
         );
     }
 }

@@ -5,10 +5,8 @@
 
 use crate::keys::KeyNames;
 use crate::large_payload::bucket_name_problem;
-#[cfg(any(test, feature = "unstable-internals"))]
 use crate::policy::limit::{QueueLimits, QueueRole};
 use crate::route::{Destination, RouteError, Routes};
-#[cfg(any(test, feature = "unstable-internals"))]
 use std::collections::BTreeMap;
 
 pub mod timeouts;
@@ -180,7 +178,8 @@ impl PublisherConfig {
     /// The SQS queues whose `MaximumMessageSize` is worth reading (on a function's first invocation): the
     /// routes' queues without `max_message_bytes` and the dead-letter queue, each
     /// once, by URL (a queue that is also the dead-letter queue counts as that).
-    #[cfg(any(test, feature = "unstable-internals"))]
+    // Hidden, not API: for dynamodb-outbox's functions (`QueueLimits` is the engine's).
+    #[doc(hidden)]
     pub fn queues_to_learn(&self) -> Vec<(String, QueueRole)> {
         let mut queues: BTreeMap<&str, QueueRole> = self
             .routes
@@ -200,7 +199,8 @@ impl PublisherConfig {
     /// The same configuration with the limits read from the queues (by URL): every
     /// route's destination and the dead-letter queue get the limit that applies
     /// (the core's `policy::limit::sqs_limit`).
-    #[cfg(any(test, feature = "unstable-internals"))]
+    // Hidden, not API: for dynamodb-outbox's functions (`QueueLimits` is the engine's).
+    #[doc(hidden)]
     pub fn with_queue_limits(self, limits: &QueueLimits) -> Self {
         PublisherConfig {
             routes: self.routes.with_queue_limits(limits),

@@ -33,9 +33,10 @@
 //! ```
 //!
 //! The engine — the item schema, every decision as a plain function, the narrow ports
-//! the logic needs, and the publish and sweep paths written against them — is public
-//! only with the `unstable-internals` feature, which `dynamodb-outbox`, the model
-//! checker and the tests turn on. It is not covered by semver.
+//! the logic needs, and the publish and sweep paths written against them — is not
+//! public API: `dynamodb-outbox` reaches it through a hidden module and pins this
+//! crate's exact version; this project's tools and tests see it documented with the
+//! `unstable-internals` feature. Neither is covered by semver.
 #![warn(missing_docs)]
 
 // The stable surface: what producers, consumers and Lambda authors name.
@@ -50,9 +51,11 @@ pub mod producer;
 pub mod route;
 pub mod trace;
 
-// The engine: decisions, ports, the publish and sweep paths over them. Public only with
-// the `unstable-internals` feature, for `dynamodb-outbox` (whose adapters implement the
-// ports), the model checker and the tests; not covered by semver.
+// The engine: decisions, ports, the publish and sweep paths over them. Public at these
+// paths only with the `unstable-internals` feature, for the model checker and the tests;
+// `dynamodb-outbox` (whose adapters implement the ports) reaches them through
+// `__private` instead, so that its users' builds never turn the feature on. Not
+// covered by semver either way.
 #[cfg(any(test, feature = "test-fakes"))]
 pub mod fakes;
 macro_rules! internal {
@@ -91,6 +94,32 @@ pub use producer::NewMessage;
 #[cfg(feature = "unstable-internals")]
 pub use publish::Publisher;
 pub use route::{Destination, Routes};
+
+/// Not public API: the engine for `dynamodb-outbox`, which implements its ports with
+/// the AWS SDKs and depends on this crate's exact version (`=x.y.z`), so that the two
+/// are always released and resolved together. Hidden from the documentation and from
+/// `cargo semver-checks`; nothing here is covered by semver. Depend on
+/// `dynamodb-outbox` to run the outbox.
+///
+/// Why a hidden module and not a feature: a feature that `dynamodb-outbox` turned on
+/// would be on in every user's build (features unify), making the engine public API in
+/// all but name; a path that says `__private` is the usual Rust spelling of "for a
+/// sibling crate only" (serde's `__private`, for its derive macros).
+#[doc(hidden)]
+pub mod __private {
+    /// The engine's modules, each re-exported whole.
+    macro_rules! reexport {
+        ($($name:ident),*) => {$(
+            #[allow(missing_docs)]
+            pub mod $name {
+                pub use crate::$name::*;
+            }
+        )*};
+    }
+    reexport!(metrics, policy, ports, publish, schema, sweep);
+    pub use crate::publish::Publisher;
+    pub use crate::sweep::Sweeper;
+}
 pub use schema::{DEFAULT_SWEEP_SHARDS, MAX_SWEEP_SHARDS, SweepShards};
 #[cfg(feature = "unstable-internals")]
 pub use sweep::Sweeper;

@@ -2,7 +2,6 @@
 
 use crate::large_payload::{LargePayloads, Offload};
 pub use crate::policy::limit::SqsLimit;
-#[cfg(any(test, feature = "unstable-internals"))]
 use crate::policy::limit::{QueueLimits, sqs_limit};
 use std::collections::HashMap;
 use std::fmt;
@@ -80,7 +79,8 @@ impl Destination {
     /// The same destination with the limit that applies once its queue's
     /// `MaximumMessageSize` has been read (`limits`, by URL): see
     /// the core's `policy::limit::sqs_limit`. A queue not in `limits` keeps its limit.
-    #[cfg(any(test, feature = "unstable-internals"))]
+    // Hidden, not API: for dynamodb-outbox's functions (`QueueLimits` is the engine's).
+    #[doc(hidden)]
     pub fn with_queue_limits(self, limits: &QueueLimits) -> Self {
         match self {
             Destination::Sqs { url, limit } => {
@@ -261,7 +261,8 @@ impl Routes {
 
     /// Every destination with the limits read from the queues (see
     /// `Destination::with_queue_limits`).
-    #[cfg(any(test, feature = "unstable-internals"))]
+    // Hidden, not API: for dynamodb-outbox's functions (`QueueLimits` is the engine's).
+    #[doc(hidden)]
     pub fn with_queue_limits(self, limits: &QueueLimits) -> Self {
         Routes {
             by_topic: self

@@ -5,7 +5,7 @@
 
 use dynamodb_outbox_core::failure::Failure;
 use dynamodb_outbox_core::message::OutboundMessage;
-use dynamodb_outbox_core::ports::EntryResult;
+use dynamodb_outbox_core::__private::ports::EntryResult;
 use std::future::Future;
 
 /// An entry the service refused.

@@ -14,8 +14,8 @@ use aws_smithy_types::error::metadata::ProvideErrorMetadata;
 use aws_smithy_types::retry::ProvideErrorKind;
 pub use dynamodb_outbox_core::failure::signals;
 use dynamodb_outbox_core::failure::{Failure, FailureKind, retryable};
-use dynamodb_outbox_core::metrics::{ACCESS_DENIED, Emitter, Metric};
-use dynamodb_outbox_core::policy::{DESTINATION_REFUSED, blames_the_destination};
+use dynamodb_outbox_core::__private::metrics::{ACCESS_DENIED, Emitter, Metric};
+use dynamodb_outbox_core::__private::policy::{DESTINATION_REFUSED, blames_the_destination};
 
 /// Codes with which SQS, SNS and EventBridge refuse a request for what it carries
 /// when the operation does not model them (or an emulator answers without the

@@ -17,7 +17,7 @@ use dynamodb_outbox_core::PublisherConfig;
 use dynamodb_outbox_core::failure::Failure;
 use dynamodb_outbox_core::large_payload::PayloadPointer;
 use dynamodb_outbox_core::message::OutboundMessage;
-use dynamodb_outbox_core::ports::{EntryResult, MessageSink};
+use dynamodb_outbox_core::__private::ports::{EntryResult, MessageSink};
 use dynamodb_outbox_core::route::Destination;
 
 /// Sends to whichever service a destination names.

@@ -26,7 +26,7 @@ use aws_sdk_sqs::types::{
 use dynamodb_outbox_core::PublisherConfig;
 use dynamodb_outbox_core::failure::Failure;
 use dynamodb_outbox_core::message::OutboundMessage;
-use dynamodb_outbox_core::policy::limit::{
+use dynamodb_outbox_core::__private::policy::limit::{
     LimitRead, QueueLimits, QueueRole, sqs_limit, unknown_limit_advice,
 };
 use dynamodb_outbox_core::route::SqsLimit;

@@ -4,11 +4,11 @@
 
 use aws_lambda_events::event::dynamodb::{Event, EventRecord};
 use aws_lambda_events::event::streams::{DynamoDbBatchItemFailure, DynamoDbEventResponse};
-use dynamodb_outbox_core::ports::{MessageSink, OutboxStore};
-use dynamodb_outbox_core::publish::{Outcome, Publisher, Summary, Work, WorkItem};
+use dynamodb_outbox_core::__private::ports::{MessageSink, OutboxStore};
+use dynamodb_outbox_core::__private::publish::{Outcome, Publisher, Summary, Work, WorkItem};
 use dynamodb_outbox_core::KeyNames;
 use dynamodb_outbox_core::home::HOME_REGION;
-use dynamodb_outbox_core::schema::{self, ITEM_TYPE, PENDING_MESSAGE, STATUS, Status};
+use dynamodb_outbox_core::__private::schema::{self, ITEM_TYPE, PENDING_MESSAGE, STATUS, Status};
 
 /// Why a record is not for the publisher.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -8,7 +8,8 @@ use crate::sweep::{self, AwsSweeper};
 use aws_smithy_types::timeout::TimeoutConfig;
 use aws_types::SdkConfig;
 use dynamodb_outbox_core::config::SdkTimeouts;
-use dynamodb_outbox_core::{Publisher, PublisherConfig};
+use dynamodb_outbox_core::PublisherConfig;
+use dynamodb_outbox_core::__private::Publisher;
 use std::future::Future;
 
 /// `aws` with `timeouts` as its per-attempt and operation timeouts wherever it sets
@@ -125,7 +126,7 @@ mod tests {
     use dynamodb_outbox_core::Destination;
     use aws_sdk_sns::config::{BehaviorVersion, Credentials, Region, SharedCredentialsProvider};
     use dynamodb_outbox_core::message::OutboundMessage;
-    use dynamodb_outbox_core::ports::MessageSink;
+    use dynamodb_outbox_core::__private::ports::MessageSink;
     use std::time::Duration;
 
     /// A configuration whose every request fails at once: nothing listens there.

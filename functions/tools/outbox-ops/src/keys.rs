@@ -4,8 +4,8 @@
 //! service's refusal.
 
 use crate::{OpsError, Table};
-use aws_sdk_dynamodb::types::{KeySchemaElement, KeyType};
 use dynamodb_outbox::KeyNames;
+use dynamodb_outbox::dynamo::key_schema;
 
 /// The key names the operator gave (`--partition-key`, `--sort-key`, or
 /// `OUTBOX_PARTITION_KEY`, `OUTBOX_SORT_KEY`); `None` where none was given.
@@ -78,17 +78,6 @@ async fn described_keys(
     Ok(key_schema(schema))
 }
 
-/// The partition (`HASH`) and sort (`RANGE`) key attributes of a key schema.
-fn key_schema(schema: &[KeySchemaElement]) -> (Option<String>, Option<String>) {
-    let of = |kind: KeyType| {
-        schema
-            .iter()
-            .find(|k| *k.key_type() == kind)
-            .map(|k| k.attribute_name().to_owned())
-    };
-    (of(KeyType::Hash), of(KeyType::Range))
-}
-
 /// The names to use: each flag given, else the table's. A table without a sort key
 /// cannot hold outbox items (an aggregate's messages share its partition).
 fn chosen(
@@ -114,6 +103,7 @@ fn chosen(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use aws_sdk_dynamodb::types::{KeySchemaElement, KeyType};
 
     fn flags(pk: Option<&str>, sk: Option<&str>) -> KeyFlags {
         KeyFlags {

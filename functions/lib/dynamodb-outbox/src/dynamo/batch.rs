@@ -3,17 +3,17 @@
 //! `FAILED` mark on its claim's `SweepDueAt` too), each billed as
 //! its own write and answered on its own (not a transaction: one refused statement
 //! leaves the others applied). What each answer means is the core's decision
-//! ([`dynamodb_outbox_core::policy::judge_statement`]); here the statements are written and the
+//! ([`dynamodb_outbox_core::__private::policy::judge_statement`]); here the statements are written and the
 //! answers read.
 
 use super::{DynamoStore, n, request, s};
 use crate::sdk_error::store_failure;
 use aws_sdk_dynamodb::types::{AttributeValue, BatchStatementRequest, BatchStatementResponse};
 use dynamodb_outbox_core::failure::Failure;
-use dynamodb_outbox_core::policy::{FailedMark, PAYLOAD_ON_DEAD_LETTER_QUEUE};
-use dynamodb_outbox_core::ports::{MarkChange, MarkCondition, StatementAnswer, StatementError};
+use dynamodb_outbox_core::__private::policy::{FailedMark, PAYLOAD_ON_DEAD_LETTER_QUEUE};
+use dynamodb_outbox_core::__private::ports::{MarkChange, MarkCondition, StatementAnswer, StatementError};
 use dynamodb_outbox_core::KeyNames;
-use dynamodb_outbox_core::schema::{
+use dynamodb_outbox_core::__private::schema::{
     FAILED_AT, ItemKey, LAST_ERROR, PAYLOAD, PAYLOAD_ON, SENT_AT, STATUS, Status, TABLE,
     failed_sweep_shard,
 };

@@ -7,8 +7,8 @@ use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, ReturnValuesOnConditionCheckFailure};
 use dynamodb_outbox_core::failure::Failure;
 use dynamodb_outbox_core::home::{ExactHome, HOME_REGION};
-use dynamodb_outbox_core::ports::{Claim, ClaimedItem};
-use dynamodb_outbox_core::schema::{ItemKey, RETRY_COUNT, TABLE};
+use dynamodb_outbox_core::__private::ports::{Claim, ClaimedItem};
+use dynamodb_outbox_core::__private::schema::{ItemKey, RETRY_COUNT, TABLE};
 
 /// What one claim asks for.
 pub(super) struct ClaimRequest<'a> {

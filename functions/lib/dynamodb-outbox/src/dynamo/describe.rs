@@ -2,11 +2,11 @@
 //! [`SeenTable`], for the functions' check before work and for `outbox-ops check`.
 //! The comparison with the configuration is the core's ([`check_table`]).
 //!
-//! [`check_table`]: dynamodb_outbox_core::schema::table_check::check_table
+//! [`check_table`]: dynamodb_outbox_core::__private::schema::table_check::check_table
 
 use crate::sdk_error::{denial, describe};
 use aws_sdk_dynamodb::types::{KeySchemaElement, KeyType, TimeToLiveStatus};
-use dynamodb_outbox_core::schema::table_check::{SeenTable, SeenTtl};
+use dynamodb_outbox_core::__private::schema::table_check::{SeenTable, SeenTtl};
 
 /// What describing the table gave.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,7 +45,7 @@ pub async fn describe_table(client: &aws_sdk_dynamodb::Client, table: &str) -> D
         name: table.to_owned(),
         ..SeenTable::default()
     };
-    (seen.partition_key, seen.sort_key) = keys(description.key_schema());
+    (seen.partition_key, seen.sort_key) = key_schema(description.key_schema());
     seen.attribute_types = description
         .attribute_definitions()
         .iter()
@@ -54,7 +54,7 @@ pub async fn describe_table(client: &aws_sdk_dynamodb::Client, table: &str) -> D
     seen.indexes = description
         .global_secondary_indexes()
         .iter()
-        .filter_map(|i| Some((i.index_name()?.to_owned(), keys(i.key_schema()))))
+        .filter_map(|i| Some((i.index_name()?.to_owned(), key_schema(i.key_schema()))))
         .collect();
     seen.stream_view_type = description
         .stream_specification()
@@ -79,8 +79,10 @@ pub async fn describe_table(client: &aws_sdk_dynamodb::Client, table: &str) -> D
     Described::Seen(seen)
 }
 
-/// The partition and sort key attributes of a key schema.
-fn keys(schema: &[KeySchemaElement]) -> (Option<String>, Option<String>) {
+/// The partition (`HASH`) and sort (`RANGE`) key attributes of a key schema, read by
+/// key type, not by position (the table's, an index's; `outbox-ops` reads its keys
+/// with it too).
+pub fn key_schema(schema: &[KeySchemaElement]) -> (Option<String>, Option<String>) {
     let of = |kind: KeyType| {
         schema
             .iter()

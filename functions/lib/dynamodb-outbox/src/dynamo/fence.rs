@@ -28,9 +28,9 @@ use aws_sdk_dynamodb::operation::query::QueryOutput;
 use aws_sdk_dynamodb::types::AttributeValue;
 use dynamodb_outbox_core::KeyNames;
 use dynamodb_outbox_core::failure::Failure;
-use dynamodb_outbox_core::policy::{FenceRead, Scope, Sibling};
-use dynamodb_outbox_core::ports::PendingPage;
-use dynamodb_outbox_core::schema::{
+use dynamodb_outbox_core::__private::policy::{FenceRead, Scope, Sibling};
+use dynamodb_outbox_core::__private::ports::PendingPage;
+use dynamodb_outbox_core::__private::schema::{
     CREATED_AT, ITEM_TYPE, MESSAGE_ID, PENDING_MESSAGE, STATUS, SeenIndex, Status, TABLE, item_key,
 };
 use std::collections::BTreeSet;
@@ -297,7 +297,7 @@ fn sibling(read: &FenceRead, item: serde_dynamo::Item) -> Option<Sibling> {
         // A sequence read is the adapter's own (`sequence`).
         Scope::Sequence { .. } => None,
         Scope::Partition(_) => Some(
-            match dynamodb_outbox_core::schema::OutboxItem::from_item(item) {
+            match dynamodb_outbox_core::__private::schema::OutboxItem::from_item(item) {
                 Ok(i) => Sibling::read(key, due, i.created_at, i.message_id.as_deref()),
                 Err(_) => Sibling {
                     key,

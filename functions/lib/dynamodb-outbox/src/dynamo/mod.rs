@@ -1,7 +1,7 @@
 //! DynamoDB adapter: conditional state changes on outbox items ([`OutboxStore`]; the
 //! batched ones in `batch`), the order fence's reads (`fence`), the stream path's
 //! status read (`status`), and the sweeper's
-//! index queries, claims, adoption scan and scan cursors ([`SweepStore`](dynamodb_outbox_core::ports::SweepStore), in `sweep`).
+//! index queries, claims, adoption scan and scan cursors ([`SweepStore`](dynamodb_outbox_core::__private::ports::SweepStore), in `sweep`).
 //! Items are read as the schema's [`OutboxItem`] through `serde_dynamo`; errors become
 //! [`Failure`]s. The table's own key and TTL names ([`KeyNames`]) are used in every
 //! request built here, and renamed to the engine's (`PK`, `SK`, `ExpiresAt`) in every
@@ -14,19 +14,19 @@ mod fence;
 mod status;
 mod sweep;
 
-pub use describe::{Described, describe_table};
+pub use describe::{Described, describe_table, key_schema};
 
 use crate::sdk_error::{AwsError, store_failure};
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder;
 use aws_sdk_dynamodb::types::AttributeValue;
 use dynamodb_outbox_core::failure::Failure;
-use dynamodb_outbox_core::policy::{FailedMark, FenceRead, PAYLOAD_ON_DEAD_LETTER_QUEUE};
-use dynamodb_outbox_core::ports::{
+use dynamodb_outbox_core::__private::policy::{FailedMark, FenceRead, PAYLOAD_ON_DEAD_LETTER_QUEUE};
+use dynamodb_outbox_core::__private::ports::{
     MarkChange, MarkCondition, MarkOutcome, OutboxStore, PageToken, PendingPage, StatementAnswer, StatusRead,
 };
 use dynamodb_outbox_core::KeyNames;
-use dynamodb_outbox_core::schema::{
+use dynamodb_outbox_core::__private::schema::{
     FAILED_AT, ItemKey, LAST_ERROR, OutboxItem, PAYLOAD, PAYLOAD_ON, SENT_AT, STATUS, SeenIndex,
     Status, TABLE, failed_sweep_shard,
 };
@@ -277,7 +277,7 @@ impl OutboxStore for DynamoStore {
         due_ms: i64,
         seen: &SeenIndex,
     ) -> Result<MarkOutcome, Failure> {
-        dynamodb_outbox_core::ports::SweepStore::adopt(self, key, shard, due_ms, seen).await
+        dynamodb_outbox_core::__private::ports::SweepStore::adopt(self, key, shard, due_ms, seen).await
     }
 
     async fn mark_failed(

@@ -1,4 +1,4 @@
-//! The stream path's status read ([`OutboxStore::statuses`](dynamodb_outbox_core::ports::OutboxStore::statuses)):
+//! The stream path's status read ([`OutboxStore::statuses`](dynamodb_outbox_core::__private::ports::OutboxStore::statuses)):
 //! the current `Status` of a batch's items in strongly consistent `BatchGetItem`s of
 //! at most 100 keys, projected to the key and `Status` (the table's own key names in
 //! the request, the engine's in what the core sees). Keys DynamoDB leaves unprocessed
@@ -11,11 +11,11 @@ use super::{DynamoStore, Item, request};
 use crate::sdk_error::store_failure;
 use aws_sdk_dynamodb::types::KeysAndAttributes;
 use dynamodb_outbox_core::failure::Failure;
-use dynamodb_outbox_core::policy::batch_retry_delay;
-use dynamodb_outbox_core::ports::StatusRead;
+use dynamodb_outbox_core::__private::policy::batch_retry_delay;
+use dynamodb_outbox_core::__private::ports::StatusRead;
 use dynamodb_outbox_core::home::HOME_REGION;
-use dynamodb_outbox_core::publish::PENDING_ELSEWHERE;
-use dynamodb_outbox_core::schema::{ItemKey, STATUS, Status, item_key, string_attr};
+use dynamodb_outbox_core::__private::publish::PENDING_ELSEWHERE;
+use dynamodb_outbox_core::__private::schema::{ItemKey, STATUS, Status, item_key, string_attr};
 use futures::StreamExt;
 use std::future::Future;
 use std::time::Duration;

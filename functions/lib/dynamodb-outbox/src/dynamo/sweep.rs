@@ -9,16 +9,16 @@ use crate::sdk_error::store_failure;
 use aws_sdk_dynamodb::types::AttributeValue;
 use dynamodb_outbox_core::failure::Failure;
 use dynamodb_outbox_core::home::{HOME_REGION, HomeSeen};
-use dynamodb_outbox_core::ports::{
+use dynamodb_outbox_core::__private::ports::{
     Claim, DueKey, DuePage, Held, MarkOutcome, PageToken, ScanPage, SweepStore,
     UnindexedItem,
 };
-use dynamodb_outbox_core::schema::{
+use dynamodb_outbox_core::__private::schema::{
     CREATED_AT, ITEM_TYPE, ItemKey, LAST_ERROR, PENDING_MESSAGE, RETRY_COUNT, SCAN_CURSOR,
     SCAN_SEGMENTS, STATUS, SWEEPER_PK, SeenIndex, Status, TABLE, derive_message_id, item_key,
     scan_cursor_sk,
 };
-use dynamodb_outbox_core::schema::{OutboxItem, string_attr};
+use dynamodb_outbox_core::__private::schema::{OutboxItem, string_attr};
 
 /// What a refused claim found, from the item the refusal returned (`ALL_OLD`, under
 /// the engine's attribute names): its state read on its own, so that an item that

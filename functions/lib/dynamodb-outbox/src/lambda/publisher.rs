@@ -11,10 +11,11 @@ use crate::stream::handle_stream_event;
 use aws_lambda_events::event::dynamodb::Event;
 use aws_lambda_events::event::streams::DynamoDbEventResponse;
 use aws_types::SdkConfig;
-use dynamodb_outbox_core::metrics::{Emitter, publisher_metrics};
-use dynamodb_outbox_core::ports::{MessageSink, OutboxStore};
-use dynamodb_outbox_core::schema::table_check::TableNeeds;
-use dynamodb_outbox_core::{ConfigError, Publisher, PublisherConfig};
+use dynamodb_outbox_core::__private::Publisher;
+use dynamodb_outbox_core::__private::metrics::{Emitter, publisher_metrics};
+use dynamodb_outbox_core::__private::ports::{MessageSink, OutboxStore};
+use dynamodb_outbox_core::__private::schema::table_check::TableNeeds;
+use dynamodb_outbox_core::{ConfigError, PublisherConfig};
 use lambda_runtime::{Error, LambdaEvent, service_fn};
 
 /// The publisher Lambda function: the outbox table's DynamoDB stream in, every new

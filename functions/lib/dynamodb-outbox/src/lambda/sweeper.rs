@@ -11,10 +11,10 @@ use crate::dynamo::DynamoStore;
 use crate::sink::AwsSink;
 use crate::sweep::{SweepGroup, SweepSummary, Sweeper, SweeperConfig, handle_scheduled_event};
 use aws_types::SdkConfig;
+use dynamodb_outbox_core::__private::metrics::{Emitter, sweeper_metrics};
+use dynamodb_outbox_core::__private::ports::{MessageSink, OutboxStore, SweepStore};
+use dynamodb_outbox_core::__private::schema::table_check::TableNeeds;
 use dynamodb_outbox_core::ConfigError;
-use dynamodb_outbox_core::metrics::{Emitter, sweeper_metrics};
-use dynamodb_outbox_core::ports::{MessageSink, OutboxStore, SweepStore};
-use dynamodb_outbox_core::schema::table_check::TableNeeds;
 use lambda_runtime::{Error, LambdaEvent};
 
 /// The sweeper Lambda function, run on a schedule: messages still `PENDING` past
@@ -145,9 +145,10 @@ pub(crate) async fn handle<K: MessageSink, S: OutboxStore + SweepStore>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use dynamodb_outbox_core::__private::Publisher;
     use dynamodb_outbox_core::clock::ManualClock;
     use dynamodb_outbox_core::fakes::{MemoryStore, RecordingSink, StoreFaults, key, pending_item};
-    use dynamodb_outbox_core::{Destination, Publisher, PublisherConfig, Routes};
+    use dynamodb_outbox_core::{Destination, PublisherConfig, Routes};
 
     const NOW: i64 = 1_700_000_000_000;
 
@@ -206,7 +207,7 @@ mod tests {
         // an oldest pending age of 0: a broken sweeper looked healthy.
         let deps = deps(Routes::new([], None));
         deps.sweeper.publisher.store.fail(StoreFaults {
-            queries: dynamodb_outbox_core::schema::SweepShards::default().all(),
+            queries: dynamodb_outbox_core::__private::schema::SweepShards::default().all(),
             ..StoreFaults::default()
         });
         let err = handle(scheduled(), &deps)
@@ -224,7 +225,7 @@ mod tests {
             [("orders".to_owned(), Destination::sqs("https://q/orders"))],
             None,
         ));
-        let layout = dynamodb_outbox_core::schema::SweepShards::default();
+        let layout = dynamodb_outbox_core::__private::schema::SweepShards::default();
         let (a, b) = (key("A", "MESSAGE#X#1"), key("B", "MESSAGE#X#1"));
         for k in [&a, &b] {
             deps.sweeper.publisher.store.put(

@@ -10,10 +10,10 @@
 
 use super::learned::{Learned, Lookup};
 use crate::dynamo::{Described, describe_table};
-use dynamodb_outbox_core::KeyNames;
-use dynamodb_outbox_core::schema::table_check::{
+use dynamodb_outbox_core::__private::schema::table_check::{
     Outcome, TableNeeds, check_table, mismatches, missing_table,
 };
+use dynamodb_outbox_core::KeyNames;
 use lambda_runtime::Error;
 
 /// Whether the table is the one configured, learned on the first invocation.

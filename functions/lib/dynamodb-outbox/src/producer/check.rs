@@ -3,9 +3,9 @@
 
 use super::error::ProducerError;
 use aws_sdk_dynamodb::types::{AttributeValue, TransactWriteItem};
+use dynamodb_outbox_core::__private::schema::{ITEM_TYPE, PENDING_MESSAGE, TOPIC};
 use dynamodb_outbox_core::KeyNames;
 use dynamodb_outbox_core::producer::{MAX_ITEM_BYTES, MAX_TRANSACTION_BYTES};
-use dynamodb_outbox_core::schema::{ITEM_TYPE, PENDING_MESSAGE, TOPIC};
 use std::collections::HashMap;
 
 /// The limit checks, on a built transaction.

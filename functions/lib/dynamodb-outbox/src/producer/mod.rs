@@ -3,7 +3,7 @@
 //!
 //! Everything AWS would refuse is refused here first (`check`), with an error
 //! that says what to change ([`ProducerError`]). The items are the schema's
-//! [`OutboxItem`](dynamodb_outbox_core::schema::OutboxItem), written through `serde_dynamo`.
+//! [`OutboxItem`](dynamodb_outbox_core::__private::schema::OutboxItem), written through `serde_dynamo`.
 
 mod check;
 mod error;
@@ -389,7 +389,7 @@ impl OutboxWriter {
     fn put(
         &self,
         index: usize,
-        item: &dynamodb_outbox_core::schema::OutboxItem,
+        item: &dynamodb_outbox_core::__private::schema::OutboxItem,
     ) -> Result<TransactWriteItem, ProducerError> {
         let invalid = |reason| ProducerError::InvalidMessage { index, reason };
         let mut item: HashMap<String, AttributeValue> =

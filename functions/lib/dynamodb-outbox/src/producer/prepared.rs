@@ -16,8 +16,8 @@ use super::error::{self, ProducerError};
 use super::offload::Upload;
 use super::{Committed, OutboxWriter};
 use aws_sdk_dynamodb::types::{AttributeValue, TransactWriteItem};
+use dynamodb_outbox_core::__private::schema::MESSAGE_ID;
 use dynamodb_outbox_core::large_payload::PayloadPointer;
-use dynamodb_outbox_core::schema::MESSAGE_ID;
 
 /// Namespace of the transaction tokens (UUID v5 of the message ids).
 const TOKEN_NAMESPACE: uuid::Uuid =

@@ -2,11 +2,11 @@
 
 use super::check::item_size;
 use super::*;
-use dynamodb_outbox_core::large_payload::PayloadPointer;
-use dynamodb_outbox_core::producer::MAX_ITEM_BYTES;
-use dynamodb_outbox_core::schema::{
+use dynamodb_outbox_core::__private::schema::{
     CREATED_AT, ITEM_TYPE, SK, STATUS, SWEEP_DUE_AT, SWEEP_SHARD, SweepShards,
 };
+use dynamodb_outbox_core::large_payload::PayloadPointer;
+use dynamodb_outbox_core::producer::MAX_ITEM_BYTES;
 
 fn writer() -> OutboxWriter {
     let conf = aws_sdk_dynamodb::Config::builder()
@@ -218,15 +218,16 @@ fn with_a_bucket_a_payload_an_item_cannot_hold_is_committed_as_a_pointer() {
     let pointer = PayloadPointer::for_message("large", id);
     assert_eq!(prepared.offloaded(), [&pointer]);
     let payload = |i: usize| {
-        prepared.actions()[i]
-            .put
-            .as_ref()
-            .and_then(|p| p.item().get(dynamodb_outbox_core::schema::PAYLOAD).cloned())
+        prepared.actions()[i].put.as_ref().and_then(|p| {
+            p.item()
+                .get(dynamodb_outbox_core::__private::schema::PAYLOAD)
+                .cloned()
+        })
     };
     assert_eq!(payload(0), Some(AttributeValue::S(pointer.encode())));
     let size = prepared.actions()[0].put.as_ref().and_then(|p| {
         p.item()
-            .get(dynamodb_outbox_core::schema::PAYLOAD_SIZE)
+            .get(dynamodb_outbox_core::__private::schema::PAYLOAD_SIZE)
             .cloned()
     });
     assert_eq!(size, Some(AttributeValue::N(MAX_ITEM_BYTES.to_string())));

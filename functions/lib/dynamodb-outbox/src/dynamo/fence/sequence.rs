@@ -8,10 +8,10 @@ use super::super::{DynamoStore, Item, request, s, scanned};
 use super::named;
 use aws_sdk_dynamodb::operation::query::QueryOutput;
 use dynamodb_outbox_core::failure::Failure;
-use dynamodb_outbox_core::policy::Sibling;
-use dynamodb_outbox_core::policy::fence::holds_in_sequence;
-use dynamodb_outbox_core::ports::PendingPage;
-use dynamodb_outbox_core::schema::{
+use dynamodb_outbox_core::__private::policy::Sibling;
+use dynamodb_outbox_core::__private::policy::fence::holds_in_sequence;
+use dynamodb_outbox_core::__private::ports::PendingPage;
+use dynamodb_outbox_core::__private::schema::{
     ITEM_TYPE, SEQUENCED_PREFIX, STATUS, SeenIndex, TABLE, item_key,
 };
 
@@ -119,7 +119,7 @@ fn pending(item: &serde_dynamo::Item) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use dynamodb_outbox_core::schema::PENDING_MESSAGE;
+    use dynamodb_outbox_core::__private::schema::PENDING_MESSAGE;
     use serde_dynamo::AttributeValue;
     use std::collections::HashMap;
 

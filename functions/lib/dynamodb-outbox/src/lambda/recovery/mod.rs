@@ -17,12 +17,12 @@ use crate::wiring::with_sdk_timeouts;
 use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
 use aws_lambda_events::sqs::BatchItemFailure;
 use aws_types::SdkConfig;
+use dynamodb_outbox_core::__private::metrics::{Emitter, Metric};
+use dynamodb_outbox_core::__private::policy::budget::FALLBACK_WINDOW;
+use dynamodb_outbox_core::__private::ports::{MarkOutcome, SweepStore};
+use dynamodb_outbox_core::__private::schema::table_check::TableNeeds;
+use dynamodb_outbox_core::__private::sweep::Budget;
 use dynamodb_outbox_core::config::{ConfigError, SdkTimeouts, required, vars};
-use dynamodb_outbox_core::metrics::{Emitter, Metric};
-use dynamodb_outbox_core::policy::budget::FALLBACK_WINDOW;
-use dynamodb_outbox_core::ports::{MarkOutcome, SweepStore};
-use dynamodb_outbox_core::schema::table_check::TableNeeds;
-use dynamodb_outbox_core::sweep::Budget;
 use dynamodb_outbox_core::{KeyNames, SharedClock, SystemClock};
 use lambda_runtime::{Error, LambdaEvent};
 use std::sync::Arc;
@@ -279,9 +279,9 @@ async fn adopt_all<S: SweepStore>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use dynamodb_outbox_core::__private::schema::{ItemKey, OutboxItem};
     use dynamodb_outbox_core::clock::ManualClock;
     use dynamodb_outbox_core::fakes::{MemoryStore, key, pending_item};
-    use dynamodb_outbox_core::schema::{ItemKey, OutboxItem};
 
     fn deps(store: MemoryStore) -> Deps<MemoryStore> {
         let aws = aws_config::SdkConfig::builder()
@@ -351,10 +351,10 @@ mod tests {
         // When their discarded records are recovered
         let as_inserted = |k: &ItemKey| Discarded {
             key: k.clone(),
-            seen: dynamodb_outbox_core::schema::SeenIndex::of(
+            seen: dynamodb_outbox_core::__private::schema::SeenIndex::of(
                 &serde_dynamo::to_item(d.store.get(k)).unwrap_or_default(),
             ),
-            message_id: dynamodb_outbox_core::schema::derive_message_id(k),
+            message_id: dynamodb_outbox_core::__private::schema::derive_message_id(k),
             trace_id: "-".into(),
         };
         let inserted = [

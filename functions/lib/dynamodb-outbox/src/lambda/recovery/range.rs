@@ -3,7 +3,9 @@
 
 use super::progress::{Bound, Next, Page, Progress};
 use aws_sdk_dynamodbstreams::types::{Record, ShardIteratorType};
-use dynamodb_outbox_core::schema::{self, ItemKey, OutboxItem, PENDING_MESSAGE, SeenIndex, Status};
+use dynamodb_outbox_core::__private::schema::{
+    self, ItemKey, OutboxItem, PENDING_MESSAGE, SeenIndex, Status,
+};
 use dynamodb_outbox_core::trace::{TraceContext, log_trace_id};
 use dynamodb_outbox_core::{Clock, KeyNames};
 use serde::Deserialize;
@@ -334,7 +336,7 @@ mod tests {
         .unwrap_or_else(|| panic!("pending"))
         .seen;
         assert!(
-            !seen.is_valid(&dynamodb_outbox_core::schema::SweepShards::default()),
+            !seen.is_valid(&dynamodb_outbox_core::__private::schema::SweepShards::default()),
             "a minimal item carries no index attributes"
         );
     }
