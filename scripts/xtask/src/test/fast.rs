@@ -8,13 +8,10 @@ use crate::session::Session;
 use crate::tiers::{self, Tier};
 
 /// The libraries whose doc tests run apart from the workspace's, each with the
-/// features docs.rs documents: neither turns on the core's `unstable-internals`, which
-/// the workspace's tools do, so there an example naming a module users cannot reach
-/// would pass. (`dynamodb-outbox` turns it on itself: its examples run with the rest.)
-pub const ALONE_DOC_TESTS: [(&str, &str); 2] = [
-    ("dynamodb-outbox-core", "opentelemetry"),
-    ("dynamodb-outbox-idempotency", "opentelemetry"),
-];
+/// features docs.rs documents: none turns on another's `unstable-internals`, which the
+/// workspace's tools do, so there an example naming a module users cannot reach would
+/// pass. The same three, with the same features, as `cargo xtask lint`'s rustdoc run.
+pub const ALONE_DOC_TESTS: [(&str, &str); 3] = crate::lint::LIBRARIES;
 
 /// The fast tier alone: builds only its targets, starts nothing.
 pub fn alone(s: &Session, runner: &Runner, run: &Run) -> Result {
