@@ -1,7 +1,9 @@
 //! The shop as deployed by its own Terraform root and its own CDK app (tests/run
 //! applies both to the local AWS and names them in `SHOP_DEPLOYMENTS`,
 //! `terraform:<name>,cdk:<name>`): orders placed here are shipped by the consumer,
-//! once, and their outbox items end `SENT` with the shop's own TTL attribute.
+//! once, and their outbox items end `SENT` with the shop's own TTL attribute; and a
+//! publisher told a wrong key name refuses work, leaving the message `PENDING`
+//! (the plan and the synth with that name already failed: `cargo xtask shop`).
 
 use dynamodb_outbox::aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
 use dynamodb_outbox::aws_sdk_dynamodb::types::AttributeValue;
