@@ -56,13 +56,10 @@ resource "aws_dynamodb_table" "shop" {
 module "outbox" {
   source = "../../../infra/terraform/modules/outbox"
 
-  prefix           = "${var.name}-outbox"
-  lambda_asset_dir = var.outbox_asset_dir
-  architecture     = var.architecture
-  existing_table = {
-    table_name = aws_dynamodb_table.shop.name
-    stream_arn = aws_dynamodb_table.shop.stream_arn
-  }
+  prefix             = "${var.name}-outbox"
+  lambda_asset_dir   = var.outbox_asset_dir
+  architecture       = var.architecture
+  existing_table     = aws_dynamodb_table.shop
   partition_key_name = local.keys.partition
   sort_key_name      = local.keys.sort
   ttl_attribute_name = local.keys.ttl

@@ -125,42 +125,156 @@ impl Shop<'_> {
         let rc = self.state.join("terraformrc");
         let config = Cmd::new(self.s.path("scripts/tf-cli-config")).read()?;
         std::fs::write(&rc, config).map_err(|e| format!("cannot write {}: {e}", rc.display()))?;
-        let tf = |args: &[&str]| {
+        let root = self.root_sourcing_the_module_by_absolute_path()?;
+        let tf = |dir: &Path, args: &[&str]| {
             with_test_credentials(self.s.cmd("terraform"))
                 .env("GOGC", terraform_gogc())
                 .env("TF_IN_AUTOMATION", "1")
                 .env("TF_INPUT", "0")
                 .env("TF_DATA_DIR", self.state.join("tfdata"))
                 .env("TF_CLI_CONFIG_FILE", &rc)
-                .arg(format!("-chdir={}", self.here.join("terraform").display()))
+                .arg(format!("-chdir={}", dir.display()))
                 .args(args)
+        };
+        let vars = |cmd: Cmd| {
+            cmd.args(["-var", &format!("name={}", self.opts.name)])
+                .args(["-var", &format!("endpoint={}", self.opts.endpoint)])
+                .args(["-var", "architecture=x86_64"])
+                .args([
+                    "-var",
+                    &format!("outbox_asset_dir={}", self.assets.display()),
+                ])
+                .args(["-var", &format!("consumer_zip={}", self.consumer.display())])
         };
         let plan = self.state.join("plan");
         let tfstate = format!("-state={}", self.state.join("terraform.tfstate").display());
-        tf(&["init", "-input=false"]).run_logged(&self.state.join("init.log"), 40)?;
+        tf(&root, &["init", "-input=false"]).run_logged(&self.state.join("init.log"), 40)?;
+        log(&format!(
+            "terraform plan with partition_key_name = \"{WRONG_PARTITION_KEY}\": the module must refuse it"
+        ));
+        let wrong = self.root_with_a_wrong_key_name(&root)?;
+        // An empty state of its own: everything planned as new, nothing read back.
+        let empty = format!("-state={}", self.state.join("wrong-key.tfstate").display());
+        let refusal = self.state.join("plan-wrong-key.log");
+        let planned_anyway = vars(tf(&wrong, &["plan", "-input=false", "-no-color", &empty]))
+            .spawn_logged("terraform plan (wrong key name)", &refusal)?
+            .wait(0)
+            .is_ok();
+        let said = std::fs::read_to_string(&refusal)
+            .map_err(|e| format!("cannot read {}: {e}", refusal.display()))?;
+        if planned_anyway || !refused_for_the_key_name(&said) {
+            return Err(format!(
+                "shop: partition_key_name = \"{WRONG_PARTITION_KEY}\" on a table keyed `pk` must fail the plan, naming the setting and the table's key ({}):\n{}",
+                refusal.display(),
+                crate::process::tail_of(&refusal, 30)
+            ));
+        }
         log("terraform plan: what the outbox module adds");
-        tf(&[
-            "plan",
-            "-input=false",
-            &format!("-out={}", plan.display()),
-            &tfstate,
-        ])
-        .args(["-var", &format!("name={}", self.opts.name)])
-        .args(["-var", &format!("endpoint={}", self.opts.endpoint)])
-        .args(["-var", "architecture=x86_64"])
-        .args([
-            "-var",
-            &format!("outbox_asset_dir={}", self.assets.display()),
-        ])
-        .args(["-var", &format!("consumer_zip={}", self.consumer.display())])
+        vars(tf(
+            &root,
+            &[
+                "plan",
+                "-input=false",
+                &format!("-out={}", plan.display()),
+                &tfstate,
+            ],
+        ))
         .run_logged(&self.state.join("plan.log"), 40)?;
-        let shown = tf(&["show", "-json", &plan.display().to_string()]).read()?;
+        let shown = tf(&root, &["show", "-json", &plan.display().to_string()]).read()?;
         let planned = planned_module_resources(&shown)?;
         self.compare("terraform.txt", &planned, "terraform plan of module.outbox")?;
         log(&format!("terraform apply (name {})", self.opts.name));
-        tf(&["apply", "-input=false", "-auto-approve", &tfstate])
+        tf(&root, &["apply", "-input=false", "-auto-approve", &tfstate])
             .arg(&plan)
             .run_logged(&self.state.join("apply.log"), 40)
+    }
+
+    /// A copy of `root` (initialised: its lock file is copied too) whose module call
+    /// says `partition_key_name = "PK"` — the default, what a user who forgot the
+    /// setting deploys with — on the table keyed `pk`.
+    fn root_with_a_wrong_key_name(&self, root: &Path) -> Result<PathBuf> {
+        let wrong = self.state.join("root-wrong-key");
+        if wrong.exists() {
+            std::fs::remove_dir_all(&wrong)
+                .map_err(|e| format!("cannot remove {}: {e}", wrong.display()))?;
+        }
+        std::fs::create_dir_all(&wrong)
+            .map_err(|e| format!("cannot create {}: {e}", wrong.display()))?;
+        let mut found = 0;
+        for entry in
+            std::fs::read_dir(root).map_err(|e| format!("cannot read {}: {e}", root.display()))?
+        {
+            let path = entry
+                .map_err(|e| format!("cannot read {}: {e}", root.display()))?
+                .path();
+            if !path.is_file() {
+                continue;
+            }
+            let to = wrong.join(path.file_name().unwrap_or_default());
+            let text = std::fs::read_to_string(&path)
+                .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+            let (text, here) = with_wrong_key_name(&text);
+            found += here;
+            std::fs::write(&to, text).map_err(|e| format!("cannot write {}: {e}", to.display()))?;
+        }
+        if found != 1 {
+            return Err(format!(
+                "shop: expected one `{KEY_SETTING}` in examples/shop/terraform, found {found}: the wrong-key plan replaces it"
+            ));
+        }
+        Ok(wrong)
+    }
+
+    /// The shop's root as a user outside this repository has it: a copy, in the
+    /// deployment's directory, whose module `source` is the module's absolute path
+    /// (Terraform's `source` is a literal, so the root in examples/ keeps a relative
+    /// one). An absolute source is installed as a package of its own, so a module that
+    /// reaches outside its folder fails `terraform init` here ("Local module path
+    /// escapes module package") as it would for them (issue 39).
+    fn root_sourcing_the_module_by_absolute_path(&self) -> Result<PathBuf> {
+        let module = self
+            .s
+            .path("infra/terraform/modules/outbox")
+            .canonicalize()
+            .map_err(|e| format!("shop: the outbox module's folder: {e}"))?;
+        let from = self.here.join("terraform");
+        let root = self.state.join("root");
+        // A file removed from the root since the last run must not stay in the copy.
+        if root.exists() {
+            std::fs::remove_dir_all(&root)
+                .map_err(|e| format!("cannot remove {}: {e}", root.display()))?;
+        }
+        std::fs::create_dir_all(&root)
+            .map_err(|e| format!("cannot create {}: {e}", root.display()))?;
+        let entries =
+            std::fs::read_dir(&from).map_err(|e| format!("cannot read {}: {e}", from.display()))?;
+        let mut sources = 0;
+        for entry in entries {
+            let path = entry
+                .map_err(|e| format!("cannot read {}: {e}", from.display()))?
+                .path();
+            // The root's own files; its tests (tests/*.tftest.hcl) are not deployed.
+            if !path.is_file() || path.extension().is_none_or(|e| e != "tf") {
+                continue;
+            }
+            let text = std::fs::read_to_string(&path)
+                .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+            let (text, found) = with_module_source(&text, &module.display().to_string());
+            sources += found;
+            let to = root.join(path.file_name().unwrap_or_default());
+            std::fs::write(&to, text).map_err(|e| format!("cannot write {}: {e}", to.display()))?;
+        }
+        if sources != 1 {
+            return Err(format!(
+                "shop: expected one `source = \"{MODULE_SOURCE}\"` in {}, found {sources}: the deployment sources the module by absolute path in its place",
+                from.display()
+            ));
+        }
+        log(&format!(
+            "terraform root with the module sourced from {}",
+            module.display()
+        ));
+        Ok(root)
     }
 
     fn cdk(&self) -> Result {
@@ -206,6 +320,7 @@ impl Shop<'_> {
             .map_err(|e| {
                 format!("shop: the CDK app does not type-check against the construct's types: {e}")
             })?;
+        self.wrong_key_name_fails_synth(&cdk, &context)?;
         let with_context = |cmd: Cmd| {
             context
                 .iter()
@@ -238,6 +353,66 @@ impl Shop<'_> {
         .run_logged(&self.state.join("deploy.log"), 40)
     }
 
+    /// The app run with `keyNames.partitionKey` "PK" on its table keyed `pk` must fail
+    /// its synthesis, the construct's validation naming the setting and the table's
+    /// key. A copy of app.ts in the deployment's directory, run as `cdk synth` runs it
+    /// (tsx, the context given as the CLI gives it) but without the CLI: one process.
+    fn wrong_key_name_fails_synth(&self, cdk: &Path, context: &[String]) -> Result {
+        log(&format!(
+            "cdk app with keyNames.partitionKey '{WRONG_PARTITION_KEY}': the construct must refuse it at synth"
+        ));
+        let dir = self.state.join("cdk-wrong-key");
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        let app = cdk.join("app.ts");
+        let text = std::fs::read_to_string(&app)
+            .map_err(|e| format!("cannot read {}: {e}", app.display()))?;
+        let wrong = format!("keyNames: {{ partitionKey: '{WRONG_PARTITION_KEY}',");
+        if text.matches(CDK_KEY_SETTING).count() != 1 {
+            return Err(format!(
+                "shop: expected one `{CDK_KEY_SETTING}` in {}: the wrong-key synth replaces it",
+                app.display()
+            ));
+        }
+        let copy = dir.join("app.ts");
+        std::fs::write(&copy, text.replace(CDK_KEY_SETTING, &wrong))
+            .map_err(|e| format!("cannot write {}: {e}", copy.display()))?;
+        let context: serde_json::Map<String, serde_json::Value> = context
+            .iter()
+            .filter_map(|c| c.split_once('='))
+            .map(|(k, v)| (k.to_owned(), serde_json::Value::String(v.to_owned())))
+            .collect();
+        let log_path = dir.join("synth.log");
+        // The copy is outside the app's folder: its packages are found by NODE_PATH.
+        let synthesized = Cmd::new("npx")
+            .dir(cdk)
+            .env("NODE_PATH", cdk.join("node_modules"))
+            .env(
+                "CDK_CONTEXT_JSON",
+                serde_json::Value::Object(context).to_string(),
+            )
+            .env("CDK_OUTDIR", dir.join("cdk.out"))
+            .env("CDK_DISABLE_CLI_TELEMETRY", "true")
+            .args(["--no-install", "tsx"])
+            .arg(&copy)
+            .spawn_logged("the shop's CDK app (wrong key name)", &log_path)?
+            .wait(0)
+            .is_ok();
+        let said = std::fs::read_to_string(&log_path)
+            .map_err(|e| format!("cannot read {}: {e}", log_path.display()))?;
+        let refusal = format!(
+            "does not match keyNames.partitionKey: configured \"{WRONG_PARTITION_KEY}\", the table's partition key is \"pk\""
+        );
+        if synthesized || !said.contains(&refusal) {
+            return Err(format!(
+                "shop: keyNames.partitionKey '{WRONG_PARTITION_KEY}' on a table keyed `pk` must fail the synthesis with `{refusal}` ({}):\n{}",
+                log_path.display(),
+                crate::process::tail_of(&log_path, 30)
+            ));
+        }
+        Ok(())
+    }
+
     /// Fails, showing the difference, unless `planned` is `expected`'s list.
     fn compare(&self, expected: &str, planned: &[String], what: &str) -> Result {
         let path = self.here.join("expected-resources").join(expected);
@@ -253,6 +428,52 @@ impl Shop<'_> {
         log(&format!("{what}: {} resources, as expected", planned.len()));
         Ok(())
     }
+}
+
+/// The module's `source` in examples/shop/terraform, relative to the repository.
+const MODULE_SOURCE: &str = "../../../infra/terraform/modules/outbox";
+
+/// `text` with each `source = "<MODULE_SOURCE>"` made `source = "<module>"`, and how
+/// many there were.
+fn with_module_source(text: &str, module: &str) -> (String, usize) {
+    let relative = format!("source = \"{MODULE_SOURCE}\"");
+    let found = text.matches(&relative).count();
+    (
+        text.replace(&relative, &format!("source = \"{module}\"")),
+        found,
+    )
+}
+
+/// The shop root's partition key setting, which the wrong-key plan replaces.
+const KEY_SETTING: &str = "partition_key_name = local.keys.partition";
+/// The shop app's key names given to the construct, whose partition key the
+/// wrong-key synthesis replaces.
+const CDK_KEY_SETTING: &str = "keyNames: { partitionKey: 'pk',";
+/// The deliberately wrong partition key name: the module's default.
+const WRONG_PARTITION_KEY: &str = "PK";
+
+/// `text` with [`KEY_SETTING`] giving [`WRONG_PARTITION_KEY`], and how many there were.
+fn with_wrong_key_name(text: &str) -> (String, usize) {
+    (
+        text.replace(
+            KEY_SETTING,
+            &format!("partition_key_name = \"{WRONG_PARTITION_KEY}\""),
+        ),
+        text.matches(KEY_SETTING).count(),
+    )
+}
+
+/// Whether a plan's output is the module's refusal of the wrong partition key name:
+/// the setting, the configured name and the table's, in Terraform's wrapped box.
+fn refused_for_the_key_name(output: &str) -> bool {
+    let flat = output
+        .replace('│', " ")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    flat.contains(&format!(
+        "does not match partition_key_name: configured \"{WRONG_PARTITION_KEY}\", the table's partition key (hash_key) is \"pk\""
+    ))
 }
 
 /// The lines of `expected` (one resource a line) that `planned` lacks, as `- line`,
@@ -322,6 +543,33 @@ mod tests {
             ]
         );
         assert!(planned_module_resources("not json").is_err());
+    }
+
+    #[test]
+    fn the_module_source_becomes_the_absolute_path_and_is_counted() {
+        let root =
+            "module \"outbox\" {\n  source = \"../../../infra/terraform/modules/outbox\"\n}\n";
+        let (text, found) = with_module_source(root, "/repo/infra/terraform/modules/outbox");
+        assert_eq!(found, 1);
+        assert_eq!(
+            text,
+            "module \"outbox\" {\n  source = \"/repo/infra/terraform/modules/outbox\"\n}\n"
+        );
+        assert_eq!(with_module_source("source = \"./other\"", "/x").1, 0);
+    }
+
+    #[test]
+    fn the_wrong_key_plan_names_pk_and_its_refusal_is_read_through_the_wrapped_box() {
+        let (text, found) = with_wrong_key_name("  partition_key_name = local.keys.partition\n");
+        assert_eq!(
+            (text.as_str(), found),
+            ("  partition_key_name = \"PK\"\n", 1)
+        );
+        let refusal = "│ Error: Resource precondition failed\n│ existing_table \"shop-tf-table\" does not match\n│ partition_key_name: configured \"PK\", the table's partition key (hash_key)\n│ is \"pk\". Set partition_key_name = \"pk\", or attach the outbox table.\n";
+        assert!(refused_for_the_key_name(refusal));
+        assert!(!refused_for_the_key_name(
+            "Error: Invalid value for variable"
+        ));
     }
 
     #[test]
