@@ -430,8 +430,11 @@ describe('default deployment', () => {
         ComparisonOperator: 'GreaterThanThreshold',
       });
     });
-    it('has no alarm actions unless an alarm topic is given', () => {
-      for (const a of Object.values(t.findResources('AWS::CloudWatch::Alarm'))) assert.equal(a.Properties.AlarmActions, undefined);
+    it("notifies the example's own encrypted topic <prefix>-alarms when no alarm topic is given", () => {
+      const topics = t.findResources('AWS::SNS::Topic');
+      assert.deepEqual(Object.values(topics).map((r) => r.Properties.TopicName), ['outbox-alarms']);
+      assert.ok(Object.values(topics)[0].Properties.KmsMasterKeyId, 'the topic is encrypted');
+      for (const a of Object.values(t.findResources('AWS::CloudWatch::Alarm'))) assert.deepEqual(a.Properties.AlarmActions, [{ Ref: Object.keys(topics)[0] }]);
       t.resourceCountIs('AWS::CloudWatch::Alarm', 19);
     });
   });

@@ -55,9 +55,9 @@ variable "max_message_bytes" {
 }
 
 variable "large_payloads" {
-  description = "Create the large-payload bucket (S3 large-payload offload); null (the default) takes the module's, true."
+  description = "Create the large-payload bucket (S3 large-payload offload); on here (the module's default is off), as the stack tests read it."
   type        = bool
-  default     = null
+  default     = true
 }
 
 variable "large_payload_bucket_name" {

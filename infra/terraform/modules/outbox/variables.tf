@@ -211,9 +211,9 @@ variable "log_retention_days" {
 }
 
 variable "large_payloads" {
-  description = "Create the large-payload bucket (payloads too large for a destination or an item are stored at outbox/<MessageId> and a pointer is sent) and give it to the publisher and sweeper. false: no bucket, no S3 grants."
+  description = "Create the large-payload bucket (payloads too large for a destination or an item are stored at outbox/<MessageId> and a pointer is sent) and give it to the publisher and sweeper. false (the default): no bucket, no S3 grants."
   type        = bool
-  default     = true
+  default     = false
   nullable    = false
 }
 
@@ -308,13 +308,13 @@ variable "existing_table" {
   }
 }
 
-variable "alarm_topic_arn" {
-  description = "SNS topic the alarms notify. When null the alarms have no action."
-  type        = string
+variable "alarms" {
+  description = "The 15 alarms and the SNS topic they notify: { topic_arn = aws_sns_topic.ops.arn }. null (the default): no alarms (the dashboard stays). An object, so that whether alarms exist is known at plan even when the topic is created in the same apply."
+  type        = object({ topic_arn = string })
   default     = null
   validation {
-    condition     = var.alarm_topic_arn == null || can(regex("^arn:aws[a-z-]*:sns:[a-z0-9-]+:[0-9]{12}:[A-Za-z0-9_-]{1,256}$", coalesce(var.alarm_topic_arn, "-")))
-    error_message = "alarm_topic_arn must be an SNS topic ARN."
+    condition     = var.alarms == null ? true : can(regex("^arn:aws[a-z-]*:sns:[a-z0-9-]+:[0-9]{12}:[A-Za-z0-9_-]{1,256}$", var.alarms.topic_arn))
+    error_message = "alarms.topic_arn must be an SNS topic ARN: alarms = { topic_arn = aws_sns_topic.ops.arn }, or alarms = null for none."
   }
 }
 

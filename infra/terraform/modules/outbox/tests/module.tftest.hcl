@@ -10,6 +10,13 @@ mock_provider "aws" {
   source = "./tests/mocks"
 }
 
+# The bucket and the alarms, off by default, are on here unless a run says otherwise (a plain
+# configuration's resources: outbox_only.tftest.hcl).
+variables {
+  large_payloads = true
+  alarms         = { topic_arn = "arn:aws:sns:eu-west-1:123456789012:ops" }
+}
+
 # One plan for 2 former runs with these same inputs (each headed below by its old name):
 # a run costs ~1 CPU-s of provider start and plan, whatever it asserts.
 run "queues_set_their_size_and_sweeper_async_invocations_are_not_retried" {
@@ -416,8 +423,8 @@ run "an_existing_large_payload_bucket_is_attached_not_created" {
 run "access_denied_and_fence_unread_alarms_notify_the_alarm_topic" {
   command = plan
   variables {
-    prefix          = "shop"
-    alarm_topic_arn = "arn:aws:sns:eu-west-1:123456789012:ops"
+    prefix = "shop"
+    alarms = { topic_arn = "arn:aws:sns:eu-west-1:123456789012:ops" }
   }
   assert {
     condition = alltrue([for k in ["AccessDenied", "FenceUnread"] : (
@@ -430,7 +437,7 @@ run "access_denied_and_fence_unread_alarms_notify_the_alarm_topic" {
   }
   assert {
     condition     = alltrue([for a in aws_cloudwatch_metric_alarm.this : a.alarm_actions == toset(["arn:aws:sns:eu-west-1:123456789012:ops"])])
-    error_message = "Every alarm, the new ones included, notifies alarm_topic_arn."
+    error_message = "Every alarm, the new ones included, notifies alarms.topic_arn."
   }
 }
 
