@@ -102,9 +102,9 @@ variable "sweep_grace_seconds" {
 }
 
 variable "sweep_scan_mode" {
-  description = "How the sweeper finds PENDING items no index knows about: \"off\" (the index only), \"backstop\" (one scan page a sweep) or \"on\" (eight); true is \"on\", false is \"off\". Pages, coverage and cost: docs/configuration.md."
+  description = "How the sweeper finds PENDING items no index knows about: \"off\" (the default: the index only; after a lost stream range, outbox-ops reconcile), \"backstop\" (one scan page a sweep) or \"on\" (eight); a scan reads business items too; true is \"on\", false is \"off\". Pages, coverage and cost: docs/configuration.md."
   type        = string
-  default     = "backstop"
+  default     = "off"
   nullable    = false
   validation {
     condition     = contains(["off", "backstop", "on", "true", "false"], var.sweep_scan_mode)

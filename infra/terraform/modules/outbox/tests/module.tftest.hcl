@@ -220,13 +220,29 @@ run "recovery_function_consumes_the_failure_queue" {
   }
 }
 
-# The sweeper's scan mode reaches its environment and its role: the backstop scan by
-# default (Scan, and PutItem of the scan cursors), neither with "off" (or the old false).
-run "the_sweeper_runs_the_backstop_scan_by_default" {
+# The sweeper's scan mode reaches its environment and its role: no scan by default (a scan
+# reads business items too), the backstop scan when asked (Scan, and PutItem of the scan
+# cursors), neither with "off" (or the old false).
+run "the_sweeper_scans_nothing_by_default" {
   command = apply
   assert {
+    condition     = aws_lambda_function.this["sweeper"].environment[0].variables.OUTBOX_SWEEP_SCAN_MODE == "off"
+    error_message = "The sweeper runs no scan by default (OUTBOX_SWEEP_SCAN_MODE = off)."
+  }
+  assert {
+    condition     = !anytrue([for a in flatten([for s in jsondecode(aws_iam_role_policy.function["sweeper"].policy).Statement : flatten([s.Action])]) : contains(["dynamodb:Scan", "dynamodb:PutItem"], a)])
+    error_message = "By default the sweeper may neither Scan nor PutItem."
+  }
+}
+
+run "the_sweeper_runs_the_backstop_scan_when_asked" {
+  command = apply
+  variables {
+    sweep_scan_mode = "backstop"
+  }
+  assert {
     condition     = aws_lambda_function.this["sweeper"].environment[0].variables.OUTBOX_SWEEP_SCAN_MODE == "backstop"
-    error_message = "The sweeper runs the backstop scan by default (OUTBOX_SWEEP_SCAN_MODE = backstop)."
+    error_message = "The sweeper runs the backstop scan (OUTBOX_SWEEP_SCAN_MODE = backstop)."
   }
   assert {
     condition = (
