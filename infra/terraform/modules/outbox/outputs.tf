@@ -89,6 +89,6 @@ output "key_names" {
 }
 
 output "alarm_names" {
-  description = "The alarms' names, <prefix>-<alarm>; empty without alarms."
+  description = "The alarms' names; empty without alarms."
   value       = sort([for a in aws_cloudwatch_metric_alarm.this : a.alarm_name])
 }

@@ -102,7 +102,7 @@ variable "sweep_grace_seconds" {
 }
 
 variable "sweep_scan_mode" {
-  description = "How the sweeper finds PENDING items no index knows about: \"off\" (the default: the index only; after a lost stream range, outbox-ops reconcile), \"backstop\" (one scan page a sweep) or \"on\" (eight); a scan reads business items too; true is \"on\", false is \"off\". Pages, coverage and cost: docs/configuration.md."
+  description = "How the sweeper finds PENDING items no index knows about: \"off\" (none; outbox-ops reconcile after a lost range), \"backstop\" (one scan page a sweep) or \"on\" (eight); true is \"on\", false \"off\". Cost: docs/configuration.md."
   type        = string
   default     = "off"
   nullable    = false
@@ -163,7 +163,7 @@ variable "max_receive_count" {
 }
 
 variable "max_message_bytes" {
-  description = "MaximumMessageSize of the queues the module creates (the outbox DLQ and the stream-failure queue and its DLQ). 262144 by default because hashicorp/aws before 6.8.0 refuses more; with >= 6.8.0 set 1048576 (the CDK default)."
+  description = "MaximumMessageSize of the queues the module creates. 262144 by default as hashicorp/aws before 6.8.0 refuses more; with >= 6.8.0 set 1048576 (the CDK default)."
   type        = number
   default     = 262144
   nullable    = false
@@ -184,7 +184,7 @@ variable "sweeper_reserved_concurrency" {
 }
 
 variable "sweep_workers" {
-  description = "Sweeper invocations on each tick, worker i of n sweeping the index shards numbered i mod n, so a backlog drains about n times as fast (docs/scale.md). At most 5 (one EventBridge rule); reserved concurrency is raised to n."
+  description = "Sweeper invocations per tick, worker i of n sweeping index shards i mod n: a backlog drains about n times as fast (docs/scale.md). At most 5 (one EventBridge rule); reserved concurrency becomes n."
   type        = number
   default     = 1
   validation {
@@ -211,7 +211,7 @@ variable "log_retention_days" {
 }
 
 variable "large_payloads" {
-  description = "Create the large-payload bucket (payloads too large for a destination or an item are stored at outbox/<MessageId> and a pointer is sent) and give it to the publisher and sweeper. false (the default): no bucket, no S3 grants."
+  description = "Create the large-payload bucket (docs/message-sizes.md) for the publisher and sweeper. false (the default): no bucket, no S3 grants."
   type        = bool
   default     = false
   nullable    = false
@@ -309,7 +309,7 @@ variable "existing_table" {
 }
 
 variable "alarms" {
-  description = "The 15 alarms and the SNS topic they notify: { topic_arn = aws_sns_topic.ops.arn }. null (the default): no alarms (the dashboard stays). An object, so that whether alarms exist is known at plan even when the topic is created in the same apply."
+  description = "{ topic_arn = <SNS topic ARN> }: the 15 alarms, notifying it; null (the default): none. An object: known at plan when the topic is new."
   type        = object({ topic_arn = string })
   default     = null
   validation {
