@@ -43,7 +43,7 @@ variable "sweep_grace_seconds" {
 }
 
 variable "sweep_scan_mode" {
-  description = "OUTBOX_SWEEP_SCAN_MODE: \"off\", \"backstop\" or \"on\" (the old true is \"on\", false \"off\"); null (the default) takes the module's, \"backstop\". Except under \"off\" the sweeper may Scan the table and PutItem its scan cursors."
+  description = "OUTBOX_SWEEP_SCAN_MODE: \"off\", \"backstop\" or \"on\" (the old true is \"on\", false \"off\"); null (the default) takes the module's, \"off\". Except under \"off\" the sweeper may Scan the table and PutItem its scan cursors."
   type        = string
   default     = null
 }
