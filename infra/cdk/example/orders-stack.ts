@@ -104,7 +104,7 @@ export class OutboxStack extends cdk.Stack {
       defaultDestination: s.defaultDestination,
       assetDir: s.lambdaAssetDir,
       encryptionKey: key,
-      alarmTopic: s.alarmTopicArn ? sns.Topic.fromTopicArn(this, 'AlarmTopic', s.alarmTopicArn) : undefined,
+      alarmTopic: s.alarmTopicArn ? sns.Topic.fromTopicArn(this, 'AlarmTopic', s.alarmTopicArn) : this.alarmTopic(n.alarmTopic, key),
       dashboard: { functionNames: [n.consumer], queueNames: [n.ordersDlq, n.fifoDlq] },
     });
     const outbox = this.outbox;
@@ -192,6 +192,16 @@ export class OutboxStack extends cdk.Stack {
     if (outbox.producerPolicy) new cdk.CfnOutput(this, 'ProducerPolicyArn', { value: outbox.producerPolicy.managedPolicyArn });
     new cdk.CfnOutput(this, 'ProducerPolicyJson', {
       value: this.toJsonString(new iam.PolicyDocument({ statements: outbox.producerStatements() }).toJSON()),
+    });
+  }
+
+  /** The example's own alarm topic when none is given: the outbox creates alarms only with one (issue 39). */
+  private alarmTopic(topicName: string, key?: kms.IKey): sns.ITopic {
+    return new sns.Topic(this, 'AlarmTopic', {
+      topicName,
+      // The example's key, or SNS's AWS-managed key: never unencrypted, as the queues.
+      masterKey: key ?? kms.Alias.fromAliasName(this, 'SnsManagedKey', 'alias/aws/sns'),
+      enforceSSL: true,
     });
   }
 }

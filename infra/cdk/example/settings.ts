@@ -62,7 +62,7 @@ export interface OutboxSettings extends OutboxConstructSettings {
   /** Customer-managed KMS key for the tables and queues; AWS-managed / SQS-managed SSE when absent. */
   readonly kmsKeyArn?: string;
   readonly existingTable?: ExistingTable;
-  /** SNS topic that alarms notify; alarms have no action when absent. */
+  /** SNS topic that alarms notify; the example creates `<prefix>-alarms` when absent. */
   readonly alarmTopicArn?: string;
   /** The outbox table's key and TTL attribute names. */
   readonly partitionKeyName: string;
@@ -74,6 +74,8 @@ export interface OutboxSettings extends OutboxConstructSettings {
 
 export const DEFAULTS: OutboxSettings = {
   ...OUTBOX_DEFAULTS,
+  // The example shows the claim check, which the construct leaves off by default.
+  largePayloads: true,
   routes: {},
   consumerBatchSize: 10,
   consumerMaxReceiveCount: 10,
@@ -158,5 +160,6 @@ export function exampleNames(prefix: string) {
     ordersDlq: `${prefix}-orders-queue-dlq`,
     fifoQueue: `${prefix}-orders-events.fifo`,
     fifoDlq: `${prefix}-orders-events-dlq.fifo`,
+    alarmTopic: `${prefix}-alarms`,
   };
 }

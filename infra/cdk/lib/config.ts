@@ -127,7 +127,8 @@ export type Architecture = 'arm64' | 'x86_64';
 
 /**
  * OUTBOX_SWEEP_SCAN_MODE: how the sweeper looks for PENDING items no index knows about.
- * `off`: only the index. `backstop` (the default): one page of at most 100 items per
+ * `off` (the default: a scan reads business items too; after a lost stream range,
+ * `outbox-ops reconcile`): only the index. `backstop`: one page of at most 100 items per
  * sweep, from a cursor saved in the table — a slow, cheap pass over the whole table.
  * `on`: 4 segments × 2 pages of 1000 items per sweep, for tables whose producers rarely
  * index their items. Under `backstop` and `on` the sweeper may Scan the table and PutItem

@@ -75,7 +75,7 @@ export interface OutboxProps extends OutboxSettingsInput {
   readonly assetDir?: string;
   /** Customer-managed key of a created table, the queues and a created bucket; the roles may use it. */
   readonly encryptionKey?: kms.IKey;
-  /** Topic that every alarm notifies; no alarm actions when absent. */
+  /** Topic that every alarm notifies; without it the outbox creates no alarms (the dashboard stays). */
   readonly alarmTopic?: sns.ITopic;
   /** Create the producer's managed policy `<prefix>-producer` (default true). `grantProduce` works either way. */
   readonly createProducerPolicy?: boolean;
@@ -278,7 +278,8 @@ export class Outbox extends Construct {
     recoveryMapping.node.addDependency(recoveryRole);
 
     this.alarmAction = props.alarmTopic ? new cwActions.SnsAction(props.alarmTopic) : undefined;
-    for (const [alarmId, a] of Object.entries(alarmDefinitions(s))) this.addAlarm(alarmId, a);
+    // An alarm that notifies nobody is noise (issue 39): the contract's alarms come with a topic only.
+    if (this.alarmAction) for (const [alarmId, a] of Object.entries(alarmDefinitions(s))) this.addAlarm(alarmId, a);
     this.dashboard = new cloudwatch.CfnDashboard(this, 'Dashboard', {
       dashboardName: n.dashboard,
       dashboardBody: cdk.Stack.of(this).toJsonString({

@@ -31,12 +31,12 @@ describe('stream filter', () => {
 });
 
 describe('settings', () => {
-  it('defaults match CONTRACT.md (max attempts 8, TTL 7 days, grace 60 s, the backstop scan)', () => {
+  it('defaults match CONTRACT.md (max attempts 8, TTL 7 days, grace 60 s, no scan)', () => {
     const s = resolveSettings();
     assert.equal(s.maxAttempts, 8);
     assert.equal(s.ttlDays, 7);
     assert.equal(s.sweepGraceSeconds, 60);
-    assert.equal(s.sweepScanMode, 'backstop');
+    assert.equal(s.sweepScanMode, 'off');
     assert.equal(s.architecture, 'arm64');
     assert.equal(s.maxReceiveCount, 5);
     assert.equal(s.consumerMaxReceiveCount, 10);

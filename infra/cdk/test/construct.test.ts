@@ -9,6 +9,7 @@ import * as iam from 'aws-cdk-lib/aws-iam';
 import * as kms from 'aws-cdk-lib/aws-kms';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as s3 from 'aws-cdk-lib/aws-s3';
+import * as sns from 'aws-cdk-lib/aws-sns';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Outbox, type OutboxProps } from '../lib/index.ts';
 import { ENV, asList, fakeAssetDir, statementsOf } from './helpers.ts';
@@ -32,30 +33,51 @@ describe('the Outbox construct alone, on an imported table', () => {
     t = Template.fromStack(userStack().stack);
   });
 
-  it('creates the outbox and nothing else: no table, no example queues, no consumer', () => {
+  /** Resources of each type in a template. */
+  const countsOf = (tpl: Template): Record<string, number> => {
     const counts: Record<string, number> = {};
-    for (const r of Object.values(t.toJSON().Resources as Record<string, { Type: string }>)) counts[r.Type] = (counts[r.Type] ?? 0) + 1;
-    assert.deepEqual(counts, {
-      'AWS::CloudWatch::Alarm': 15,
-      'AWS::CloudWatch::Dashboard': 1,
-      'AWS::Events::Rule': 1,
-      'AWS::IAM::ManagedPolicy': 1,
-      'AWS::IAM::Policy': 3,
-      'AWS::IAM::Role': 3,
-      'AWS::Lambda::EventInvokeConfig': 1,
-      'AWS::Lambda::EventSourceMapping': 2,
-      'AWS::Lambda::Function': 3,
-      'AWS::Lambda::Permission': 1,
-      'AWS::Logs::LogGroup': 3,
-      'AWS::S3::Bucket': 1,
-      'AWS::S3::BucketPolicy': 1,
-      'AWS::SQS::Queue': 3,
-      'AWS::SQS::QueuePolicy': 3,
-    });
+    for (const r of Object.values(tpl.toJSON().Resources as Record<string, { Type: string }>)) counts[r.Type] = (counts[r.Type] ?? 0) + 1;
+    return counts;
+  };
+  const PLAIN = {
+    'AWS::CloudWatch::Dashboard': 1,
+    'AWS::Events::Rule': 1,
+    'AWS::IAM::ManagedPolicy': 1,
+    'AWS::IAM::Policy': 3,
+    'AWS::IAM::Role': 3,
+    'AWS::Lambda::EventInvokeConfig': 1,
+    'AWS::Lambda::EventSourceMapping': 2,
+    'AWS::Lambda::Function': 3,
+    'AWS::Lambda::Permission': 1,
+    'AWS::Logs::LogGroup': 3,
+    'AWS::SQS::Queue': 3,
+    'AWS::SQS::QueuePolicy': 3,
+  };
+
+  it('creates the outbox and nothing else: no table, no example queues, no consumer, no alarms without a topic, no bucket', () => {
+    assert.deepEqual(countsOf(t), PLAIN);
     const queues = Object.values(t.findResources('AWS::SQS::Queue')).map((q) => q.Properties.QueueName).sort();
     assert.deepEqual(queues, ['outbox-dlq', 'outbox-stream-failures', 'outbox-stream-failures-dlq']);
     const functions = Object.values(t.findResources('AWS::Lambda::Function')).map((f) => f.Properties.FunctionName).sort();
     assert.deepEqual(functions, ['outbox-publisher', 'outbox-recovery', 'outbox-sweeper']);
+  });
+
+  it('adds the 15 alarms with an alarm topic and the bucket with largePayloads, nothing else', () => {
+    const { stack } = userStack({ largePayloads: true, alarmTopic: sns.Topic.fromTopicArn(new cdk.Stack(), 'Ops', 'arn:aws:sns:eu-west-1:123456789012:ops') });
+    const tpl = Template.fromStack(stack);
+    assert.deepEqual(countsOf(tpl), { ...PLAIN, 'AWS::CloudWatch::Alarm': 15, 'AWS::S3::Bucket': 1, 'AWS::S3::BucketPolicy': 1 });
+    for (const a of Object.values(tpl.findResources('AWS::CloudWatch::Alarm'))) assert.deepEqual(a.Properties.AlarmActions, ['arn:aws:sns:eu-west-1:123456789012:ops']);
+  });
+
+  it('a topic created in the same stack gets the alarms too (its ARN a token at synth)', () => {
+    const stack = new cdk.Stack(new cdk.App(), 'App', { env: ENV });
+    const table = dynamodb.Table.fromTableAttributes(stack, 'Table', { tableArn: TABLE, tableStreamArn: STREAM });
+    const ops = new sns.Topic(stack, 'Ops', { masterKey: kms.Alias.fromAliasName(stack, 'SnsKey', 'alias/aws/sns') });
+    const outbox = new Outbox(stack, 'Outbox', { table, assetDir: fakeAssetDir(), alarmTopic: ops });
+    const tpl = Template.fromStack(stack);
+    assert.equal(Object.keys(outbox.alarms).length, 15);
+    const topicId = Object.keys(tpl.findResources('AWS::SNS::Topic'))[0];
+    for (const a of Object.values(tpl.findResources('AWS::CloudWatch::Alarm'))) assert.deepEqual(a.Properties.AlarmActions, [{ Ref: topicId }]);
   });
 
   it("routes only the user's topics, to the user's queue", () => {
@@ -159,8 +181,9 @@ describe('the sweeper index shard count and the stream parallelization factor', 
 });
 
 describe('grantProduce', () => {
+  // With the bucket, to see its grant (off by default).
   const producer = (props: Partial<OutboxProps> = {}) => {
-    const { stack, outbox } = userStack(props);
+    const { stack, outbox } = userStack({ largePayloads: true, ...props });
     const role = new iam.Role(stack, 'AppRole', { assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com') });
     outbox.grantProduce(role);
     const t = Template.fromStack(stack);

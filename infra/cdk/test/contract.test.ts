@@ -7,6 +7,7 @@ import assert from 'node:assert/strict';
 import { before, describe, it } from 'node:test';
 import * as cdk from 'aws-cdk-lib';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import * as sns from 'aws-cdk-lib/aws-sns';
 import { Template } from 'aws-cdk-lib/assertions';
 import { CONTRACT, DEFAULTS, resolveOutboxSettings } from '../lib/config.ts';
 import { DEPLOYMENT_CONTRACT, PLAIN_SETTINGS } from '../lib/contract.ts';
@@ -77,9 +78,12 @@ describe('the construct follows infra/contract/settings.json', () => {
     }
   });
 
-  it("has the contract's alarms, each with its metric and evaluation", () => {
+  it("has the contract's alarms, each with its metric and evaluation, when an alarm topic is given (none without)", () => {
+    t.resourceCountIs('AWS::CloudWatch::Alarm', 0);
+    const stack = new cdk.Stack(new cdk.App(), 'Alarmed', { env: ENV });
+    new Outbox(stack, 'Outbox', { assetDir: fakeAssetDir(), alarmTopic: sns.Topic.fromTopicArn(stack, 'Ops', 'arn:aws:sns:eu-west-1:123456789012:ops') });
     const alarms = Object.fromEntries(
-      Object.values(t.findResources('AWS::CloudWatch::Alarm') as Resources).map((r) => [String(r.Properties.AlarmName).replace(/^outbox-/, ''), r.Properties]),
+      Object.values(Template.fromStack(stack).findResources('AWS::CloudWatch::Alarm') as Resources).map((r) => [String(r.Properties.AlarmName).replace(/^outbox-/, ''), r.Properties]),
     );
     assert.deepEqual(Object.keys(alarms).sort(), Object.keys(DEPLOYMENT_CONTRACT.alarms).sort());
     const thresholds: Record<string, number> = { iterator_age_threshold_ms: DEFAULTS.iteratorAgeThresholdMs, oldest_pending_threshold_seconds: DEFAULTS.oldestPendingThresholdSeconds };

@@ -7,6 +7,7 @@ import * as fs from 'node:fs';
 import { describe, it } from 'node:test';
 import * as cdk from 'aws-cdk-lib';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import * as sns from 'aws-cdk-lib/aws-sns';
 import { Template } from 'aws-cdk-lib/assertions';
 import { Outbox } from '../lib/index.ts';
 import { STREAM_FILTER_FILE, canonicalJson, homeStreamFilter, loadStreamFilter, resolveOutboxSettings } from '../lib/config.ts';
@@ -134,7 +135,8 @@ describe('home region: one region of a global table', () => {
     }
   });
   it('names what is global to the account with the region (the producer policy, the dashboard); regional names stay', () => {
-    const t = outboxStack({ account: '123456789012', region: 'eu-west-1' }, global);
+    const alarmTopic = sns.Topic.fromTopicArn(new cdk.Stack(), 'Ops', 'arn:aws:sns:eu-west-1:123456789012:ops');
+    const t = outboxStack({ account: '123456789012', region: 'eu-west-1' }, { ...global, alarmTopic });
     t.hasResourceProperties('AWS::IAM::ManagedPolicy', { ManagedPolicyName: 'shop-producer-eu-west-1' });
     t.hasResourceProperties('AWS::CloudWatch::Dashboard', { DashboardName: 'shop-dashboard-eu-west-1' });
     t.hasResourceProperties('AWS::Lambda::Function', { FunctionName: 'shop-publisher' });

@@ -1,5 +1,6 @@
-// The sweeper's scan mode (OUTBOX_SWEEP_SCAN_MODE): off | backstop | on, `backstop` by
-// default — the bounded backstop scan (one page of <= 100 items per sweep, from a cursor
+// The sweeper's scan mode (OUTBOX_SWEEP_SCAN_MODE): off | backstop | on, `off` by default
+// (a scan reads business items too; outbox-ops reconcile after a lost stream range) —
+// `backstop` is the bounded scan (one page of <= 100 items per sweep, from a cursor
 // saved in the table) that finds pending items no index knows about. The old booleans
 // still work: true is `on`, false is `off` (no backstop). Under `backstop` and `on` the
 // sweeper may Scan the table and PutItem its scan cursors (PK = OUTBOX#SWEEPER only);
@@ -30,9 +31,9 @@ const CURSOR_CONDITION = {
 };
 
 describe('sweepScanMode: the setting', () => {
-  it('is backstop by default', () => {
-    assert.equal(DEFAULTS.sweepScanMode, 'backstop');
-    assert.equal(resolveSettings().sweepScanMode, 'backstop');
+  it('is off by default (a scan reads business items too)', () => {
+    assert.equal(DEFAULTS.sweepScanMode, 'off');
+    assert.equal(resolveSettings().sweepScanMode, 'off');
   });
   for (const mode of ['off', 'backstop', 'on'] as const) {
     it(`takes ${mode}`, () => assert.equal(resolveSettings({ sweepScanMode: mode }).sweepScanMode, mode));
@@ -58,15 +59,15 @@ describe('sweepScanMode: the setting', () => {
     assert.equal(from('false'), 'off');
     assert.equal(from(true), 'on');
     assert.equal(from(false), 'off');
-    assert.equal(from(undefined), 'backstop');
-    assert.equal(from(''), 'backstop');
+    assert.equal(from(undefined), 'off');
+    assert.equal(from(''), 'off');
     assert.throws(() => from('maybe'), /sweepScanMode must be off, backstop or on/);
   });
 });
 
 describe('sweepScanMode: the sweeper', () => {
   const cases: Array<[string, Parameters<typeof synth>[0], 'off' | 'backstop' | 'on']> = [
-    ['the default', {}, 'backstop'],
+    ['the default', {}, 'off'],
     ['backstop', { sweepScanMode: 'backstop' }, 'backstop'],
     ['on', { sweepScanMode: 'on' }, 'on'],
     ['off', { sweepScanMode: 'off' }, 'off'],

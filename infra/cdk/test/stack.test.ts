@@ -139,7 +139,7 @@ describe('default deployment', () => {
             OUTBOX_MAX_ATTEMPTS: '8',
             OUTBOX_SWEEP_GRACE_SECONDS: '60',
             OUTBOX_SWEEP_PERIOD_SECONDS: '60',
-            OUTBOX_SWEEP_SCAN_MODE: 'backstop',
+            OUTBOX_SWEEP_SCAN_MODE: 'off',
             OUTBOX_TTL_DAYS: '7',
             OUTBOX_ROUTES: Match.anyValue(),
             OUTBOX_DLQ_URL: Match.anyValue(),
@@ -308,7 +308,7 @@ describe('default deployment', () => {
         'dynamodb:UpdateItem',
       ]);
     });
-    it('lets the sweeper query the sweep index and (the order fence) partitions, update and read items, and (the backstop scan, by default) scan the table and put its scan cursors', () => {
+    it('lets the sweeper query the sweep index and (the order fence) partitions, update and read items, and (no scan by default) neither scan the table nor put scan cursors', () => {
       const table = logicalId(t, 'AWS::DynamoDB::Table', { TableName: 'outbox-table' });
       const bySid = Object.fromEntries(statementsOf(t, 'outbox-sweeper').map((s) => [s.Sid, s]));
       assert.deepEqual(bySid.QuerySweepIndex.Action, 'dynamodb:Query');
@@ -318,7 +318,7 @@ describe('default deployment', () => {
       assert.deepEqual(bySid.UpdateOutboxItems, {
         Sid: 'UpdateOutboxItems',
         Effect: 'Allow',
-        Action: ['dynamodb:UpdateItem', 'dynamodb:PartiQLUpdate', 'dynamodb:Scan'],
+        Action: ['dynamodb:UpdateItem', 'dynamodb:PartiQLUpdate'],
         Resource: getAtt(table),
       });
       const actions = [...new Set(actionsOf(t, 'outbox-sweeper'))]; // Query: on the index and (the fence) the table
@@ -328,7 +328,7 @@ describe('default deployment', () => {
         Action: ['dynamodb:BatchGetItem', 'dynamodb:GetItem'],
         Resource: getAtt(table),
       });
-      assert.deepEqual(bySid.SaveScanCursors.Action, 'dynamodb:PutItem');
+      assert.equal(bySid.SaveScanCursors, undefined);
       assert.deepEqual(bySid.SelectPendingKeys.Resource, { 'Fn::Join': ['', [getAtt(table), '/index/OutboxSweepIndex']] });
       assert.deepEqual(bySid.NoFullIndexScan.Effect, 'Deny');
       assert.deepEqual(actions, [
@@ -338,9 +338,7 @@ describe('default deployment', () => {
         'dynamodb:GetItem',
         'dynamodb:PartiQLSelect',
         'dynamodb:PartiQLUpdate',
-        'dynamodb:PutItem',
         'dynamodb:Query',
-        'dynamodb:Scan',
         'dynamodb:UpdateItem',
         'logs:CreateLogStream',
         'logs:PutLogEvents',
@@ -430,8 +428,11 @@ describe('default deployment', () => {
         ComparisonOperator: 'GreaterThanThreshold',
       });
     });
-    it('has no alarm actions unless an alarm topic is given', () => {
-      for (const a of Object.values(t.findResources('AWS::CloudWatch::Alarm'))) assert.equal(a.Properties.AlarmActions, undefined);
+    it("notifies the example's own encrypted topic <prefix>-alarms when no alarm topic is given", () => {
+      const topics = t.findResources('AWS::SNS::Topic');
+      assert.deepEqual(Object.values(topics).map((r) => r.Properties.TopicName), ['outbox-alarms']);
+      assert.ok(Object.values(topics)[0].Properties.KmsMasterKeyId, 'the topic is encrypted');
+      for (const a of Object.values(t.findResources('AWS::CloudWatch::Alarm'))) assert.deepEqual(a.Properties.AlarmActions, [{ Ref: Object.keys(topics)[0] }]);
       t.resourceCountIs('AWS::CloudWatch::Alarm', 19);
     });
   });

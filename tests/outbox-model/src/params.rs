@@ -393,8 +393,8 @@ pub struct Params {
     /// this many times: its undelivered records are trimmed without an on-failure
     /// record.
     pub mapping_stalls: u8,
-    /// The sweeper's backstop scan runs (`OUTBOX_SWEEP_SCAN_MODE=backstop`, the
-    /// default): it adopts every committed `PENDING` item outside the index, due now.
+    /// The sweeper's backstop scan runs (`OUTBOX_SWEEP_SCAN_MODE=backstop`; the
+    /// default `off` leaves this to `outbox-ops reconcile`, the same adoption): it adopts every committed `PENDING` item outside the index, due now.
     /// A bounded scan of 100 items a sweep reaches each item eventually; the model lets
     /// it reach them once the stream path has done what it does (nothing runs, no
     /// record waits), which is when it is needed: the race with the stream path is

@@ -170,8 +170,8 @@ fn finding_2_narrow_open_a_deferred_message_not_reported_is_overtaken() {
 /// it fails on the record past its retries (the record goes to its dead-letter queue),
 /// or when the stream's retention ends before it reads the range (it finds nothing),
 /// nothing outbox-only finds the message but the sweeper's backstop scan
-/// (`OUTBOX_SWEEP_SCAN_MODE=backstop`, the default; with it these hold: CI instance
-/// 14). Without the backstop it stays `PENDING`: the counterexample below, for each of
+/// (`OUTBOX_SWEEP_SCAN_MODE=backstop`; with it these hold: CI instance 14) or
+/// `outbox-ops reconcile`. Without either it stays `PENDING`: the counterexample below, for each of
 /// the three, and for the two producers that write nothing to the index at commit. A
 /// producer indexing at commit (`Txn::library_indexed`) is the sweeper's from the
 /// commit: the same faults leave nothing behind.

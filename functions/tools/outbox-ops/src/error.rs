@@ -120,6 +120,20 @@ pub enum OpsError {
     /// A request could not be built (a key the service would refuse).
     #[error("could not build the request: {0}")]
     Request(String),
+    /// A reconciliation pass could not read part of the table.
+    #[error(
+        "reconcile read only part of table {table}: {failed_segments} segment(s) stopped ({reason}); {adopted} message(s) were put in the index and stay there. Run it again"
+    )]
+    ReconcileIncomplete {
+        /// The table.
+        table: String,
+        /// Segments that stopped.
+        failed_segments: u32,
+        /// Messages adopted before.
+        adopted: usize,
+        /// Why the first stopped.
+        reason: String,
+    },
     /// A redrive stopped part-way.
     #[error(
         "redrive stopped at {key} after {redriven} message(s) were redriven: {source}. Run the same command again: messages already redriven are no longer FAILED and are left alone"

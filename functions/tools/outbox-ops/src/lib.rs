@@ -5,7 +5,7 @@
 //!
 //! Every read goes through the sparse sweeper index (`OutboxSweepIndex`) — or, for
 //! [`show`], one aggregate's partition — never a scan of the table: the table may be an application's own, holding millions of
-//! business items. Pending messages are in its sixteen partitions `00`..`15`, failed
+//! business items (`reconcile` alone scans it, once, when asked). Pending messages are in its sixteen partitions `00`..`15`, failed
 //! ones in `FAILED#00`..`FAILED#15`; `status` counts them (`Select=COUNT`), `failed`
 //! lists the failed partitions' keys and then reads only those items (`BatchGetItem`).
 //! `SENT` messages leave the index and are not counted. Each command says what it
@@ -39,6 +39,7 @@ mod logline;
 mod logs;
 mod message;
 mod read;
+mod reconcile;
 mod redrive;
 mod render;
 mod sdk;
@@ -57,6 +58,7 @@ pub use message::{
     show_message, window,
 };
 pub use read::{FailedMessage, StatusReport, failed, failed_read, status};
+pub use reconcile::{ReconcileReport, reconcile};
 pub use redrive::{RedriveReport, Selection, redrive, redrive_dry_run};
 pub use render::{render_lives, render_message};
 pub use sdk::sdk_config;

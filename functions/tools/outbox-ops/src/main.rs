@@ -8,6 +8,8 @@
 //! outbox-ops failed [--topic T]           FAILED messages with their LastError
 //! outbox-ops redrive --key PK SK ...      chosen FAILED messages back to PENDING
 //! outbox-ops redrive --topic T | --all [--dry-run]
+//! outbox-ops reconcile [--segments N]     one scan of the whole table putting pending
+//!                                         messages no index knows about into it
 //! outbox-ops shards [--move]              pending messages outside their shard while
 //!                                         the sweeper index's shard count changes
 //! outbox-ops show AGGREGATE               an aggregate's messages: state, attempts,
@@ -18,7 +20,7 @@
 //! ```
 //!
 //! Every read goes through the sweeper index (`show`: one aggregate's partition, and
-//! the functions' CloudWatch Logs), never a scan of the table. `--endpoint
+//! the functions' CloudWatch Logs), never a scan of the table but by `reconcile`. `--endpoint
 //! URL` (or `OUTBOX_ENDPOINT`) talks to the emulator; without it the standard AWS
 //! configuration chain picks the account. `--table` defaults to `OUTBOX_TABLE_NAME`,
 //! `--partition-key`/`--sort-key` to `OUTBOX_PARTITION_KEY`/`OUTBOX_SORT_KEY` (else
@@ -47,6 +49,7 @@ Examples:
   outbox-ops --table app --partition-key pk --sort-key sk failed
   outbox-ops --endpoint http://localhost:4566 --table orders status
   outbox-ops --table orders --sweep-shards 64 --sweep-shards-previous 16 shards --move
+  outbox-ops --table orders reconcile                  (after RecoveryRangeLost: scans the whole table once)
   outbox-ops --table orders show ORDER#42
   outbox-ops --table orders show --message-id 0190f1c2-7d7c-7cc0-8b6e-3f1d2c4b5a69
 
@@ -148,6 +151,26 @@ enum Command {
         /// List what would be redriven and change nothing.
         #[arg(long)]
         dry_run: bool,
+    },
+    /// One pass over the whole table (a parallel Scan, business items included: billed
+    /// for every item) that puts each PENDING message no index knows about into the
+    /// sweeper index, due a grace after its write; the sweeper publishes it. For a
+    /// sweeper that does not scan (sweep_scan_mode off, the default), after a stream
+    /// range was lost: RecoveryRangeLost, RecoveryDlqNotEmpty, a mapping stalled past
+    /// the stream's 24 hours. Needs dynamodb:Scan and dynamodb:UpdateItem.
+    Reconcile {
+        /// Parallel scan segments.
+        #[arg(long, default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..=64))]
+        segments: u32,
+        /// Seconds after its write before an adopted message is due (the sweeper's
+        /// sweep_grace_seconds).
+        #[arg(
+            long,
+            env = "OUTBOX_SWEEP_GRACE_SECONDS",
+            default_value_t = 60,
+            value_name = "SECONDS"
+        )]
+        grace_seconds: u64,
     },
     /// While the sweeper index's shard count changes: counts the pending messages
     /// still in a shard of the previous count, which must reach 0 before
@@ -311,6 +334,17 @@ async fn run(
                     false,
                 );
             }
+        }
+        Command::Reconcile {
+            segments,
+            grace_seconds,
+        } => {
+            let grace = std::time::Duration::from_secs(grace_seconds);
+            let report = outbox_ops::reconcile(client, table, segments, grace, now).await?;
+            println!(
+                "table {}: {} item(s) scanned (business items included), {} pending message(s) put in the sweeper index; the sweeper publishes them once due",
+                table.name, report.scanned, report.adopted
+            );
         }
         Command::Shards { move_them } => {
             print_shards(&outbox_ops::shards(client, table, move_them).await?, table);

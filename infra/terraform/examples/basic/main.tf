@@ -31,7 +31,7 @@ module "outbox" {
   routes              = merge(module.orders.routes, var.routes)
   max_attempts        = var.max_attempts
   ttl_days            = var.ttl_days
-  alarm_topic_arn     = var.alarm_topic_arn
+  alarms              = var.alarm_topic_arn == null ? null : { topic_arn = var.alarm_topic_arn }
   deletion_protection = var.deletion_protection
   max_message_bytes   = var.max_message_bytes
   # The example's DLQs and consumer on the outbox's dashboard.

@@ -39,7 +39,7 @@ variable "ttl_days" {
 }
 
 variable "alarm_topic_arn" {
-  description = "SNS topic for alarm notifications (optional)."
+  description = "SNS topic the alarms notify; none: no alarms (the outbox module creates them only with a topic)."
   type        = string
   default     = null
 }

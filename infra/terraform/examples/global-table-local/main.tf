@@ -107,6 +107,20 @@ resource "aws_sqs_queue" "orders_secondary" {
   sqs_managed_sse_enabled = true
 }
 
+# What each region's alarms notify (the module creates alarms only with a topic), encrypted
+# with SNS's AWS-managed key.
+resource "aws_sns_topic" "alarms_primary" {
+  provider          = aws.primary
+  name              = "${var.prefix}-alarms"
+  kms_master_key_id = "alias/aws/sns"
+}
+
+resource "aws_sns_topic" "alarms_secondary" {
+  provider          = aws.secondary
+  name              = "${var.prefix}-alarms"
+  kms_master_key_id = "alias/aws/sns"
+}
+
 module "outbox_primary" {
   source    = "../../modules/outbox"
   providers = { aws = aws.primary }
@@ -118,6 +132,7 @@ module "outbox_primary" {
   # Its bucket's name is global to the account: one per region would need names of its
   # own, and the regions run does not send large payloads.
   large_payloads       = false
+  alarms               = { topic_arn = aws_sns_topic.alarms_primary.arn }
   deletion_protection  = false
   sweep_grace_seconds  = var.sweep_grace_seconds
   global_table_regions = var.regions
@@ -137,6 +152,7 @@ module "outbox_secondary" {
   architecture         = var.architecture
   routes               = { orders = aws_sqs_queue.orders_secondary.url }
   large_payloads       = false
+  alarms               = { topic_arn = aws_sns_topic.alarms_secondary.arn }
   deletion_protection  = false
   sweep_grace_seconds  = var.sweep_grace_seconds
   global_table_regions = var.regions

@@ -71,8 +71,10 @@ module "outbox_primary" {
   prefix           = var.prefix
   lambda_asset_dir = var.lambda_asset_dir
   routes           = var.routes
-  alarm_topic_arn  = lookup(var.alarm_topic_arns, var.regions[0], null)
+  alarms           = contains(keys(var.alarm_topic_arns), var.regions[0]) ? { topic_arn = var.alarm_topic_arns[var.regions[0]] } : null
   kms_key_arn      = lookup(var.kms_key_arns, var.regions[0], null)
+  # A bucket per region for messages too large for their destination (off by default).
+  large_payloads = true
   # The same in every region: items without HomeRegion are the default home region's.
   global_table_regions = var.regions
   default_home_region  = local.default_home_region
@@ -89,8 +91,9 @@ module "outbox_secondary" {
   prefix               = var.prefix
   lambda_asset_dir     = var.lambda_asset_dir
   routes               = var.routes
-  alarm_topic_arn      = lookup(var.alarm_topic_arns, var.regions[1], null)
+  alarms               = contains(keys(var.alarm_topic_arns), var.regions[1]) ? { topic_arn = var.alarm_topic_arns[var.regions[1]] } : null
   kms_key_arn          = lookup(var.kms_key_arns, var.regions[1], null)
+  large_payloads       = true
   global_table_regions = var.regions
   default_home_region  = local.default_home_region
   # The replica's stream in this region: each replica streams every write, its own and the

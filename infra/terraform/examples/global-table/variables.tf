@@ -33,7 +33,7 @@ variable "routes" {
 }
 
 variable "alarm_topic_arns" {
-  description = "SNS topic per region that the region's alarms notify (region => topic ARN); a region without one has alarms without actions."
+  description = "SNS topic per region that the region's alarms notify (region => topic ARN); a region without one has no outbox alarms."
   type        = map(string)
   default     = {}
 }

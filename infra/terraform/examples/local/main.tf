@@ -51,16 +51,25 @@ module "outbox" {
   sweep_grace_seconds = var.sweep_grace_seconds
   max_message_bytes   = var.max_message_bytes
   sweep_scan_mode     = var.sweep_scan_mode
-  # null takes the module's defaults (a bucket, 30 days, no threshold), as the CDK app does.
+  # The claim check on (the module's default is off), as in the CDK app; null takes the
+  # module's 30 days and no threshold.
   large_payloads                = var.large_payloads
   large_payload_bucket_name     = var.large_payload_bucket_name
   large_payload_retention_days  = var.large_payload_retention_days
   large_payload_threshold_bytes = var.large_payload_threshold_bytes
+  # Alarms exist only with a topic to notify (tests/it/stacks/alarms.rs reads them).
+  alarms = { topic_arn = aws_sns_topic.alarms.arn }
   # A local deployment is thrown away with its emulator; let destroy work.
   deletion_protection = false
   # The example's DLQs and consumer on the outbox's dashboard.
   dashboard_queue_names    = module.orders.dashboard_queue_names
   dashboard_function_names = module.orders.dashboard_function_names
+}
+
+# What the alarms notify, encrypted with SNS's AWS-managed key as the queues are with SQS's.
+resource "aws_sns_topic" "alarms" {
+  name              = "${var.prefix}-alarms"
+  kms_master_key_id = "alias/aws/sns"
 }
 
 module "orders" {
@@ -71,5 +80,6 @@ module "orders" {
   architecture          = "x86_64"
   max_message_bytes     = var.max_message_bytes
   deletion_protection   = false
+  alarm_topic_arn       = aws_sns_topic.alarms.arn
   large_payload_objects = module.outbox.large_payload_bucket_arn == null ? null : "${module.outbox.large_payload_bucket_arn}/outbox/*"
 }

@@ -43,7 +43,7 @@ variable "sweep_grace_seconds" {
 }
 
 variable "sweep_scan_mode" {
-  description = "OUTBOX_SWEEP_SCAN_MODE: \"off\", \"backstop\" or \"on\" (the old true is \"on\", false \"off\"); null (the default) takes the module's, \"backstop\". Except under \"off\" the sweeper may Scan the table and PutItem its scan cursors."
+  description = "OUTBOX_SWEEP_SCAN_MODE: \"off\", \"backstop\" or \"on\" (the old true is \"on\", false \"off\"); null (the default) takes the module's, \"off\". Except under \"off\" the sweeper may Scan the table and PutItem its scan cursors."
   type        = string
   default     = null
 }
@@ -55,9 +55,9 @@ variable "max_message_bytes" {
 }
 
 variable "large_payloads" {
-  description = "Create the large-payload bucket (S3 large-payload offload); null (the default) takes the module's, true."
+  description = "Create the large-payload bucket (S3 large-payload offload); on here (the module's default is off), as the stack tests read it."
   type        = bool
-  default     = null
+  default     = true
 }
 
 variable "large_payload_bucket_name" {

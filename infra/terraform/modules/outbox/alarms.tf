@@ -2,14 +2,13 @@
 # dead-letter queues not empty, stream discards (messages sent to the failure queue),
 # publisher IteratorAge, sweeper recovering, recovery range lost, denied calls
 # (AccessDenied), unread FIFO fences (FenceUnread), oldest pending message (missing data
-# breaching: a dead sweeper), Errors and Throttles of the three functions.
-
-locals {
-  alarm_actions = compact([var.alarm_topic_arn])
-}
+# breaching: a dead sweeper), Errors and Throttles of the three functions. Created only with
+# var.alarms: an alarm that notifies nobody is noise (issue 39); the dashboard stays. The
+# switch is the object, not its topic_arn: an object literal is known at plan when the
+# topic's ARN is not (a topic created in the same apply), so for_each's keys are known.
 
 resource "aws_cloudwatch_metric_alarm" "this" {
-  for_each = local.alarms
+  for_each = var.alarms == null ? {} : local.alarms
 
   alarm_name          = "${var.prefix}-${each.key}"
   alarm_description   = each.value.description
@@ -23,6 +22,6 @@ resource "aws_cloudwatch_metric_alarm" "this" {
   threshold           = each.value.threshold
   comparison_operator = each.value.comparison_operator
   treat_missing_data  = each.value.treat_missing_data
-  alarm_actions       = local.alarm_actions
+  alarm_actions       = [var.alarms.topic_arn]
   tags                = var.tags
 }

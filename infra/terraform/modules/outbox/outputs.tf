@@ -87,3 +87,8 @@ output "key_names" {
   description = "The table's key names and the sweeper's shard count, as the functions get them. The key and TTL attribute names and the sweeper index's shard count (and the previous one while it changes), with `environment`: the OUTBOX_* variables the functions get. Give your producers the same (dynamodb_outbox::KeyNames::from_env reads them): a producer writing with another shard count puts items where the sweeper does not look."
   value       = local.key_names
 }
+
+output "alarm_names" {
+  description = "The alarms' names; empty without alarms."
+  value       = sort([for a in aws_cloudwatch_metric_alarm.this : a.alarm_name])
+}

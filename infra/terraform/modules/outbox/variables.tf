@@ -102,9 +102,9 @@ variable "sweep_grace_seconds" {
 }
 
 variable "sweep_scan_mode" {
-  description = "How the sweeper finds PENDING items no index knows about: \"off\" (the index only), \"backstop\" (one scan page a sweep) or \"on\" (eight); true is \"on\", false is \"off\". Pages, coverage and cost: docs/configuration.md."
+  description = "How the sweeper finds PENDING items no index knows about: \"off\" (none; outbox-ops reconcile after a lost range), \"backstop\" (one scan page a sweep) or \"on\" (eight); true is \"on\", false \"off\". Cost: docs/configuration.md."
   type        = string
-  default     = "backstop"
+  default     = "off"
   nullable    = false
   validation {
     condition     = contains(["off", "backstop", "on", "true", "false"], var.sweep_scan_mode)
@@ -163,7 +163,7 @@ variable "max_receive_count" {
 }
 
 variable "max_message_bytes" {
-  description = "MaximumMessageSize of the queues the module creates (the outbox DLQ and the stream-failure queue and its DLQ). 262144 by default because hashicorp/aws before 6.8.0 refuses more; with >= 6.8.0 set 1048576 (the CDK default)."
+  description = "MaximumMessageSize of the queues the module creates. 262144 by default as hashicorp/aws before 6.8.0 refuses more; with >= 6.8.0 set 1048576 (the CDK default)."
   type        = number
   default     = 262144
   nullable    = false
@@ -184,7 +184,7 @@ variable "sweeper_reserved_concurrency" {
 }
 
 variable "sweep_workers" {
-  description = "Sweeper invocations on each tick, worker i of n sweeping the index shards numbered i mod n, so a backlog drains about n times as fast (docs/scale.md). At most 5 (one EventBridge rule); reserved concurrency is raised to n."
+  description = "Sweeper invocations per tick, worker i of n sweeping index shards i mod n: a backlog drains about n times as fast (docs/scale.md). At most 5 (one EventBridge rule); reserved concurrency becomes n."
   type        = number
   default     = 1
   validation {
@@ -211,9 +211,9 @@ variable "log_retention_days" {
 }
 
 variable "large_payloads" {
-  description = "Create the large-payload bucket (payloads too large for a destination or an item are stored at outbox/<MessageId> and a pointer is sent) and give it to the publisher and sweeper. false: no bucket, no S3 grants."
+  description = "Create the large-payload bucket (docs/message-sizes.md) for the publisher and sweeper. false (the default): no bucket, no S3 grants."
   type        = bool
-  default     = true
+  default     = false
   nullable    = false
 }
 
@@ -308,13 +308,13 @@ variable "existing_table" {
   }
 }
 
-variable "alarm_topic_arn" {
-  description = "SNS topic the alarms notify. When null the alarms have no action."
-  type        = string
+variable "alarms" {
+  description = "{ topic_arn = <SNS topic ARN> }: the 15 alarms, notifying it; null (the default): none. An object: known at plan when the topic is new."
+  type        = object({ topic_arn = string })
   default     = null
   validation {
-    condition     = var.alarm_topic_arn == null || can(regex("^arn:aws[a-z-]*:sns:[a-z0-9-]+:[0-9]{12}:[A-Za-z0-9_-]{1,256}$", coalesce(var.alarm_topic_arn, "-")))
-    error_message = "alarm_topic_arn must be an SNS topic ARN."
+    condition     = var.alarms == null ? true : can(regex("^arn:aws[a-z-]*:sns:[a-z0-9-]+:[0-9]{12}:[A-Za-z0-9_-]{1,256}$", var.alarms.topic_arn))
+    error_message = "alarms.topic_arn must be an SNS topic ARN: alarms = { topic_arn = aws_sns_topic.ops.arn }, or alarms = null for none."
   }
 }
 

@@ -229,7 +229,7 @@ fn route<'c>(
 /// bucket, how to enable the large-payload offload.
 fn too_large(size: usize, dest: &Destination, no_bucket: bool) -> String {
     let advice = if no_bucket {
-        "shrink the payload, or enable the large-payload offload — set OUTBOX_LARGE_PAYLOAD_BUCKET (or large_payload_bucket on the route in OUTBOX_ROUTES) to a bucket the function may s3:PutObject to under outbox/, so that large payloads go to S3 and the message carries a pointer — then redrive the message"
+        "shrink the payload, or enable the large-payload offload (off by default) — large_payloads = true in the Terraform module, largePayloads: true in the CDK construct, or OUTBOX_LARGE_PAYLOAD_BUCKET (or large_payload_bucket on the route in OUTBOX_ROUTES) set to a bucket the function may s3:PutObject to under outbox/, so that large payloads go to S3 and the message carries a pointer — then redrive the message"
     } else {
         "even its large-payload offload pointer does not fit: raise the destination's limit"
     };

@@ -10,7 +10,8 @@ pub mod vars {
     pub const MAX_ATTEMPTS: &str = "OUTBOX_MAX_ATTEMPTS";
     /// Seconds after its write before an adopted item is due (scan mode).
     pub const GRACE_SECONDS: &str = "OUTBOX_SWEEP_GRACE_SECONDS";
-    /// `on` to adopt items written without index attributes.
+    /// `backstop` or `on` to adopt items written without index attributes (`off`, the
+    /// default, scans nothing).
     pub const SCAN_MODE: &str = "OUTBOX_SWEEP_SCAN_MODE";
     /// First retry delay, seconds.
     pub const BASE_BACKOFF_SECONDS: &str = "OUTBOX_SWEEP_BASE_BACKOFF_SECONDS";
@@ -24,14 +25,16 @@ pub mod vars {
 /// knows about.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum ScanMode {
-    /// Only the index.
+    /// The default: only the index. A scan reads every item of the table, the user's
+    /// business items too, so it is asked for, not assumed (issue 39); after a lost
+    /// stream range `outbox-ops reconcile` makes one pass ([`super::adopt_pass`]).
+    #[default]
     Off,
-    /// The default: a slow, bounded scan (one page of 100 items per sweep, resumed
+    /// A slow, bounded scan (one page of 100 items per sweep, resumed
     /// from a saved cursor) that finds what nothing else would — an item whose stream
     /// records were trimmed before anyone read them (a mapping disabled for a day), a
     /// discarded range already past the stream's retention. Costs one small read per
     /// sweep; covers a table of N items every N / 100 sweeps.
-    #[default]
     Backstop,
     /// Minimal producers as the rule, not the exception: every sweep reads up to 4 ×
     /// 2 pages of 1000 items, so their items are found within minutes.
@@ -106,8 +109,8 @@ pub struct SweeperConfig {
     pub max_attempts: u32,
     /// Grace before an adopted item is due (`OUTBOX_SWEEP_GRACE_SECONDS`, default 60).
     pub grace: Duration,
-    /// Scan for unindexed items (`OUTBOX_SWEEP_SCAN_MODE`: `off`, `backstop` — the
-    /// default —, `on`).
+    /// Scan for unindexed items (`OUTBOX_SWEEP_SCAN_MODE`: `off` — the default —,
+    /// `backstop`, `on`).
     pub scan_mode: ScanMode,
     /// First retry delay (default 30 s).
     pub base_backoff: Duration,
@@ -129,7 +132,7 @@ impl SweeperConfig {
             publisher,
             max_attempts: 8,
             grace: Duration::from_secs(60),
-            scan_mode: ScanMode::Backstop,
+            scan_mode: ScanMode::Off,
             base_backoff: Duration::from_secs(30),
             max_backoff: Duration::from_secs(900),
             period: Duration::from_secs(60),
@@ -187,13 +190,13 @@ impl SweeperConfig {
             .map(|v| v.trim().to_ascii_lowercase())
             .as_deref()
         {
-            None | Some("" | "backstop") => ScanMode::Backstop,
-            Some("off") => ScanMode::Off,
+            None | Some("" | "off") => ScanMode::Off,
+            Some("backstop") => ScanMode::Backstop,
             Some("on") => ScanMode::On,
             Some(other) => {
                 return Err(ConfigError::Invalid {
                     name: vars::SCAN_MODE,
-                    reason: format!("`{other}` is none of `off`, `backstop` (the default), `on`"),
+                    reason: format!("`{other}` is none of `off` (the default), `backstop`, `on`"),
                 });
             }
         };
@@ -222,8 +225,8 @@ mod tests {
         assert_eq!(cfg.grace, Duration::from_secs(60));
         assert_eq!(
             cfg.scan_mode,
-            ScanMode::Backstop,
-            "a slow backstop scan by default"
+            ScanMode::Off,
+            "no scan of the table by default"
         );
         assert_eq!(cfg.publisher.table_name, "outbox");
     }

@@ -46,6 +46,7 @@ mod settle;
 pub use crate::policy::{
     Budget, adopted_due, backoff, exhausted, give_up_reason, jitter_of, work_window,
 };
+pub use adopt::{PassSummary, adopt_pass};
 pub use config::{ScanMode, SweepLimits, SweeperConfig, vars};
 pub use group::{GroupError, SweepGroup};
 pub use handler::handle_scheduled_event;

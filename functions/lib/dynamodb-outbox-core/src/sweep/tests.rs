@@ -14,7 +14,7 @@ use crate::message::{ATTR_ERROR, OutboundMessage};
 use crate::policy::millis;
 use crate::ports::DueKey;
 use crate::route::{Destination, Routes};
-use crate::schema::{OutboxItem, Status};
+use crate::schema::{OutboxItem, Status, SweepShards};
 use std::time::Duration;
 
 const NOW: i64 = 1_000_000;
@@ -377,6 +377,45 @@ async fn an_item_at_its_size_limit_gives_its_payload_to_the_dead_letter_copy_to_
     let dead = sent_to(&sw, "dlq");
     assert_eq!(dead.len(), 1);
     assert_eq!(dead[0].body, "big");
+}
+
+#[tokio::test]
+async fn the_default_sweeper_scans_nothing_and_a_reconciliation_pass_adopts_what_it_left() {
+    // Given an item written without index attributes (its stream records lost), one
+    // already indexed and one SENT
+    let sw = sweeper();
+    let mut lost = pending("A", "lost", "up", 0, NOW, 1_000);
+    lost.sweep_shard = None;
+    lost.sweep_due_at = None;
+    put(&sw, "A", "lost", lost);
+    put(&sw, "B", "indexed", pending("B", "indexed", "up", 0, NOW + 600_000, 1_000));
+    let mut sent = pending("C", "sent", "up", 0, NOW, 1_000);
+    sent.status = Some(Status::Sent.as_str().to_owned());
+    sent.sweep_shard = None;
+    sent.sweep_due_at = None;
+    put(&sw, "C", "sent", sent);
+
+    // When the sweeper with the default configuration runs
+    assert_eq!(sw.config.scan_mode, ScanMode::Off, "the default");
+    let summary = run(&sw, Duration::from_secs(5)).await;
+    // Then it read no table item and left the lost one alone
+    assert_eq!((summary.scan_items_read, summary.adopted), (0, 0), "{summary:?}");
+    assert_eq!(get(&sw, "A", "lost").sweep_due_at, None);
+
+    // When an operator runs one reconciliation pass (outbox-ops reconcile)
+    let shards = SweepShards::default();
+    let pass = adopt_pass(&sw.publisher.store, &shards, Duration::from_secs(60), NOW, (4, 100)).await;
+    // Then the lost item alone went into the index, due a grace after its write, and the
+    // next sweep publishes it
+    assert_eq!((pass.adopted, pass.failed_segments), (1, 0), "{pass:?}");
+    let adopted = get(&sw, "A", "lost");
+    assert_eq!(adopted.sweep_shard.as_deref(), Some(shards.shard_of("A").as_str()));
+    assert_eq!(adopted.sweep_due_at, Some(1_000 + 60_000));
+    assert_eq!(get(&sw, "B", "indexed").sweep_due_at, Some(NOW + 600_000));
+    assert_eq!(get(&sw, "C", "sent").sweep_shard, None);
+    let next = run(&sw, Duration::from_secs(5)).await;
+    assert_eq!(next.published, 1, "{next:?}");
+    assert_eq!(get(&sw, "A", "lost").status(), Some(Status::Sent));
 }
 
 #[tokio::test]

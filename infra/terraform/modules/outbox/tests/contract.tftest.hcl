@@ -13,6 +13,10 @@ mock_provider "aws" {
 # a run costs ~1 CPU-s of provider start and plan, whatever it asserts.
 run "defaults_table_mappings_queues_and_schedule_match_the_contract" {
   command = plan
+  # The alarms exist only with a topic to notify; nothing else reads it.
+  variables {
+    alarms = { topic_arn = "arn:aws:sns:eu-west-1:123456789012:ops" }
+  }
 
   # defaults_match_the_contract
   assert {

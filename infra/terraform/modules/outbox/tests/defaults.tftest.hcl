@@ -99,7 +99,7 @@ run "defaults_table_filter_mapping_environment_sweeper_queues_protection" {
       OUTBOX_MAX_ATTEMPTS         = "8"
       OUTBOX_SWEEP_GRACE_SECONDS  = "60"
       OUTBOX_SWEEP_PERIOD_SECONDS = "60"
-      OUTBOX_SWEEP_SCAN_MODE      = "backstop"
+      OUTBOX_SWEEP_SCAN_MODE      = "off"
       OUTBOX_PARTITION_KEY        = "PK"
       OUTBOX_SORT_KEY             = "SK"
       OUTBOX_TTL_ATTRIBUTE        = "ExpiresAt"
@@ -107,7 +107,7 @@ run "defaults_table_filter_mapping_environment_sweeper_queues_protection" {
       OUTBOX_REGION               = "eu-west-1"
       OUTBOX_DEFAULT_HOME_REGION  = "eu-west-1"
     }
-    error_message = "Sweeper defaults: TTL 7 days, 8 attempts, 60 s grace, a 60 s schedule, the backstop scan, the default key names and shard count (always set)."
+    error_message = "Sweeper defaults: TTL 7 days, 8 attempts, 60 s grace, a 60 s schedule, no scan, the default key names and shard count (always set)."
   }
   assert {
     condition     = local.publisher_environment == { OUTBOX_TTL_DAYS = "7", OUTBOX_DEPLOYMENT = "outbox", OUTBOX_PARTITION_KEY = "PK", OUTBOX_SORT_KEY = "SK", OUTBOX_TTL_ATTRIBUTE = "ExpiresAt", OUTBOX_SWEEP_SHARDS = "16", OUTBOX_REGION = "eu-west-1", OUTBOX_DEFAULT_HOME_REGION = "eu-west-1" }

@@ -8,6 +8,12 @@ mock_provider "aws" {
   override_during = plan
 }
 
+# On in every run here unless a run says otherwise: the module's default is off (a plain
+# configuration's resources: outbox_only.tftest.hcl).
+variables {
+  large_payloads = true
+}
+
 
 # One plan for 4 former runs with these same inputs (each headed below by its old name):
 # a run costs ~1 CPU-s of provider start and plan, whatever it asserts.
@@ -19,7 +25,7 @@ run "defaults_an_sse_s3_bucket_named_by_the_module_its_grants_and_no_threshold" 
     condition = local.large_payloads.enabled && local.large_payloads.key_prefix == "outbox/" && local.large_payloads.retention_days == 30 && (
       local.large_payloads.abort_incomplete_multipart_days == 1
     )
-    error_message = "By default the bucket is created; objects under outbox/ expire after 30 days, incomplete multipart uploads after 1 day."
+    error_message = "With large_payloads the bucket is created; objects under outbox/ expire after 30 days, incomplete multipart uploads after 1 day."
   }
   assert {
     condition     = local.large_payloads.sse_algorithm == "AES256" && local.large_payloads.kms_key_arn == null && local.large_payloads.bucket_key_enabled == null

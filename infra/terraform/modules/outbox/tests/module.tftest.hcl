@@ -10,6 +10,13 @@ mock_provider "aws" {
   source = "./tests/mocks"
 }
 
+# The bucket and the alarms, off by default, are on here unless a run says otherwise (a plain
+# configuration's resources: outbox_only.tftest.hcl).
+variables {
+  large_payloads = true
+  alarms         = { topic_arn = "arn:aws:sns:eu-west-1:123456789012:ops" }
+}
+
 # One plan for 2 former runs with these same inputs (each headed below by its old name):
 # a run costs ~1 CPU-s of provider start and plan, whatever it asserts.
 run "queues_set_their_size_and_sweeper_async_invocations_are_not_retried" {
@@ -213,13 +220,29 @@ run "recovery_function_consumes_the_failure_queue" {
   }
 }
 
-# The sweeper's scan mode reaches its environment and its role: the backstop scan by
-# default (Scan, and PutItem of the scan cursors), neither with "off" (or the old false).
-run "the_sweeper_runs_the_backstop_scan_by_default" {
+# The sweeper's scan mode reaches its environment and its role: no scan by default (a scan
+# reads business items too), the backstop scan when asked (Scan, and PutItem of the scan
+# cursors), neither with "off" (or the old false).
+run "the_sweeper_scans_nothing_by_default" {
   command = apply
   assert {
+    condition     = aws_lambda_function.this["sweeper"].environment[0].variables.OUTBOX_SWEEP_SCAN_MODE == "off"
+    error_message = "The sweeper runs no scan by default (OUTBOX_SWEEP_SCAN_MODE = off)."
+  }
+  assert {
+    condition     = !anytrue([for a in flatten([for s in jsondecode(aws_iam_role_policy.function["sweeper"].policy).Statement : flatten([s.Action])]) : contains(["dynamodb:Scan", "dynamodb:PutItem"], a)])
+    error_message = "By default the sweeper may neither Scan nor PutItem."
+  }
+}
+
+run "the_sweeper_runs_the_backstop_scan_when_asked" {
+  command = apply
+  variables {
+    sweep_scan_mode = "backstop"
+  }
+  assert {
     condition     = aws_lambda_function.this["sweeper"].environment[0].variables.OUTBOX_SWEEP_SCAN_MODE == "backstop"
-    error_message = "The sweeper runs the backstop scan by default (OUTBOX_SWEEP_SCAN_MODE = backstop)."
+    error_message = "The sweeper runs the backstop scan (OUTBOX_SWEEP_SCAN_MODE = backstop)."
   }
   assert {
     condition = (
@@ -416,8 +439,8 @@ run "an_existing_large_payload_bucket_is_attached_not_created" {
 run "access_denied_and_fence_unread_alarms_notify_the_alarm_topic" {
   command = plan
   variables {
-    prefix          = "shop"
-    alarm_topic_arn = "arn:aws:sns:eu-west-1:123456789012:ops"
+    prefix = "shop"
+    alarms = { topic_arn = "arn:aws:sns:eu-west-1:123456789012:ops" }
   }
   assert {
     condition = alltrue([for k in ["AccessDenied", "FenceUnread"] : (
@@ -430,7 +453,7 @@ run "access_denied_and_fence_unread_alarms_notify_the_alarm_topic" {
   }
   assert {
     condition     = alltrue([for a in aws_cloudwatch_metric_alarm.this : a.alarm_actions == toset(["arn:aws:sns:eu-west-1:123456789012:ops"])])
-    error_message = "Every alarm, the new ones included, notifies alarm_topic_arn."
+    error_message = "Every alarm, the new ones included, notifies alarms.topic_arn."
   }
 }
 

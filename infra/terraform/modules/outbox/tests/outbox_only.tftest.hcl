@@ -28,10 +28,11 @@ run "a_users_table_and_one_route_get_the_outbox_only" {
       && toset(keys(aws_cloudwatch_log_group.function)) == toset(["publisher", "recovery", "sweeper"])
       && toset(keys(merge(aws_sqs_queue.dead_letter, aws_sqs_queue.destination))) == toset(["outbox_dlq", "stream_failures", "stream_failures_dlq"])
       && toset(keys(aws_sqs_queue_policy.tls_only)) == toset(["outbox_dlq", "stream_failures", "stream_failures_dlq"])
-      && length(aws_cloudwatch_metric_alarm.this) == 15
+      && length(aws_cloudwatch_metric_alarm.this) == 0
+      && length(aws_s3_bucket.large_payloads) == 0
       && length(aws_iam_policy.producer) == 1
     )
-    error_message = "An existing table and one route: three functions with their roles, policies and log groups, the outbox's three queues, 15 alarms, the producer policy -- no table."
+    error_message = "An existing table and one route: three functions with their roles, policies and log groups, the outbox's three queues, the producer policy -- no table, no alarms without a topic, no bucket without large_payloads."
   }
   assert {
     condition = !anytrue(flatten([
@@ -63,14 +64,39 @@ run "a_users_table_and_one_route_get_the_outbox_only" {
       && output.sweeper_role_arn == aws_iam_role.function["sweeper"].arn
       && output.recovery_role_arn == aws_iam_role.function["recovery"].arn
       && output.producer_policy_arn == "arn:aws:iam::123456789012:policy/outbox-producer"
-      && output.large_payload_bucket_name == "outbox-payloads-20240101"
+      && output.large_payload_bucket_name == null
     )
-    error_message = "The outputs name the attached table, its stream, the DLQ, each role, the producer policy and the bucket."
+    error_message = "The outputs name the attached table, its stream, the DLQ, each role and the producer policy; no bucket."
+  }
+}
+
+# Counts the planned resources of the module (mocked provider): the plain configuration above
+# and the same with the two optional parts on.
+run "a_topic_adds_the_15_alarms_and_large_payloads_the_6_bucket_resources" {
+  command = plan
+  variables {
+    large_payloads = true
+    alarms         = { topic_arn = "arn:aws:sns:eu-west-1:123456789012:ops" }
+  }
+  assert {
+    condition = (
+      length(aws_cloudwatch_metric_alarm.this) == 15
+      && alltrue([for a in aws_cloudwatch_metric_alarm.this : a.alarm_actions == toset([var.alarms.topic_arn])])
+      && length(concat(
+        aws_s3_bucket.large_payloads, aws_s3_bucket_public_access_block.large_payloads, aws_s3_bucket_ownership_controls.large_payloads,
+        aws_s3_bucket_server_side_encryption_configuration.large_payloads, aws_s3_bucket_lifecycle_configuration.large_payloads,
+        aws_s3_bucket_policy.large_payloads_tls_only,
+      )) == 6
+    )
+    error_message = "alarms: the 15 alarms, each notifying it; large_payloads: the bucket with its access block, ownership, encryption, lifecycle and policy."
   }
 }
 
 run "the_producer_policy_grants_writing_outbox_items_and_nothing_else" {
   command = apply
+  variables {
+    large_payloads = true
+  }
   assert {
     condition = jsondecode(output.producer_policy_json) == {
       Version = "2012-10-17"

@@ -10,6 +10,9 @@ mock_provider "aws" {
 # a run costs ~1 CPU-s of provider start and plan, whatever it asserts.
 run "items_and_large_payloads_no_wildcards_no_listing_reads_or_deletes" {
   command = plan
+  variables {
+    large_payloads = true
+  }
 
   # items_and_large_payloads
   assert {

@@ -1,6 +1,7 @@
-# The sweeper's scan mode (OUTBOX_SWEEP_SCAN_MODE): "off" | "backstop" | "on", "backstop" by
-# default -- the bounded backstop scan (one page of <= 100 items per sweep, from a cursor saved
-# in the table) that finds pending items no index knows about. The old booleans still work:
+# The sweeper's scan mode (OUTBOX_SWEEP_SCAN_MODE): "off" | "backstop" | "on", "off" by
+# default (a scan reads the user's business items too; after a lost stream range an operator
+# runs outbox-ops reconcile) -- "backstop" is the bounded scan (one page of <= 100 items per
+# sweep, from a cursor saved in the table) that finds pending items no index knows about. The old booleans still work:
 # true is "on", false is "off" (no backstop). Under "backstop" and "on" the sweeper may Scan the
 # table and PutItem its scan cursors (PK = OUTBOX#SWEEPER only); under "off", neither.
 
@@ -14,8 +15,12 @@ variables {
   large_payloads = false
 }
 
-run "scan_mode_default" {
+run "scan_mode_backstop" {
   command = plan
+
+  variables {
+    sweep_scan_mode = "backstop"
+  }
 
   assert {
     condition     = local.sweeper_environment.OUTBOX_SWEEP_SCAN_MODE == "backstop"
@@ -43,12 +48,8 @@ run "scan_mode_default" {
   }
 }
 
-run "scan_mode_off" {
+run "scan_mode_default_is_off" {
   command = plan
-
-  variables {
-    sweep_scan_mode = "off"
-  }
 
   assert {
     condition     = local.sweeper_environment.OUTBOX_SWEEP_SCAN_MODE == "off"
@@ -81,14 +82,14 @@ run "scan_mode_on" {
   }
 }
 
-run "scan_mode_backstop_named" {
+run "scan_mode_off_named" {
   command = plan
   variables {
-    sweep_scan_mode = "backstop"
+    sweep_scan_mode = "off"
   }
   assert {
-    condition     = local.sweeper_environment.OUTBOX_SWEEP_SCAN_MODE == "backstop" && local.sweep_scans
-    error_message = "Scan mode backstop, named: as the default."
+    condition     = local.sweeper_environment.OUTBOX_SWEEP_SCAN_MODE == "off" && !local.sweep_scans
+    error_message = "Scan mode off, named: as the default."
   }
 }
 

@@ -3,9 +3,10 @@
 
 use super::{config, sweep_at, sweeper};
 use dynamodb_outbox::clock::now_ms;
+use dynamodb_outbox::dynamo::DynamoStore;
 use dynamodb_outbox::message::ATTR_MESSAGE_ID;
 use dynamodb_outbox::schema::{ItemKey, derive_message_id};
-use dynamodb_outbox::sweep::{ScanMode, SweeperConfig};
+use dynamodb_outbox::sweep::{ScanMode, SweeperConfig, adopt_pass};
 use outbox_tests::{Outbox, attr, drain, s, sv};
 use outbox_tests::{indexed_item, minimal_item};
 use std::collections::HashSet;
@@ -131,7 +132,49 @@ async fn a_cold_started_sweeper_continues_the_adoption_scan_where_the_last_one_s
 }
 
 #[tokio::test]
-async fn an_item_no_index_knows_is_found_by_the_default_backstop_scan() {
+async fn an_item_no_index_knows_waits_for_reconcile_under_the_default_and_is_published_after() {
+    // Given a pending item written like the boto3 producer (no index attributes) whose
+    // stream records nobody will ever read again
+    let ob = Outbox::new().await;
+    ob.put_raw(minimal_item(
+        "USER#43",
+        "MESSAGE#LOST#1",
+        "orders",
+        r#"{"lost":1}"#,
+    ))
+    .await;
+    // When a sweeper with the default configuration runs
+    let cfg = SweeperConfig::new(ob.config());
+    assert_eq!(
+        cfg.scan_mode,
+        ScanMode::Off,
+        "the default: no scan of the table"
+    );
+    let sw = sweeper(&ob.clients, cfg.clone());
+    let first = sweep_at(&sw, now_ms()).await;
+    // Then it read no table item and the item is still PENDING
+    assert_eq!((first.adopted, first.scan_items_read), (0, 0), "{first:?}");
+    let item = ob.item("USER#43", "MESSAGE#LOST#1").await.expect("item");
+    assert_eq!(s(&item, "Status").as_deref(), Some("PENDING"));
+
+    // When an operator runs outbox-ops reconcile's pass (grace 0 to see it at once)
+    let store = DynamoStore::new(
+        ob.clients.dynamodb.clone(),
+        cfg.publisher.table_name.clone(),
+    )
+    .with_key_names(cfg.publisher.key_names.clone());
+    let shards = cfg.publisher.key_names.sweep_shards;
+    let pass = adopt_pass(&store, &shards, Duration::ZERO, now_ms(), (4, 1000)).await;
+    // Then it indexed the item, and the next sweep published it
+    assert_eq!((pass.adopted, pass.failed_segments), (1, 0), "{pass:?}");
+    let next = sweep_at(&sw, now_ms()).await;
+    assert_eq!(next.published, 1, "{next:?}");
+    let item = ob.item("USER#43", "MESSAGE#LOST#1").await.expect("item");
+    assert_eq!(s(&item, "Status").as_deref(), Some("SENT"));
+}
+
+#[tokio::test]
+async fn an_item_no_index_knows_is_found_by_the_backstop_scan() {
     // Given a pending item written like the boto3 producer (no index attributes) whose
     // stream records nobody will ever read again (a mapping disabled for a day)
     let ob = Outbox::new().await;
@@ -142,9 +185,9 @@ async fn an_item_no_index_knows_is_found_by_the_default_backstop_scan() {
         r#"{"lost":1}"#,
     ))
     .await;
-    // When a sweeper with the default configuration runs (grace 0 to see it at once)
+    // When a sweeper with the backstop scan runs (grace 0 to see it at once)
     let mut cfg = SweeperConfig::new(ob.config());
-    assert_eq!(cfg.scan_mode, ScanMode::Backstop, "the default");
+    cfg.scan_mode = ScanMode::Backstop;
     cfg.grace = Duration::ZERO;
     let sw = sweeper(&ob.clients, cfg);
     let first = sweep_at(&sw, now_ms()).await;

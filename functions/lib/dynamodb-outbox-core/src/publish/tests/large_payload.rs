@@ -89,6 +89,9 @@ async fn without_a_bucket_an_oversized_payload_is_poison_saying_how_to_enable_th
             assert!(reason.contains("accepts at most 262144 bytes"), "{reason}");
             assert!(reason.contains("OUTBOX_LARGE_PAYLOAD_BUCKET"), "{reason}");
             assert!(reason.contains("large_payload_bucket"), "{reason}");
+            // The stacks' setting, off by default (issue 39): the user turns it on there.
+            assert!(reason.contains("large_payloads = true"), "{reason}");
+            assert!(reason.contains("largePayloads: true"), "{reason}");
         }
         other => panic!("{other:?}"),
     }

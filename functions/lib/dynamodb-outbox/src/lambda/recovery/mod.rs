@@ -29,8 +29,8 @@ use std::sync::Arc;
 
 /// Outbox items put back into the sweeper's index.
 pub(crate) const RECOVERED_FROM_STREAM: &str = "RecoveredFromStream";
-/// Discarded ranges the stream no longer holds (their items are left to the
-/// sweeper's backstop scan).
+/// Discarded ranges the stream no longer holds (their items are left to
+/// `outbox-ops reconcile`, or the sweeper's scan when it has one).
 pub(crate) const RECOVERY_RANGE_LOST: &str = "RecoveryRangeLost";
 /// Discarded ranges a bound (pages, the invocation's time) stopped before their end:
 /// what was found is adopted and the range is reported, so it is read again.
@@ -189,7 +189,7 @@ pub(crate) async fn handle<S: SweepStore>(
             }
             Err(RangeError::Lost(reason)) => {
                 lost += 1;
-                tracing::error!(%reason, "the discarded records are past the stream's retention: the sweeper's backstop scan will find their items");
+                tracing::error!(%reason, "the discarded records are past the stream's retention: their items stay PENDING until `outbox-ops reconcile` (or the sweeper's scan, sweep_scan_mode backstop or on) puts them in the index");
                 false
             }
             Err(RangeError::Transient(reason)) => {

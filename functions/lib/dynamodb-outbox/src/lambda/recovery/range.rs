@@ -119,7 +119,7 @@ pub(crate) fn pending_insert(record: &Record, keys: &KeyNames) -> Option<Discard
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum RangeError {
     /// The records are gone from the stream (older than its 24 hours): reading again
-    /// cannot help. The sweeper's backstop scan finds their items.
+    /// cannot help. `outbox-ops reconcile` (or the sweeper's scan) finds their items.
     Lost(String),
     /// Throttling, a network failure: worth another try.
     Transient(String),
