@@ -75,13 +75,14 @@ fn skip(var: &str) -> bool {
 /// Runs the tier.
 pub fn run(s: &mut Session, run: &Run) -> Result {
     let runner = Runner::detect(s);
+    let clippy = crate::lint::clippy_in_build(s);
     let parts = if run.full() {
         Parts::of(run.tier)
     } else {
         narrowed(s, &runner, run)?
     };
     if !parts.emulator && !parts.deployed {
-        return fast::alone(s, &runner, run);
+        return fast::alone(s, &runner, run, clippy);
     }
     // The emulators' virtual environments and the CDK's npm packages (first run only,
     // downloads) install beside the build.
@@ -119,6 +120,9 @@ pub fn run(s: &mut Session, run: &Run) -> Result {
     if parts.fast {
         s.step("build the fast tier's tests");
         fast::build(s, &runner)?;
+        if clippy {
+            fast::build_the_rest_for_clippy(s)?;
+        }
         fast::tests(s, &runner, run)?;
     }
 
