@@ -7,7 +7,7 @@ ARGS ?=
 STACK ?= cdk
 
 .DEFAULT_GOAL := help
-.PHONY: help demo test ci bench package deploy-local check-infra
+.PHONY: help demo test ci bench package release deploy-local check-infra
 
 help: ## list these commands
 	@awk 'BEGIN {FS = ":.*## "} /^[a-z-]+:.*## / {printf "  make %-13s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -26,6 +26,9 @@ bench: ## the figures of docs/benchmarks.md, about 11 minutes (scripts/bench; OU
 
 package: ## build the Lambda functions for deployment (scripts/package; ARGS: --arm64, --debug)
 	scripts/package $(ARGS)
+
+release: ## tag a release, after its checks and zips; dry run first (cargo xtask release; ARGS: X.Y.Z [--dry-run])
+	cargo xtask release $(ARGS)
 
 deploy-local: ## deploy STACK (cdk|terraform) into a running local AWS at OUTBOX_ENDPOINT (scripts/deploy-local; ARGS: --prefix P ...)
 	scripts/deploy-local $(STACK) $(ARGS)

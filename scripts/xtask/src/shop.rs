@@ -4,6 +4,13 @@
 //! (or the stack synthesizes) are compared with `examples/shop/expected-resources/`,
 //! and any difference fails the deployment before anything is applied.
 //!
+//! It deploys the shop as a user outside this repository would (issue 39): the
+//! Terraform root sources the module by its absolute path (a module reaching outside
+//! its folder fails `terraform init`), and first, a wrong partition key name (`PK`, the
+//! default, on the table keyed `pk`) must fail the plan and the synthesis, naming the
+//! setting and the table's key. The shop's deployed test then forces that name onto
+//! the deployed publisher (examples/shop/tests/deployed.rs).
+//!
 //! The shop's consumer is built here (debug, for the local AWS), or taken from
 //! `--consumer` (an executable already built: the test suite builds it beside its
 //! tests). State lives in `SHOP_DEPLOY_STATE` (default `target/shop-deploy`), per tool
