@@ -152,6 +152,7 @@ fn steps(s: &Session, opts: &Options, tag: &str, report: &mut Report) -> Result 
         "changelog",
         format!("Unreleased -> [{}] - {}", opts.version, today.trim()),
     );
+    eprintln!("{}", section(&released, &opts.version));
 
     semver_checks(s, opts, previous.as_deref(), report)?;
     publish_dry_run(s, opts, !dirty.trim().is_empty(), report)?;
@@ -321,6 +322,21 @@ fn release_changelog(
     ))
 }
 
+/// The section of `version` in a released changelog, shown by the run.
+fn section<'a>(changelog: &'a str, version: &str) -> &'a str {
+    let heading = format!("## [{version}]");
+    let Some(start) = changelog.find(&heading) else {
+        return "";
+    };
+    let rest = &changelog[start..];
+    let body = &rest[heading.len()..];
+    let end = body
+        .find("\n## [")
+        .or_else(|| body.find("\n[Unreleased]:"))
+        .map_or(rest.len(), |i| heading.len() + i);
+    rest[..end].trim_end()
+}
+
 /// `cargo semver-checks` of the libraries against the last tag; says plainly when
 /// there is none (a first release has no baseline) or the tool is missing.
 fn semver_checks(
@@ -359,7 +375,7 @@ fn semver_checks(
     }
     let mut cmd = s
         .cargo()
-        .args(["semver-checks", "--baseline-rev", baseline]);
+        .args(["semver-checks", "check-release", "--baseline-rev", baseline]);
     for (library, _) in crate::lint::LIBRARIES {
         cmd = cmd.args(["-p", library]);
     }
@@ -514,6 +530,10 @@ mod tests {
             ),
             "{out}"
         );
+        assert_eq!(
+            section(&out, "0.1.0"),
+            "## [0.1.0] - 2026-12-06\n\n### Added\n\n- The outbox."
+        );
     }
 
     #[test]
@@ -535,6 +555,10 @@ mod tests {
         );
         assert!(out.contains("[0.1.1]: https://github.com/dynamodb-outbox/dynamodb-outbox/compare/v0.1.0...v0.1.1\n"), "{out}");
         assert!(out.ends_with("releases/tag/v0.1.0\n"), "{out}");
+        assert_eq!(
+            section(&out, "0.1.1"),
+            "## [0.1.1] - 2026-12-24\n\n### Fixed\n\n- A bug."
+        );
         assert_eq!(out.matches("[Unreleased]: ").count(), 1, "{out}");
     }
 
