@@ -17,13 +17,7 @@ use std::collections::{HashMap, HashSet};
 /// that is missing is an item no longer in the table.
 pub type CurrentStatuses = HashMap<ItemKey, Option<String>>;
 
-/// The status a status read reports for an item still `PENDING` whose home is now
-/// another region (a failover re-homed it after its insert; [`crate::home`]): the
-/// record's image still names this region, so only the current item tells. Such a
-/// record is reported for retry — not published, not skipped — until the owner has
-/// finished it (then it is settled) or a failback returns it (then it is published
-/// here), so a later message of its aggregate never overtakes it.
-pub const PENDING_ELSEWHERE: &str = "PENDING (homed in another region)";
+pub use crate::schema::PENDING_ELSEWHERE;
 
 /// Why a record whose item is [`PENDING_ELSEWHERE`] is reported for retry.
 const ELSEWHERE_REASON: &str = "the message is pending but homed in another region since its insert (a failover): reported until its owner finishes it or a failback returns it";

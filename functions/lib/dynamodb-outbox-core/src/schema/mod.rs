@@ -23,6 +23,15 @@ pub use shards::{DEFAULT_SWEEP_SHARDS, MAX_SWEEP_SHARDS, SweepShards};
 pub use item::{DecodeError, OutboxItem, OutboxMessage, Undecodable, decode, decode_message};
 pub use shape::{ScalarType, TABLE, TableShape};
 
+/// The status a status read reports for an item still `PENDING` whose home is now
+/// another region (a failover re-homed it after its insert; [`crate::home`]): the
+/// record's image still names this region, so only the current item tells. Such a
+/// record is reported for retry — not published, not skipped — until the owner has
+/// finished it (then it is settled) or a failback returns it (then it is published
+/// here), so a later message of its aggregate never overtakes it. In the schema, not
+/// in `publish`: the order fence (`policy`) reads it too.
+pub const PENDING_ELSEWHERE: &str = "PENDING (homed in another region)";
+
 use std::fmt;
 
 /// Partition key attribute: the aggregate, e.g. `USER#123`. The name the engine reads

@@ -95,7 +95,7 @@ fn a_sibling_pending_in_another_region_still_fences() {
     let batch = [library("A", 20, 0, true)];
     let reads = fence_reads(&batch);
     let a1 = library_key("A", 10, 0);
-    for still_pending in [crate::publish::PENDING_ELSEWHERE, "PENDING", "SENDING?"] {
+    for still_pending in [crate::schema::PENDING_ELSEWHERE, "PENDING", "SENDING?"] {
         let mut p = from_index(&reads, vec![Sibling::indexed(a1.clone(), 500)]);
         let asked = to_confirm(&batch, &p, CONFIRM_LIMIT);
         assert_eq!(p.confirm(&asked, &statuses(&[(&a1, still_pending)])), 0);
