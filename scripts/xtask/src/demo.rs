@@ -82,8 +82,9 @@ fn parse(args: Vec<String>) -> Result<Options> {
 /// The demo builds in a target directory of its own (`target/demo`, unless
 /// `CARGO_TARGET_DIR` is set), with settings for a first build that nobody debugs:
 /// no incremental compilation and line tables instead of full debug info (a panic
-/// still names its file and line). About a fifth less work than a developer's build;
-/// in its own directory so that neither build's settings invalidate the other's.
+/// still names its file and line). In its own directory so that neither build's
+/// settings invalidate the other's. With `-p` builds (package.rs), a fresh clone's
+/// demo build fell from 549 to 477 CPU-s (the whole demo: 4 min 53 s on 2 cores).
 fn own_build(s: &mut Session) {
     if std::env::var_os("CARGO_TARGET_DIR").is_some() {
         return;
