@@ -18,7 +18,7 @@ demo: ## the deployed pipeline on the local AWS, every guarantee checked (script
 test: ## the whole suite: unit, integration on two emulators, deployed, stacks, infra (tests/run; ARGS: a test filter)
 	tests/run $(ARGS)
 
-ci: ## what CI runs: fmt, rustdoc, publish dry run, cargo-shear, the whole suite with clippy in its build (.ci/run)
+ci: ## what CI runs: fmt, clippy, rustdoc, publish dry run, cargo-shear, then the whole suite (.ci/run)
 	.ci/run
 
 bench: ## the figures of docs/benchmarks.md, about 11 minutes (scripts/bench; OUTBOX_BENCH_* to skip parts)

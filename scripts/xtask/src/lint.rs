@@ -35,40 +35,6 @@ pub fn run(s: &mut Session) -> Result {
         s.set_env("CARGO_TARGET_DIR", dir.display().to_string());
         s.target = dir;
     }
-    if clippy_in_build_requested() {
-        s.step("cargo clippy: in the test build (OUTBOX_CLIPPY_IN_BUILD=1), not here");
-    } else {
-        clippy(s)?;
-    }
-    rustdoc_and_packages(s)
-}
-
-/// `OUTBOX_CLIPPY_IN_BUILD=1` (CI): clippy runs inside the test suite's debug build
-/// instead of in a build of its own. Clippy's own run checks every dependency once more
-/// (it shares no compiled unit with a build): about 350 CPU-s of CI's 2,900, for
-/// nothing the test build does not compile already.
-pub const CLIPPY_IN_BUILD: &str = "OUTBOX_CLIPPY_IN_BUILD";
-
-fn clippy_in_build_requested() -> bool {
-    std::env::var(CLIPPY_IN_BUILD).is_ok_and(|v| v == "1")
-}
-
-/// With [`CLIPPY_IN_BUILD`], makes every cargo command of `s` compile the workspace's
-/// crates with clippy-driver (a rustc with clippy's lints: clippy's documented use as a
-/// compiler, here as cargo's `RUSTC_WORKSPACE_WRAPPER`, which dependencies do not get)
-/// and warnings denied, as `cargo clippy -- -D warnings` does. Returns whether it did.
-pub fn clippy_in_build(s: &mut Session) -> bool {
-    if !clippy_in_build_requested() {
-        return false;
-    }
-    s.set_env("RUSTC_WORKSPACE_WRAPPER", "clippy-driver");
-    let flags = std::env::var("RUSTFLAGS").unwrap_or_default();
-    s.set_env("RUSTFLAGS", format!("{flags} -D warnings").trim_start());
-    true
-}
-
-/// Clippy on every target, warnings denied.
-fn clippy(s: &Session) -> Result {
     s.step("cargo clippy (every target, warnings denied)");
     s.cargo()
         .args([
@@ -85,11 +51,8 @@ fn clippy(s: &Session) -> Result {
             "-D",
             "warnings",
         ])
-        .run()
-}
+        .run()?;
 
-/// Rustdoc, the publish dry run, each library alone, its dependency trees, cargo-shear.
-fn rustdoc_and_packages(s: &Session) -> Result {
     s.step("rustdoc, warnings denied (broken links, unclosed tags, missing docs)");
     let rustdoc = |args: &[String]| {
         s.cargo()

@@ -33,9 +33,6 @@ pub fn start_release(s: &Session) -> Result<(Job, PathBuf)> {
     let job = Cmd::niced(10, this_program()?)
         .dir(&s.root)
         .envs(&s.env)
-        // Clippy in the debug build (CI): the artifacts are built as users build them.
-        .env_remove("RUSTC_WORKSPACE_WRAPPER")
-        .env("RUSTFLAGS", std::env::var("RUSTFLAGS").unwrap_or_default())
         .env("CARGO_TARGET_DIR", s.target.join("release-package"))
         // Only the function the release test runs: the others' release builds would
         // add their own crates and links, and nothing in the suite runs them.

@@ -20,12 +20,9 @@ pub const ALONE_DOC_TESTS: [(&str, &str); 2] = [
 ];
 
 /// The fast tier alone: builds only its targets, starts nothing.
-pub fn alone(s: &Session, runner: &Runner, run: &Run, clippy: bool) -> Result {
+pub fn alone(s: &Session, runner: &Runner, run: &Run) -> Result {
     s.step("build the tests (no emulator, nothing deployed)");
     build(s, runner)?;
-    if clippy {
-        build_the_rest_for_clippy(s)?;
-    }
     tests(s, runner, run)?;
     s.step("all tests passed");
     Ok(())
@@ -34,22 +31,6 @@ pub fn alone(s: &Session, runner: &Runner, run: &Run, clippy: bool) -> Result {
 /// Builds the fast tier's test binaries.
 pub fn build(s: &Session, runner: &Runner) -> Result {
     runner.build(s, &tiers::fast_targets())
-}
-
-/// With clippy in the build ([`crate::lint::clippy_in_build`]), the targets that
-/// `cargo clippy --all-targets` lints and no test needs: the benches and the tools'
-/// binaries, with the functions' features of the packaging build (so that nothing it
-/// built is compiled again). The emulator tiers' test targets are built by their tiers.
-pub fn build_the_rest_for_clippy(s: &Session) -> Result {
-    s.step("clippy: the benches and binaries no test builds");
-    let faults: Vec<String> = crate::package::FUNCTIONS
-        .iter()
-        .map(|f| format!("{f}/fault-injection"))
-        .collect();
-    s.cargo()
-        .args(["build", "--quiet", "--workspace", "--benches", "--bins"])
-        .args(["--features", &faults.join(",")])
-        .run()
 }
 
 /// The fast tier's tests, then (without a filter) the doc tests.

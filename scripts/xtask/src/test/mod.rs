@@ -75,14 +75,13 @@ fn skip(var: &str) -> bool {
 /// Runs the tier.
 pub fn run(s: &mut Session, run: &Run) -> Result {
     let runner = Runner::detect(s);
-    let clippy = crate::lint::clippy_in_build(s);
     let parts = if run.full() {
         Parts::of(run.tier)
     } else {
         narrowed(s, &runner, run)?
     };
     if !parts.emulator && !parts.deployed {
-        return fast::alone(s, &runner, run, clippy);
+        return fast::alone(s, &runner, run);
     }
     // The emulators' virtual environments and the CDK's npm packages (first run only,
     // downloads) install beside the build.
@@ -120,9 +119,6 @@ pub fn run(s: &mut Session, run: &Run) -> Result {
     if parts.fast {
         s.step("build the fast tier's tests");
         fast::build(s, &runner)?;
-        if clippy {
-            fast::build_the_rest_for_clippy(s)?;
-        }
         fast::tests(s, &runner, run)?;
     }
 
