@@ -19,13 +19,11 @@ use std::path::{Path, PathBuf};
 pub fn start_release(s: &Session) -> Result<(Job, PathBuf)> {
     let log = s.target.join("release-package.log");
     let dir = s.target.join("lambda");
-    // CI builds them without cross-crate LTO (`.ci/run` sets CARGO_PROFILE_RELEASE_LTO):
-    // said on the step line, since then they are not byte for byte what ships.
-    let lto = std::env::var("CARGO_PROFILE_RELEASE_LTO")
-        .map(|v| format!(", LTO {v} instead of the profile's"))
-        .unwrap_or_default();
+    // CI overrides the profile's optimisation (`.ci/run`): said on the step line, since
+    // then they are not byte for byte what ships.
+    let overrides = release_profile_overrides(std::env::vars());
     s.step(&format!(
-        "package the release publisher in the background (cargo lambda build --release, x86_64{lto}; log: {})",
+        "package the release publisher in the background (cargo lambda build --release, x86_64{overrides}; log: {})",
         log.display()
     ));
     std::fs::create_dir_all(&s.target)
@@ -40,6 +38,22 @@ pub fn start_release(s: &Session) -> Result<(Job, PathBuf)> {
         .arg(&dir)
         .spawn_logged("the release packaging", &log)?;
     Ok((job, dir))
+}
+
+/// The release profile's settings overridden in `vars` (cargo's
+/// `CARGO_PROFILE_RELEASE_*`), as `, lto false, opt-level 0 instead of the profile's`.
+fn release_profile_overrides(vars: impl Iterator<Item = (String, String)>) -> String {
+    let mut set: Vec<String> = vars
+        .filter_map(|(k, v)| {
+            let setting = k.strip_prefix("CARGO_PROFILE_RELEASE_")?;
+            Some(format!("{} {v}", setting.to_lowercase().replace('_', "-")))
+        })
+        .collect();
+    if set.is_empty() {
+        return String::new();
+    }
+    set.sort();
+    format!(", {} instead of the profile's", set.join(", "))
 }
 
 /// Waits for the release packaging, then runs the publisher's binary test on what it
@@ -176,4 +190,24 @@ fn shell_line(cmd: &Cmd) -> String {
 
 fn this_program() -> Result<PathBuf> {
     std::env::current_exe().map_err(|e| format!("cannot find this program: {e}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_release_profiles_overridden_settings_are_named_and_nothing_else() {
+        let vars = [
+            ("CARGO_PROFILE_RELEASE_OPT_LEVEL", "0"),
+            ("CARGO_PROFILE_DEV_DEBUG", "line-tables-only"),
+            ("CARGO_PROFILE_RELEASE_LTO", "false"),
+        ]
+        .map(|(k, v)| (k.to_owned(), v.to_owned()));
+        assert_eq!(
+            release_profile_overrides(vars.into_iter()),
+            ", lto false, opt-level 0 instead of the profile's"
+        );
+        assert_eq!(release_profile_overrides(std::iter::empty()), "");
+    }
 }
