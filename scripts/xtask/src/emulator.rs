@@ -336,7 +336,7 @@ fn venv(s: &Session, kind: Kind) -> PathBuf {
 /// installed ones are those.
 pub fn install(s: &Session, kind: Kind) -> Result {
     let req = s.path(&format!("tests/emulator/{}.txt", kind.name()));
-    crate::venv::ensure(&venv(s, kind), &req, kind.name())
+    crate::venv::ensure(s, &venv(s, kind), &req, kind.name())
 }
 
 /// A free TCP port on loopback.

@@ -125,7 +125,7 @@ pub fn run(s: &mut Session) -> Result {
 fn unused_dependencies(s: &Session) -> Result {
     s.step("cargo-shear (no unused or misplaced dependency)");
     let venv = s.path(".venv/lint");
-    crate::venv::ensure(&venv, &s.path("scripts/lint.txt"), "cargo-shear")?;
+    crate::venv::ensure(s, &venv, &s.path("scripts/lint.txt"), "cargo-shear")?;
     s.cmd(venv.join("bin/cargo-shear")).run()
 }
 

@@ -212,6 +212,7 @@ fn release(s: &Session, opts: &Options, features: &str, out: &Path) -> Result {
     }
     let tools = s.path(".venv/tools");
     crate::venv::ensure(
+        s,
         &tools,
         &s.path("scripts/package.txt"),
         "cargo-lambda and ziglang",

@@ -1,36 +1,72 @@
 //! Python tools in virtual environments under `.venv/`, each from a pinned, complete
-//! requirements file (the emulators, cargo-lambda and zig), reinstalled only when the
-//! file changes.
+//! requirements file (the emulators, cargo-lambda and zig, cargo-shear), reinstalled
+//! only when the file changes.
+//!
+//! They are made with uv (pinned in `scripts/uv.txt`, itself installed once with pip
+//! into `.venv/uv`): pip's installs of the emulators, cargo-lambda and the
+//! infrastructure checks' tools took about 100 CPU-s of each CI run on a fresh clone
+//! (moto's 32, checkov's and cfn-lint's 48), uv's about 10.
 
 use crate::Result;
 use crate::process::Cmd;
-use std::path::Path;
+use crate::session::Session;
+use std::path::{Path, PathBuf};
 
 /// Installs `req` into the virtual environment `venv` unless the installed set is that
 /// file's (a stamp holds the file's SHA-256).
-pub fn ensure(venv: &Path, req: &Path, what: &str) -> Result {
-    let stamp = venv.join(".requirements.sha");
-    let want = Cmd::new("sha256sum").arg(req).read()?;
-    let want = want
-        .split_whitespace()
-        .next()
-        .unwrap_or_default()
-        .to_owned();
-    if std::fs::read_to_string(&stamp).is_ok_and(|have| have.trim() == want) {
+pub fn ensure(s: &Session, venv: &Path, req: &Path, what: &str) -> Result {
+    // Installs run from more than one process at once (the suite's, the lint's, the
+    // release packaging's): one at a time, so none sees another's half-made uv.
+    let _lock = InstallLock::take(&s.path(".venv"))?;
+    if stamped(venv, req)? {
         return Ok(());
     }
+    let uv = bootstrap_uv(s)?;
     eprintln!(
         "installing {what} into {} (pinned in {}, one time)",
         venv.display(),
         req.display()
     );
     let _ = std::fs::remove_dir_all(venv);
+    Cmd::new(&uv)
+        .args(["venv", "--quiet", "--python", "python3"])
+        .arg(venv)
+        .run()?;
+    // --no-deps: the file is a complete freeze; nothing unpinned is pulled in.
+    Cmd::new(&uv)
+        .args(["pip", "install", "--quiet", "--no-deps", "--python"])
+        .arg(venv.join("bin/python"))
+        .arg("-r")
+        .arg(req)
+        .run()?;
+    stamp(venv, req)
+}
+
+/// The path of uv, installed with pip into `.venv/uv` the first time (the one install
+/// pip still does: a single prebuilt wheel, about 2 CPU-s).
+pub fn uv(s: &Session) -> Result<PathBuf> {
+    let _lock = InstallLock::take(&s.path(".venv"))?;
+    bootstrap_uv(s)
+}
+
+fn bootstrap_uv(s: &Session) -> Result<PathBuf> {
+    let venv = s.path(".venv/uv");
+    let req = s.path("scripts/uv.txt");
+    let uv = venv.join("bin/uv");
+    if stamped(&venv, &req)? {
+        return Ok(uv);
+    }
+    eprintln!(
+        "installing uv into {} (pinned in {}, one time)",
+        venv.display(),
+        req.display()
+    );
+    let _ = std::fs::remove_dir_all(&venv);
     Cmd::new("python3")
         .args(["-m", "venv"])
-        .arg(venv)
+        .arg(&venv)
         .run()
         .map_err(|e| format!("{e} (python3 with venv is needed: apt-get install python3-venv)"))?;
-    // --no-deps: the file is a complete freeze; nothing unpinned is pulled in.
     Cmd::new(venv.join("bin/pip"))
         .args([
             "install",
@@ -39,8 +75,43 @@ pub fn ensure(venv: &Path, req: &Path, what: &str) -> Result {
             "--no-deps",
             "-r",
         ])
-        .arg(req)
+        .arg(&req)
         .run()?;
-    std::fs::write(&stamp, format!("{want}\n"))
-        .map_err(|e| format!("cannot write {}: {e}", stamp.display()))
+    stamp(&venv, &req)?;
+    Ok(uv)
+}
+
+fn sha256(req: &Path) -> Result<String> {
+    let sum = Cmd::new("sha256sum").arg(req).read()?;
+    Ok(sum.split_whitespace().next().unwrap_or_default().to_owned())
+}
+
+fn stamped(venv: &Path, req: &Path) -> Result<bool> {
+    let want = sha256(req)?;
+    Ok(std::fs::read_to_string(venv.join(".requirements.sha"))
+        .is_ok_and(|have| have.trim() == want))
+}
+
+fn stamp(venv: &Path, req: &Path) -> Result {
+    let path = venv.join(".requirements.sha");
+    std::fs::write(&path, format!("{}\n", sha256(req)?))
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))
+}
+
+/// An exclusive lock on `.venv/.install.lock`, released when dropped.
+struct InstallLock {
+    _held: std::fs::File,
+}
+
+impl InstallLock {
+    fn take(dir: &Path) -> Result<Self> {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        let path = dir.join(".install.lock");
+        let file = std::fs::File::create(&path)
+            .map_err(|e| format!("cannot open {}: {e}", path.display()))?;
+        file.lock()
+            .map_err(|e| format!("cannot lock {}: {e}", path.display()))?;
+        Ok(Self { _held: file })
+    }
 }

@@ -163,9 +163,12 @@ pub fn start_infra_checks(s: &Session, state: &Path) -> Result<Job> {
         "infrastructure checks, in the background at a lower CPU priority (log: {})",
         log.display()
     ));
+    // Its Python tools (cfn-lint, checkov) install with uv, as the emulators' do.
+    let uv = crate::venv::uv(s)?;
     Cmd::niced(10, "bash")
         .dir(&s.root)
         .envs(&s.env)
+        .env("OUTBOX_UV", uv)
         .arg("infra/check.sh")
         .spawn_logged("the infrastructure checks", &log)
 }
