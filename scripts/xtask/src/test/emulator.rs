@@ -129,6 +129,11 @@ pub fn on_ministack(s: &Session, runner: &Runner, run: &Run, tier: Tier, endpoin
             tier,
             &run.filters,
         )
+        // Four at a time, as on moto: most of the tier's 1,256 test-seconds (two
+        // threads: 629 s of wall time) wait on the deployed functions, the stream and
+        // the sweeps, not on the CPU.
+        .env("NEXTEST_TEST_THREADS", "4")
+        .env("RUST_TEST_THREADS", "4")
         .env("OUTBOX_EMULATOR", "ministack")
         .env("OUTBOX_ENDPOINT", endpoint)
         .env("OUTBOX_STACKS", "terraform:tf,cdk:cdk")
