@@ -1,6 +1,6 @@
 // The shop's own CDK app: its table, queue and consumer, with the outbox attached by
 // the `Outbox` construct of dynamodb-outbox-cdk (installed from its package).
-//   npx cdk deploy -c name=shop -c outboxAssets=<dir of <bin>/bootstrap.zip> -c consumerZip=<zip>
+//   npx cdk deploy -c name=shop -c lambdaDir=<dir of shop-*/bootstrap.zip, as cargo lambda lays them out>
 import * as cdk from 'aws-cdk-lib';
 import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as iam from 'aws-cdk-lib/aws-iam';
@@ -11,8 +11,9 @@ import { Outbox } from 'dynamodb-outbox-cdk';
 
 const app = new cdk.App();
 const name = (app.node.tryGetContext('name') as string | undefined) ?? 'shop';
-const outboxAssets = app.node.tryGetContext('outboxAssets') as string;
-const consumerZip = app.node.tryGetContext('consumerZip') as string;
+const lambdaDir = app.node.tryGetContext('lambdaDir') as string;
+// Each function is the shop's own binary (src/bin/shop-*.rs), zipped as cargo lambda does.
+const shopCode = (bin: string) => lambda.Code.fromAsset(`${lambdaDir}/${bin}/bootstrap.zip`);
 const architecture = (app.node.tryGetContext('architecture') as string | undefined) === 'x86_64' ? 'x86_64' : 'arm64';
 
 const stack = new cdk.Stack(app, 'Shop', { stackName: name });
@@ -55,7 +56,7 @@ const outbox = new Outbox(stack, 'Outbox', {
   table,
   keyNames: { partitionKey: 'pk', sortKey: 'sk', ttlAttribute: 'expires_at' },
   routes: { 'order-placed': orders },
-  assetDir: outboxAssets,
+  code: { publisher: shopCode('shop-publisher'), sweeper: shopCode('shop-sweeper'), recovery: shopCode('shop-recovery') },
   architecture,
 });
 
@@ -64,7 +65,7 @@ const consumer = new lambda.Function(stack, 'Consumer', {
   runtime: lambda.Runtime.PROVIDED_AL2023,
   handler: 'bootstrap',
   architecture: architecture === 'x86_64' ? lambda.Architecture.X86_64 : lambda.Architecture.ARM_64,
-  code: lambda.Code.fromAsset(consumerZip),
+  code: shopCode('shop-consumer'),
   timeout: cdk.Duration.seconds(30),
   environment: { SHOP_TABLE_NAME: table.tableName },
 });

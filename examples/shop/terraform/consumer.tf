@@ -65,8 +65,8 @@ resource "aws_lambda_function" "consumer" {
   runtime          = "provided.al2023"
   handler          = "bootstrap"
   architectures    = [var.architecture]
-  filename         = var.consumer_zip
-  source_code_hash = filebase64sha256(var.consumer_zip)
+  filename         = "${var.lambda_dir}/shop-consumer/bootstrap.zip"
+  source_code_hash = filebase64sha256("${var.lambda_dir}/shop-consumer/bootstrap.zip")
   timeout          = 30
   environment {
     variables = { SHOP_TABLE_NAME = aws_dynamodb_table.shop.name }

@@ -56,9 +56,11 @@ resource "aws_dynamodb_table" "shop" {
 module "outbox" {
   source = "../../../infra/terraform/modules/outbox"
 
-  prefix             = "${var.name}-outbox"
-  lambda_asset_dir   = var.outbox_asset_dir
-  architecture       = var.architecture
+  prefix       = "${var.name}-outbox"
+  architecture = var.architecture
+  function_code = {
+    for fn in ["publisher", "sweeper", "recovery"] : fn => { filename = "${var.lambda_dir}/shop-${fn}/bootstrap.zip" }
+  }
   existing_table     = aws_dynamodb_table.shop
   partition_key_name = local.keys.partition
   sort_key_name      = local.keys.sort

@@ -16,13 +16,8 @@ variable "endpoint" {
   default     = null
 }
 
-variable "outbox_asset_dir" {
-  description = "Directory holding the outbox functions' <bin>/bootstrap.zip (the release artifacts, or a local build)."
-  type        = string
-}
-
-variable "consumer_zip" {
-  description = "The shop consumer's Lambda package (bootstrap.zip)."
+variable "lambda_dir" {
+  description = "The shop's functions as cargo lambda lays them out: <bin>/bootstrap.zip for shop-consumer, shop-publisher, shop-sweeper and shop-recovery."
   type        = string
 }
 

@@ -11,10 +11,10 @@
 //! setting and the table's key. The shop's deployed test then forces that name onto
 //! the deployed publisher (examples/shop/tests/deployed.rs).
 //!
-//! The shop's consumer is built here (debug, for the local AWS), or taken from
-//! `--consumer` (an executable already built: the test suite builds it beside its
-//! tests). State lives in `SHOP_DEPLOY_STATE` (default `target/shop-deploy`), per tool
-//! and name.
+//! Every function it deploys is its own binary ([`BINARIES`]: its consumer and its mains
+//! of the outbox's functions), built here (debug, for the local AWS) or taken from
+//! `--built` (the test suite builds them beside its tests). State lives in
+//! `SHOP_DEPLOY_STATE` (default `target/shop-deploy`), per tool and name.
 
 use crate::deploy::{is_loopback, npm_ci, terraform_gogc, with_test_credentials};
 use crate::process::Cmd;
@@ -42,13 +42,19 @@ pub struct Options {
     /// The local AWS (default OUTBOX_ENDPOINT).
     #[arg(long, env = "OUTBOX_ENDPOINT")]
     pub endpoint: String,
-    /// The outbox functions, as `cargo xtask package` laid them out.
-    #[arg(long = "outbox-assets")]
-    pub outbox_assets: PathBuf,
-    /// The shop's consumer, already built (default: built here, debug).
+    /// A directory holding the shop's functions already built, one executable per
+    /// name of [`BINARIES`] (default: built here, debug).
     #[arg(long)]
-    pub consumer: Option<PathBuf>,
+    pub built: Option<PathBuf>,
 }
+
+/// The shop's Lambda functions, each its own binary (examples/shop/src/bin).
+pub const BINARIES: [&str; 4] = [
+    "shop-consumer",
+    "shop-publisher",
+    "shop-sweeper",
+    "shop-recovery",
+];
 
 /// Deploys the shop after checking what the outbox adds to it.
 pub fn deploy(s: &Session, opts: &Options) -> Result {
@@ -58,9 +64,6 @@ pub fn deploy(s: &Session, opts: &Options) -> Result {
             opts.endpoint
         ));
     }
-    let assets = opts.outbox_assets.canonicalize().map_err(|e| {
-        format!("shop: --outbox-assets must name the directory `cargo xtask package` filled ({e})")
-    })?;
     let tool = match opts.tool {
         Tool::Terraform => "terraform",
         Tool::Cdk => "cdk",
@@ -70,12 +73,11 @@ pub fn deploy(s: &Session, opts: &Options) -> Result {
     let state = base.join(format!("{tool}-{}", opts.name));
     std::fs::create_dir_all(&state)
         .map_err(|e| format!("cannot create {}: {e}", state.display()))?;
-    let consumer = consumer_zip(s, opts.consumer.as_deref(), &state)?;
+    let lambda_dir = function_zips(s, opts.built.as_deref(), &state)?;
     let job = Shop {
         s,
         opts,
-        assets: &assets,
-        consumer: &consumer,
+        lambda_dir: &lambda_dir,
         state: &state,
         here: s.path("examples/shop"),
     };
@@ -91,38 +93,49 @@ fn log(what: &str) {
     eprintln!("shop: {what}");
 }
 
-/// The consumer's `bootstrap.zip`, in the deployment's own directory (two deployments
-/// may run at once), from `built` or from a debug build made here.
-fn consumer_zip(s: &Session, built: Option<&Path>, state: &Path) -> Result<PathBuf> {
+/// The shop's functions zipped as cargo lambda lays them out, `<bin>/bootstrap.zip`, in
+/// the deployment's own directory (two deployments may run at once), from `built` or
+/// from a debug build made here.
+fn function_zips(s: &Session, built: Option<&Path>, state: &Path) -> Result<PathBuf> {
     let built = match built {
-        Some(path) => path.to_owned(),
+        Some(dir) => dir.to_owned(),
         None => {
-            log("build the consumer (debug)");
+            log("build the shop's functions (debug)");
             // Features resolved for the whole workspace, as `cargo xtask package` and
             // the tests build: one build of the AWS SDK for all of them.
-            s.cargo()
-                .args(["build", "--quiet", "--workspace", "--bin", "shop-consumer"])
+            BINARIES
+                .iter()
+                .fold(
+                    s.cargo().args(["build", "--quiet", "--workspace"]),
+                    |cargo, bin| cargo.args(["--bin", bin]),
+                )
                 .run()?;
-            s.target.join("debug/shop-consumer")
+            s.target.join("debug")
         }
     };
-    if !built.is_file() {
-        return Err(format!(
-            "shop: --consumer must name the built shop-consumer executable (got {})",
-            built.display()
-        ));
+    let out = state.join("lambda");
+    for bin in BINARIES {
+        let exe = built.join(bin);
+        if !exe.is_file() {
+            return Err(format!(
+                "shop: --built must name a directory holding the built {} (no {})",
+                BINARIES.join(", "),
+                exe.display()
+            ));
+        }
+        let dir = out.join(bin);
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        crate::package::strip_into(&exe, &dir)?;
     }
-    let dir = state.join("consumer");
-    std::fs::create_dir_all(&dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    crate::package::strip_into(&built, &dir)?;
-    Ok(dir.join("bootstrap.zip"))
+    Ok(out)
 }
 
 struct Shop<'a> {
     s: &'a Session,
     opts: &'a Options,
-    assets: &'a Path,
-    consumer: &'a Path,
+    /// The shop's functions, `<bin>/bootstrap.zip`.
+    lambda_dir: &'a Path,
     state: &'a Path,
     here: PathBuf,
 }
@@ -147,11 +160,7 @@ impl Shop<'_> {
             cmd.args(["-var", &format!("name={}", self.opts.name)])
                 .args(["-var", &format!("endpoint={}", self.opts.endpoint)])
                 .args(["-var", "architecture=x86_64"])
-                .args([
-                    "-var",
-                    &format!("outbox_asset_dir={}", self.assets.display()),
-                ])
-                .args(["-var", &format!("consumer_zip={}", self.consumer.display())])
+                .args(["-var", &format!("lambda_dir={}", self.lambda_dir.display())])
         };
         let plan = self.state.join("plan");
         let tfstate = format!("-state={}", self.state.join("terraform.tfstate").display());
@@ -201,29 +210,7 @@ impl Shop<'_> {
     /// setting deploys with — on the table keyed `pk`.
     fn root_with_a_wrong_key_name(&self, root: &Path) -> Result<PathBuf> {
         let wrong = self.state.join("root-wrong-key");
-        if wrong.exists() {
-            std::fs::remove_dir_all(&wrong)
-                .map_err(|e| format!("cannot remove {}: {e}", wrong.display()))?;
-        }
-        std::fs::create_dir_all(&wrong)
-            .map_err(|e| format!("cannot create {}: {e}", wrong.display()))?;
-        let mut found = 0;
-        for entry in
-            std::fs::read_dir(root).map_err(|e| format!("cannot read {}: {e}", root.display()))?
-        {
-            let path = entry
-                .map_err(|e| format!("cannot read {}: {e}", root.display()))?
-                .path();
-            if !path.is_file() {
-                continue;
-            }
-            let to = wrong.join(path.file_name().unwrap_or_default());
-            let text = std::fs::read_to_string(&path)
-                .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-            let (text, here) = with_wrong_key_name(&text);
-            found += here;
-            std::fs::write(&to, text).map_err(|e| format!("cannot write {}: {e}", to.display()))?;
-        }
+        let found = copy_root_rewritten(root, &wrong, with_wrong_key_name)?;
         if found != 1 {
             return Err(format!(
                 "shop: expected one `{KEY_SETTING}` in examples/shop/terraform, found {found}: the wrong-key plan replaces it"
@@ -246,31 +233,9 @@ impl Shop<'_> {
             .map_err(|e| format!("shop: the outbox module's folder: {e}"))?;
         let from = self.here.join("terraform");
         let root = self.state.join("root");
-        // A file removed from the root since the last run must not stay in the copy.
-        if root.exists() {
-            std::fs::remove_dir_all(&root)
-                .map_err(|e| format!("cannot remove {}: {e}", root.display()))?;
-        }
-        std::fs::create_dir_all(&root)
-            .map_err(|e| format!("cannot create {}: {e}", root.display()))?;
-        let entries =
-            std::fs::read_dir(&from).map_err(|e| format!("cannot read {}: {e}", from.display()))?;
-        let mut sources = 0;
-        for entry in entries {
-            let path = entry
-                .map_err(|e| format!("cannot read {}: {e}", from.display()))?
-                .path();
-            // The root's own files; its tests (tests/*.tftest.hcl) are not deployed.
-            if !path.is_file() || path.extension().is_none_or(|e| e != "tf") {
-                continue;
-            }
-            let text = std::fs::read_to_string(&path)
-                .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-            let (text, found) = with_module_source(&text, &module.display().to_string());
-            sources += found;
-            let to = root.join(path.file_name().unwrap_or_default());
-            std::fs::write(&to, text).map_err(|e| format!("cannot write {}: {e}", to.display()))?;
-        }
+        let module_path = module.display().to_string();
+        let sources =
+            copy_root_rewritten(&from, &root, |text| with_module_source(text, &module_path))?;
         if sources != 1 {
             return Err(format!(
                 "shop: expected one `source = \"{MODULE_SOURCE}\"` in {}, found {sources}: the deployment sources the module by absolute path in its place",
@@ -308,8 +273,7 @@ impl Shop<'_> {
         let out = self.state.join("cdk.out");
         let context = [
             format!("name={}", self.opts.name),
-            format!("outboxAssets={}", self.assets.display()),
-            format!("consumerZip={}", self.consumer.display()),
+            format!("lambdaDir={}", self.lambda_dir.display()),
             "architecture=x86_64".to_owned(),
         ];
         let npx = |args: &[&str]| {
@@ -436,6 +400,45 @@ impl Shop<'_> {
         Ok(())
     }
 }
+
+/// Copies the Terraform root `from` into `to`, emptied first (a file removed from the
+/// root since the last run must not stay in the copy): its `*.tf` files and, once
+/// initialised, its lock file, each text passed through `edit`, which returns it
+/// changed and how many replacements it made. Returns their total. The root's tests
+/// (tests/*.tftest.hcl) are not deployed, so not copied.
+fn copy_root_rewritten(
+    from: &Path,
+    to: &Path,
+    edit: impl Fn(&str) -> (String, usize),
+) -> Result<usize> {
+    if to.exists() {
+        std::fs::remove_dir_all(to).map_err(|e| format!("cannot remove {}: {e}", to.display()))?;
+    }
+    std::fs::create_dir_all(to).map_err(|e| format!("cannot create {}: {e}", to.display()))?;
+    let mut found = 0;
+    for entry in
+        std::fs::read_dir(from).map_err(|e| format!("cannot read {}: {e}", from.display()))?
+    {
+        let path = entry
+            .map_err(|e| format!("cannot read {}: {e}", from.display()))?
+            .path();
+        let name = path.file_name().unwrap_or_default();
+        let of_the_root = path.extension().is_some_and(|e| e == "tf") || name == LOCK_FILE;
+        if !path.is_file() || !of_the_root {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path)
+            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        let (text, here) = edit(&text);
+        found += here;
+        let copy = to.join(name);
+        std::fs::write(&copy, text).map_err(|e| format!("cannot write {}: {e}", copy.display()))?;
+    }
+    Ok(found)
+}
+
+/// Terraform's dependency lock file, which `terraform init` writes in the root.
+const LOCK_FILE: &str = ".terraform.lock.hcl";
 
 /// The module's `source` in examples/shop/terraform, relative to the repository.
 const MODULE_SOURCE: &str = "../../../infra/terraform/modules/outbox";
@@ -577,6 +580,35 @@ mod tests {
         assert!(!refused_for_the_key_name(
             "Error: Invalid value for variable"
         ));
+    }
+
+    #[test]
+    fn a_root_copy_has_its_terraform_files_and_lock_file_edited_and_counted_and_nothing_else() {
+        let base = std::env::temp_dir().join(format!("xtask-shop-copy-{}", std::process::id()));
+        let (from, to) = (base.join("from"), base.join("to"));
+        std::fs::create_dir_all(from.join("tests")).unwrap();
+        std::fs::create_dir_all(&to).unwrap();
+        for (name, text) in [
+            ("main.tf", "a a"),
+            (LOCK_FILE, "a"),
+            ("notes.txt", "a"),
+            ("tests/t.tftest.hcl", "a"),
+        ] {
+            std::fs::write(from.join(name), text).unwrap();
+        }
+        std::fs::write(to.join("removed.tf"), "").unwrap();
+        let edit = |text: &str| (text.replace('a', "b"), text.matches('a').count());
+        let found = copy_root_rewritten(&from, &to, edit);
+        let mut copied: Vec<String> = std::fs::read_dir(&to)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        copied.sort();
+        let main = std::fs::read_to_string(to.join("main.tf")).unwrap();
+        std::fs::remove_dir_all(&base).unwrap();
+        assert_eq!(found.unwrap(), 3);
+        assert_eq!(copied, [LOCK_FILE, "main.tf"]);
+        assert_eq!(main, "b b");
     }
 
     #[test]

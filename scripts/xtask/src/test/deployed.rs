@@ -102,9 +102,13 @@ pub fn start_deploys(
         "SHOP_DEPLOY_STATE",
         state.join("shop").display().to_string(),
     );
-    let consumer = state.join("shop-consumer");
-    std::fs::copy(s.target.join("debug/shop-consumer"), &consumer)
-        .map_err(|e| format!("cannot copy the shop's consumer: {e}"))?;
+    let shop_built = state.join("shop-built");
+    std::fs::create_dir_all(&shop_built)
+        .map_err(|e| format!("cannot create {}: {e}", shop_built.display()))?;
+    for bin in crate::shop::BINARIES {
+        std::fs::copy(s.target.join("debug").join(bin), shop_built.join(bin))
+            .map_err(|e| format!("cannot copy the shop's {bin}: {e}"))?;
+    }
     let exe = this_program()?;
     let ours = |tool: &str, prefix: &str| {
         s.cmd(&exe)
@@ -115,10 +119,8 @@ pub fn start_deploys(
     let shop = |tool: &str, name: &str| {
         s.cmd(&exe)
             .args(["shop", tool, "--name", name, "--endpoint", endpoint])
-            .arg("--outbox-assets")
-            .arg(assets)
-            .arg("--consumer")
-            .arg(&consumer)
+            .arg("--built")
+            .arg(&shop_built)
     };
     let both_cdk = format!(
         "{} && {}",

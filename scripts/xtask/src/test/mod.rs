@@ -210,7 +210,11 @@ fn package_debug(s: &mut Session, deployed: bool) -> Result<PathBuf> {
     } else {
         "build and package the functions (debug, with fault injection)"
     });
-    let also: &[&str] = if deployed { &["shop-consumer"] } else { &[] };
+    let also: &[&str] = if deployed {
+        &crate::shop::BINARIES
+    } else {
+        &[]
+    };
     let mut opts = package::Options::debug_with_faults(lambda_dir.clone());
     opts.share_with_tests = true;
     package::package(s, &opts, also)?;
