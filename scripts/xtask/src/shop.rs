@@ -128,7 +128,9 @@ fn function_zips(s: &Session, built: Option<&Path>, state: &Path) -> Result<Path
             .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
         crate::package::strip_into(&exe, &dir)?;
     }
-    Ok(out)
+    // Absolute: Terraform and the CDK read it from their own folders.
+    out.canonicalize()
+        .map_err(|e| format!("cannot resolve {}: {e}", out.display()))
 }
 
 struct Shop<'a> {
