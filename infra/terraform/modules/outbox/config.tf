@@ -74,8 +74,9 @@ locals {
   # enough workers to drain an outage's backlog within 20 times the outage, and enough shards
   # that in an outage at the peak every message entering the index (1 write unit: a KEYS_ONLY
   # item under 1 KB) and the workers' failed attempts (claim 2, reschedule 2) stay under 800 of
-  # AWS's 1,000 write units a second per partition: the rest is room for uneven hashing. Never
-  # below the 16 shards of before, so an upgrade does not change a deployment's count.
+  # AWS's 1,000 write units a second per partition. The other 200 are room for uneven hashing:
+  # an aggregate's items share a shard, and its own table partition passes at most 200
+  # messages a second. Never below the 16 shards of before, so an upgrade keeps the count.
   sweep_sizing = {
     shard_write_units          = 800
     attempt_index_writes       = 4

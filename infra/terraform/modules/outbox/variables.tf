@@ -174,7 +174,7 @@ variable "max_message_bytes" {
 }
 
 variable "sweeper_reserved_concurrency" {
-  description = "Reserved concurrency of the sweeper (one sweep at a time); null or 0 leaves it unreserved. Concurrent sweeps are safe: each item is claimed with a lease."
+  description = "Reserved concurrency of the sweeper, at least sweep_workers; null or 0: unreserved. Concurrent sweeps are safe (leases)."
   type        = number
   default     = 1
   validation {
@@ -184,7 +184,7 @@ variable "sweeper_reserved_concurrency" {
 }
 
 variable "expected_peak_messages_per_second" {
-  description = "The peak message rate the deployment is sized for, a destination outage included: unless set, sweep_shards and sweep_workers follow from it (docs/scale.md; a new count on a live table: docs/operations.md). Producers with index_at_commit(true): twice the peak."
+  description = "Peak messages a second, through a destination outage: unless set, sweep_shards and sweep_workers follow from it (docs/scale.md)."
   type        = number
   default     = 3000
   nullable    = false
@@ -195,7 +195,7 @@ variable "expected_peak_messages_per_second" {
 }
 
 variable "sweep_workers" {
-  description = "Sweeper invocations per tick (null: chosen from expected_peak_messages_per_second), worker i of n sweeping index shards i mod n: a backlog drains about n times as fast (docs/scale.md). At most 5 (one EventBridge rule); reserved concurrency becomes n."
+  description = "Sweeper invocations per tick, each sweeping a share of the index's shards (docs/scale.md); at most 5, one EventBridge rule's targets."
   type        = number
   default     = null
   validation {
@@ -205,7 +205,7 @@ variable "sweep_workers" {
 }
 
 variable "deletion_protection" {
-  description = "Deletion protection of the table the module creates (and no force_destroy of its bucket). Turn it off and apply before `terraform destroy` of a throwaway deployment."
+  description = "Deletion protection of the table the module creates (and no force_destroy of its bucket); off, and applied, before `terraform destroy`."
   type        = bool
   default     = true
   nullable    = false
@@ -356,7 +356,7 @@ variable "stream_filter_file" {
 }
 
 variable "lambda_asset_dir" {
-  description = "cargo lambda's target/lambda: <bin>/bootstrap.zip and the <bin>/bootstrap it was zipped from (`cargo lambda build --release --arm64`, then with `--output-format zip`), checked at plan. For the functions function_code leaves out."
+  description = "cargo lambda's target/lambda: <bin>/bootstrap.zip and the <bin>/bootstrap it was zipped from (infra/README.md), checked at plan. For the functions function_code leaves out."
   type        = string
   default     = null
   validation {
@@ -443,7 +443,7 @@ variable "ttl_attribute_name" {
 }
 
 variable "sweep_shards" {
-  description = "Partition values of the sweeper's index (null: chosen from expected_peak_messages_per_second). Producers must use the same count (output key_names). Changing it on a live table: docs/operations.md."
+  description = "Partition values of the sweeper's index. Producers must use the same count (output key_names). Changing it on a live table: docs/operations.md."
   type        = number
   default     = null
   validation {
