@@ -174,8 +174,8 @@ export interface OutboxSettings {
    */
   readonly parallelizationFactor: number;
   /**
-   * OUTBOX_SWEEP_SHARDS: partition values of the sweeper's index (1-1000, default 16), each about
-   * 1,000 index writes a second (a message writes the index twice). Producers must use the same.
+   * OUTBOX_SWEEP_SHARDS: partition values of the sweeper's index (1-1000); unset: chosen from
+   * `expectedPeakMessagesPerSecond` (sweepSizing). Producers must use the same.
    */
   readonly sweepShards: number;
   /**
@@ -196,8 +196,11 @@ export interface OutboxSettings {
   /**
    * Sweeper invocations on each tick (1-5, the targets of one rule), each given its share of the
    * index ({"sweepGroup": i, "sweepGroups": n}: shards i mod n); the reserved concurrency is raised to it.
+   * Unset: chosen from `expectedPeakMessagesPerSecond` (sweepSizing).
    */
   readonly sweepWorkers: number;
+  /** The peak message rate the deployment is sized for, a destination outage included (sweepSizing). */
+  readonly expectedPeakMessagesPerSecond: number;
   /** Deletion protection of a created table, and RETAIN (on) or DESTROY (off) of it and the created bucket. */
   readonly deletionProtection: boolean;
   /** CloudWatch Logs retention, in days. */
@@ -240,6 +243,35 @@ export type OutboxSettingsInput = Partial<Omit<OutboxSettings, 'sweepScanMode'>>
   readonly sweepScanMode?: SweepScanMode | boolean;
 };
 
+/**
+ * How sweepWorkers and sweepShards follow from the expected peak when unset (docs/scale.md; the
+ * Terraform module's local.sweep_sizing, both checked against infra/contract/settings.json):
+ * enough workers to drain an outage's backlog within 20 times the outage, and enough shards that
+ * in an outage at the peak every message entering the index (1 write unit: a KEYS_ONLY item under
+ * 1 KB) and the workers' failed attempts (claim 2, reschedule 2) stay under 800 of AWS's 1,000
+ * write units a second per partition. The other 200 are room for uneven hashing: an aggregate's
+ * items share a shard, and its own table partition passes at most 200 messages a second. Never
+ * below the 16 shards of before, so an upgrade keeps the count.
+ */
+export const SWEEP_SIZING = {
+  shard_write_units: 800,
+  attempt_index_writes: 4,
+  /** outbox_devkit::scale::sweep_worker_rate; worker_drain_per_second: the same over a sweep's 48 s of each minute. */
+  worker_attempts_per_second: 2222,
+  worker_drain_per_second: 1778,
+  drain_within_outage: 20,
+  min_shards: 16,
+} as const;
+
+/** The workers and shards for `peak` messages a second, where not given. */
+export function sweepSizing(peak: number, given: { sweepWorkers?: number | null; sweepShards?: number | null } = {}): { sweepWorkers: number; sweepShards: number } {
+  const z = SWEEP_SIZING;
+  const sweepWorkers = given.sweepWorkers ?? Math.min(5, Math.ceil(peak / (z.drain_within_outage * z.worker_drain_per_second)));
+  const outageWrites = peak + sweepWorkers * z.worker_attempts_per_second * z.attempt_index_writes;
+  const sweepShards = given.sweepShards ?? Math.max(z.min_shards, Math.ceil(outageWrites / z.shard_write_units));
+  return { sweepWorkers, sweepShards };
+}
+
 /** Retention values CloudWatch Logs accepts. */
 export const LOG_RETENTION_DAYS = [
   1, 3, 5, 7, 14, 30, 60, 90, 120, 150, 180, 365, 400, 545, 731, 1096, 1827, 2192, 2557, 2922, 3288, 3653,
@@ -253,15 +285,20 @@ export function intIn(name: string, value: number, min: number, max: number): vo
 
 /** Applies defaults to the plain settings and validates them; throws an Error naming the bad setting. */
 export function resolveOutboxSettings(overrides: OutboxSettingsInput = {}): OutboxSettings {
-  const known = Object.keys(DEFAULTS).concat(['largePayloadBucketName', 'largePayloadThresholdBytes', 'sweepShardsPrevious', 'defaultHomeRegion']);
-  const defined = Object.fromEntries(Object.entries(overrides).filter(([k, v]) => v !== undefined && known.includes(k)));
+  const known = Object.keys(DEFAULTS).concat(['largePayloadBucketName', 'largePayloadThresholdBytes', 'sweepShardsPrevious', 'defaultHomeRegion', 'sweepShards', 'sweepWorkers']);
+  const defined = Object.fromEntries(Object.entries(overrides).filter(([k, v]) => v !== undefined && v !== null && known.includes(k)));
   const merged = { ...DEFAULTS, ...defined };
-  const s: OutboxSettings = { ...merged, sweepScanMode: sweepScanModeOf(merged.sweepScanMode) };
+  const s: OutboxSettings = {
+    ...merged,
+    ...sweepSizing(merged.expectedPeakMessagesPerSecond, merged),
+    sweepScanMode: sweepScanModeOf(merged.sweepScanMode),
+  };
   if (!/^[a-z][a-z0-9-]{0,30}[a-z0-9]$/.test(s.prefix)) {
     throw new Error(`prefix must be 2-32 characters of a-z, 0-9 and "-", starting with a letter, got "${s.prefix}"`);
   }
   // Ranges, whole numbers and allowed values: the contract's (stream records live 24 h, so
-  // streamMaxRecordAgeSeconds is bounded: -1, infinite, is refused on purpose).
+  // streamMaxRecordAgeSeconds is bounded: -1, infinite, is refused on purpose). The peak comes
+  // before the sizes chosen from it, so a bad peak is named first.
   checkLimits(s as unknown as Record<string, unknown>);
   if (s.sweepShardsPrevious !== undefined) {
     intIn('sweepShardsPrevious', s.sweepShardsPrevious, 1, CONTRACT.maxSweepShards);

@@ -203,9 +203,10 @@ export class Outbox extends Construct {
     // is OUTBOX_DEFAULT_HOME_REGION. The three functions get both.
     const homeEnv = { OUTBOX_REGION: region, OUTBOX_DEFAULT_HOME_REGION: this.defaultHomeRegion };
     // The settings the functions read as they are (infra/contract/settings.json); the derived
-    // ones (table, routes, DLQ, default destination, bucket, region, sweep period, scan mode) here.
+    // ones (table, routes, DLQ, default destination, bucket, region, sweep period, scan mode, shard count) here.
     const settingValues = { ...s, ...Object.fromEntries(Object.entries(this.keyNames).map(([k, v]) => [`keyNames.${k}`, v])) };
-    const envOf = (fn: OutboxFunction) => ({ ...settingsEnvironment(fn, settingValues), ...homeEnv });
+    const shardEnv = { [CONTRACT.sweepShardsEnv.count]: String(s.sweepShards) };
+    const envOf = (fn: OutboxFunction) => ({ ...settingsEnvironment(fn, settingValues), ...shardEnv, ...homeEnv });
     const commonEnv: Record<string, string> = {
       OUTBOX_TABLE_NAME: this.tableName,
       OUTBOX_ROUTES: cdk.Stack.of(this).toJsonString(Object.fromEntries(routes.map(([topic, r]) => [topic, r.json]))),

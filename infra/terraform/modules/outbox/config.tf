@@ -69,13 +69,36 @@ locals {
     "ItemType", "Topic", "Payload", "Status", "RetryCount", "MessageId", "CreatedAt", "Sequence", "SweepShard", "SweepDueAt",
     "SentAt", "FailedAt", "LastError", "PayloadOn", "PayloadSize", "Segments", "Cursor",
   ]
+  # Unless set, the sweeper's workers and the index's shards follow from the expected peak
+  # (docs/scale.md; the CDK's SWEEP_SIZING, both checked against the contract's sweep_sizing):
+  # enough workers to drain an outage's backlog within 20 times the outage, and enough shards
+  # that in an outage at the peak every message entering the index (1 write unit: a KEYS_ONLY
+  # item under 1 KB) and the workers' failed attempts (claim 2, reschedule 2) stay under 800 of
+  # AWS's 1,000 write units a second per partition. The other 200 are room for uneven hashing:
+  # an aggregate's items share a shard, and its own table partition passes at most 200
+  # messages a second. Never below the 16 shards of before, so an upgrade keeps the count.
+  sweep_sizing = {
+    shard_write_units          = 800
+    attempt_index_writes       = 4
+    worker_attempts_per_second = 2222 # outbox_devkit::scale::sweep_worker_rate
+    worker_drain_per_second    = 1778 # the same over a sweep's 48 s of each minute
+    drain_within_outage        = 20
+    min_shards                 = 16
+  }
+  sweep_workers = coalesce(var.sweep_workers, min(5, ceil(
+    var.expected_peak_messages_per_second / (local.sweep_sizing.drain_within_outage * local.sweep_sizing.worker_drain_per_second)
+  )))
+  sweep_shards = coalesce(var.sweep_shards, max(local.sweep_sizing.min_shards, ceil(
+    (var.expected_peak_messages_per_second + local.sweep_workers * local.sweep_sizing.worker_attempts_per_second * local.sweep_sizing.attempt_index_writes)
+    / local.sweep_sizing.shard_write_units
+  )))
   # What the functions are told of the table's attribute names and the sweeper index's shard count
   # (always set, so both stacks say it; the previous count only while a change of it is under way).
   key_environment = merge({
     OUTBOX_PARTITION_KEY = var.partition_key_name
     OUTBOX_SORT_KEY      = var.sort_key_name
     OUTBOX_TTL_ATTRIBUTE = var.ttl_attribute_name
-    OUTBOX_SWEEP_SHARDS  = tostring(var.sweep_shards)
+    OUTBOX_SWEEP_SHARDS  = tostring(local.sweep_shards)
     }, var.sweep_shards_previous == null ? {} : {
     OUTBOX_SWEEP_SHARDS_PREVIOUS = tostring(var.sweep_shards_previous)
   })
@@ -188,7 +211,7 @@ locals {
       publisher = null
       # Every worker of a tick runs at once (sweep_workers): never reserve fewer.
       sweeper = (var.sweeper_reserved_concurrency == null || var.sweeper_reserved_concurrency == 0
-      ? null : max(var.sweeper_reserved_concurrency, var.sweep_workers))
+      ? null : max(var.sweeper_reserved_concurrency, local.sweep_workers))
       recovery = null
     }
   }
@@ -208,14 +231,15 @@ locals {
   # from infra/contract/settings.json); the derived ones are here.
   # OUTBOX_LARGE_PAYLOAD_BUCKET: an attached bucket's name here, a created one's in main.tf.
   attached_bucket_environment = local.large_payloads.existing_name == null ? {} : { (local.large_payloads.env.bucket) = local.large_payloads.existing_name }
-  publisher_environment       = merge(local.attached_bucket_environment, local.settings_environment.publisher, local.home.environment)
-  sweeper_environment = merge(local.attached_bucket_environment, local.settings_environment.sweeper, local.home.environment, {
+  # local.key_environment: OUTBOX_SWEEP_SHARDS, derived, with what producers are told beside it.
+  publisher_environment = merge(local.attached_bucket_environment, local.settings_environment.publisher, local.home.environment, local.key_environment)
+  sweeper_environment = merge(local.attached_bucket_environment, local.settings_environment.sweeper, local.home.environment, local.key_environment, {
     # The schedule's period: a FIFO republish is timed to land inside SQS's 5-minute
     # deduplication window (policy/retry.rs), which needs to know how often sweeps run.
     OUTBOX_SWEEP_PERIOD_SECONDS = tostring(var.sweep_rate_minutes * 60)
     OUTBOX_SWEEP_SCAN_MODE      = local.sweep_scan_mode
   })
-  recovery_environment = merge(local.settings_environment.recovery, local.home.environment)
+  recovery_environment = merge(local.settings_environment.recovery, local.home.environment, local.key_environment)
 
   # ---------------------------------------------------------------- tables
   # An existing table's ARN comes from its stream ARN (its own partition, region, account).
@@ -509,7 +533,7 @@ locals {
     partition_key         = var.partition_key_name
     sort_key              = var.sort_key_name
     ttl_attribute         = var.ttl_attribute_name
-    sweep_shards          = var.sweep_shards
+    sweep_shards          = local.sweep_shards
     sweep_shards_previous = var.sweep_shards_previous
     environment           = local.key_environment
   }

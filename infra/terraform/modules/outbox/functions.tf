@@ -185,11 +185,11 @@ resource "aws_cloudwatch_event_rule" "sweep" {
 # One target per worker, each given its share of the index (one worker: no input, the
 # whole index).
 resource "aws_cloudwatch_event_target" "sweep" {
-  count     = var.sweep_workers
+  count     = local.sweep_workers
   rule      = aws_cloudwatch_event_rule.sweep.name
   target_id = count.index == 0 ? null : "sweep-worker-${count.index}"
   arn       = aws_lambda_function.this["sweeper"].arn
-  input     = var.sweep_workers == 1 ? null : jsonencode({ sweepGroup = count.index, sweepGroups = var.sweep_workers })
+  input     = local.sweep_workers == 1 ? null : jsonencode({ sweepGroup = count.index, sweepGroups = local.sweep_workers })
 
   retry_policy {
     maximum_retry_attempts       = local.sweep_target_retry.maximum_retry_attempts # the next tick is the retry

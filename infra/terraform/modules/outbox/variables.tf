@@ -174,7 +174,7 @@ variable "max_message_bytes" {
 }
 
 variable "sweeper_reserved_concurrency" {
-  description = "Reserved concurrency of the sweeper (one sweep at a time); null or 0 leaves it unreserved. Concurrent sweeps are safe: each item is claimed with a lease."
+  description = "Reserved concurrency of the sweeper, at least sweep_workers; null or 0: unreserved. Concurrent sweeps are safe (leases)."
   type        = number
   default     = 1
   validation {
@@ -183,18 +183,29 @@ variable "sweeper_reserved_concurrency" {
   }
 }
 
-variable "sweep_workers" {
-  description = "Sweeper invocations per tick, worker i of n sweeping index shards i mod n: a backlog drains about n times as fast (docs/scale.md). At most 5 (one EventBridge rule); reserved concurrency becomes n."
+variable "expected_peak_messages_per_second" {
+  description = "Peak messages a second, through a destination outage: unless set, sweep_shards and sweep_workers follow from it (docs/scale.md)."
   type        = number
-  default     = 1
+  default     = 3000
+  nullable    = false
   validation {
-    condition     = var.sweep_workers >= 1 && var.sweep_workers <= 5 && floor(var.sweep_workers) == var.sweep_workers
+    condition     = var.expected_peak_messages_per_second >= 1 && var.expected_peak_messages_per_second <= 700000 && floor(var.expected_peak_messages_per_second) == var.expected_peak_messages_per_second
+    error_message = "expected_peak_messages_per_second must be an integer from 1 to 700000."
+  }
+}
+
+variable "sweep_workers" {
+  description = "Sweeper invocations per tick, each sweeping a share of the index's shards (docs/scale.md); at most 5, one EventBridge rule's targets."
+  type        = number
+  default     = null
+  validation {
+    condition     = var.sweep_workers == null || try(var.sweep_workers >= 1 && var.sweep_workers <= 5 && floor(var.sweep_workers) == var.sweep_workers, false)
     error_message = "sweep_workers must be an integer from 1 to 5."
   }
 }
 
 variable "deletion_protection" {
-  description = "Deletion protection of the table the module creates (and no force_destroy of its bucket). Turn it off and apply before `terraform destroy` of a throwaway deployment."
+  description = "Deletion protection of the table the module creates (and no force_destroy of its bucket); off, and applied, before `terraform destroy`."
   type        = bool
   default     = true
   nullable    = false
@@ -345,7 +356,7 @@ variable "stream_filter_file" {
 }
 
 variable "lambda_asset_dir" {
-  description = "cargo lambda's target/lambda: <bin>/bootstrap.zip and the <bin>/bootstrap it was zipped from (`cargo lambda build --release --arm64`, then with `--output-format zip`), checked at plan. For the functions function_code leaves out."
+  description = "cargo lambda's target/lambda: <bin>/bootstrap.zip and the <bin>/bootstrap it was zipped from (infra/README.md), checked at plan. For the functions function_code leaves out."
   type        = string
   default     = null
   validation {
@@ -432,12 +443,11 @@ variable "ttl_attribute_name" {
 }
 
 variable "sweep_shards" {
-  description = "Partition values of the sweeper's index, about 500 messages a second each. Producers must use the same count (output key_names). Changing it on a live table: docs/operations.md."
+  description = "Partition values of the sweeper's index. Producers must use the same count (output key_names). Changing it on a live table: docs/operations.md."
   type        = number
-  default     = 16
-  nullable    = false
+  default     = null
   validation {
-    condition     = var.sweep_shards >= 1 && var.sweep_shards <= 1000 && floor(var.sweep_shards) == var.sweep_shards
+    condition     = var.sweep_shards == null || try(var.sweep_shards >= 1 && var.sweep_shards <= 1000 && floor(var.sweep_shards) == var.sweep_shards, false)
     error_message = "sweep_shards must be an integer from 1 to 1000."
   }
 }
@@ -447,8 +457,8 @@ variable "sweep_shards_previous" {
   type        = number
   default     = null
   validation {
-    condition     = var.sweep_shards_previous == null || try(var.sweep_shards_previous >= 1 && var.sweep_shards_previous <= 1000 && floor(var.sweep_shards_previous) == var.sweep_shards_previous && var.sweep_shards_previous != var.sweep_shards, false)
-    error_message = "sweep_shards_previous must be null or an integer from 1 to 1000 that differs from sweep_shards (the count being changed from)."
+    condition     = var.sweep_shards_previous == null || try(var.sweep_shards_previous >= 1 && var.sweep_shards_previous <= 1000 && floor(var.sweep_shards_previous) == var.sweep_shards_previous && var.sweep_shards_previous != local.sweep_shards, false)
+    error_message = "sweep_shards_previous must be null or an integer from 1 to 1000 that differs from the shard count (the count being changed from)."
   }
 }
 
@@ -520,8 +530,8 @@ variable "global_table_regions" {
 locals {
   # The settings each function reads as they are (null: left unset); config.tf adds the derived ones.
   settings_environment = {
-    publisher = { for k, v in { OUTBOX_DEPLOYMENT = var.prefix, OUTBOX_DEFAULT_DESTINATION = var.default_destination, OUTBOX_TTL_DAYS = var.ttl_days, OUTBOX_LARGE_PAYLOAD_THRESHOLD_BYTES = var.large_payload_threshold_bytes, OUTBOX_PARTITION_KEY = var.partition_key_name, OUTBOX_SORT_KEY = var.sort_key_name, OUTBOX_TTL_ATTRIBUTE = var.ttl_attribute_name, OUTBOX_SWEEP_SHARDS = var.sweep_shards, OUTBOX_SWEEP_SHARDS_PREVIOUS = var.sweep_shards_previous } : k => tostring(v) if v != null }
-    sweeper   = { for k, v in { OUTBOX_DEPLOYMENT = var.prefix, OUTBOX_DEFAULT_DESTINATION = var.default_destination, OUTBOX_MAX_ATTEMPTS = var.max_attempts, OUTBOX_SWEEP_GRACE_SECONDS = var.sweep_grace_seconds, OUTBOX_TTL_DAYS = var.ttl_days, OUTBOX_LARGE_PAYLOAD_THRESHOLD_BYTES = var.large_payload_threshold_bytes, OUTBOX_PARTITION_KEY = var.partition_key_name, OUTBOX_SORT_KEY = var.sort_key_name, OUTBOX_TTL_ATTRIBUTE = var.ttl_attribute_name, OUTBOX_SWEEP_SHARDS = var.sweep_shards, OUTBOX_SWEEP_SHARDS_PREVIOUS = var.sweep_shards_previous } : k => tostring(v) if v != null }
-    recovery  = { for k, v in { OUTBOX_DEPLOYMENT = var.prefix, OUTBOX_PARTITION_KEY = var.partition_key_name, OUTBOX_SORT_KEY = var.sort_key_name, OUTBOX_TTL_ATTRIBUTE = var.ttl_attribute_name, OUTBOX_SWEEP_SHARDS = var.sweep_shards, OUTBOX_SWEEP_SHARDS_PREVIOUS = var.sweep_shards_previous } : k => tostring(v) if v != null }
+    publisher = { for k, v in { OUTBOX_DEPLOYMENT = var.prefix, OUTBOX_DEFAULT_DESTINATION = var.default_destination, OUTBOX_TTL_DAYS = var.ttl_days, OUTBOX_LARGE_PAYLOAD_THRESHOLD_BYTES = var.large_payload_threshold_bytes, OUTBOX_PARTITION_KEY = var.partition_key_name, OUTBOX_SORT_KEY = var.sort_key_name, OUTBOX_TTL_ATTRIBUTE = var.ttl_attribute_name, OUTBOX_SWEEP_SHARDS_PREVIOUS = var.sweep_shards_previous } : k => tostring(v) if v != null }
+    sweeper   = { for k, v in { OUTBOX_DEPLOYMENT = var.prefix, OUTBOX_DEFAULT_DESTINATION = var.default_destination, OUTBOX_MAX_ATTEMPTS = var.max_attempts, OUTBOX_SWEEP_GRACE_SECONDS = var.sweep_grace_seconds, OUTBOX_TTL_DAYS = var.ttl_days, OUTBOX_LARGE_PAYLOAD_THRESHOLD_BYTES = var.large_payload_threshold_bytes, OUTBOX_PARTITION_KEY = var.partition_key_name, OUTBOX_SORT_KEY = var.sort_key_name, OUTBOX_TTL_ATTRIBUTE = var.ttl_attribute_name, OUTBOX_SWEEP_SHARDS_PREVIOUS = var.sweep_shards_previous } : k => tostring(v) if v != null }
+    recovery  = { for k, v in { OUTBOX_DEPLOYMENT = var.prefix, OUTBOX_PARTITION_KEY = var.partition_key_name, OUTBOX_SORT_KEY = var.sort_key_name, OUTBOX_TTL_ATTRIBUTE = var.ttl_attribute_name, OUTBOX_SWEEP_SHARDS_PREVIOUS = var.sweep_shards_previous } : k => tostring(v) if v != null }
   }
 }

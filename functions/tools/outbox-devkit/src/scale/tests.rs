@@ -200,3 +200,39 @@ fn the_settings_lifted_for_a_rate_carry_it_and_a_tenfold_burst_meets_the_two_tim
     assert_eq!(r.peak_backlog, 900_000.0 * 60.0);
     assert_eq!(r.seconds_to_clear, None, "no headroom left to retry into");
 }
+
+/// The stacks choose `sweep_workers` and `sweep_shards` from the expected peak with this
+/// model's numbers (infra/contract/settings.json `sweep_sizing`; the stacks' tests check
+/// theirs against it): a change of `SweepLimits` or the time budget must be carried there.
+#[test]
+fn the_stacks_sweeper_sizing_uses_this_models_rates_and_holds_at_a_hundred_thousand() {
+    let contract: serde_json::Value =
+        serde_json::from_str(include_str!("../../../../../infra/contract/settings.json"))
+            .unwrap_or_default();
+    let sizing = &contract["sweep_sizing"];
+    let number = |k: &str| sizing[k].as_f64().unwrap_or(f64::NAN);
+    let one = Settings::default();
+    assert_eq!(
+        number("worker_attempts_per_second"),
+        sweep_worker_rate(&one).floor()
+    );
+    assert_eq!(number("worker_drain_per_second"), drain_rate(&one).round());
+    // A failed attempt moves the item's due time twice (claim, reschedule): 2 index
+    // writes each, as a claim's in SWEEP_INDEX_WRITES
+    assert_eq!(
+        number("attempt_index_writes"),
+        2.0 * (SWEEP_INDEX_WRITES - 1.0)
+    );
+    // What the stacks choose at 100,000 a second (their tests: 159 shards, 3 workers)
+    let chosen = Settings {
+        index_shards: 159,
+        sweep_workers: 3,
+        ..one
+    };
+    let outage_per_shard = (100_000.0 + 3.0 * sweep_worker_rate(&chosen) * 4.0) / 159.0;
+    assert!(
+        outage_per_shard <= 0.8 * PARTITION_WRITE_UNITS,
+        "{outage_per_shard}"
+    );
+    assert_eq!(drain_rate(&chosen).round(), 5_333.0);
+}
