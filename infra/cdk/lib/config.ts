@@ -286,7 +286,7 @@ export function intIn(name: string, value: number, min: number, max: number): vo
 /** Applies defaults to the plain settings and validates them; throws an Error naming the bad setting. */
 export function resolveOutboxSettings(overrides: OutboxSettingsInput = {}): OutboxSettings {
   const known = Object.keys(DEFAULTS).concat(['largePayloadBucketName', 'largePayloadThresholdBytes', 'sweepShardsPrevious', 'defaultHomeRegion', 'sweepShards', 'sweepWorkers']);
-  const defined = Object.fromEntries(Object.entries(overrides).filter(([k, v]) => v !== undefined && v !== null && known.includes(k)));
+  const defined = Object.fromEntries(Object.entries(overrides).filter(([k, v]) => v !== undefined && known.includes(k)));
   const merged = { ...DEFAULTS, ...defined };
   const s: OutboxSettings = {
     ...merged,
