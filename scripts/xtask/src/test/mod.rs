@@ -4,7 +4,7 @@
 //! on the emulator with what needs the CPU:
 //!
 //! 1. builds and packages the functions (debug, fault injection compiled in) and the
-//!    shop's consumer; starts packaging the release artifacts in the background at a
+//!    shop's own functions; starts packaging the release artifacts in the background at a
 //!    lower CPU priority (nice 10, its own target directory), unless `OUTBOX_SKIP_RELEASE=1`;
 //! 2. starts MiniStack and, in the background, the IAM correction's own tests and
 //!    applies both our stacks, the global
@@ -19,7 +19,7 @@
 //!    test on the release artifacts.
 //!
 //! Every debug build resolves features for the whole workspace (`--workspace`), so the
-//! functions, the shop's consumer and the tests share one build of the AWS SDK.
+//! functions, the shop's and the tests share one build of the AWS SDK.
 //! Filters (test names, or nextest options) go to every test run of the tier, and only
 //! the parts of the tier where they name a test start (listed first with nextest: one
 //! unit test starts no emulator, one integration test deploys nothing); a filter that
@@ -199,14 +199,14 @@ fn narrowed(s: &Session, runner: &Runner, run: &Run) -> Result<Parts> {
 }
 
 /// Builds and packages the functions (debug, fault injection compiled in) into
-/// `target/lambda-dev`, with the shop's consumer when the deployed tier runs: in the
-/// same cargo run, as it depends on no function crate, the functions'
+/// `target/lambda-dev`, with the shop's own functions when the deployed tier runs: in the
+/// same cargo run: as the shop depends on no function crate, the functions'
 /// fault-injection feature leaves it as the test build has it.
 fn package_debug(s: &mut Session, deployed: bool) -> Result<PathBuf> {
     let lambda_dir = s.target.join("lambda-dev");
     s.set_env("OUTBOX_LAMBDA_DIR", lambda_dir.display().to_string());
     s.step(if deployed {
-        "build and package the functions (debug, with fault injection) and the shop's consumer"
+        "build and package the functions (debug, with fault injection) and the shop's own"
     } else {
         "build and package the functions (debug, with fault injection)"
     });
