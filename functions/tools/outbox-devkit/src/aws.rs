@@ -24,6 +24,7 @@ pub struct Clients {
     /// CloudWatch Logs (what deployed functions printed).
     pub logs: aws_sdk_cloudwatchlogs::Client,
     /// IAM (the roles of the functions the dev kit and the tests deploy themselves).
+    #[cfg(feature = "chaos")]
     pub iam: aws_sdk_iam::Client,
     /// Requests sent by all of them.
     pub counter: RequestCounter,
@@ -87,6 +88,7 @@ impl Clients {
             s3,
             lambda: aws_sdk_lambda::Client::new(config),
             logs: aws_sdk_cloudwatchlogs::Client::new(config),
+            #[cfg(feature = "chaos")]
             iam: aws_sdk_iam::Client::new(config),
             dynamodb,
             streams,

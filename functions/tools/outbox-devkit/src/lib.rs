@@ -5,7 +5,7 @@
 //! - [`deployment`]: a stack deployed by `scripts/deploy-local`, read back from its
 //!   functions' configuration, with their logs and metrics;
 //! - [`demo`]: the one-command demo: produce, observe, verify;
-//! - [`chaos`]: the chaos benchmark: faults in every call, crashes, discards;
+//! - `chaos` (feature `chaos`): the chaos benchmark: faults in every call, crashes, discards;
 //! - [`provision`]: tables and queues for the integration tests, which need fresh,
 //!   uniquely named resources per test on both emulators;
 //! - [`runtime_api`]: a Lambda Runtime API on loopback, to run a function's packaged
@@ -22,6 +22,7 @@
 #![warn(missing_docs)]
 
 pub mod aws;
+#[cfg(feature = "chaos")]
 pub mod chaos;
 pub mod coldstart;
 pub mod cost;

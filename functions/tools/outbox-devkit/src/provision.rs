@@ -306,6 +306,7 @@ pub async fn allow_delivery(
 /// The ARN of the execution role `name`, made if it does not exist, that Lambda may
 /// assume and whose inline policy `policy` (a policy document) is set every time. With
 /// IAM enforced, the local AWS evaluates every call a function makes against its role.
+#[cfg(feature = "chaos")]
 pub async fn function_role(
     client: &aws_sdk_iam::Client,
     name: &str,
@@ -361,6 +362,7 @@ pub async fn function_role(
 /// functions use, on every resource. Those deployments test behaviour under faults, on
 /// resources they make themselves; least privilege is the stacks' job, and their own
 /// roles are what the deployed tests and the removed-grant test run under.
+#[cfg(feature = "chaos")]
 pub async fn test_function_role(client: &aws_sdk_iam::Client) -> Result<String, ProvisionError> {
     let actions = [
         "dynamodb:*",

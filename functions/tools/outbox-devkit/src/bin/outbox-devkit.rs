@@ -382,6 +382,17 @@ async fn demo_command(clients: &Clients, args: DemoArgs) -> ExitCode {
     }
 }
 
+/// Without the `chaos` feature the command is there, saying how to get it.
+#[cfg(not(feature = "chaos"))]
+async fn chaos_command(_: &Clients, _: ChaosArgs) -> ExitCode {
+    eprintln!(
+        "chaos: this dev kit was built without its chaos feature (the demo needs none); \
+         build it with `cargo build -p outbox-devkit --features chaos`"
+    );
+    ExitCode::from(2)
+}
+
+#[cfg(feature = "chaos")]
 async fn chaos_command(clients: &Clients, args: ChaosArgs) -> ExitCode {
     let deployment = match discover(clients, &args.prefix, "chaos", None).await {
         Ok(d) => d,
