@@ -9,8 +9,10 @@
 
 pub mod report;
 pub mod simulate;
+pub mod sizing;
 
 use dynamodb_outbox::policy::work_window;
+use dynamodb_outbox::schema::MAX_SWEEP_SHARDS;
 use dynamodb_outbox::sweep::SweepLimits;
 use std::time::Duration;
 
@@ -294,21 +296,22 @@ pub fn needs(rate: f64, settings: &Settings, per: &PerMessage) -> Needs {
     }
 }
 
-/// The most index shards the table is planned for (issue 23: at least 256).
-pub const MAX_INDEX_SHARDS: u32 = 256;
-
 /// `settings` with what a sustained `rate` needs lifted: the table's write quota
-/// raised to the rate's units, and the index shards to the smallest power of two
-/// whose partitions carry it (at most [`MAX_INDEX_SHARDS`]). What a burst on top of
-/// that rate meets is then the burst's own, not the rate's.
+/// raised to the rate's units, and the sweeper's workers and index shards to what the
+/// stacks choose for it as their expected peak ([`sizing`]; never fewer than
+/// `settings` has). A producer that indexes at commit writes the index twice a
+/// message: sized as for twice the peak, as docs/scale.md tells its users. What a
+/// burst on top of that rate meets is then the burst's own, not the rate's.
 pub fn lifted_for(rate: f64, settings: &Settings, per: &PerMessage) -> Settings {
-    let needed_shards = rate * per.index_write_units / PARTITION_WRITE_UNITS;
-    let mut shards = settings.index_shards.max(1);
-    while f64::from(shards) < needed_shards && shards < MAX_INDEX_SHARDS {
-        shards *= 2;
-    }
+    let peak = rate * per.index_write_units.max(1.0);
+    let sweep_workers = settings.sweep_workers.max(sizing::sweep_workers(peak));
+    let index_shards = settings
+        .index_shards
+        .max(sizing::sweep_shards(peak, sweep_workers))
+        .min(u32::from(MAX_SWEEP_SHARDS));
     Settings {
-        index_shards: shards,
+        index_shards,
+        sweep_workers,
         table_write_quota: settings.table_write_quota.max(rate * per.table_write_units),
         ..*settings
     }

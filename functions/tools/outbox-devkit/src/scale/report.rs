@@ -2,6 +2,7 @@
 //! messages a second need, what binds first at each, and a tenfold burst on each.
 
 use super::simulate::{Burst, burst, drain_minutes};
+use super::sizing::outage_index_writes;
 use super::{
     Owner, PerMessage, Settings, binding, ceilings, destination_ceilings, lifted_for, needs,
 };
@@ -76,10 +77,13 @@ pub fn report(settings: &Settings) -> String {
         let clear = b
             .seconds_to_clear
             .map_or("not within an hour".to_owned(), |s| format!("{s} s"));
+        let outage =
+            outage_index_writes(rate, lifted.sweep_workers) / f64::from(lifted.index_shards);
         let _ = writeln!(
             out,
             "  {rate:>7.0}/s: table {:.0} WU/s, index {:.0} WU/s per shard, >= {:.0} stream shards, \
-             {:.0} publishers; binds first: {first}; with quota {:.0} and {} shards, a 10x burst for \
+             {:.0} publishers; binds first: {first}; with quota {:.0}, {} shards and {} worker(s) (the \
+             stacks' for this peak; index in an outage {outage:.0} WU/s per shard), a 10x burst for \
              60 s: {:.0} commits throttled (by {}), clear after {clear}; 10 min of it pending after \
              an outage drains in {:.0} min",
             n.table_write_units,
@@ -88,9 +92,10 @@ pub fn report(settings: &Settings) -> String {
             n.publishers,
             lifted.table_write_quota,
             lifted.index_shards,
+            lifted.sweep_workers,
             b.throttled,
             b.bound_by,
-            drain_minutes(rate * 600.0, settings),
+            drain_minutes(rate * 600.0, &lifted),
         );
     }
     out

@@ -177,12 +177,9 @@ fn five_workers_are_bound_by_their_shards_index_partitions_unless_the_shards_gro
 fn the_settings_lifted_for_a_rate_carry_it_and_a_tenfold_burst_meets_the_two_times_rule() {
     let per = PerMessage::indexed_at_commit();
     let lifted = lifted_for(100_000.0, &Settings::default(), &per);
-    assert_eq!(lifted.index_shards, 256);
-    let unindexed = lifted_for(100_000.0, &Settings::default(), &PerMessage::default());
-    assert_eq!(
-        unindexed.index_shards, 16,
-        "no index writes on the happy path: no shards to add"
-    );
+    // Indexed at commit: sized as the stacks size twice the peak, 200,000 a second
+    // (5 workers; (200,000 + 5 x 2,222 x 4) / 800 = 305.55)
+    assert_eq!((lifted.index_shards, lifted.sweep_workers), (306, 5));
     assert_eq!(lifted.table_write_quota, 500_000.0);
     let all = ceilings(&lifted, &per);
     assert_eq!(binding(100_000.0, &all).map(|c| c.component), None);
@@ -201,6 +198,62 @@ fn the_settings_lifted_for_a_rate_carry_it_and_a_tenfold_burst_meets_the_two_tim
     assert_eq!(r.seconds_to_clear, None, "no headroom left to retry into");
 }
 
+/// The scale model lifts a deployment to what the stacks deploy for that peak (their
+/// tests: 16 shards and 1 worker at 3,000 a second, 159 and 3 at 100,000, 181 for 5
+/// workers given): the shards are sized for an outage, not only for the happy path's
+/// index writes, which are none.
+#[test]
+fn the_settings_lifted_for_a_rate_are_what_the_stacks_choose_for_that_peak() {
+    let lifted = |rate: f64, settings: &Settings| {
+        let l = lifted_for(rate, settings, &PerMessage::default());
+        (l.index_shards, l.sweep_workers)
+    };
+    let default = Settings::default();
+    assert_eq!(lifted(3_000.0, &default), (16, 1));
+    assert_eq!(lifted(10_000.0, &default), (24, 1));
+    assert_eq!(lifted(100_000.0, &default), (159, 3));
+    let five = Settings {
+        sweep_workers: 5,
+        ..default
+    };
+    assert_eq!(
+        lifted(100_000.0, &five),
+        (181, 5),
+        "shards for the workers given"
+    );
+    let wide = Settings {
+        index_shards: 256,
+        ..default
+    };
+    assert_eq!(lifted(100_000.0, &wide), (256, 3), "lifting never lowers");
+}
+
+/// For every peak the stacks accept (1 to 700,000), the chosen shards keep an outage's
+/// index writes under 800 units a second per shard within the core's 1,000 shards, and
+/// the workers drain at a twentieth of the peak unless all five are needed.
+#[test]
+fn the_sweeper_sizing_holds_for_every_peak_the_stacks_accept() {
+    for peak in (1..=700_000_u32).step_by(997) {
+        let peak = f64::from(peak);
+        let workers = sizing::sweep_workers(peak);
+        let shards = sizing::sweep_shards(peak, workers);
+        let per_shard = sizing::outage_index_writes(peak, workers) / f64::from(shards);
+        assert!(
+            per_shard <= sizing::SHARD_WRITE_UNITS,
+            "peak {peak}: {per_shard}"
+        );
+        assert!(
+            shards <= u32::from(MAX_SWEEP_SHARDS),
+            "peak {peak}: {shards}"
+        );
+        assert!(
+            workers == sizing::MAX_WORKERS
+                || f64::from(workers) * sizing::WORKER_DRAIN_PER_SECOND >= peak / 20.0,
+            "peak {peak}: {workers}"
+        );
+    }
+}
+
 /// The stacks choose `sweep_workers` and `sweep_shards` from the expected peak with this
 /// model's numbers (infra/contract/settings.json `sweep_sizing`; the stacks' tests check
 /// theirs against it): a change of `SweepLimits` or the time budget must be carried there.
@@ -211,7 +264,39 @@ fn the_stacks_sweeper_sizing_uses_this_models_rates_and_holds_at_a_hundred_thous
             .unwrap_or_default();
     let sizing = &contract["sweep_sizing"];
     let number = |k: &str| sizing[k].as_f64().unwrap_or(f64::NAN);
+    // The dev kit's rule (sizing) has the contract's numbers, and no other
+    let ours = [
+        ("shard_write_units", sizing::SHARD_WRITE_UNITS),
+        ("attempt_index_writes", sizing::ATTEMPT_INDEX_WRITES),
+        (
+            "worker_attempts_per_second",
+            sizing::WORKER_ATTEMPTS_PER_SECOND,
+        ),
+        ("worker_drain_per_second", sizing::WORKER_DRAIN_PER_SECOND),
+        ("drain_within_outage", sizing::DRAIN_WITHIN_OUTAGE),
+        ("min_shards", f64::from(sizing::MIN_SHARDS)),
+    ];
+    for (key, value) in ours {
+        assert_eq!(number(key), value, "sweep_sizing.{key}");
+    }
+    let keys = sizing
+        .as_object()
+        .map_or(0, |o| o.keys().filter(|k| !k.starts_with('$')).count());
+    assert_eq!(
+        keys,
+        ours.len(),
+        "sweep_sizing has a number the dev kit lacks"
+    );
+    let workers_max = contract["settings"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|s| s["name"] == "sweep_workers")
+        .and_then(|s| s["max"].as_f64());
+    assert_eq!(workers_max, Some(f64::from(sizing::MAX_WORKERS)));
+    // ... and those numbers are this model's
     let one = Settings::default();
+    assert_eq!(number("min_shards"), f64::from(one.index_shards));
     assert_eq!(
         number("worker_attempts_per_second"),
         sweep_worker_rate(&one).floor()
@@ -223,12 +308,14 @@ fn the_stacks_sweeper_sizing_uses_this_models_rates_and_holds_at_a_hundred_thous
         number("attempt_index_writes"),
         2.0 * (SWEEP_INDEX_WRITES - 1.0)
     );
+    // A partition's units less one aggregate's messages a second (1 unit each entering)
+    assert_eq!(
+        number("shard_write_units"),
+        PARTITION_WRITE_UNITS - ceilings(&one, &PerMessage::default())[2].messages_per_second
+    );
     // What the stacks choose at 100,000 a second (their tests: 159 shards, 3 workers)
-    let chosen = Settings {
-        index_shards: 159,
-        sweep_workers: 3,
-        ..one
-    };
+    let chosen = lifted_for(100_000.0, &one, &PerMessage::default());
+    assert_eq!((chosen.index_shards, chosen.sweep_workers), (159, 3));
     let outage_per_shard = (100_000.0 + 3.0 * sweep_worker_rate(&chosen) * 4.0) / 159.0;
     assert!(
         outage_per_shard <= 0.8 * PARTITION_WRITE_UNITS,
