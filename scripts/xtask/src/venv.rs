@@ -18,7 +18,8 @@ pub fn ensure(s: &Session, venv: &Path, req: &Path, what: &str) -> Result {
     // Installs run from more than one process at once (the suite's, the lint's, the
     // release packaging's): one at a time, so none sees another's half-made uv.
     let _lock = InstallLock::take(&s.path(".venv"))?;
-    if stamped(venv, req)? {
+    let sum = sha256(req)?;
+    if stamped(venv, &sum) {
         return Ok(());
     }
     let uv = bootstrap_uv(s)?;
@@ -39,7 +40,7 @@ pub fn ensure(s: &Session, venv: &Path, req: &Path, what: &str) -> Result {
         .arg("-r")
         .arg(req)
         .run()?;
-    stamp(venv, req)
+    stamp(venv, &sum)
 }
 
 /// The path of uv, installed with pip into `.venv/uv` the first time (the one install
@@ -53,7 +54,8 @@ fn bootstrap_uv(s: &Session) -> Result<PathBuf> {
     let venv = s.path(".venv/uv");
     let req = s.path("scripts/uv.txt");
     let uv = venv.join("bin/uv");
-    if stamped(&venv, &req)? {
+    let sum = sha256(&req)?;
+    if stamped(&venv, &sum) {
         return Ok(uv);
     }
     eprintln!(
@@ -77,7 +79,7 @@ fn bootstrap_uv(s: &Session) -> Result<PathBuf> {
         ])
         .arg(&req)
         .run()?;
-    stamp(&venv, &req)?;
+    stamp(&venv, &sum)?;
     Ok(uv)
 }
 
@@ -86,17 +88,21 @@ fn sha256(req: &Path) -> Result<String> {
     Ok(sum.split_whitespace().next().unwrap_or_default().to_owned())
 }
 
-fn stamped(venv: &Path, req: &Path) -> Result<bool> {
-    let want = sha256(req)?;
-    Ok(std::fs::read_to_string(venv.join(".requirements.sha"))
-        .is_ok_and(|have| have.trim() == want))
+/// Whether `venv` was installed from the requirements whose SHA-256 is `sum`. The sum
+/// is taken once, before the install, and written by [`stamp`] after it: a file changed
+/// during the install is then installed again on the next run.
+fn stamped(venv: &Path, sum: &str) -> bool {
+    std::fs::read_to_string(venv.join(STAMP)).is_ok_and(|have| have.trim() == sum)
 }
 
-fn stamp(venv: &Path, req: &Path) -> Result {
-    let path = venv.join(".requirements.sha");
-    std::fs::write(&path, format!("{}\n", sha256(req)?))
+fn stamp(venv: &Path, sum: &str) -> Result {
+    let path = venv.join(STAMP);
+    std::fs::write(&path, format!("{sum}\n"))
         .map_err(|e| format!("cannot write {}: {e}", path.display()))
 }
+
+/// The file in a virtual environment holding its requirements' SHA-256.
+const STAMP: &str = ".requirements.sha";
 
 /// An exclusive lock on `.venv/.install.lock`, released when dropped.
 struct InstallLock {
@@ -113,5 +119,31 @@ impl InstallLock {
         file.lock()
             .map_err(|e| format!("cannot lock {}: {e}", path.display()))?;
         Ok(Self { _held: file })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_stamp_matches_the_sum_it_was_written_with_and_no_other() {
+        let venv = std::env::temp_dir().join(format!("xtask-venv-stamp-{}", std::process::id()));
+        std::fs::create_dir_all(&venv).unwrap();
+        let before = stamped(&venv, "abc");
+        stamp(&venv, "abc").unwrap();
+        let (same, other) = (stamped(&venv, "abc"), stamped(&venv, "abd"));
+        let req = venv.join("req.txt");
+        std::fs::write(&req, "uv==1\n").unwrap();
+        let sum = sha256(&req);
+        std::fs::remove_dir_all(&venv).unwrap();
+        assert!(!before, "no stamp yet");
+        assert!(same && !other);
+        assert!(stamp(&venv, "abc").is_err(), "no directory to write it in");
+        // sha256sum's sum of the file, not its name or the whole output line
+        assert_eq!(
+            sum.unwrap(),
+            "49347b4cbeed95595021da09abf2a59ecf0295a0ff550cfc9ef4101c4b0afb5a"
+        );
     }
 }
