@@ -7,6 +7,8 @@
 //!
 //! for `<bin>` in outbox-publisher, outbox-sweeper, outbox-recovery, orders-consumer;
 //! `<out>` is `OUTBOX_LAMBDA_DIR`, else `target/lambda`.
+//! Other binaries (the shop's, `cargo xtask shop`) are laid out the same way by
+//! [`lay_out_built`].
 //!
 //! Release builds use cargo-lambda (PyPI `cargo-lambda`, with `ziglang` to link
 //! against Amazon Linux's glibc), pinned in `scripts/package.txt` and installed into
@@ -240,9 +242,43 @@ fn release(s: &Session, opts: &Options, features: &str, out: &Path) -> Result {
         .try_for_each(|bin| zip_bootstrap(&out.join(bin)))
 }
 
+/// A debug build of the workspace's binaries `bins`, features resolved for the whole
+/// workspace, as `cargo xtask package` and the tests build: one build of the AWS SDK
+/// for all of them. Returns the directory they are in.
+pub fn build_workspace_binaries(s: &Session, bins: &[&str]) -> Result<PathBuf> {
+    bins.iter()
+        .fold(
+            s.cargo().args(["build", "--quiet", "--workspace"]),
+            |cargo, bin| cargo.args(["--bin", bin]),
+        )
+        .run()?;
+    Ok(s.target.join("debug"))
+}
+
+/// Lays out `bins`, each an executable in `built`, as cargo lambda does:
+/// `<out>/<bin>/bootstrap` and `<out>/<bin>/bootstrap.zip`. Returns `out` absolute
+/// (Terraform and the CDK read it from their own folders).
+pub fn lay_out_built(bins: &[&str], built: &Path, out: &Path) -> Result<PathBuf> {
+    for bin in bins {
+        let exe = built.join(bin);
+        if !exe.is_file() {
+            return Err(format!(
+                "--built must name a directory holding the built {} (no {})",
+                bins.join(", "),
+                exe.display()
+            ));
+        }
+        let dir = out.join(bin);
+        mkdir(&dir)?;
+        strip_into(&exe, &dir)?;
+    }
+    out.canonicalize()
+        .map_err(|e| format!("cannot resolve {}: {e}", out.display()))
+}
+
 /// Lays `built` out as `dir/bootstrap` and `dir/bootstrap.zip`, without symbols: half
 /// the size, so deploys upload less (panic messages keep their locations).
-pub(crate) fn strip_into(built: &Path, dir: &Path) -> Result {
+fn strip_into(built: &Path, dir: &Path) -> Result {
     let tmp = dir.join("bootstrap.tmp");
     if !Cmd::new("objcopy")
         .arg("--strip-all")
@@ -280,6 +316,25 @@ fn mkdir(dir: &Path) -> Result {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn built_binaries_are_laid_out_zipped_and_a_missing_one_is_named() {
+        let base = std::env::temp_dir().join(format!("xtask-lay-out-{}", std::process::id()));
+        let (built, out) = (base.join("built"), base.join("out"));
+        std::fs::create_dir_all(&built).unwrap();
+        std::fs::write(built.join("a"), "not an ELF: copied as it is").unwrap();
+        let laid = lay_out_built(&["a"], &built, &out);
+        let files = ["bootstrap", "bootstrap.zip"].map(|f| out.join("a").join(f).is_file());
+        let missing = lay_out_built(&["a", "b"], &built, &out);
+        std::fs::remove_dir_all(&base).unwrap();
+        assert!(laid.unwrap().is_absolute());
+        assert_eq!(files, [true, true]);
+        let said = missing.unwrap_err();
+        assert!(
+            said.starts_with("--built must name a directory holding the built a, b (no "),
+            "{said}"
+        );
+    }
 
     #[test]
     fn debug_builds_alone_name_their_packages_and_qualify_the_features() {

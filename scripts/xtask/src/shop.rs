@@ -101,36 +101,11 @@ fn function_zips(s: &Session, built: Option<&Path>, state: &Path) -> Result<Path
         Some(dir) => dir.to_owned(),
         None => {
             log("build the shop's functions (debug)");
-            // Features resolved for the whole workspace, as `cargo xtask package` and
-            // the tests build: one build of the AWS SDK for all of them.
-            BINARIES
-                .iter()
-                .fold(
-                    s.cargo().args(["build", "--quiet", "--workspace"]),
-                    |cargo, bin| cargo.args(["--bin", bin]),
-                )
-                .run()?;
-            s.target.join("debug")
+            crate::package::build_workspace_binaries(s, &BINARIES)?
         }
     };
-    let out = state.join("lambda");
-    for bin in BINARIES {
-        let exe = built.join(bin);
-        if !exe.is_file() {
-            return Err(format!(
-                "shop: --built must name a directory holding the built {} (no {})",
-                BINARIES.join(", "),
-                exe.display()
-            ));
-        }
-        let dir = out.join(bin);
-        std::fs::create_dir_all(&dir)
-            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-        crate::package::strip_into(&exe, &dir)?;
-    }
-    // Absolute: Terraform and the CDK read it from their own folders.
-    out.canonicalize()
-        .map_err(|e| format!("cannot resolve {}: {e}", out.display()))
+    crate::package::lay_out_built(&BINARIES, &built, &state.join("lambda"))
+        .map_err(|e| format!("shop: {e}"))
 }
 
 struct Shop<'a> {
