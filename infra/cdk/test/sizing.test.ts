@@ -4,7 +4,8 @@
 // module's twin: modules/outbox/tests/sizing.tftest.hcl.
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { SWEEP_SIZING, resolveOutboxSettings } from '../lib/config.ts';
+import { resolveOutboxSettings } from '../lib/config.ts';
+import { SWEEP_SIZING } from '../lib/sizing.ts';
 import { DEPLOYMENT_CONTRACT } from '../lib/contract.ts';
 import { synth } from './helpers.ts';
 
