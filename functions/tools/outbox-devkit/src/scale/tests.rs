@@ -311,7 +311,7 @@ fn the_stacks_sweeper_sizing_uses_this_models_rates_and_holds_at_a_hundred_thous
     // A partition's units less one aggregate's messages a second (1 unit each entering)
     assert_eq!(
         number("shard_write_units"),
-        PARTITION_WRITE_UNITS - ceilings(&one, &PerMessage::default())[2].messages_per_second
+        PARTITION_WRITE_UNITS - PARTITION_WRITE_UNITS / PerMessage::default().table_write_units
     );
     // What the stacks choose at 100,000 a second (their tests: 159 shards, 3 workers)
     let chosen = lifted_for(100_000.0, &one, &PerMessage::default());
