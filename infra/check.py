@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import resource
 import subprocess
 import sys
 from pathlib import Path
@@ -48,7 +49,9 @@ passed: dict[str, int] = {}
 
 
 def step(title: str) -> None:
-    print(f"\n==> {title}", flush=True)
+    """Prints the step's title with the CPU-seconds the checks' commands have used so far."""
+    used = resource.getrusage(resource.RUSAGE_CHILDREN)
+    print(f"\n==> {title} ({used.ru_utime + used.ru_stime:.0f} CPU-s)", flush=True)
 
 
 def run(*cmd: str, cwd: Path = INFRA, env: dict | None = None, capture: bool = False) -> str:
@@ -161,6 +164,7 @@ def main() -> int:
     terraform()
     total = sum(passed.values())
     print("\ninfra/check.sh: all infrastructure checks passed (" + ", ".join(f"{k} {n}" for k, n in passed.items()) + ")")
+    step("infra checks done")
     print(f"infra: {total} passed, 0 failed")
     return 0
 

@@ -17,7 +17,7 @@ pub const LIBRARIES: [(&str, &str); 3] = [
 ];
 
 /// `-p` for each of [`LIBRARIES`], and one `--features` naming each one's, qualified.
-fn libraries_with_their_features() -> Vec<String> {
+pub fn libraries_with_their_features() -> Vec<String> {
     let mut args = Vec::new();
     let mut features = Vec::new();
     for (library, theirs) in LIBRARIES {

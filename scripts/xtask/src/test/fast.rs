@@ -4,20 +4,9 @@
 use super::Run;
 use super::runner::Runner;
 use crate::Result;
+use crate::lint::{LIBRARIES, libraries_with_their_features};
 use crate::session::Session;
 use crate::tiers::{self, Tier};
-
-/// The libraries whose doc tests run apart from the workspace's, each with the
-/// features docs.rs documents: neither turns on another's `unstable-internals`, which
-/// the workspace's tools do, so there an example naming a module users cannot reach
-/// would pass. Not `dynamodb-outbox`: alone it builds every SDK client it uses once more,
-/// with a feature set of its own (with it here, the doc-test step took 193 s of CI's
-/// critical path). Its examples run with the workspace's, where its own
-/// `unstable-internals` is on; the lint's rustdoc run documents it alone.
-pub const ALONE_DOC_TESTS: [(&str, &str); 2] = [
-    ("dynamodb-outbox-core", "opentelemetry"),
-    ("dynamodb-outbox-idempotency", "opentelemetry"),
-];
 
 /// The fast tier alone: builds only its targets, starts nothing.
 pub fn alone(s: &Session, runner: &Runner, run: &Run) -> Result {
@@ -45,26 +34,24 @@ pub fn tests(s: &Session, runner: &Runner, run: &Run) -> Result {
     Ok(())
 }
 
-/// The other libraries' examples and the docs' snippets in one run, with the features
-/// the whole workspace resolves: it reuses every unit the test build compiled (run
-/// library by library, each with its own features, they rebuilt tokio, hyper and the
-/// AWS SDK once more: about 130 CPU-s). Then [`ALONE_DOC_TESTS`]' together, as their
-/// users build them; each library's documentation as docs.rs builds it is
-/// `cargo xtask lint`'s.
+/// The workspace's other examples and the docs' snippets in one run, with the features
+/// the whole workspace resolves: it reuses every unit the test build compiled. Then the
+/// libraries' own examples, together, with the features docs.rs documents (the lint's
+/// [`LIBRARIES`]), as their users build them: there none turns on another's
+/// `unstable-internals`, which the workspace's tools do, so an example naming a module
+/// users cannot reach fails. That run reuses the test build's tokio and AWS SDK too:
+/// dynamodb-outbox-idempotency's dev-dependencies turn on what the tools turn on
+/// (before, it compiled them once more: ~120 CPU-s of CI's critical path, and
+/// dynamodb-outbox's examples ran only in the workspace's run).
 fn doc_tests(s: &Session) -> Result {
     s.step("doc tests: the libraries' examples and the docs' snippets, compiled and run");
     let mut workspace = s.cargo().args(["test", "--doc", "--quiet", "--workspace"]);
-    let mut alone = s.cargo().args(["test", "--doc", "--quiet"]);
-    for (package, features) in ALONE_DOC_TESTS {
-        workspace = workspace.args(["--exclude", package]);
-        alone = alone.args(["-p", package, "--features"]).arg(
-            features
-                .split(',')
-                .map(|f| format!("{package}/{f}"))
-                .collect::<Vec<_>>()
-                .join(","),
-        );
+    for (library, _) in LIBRARIES {
+        workspace = workspace.args(["--exclude", library]);
     }
     workspace.run()?;
-    alone.run()
+    s.cargo()
+        .args(["test", "--doc", "--quiet"])
+        .args(libraries_with_their_features())
+        .run()
 }
