@@ -110,6 +110,23 @@ enum BenchCommand {
     /// The sweeper's drain of a backlog of due items on a deployed stack, beside the
     /// local AWS's raw read rates in the same run.
     Drain(DrainArgs),
+    /// The local AWS's raw write rates alone: PutItems into a scratch table, then the
+    /// producers' TransactWriteItems on a deployed stack's table, pipeline running.
+    Raw(RawArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct RawArgs {
+    /// The deployment's prefix (scripts/deploy-local --prefix); the scratch table's
+    /// name starts with it.
+    #[arg(long)]
+    prefix: String,
+    /// Seconds of PutItems into a scratch table (0: skip).
+    #[arg(long, default_value_t = 10)]
+    put_seconds: u32,
+    /// Seconds of TransactWriteItems on the deployed table (0: skip).
+    #[arg(long, default_value_t = 10)]
+    transact_seconds: u32,
 }
 
 #[derive(Debug, clap::Args)]
@@ -139,8 +156,8 @@ struct LatencyArgs {
     /// The deployment's prefix (scripts/deploy-local --prefix).
     #[arg(long)]
     prefix: String,
-    /// Rates for the percentiles, messages per second.
-    #[arg(long, value_delimiter = ',', default_value = "50,500")]
+    /// Rates for the percentiles, messages per second (`--rates` alone: none).
+    #[arg(long, value_delimiter = ',', num_args = 0.., default_value = "50,500")]
     rates: Vec<u32>,
     /// Rates tried in order for the highest with p99 under 1 s (stops at the first
     /// that does not hold; the low steps are there because the local AWS on a small
@@ -155,10 +172,19 @@ struct LatencyArgs {
     /// for a quick check.
     #[arg(long, default_value_t = 60)]
     seconds: u32,
-    /// Seconds of plain PutItems into a scratch table, the local AWS's raw write rate
-    /// beside the held rate (0: skip).
-    #[arg(long, default_value_t = 12)]
+    /// Seconds of load through the pipeline before anything is measured (0: none).
+    #[arg(long, default_value_t = 20)]
+    warm_seconds: u32,
+    /// The warm-up's rate, messages per second.
+    #[arg(long, default_value_t = 20)]
+    warm_rate: u32,
+    /// Seconds of the producers' TransactWriteItems, unpaced, on the deployed table:
+    /// the raw rate beside the held rate (0: skip).
+    #[arg(long, default_value_t = 10)]
     raw_seconds: u32,
+    /// Seconds of plain PutItems into a scratch table, beside it (0: skip).
+    #[arg(long, default_value_t = 0)]
+    raw_put_seconds: u32,
     /// Skip the sweeper's recovery (it waits up to a schedule period).
     #[arg(long)]
     no_stuck: bool,
@@ -250,6 +276,7 @@ async fn main() -> ExitCode {
         Command::Demo(args) => demo_command(&clients, args).await,
         Command::Chaos(args) => chaos_command(&clients, args).await,
         Command::Bench(BenchCommand::Latency(args)) => latency_command(&clients, args).await,
+        Command::Bench(BenchCommand::Raw(args)) => raw_command(&clients, args).await,
         Command::Bench(BenchCommand::Drain(args)) => drain_command(&clients, args).await,
         Command::Regions(args) => regions_command(&clients, args).await,
         Command::Bench(BenchCommand::Coldstart { .. }) | Command::Scale(_) => ExitCode::SUCCESS,
@@ -432,7 +459,10 @@ async fn latency_command(clients: &Clients, args: LatencyArgs) -> ExitCode {
         rates: args.rates,
         ladder: args.ladder,
         seconds: args.seconds,
+        warm_seconds: args.warm_seconds,
+        warm_rate: args.warm_rate,
         raw_seconds: args.raw_seconds,
+        raw_put_seconds: args.raw_put_seconds,
         stuck: !args.no_stuck,
     };
     match outbox_devkit::latency::run(clients, &deployment, &opts).await {
@@ -448,6 +478,34 @@ async fn latency_command(clients: &Clients, args: LatencyArgs) -> ExitCode {
         }
         Err(e) => {
             eprintln!("bench latency: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+async fn raw_command(clients: &Clients, args: RawArgs) -> ExitCode {
+    // PutItems alone need no deployment: a look at the local AWS before one.
+    let deployment = match args.transact_seconds {
+        0 => None,
+        _ => match discover(clients, &args.prefix, "bench raw", None).await {
+            Ok(d) => Some(d),
+            Err(code) => return code,
+        },
+    };
+    let rates = outbox_devkit::latency::raw_rates(
+        clients,
+        &args.prefix,
+        deployment.as_ref(),
+        args.put_seconds,
+        args.transact_seconds,
+    );
+    match rates.await {
+        Ok(report) => {
+            print!("{report}");
+            ExitCode::SUCCESS
+        }
+        Err(e) => {
+            eprintln!("bench raw: {e}");
             ExitCode::from(2)
         }
     }

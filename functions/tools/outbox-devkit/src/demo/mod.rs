@@ -32,6 +32,10 @@ pub struct DemoOptions {
     pub orders: usize,
     /// Orders committed per second (0: as fast as possible).
     pub rate: u32,
+    /// Stop committing after this long even if fewer than `orders` were committed
+    /// (the latency bench's raw transaction rate: as many as the table takes in a
+    /// given time). None: all `orders`.
+    pub produce_for: Option<Duration>,
     /// One transaction in this many rolls back (0: none).
     pub rollback_every: usize,
     /// One order in this many is written by the minimal producer (0: none).
@@ -63,6 +67,7 @@ impl Default for DemoOptions {
         DemoOptions {
             orders: 200,
             rate: 50,
+            produce_for: None,
             rollback_every: 10,
             minimal_every: 7,
             sweep_grace: Duration::from_secs(5),

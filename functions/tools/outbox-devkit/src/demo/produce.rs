@@ -72,9 +72,13 @@ pub async fn produce(
         t.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Burst);
         t
     });
+    let deadline = opts.produce_for.map(|d| tokio::time::Instant::now() + d);
     for i in 0..opts.orders {
         if let Some(ticker) = ticker.as_mut() {
             ticker.tick().await;
+        }
+        if deadline.is_some_and(|d| tokio::time::Instant::now() >= d) {
+            break;
         }
         let plan = OrderPlan::of(i, opts);
         let permit = permits.clone().acquire_owned().await;

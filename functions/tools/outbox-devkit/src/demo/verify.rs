@@ -41,6 +41,9 @@ pub struct DemoReport {
     pub publisher_invocations: usize,
     /// Commit → `SENT` latency percentiles (p50, p95, p99), milliseconds.
     pub latency_ms: (i64, i64, i64),
+    /// From the first commit sent to the last `SentAt` of the run's messages,
+    /// milliseconds (0 when none was sent): over it the pipeline published `sent`.
+    pub publish_span_ms: i64,
     /// Guarantees that did not hold, in words. Empty when all held.
     pub broken: Vec<String>,
     /// Wall time of the workload (after the deployment).
@@ -101,6 +104,7 @@ pub fn verify(
 
 fn count_outbox(produced: &Produced, items: &[&OutboxItem], report: &mut DemoReport) {
     let mut latencies = Vec::new();
+    let mut last_sent = None;
     let mut stuck = Vec::new();
     let mut messages_per_order: BTreeMap<String, usize> = BTreeMap::new();
     for item in items {
@@ -114,6 +118,7 @@ fn count_outbox(produced: &Produced, items: &[&OutboxItem], report: &mut DemoRep
                 let committed = produced.committed.get(order_id(&aggregate));
                 if let (Some(c), Some(sent)) = (committed, item.sent_at) {
                     latencies.push(sent - c.commit_ms);
+                    last_sent = last_sent.max(Some(sent));
                 }
             }
             Some(Status::Failed) => report.failed += 1,
@@ -125,6 +130,10 @@ fn count_outbox(produced: &Produced, items: &[&OutboxItem], report: &mut DemoRep
         }
     }
     latencies.sort_unstable();
+    let first_commit = produced.committed.values().map(|c| c.commit_ms).min();
+    if let (Some(first), Some(last)) = (first_commit, last_sent) {
+        report.publish_span_ms = last - first;
+    }
     report.latency_ms = (
         percentile(&latencies, 0.50),
         percentile(&latencies, 0.95),

@@ -46,8 +46,9 @@ pub(super) async fn billed_summary(
     since_ms: i64,
     published: usize,
 ) -> Result<(String, serde_json::Value), String> {
-    // Every message of the loads is the publisher's: the stuck item is the sweeper's
-    // and the raw PutItem yardstick writes to a table without a stream.
+    // Every message of the loads (the warm-up's and the raw burst's too) is the
+    // publisher's: the stuck item is the sweeper's and the raw PutItems go to a table
+    // without a stream.
     let publisher = billed(
         &deployment
             .logs(clients, &deployment.publisher, since_ms)

@@ -2,21 +2,33 @@
 //! commit → publish percentiles (`SentAt` − the time the transaction was sent) at
 //! given rates, the highest rate one stream shard carries with p99 under a second,
 //! the sweeper's recovery latency for a stuck item, and the functions' billed
-//! durations from their `REPORT` log lines (for the cost bench). Beside the highest
-//! rate, the local AWS's own `PutItem` rate in the same run: the ratio of the two is
-//! what compares across machines, the rates alone say as much about the machine.
+//! durations from their `REPORT` log lines (for the cost bench).
+//!
+//! The held rate is compared with the local AWS's raw `TransactWriteItems` rate in
+//! the same run, measured after a warm-up load: the producers' own transaction,
+//! as fast as their writers in flight go, into the deployed table with the pipeline
+//! running. Its messages are published like any load's (they carry their own tag, so
+//! no step counts them) and the ladder starts only once they are: the raw rate is
+//! the rate the table accepts the producers' transactions while the publisher works,
+//! the ceiling the held rate can approach. The ratio of the two is what compares
+//! across machines; the rates alone say as much about the machine.
 
 mod billed;
 mod raw_put;
 mod stuck;
+mod verdict;
 
 pub use billed::{Billed, billed, billed_ms_per_message, per_message_line};
 pub use raw_put::RawPuts;
+pub use verdict::{
+    RawTransacts, Step, held, held_lines, held_over_raw, highest_held, kept_pace, where_time_goes,
+};
 
 use billed::billed_summary;
 use raw_put::raw_put_rate;
 
 use crate::aws::Clients;
+use crate::demo::produce::IN_FLIGHT;
 use crate::demo::{self, DemoOptions, DemoReport};
 use crate::deployment::Deployment;
 use dynamodb_outbox::clock::now_ms;
@@ -33,8 +45,17 @@ pub struct LatencyOptions {
     /// Seconds of load per rate (at least 60 for the ladder's figure to count as
     /// sustained; fewer for a quick check).
     pub seconds: u32,
-    /// Seconds of raw `PutItem`s for the yardstick (0: skip it).
+    /// Seconds of load through the pipeline before anything is measured (0: none):
+    /// the functions' first processes, the mappings' pollers and the local AWS's
+    /// first requests are then behind the measurement, not in it.
+    pub warm_seconds: u32,
+    /// The warm-up's rate, messages per second.
+    pub warm_rate: u32,
+    /// Seconds of raw `TransactWriteItems` on the deployed table, the yardstick of
+    /// the held rate (0: skip it).
     pub raw_seconds: u32,
+    /// Seconds of plain `PutItem`s into a scratch table, beside it (0: skip).
+    pub raw_put_seconds: u32,
     /// Whether to measure the sweeper's recovery of a stuck item (up to its schedule
     /// period and more).
     pub stuck: bool,
@@ -52,14 +73,42 @@ async fn load(
     let opts = DemoOptions {
         orders: (rate * seconds) as usize,
         rate,
+        ..load_options(tag)
+    };
+    demo::run(clients, deployment, &opts).await
+}
+
+/// The loads' settings: library-written messages only, no rollbacks, no counters.
+fn load_options(tag: String) -> DemoOptions {
+    DemoOptions {
         rollback_every: 0,
         minimal_every: 0,
         progress: false,
         settle_timeout: Duration::from_secs(180),
         tag,
         ..DemoOptions::default()
+    }
+}
+
+/// The raw `TransactWriteItems` rate: the producers' transactions with no pacing
+/// (IN_FLIGHT at once, each sent when the last answered) for `seconds`, then the wait
+/// for their messages to be published, so that the ladder's first step does not
+/// start behind a backlog.
+async fn raw_transacts(
+    clients: &Clients,
+    deployment: &Deployment,
+    seconds: u32,
+    tag: String,
+) -> Result<(RawTransacts, DemoReport), String> {
+    let opts = DemoOptions {
+        // More than any local AWS commits in `seconds`: the time bounds it.
+        orders: 100_000 * seconds.max(1) as usize,
+        rate: 0,
+        produce_for: Some(Duration::from_secs(u64::from(seconds))),
+        ..load_options(tag)
     };
-    demo::run(clients, deployment, &opts).await
+    let report = demo::run(clients, deployment, &opts).await?;
+    Ok((RawTransacts::of(IN_FLIGHT, &report), report))
 }
 
 /// The tag of one load: unique to this run of the bench (the tables keep the items of
@@ -68,68 +117,45 @@ fn step_tag(run: &str, step: usize, rate: u32) -> String {
     format!("b{run}-{step}-{rate}-")
 }
 
-/// Whether a step of the max-rate ladder held: it committed messages, every one of
-/// them was `SENT`, every guarantee held and their p99 was under a second. `report`
-/// must count the step's own messages only (a tagged load), never the table's.
-pub fn held(report: &DemoReport) -> bool {
-    report.committed > 0
-        && report.sent >= report.committed
-        && report.broken.is_empty()
-        && report.latency_ms.2 < 1000
-}
-
-/// Whether the producers really offered `rate`: they committed at least 90% of it
-/// over their own time. Without it a step could "hold" a rate the local AWS never
-/// took (its transactions queuing behind the writers in flight), and the ladder would
-/// report a rate nobody offered.
-pub fn kept_pace(report: &DemoReport, rate: u32) -> bool {
-    let seconds = report.producing.as_secs_f64();
-    seconds > 0.0 && report.committed as f64 / seconds >= 0.9 * f64::from(rate)
-}
-
-/// The held rate over the raw `PutItem` rate, the figure that compares across
-/// machines. None when either is missing.
-pub fn held_over_raw(held: Option<u32>, raw_rate: f64) -> Option<f64> {
-    held.filter(|_| raw_rate > 0.0)
-        .map(|rate| f64::from(rate) / raw_rate)
-}
-
-/// The ladder's verdict line, the raw `PutItem` rate beside it and their ratio.
-pub fn held_lines(best: Option<u32>, seconds: u32, raw: Option<&RawPuts>) -> String {
-    let mut out = match best {
-        Some(rate) => format!(
-            "highest offered rate one stream shard carried with p99 < 1 s (every step {seconds} s of load): {rate} messages/s\n"
-        ),
-        None => format!("no step of the ladder ({seconds} s each) held p99 < 1 s\n"),
-    };
-    if let Some(raw) = raw {
-        out.push_str(&format!(
-            "raw PutItem rate of this local AWS in the same run ({} writers, {:.1} s, scratch table): {:.0} puts/s ({} failed)\n",
-            raw.writers, raw.seconds, raw.rate(), raw.errors
-        ));
-        out.push_str(&match held_over_raw(best, raw.rate()) {
-            Some(ratio) => format!("held rate / raw PutItem rate: {ratio:.3}\n"),
-            None => "held rate / raw PutItem rate: none (no held rate)\n".to_owned(),
-        });
-    }
-    out
-}
-
 /// One ladder step's line.
-fn step_line(rate: u32, r: &DemoReport, held: bool) -> String {
-    let verdict = match (held, kept_pace(r, rate)) {
+fn step_line(step: &Step, r: &DemoReport) -> String {
+    let verdict = match (step.counts(), step.kept_pace) {
         (true, _) => "held",
         (false, false) => "not held (the producers fell behind the offered rate)",
         (false, true) => "not held",
     };
     format!(
-        "  max-rate step {rate:>5} messages/s offered: {} committed in {:.1} s ({:.0}/s), {} SENT, all done in {:.1} s: p99 {} ms -> {verdict}\n",
+        "  max-rate step {:>5} messages/s offered: {} committed in {:.1} s ({:.0}/s), {} SENT, all done in {:.1} s: p99 {} ms -> {verdict}\n",
+        step.rate,
         r.committed,
-        r.producing.as_secs_f64(),
-        r.committed as f64 / r.producing.as_secs_f64().max(0.001),
+        step.producing_s,
+        step.committed_rate(),
         r.sent,
         r.elapsed.as_secs_f64(),
         r.latency_ms.2
+    )
+}
+
+/// The raw measurement's line.
+fn raw_line(raw: &RawTransacts, r: &DemoReport) -> String {
+    format!(
+        "raw TransactWriteItems (business item + outbox item, {} in flight, deployed table): {} committed in {:.1} s = {:.0}/s; their messages all SENT {:.1} s after the first commit ({:.0}/s published, p99 {} ms){}\n",
+        raw.in_flight,
+        raw.committed,
+        raw.seconds,
+        raw.rate(),
+        raw.publish_span_s,
+        raw.published_rate(),
+        raw.p99_ms,
+        if r.broken.is_empty() && raw.sent >= raw.committed {
+            String::new()
+        } else {
+            format!(
+                "; NOT all published: {} SENT, {:?}",
+                raw.sent,
+                r.broken.first()
+            )
+        }
     )
 }
 
@@ -145,32 +171,52 @@ pub async fn run(
         String::from("commit -> publish latency (SentAt - commit time) on the deployed stack\n");
     let mut published = 0usize;
     let run = format!("{:08x}", fastrand::u32(..));
-    // Before the loads: the yardstick then shares the machine with no function still
-    // draining an earlier step.
-    let raw = match opts.raw_seconds {
-        0 => None,
-        s => Some(raw_put_rate(clients, &deployment.prefix, &run, s).await?),
-    };
     let mut step = 0;
     let mut tag = |rate| {
         step += 1;
         step_tag(&run, step, rate)
     };
-    let mut best = None;
+    if opts.warm_seconds > 0 {
+        let warm = format!("b{run}-warm-");
+        let r = load(clients, deployment, opts.warm_rate, opts.warm_seconds, warm).await?;
+        published += r.sent;
+        out.push_str(&format!(
+            "warm-up, not judged: {} messages/s for {} s, {} committed, {} SENT, p99 {} ms\n",
+            opts.warm_rate, opts.warm_seconds, r.committed, r.sent, r.latency_ms.2
+        ));
+    }
+    if opts.raw_put_seconds > 0 {
+        let raw = raw_put_rate(clients, &deployment.prefix, &run, opts.raw_put_seconds).await?;
+        out.push_str(&format!(
+            "raw PutItem rate into a scratch table ({} writers, {:.1} s): {:.0} puts/s ({} failed)\n",
+            raw.writers, raw.seconds, raw.rate(), raw.errors
+        ));
+    }
+    let raw = match opts.raw_seconds {
+        0 => None,
+        s => {
+            let (raw, r) = raw_transacts(clients, deployment, s, format!("b{run}-raw-")).await?;
+            published += r.sent;
+            out.push_str(&raw_line(&raw, &r));
+            Some(raw)
+        }
+    };
+    let mut steps = Vec::new();
     for &rate in &opts.ladder {
         let r = load(clients, deployment, rate, opts.seconds, tag(rate)).await?;
         published += r.sent;
-        let held = held(&r) && kept_pace(&r, rate);
-        out.push_str(&step_line(rate, &r, held));
-        if !held {
+        let step = Step::of(rate, &r);
+        out.push_str(&step_line(&step, &r));
+        steps.push(step);
+        if !step.counts() {
             for why in r.broken.iter().take(3) {
                 out.push_str(&format!("    - {why}\n"));
             }
             break;
         }
-        best = Some(rate);
     }
-    out.push_str(&held_lines(best, opts.seconds, raw.as_ref()));
+    let best = highest_held(&steps);
+    out.push_str(&held_lines(&steps, opts.seconds, raw.as_ref()));
     // After the ladder, not before it: a rate above what the local AWS holds leaves a
     // backlog that would fail the ladder's first steps (seen at 500/s on two cores).
     for &rate in &opts.rates {
@@ -185,18 +231,53 @@ pub async fn run(
         let ms = sweeper_recovery(clients, deployment).await?;
         out.push_str(&format!("sweeper recovery of a stuck item: {ms} ms from due to SentAt (schedule: every minute)\n"));
     }
+    // Every message the publisher sent counts, the warm-up's and the raw burst's too:
+    // its billed durations since the start are theirs as well.
     let (line, mut json) = billed_summary(clients, deployment, since, published).await?;
     out.push_str(&line);
     json["held_rate"] = serde_json::json!(best);
     json["step_seconds"] = serde_json::json!(opts.seconds);
     if let Some(raw) = &raw {
-        json["raw_put"] = serde_json::json!({
-            "writers": raw.writers, "puts": raw.puts, "errors": raw.errors,
-            "seconds": raw.seconds, "rate": raw.rate(),
+        json["raw_transact"] = serde_json::json!({
+            "in_flight": raw.in_flight, "committed": raw.committed, "seconds": raw.seconds,
+            "rate": raw.rate(), "published_rate": raw.published_rate(),
         });
         json["held_over_raw"] = serde_json::json!(held_over_raw(best, raw.rate()));
     }
     Ok((out, json))
+}
+
+/// The raw rates alone, for a look at the local AWS without the ladder (`outbox-devkit
+/// bench raw`): `PutItem`s into a scratch table named after `prefix`, then, given a
+/// deployment, `TransactWriteItems` on its table with the pipeline running (each
+/// 0 s: skipped).
+pub async fn raw_rates(
+    clients: &Clients,
+    prefix: &str,
+    deployment: Option<&Deployment>,
+    put_seconds: u32,
+    transact_seconds: u32,
+) -> Result<String, String> {
+    let run = format!("{:08x}", fastrand::u32(..));
+    let mut out = String::new();
+    if put_seconds > 0 {
+        let raw = raw_put_rate(clients, prefix, &run, put_seconds).await?;
+        out.push_str(&format!(
+            "raw PutItem rate into a scratch table ({} writers, {:.1} s): {:.0} puts/s ({} failed)\n",
+            raw.writers, raw.seconds, raw.rate(), raw.errors
+        ));
+    }
+    if let Some(deployment) = deployment.filter(|_| transact_seconds > 0) {
+        let (raw, r) = raw_transacts(
+            clients,
+            deployment,
+            transact_seconds,
+            format!("b{run}-raw-"),
+        )
+        .await?;
+        out.push_str(&raw_line(&raw, &r));
+    }
+    Ok(out)
 }
 
 #[cfg(test)]

@@ -1,11 +1,9 @@
-//! The local AWS's own write rate, the yardstick of the held rate: plain `PutItem`s
-//! with as many writers as the demo producer keeps in flight.
+//! The local AWS's plain write rate: `PutItem`s with as many writers as the demo
+//! producer keeps in flight, printed beside the raw transaction rate (and alone by
+//! `outbox-devkit bench raw`, to watch the local AWS right after a deploy).
 //!
-//! They go to a scratch table the bench creates and deletes, not to a non-outbox
-//! partition of the deployed table: every write there would reach the stream and the
-//! publisher mapping's filter (which the emulator evaluates on the same cores, so the
-//! yardstick would measure part of the pipeline it is meant to compare against), and
-//! the items would stay in the table that every later load's progress scan reads.
+//! They go to a scratch table the bench creates and deletes: a table without a
+//! stream, so that they measure the local AWS's writes without the pipeline.
 
 use crate::aws::Clients;
 use crate::demo::produce::IN_FLIGHT;

@@ -207,7 +207,7 @@ fn a_step_kept_pace_only_when_its_producers_committed_at_nine_tenths_of_the_rate
 }
 
 #[test]
-fn the_held_rate_over_the_raw_put_rate_needs_both() {
+fn the_held_rate_over_the_raw_rate_needs_both() {
     assert_eq!(held_over_raw(Some(400), 1_600.0), Some(0.25));
     assert_eq!(held_over_raw(None, 1_600.0), None);
     assert_eq!(held_over_raw(Some(400), 0.0), None, "no yardstick");
@@ -225,29 +225,135 @@ fn the_raw_put_rate_counts_successes_over_the_wall_time() {
     assert_eq!(RawPuts::default().rate(), 0.0);
 }
 
-#[test]
-fn the_verdict_lines_give_the_held_rate_the_raw_rate_and_their_ratio() {
-    let raw = RawPuts {
-        writers: 16,
-        puts: 19_200,
-        errors: 0,
-        seconds: 12.0,
+fn step_at(rate: u32, committed_rate: u32, p99_ms: i64) -> Step {
+    let report = DemoReport {
+        committed: committed_rate as usize * 60,
+        sent: committed_rate as usize * 60,
+        producing: Duration::from_secs(60),
+        latency_ms: (p99_ms / 2, p99_ms, p99_ms),
+        ..DemoReport::default()
     };
-    let lines = held_lines(Some(400), 60, Some(&raw));
+    Step::of(rate, &report)
+}
+
+#[test]
+fn the_held_rate_is_the_top_of_the_steps_held_before_the_first_that_was_not() {
+    let held = |r| step_at(r, r, 300);
+    assert_eq!(highest_held(&[held(25), held(50), held(100)]), Some(100));
+    // 200/s missed its p99; a later 400/s that passed is not a held rate.
+    let late = step_at(200, 200, 1_500);
+    assert!(!late.counts());
     assert_eq!(
-        lines,
-        "highest offered rate one stream shard carried with p99 < 1 s (every step 60 s of load): 400 messages/s\n\
-         raw PutItem rate of this local AWS in the same run (16 writers, 12.0 s, scratch table): 1600 puts/s (0 failed)\n\
-         held rate / raw PutItem rate: 0.250\n"
+        highest_held(&[held(25), held(50), late, held(400)]),
+        Some(50)
     );
-    let none = held_lines(None, 10, Some(&raw));
+    // The producers committed 55/s of 100/s offered: p99 fine, not held.
+    let behind = step_at(100, 55, 200);
+    assert!(behind.held && !behind.kept_pace && !behind.counts());
+    assert_eq!(highest_held(&[held(50), behind]), Some(50));
+    assert_eq!(highest_held(&[behind]), None);
+    assert_eq!(highest_held(&[]), None);
+}
+
+fn raw_burst() -> RawTransacts {
+    let report = DemoReport {
+        committed: 4_000,
+        sent: 4_000,
+        producing: Duration::from_secs(10),
+        publish_span_ms: 40_000,
+        latency_ms: (9_000, 20_000, 25_000),
+        ..DemoReport::default()
+    };
+    RawTransacts::of(16, &report)
+}
+
+#[test]
+fn the_raw_burst_gives_the_tables_rate_and_the_pipelines() {
+    let raw = raw_burst();
+    assert_eq!(raw.rate(), 400.0, "4,000 transactions in 10 s");
+    assert_eq!(
+        raw.published_rate(),
+        100.0,
+        "all SENT 40 s after the first commit"
+    );
+    assert_eq!(RawTransacts::default().rate(), 0.0);
+    assert_eq!(RawTransacts::default().published_rate(), 0.0);
+}
+
+#[test]
+fn under_the_target_the_first_failed_step_says_whether_producers_or_publisher_fell_behind() {
+    let raw = raw_burst();
+    assert_eq!(where_time_goes(Some(0.5), None, &raw), "", "target met");
+    assert_eq!(where_time_goes(None, None, &raw), "", "no ratio");
+    let producers = where_time_goes(Some(0.125), Some(&step_at(100, 55, 200)), &raw);
+    assert!(
+        producers.contains(
+            "the producers: at 100 messages/s offered they committed 55/s, 14% of the raw rate"
+        ),
+        "{producers}"
+    );
+    let publisher = where_time_goes(Some(0.125), Some(&step_at(100, 100, 1_800)), &raw);
+    assert!(
+        publisher.contains("the publisher: at 100 messages/s the producers kept pace (100/s) but p99 commit -> publish was 1800 ms"),
+        "{publisher}"
+    );
+    assert!(publisher.ends_with(
+        "in the raw burst the table took 400 transactions/s and the pipeline published 100 messages/s (p99 25000 ms)\n"
+    ));
+    assert!(where_time_goes(Some(0.1), None, &raw).contains("no step failed"));
+}
+
+#[test]
+fn the_verdict_lines_give_the_held_rate_the_raw_rate_their_ratio_and_the_target() {
+    let raw = raw_burst();
+    let steps = [
+        step_at(100, 100, 300),
+        step_at(200, 200, 400),
+        step_at(400, 300, 900),
+    ];
+    assert_eq!(
+        held_lines(&steps, 60, Some(&raw)),
+        "highest offered rate one stream shard carried with p99 < 1 s (every step 60 s of load): 200 messages/s\n\
+         raw TransactWriteItems rate on the deployed table, pipeline running (16 in flight, 10.0 s): 400 transactions/s\n\
+         held rate / raw TransactWriteItems rate: 0.500 (target >= 0.5: met)\n"
+    );
+    let below = held_lines(&steps[..1], 60, Some(&raw));
+    assert!(
+        below.contains("0.250 (target >= 0.5: not met)\n"),
+        "{below}"
+    );
+    assert!(below.contains("no step failed"), "{below}");
+    let none = held_lines(&[step_at(10, 5, 300)], 10, Some(&raw));
     assert!(none.starts_with("no step of the ladder (10 s each) held p99 < 1 s\n"));
-    assert!(none.ends_with("held rate / raw PutItem rate: none (no held rate)\n"));
-    assert_eq!(
-        held_lines(Some(100), 60, None).lines().count(),
-        1,
-        "no yardstick line when it was skipped"
+    assert!(none.contains("(steps under 60 s: a quick check, not a sustained held rate)"));
+    assert!(none.contains("held rate / raw TransactWriteItems rate: none (no held rate)\n"));
+    assert!(
+        none.contains("the producers: at 10 messages/s offered"),
+        "{none}"
     );
+    assert_eq!(
+        held_lines(&steps[..1], 60, None).lines().count(),
+        1,
+        "no yardstick lines when it was skipped"
+    );
+}
+
+#[test]
+fn the_publish_span_runs_from_the_first_commit_to_the_last_sent_at() {
+    let (mut produced, mut items, orders, consumer) = step("bX-raw-", 3, 80);
+    // The second order was committed 500 ms later and sent 2 s after the first commit.
+    if let Some(c) = produced.committed.get_mut("bX-raw-order-00001") {
+        c.commit_ms = T0 + 500;
+    }
+    items[1] = message("bX-raw-order-00001", "SENT", Some(T0 + 2_000));
+    let logs = FunctionLogs {
+        consumer,
+        ..FunctionLogs::default()
+    };
+    let report = verify(&produced, &items, &orders, &logs);
+    assert_eq!(report.publish_span_ms, 2_000);
+    let none_sent = verify(&Produced::default(), &[], &[], &FunctionLogs::default());
+    assert_eq!(none_sent.publish_span_ms, 0);
 }
 
 #[test]
