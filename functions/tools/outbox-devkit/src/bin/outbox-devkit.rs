@@ -127,6 +127,9 @@ struct RawArgs {
     /// Seconds of TransactWriteItems on the deployed table (0: skip).
     #[arg(long, default_value_t = 10)]
     transact_seconds: u32,
+    /// Milliseconds after which a DynamoDB request attempt is retried (0: no limit).
+    #[arg(long, default_value_t = 2_000)]
+    attempt_timeout_ms: u64,
 }
 
 #[derive(Debug, clap::Args)]
@@ -188,6 +191,10 @@ struct LatencyArgs {
     /// Skip the sweeper's recovery (it waits up to a schedule period).
     #[arg(long)]
     no_stuck: bool,
+    /// Milliseconds after which a DynamoDB request attempt of the bench is retried
+    /// (0: no limit; MiniStack over TLS leaves a request unanswered for 75 s now and then).
+    #[arg(long, default_value_t = 2_000)]
+    attempt_timeout_ms: u64,
     /// Where to write the billed durations (JSON) for the cost bench.
     #[arg(long)]
     json: Option<std::path::PathBuf>,
@@ -464,6 +471,7 @@ async fn latency_command(clients: &Clients, args: LatencyArgs) -> ExitCode {
         raw_seconds: args.raw_seconds,
         raw_put_seconds: args.raw_put_seconds,
         stuck: !args.no_stuck,
+        attempt_timeout: attempt_timeout(args.attempt_timeout_ms),
     };
     match outbox_devkit::latency::run(clients, &deployment, &opts).await {
         Ok((report, json)) => {
@@ -483,6 +491,11 @@ async fn latency_command(clients: &Clients, args: LatencyArgs) -> ExitCode {
     }
 }
 
+/// A limit in milliseconds, 0 for none.
+fn attempt_timeout(ms: u64) -> Option<Duration> {
+    (ms > 0).then(|| Duration::from_millis(ms))
+}
+
 async fn raw_command(clients: &Clients, args: RawArgs) -> ExitCode {
     // PutItems alone need no deployment: a look at the local AWS before one.
     let deployment = match args.transact_seconds {
@@ -498,6 +511,7 @@ async fn raw_command(clients: &Clients, args: RawArgs) -> ExitCode {
         deployment.as_ref(),
         args.put_seconds,
         args.transact_seconds,
+        attempt_timeout(args.attempt_timeout_ms),
     );
     match rates.await {
         Ok(report) => {

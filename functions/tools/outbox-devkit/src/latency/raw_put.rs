@@ -23,6 +23,11 @@ pub struct RawPuts {
     pub errors: usize,
     /// Wall time of the writing, seconds.
     pub seconds: f64,
+    /// The slowest single put: its milliseconds and when it was sent (epoch ms), to
+    /// find a stall of the local AWS in its log.
+    pub slowest: (u64, i64),
+    /// Puts that took a second or more (retries included).
+    pub over_1s: usize,
 }
 
 impl RawPuts {
@@ -99,24 +104,27 @@ async fn write_for(
         ..RawPuts::default()
     };
     while let Some(joined) = writers.join_next().await {
-        let (puts, errors) = joined.map_err(|e| format!("a writer stopped: {e}"))?;
-        total.puts += puts;
-        total.errors += errors;
+        let w = joined.map_err(|e| format!("a writer stopped: {e}"))?;
+        total.puts += w.puts;
+        total.errors += w.errors;
+        total.over_1s += w.over_1s;
+        total.slowest = total.slowest.max(w.slowest);
     }
     total.seconds = began.elapsed().as_secs_f64();
     Ok(total)
 }
 
-/// One writer: (successes, failures).
+/// One writer's [`RawPuts`] (its `writers` and `seconds` unset).
 async fn writer(
     db: &aws_sdk_dynamodb::Client,
     table: &str,
     w: usize,
     deadline: Instant,
-) -> (usize, usize) {
-    let (mut puts, mut errors) = (0, 0);
+) -> RawPuts {
+    let mut out = RawPuts::default();
     let mut i = 0usize;
     while Instant::now() < deadline {
+        let (started, sent_ms) = (Instant::now(), dynamodb_outbox::clock::now_ms());
         let sent = db
             .put_item()
             .table_name(table)
@@ -124,13 +132,16 @@ async fn writer(
             .send()
             .await;
         if sent.is_ok() {
-            puts += 1;
+            out.puts += 1;
         } else {
-            errors += 1;
+            out.errors += 1;
         }
+        let took = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        out.over_1s += usize::from(took >= 1_000);
+        out.slowest = out.slowest.max((took, sent_ms));
         i += 1;
     }
-    (puts, errors)
+    out
 }
 
 /// An item with the attributes and about the size of a library-written outbox

@@ -220,6 +220,7 @@ fn the_raw_put_rate_counts_successes_over_the_wall_time() {
         puts: 19_200,
         errors: 7,
         seconds: 12.0,
+        ..RawPuts::default()
     };
     assert_eq!(raw.rate(), 1_600.0);
     assert_eq!(RawPuts::default().rate(), 0.0);
