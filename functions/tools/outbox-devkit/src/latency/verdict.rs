@@ -144,7 +144,7 @@ fn per_second(n: usize, seconds: f64) -> f64 {
     }
 }
 
-/// Where the time goes when the ratio is under [`TARGET_RATIO`] (empty when it is
+/// Where the time goes when the ratio is under the target ratio (`TARGET_RATIO`, 0.5) (empty when it is
 /// not, or there is no ratio): the first step that failed says whether the producers
 /// fell behind the offered rate or the pipeline behind the commits; the raw burst
 /// says how fast the publisher drains when the table is written as fast as it goes.
