@@ -9,12 +9,14 @@ line counts the tests that passed (tests/run greps `infra:`).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import resource
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 INFRA = Path(__file__).resolve().parent
@@ -133,19 +135,59 @@ def terraform() -> None:
     os.environ.setdefault("GOGC", "400")
     rc = WORK / "terraformrc"
     rc.write_text(f'provider_installation {{\n  filesystem_mirror {{\n    path    = "{MIRROR}"\n    include = ["registry.terraform.io/hashicorp/aws"]\n  }}\n}}\n')
-    for d in TF_DIRS:
-        env = {"TF_CLI_CONFIG_FILE": str(rc), "TF_DATA_DIR": str(WORK / "tf-data" / d)}
-        run("terraform", "init", "-backend=false", "-input=false", cwd=TF / d, env=env, capture=True)
-        run("terraform", "validate", "-no-color", cwd=TF / d, env=env)
-        if (TF / d / "tests").is_dir():
-            out = run("terraform", "test", "-no-color", cwd=TF / d, env=env, capture=True)
-            print(out)
-            found = re.search(r"^Success! (\d+) passed, 0 failed", out, re.M)
-            if not found:
-                raise SystemExit(f"terraform test in {d} did not pass")
-            passed[f"terraform test {d}"] = int(found.group(1))
+    with shared_provider() as attach:
+        for d in TF_DIRS:
+            env = {"TF_CLI_CONFIG_FILE": str(rc), "TF_DATA_DIR": str(WORK / "tf-data" / d)}
+            run("terraform", "init", "-backend=false", "-input=false", cwd=TF / d, env=env, capture=True)
+            run("terraform", "validate", "-no-color", cwd=TF / d, env={**env, **attach})
+            if (TF / d / "tests").is_dir():
+                out = run("terraform", "test", "-no-color", cwd=TF / d, env={**env, **attach}, capture=True)
+                print(out)
+                found = re.search(r"^Success! (\d+) passed, 0 failed", out, re.M)
+                if not found:
+                    raise SystemExit(f"terraform test in {d} did not pass")
+                passed[f"terraform test {d}"] = int(found.group(1))
 
     checkov()
+
+
+@contextlib.contextmanager
+def shared_provider():
+    """One AWS provider process for every `terraform validate` and `terraform test` run.
+
+    Terraform starts the provider about twice per run block (176 in modules/outbox), and each
+    start builds the provider's whole schema: most of the tests' CPU. Started once in its debug
+    mode, the provider prints a reattach address (TF_REATTACH_PROVIDERS) and Terraform talks to
+    it instead of starting its own: `terraform test` of modules/outbox went from about 190 to 80
+    CPU-s. The tests are the same (the mocked provider still takes this one's schema); the
+    mirror's single version is the one `terraform init` selects. Yields the environment to add.
+    """
+    binaries = list(MIRROR.glob("registry.terraform.io/hashicorp/aws/*/*/terraform-provider-aws_*"))
+    if len(binaries) != 1:
+        print(f"terraform: {len(binaries)} provider versions in the mirror; each run starts its own")
+        yield {}
+        return
+    log = WORK / "provider-debug.log"
+    with open(log, "w") as out:
+        provider = subprocess.Popen([str(binaries[0]), "-debug"], stdout=out, stderr=subprocess.STDOUT)
+    try:
+        yield {"TF_REATTACH_PROVIDERS": reattach_address(provider, log)}
+    finally:
+        provider.terminate()
+        provider.wait()
+
+
+def reattach_address(provider: subprocess.Popen, log: Path) -> str:
+    """The TF_REATTACH_PROVIDERS value a provider started with -debug prints once it listens."""
+    for _ in range(600):
+        found = re.search(r"TF_REATTACH_PROVIDERS='(.+)'", log.read_text())
+        if found:
+            return found.group(1)
+        if provider.poll() is not None:
+            break
+        time.sleep(0.1)
+    print(log.read_text())
+    raise SystemExit("infra/check.py: the AWS provider started with -debug printed no reattach address (its output above)")
 
 
 def checkov() -> None:
