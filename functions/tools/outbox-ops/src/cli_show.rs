@@ -32,7 +32,7 @@ pub struct ShowArgs {
     #[arg(long = "message-id", value_name = "ID")]
     id: Option<String>,
     /// The deployment whose functions' logs are read: the stacks' prefix, the
-    /// functions' OUTBOX_DEPLOYMENT (log groups /aws/lambda/<prefix>-publisher,
+    /// functions' OUTBOX_DEPLOYMENT (log groups /aws/lambda/PREFIX-publisher,
     /// -sweeper, -recovery). Default: the table's name without `-table`, when it ends
     /// so (the table the stacks create).
     #[arg(long, env = "OUTBOX_DEPLOYMENT", value_name = "PREFIX")]
