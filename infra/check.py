@@ -128,10 +128,11 @@ def terraform() -> None:
         print(f"SKIPPED: no filesystem mirror of hashicorp/aws at {MIRROR} (set OUTBOX_TF_PROVIDER_MIRROR; nothing is downloaded here):")
         print("         the modules and roots are not validated, their tests (mocked provider) do not run.")
         return checkov()
-    # Terraform and the AWS provider are Go programs, and the provider (started about twice per
-    # run block) spends much of its start collecting garbage while it builds its schema: a heap
-    # allowed to grow to 5x the live data instead of 2x (GOGC=400; peak RSS ~0.6 GB) cut
-    # `terraform test` of modules/outbox from 156 to 108 CPU-s. Only memory use changes.
+    # Terraform and the AWS provider are Go programs that spend much of their time collecting
+    # garbage while they handle the provider's schema: a heap allowed to grow to 5x the live data
+    # instead of 2x (GOGC=400; peak RSS ~0.6 GB) cut `terraform test` of modules/outbox from 156
+    # to 108 CPU-s, measured when each run block still started its own provider (now one is
+    # shared: `shared_provider`). Only memory use changes.
     os.environ.setdefault("GOGC", "400")
     rc = WORK / "terraformrc"
     rc.write_text(f'provider_installation {{\n  filesystem_mirror {{\n    path    = "{MIRROR}"\n    include = ["registry.terraform.io/hashicorp/aws"]\n  }}\n}}\n')
