@@ -140,9 +140,10 @@ def terraform() -> None:
         for d in TF_DIRS:
             env = {"TF_CLI_CONFIG_FILE": str(rc), "TF_DATA_DIR": str(WORK / "tf-data" / d)}
             run("terraform", "init", "-backend=false", "-input=false", cwd=TF / d, env=env, capture=True)
-            run("terraform", "validate", "-no-color", cwd=TF / d, env={**env, **attach})
+            attached = {**env, **attach}
+            run("terraform", "validate", "-no-color", cwd=TF / d, env=attached)
             if (TF / d / "tests").is_dir():
-                out = run("terraform", "test", "-no-color", cwd=TF / d, env={**env, **attach}, capture=True)
+                out = run("terraform", "test", "-no-color", cwd=TF / d, env=attached, capture=True)
                 print(out)
                 found = re.search(r"^Success! (\d+) passed, 0 failed", out, re.M)
                 if not found:

@@ -144,8 +144,8 @@ fn per_second(n: usize, seconds: f64) -> f64 {
     }
 }
 
-/// Where the time goes when the ratio is under the target ratio (`TARGET_RATIO`, 0.5) (empty when it is
-/// not, or there is no ratio): the first step that failed says whether the producers
+/// Where the time goes when the ratio is under `TARGET_RATIO` (0.5); empty when it is
+/// not, or when there is no ratio. Otherwise the first step that failed says whether the producers
 /// fell behind the offered rate or the pipeline behind the commits; the raw burst
 /// says how fast the publisher drains when the table is written as fast as it goes.
 pub fn where_time_goes(ratio: Option<f64>, failed: Option<&Step>, raw: &RawTransacts) -> String {
