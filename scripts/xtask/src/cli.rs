@@ -55,7 +55,7 @@ enum Task {
     /// The figures of docs/benchmarks.md (about 11 minutes).
     Bench,
     /// CI's static checks: clippy, rustdoc, publish dry run, each library alone, cargo-shear.
-    Lint,
+    Lint(lint::Options),
     /// Release X.Y.Z: semver and publish checks, the function zips with checksums, the
     /// changelog and the tag (`--dry-run`: no commit, no tag).
     Release(release::Options),
@@ -103,7 +103,7 @@ fn run(task: Task) -> Result {
         }
         Task::Shop(opts) => shop::deploy(&s, &opts),
         Task::Bench => bench::run(&mut s),
-        Task::Lint => lint::run(&mut s),
+        Task::Lint(opts) => lint::run(&mut s, &opts),
         Task::Release(opts) => release::run(&s, &opts),
     }
 }

@@ -1,11 +1,15 @@
 //! `cargo xtask lint`: the static checks CI runs beside the test suite — clippy on every
-//! target, rustdoc with warnings denied (the workspace, then each library as docs.rs
-//! builds it), the publish dry run, each library compiled alone, no OpenTelemetry
-//! without its feature, no unused or misplaced dependency (cargo-shear).
+//! target, rustdoc with warnings denied on the libraries as docs.rs builds them, the
+//! publish dry run, each library compiled alone, no OpenTelemetry without its feature, no
+//! unused or misplaced dependency (cargo-shear).
 //!
 //! In its own target directory (`target/lint`, unless `CARGO_TARGET_DIR` is set): none
 //! of it shares a compiled unit with the test build (checks, not builds; other feature
 //! sets), and with its own build lock it runs beside the test suite instead of after it.
+//! CI leaves clippy out (`--without-clippy`): there clippy-driver is the test build's
+//! `RUSTC_WORKSPACE_WRAPPER` (`.ci/run`), so the workspace's members are linted as they
+//! are compiled, on dependencies compiled once, instead of on a second, check-mode
+//! build of every dependency here (about 330 of its 370 CPU-s).
 
 use crate::{Result, session::Session};
 
@@ -28,51 +32,37 @@ pub fn libraries_with_their_features() -> Vec<String> {
     args
 }
 
+/// `cargo xtask lint`'s options.
+#[derive(Debug, clap::Args)]
+pub struct Options {
+    /// Leave clippy out: the build it would repeat ran it already, with clippy-driver as
+    /// its `RUSTC_WORKSPACE_WRAPPER` and `-D warnings` in `CLIPPY_ARGS` (as `.ci/run` does).
+    #[arg(long)]
+    pub without_clippy: bool,
+}
+
 /// Runs the checks.
-pub fn run(s: &mut Session) -> Result {
+pub fn run(s: &mut Session, opts: &Options) -> Result {
     if std::env::var_os("CARGO_TARGET_DIR").is_none() {
         let dir = s.target.join("lint");
         s.set_env("CARGO_TARGET_DIR", dir.display().to_string());
         s.target = dir;
     }
-    s.step("cargo clippy (every target, warnings denied)");
+    if !opts.without_clippy {
+        clippy(s)?;
+    }
+    // Rustdoc once: the libraries as docs.rs builds them, without the workspace's tools
+    // (there the tools' unstable-internals feature is on, so links into private modules
+    // would pass). One run for the three, each with its documented features (none turns
+    // on another's unstable-internals). The workspace's other crates (functions, tools,
+    // tests) are not documented: that needed a check-mode build of all the workspace's
+    // dependencies (about 330 CPU-s), which CI no longer makes for clippy.
+    s.step("rustdoc, warnings denied, on the libraries as docs.rs builds them (broken links, unclosed tags, missing docs)");
     s.cargo()
-        .args([
-            "clippy",
-            "--workspace",
-            "--all-targets",
-            // `--all-targets` leaves out test targets that say `test = false` (the
-            // emulator and deployed tests, which `cargo test` must not run): named here.
-            "--test",
-            "it",
-            "--test",
-            "deployed",
-            "--",
-            "-D",
-            "warnings",
-        ])
+        .env("RUSTDOCFLAGS", "-D warnings")
+        .args(["doc", "--no-deps", "--quiet"])
+        .args(libraries_with_their_features())
         .run()?;
-
-    s.step("rustdoc, warnings denied (broken links, unclosed tags, missing docs)");
-    let rustdoc = |args: &[String]| {
-        s.cargo()
-            .env("RUSTDOCFLAGS", "-D warnings")
-            .args(["doc", "--no-deps", "--quiet"])
-            .args(args)
-            .run()
-    };
-    // The workspace as `cargo doc` selects it (libraries, and binaries not named as
-    // their library). Measured and not kept: with `--lib --bins --examples`, whose
-    // dev-dependencies resolve features as clippy's run above (39 dependency units not
-    // checked again), the step cost 25 CPU-s more: the examples' and binaries' own docs
-    // outweigh the checks saved.
-    rustdoc(&["--workspace".to_owned()])?;
-    // The libraries as docs.rs builds them, without the workspace's tools: there the
-    // tools' unstable-internals feature is on, so links into private modules would pass.
-    // One run for the three, each with its documented features (none turns on another's
-    // unstable-internals): library by library, each feature set checked tokio, hyper and
-    // the AWS SDK again. Measured with the checks below: 338 CPU-s then, 266 now.
-    rustdoc(&libraries_with_their_features())?;
 
     // The libraries as users get them from crates.io: packaged (metadata, the files each
     // reads inside its own package, versions on the path dependencies), and compiled
@@ -122,6 +112,27 @@ pub fn run(s: &mut Session) -> Result {
     unused_dependencies(s)?;
     s.step("lint: all checks passed");
     Ok(())
+}
+
+/// Clippy on every target of the workspace, warnings denied.
+fn clippy(s: &Session) -> Result {
+    s.step("cargo clippy (every target, warnings denied)");
+    s.cargo()
+        .args([
+            "clippy",
+            "--workspace",
+            "--all-targets",
+            // `--all-targets` leaves out test targets that say `test = false` (the
+            // emulator and deployed tests, which `cargo test` must not run): named here.
+            "--test",
+            "it",
+            "--test",
+            "deployed",
+            "--",
+            "-D",
+            "warnings",
+        ])
+        .run()
 }
 
 /// cargo-shear: no dependency unused, or used only by tests but declared for the
