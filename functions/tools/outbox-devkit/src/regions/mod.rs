@@ -47,6 +47,9 @@ const FAILBACK_DUE_AFTER: Duration = Duration::from_secs(60);
 /// was failed back and the failback went unexercised.
 const FAILBACK_SETTLE: Duration = Duration::ZERO;
 
+/// Long enough for a sweep already running when its function is throttled to end.
+const SWEEP_IN_FLIGHT: Duration = Duration::from_secs(5);
+
 /// What to run.
 #[derive(Debug, Clone)]
 pub struct RegionsOptions {
@@ -227,8 +230,15 @@ async fn failback(
     run: &str,
 ) -> Result<PhaseCount, String> {
     let tag = format!("{run}b");
+    // The surviving region's scheduled sweep held between the failover and the
+    // failback: failed over, the messages are due there at once, and a tick in between
+    // (more likely the slower the machine) published all 20 before any went back,
+    // leaving the failback and the replay unexercised.
+    let held = up.hold_sweeper().await?;
     let moved = async {
         let committed = commit(down, Producer::Library, &tag, opts.failback_messages).await?;
+        // A sweep that started before the hold finishes its (local, one-second) run.
+        tokio::time::sleep(SWEEP_IN_FLIGHT).await;
         let over = fail_over(down, up).await?;
         let to = down.region.clone();
         let failback = Rehome::Failback {
@@ -238,8 +248,10 @@ async fn failback(
         };
         let back = rehome_from(up, &failback).await?;
         Ok::<_, String>((committed, over, back))
-    };
-    let (committed, over, back) = match moved.await {
+    }
+    .await;
+    let released = up.release(held).await;
+    let (committed, over, back) = match moved.and_then(|moved| released.map(|()| moved)) {
         Ok(moved) => moved,
         Err(e) => {
             // Leave the deployment as it was deployed before saying why.

@@ -87,10 +87,26 @@ impl RegionStack {
     /// The region is back: its functions as deployed, its mapping resuming the stream
     /// where it stopped.
     pub async fn start(&self, stopped: Stopped) -> Result<(), String> {
+        self.release(stopped).await?;
+        self.set_mapping(true).await
+    }
+
+    /// Only this region's sweeper stops (its schedule's ticks are throttled) until
+    /// [`RegionStack::release`]; its mapping goes on publishing.
+    pub async fn hold_sweeper(&self) -> Result<Stopped, String> {
+        let reserved = self.reserved(&self.sweeper).await?;
+        self.set_reserved(&self.sweeper, Some(0)).await?;
+        Ok(Stopped {
+            concurrency: vec![(self.sweeper.clone(), reserved)],
+        })
+    }
+
+    /// The concurrency `stopped` took, put back as deployed.
+    pub async fn release(&self, stopped: Stopped) -> Result<(), String> {
         for (function, reserved) in stopped.concurrency {
             self.set_reserved(&function, reserved).await?;
         }
-        self.set_mapping(true).await
+        Ok(())
     }
 
     /// Runs this region's sweeper now (what its schedule does every minute), so that
