@@ -302,7 +302,9 @@ pub trait SweepStore: Send + Sync {
     /// item. A claim the item refuses for what it holds (a `RetryCount` that is not a
     /// number, no room left under the size limit) fails with
     /// [`FailureKind::ContentRefused`](crate::failure::FailureKind): it will never
-    /// succeed.
+    /// succeed. An item that already holds this claim (pending, due at
+    /// `lease_until_ms`, in `shard`) is claimed: the request sent again after its
+    /// answer was lost, the first having taken effect.
     ///
     /// The claim also sets `SweepShard` to `shard`, the item's shard under the current
     /// count: while the shard count changes, a claim moves an item written under the

@@ -10,7 +10,7 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use dynamodb_outbox_core::failure::Failure;
 use dynamodb_outbox_core::home::{HOME_REGION, HomeSeen};
 use dynamodb_outbox_core::__private::ports::{
-    Claim, DueKey, DuePage, Held, MarkOutcome, PageToken, ScanPage, SweepStore,
+    Claim, ClaimedItem, DueKey, DuePage, Held, MarkOutcome, PageToken, ScanPage, SweepStore,
     UnindexedItem,
 };
 use dynamodb_outbox_core::__private::schema::{
@@ -40,6 +40,21 @@ fn refused_claim(key: &ItemKey, old: Option<serde_dynamo::Item>) -> Claim {
             .unwrap_or_else(|| derive_message_id(key)),
         due_at_ms,
     })
+}
+
+/// Whether the item a refused claim returned holds this very claim: still pending,
+/// with our lease as its due time and our shard. The SDK sends a request again when
+/// its answer is lost (a reset connection, a timeout); if the first one took effect,
+/// the second is refused by the lease it wrote. Taken for another sweep's, the claim
+/// would strand the item, and hold back its aggregate's later messages, until the
+/// lease ends (issue 38). A lease is an epoch millisecond past the end of the sweep
+/// that chose it: another sweep choosing the same one for the same item, as seen at
+/// the same due time, would at worst publish it twice, which at-least-once allows.
+fn holds_our_claim(old: &serde_dynamo::Item, claim: &ClaimRequest<'_>) -> bool {
+    let seen = SeenIndex::of(old);
+    string_attr(old, STATUS) == Some(Status::Pending.as_str())
+        && seen.due_ms_exact() == Some(claim.lease_until_ms)
+        && seen.shard.as_deref() == Some(claim.shard)
 }
 
 impl SweepStore for DynamoStore {
@@ -104,6 +119,12 @@ impl SweepStore for DynamoStore {
             Ok(claimed) => return Ok(claimed),
             Err(refused) => refused,
         };
+        if let Some(ours) = refused.as_ref().filter(|old| holds_our_claim(old, &claim)) {
+            return Ok(Claim::Claimed(Box::new(ClaimedItem::decode(
+                key.clone(),
+                ours.clone(),
+            ))));
+        }
         // A `HomeRegion` this region owns but the condition cannot match (`NULL`, an
         // empty or padded string): claimed again on exactly that value (core `home`).
         let regions = &self.key_names().regions;

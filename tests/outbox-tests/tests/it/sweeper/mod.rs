@@ -8,6 +8,7 @@
 //! at commit (`OutboxWriter::index_at_commit`): the sweeper's from their write, as
 //! the stream path's adoption leaves those it could not finish.
 
+mod claims;
 mod failures;
 mod home;
 mod keyed;
