@@ -17,9 +17,14 @@ pub fn alone(s: &Session, runner: &Runner, run: &Run) -> Result {
     Ok(())
 }
 
-/// Builds the fast tier's test binaries.
+/// Builds the fast tier's test binaries, and the benchmarks (run by `cargo xtask bench`
+/// only): so that they compile after every change, and so that clippy, which CI runs
+/// inside this build, sees every target.
 pub fn build(s: &Session, runner: &Runner) -> Result {
-    runner.build(s, &tiers::fast_targets())
+    runner.build(s, &tiers::fast_targets())?;
+    s.cargo()
+        .args(["test", "--no-run", "--quiet", "--workspace", "--bench", "*"])
+        .run()
 }
 
 /// The fast tier's tests, then (without a filter) the doc tests.
