@@ -28,6 +28,7 @@ use outbox_devkit::cost::{
     fence_read_units, floor_per_message, gb_seconds, index_at_commit_write_units, item_bytes,
     pipes_per_message, transactional_write_units, write_units,
 };
+use outbox_devkit::counter::LostAnswers;
 use outbox_tests::stream::event_of;
 use outbox_tests::{Item, Outbox, bulk_put, clients, indexed_item, minimal_item, sv};
 use std::collections::{BTreeMap, HashMap};
@@ -446,48 +447,6 @@ async fn until_next_due(ob: &Outbox) -> Duration {
         .unwrap_or(now);
     let ms = (earliest - now + 1_000).clamp(1_000, 200_000);
     Duration::from_millis(u64::try_from(ms).unwrap_or(1_000))
-}
-
-/// Answers the emulator dropped: attempts that ended in a transport error (no
-/// response), by operation. The SDK sends such a request again, though the first may
-/// have taken effect.
-#[derive(Debug, Clone, Default)]
-struct LostAnswers(std::sync::Arc<std::sync::Mutex<BTreeMap<String, u64>>>);
-
-impl LostAnswers {
-    fn by_operation(&self) -> BTreeMap<String, u64> {
-        self.0.lock().map(|m| m.clone()).unwrap_or_default()
-    }
-
-    fn total(&self) -> u64 {
-        self.by_operation().values().sum()
-    }
-}
-
-impl aws_smithy_runtime_api::client::interceptors::Intercept for LostAnswers {
-    fn name(&self) -> &'static str {
-        "LostAnswers"
-    }
-
-    fn read_after_attempt(
-        &self,
-        context: &aws_smithy_runtime_api::client::interceptors::context::FinalizerInterceptorContextRef<'_>,
-        _components: &aws_smithy_runtime_api::client::runtime_components::RuntimeComponents,
-        cfg: &mut aws_smithy_types::config_bag::ConfigBag,
-    ) -> Result<(), aws_smithy_runtime_api::box_error::BoxError> {
-        let no_answer = context.response().is_none()
-            && matches!(context.output_or_error(), Some(Err(e)) if e.is_connector_error() || e.is_timeout_error());
-        if no_answer {
-            let op = cfg
-                .load::<aws_smithy_runtime_api::client::orchestrator::Metadata>()
-                .map_or("unknown", |m| m.name())
-                .to_owned();
-            if let Ok(mut m) = self.0.lock() {
-                *m.entry(op).or_default() += 1;
-            }
-        }
-        Ok(())
-    }
 }
 
 /// A polling worker's per-message usage, per-poll usage and wall ms per poll, over a
