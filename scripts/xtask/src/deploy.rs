@@ -224,14 +224,8 @@ impl Deploy<'_> {
         }
         let out = self.state.join("cdk.out");
         let npx = |args: &[&str]| {
-            self.cmd("npx")
-                .dir(&cdk)
-                .env("AWS_ENDPOINT_URL", self.endpoint)
-                .env("CDK_DEFAULT_ACCOUNT", "000000000000")
-                .env("CDK_DEFAULT_REGION", "us-east-1")
-                .env("CDK_DISABLE_CLI_TELEMETRY", "true")
+            self.cdk_cli(&cdk)
                 .env("OUTBOX_LAMBDA_ASSET_DIR", self.assets)
-                .arg("cdk")
                 .args(args)
                 .arg("--output")
                 .arg(&out)
@@ -241,12 +235,37 @@ impl Deploy<'_> {
             self.log(&format!("cdk destroy (prefix {prefix})"));
             return npx(&["destroy", "--force"]).run_logged(&self.state.join("destroy.log"), 40);
         }
+        // One synthesis, which bootstrap and deploy then read (`--app` a cloud assembly):
+        // `cdk bootstrap` runs the app of cdk.json even for a named environment
+        // (aws/aws-cdk#31255), and the app's synthesis with cdk-nag is ~16 CPU-s.
+        self.log("cdk synth");
+        npx(&["synth", "--quiet"]).run_logged(&self.state.join("synth.log"), 40)?;
+        let assembly = out.display().to_string();
         self.log("cdk bootstrap");
-        npx(&["bootstrap", "aws://000000000000/us-east-1"])
+        self.cdk_cli(&cdk)
+            .args([
+                "bootstrap",
+                "aws://000000000000/us-east-1",
+                "--app",
+                &assembly,
+            ])
             .run_logged(&self.state.join("bootstrap.log"), 40)?;
         self.log(&format!("cdk deploy (prefix {prefix})"));
-        npx(&["deploy", "--require-approval", "never"])
+        self.cdk_cli(&cdk)
+            .args(["deploy", "--require-approval", "never", "--app", &assembly])
             .run_logged(&self.state.join("deploy.log"), 40)
+    }
+
+    /// The CDK CLI in `cdk` (the example app's folder), at the emulator's endpoint and
+    /// account.
+    fn cdk_cli(&self, cdk: &Path) -> Cmd {
+        self.cmd("npx")
+            .dir(cdk)
+            .env("AWS_ENDPOINT_URL", self.endpoint)
+            .env("CDK_DEFAULT_ACCOUNT", "000000000000")
+            .env("CDK_DEFAULT_REGION", "us-east-1")
+            .env("CDK_DISABLE_CLI_TELEMETRY", "true")
+            .arg("cdk")
     }
 }
 

@@ -282,13 +282,15 @@ impl Shop<'_> {
         let planned = stack_resources(&template)?;
         self.compare("cdk.txt", &planned, "cdk synth of the shop's stack")?;
         log(&format!("cdk deploy (name {})", self.opts.name));
-        with_context(npx(&[
+        // From the assembly just synthesized: `cdk bootstrap` would run the app again
+        // (it does for a named environment too, aws/aws-cdk#31255).
+        npx(&[
             "cdk",
             "bootstrap",
             "aws://000000000000/us-east-1",
-            "--output",
+            "--app",
             &out_arg,
-        ]))
+        ])
         .run_logged(&self.state.join("bootstrap.log"), 40)?;
         npx(&[
             "cdk",

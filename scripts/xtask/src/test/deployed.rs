@@ -62,19 +62,23 @@ fn release_profile_overrides(vars: impl Iterator<Item = (String, String)>) -> St
 
 /// Waits for the release packaging, then runs the publisher's binary test on what it
 /// built: the same test the suite ran with the debug build, now with the artifacts a
-/// user deploys (what ships publishes each message once).
+/// user deploys (what ships publishes each message once). Runs beside the MiniStack
+/// run, so its output goes to a log, of which the summary is printed.
 pub fn release_test(
     s: &Session,
     runner: &Runner,
     (job, dir): (Job, PathBuf),
     ministack: &str,
 ) -> Result {
-    s.step("wait for the release packaging");
     let log = job.log().to_owned();
     job.wait(40)?;
     print_lines(&log, &["package: "], 10);
-    s.step("the release publisher, fed one stream batch three times as Lambda redelivers it, on MiniStack");
-    runner
+    let test_log = s.target.join("release-test.log");
+    s.step(&format!(
+        "the release publisher, fed one stream batch three times as Lambda redelivers it, on MiniStack (log: {})",
+        test_log.display()
+    ));
+    let result = runner
         .cmd(
             s,
             &tiers::emulator_targets(),
@@ -85,7 +89,10 @@ pub fn release_test(
         .env("OUTBOX_EMULATOR", "ministack")
         .env("OUTBOX_ENDPOINT", ministack)
         .env("OUTBOX_LAMBDA_DIR", &dir)
-        .run()
+        .spawn_logged("the release publisher's test", &test_log)?
+        .wait(60);
+    print_lines(&test_log, &["     Summary", "test result"], 3);
+    result
 }
 
 /// The five deployments, as four background jobs: the Terraform applies beside the

@@ -87,10 +87,13 @@ pub fn run(s: &mut Session, run: &Run) -> Result {
     // downloads) install beside the build.
     let deployed = parts.deployed;
     let installs = std::thread::spawn(move || emulator::install_tools(&Session::new(), deployed));
-    let lambda_dir = package_debug(s, deployed)?;
+    // The release packaging first: it shares no unit with the debug build, and at nice
+    // 10 it takes what the suite leaves idle from the start (begun after the debug build,
+    // it ended last, and its test ran alone on a half-idle machine).
     let release = (deployed && run.full() && !skip("OUTBOX_SKIP_RELEASE"))
         .then(|| deployed::start_release(s))
         .transpose()?;
+    let lambda_dir = package_debug(s, deployed)?;
     installs
         .join()
         .map_err(|_| "the install thread panicked".to_owned())??;
@@ -131,7 +134,20 @@ pub fn run(s: &mut Session, run: &Run) -> Result {
         None
     };
     let tier = parts.ministack_tier().unwrap_or(run.tier);
-    let ministack_result = emulator::on_ministack(s, &runner, run, tier, &ministack);
+    let s: &Session = s;
+    // The release publisher's test starts when its packaging ends, beside the MiniStack
+    // run (it runs the binary under its own local runtime, on tables of its own).
+    let (ministack_result, release_result) = std::thread::scope(|scope| {
+        let release =
+            release.map(|job| scope.spawn(|| deployed::release_test(s, &runner, job, &ministack)));
+        let ministack_result = emulator::on_ministack(s, &runner, run, tier, &ministack);
+        let release_result = release.map(|thread| {
+            thread
+                .join()
+                .unwrap_or_else(|_| Err("the release test's thread panicked".to_owned()))
+        });
+        (ministack_result, release_result)
+    });
 
     if let Some(job) = moto {
         s.step("wait for the integration tests on moto");
@@ -147,9 +163,7 @@ pub fn run(s: &mut Session, run: &Run) -> Result {
     if let Some(job) = infra {
         deployed::wait_infra_checks(s, job)?;
     }
-    if let Some(release) = release {
-        deployed::release_test(s, &runner, release, &ministack)?;
-    }
+    release_result.transpose()?;
     drop(guard);
     s.step("all tests passed");
     Ok(())
