@@ -203,14 +203,12 @@ impl Job {
         let Some(mut child) = self.child.take() else {
             return Ok(());
         };
-        let before = crate::progress::process_cpu_seconds("self");
+        let cpu = crate::progress::exited_cpu_seconds(child.id());
         let status = child
             .wait()
             .map_err(|e| format!("{}: cannot wait: {e}", self.name))?;
-        // Reaped just now, its CPU time (and that of everything it waited for) moved
-        // into ours: the difference is the job's.
-        if let (Some(a), Some(b)) = (before, crate::progress::process_cpu_seconds("self")) {
-            eprintln!("{}: {:.0} CPU-s", self.name, b - a);
+        if let Some(cpu) = cpu {
+            eprintln!("{}: {cpu:.0} CPU-s", self.name);
         }
         if status.success() {
             return Ok(());

@@ -48,6 +48,25 @@ pub fn process_cpu_seconds(pid: &str) -> Option<f64> {
     cpu_from_pid_stat(&stat)
 }
 
+/// CPU-seconds of child `pid` and of everything it waited for, read once it has exited
+/// and before it is reaped (a zombie's /proc/PID/stat still holds its times): exact
+/// whatever else this process reaps meanwhile, as a difference of our own children's
+/// times is not when a thread waits beside others. Polls until then; None without /proc.
+pub fn exited_cpu_seconds(pid: u32) -> Option<f64> {
+    loop {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        if state_of(&stat) == Some('Z') {
+            return cpu_from_pid_stat(&stat);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+}
+
+/// The state letter of a /proc/PID/stat line (`R`, `S`, `Z`...).
+fn state_of(stat: &str) -> Option<char> {
+    stat[stat.rfind(')')? + 1..].trim_start().chars().next()
+}
+
 fn cpu_from_pid_stat(stat: &str) -> Option<f64> {
     // After the command name (in parentheses, which may hold spaces): the state is
     // field 3, utime to cstime fields 14 to 17.
@@ -101,5 +120,18 @@ mod tests {
         // cmajflt utime stime cutime cstime priority ...
         let stat = "42 (a (b) c) S 1 42 42 0 -1 0 10 0 0 0 150 50 1000 300 20 0 1";
         assert_eq!(cpu_from_pid_stat(stat), Some(15.0));
+        assert_eq!(state_of(stat), Some('S'));
+        assert_eq!(state_of(&stat.replace(") S ", ") Z ")), Some('Z'));
+    }
+
+    #[test]
+    fn an_exited_childs_time_is_read_before_it_is_reaped() {
+        let mut child = std::process::Command::new("sh")
+            .args(["-c", "i=0; while [ $i -lt 20000 ]; do i=$((i+1)); done"])
+            .spawn()
+            .unwrap();
+        let cpu = exited_cpu_seconds(child.id());
+        assert!(child.wait().unwrap().success());
+        assert!(cpu.is_some_and(|c| c >= 0.0), "{cpu:?}");
     }
 }

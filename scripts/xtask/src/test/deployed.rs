@@ -12,8 +12,8 @@ use crate::tiers::{self, Tier};
 use std::path::{Path, PathBuf};
 
 /// The release artifacts, built in the background at a lower CPU priority (nice 10,
-/// as the infrastructure checks and CI's static checks: the background work shares
-/// what the suite leaves idle) in their own target directory (a release build shares
+/// as CI's static checks: the background work shares what the suite leaves idle) in
+/// their own target directory (a release build shares
 /// nothing with the debug one, and two cargo processes on one directory would wait on
 /// each other's lock).
 pub fn start_release(s: &Session) -> Result<(Job, PathBuf)> {
@@ -168,17 +168,20 @@ pub fn wait_deploys(s: &Session, deploys: Vec<Job>) -> Result {
     Ok(())
 }
 
-/// The offline infrastructure checks, in the background at a lower CPU priority: not
-/// before the deployments are done (they build and read infra/cdk too).
+/// The offline infrastructure checks, in the background: not before the deployments
+/// are done (they build and read infra/cdk too). At nice 5, above the release packaging
+/// and CI's static checks (nice 10): they run one command at a time, so when they were
+/// the last job (ci-o, at nice 10) one core idled for their last 63 s, where the builds
+/// left last can use both.
 pub fn start_infra_checks(s: &Session, state: &Path) -> Result<Job> {
     let log = state.join("infra-check.log");
     s.step(&format!(
-        "infrastructure checks, in the background at a lower CPU priority (log: {})",
+        "infrastructure checks, in the background at nice 5 (log: {})",
         log.display()
     ));
     // Its Python tools (cfn-lint, checkov) install with uv, as the emulators' do.
     let uv = crate::venv::uv(s)?;
-    Cmd::niced(10, "bash")
+    Cmd::niced(5, "bash")
         .dir(&s.root)
         .envs(&s.env)
         .env("OUTBOX_UV", uv)

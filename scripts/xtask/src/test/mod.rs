@@ -3,9 +3,9 @@
 //! default, and `tests/run`) runs the three as one job graph, overlapping what waits
 //! on the emulator with what needs the CPU:
 //!
-//! 1. builds and packages the functions (debug, fault injection compiled in) and the
-//!    shop's own functions; starts packaging the release artifacts in the background at a
-//!    lower CPU priority (nice 10, its own target directory), unless `OUTBOX_SKIP_RELEASE=1`;
+//! 1. starts packaging the release artifacts in the background at a lower CPU priority
+//!    (nice 10, its own target directory), unless `OUTBOX_SKIP_RELEASE=1`; builds and
+//!    packages the functions (debug, fault injection compiled in) and the shop's own;
 //! 2. starts MiniStack and, in the background, the IAM correction's own tests and
 //!    applies both our stacks, the global
 //!    table's and the shop's (the deployments wait on the emulator most of the time);
@@ -13,10 +13,10 @@
 //!    (in the background: they sleep on moto's timeouts), then builds and runs the fast
 //!    tier and the doc tests;
 //! 4. once the stacks are applied, runs the infrastructure checks in the background
-//!    (`bash infra/check.sh`, nice 10) and the integration and deployed tests on
-//!    MiniStack, in one run;
-//! 5. waits for the checks and the release packaging, then runs the publisher's binary
-//!    test on the release artifacts.
+//!    (`bash infra/check.sh`, nice 5) and the integration and deployed tests on
+//!    MiniStack, in one run; beside it, once the release packaging ends, the
+//!    publisher's binary test on the release artifacts;
+//! 5. waits for everything in the background.
 //!
 //! Every debug build resolves features for the whole workspace (`--workspace`), so the
 //! functions, the shop's and the tests share one build of the AWS SDK.

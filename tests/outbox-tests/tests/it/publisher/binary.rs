@@ -1,5 +1,5 @@
 //! The publisher's binary itself — as packaged in `OUTBOX_LAMBDA_DIR`: the debug build
-//! in the suite, the release artifacts when tests/run checks them at its end — run
+//! in the suite, the release artifacts when tests/run checks them — run
 //! under a local Lambda Runtime API ([`LocalRuntime`]) with one stream batch delivered
 //! three times, as Lambda delivers it after a partial batch response, an error or a
 //! timeout: whole, whole again, then its last 15 records. The binary's calls go to
