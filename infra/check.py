@@ -28,25 +28,10 @@ MIRROR = Path(os.environ.get("OUTBOX_TF_PROVIDER_MIRROR", "/opt/tf-plugins"))
 TF_DIRS = ("modules/outbox", "examples/orders-config", "examples/orders", "examples/basic", "examples/local",
            "examples/global-table", "examples/global-table-local")
 PACKED = re.compile(r"^(package\.json|README\.md|dist/[a-z0-9-]+\.(js|d\.ts)|dist/(stream-filter|settings)\.json)$")
-# Settings of the example app (`cdk synth -c outbox:<name>=<value>`) whose templates cfn-lint reads
-# too, beside the defaults': every setting changed; the scan and the bucket off (the old boolean).
-VARIANTS = {
-    "every-setting-changed": {
-        "prefix": "shop", "defaultDestination": "https://sqs.eu-west-1.amazonaws.com/123456789012/catch-all",
-        "routes": json.dumps({"audit": "arn:aws:sns:eu-west-1:123456789012:audit",
-                              "shop": {"destination": "arn:aws:events:eu-west-1:123456789012:event-bus/shop", "source": "shop.orders"}}),
-        "maxAttempts": 4, "sweepRateMinutes": 10, "sweepGraceSeconds": 30, "sweepScanMode": "on", "ttlDays": 3, "batchSize": 50,
-        "sweepShards": 64, "sweepShardsPrevious": 16, "parallelizationFactor": 2, "streamRetryAttempts": 2,
-        "streamMaxRecordAgeSeconds": 600, "maxReceiveCount": 3, "maxMessageBytes": 262144, "sweeperReservedConcurrency": 0,
-        "deletionProtection": "false", "logRetentionDays": 90,
-        "kmsKeyArn": "arn:aws:kms:eu-west-1:123456789012:key/1234abcd-12ab-34cd-56ef-1234567890ab",
-        "existingTable": json.dumps({"tableName": "app", "streamArn": "arn:aws:dynamodb:us-east-2:210987654321:table/app/stream/2024-01-01T00:00:00.000"}),
-        "alarmTopicArn": "arn:aws:sns:eu-west-1:123456789012:ops", "iteratorAgeThresholdMs": 120000,
-        "oldestPendingThresholdSeconds": 900, "largePayloadBucketName": "shop-payloads", "largePayloadThresholdBytes": 200000,
-        "partitionKeyName": "pk", "sortKeyName": "sk", "ttlAttributeName": "expires_at",
-    },
-    "scan-and-bucket-off": {"sweepScanMode": "false", "largePayloads": "false"},
-}
+# Settings of the example app beside the defaults' whose templates cfn-lint reads too: every
+# setting changed; the scan and the bucket off (the old boolean). test/variants.test.ts
+# synthesizes them in the node:test process (two `cdk synth` runs cost ~14 CPU-s each).
+VARIANTS = json.loads((CDK / "test" / "variants.json").read_text())
 passed: dict[str, int] = {}
 
 
@@ -77,8 +62,11 @@ def cdk() -> None:
     tap = WORK / "node-test.tap"
     # test/all.ts runs every test/*.test.ts in one process: a process per file paid ~3.5 CPU-s
     # each to load aws-cdk-lib and warm up, and synthesized again what another file had.
+    variants = WORK / "variants"
+    variants.mkdir(exist_ok=True)
     run("node", "--import", "tsx", "--test", "--test-reporter=spec", "--test-reporter-destination=stdout",
-        "--test-reporter=tap", f"--test-reporter-destination={tap}", "test/all.ts", cwd=CDK)
+        "--test-reporter=tap", f"--test-reporter-destination={tap}", "test/all.ts", cwd=CDK,
+        env={"OUTBOX_TEMPLATE_DIR": str(variants)})
     counts = dict(re.findall(r"^# (pass|fail) (\d+)$", tap.read_text(), re.M))
     if counts.get("fail") != "0" or int(counts.get("pass", 0)) == 0:
         raise SystemExit(f"cdk tests failed: {counts}")
@@ -108,11 +96,10 @@ def cdk() -> None:
     print(f"synthesized {len(resources)} resources; cdk-nag: 0 findings, {len(acks)} acknowledged:")
     for k, i, reason in acks:
         print(f"  {i} on {k}: {reason}")
-    templates = [template]
-    for name, settings in VARIANTS.items():
-        context = [a for k, v in settings.items() for a in ("-c", f"outbox:{k}={v}")]
-        run("npx", "--no-install", "cdk", "synth", "--quiet", "--no-notices", "--no-version-reporting", "-o", str(WORK / name), *context, cwd=CDK)
-        templates.append(WORK / name / "DynamoDbOutbox.template.json")
+    templates = [template] + [WORK / "variants" / f"{name}.template.json" for name in VARIANTS]
+    missing = [str(t) for t in templates if not t.is_file()]
+    if missing:
+        raise SystemExit(f"test/variants.test.ts wrote no template at {', '.join(missing)}")
     run(str(VENV_BIN / "cfn-lint"), "--config-file", str(CDK / ".cfnlintrc.yaml"), *map(str, templates))
     print(f"cfn-lint: no findings in {len(templates)} templates (the defaults, {', '.join(VARIANTS)})")
 

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # All infrastructure checks, offline (only the npm and PyPI registries are used, for installs,
 # and only when the lockfiles changed). This script installs the tools; infra/check.py runs:
-#   CDK:        tsc, node:test (template assertions, the contract, cdk-nag), npm pack contents,
-#               cdk synth (cdk-nag as a validation plugin), cfn-lint on the default template
-#               and two variants of the settings
+#   CDK:        tsc, node:test (template assertions, the contract, cdk-nag, the example app
+#               under two other settings), npm pack contents, cdk synth (cdk-nag as a
+#               validation plugin), cfn-lint on the default template and the two others
 #   Terraform:  fmt -check; the files infra/contract/contract.py generates; the module README's
 #               tables; with a filesystem mirror of hashicorp/aws (OUTBOX_TF_PROVIDER_MIRROR,
 #               default /opt/tf-plugins): validate of the module and every example root, and

@@ -9,6 +9,7 @@ import * as kms from 'aws-cdk-lib/aws-kms';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
+import { AwsSolutionsChecks } from 'cdk-nag';
 import type { Construct } from 'constructs';
 import {
   Outbox,
@@ -30,6 +31,7 @@ import {
   existingTableArn,
   resolveSettings,
 } from './settings.ts';
+import { settingsFromContext } from './context.ts';
 
 export interface OutboxStackProps extends cdk.StackProps {
   readonly settings?: OutboxSettingsInput;
@@ -204,4 +206,22 @@ export class OutboxStack extends cdk.Stack {
       enforceSSL: true,
     });
   }
+}
+
+/**
+ * The example app's stack in `app`, its settings from the app's context (cdk.json, or
+ * `-c outbox:<name>=<value>`), its account and region from the CDK CLI's `env`. Every synth
+ * is checked against cdk-nag's AwsSolutions rules: unacknowledged findings fail it.
+ */
+export function addExampleStack(app: cdk.App, env: NodeJS.ProcessEnv = process.env): OutboxStack {
+  const settings = settingsFromContext((k) => app.node.tryGetContext(k), env);
+  const stackName = (app.node.tryGetContext('outbox:stackName') as string | undefined) ?? 'DynamoDbOutbox';
+  const stack = new OutboxStack(app, 'DynamoDbOutbox', {
+    stackName,
+    description: 'dynamodb-outbox: transactional outbox for DynamoDB (publisher, sweeper, recovery, reference consumer)',
+    env: { account: env.CDK_DEFAULT_ACCOUNT, region: env.CDK_DEFAULT_REGION },
+    settings,
+  });
+  cdk.Validations.of(app).addPlugins(new AwsSolutionsChecks(app, { verbose: true, writeSuppressionsToCloudFormation: true }));
+  return stack;
 }
