@@ -197,3 +197,29 @@ export function dashboardBody(t: Template): { widgets: Array<{ type: string; pro
       : (body['Fn::Join'][1] as unknown[]).map((p) => (typeof p === 'string' ? p : JSON.stringify(p) === '{"Ref":"AWS::Region"}' ? 'REGION' : JSON.stringify(p))).join('');
   return JSON.parse(text);
 }
+
+/** A cdk-nag finding: the rule and the constructs it names. */
+export interface Violation {
+  ruleName: string;
+  violatingConstructs: Array<{ constructPath: string }>;
+}
+
+/**
+ * Synthesizes `app` (its validation plugins added, its outdir a fresh directory) quietly: the
+ * plugins print their report, and a failed validation throws after writing it. The findings of
+ * its validation-report.json, and `stack`'s template as JSON text.
+ */
+export function synthValidated(app: cdk.App, stack: cdk.Stack): { violations: Violation[]; template: string } {
+  const { error, log } = console;
+  console.error = console.log = () => undefined;
+  try {
+    app.synth();
+  } catch (e) {
+    if (!/Validation failed/.test((e as Error).message)) throw e;
+  } finally {
+    Object.assign(console, { error, log });
+  }
+  const report = JSON.parse(fs.readFileSync(path.join(app.outdir, 'validation-report.json'), 'utf8'));
+  const violations: Violation[] = report.pluginReports.flatMap((r: { violations: Violation[] }) => r.violations);
+  return { violations, template: fs.readFileSync(path.join(app.outdir, `${stack.artifactId}.template.json`), 'utf8') };
+}

@@ -12,12 +12,7 @@ import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import type { OutboxSettingsInput } from '../example/settings.ts';
 import { Outbox } from '../lib/index.ts';
-import { ENV, fakeAssetDir, newStack } from './helpers.ts';
-
-interface Violation {
-  ruleName: string;
-  violatingConstructs: Array<{ constructPath: string }>;
-}
+import { ENV, fakeAssetDir, newStack, synthValidated, type Violation } from './helpers.ts';
 
 /** Synthesizes with the AwsSolutions pack; returns the findings and the acknowledgements written to the template. */
 function nag(build: (app: cdk.App) => cdk.Stack) {
@@ -26,19 +21,8 @@ function nag(build: (app: cdk.App) => cdk.Stack) {
     const app = new cdk.App({ outdir });
     const stack = build(app);
     cdk.Validations.of(app).addPlugins(new AwsSolutionsChecks(app, { writeSuppressionsToCloudFormation: true }));
-    // A failed validation prints its report; the report file is what the tests read.
-    const { error, log } = console;
-    console.error = console.log = () => undefined;
-    try {
-      app.synth();
-    } catch (e) {
-      if (!/Validation failed/.test((e as Error).message)) throw e;
-    } finally {
-      Object.assign(console, { error, log });
-    }
-    const report = JSON.parse(fs.readFileSync(path.join(outdir, 'validation-report.json'), 'utf8'));
-    const violations: Violation[] = report.pluginReports.flatMap((r: { violations: Violation[] }) => r.violations);
-    const template = JSON.parse(fs.readFileSync(path.join(outdir, `${stack.artifactId}.template.json`), 'utf8'));
+    const { violations, template: text } = synthValidated(app, stack);
+    const template = JSON.parse(text);
     const acks = Object.entries(template.Resources as Record<string, { Metadata?: any; Properties?: any }>).flatMap(([id, r]) =>
       (r.Metadata?.cdk_nag?.rules_to_suppress ?? []).map((a: { id: string; reason: string }) => ({
         resource: r.Properties?.QueueName ?? id,

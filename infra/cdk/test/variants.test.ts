@@ -11,7 +11,7 @@ import * as path from 'node:path';
 import { describe, it } from 'node:test';
 import * as cdk from 'aws-cdk-lib';
 import { addExampleStack } from '../example/orders-stack.ts';
-import { fakeAssetDir } from './helpers.ts';
+import { fakeAssetDir, synthValidated } from './helpers.ts';
 
 const read = (file: string) => JSON.parse(fs.readFileSync(path.join(__dirname, file), 'utf8'));
 const CDK_CONTEXT: Record<string, unknown> = read('../cdk.json').context;
@@ -26,19 +26,8 @@ function synthesize(settings: Record<string, string>) {
     const context = { ...CDK_CONTEXT, ...cli, ...Object.fromEntries(Object.entries(settings).map(([k, v]) => [`outbox:${k}`, v])) };
     const app = new cdk.App({ context, outdir });
     const stack = addExampleStack(app, { OUTBOX_LAMBDA_ASSET_DIR: fakeAssetDir() });
-    // The plugin prints its report; a failed validation throws after writing it.
-    const { error, log } = console;
-    console.error = console.log = () => undefined;
-    try {
-      app.synth();
-    } catch (e) {
-      if (!/Validation failed/.test((e as Error).message)) throw e;
-    } finally {
-      Object.assign(console, { error, log });
-    }
-    const report = JSON.parse(fs.readFileSync(path.join(outdir, 'validation-report.json'), 'utf8'));
-    const findings: string[] = report.pluginReports.flatMap((r: { violations: { ruleName: string }[] }) => r.violations.map((v) => v.ruleName));
-    const template = fs.readFileSync(path.join(outdir, `${stack.artifactId}.template.json`), 'utf8');
+    const { violations, template } = synthValidated(app, stack);
+    const findings = violations.map((v) => v.ruleName);
     return { findings, template };
   } finally {
     fs.rmSync(outdir, { recursive: true, force: true });
