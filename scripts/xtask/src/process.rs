@@ -221,6 +221,18 @@ impl Job {
         ))
     }
 
+    /// Waits for it as [`Job::wait`] does, then prints the last `max` lines of its log
+    /// that start with one of `prefixes` (a test run's summary, a deployment's outputs),
+    /// whether it passed or not.
+    pub fn wait_showing(self, tail: usize, prefixes: &[&str], max: usize) -> Result {
+        let log = self.log.clone();
+        let result = self.wait(tail);
+        for line in lines_starting(&log, prefixes, max) {
+            eprintln!("{line}");
+        }
+        result
+    }
+
     /// Whether it has ended (without waiting).
     pub fn finished(&mut self) -> bool {
         self.child
@@ -243,6 +255,19 @@ pub fn tail_of(log: &Path, lines: usize) -> String {
     let text = std::fs::read_to_string(log).unwrap_or_default();
     let all: Vec<&str> = text.lines().collect();
     all[all.len().saturating_sub(lines)..].join("\n")
+}
+
+/// The last `max` lines of a log file that start with one of `prefixes`.
+pub fn lines_starting(log: &Path, prefixes: &[&str], max: usize) -> Vec<String> {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    let lines: Vec<&str> = text
+        .lines()
+        .filter(|l| prefixes.iter().any(|p| l.starts_with(p)))
+        .collect();
+    lines[lines.len().saturating_sub(max)..]
+        .iter()
+        .map(|l| (*l).to_owned())
+        .collect()
 }
 
 /// Stops `pid` and every process it started (TERM, then KILL after `grace`): the
@@ -342,6 +367,17 @@ mod tests {
         std::fs::write(&log, "a\nb\nc\n").unwrap();
         assert_eq!(tail_of(&log, 2), "b\nc");
         assert_eq!(tail_of(&log, 9), "a\nb\nc");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn lines_starting_keeps_the_last_lines_with_a_prefix() {
+        let dir = std::env::temp_dir().join(format!("xtask-lines-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let log = dir.join("log");
+        std::fs::write(&log, "x: 1\nother\ny: 2\nx: 3\n").unwrap();
+        assert_eq!(lines_starting(&log, &["x:", "y:"], 2), ["y: 2", "x: 3"]);
+        assert_eq!(lines_starting(&log, &["z:"], 2), Vec::<String>::new());
         std::fs::remove_dir_all(dir).unwrap();
     }
 

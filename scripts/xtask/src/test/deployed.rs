@@ -3,7 +3,7 @@
 //! test. Its Rust tests run with the emulator tier's, on MiniStack
 //! ([`super::emulator::on_ministack`]).
 
-use super::print_lines;
+use super::SUMMARY;
 use super::runner::Runner;
 use crate::Result;
 use crate::process::{Cmd, Job};
@@ -70,15 +70,13 @@ pub fn release_test(
     (job, dir): (Job, PathBuf),
     ministack: &str,
 ) -> Result {
-    let log = job.log().to_owned();
-    job.wait(40)?;
-    print_lines(&log, &["package: "], 10);
+    job.wait_showing(40, &["package: "], 10)?;
     let test_log = s.target.join("release-test.log");
     s.step(&format!(
         "the release publisher, fed one stream batch three times as Lambda redelivers it, on MiniStack (log: {})",
         test_log.display()
     ));
-    let result = runner
+    runner
         .cmd(
             s,
             &tiers::emulator_targets(),
@@ -90,9 +88,7 @@ pub fn release_test(
         .env("OUTBOX_ENDPOINT", ministack)
         .env("OUTBOX_LAMBDA_DIR", &dir)
         .spawn_logged("the release publisher's test", &test_log)?
-        .wait(60);
-    print_lines(&test_log, &["     Summary", "test result"], 3);
-    result
+        .wait_showing(60, &SUMMARY, 3)
 }
 
 /// The five deployments, as four background jobs: the Terraform applies beside the
@@ -161,9 +157,7 @@ pub fn start_deploys(
 pub fn wait_deploys(s: &Session, deploys: Vec<Job>) -> Result {
     s.step("wait for the deployments");
     for job in deploys {
-        let log = job.log().to_owned();
-        job.wait(40)?;
-        print_lines(&log, &["deploy-local:", "shop:"], 3);
+        job.wait_showing(40, &["deploy-local:", "shop:"], 3)?;
     }
     Ok(())
 }
@@ -192,10 +186,7 @@ pub fn start_infra_checks(s: &Session, state: &Path) -> Result<Job> {
 /// Waits for the infrastructure checks, printing their findings.
 pub fn wait_infra_checks(s: &Session, job: Job) -> Result {
     s.step("wait for the infrastructure checks");
-    let log = job.log().to_owned();
-    job.wait(60)?;
-    print_lines(&log, &["infra:", "infra/check.sh:"], 100);
-    Ok(())
+    job.wait_showing(60, &["infra:", "infra/check.sh:"], 100)
 }
 
 /// A command as one line of shell (each word quoted).

@@ -38,7 +38,7 @@ use crate::session::Session;
 use crate::tiers::{self, Matched, Parts, Tier};
 use emulator::Emulators;
 use runner::Runner;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 /// What to run.
 #[derive(Debug)]
@@ -151,10 +151,7 @@ pub fn run(s: &mut Session, run: &Run) -> Result {
 
     if let Some(job) = moto {
         s.step("wait for the integration tests on moto");
-        let log = job.log().to_owned();
-        let waited = job.wait(60);
-        print_lines(&log, &["     Summary", "test result"], 3);
-        waited?;
+        job.wait_showing(60, &SUMMARY, 3)?;
     }
     ministack_result?;
     if let Some(job) = iam {
@@ -235,17 +232,8 @@ fn package_debug(s: &mut Session, deployed: bool) -> Result<PathBuf> {
     Ok(lambda_dir)
 }
 
-/// Prints the lines of `log` that start with one of `prefixes` (the last `max`).
-fn print_lines(log: &Path, prefixes: &[&str], max: usize) {
-    let text = std::fs::read_to_string(log).unwrap_or_default();
-    let lines: Vec<&str> = text
-        .lines()
-        .filter(|l| prefixes.iter().any(|p| l.starts_with(p)))
-        .collect();
-    for line in &lines[lines.len().saturating_sub(max)..] {
-        eprintln!("{line}");
-    }
-}
+/// The lines of a test run's log that sum it up (nextest's, then cargo test's).
+const SUMMARY: [&str; 2] = ["     Summary", "test result"];
 
 #[cfg(test)]
 mod tests {
