@@ -179,16 +179,16 @@ fn consumer_step(model: &OutboxModel, s: &State, c: u8) -> String {
 /// The steps of `path` up to the first state where `property` is decided (violated,
 /// for an `always` property; met, for a `sometimes` one). stateright keeps the last
 /// discovery it makes, not the first, so its path can run on past the point.
-pub fn cut(
-    model: &OutboxModel,
-    path: &Path<State, Action>,
+fn cut<M: Explained>(
+    model: &M,
+    path: &Path<M::State, M::Action>,
     property: &str,
-) -> Vec<(State, Option<Action>)> {
+) -> Vec<(M::State, Option<M::Action>)> {
     let mut steps = path.clone().into_vec();
     let Some(p) = model.properties().into_iter().find(|p| p.name == property) else {
         return steps;
     };
-    let decided = |s: &State| match p.expectation {
+    let decided = |s: &M::State| match p.expectation {
         Expectation::Sometimes => (p.condition)(model, s),
         _ => !(p.condition)(model, s),
     };
@@ -199,6 +199,26 @@ pub fn cut(
         }
     }
     steps
+}
+
+/// A model whose discoveries print as the steps that led to them: the single-region
+/// model and the global table's share [`check`] and [`find`].
+pub trait Explained:
+    Model<
+        State: Clone + std::hash::Hash + PartialEq + Send + Sync + 'static,
+        Action: Clone + PartialEq,
+    > + Send
+    + Sync
+    + 'static
+{
+    /// One line per action of `steps`, with what each step did.
+    fn render(&self, steps: &[(Self::State, Option<Self::Action>)]) -> String;
+}
+
+impl Explained for OutboxModel {
+    fn render(&self, steps: &[(State, Option<Action>)]) -> String {
+        render(self, steps)
+    }
 }
 
 /// One line per action of `steps`, with the time and what each step did.
@@ -281,16 +301,16 @@ impl Report {
 }
 
 /// Checks `model` exhaustively (breadth first, so counterexamples are shortest).
-pub fn check(model: OutboxModel, threads: usize) -> Report {
+pub fn check(model: impl Explained, threads: usize) -> Report {
     run(model, threads, HasDiscoveries::AllFailures)
 }
 
 /// Checks `model` until `property` has a discovery (or the space is exhausted).
-pub fn find(model: OutboxModel, threads: usize, property: &'static str) -> Report {
+pub fn find(model: impl Explained, threads: usize, property: &'static str) -> Report {
     run(model, threads, HasDiscoveries::AnyOf([property].into()))
 }
 
-fn run(model: OutboxModel, threads: usize, until: HasDiscoveries) -> Report {
+fn run<M: Explained>(model: M, threads: usize, until: HasDiscoveries) -> Report {
     let start = Instant::now();
     let checker = model
         .checker()
@@ -304,7 +324,7 @@ fn run(model: OutboxModel, threads: usize, until: HasDiscoveries) -> Report {
         .into_iter()
         .map(|(name, path)| {
             let steps = cut(model, &path, name);
-            (name, steps.len().saturating_sub(1), render(model, &steps))
+            (name, steps.len().saturating_sub(1), model.render(&steps))
         })
         .collect();
     discoveries.sort_by_key(|d| d.0);

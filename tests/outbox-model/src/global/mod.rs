@@ -71,7 +71,8 @@ mod replica;
 mod run;
 mod step;
 
-pub use run::{check, describe, find};
+pub use crate::trace::{check, find};
+pub use run::describe;
 
 use crate::params::{Mutation, Params, Txn};
 use crate::state::{Status, TxnState};

@@ -2,10 +2,8 @@
 
 use super::{Call, GAction, GState, GlobalModel, region_name};
 use crate::params::Mutation;
-use crate::trace::Report;
-use stateright::{Checker, Expectation, HasDiscoveries, Model, Path};
+use crate::trace::Explained;
 use std::fmt::Write;
-use std::time::Instant;
 
 /// A `HomeRegion` in traces.
 fn home_name(home: Option<u8>) -> &'static str {
@@ -159,27 +157,10 @@ fn what(model: &GlobalModel, s: &GState, action: GAction) -> String {
     }
 }
 
-/// The steps of `path` up to the first state where `property` is decided.
-fn cut(
-    model: &GlobalModel,
-    path: &Path<GState, GAction>,
-    property: &str,
-) -> Vec<(GState, Option<GAction>)> {
-    let mut steps = path.clone().into_vec();
-    let Some(p) = model.properties().into_iter().find(|p| p.name == property) else {
-        return steps;
-    };
-    let decided = |s: &GState| match p.expectation {
-        Expectation::Sometimes => (p.condition)(model, s),
-        _ => !(p.condition)(model, s),
-    };
-    if let Some(i) = steps.iter().position(|(s, _)| decided(s)) {
-        steps.truncate(i + 1);
-        if let Some(last) = steps.last_mut() {
-            last.1 = None;
-        }
+impl Explained for GlobalModel {
+    fn render(&self, steps: &[(GState, Option<GAction>)]) -> String {
+        render(self, steps)
     }
-    steps
 }
 
 fn render(model: &GlobalModel, steps: &[(GState, Option<GAction>)]) -> String {
@@ -206,41 +187,4 @@ fn render(model: &GlobalModel, steps: &[(GState, Option<GAction>)]) -> String {
         let _ = writeln!(out, "     end: {}", items.join("; "));
     }
     out
-}
-
-/// Checks `model` exhaustively (breadth first).
-pub fn check(model: GlobalModel, threads: usize) -> Report {
-    run(model, threads, HasDiscoveries::AllFailures)
-}
-
-/// Checks `model` until `property` has a discovery (or the space is exhausted).
-pub fn find(model: GlobalModel, threads: usize, property: &'static str) -> Report {
-    run(model, threads, HasDiscoveries::AnyOf([property].into()))
-}
-
-fn run(model: GlobalModel, threads: usize, until: HasDiscoveries) -> Report {
-    let start = Instant::now();
-    let checker = model
-        .checker()
-        .threads(threads)
-        .finish_when(until)
-        .spawn_bfs()
-        .join();
-    let model = checker.model();
-    let mut discoveries: Vec<(&'static str, usize, String)> = checker
-        .discoveries()
-        .into_iter()
-        .map(|(name, path)| {
-            let steps = cut(model, &path, name);
-            (name, steps.len().saturating_sub(1), render(model, &steps))
-        })
-        .collect();
-    discoveries.sort_by_key(|d| d.0);
-    Report {
-        states: checker.state_count(),
-        unique: checker.unique_state_count(),
-        max_depth: checker.max_depth(),
-        elapsed: start.elapsed(),
-        discoveries,
-    }
 }
