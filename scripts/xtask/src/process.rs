@@ -359,26 +359,29 @@ mod tests {
         assert_eq!(stat_fields(stat), Some(("S", 17)));
     }
 
-    #[test]
-    fn tail_of_keeps_the_last_lines() {
-        let dir = std::env::temp_dir().join(format!("xtask-tail-{}", std::process::id()));
+    /// A log holding `text`, in a directory of its own (`name`, this process's id).
+    fn log_holding(name: &str, text: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("xtask-{name}-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let log = dir.join("log");
-        std::fs::write(&log, "a\nb\nc\n").unwrap();
+        std::fs::write(&log, text).unwrap();
+        log
+    }
+
+    #[test]
+    fn tail_of_keeps_the_last_lines() {
+        let log = log_holding("tail", "a\nb\nc\n");
         assert_eq!(tail_of(&log, 2), "b\nc");
         assert_eq!(tail_of(&log, 9), "a\nb\nc");
-        std::fs::remove_dir_all(dir).unwrap();
+        std::fs::remove_dir_all(log.parent().unwrap()).unwrap();
     }
 
     #[test]
     fn lines_starting_keeps_the_last_lines_with_a_prefix() {
-        let dir = std::env::temp_dir().join(format!("xtask-lines-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let log = dir.join("log");
-        std::fs::write(&log, "x: 1\nother\ny: 2\nx: 3\n").unwrap();
+        let log = log_holding("lines", "x: 1\nother\ny: 2\nx: 3\n");
         assert_eq!(lines_starting(&log, &["x:", "y:"], 2), ["y: 2", "x: 3"]);
         assert_eq!(lines_starting(&log, &["z:"], 2), Vec::<String>::new());
-        std::fs::remove_dir_all(dir).unwrap();
+        std::fs::remove_dir_all(log.parent().unwrap()).unwrap();
     }
 
     #[test]
