@@ -16,7 +16,8 @@
 //!    (`bash infra/check.sh`, nice 5) and the integration and deployed tests on
 //!    MiniStack, in one run; beside it, once the release packaging ends, the
 //!    publisher's binary test on the release artifacts;
-//! 5. waits for everything in the background.
+//! 5. waits for everything in the background; a run that passes then removes the
+//!    emulators' state directories (a failed one keeps them, for their logs).
 //!
 //! Every debug build resolves features for the whole workspace (`--workspace`), so the
 //! functions, the shop's and the tests share one build of the AWS SDK.
@@ -161,7 +162,7 @@ pub fn run(s: &mut Session, run: &Run) -> Result {
         deployed::wait_infra_checks(s, job)?;
     }
     release_result.transpose()?;
-    drop(guard);
+    guard.stop_and_remove_state();
     s.step("all tests passed");
     Ok(())
 }
