@@ -216,49 +216,46 @@ pub trait Explained:
 }
 
 impl Explained for OutboxModel {
+    /// One line per action of `steps`, with the time and what each step did.
     fn render(&self, steps: &[(State, Option<Action>)]) -> String {
-        render(self, steps)
-    }
-}
-
-/// One line per action of `steps`, with the time and what each step did.
-pub fn render(model: &OutboxModel, steps: &[(State, Option<Action>)]) -> String {
-    let mut out = String::new();
-    let mut line = 0;
-    for (state, action) in steps.iter().cloned() {
-        let Some(action) = action else { continue };
-        line += 1;
-        let what = match action {
-            Action::Step(i, f) => format!("{}{}", step_of(model, &state, i), fault(f)),
-            Action::Crash(i) => format!("{} — CRASHES instead", step_of(model, &state, i)),
-            Action::Consume(c) => consumer_step(model, &state, c),
-            Action::ConsumerCrash(c) => {
-                format!("{} — CRASHES instead", consumer_step(model, &state, c))
-            }
-            Action::Receive(q) => {
-                let m = state
-                    .queue
-                    .iter()
-                    .find(|x| x.sqs == q)
-                    .map_or(u8::MAX, |x| x.msg);
-                format!("consumer receives sqs-{q} (m{m})")
-            }
-            other => describe(model, &other),
+        let model = self;
+        let mut out = String::new();
+        let mut line = 0;
+        for (state, action) in steps.iter().cloned() {
+            let Some(action) = action else { continue };
+            line += 1;
+            let what = match action {
+                Action::Step(i, f) => format!("{}{}", step_of(model, &state, i), fault(f)),
+                Action::Crash(i) => format!("{} — CRASHES instead", step_of(model, &state, i)),
+                Action::Consume(c) => consumer_step(model, &state, c),
+                Action::ConsumerCrash(c) => {
+                    format!("{} — CRASHES instead", consumer_step(model, &state, c))
+                }
+                Action::Receive(q) => {
+                    let m = state
+                        .queue
+                        .iter()
+                        .find(|x| x.sqs == q)
+                        .map_or(u8::MAX, |x| x.msg);
+                    format!("consumer receives sqs-{q} (m{m})")
+                }
+                other => describe(model, &other),
+            };
+            let _ = writeln!(out, "{line:>3}. t={} {what}", state.now);
+        }
+        let Some((last, _)) = steps.last() else {
+            return out;
         };
-        let _ = writeln!(out, "{line:>3}. t={} {what}", state.now);
+        let _ = writeln!(
+            out,
+            "     end: items {:?}, effects {:?}, dlq {:#b}, consumer dlq {:#b}",
+            last.items.iter().map(|i| i.status).collect::<Vec<_>>(),
+            last.effects,
+            last.dlq,
+            last.consumer_dlq
+        );
+        out
     }
-    let Some((last, _)) = steps.last() else {
-        return out;
-    };
-    let _ = writeln!(
-        out,
-        "     end: items {:?}, effects {:?}, dlq {:#b}, consumer dlq {:#b}",
-        last.items.iter().map(|i| i.status).collect::<Vec<_>>(),
-        last.effects,
-        last.dlq,
-        last.consumer_dlq
-    );
-    out
 }
 
 /// What a check found.

@@ -159,32 +159,29 @@ fn what(model: &GlobalModel, s: &GState, action: GAction) -> String {
 
 impl Explained for GlobalModel {
     fn render(&self, steps: &[(GState, Option<GAction>)]) -> String {
-        render(self, steps)
+        let model = self;
+        let mut out = String::new();
+        let mut line = 0;
+        for (state, action) in steps {
+            let Some(action) = action else { continue };
+            line += 1;
+            let _ = writeln!(out, "{line:>3}. {}", what(model, state, *action));
+        }
+        if let Some((last, _)) = steps.last() {
+            let n = u8::try_from(model.params.msgs.len()).unwrap_or(0);
+            let items: Vec<String> = (0..n)
+                .map(|m| {
+                    format!(
+                        "m{m}: A {{{}}} B {{{}}} sent {}x, dead-lettered by {}",
+                        item(last, super::A, m),
+                        item(last, super::B, m),
+                        last.sends[usize::from(m)],
+                        regions(last.dead_lettered[usize::from(m)])
+                    )
+                })
+                .collect();
+            let _ = writeln!(out, "     end: {}", items.join("; "));
+        }
+        out
     }
-}
-
-fn render(model: &GlobalModel, steps: &[(GState, Option<GAction>)]) -> String {
-    let mut out = String::new();
-    let mut line = 0;
-    for (state, action) in steps {
-        let Some(action) = action else { continue };
-        line += 1;
-        let _ = writeln!(out, "{line:>3}. {}", what(model, state, *action));
-    }
-    if let Some((last, _)) = steps.last() {
-        let n = u8::try_from(model.params.msgs.len()).unwrap_or(0);
-        let items: Vec<String> = (0..n)
-            .map(|m| {
-                format!(
-                    "m{m}: A {{{}}} B {{{}}} sent {}x, dead-lettered by {}",
-                    item(last, super::A, m),
-                    item(last, super::B, m),
-                    last.sends[usize::from(m)],
-                    regions(last.dead_lettered[usize::from(m)])
-                )
-            })
-            .collect();
-        let _ = writeln!(out, "     end: {}", items.join("; "));
-    }
-    out
 }
