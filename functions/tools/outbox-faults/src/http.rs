@@ -324,20 +324,22 @@ mod tests {
         }
     }
 
-    /// The fault layer with `plan` around `service`, its draws seeded.
-    fn faulty(plan: &str, service: impl HttpConnector + 'static) -> FaultyConnector {
-        FaultyConnector {
+    /// The fault layer with `plan` around `service`, its draws seeded, and the
+    /// directory of its listings (removed when the test drops it).
+    fn faulty(
+        plan: &str,
+        service: impl HttpConnector + 'static,
+    ) -> (FaultyConnector, crate::remembered::ScratchDir) {
+        let dir = crate::remembered::ScratchDir::new("http-test");
+        let connector = FaultyConnector {
             inner: SharedHttpConnector::new(service),
             injector: Arc::new(Injector {
                 plan: plan.parse().expect("a valid plan"),
                 rng: Mutex::new(fastrand::Rng::with_seed(1)),
-                listings: ListingStore::in_dir(std::env::temp_dir().join(format!(
-                    "outbox-faults-http-test-{}-{}",
-                    std::process::id(),
-                    fastrand::u64(..)
-                ))),
+                listings: dir.store(),
             }),
-        }
+        };
+        (connector, dir)
     }
 
     /// An empty request to a JSON-protocol operation (`x-amz-target`).
@@ -362,7 +364,7 @@ mod tests {
     #[tokio::test]
     async fn a_hung_call_reaches_the_service_but_its_answer_never_comes() {
         let service = Counting::default();
-        let connector = faulty("SendMessageBatch:hang:1", service.clone());
+        let (connector, _listings) = faulty("SendMessageBatch:hang:1", service.clone());
         let request = request_to("AmazonSQS.SendMessageBatch");
         let answer =
             tokio::time::timeout(Duration::from_millis(200), connector.call(request)).await;
@@ -376,7 +378,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_crash_after_a_refused_call_does_not_happen_the_answer_comes_back() {
-        let connector = faulty("PutItem:crash_after:1", Refusing);
+        let (connector, _listings) = faulty("PutItem:crash_after:1", Refusing);
         let request = request_to("DynamoDB_20120810.PutItem");
         // Before the fix this aborted the test process.
         let answer = connector.call(request).await.expect("an answer");
@@ -428,7 +430,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_lagging_index_read_still_lists_what_left_the_index_and_a_table_read_never_does() {
-        let connector = faulty("Query:index_lag:1", Draining::default());
+        let (connector, _listings) = faulty("Query:index_lag:1", Draining::default());
         let index =
             r#"{"TableName":"t","IndexName":"i","ExpressionAttributeValues":{":s":{"S":"03"}}}"#;
         assert_eq!(
@@ -445,11 +447,11 @@ mod tests {
             !checksum,
             "a changed answer carries no checksum of the old one"
         );
-        let connector = faulty("Query:index_lag:1", Draining::default());
+        let (connector, _listings) = faulty("Query:index_lag:1", Draining::default());
         let table = r#"{"TableName":"t","ExpressionAttributeValues":{":pk":{"S":"A"}}}"#;
         listed(&connector, query(table)).await;
         assert_eq!(listed(&connector, query(table)).await.0, ["m1", "m2"]);
-        let connector = faulty("Query:index_lag:1", Draining::default());
+        let (connector, _listings) = faulty("Query:index_lag:1", Draining::default());
         let consistent = r#"{"TableName":"t","IndexName":"i","ConsistentRead":true,"ExpressionAttributeValues":{":s":{"S":"03"}}}"#;
         listed(&connector, query(consistent)).await;
         assert_eq!(listed(&connector, query(consistent)).await.0, ["m1", "m2"]);

@@ -83,6 +83,34 @@ fn file_name(key: &str) -> String {
     format!("{:016x}.json", h.finish())
 }
 
+/// A directory for one test's listings, removed when the test ends, passed or failed.
+#[cfg(test)]
+pub(crate) struct ScratchDir(pub(crate) PathBuf);
+
+#[cfg(test)]
+impl ScratchDir {
+    /// A directory no other test of any process uses, named for `what`.
+    pub(crate) fn new(what: &str) -> Self {
+        static N: AtomicU64 = AtomicU64::new(0);
+        let n = N.fetch_add(1, Ordering::Relaxed);
+        ScratchDir(
+            std::env::temp_dir().join(format!("outbox-faults-{what}-{}-{n}", std::process::id())),
+        )
+    }
+
+    /// A listing store in it.
+    pub(crate) fn store(&self) -> ListingStore {
+        ListingStore::in_dir(self.0.clone())
+    }
+}
+
+#[cfg(test)]
+impl Drop for ScratchDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -90,20 +118,39 @@ mod tests {
 
     #[test]
     fn another_process_sees_what_one_listed_and_another_endpoint_does_not() {
-        let dir = std::env::temp_dir().join(format!("outbox-faults-test-{}", std::process::id()));
+        let dir = ScratchDir::new("remembered-test");
         let read = IndexRead {
             index: "i".into(),
             scope: ["01".to_owned()].into(),
         };
         let item = json!({"PK": {"S": "A"}});
-        let one = ListingStore::in_dir(dir.clone());
+        let one = dir.store();
         assert!(
             one.read("https://a:1", &read, std::slice::from_ref(&item), 0, 2_000)
                 .is_empty()
         );
-        let other = ListingStore::in_dir(dir.clone());
+        let other = dir.store();
         assert!(other.read("https://b:2", &read, &[], 10, 2_000).is_empty());
         assert_eq!(other.read("https://a:1", &read, &[], 10, 2_000), [item]);
-        let _ = std::fs::remove_dir_all(dir);
+    }
+
+    #[test]
+    fn a_scratch_directory_is_gone_once_its_test_ends() {
+        let dir = ScratchDir::new("scratch-test");
+        let read = IndexRead {
+            index: "i".into(),
+            scope: ["01".to_owned()].into(),
+        };
+        dir.store().read(
+            "https://a:1",
+            &read,
+            &[serde_json::json!({"PK": {"S": "A"}})],
+            0,
+            2_000,
+        );
+        let path = dir.0.clone();
+        assert!(path.is_dir(), "the store wrote its listing there");
+        drop(dir);
+        assert!(!path.exists());
     }
 }
