@@ -193,11 +193,6 @@ impl Job {
         &self.name
     }
 
-    /// Its log.
-    pub fn log(&self) -> &Path {
-        &self.log
-    }
-
     /// Waits for it; on failure prints the last `tail` lines of its log and fails.
     pub fn wait(mut self, tail: usize) -> Result {
         let Some(mut child) = self.child.take() else {

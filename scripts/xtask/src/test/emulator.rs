@@ -86,13 +86,11 @@ pub fn start_iam_correction(s: &Session, ministack_state: &Path) -> Result<Job> 
         )
 }
 
-/// Waits for the IAM correction's tests and shows their summary.
+/// Waits for the IAM correction's tests and shows their summary (unittest's last three
+/// lines: every line starts with the empty prefix).
 pub fn wait_iam_correction(s: &Session, job: Job) -> Result {
     s.step("wait for the IAM correction's tests");
-    let log = job.log().to_owned();
-    let result = job.wait(20);
-    eprintln!("{}", crate::process::tail_of(&log, 3));
-    result
+    job.wait_showing(20, &[""], 3)
 }
 
 /// Builds the emulator tiers' test binaries (`it` and the shop's).
