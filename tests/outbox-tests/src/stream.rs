@@ -82,24 +82,6 @@ impl StreamReader {
             })
     }
 
-    /// Skips everything already in the stream: later reads return only new records.
-    pub async fn skip_to_end(&mut self) -> Result<(), StreamError> {
-        loop {
-            let batch = self.read(1000).await?;
-            if batch.iter().all(|(_, r)| r.is_empty()) {
-                return Ok(());
-            }
-            for (shard, records) in batch {
-                if let Some(last) = records
-                    .last()
-                    .and_then(|r| r.change.sequence_number.clone())
-                {
-                    self.positions.insert(shard, Position::After(last));
-                }
-            }
-        }
-    }
-
     /// Reads up to `limit` records from each shard from its current position,
     /// without moving it. Call [`StreamReader::set_position`] to advance.
     pub async fn read(

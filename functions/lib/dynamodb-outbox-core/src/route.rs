@@ -229,7 +229,20 @@ impl Routes {
         self
     }
 
-    /// The same routes with `topic`'s large payloads going to `bucket`.
+    /// The same routes with `topic`'s large payloads going to `bucket`, whatever the
+    /// default bucket.
+    ///
+    /// ```
+    /// use dynamodb_outbox_core::{Destination, Routes};
+    ///
+    /// let queue = Destination::sqs("https://sqs.eu-west-1.amazonaws.com/123456789012/orders");
+    /// let routes = Routes::new([("orders".to_owned(), queue.clone())], Some(queue))
+    ///     .with_large_payloads(Some("shared-payloads".to_owned()), Some(200_000))
+    ///     .with_route_bucket("orders", "orders-payloads");
+    /// assert_eq!(routes.offload("orders").bucket, Some("orders-payloads"));
+    /// assert_eq!(routes.offload("audit").bucket, Some("shared-payloads"));
+    /// assert_eq!(routes.offload("orders").threshold, Some(200_000));
+    /// ```
     pub fn with_route_bucket(
         mut self,
         topic: impl Into<String>,

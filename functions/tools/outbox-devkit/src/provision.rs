@@ -113,14 +113,6 @@ pub async fn create_outbox_table_keyed(
         })
 }
 
-/// Turns on TTL on `ExpiresAt`.
-pub async fn enable_ttl(
-    client: &aws_sdk_dynamodb::Client,
-    table: &str,
-) -> Result<(), ProvisionError> {
-    enable_ttl_on(client, table, TABLE.ttl_attribute).await
-}
-
 /// Turns on TTL on the attribute `name`.
 pub async fn enable_ttl_on(
     client: &aws_sdk_dynamodb::Client,
