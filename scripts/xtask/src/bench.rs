@@ -35,15 +35,7 @@ pub fn run(s: &mut Session) -> Result {
     s.step("bench 1. handler CPU per record, from JSON bytes (Rust), and the Python peer on the same records");
     s.cargo()
         .env("HANDLER_BENCH_EVENTS", out.join("events"))
-        .args([
-            "bench",
-            "-p",
-            "dynamodb-outbox",
-            "--features",
-            "unstable-internals,bench-mimalloc",
-            "--bench",
-            "handler",
-        ])
+        .args(["bench", "-p", "outbox-tests", "--bench", "handler"])
         .run()?;
     if set("OUTBOX_BENCH_CALLGRIND") && Cmd::new("valgrind").arg("--version").succeeds() {
         callgrind(s, &out)?;

@@ -4,10 +4,11 @@
 //! `handle_stream_event`'s): parse, decode the stream records, filter, route, plan
 //! batches and build the SQS request entries. Prints records per second on one core
 //! (the loop runs on one thread), from bytes and from an already parsed event; then
-//! runs the plain-Python peer (`handler_peer.py`, when `python3` is there) on the same
+//! runs the plain-Python peer (`peer.py` beside it, when `python3` is there) on the same
 //! records and prints the ratio.
 //!
-//! `cargo bench -p dynamodb-outbox --features unstable-internals --bench handler`. Writes the events it uses to
+//! `cargo bench -p outbox-tests --bench handler` (with mimalloc, the Lambda binaries'
+//! allocator; `--features system-allocator` for the system's). Writes the events it uses to
 //! `HANDLER_BENCH_EVENTS` (a directory; a temporary one when unset), where the Python
 //! peer reads them. `HANDLER_BENCH_ITERATIONS=N` runs the first case N
 //! times and nothing else: for `valgrind --tool=callgrind`, which counts
@@ -15,15 +16,13 @@
 #![allow(clippy::expect_used, clippy::unwrap_used, missing_docs)]
 
 use aws_lambda_events::event::dynamodb::Event;
-use dynamodb_outbox::KeyNames;
-use dynamodb_outbox::config::PublisherConfig;
-use dynamodb_outbox::publish::{WorkItem, plan};
-use dynamodb_outbox::route::{Destination, Routes};
+use dynamodb_outbox_core::publish::{WorkItem, plan};
+use dynamodb_outbox_core::{Destination, KeyNames, PublisherConfig, Routes};
 use std::hint::black_box;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-#[cfg(feature = "bench-mimalloc")]
+#[cfg(not(feature = "system-allocator"))]
 #[global_allocator]
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
@@ -148,7 +147,7 @@ fn run(dir: &Path, batch: usize, payload: usize) -> (String, f64) {
 
 /// The Python peer's records/s per event file, when `python3` runs it.
 fn python_peer(dir: &Path) -> Option<Vec<(String, f64)>> {
-    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/handler_peer.py");
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/handler/peer.py");
     let out = std::process::Command::new("python3")
         .arg(script)
         .arg(dir)

@@ -8,7 +8,7 @@ SQS SendMessageBatch entries (message attributes, FIFO group and deduplication i
 and chunk them into calls of at most 10 entries within the batch byte limit, never
 two messages of one group in one FIFO call. Prints records per second on one core.
 
-    python3 functions/lib/dynamodb-outbox/benches/handler_peer.py DIR
+    python3 tests/outbox-tests/benches/handler/peer.py DIR
 """
 
 import json
