@@ -353,8 +353,8 @@ fn fencing<'a>(
         .filter(move |s| !in_batch.contains(&s.key) && s.before(m))
 }
 
-pub mod confirm;
-pub mod follows;
+mod confirm;
+mod follows;
 mod reads;
 pub use confirm::{CONFIRM_LIMIT, to_confirm};
 pub use follows::predecessors;
