@@ -6,15 +6,12 @@
 
 use crate::params::{Home, Kind, Mutation, Params, Producer};
 use aws_lambda_events::event::dynamodb::EventRecord;
-use dynamodb_outbox_core::HomeRegions;
-use dynamodb_outbox_core::config::PublisherConfig;
 use dynamodb_outbox_core::home::HomeSeen;
-use dynamodb_outbox_core::keys::KeyNames;
 use dynamodb_outbox_core::message::AttrValue;
 use dynamodb_outbox_core::policy::{Member, Sibling};
 use dynamodb_outbox_core::publish::{Work, WorkItem, plan};
-use dynamodb_outbox_core::route::{Destination, Routes};
 use dynamodb_outbox_core::schema::{self, ItemKey, OutboxMessage, Undecodable};
+use dynamodb_outbox_core::{Destination, HomeRegions, KeyNames, PublisherConfig, Routes};
 
 /// One abstract tick of time, in milliseconds: the unit of every due time, lease,
 /// visibility timeout, window and TTL in the model.

@@ -14,7 +14,7 @@
 use crate::model::{Fault, OutboxModel};
 use crate::params::{Kind, Mutation};
 use crate::state::{Out, Phase, Publish, State, Status, Work, bit};
-use dynamodb_outbox_core::failure::Failure;
+use dynamodb_outbox_core::Failure;
 use dynamodb_outbox_core::policy::{
     CallVerdict, DeadLetterVerdict, EntryVerdict, Member, fence_reads, judge_call,
     judge_dead_letter, judge_entry,

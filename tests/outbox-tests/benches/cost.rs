@@ -19,10 +19,11 @@
 #![allow(clippy::expect_used, clippy::unwrap_used, missing_docs)]
 
 use aws_sdk_dynamodb::types::AttributeValue;
-use dynamodb_outbox::clock::now_ms;
 use dynamodb_outbox::stream::handle_stream_event;
-use dynamodb_outbox::sweep::{AwsSweeper, Budget, SweeperConfig};
+use dynamodb_outbox::sweep::{AwsSweeper, SweeperConfig};
 use dynamodb_outbox::{AwsPublisher, FromSdkConfig, NewMessage};
+use dynamodb_outbox_core::clock::now_ms;
+use dynamodb_outbox_core::policy::Budget;
 use outbox_devkit::cost::{
     Route, US_EAST_1, Usage, bill, bill_total, billed_chunks, eventual_read_units,
     fence_read_units, floor_per_message, gb_seconds, index_at_commit_write_units, item_bytes,

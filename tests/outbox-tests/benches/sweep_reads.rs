@@ -8,8 +8,9 @@
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use dynamodb_outbox::FromSdkConfig;
-use dynamodb_outbox::clock::now_ms;
-use dynamodb_outbox::sweep::{AwsSweeper, Budget, ScanMode, SweeperConfig};
+use dynamodb_outbox::sweep::{AwsSweeper, ScanMode, SweeperConfig};
+use dynamodb_outbox_core::clock::now_ms;
+use dynamodb_outbox_core::policy::Budget;
 use outbox_tests::{Item, Outbox, bulk_put, clients, minimal_item, nv, sv};
 use std::collections::HashMap;
 use std::time::{Duration, Instant};

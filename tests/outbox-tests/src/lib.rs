@@ -436,7 +436,7 @@ pub fn indexed_item(pk: &str, sk: &str, topic: &str, payload: &str, due_ms: i64)
     let mut item = minimal_item(pk, sk, topic, payload);
     item.insert(
         "SweepShard".to_owned(),
-        sv(&dynamodb_outbox::schema::SweepShards::default().shard_of(pk)),
+        sv(&dynamodb_outbox_core::SweepShards::default().shard_of(pk)),
     );
     item.insert("SweepDueAt".to_owned(), nv(due_ms));
     item

@@ -6,7 +6,7 @@ pub mod vars {
     pub const TABLE_NAME: &str = "ORDERS_TABLE_NAME";
 }
 
-pub use dynamodb_outbox_core::config::ConfigError;
+pub use dynamodb_outbox_core::ConfigError;
 
 /// What the consumer needs to know.
 #[derive(Debug, Clone, PartialEq, Eq)]

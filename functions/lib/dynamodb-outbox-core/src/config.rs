@@ -3,14 +3,13 @@
 //! Every reader takes a lookup function rather than touching the process environment,
 //! so tests pass a map and nothing calls `env::set_var`.
 
-use crate::keys::KeyNames;
+use crate::KeyNames;
 use crate::large_payload::bucket_name_problem;
-use crate::policy::limit::{QueueLimits, QueueRole};
+use crate::policy::{QueueLimits, QueueRole};
 use crate::route::{Destination, RouteError, Routes};
 use std::collections::BTreeMap;
 
 pub mod timeouts;
-pub use timeouts::SdkTimeouts;
 
 /// A missing or malformed variable, named (see [`PublisherConfig`] for an example).
 #[derive(Debug, thiserror::Error)]
@@ -165,7 +164,7 @@ impl PublisherConfig {
         // Checked here, with the rest of the functions' settings, so that a bad value
         // stops the function at start naming the variable; the timeouts themselves
         // are applied where the clients are built (`FromSdkConfig::load`).
-        SdkTimeouts::from_lookup(&lookup)?;
+        timeouts::SdkTimeouts::from_lookup(&lookup)?;
         Ok(PublisherConfig {
             table_name,
             routes,
@@ -198,7 +197,7 @@ impl PublisherConfig {
 
     /// The same configuration with the limits read from the queues (by URL): every
     /// route's destination and the dead-letter queue get the limit that applies
-    /// (the core's `policy::limit::sqs_limit`).
+    /// (the core's `policy::sqs_limit`).
     // Hidden, not API: for dynamodb-outbox's functions (`QueueLimits` is the engine's).
     #[doc(hidden)]
     pub fn with_queue_limits(self, limits: &QueueLimits) -> Self {

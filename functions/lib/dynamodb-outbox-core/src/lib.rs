@@ -44,7 +44,8 @@ pub mod clock;
 pub mod config;
 pub mod failure;
 pub mod home;
-pub mod keys;
+// Private: its one public item, `KeyNames`, is at the root.
+mod keys;
 pub mod large_payload;
 pub mod message;
 pub mod producer;

@@ -45,7 +45,7 @@ pub enum Outcome {
     Blocked,
     /// Not attempted: routed to a FIFO destination while an earlier message of its
     /// aggregate is still `PENDING` outside this batch (or may be: the order fence,
-    /// [`crate::policy::fence`]). Left `PENDING` in the sweeper index for the
+    /// [`crate::policy::fenced`]). Left `PENDING` in the sweeper index for the
     /// sweeper, which publishes an aggregate's messages in order; not reported for
     /// retry, which would stall the stream shard behind the sweeper's backoff.
     Deferred {

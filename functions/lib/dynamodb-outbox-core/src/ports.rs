@@ -139,7 +139,7 @@ pub trait OutboxStore: Send + Sync {
         std::future::ready(Ok(MarkOutcome::AlreadyFinished))
     }
 
-    /// `PENDING` → `FAILED` as `mark` says (see [`crate::policy::poison`]), removing
+    /// `PENDING` → `FAILED` as `mark` says (see [`crate::policy::failed_marks`]), removing
     /// the sweeper index keys, only if the item meets `condition` too: a sweep marks
     /// under its claim ([`MarkCondition::Claimed`]), so that a redrive made during its
     /// attempt is not undone. An item the mark would make too large is refused with a
@@ -159,7 +159,7 @@ pub trait OutboxStore: Send + Sync {
     ) -> impl Future<Output = Result<Option<serde_dynamo::Item>, Failure>> + Send;
 
     /// The pending outbox messages of `read`'s aggregates, for the order fence
-    /// ([`crate::policy::fence`]): from sweeper index shards, every pending key
+    /// ([`crate::policy::fence_reads`]): from sweeper index shards, every pending key
     /// whatever its due time (the index holds only pending items, keys only); from an
     /// aggregate's partition, its pending outbox items with `CreatedAt` and
     /// `MessageId` (a consistent read). At most `max_pages` pages per shard or
@@ -205,7 +205,7 @@ pub struct PendingPage {
     /// A [`crate::policy::Scope::Sequence`] read reached the start of the sequenced
     /// range without an item below its lowest member: the aggregate has no earlier
     /// sequenced message, and its messages without a sequence must be read too
-    /// ([`crate::policy::fence::switch_over_reads`]).
+    /// ([`crate::policy::switch_over_reads`]).
     pub no_earlier_sequence: bool,
 }
 

@@ -2,7 +2,7 @@
 
 use crate::large_payload::{LargePayloads, Offload};
 pub use crate::policy::limit::SqsLimit;
-use crate::policy::limit::{QueueLimits, sqs_limit};
+use crate::policy::{QueueLimits, sqs_limit};
 use std::collections::HashMap;
 use std::fmt;
 
@@ -78,7 +78,7 @@ impl Destination {
 
     /// The same destination with the limit that applies once its queue's
     /// `MaximumMessageSize` has been read (`limits`, by URL): see
-    /// the core's `policy::limit::sqs_limit`. A queue not in `limits` keeps its limit.
+    /// the core's `policy::sqs_limit`. A queue not in `limits` keeps its limit.
     // Hidden, not API: for dynamodb-outbox's functions (`QueueLimits` is the engine's).
     #[doc(hidden)]
     pub fn with_queue_limits(self, limits: &QueueLimits) -> Self {

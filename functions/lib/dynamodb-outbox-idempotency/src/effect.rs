@@ -202,7 +202,7 @@ impl IdempotentEffects {
     /// The clock that says whether a lock has expired and when records expire. Kept
     /// for the workspace's tests: set it with [`IdempotencyTable::clock`].
     #[cfg(feature = "unstable-internals")]
-    pub fn clock(mut self, clock: dynamodb_outbox_core::clock::SharedClock) -> Self {
+    pub fn clock(mut self, clock: dynamodb_outbox_core::SharedClock) -> Self {
         self.table = self.table.clock(clock);
         self
     }

@@ -75,7 +75,7 @@ impl MessageMarker {
     /// The clock that stamps the markers' expiry. Kept for the workspace's tests: set
     /// it with [`IdempotencyTable::clock`].
     #[cfg(feature = "unstable-internals")]
-    pub fn clock(mut self, clock: dynamodb_outbox_core::clock::SharedClock) -> Self {
+    pub fn clock(mut self, clock: dynamodb_outbox_core::SharedClock) -> Self {
         self.table = self.table.clock(clock);
         self
     }

@@ -8,7 +8,7 @@ use crate::render_key;
 use crate::retention::Retention;
 use crate::{IdempotencyError, Item};
 use aws_sdk_dynamodb::types::AttributeValue;
-use dynamodb_outbox_core::clock::{self, SharedClock};
+use dynamodb_outbox_core::{SharedClock, clock};
 
 /// The default partition (hash) key attribute: the orders table's `id`.
 const DEFAULT_PARTITION_KEY: &str = "id";

@@ -3,7 +3,7 @@
 //! result per entry. The SQS, SNS and EventBridge adapters supply only what differs:
 //! their entry type, their call, and how they read their answer.
 
-use dynamodb_outbox_core::failure::Failure;
+use dynamodb_outbox_core::Failure;
 use dynamodb_outbox_core::message::OutboundMessage;
 use dynamodb_outbox_core::__private::ports::EntryResult;
 use std::future::Future;
@@ -109,7 +109,7 @@ pub fn entry_results(len: usize, service: &str, answer: Answer) -> Vec<EntryResu
 #[cfg(test)]
 mod tests {
     use super::*;
-    use dynamodb_outbox_core::failure::FailureKind;
+    use dynamodb_outbox_core::FailureKind;
 
     #[test]
     fn batch_answers_become_one_result_per_entry_and_silence_is_a_transient_failure() {

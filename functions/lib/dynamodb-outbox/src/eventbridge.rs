@@ -5,7 +5,7 @@
 use crate::batch::{Answer, BatchApi, Refused, entry_id};
 use crate::sdk_error::send_failure;
 use aws_sdk_eventbridge::types::PutEventsRequestEntry;
-use dynamodb_outbox_core::failure::Failure;
+use dynamodb_outbox_core::Failure;
 use dynamodb_outbox_core::message::{ATTR_TOPIC, OutboundMessage, event_detail};
 
 /// Error codes of a `PutEvents` entry that blame the event itself: retrying the same

@@ -12,9 +12,10 @@
 //! - [`STREAM_FILTER_JSON`]: the stream mapping's FilterCriteria, for infrastructure
 //!   code of your own.
 //!
-//! The adapters (DynamoDB, SQS, SNS, EventBridge, S3) and the core's engine are public
-//! only with the `unstable-internals` feature, for this project's own tools, tests and
-//! model checker; they are not covered by semver.
+//! The adapters (DynamoDB, SQS, SNS, EventBridge, S3) are public only with the
+//! `unstable-internals` feature, which also makes the core's engine public at its own
+//! paths (`dynamodb_outbox_core::schema`, `::policy`, …), for this project's own tools,
+//! tests and model checker; they are not covered by semver.
 //!
 //! ## Future depth
 //!
@@ -76,13 +77,6 @@ pub use {aws_lambda_events, lambda_runtime};
 /// The foreign types in this crate's signatures.
 pub use {aws_sdk_dynamodb, aws_sdk_s3};
 
-/// The core's engine and the producer's internals under their old paths, for this
-/// project's tools, tests and model checker.
-#[cfg(feature = "unstable-internals")]
-pub use dynamodb_outbox_core::{
-    Failure, Publisher, clock, config, failure, large_payload, message, metrics, policy, ports,
-    publish, route, schema,
-};
 #[cfg(feature = "unstable-internals")]
 pub use sweep::AwsSweeper;
 #[cfg(feature = "unstable-internals")]

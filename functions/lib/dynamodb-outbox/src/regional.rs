@@ -4,7 +4,7 @@
 //! retries, interceptors and endpoint override (the local AWS serves every region at
 //! one endpoint) — and kept for the life of the process.
 
-use dynamodb_outbox_core::route::Destination;
+use dynamodb_outbox_core::Destination;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 

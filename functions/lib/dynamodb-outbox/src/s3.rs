@@ -6,7 +6,7 @@ use crate::sdk_error::{AwsError, describe, is_retryable};
 use aws_sdk_s3::primitives::ByteStream;
 use aws_smithy_types::error::metadata::ProvideErrorMetadata;
 use aws_types::SdkConfig;
-use dynamodb_outbox_core::failure::Failure;
+use dynamodb_outbox_core::Failure;
 use dynamodb_outbox_core::large_payload::PayloadPointer;
 
 /// Codes with which S3 refuses a write for what it is (the key, the body): the same

@@ -13,7 +13,8 @@ use aws_smithy_types::error::display::DisplayErrorContext;
 use aws_smithy_types::error::metadata::ProvideErrorMetadata;
 use aws_smithy_types::retry::ProvideErrorKind;
 pub use dynamodb_outbox_core::failure::signals;
-use dynamodb_outbox_core::failure::{Failure, FailureKind, retryable};
+use dynamodb_outbox_core::{Failure, FailureKind};
+use dynamodb_outbox_core::failure::retryable;
 use dynamodb_outbox_core::__private::metrics::{ACCESS_DENIED, Emitter, Metric};
 use dynamodb_outbox_core::__private::policy::{DESTINATION_REFUSED, blames_the_destination};
 

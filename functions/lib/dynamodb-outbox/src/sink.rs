@@ -13,12 +13,10 @@ use crate::regional::Regional;
 use crate::sns::Topic;
 use crate::sqs::Queue;
 use aws_types::SdkConfig;
-use dynamodb_outbox_core::PublisherConfig;
-use dynamodb_outbox_core::failure::Failure;
+use dynamodb_outbox_core::{PublisherConfig, Failure, Destination};
 use dynamodb_outbox_core::large_payload::PayloadPointer;
 use dynamodb_outbox_core::message::OutboundMessage;
 use dynamodb_outbox_core::__private::ports::{EntryResult, MessageSink};
-use dynamodb_outbox_core::route::Destination;
 
 /// Sends to whichever service a destination names.
 #[derive(Debug, Clone)]

@@ -4,7 +4,7 @@ use crate::batch::{Answer, BatchApi, Refused, entry_id};
 use crate::sdk_error::send_failure;
 use aws_sdk_sns::operation::publish_batch::PublishBatchError;
 use aws_sdk_sns::types::{MessageAttributeValue, PublishBatchRequestEntry};
-use dynamodb_outbox_core::failure::Failure;
+use dynamodb_outbox_core::Failure;
 use dynamodb_outbox_core::message::OutboundMessage;
 use std::collections::HashMap;
 

@@ -23,10 +23,9 @@ use aws_sdk_sqs::types::{
     MessageAttributeValue, MessageSystemAttributeNameForSends, MessageSystemAttributeValue,
     QueueAttributeName, SendMessageBatchRequestEntry,
 };
-use dynamodb_outbox_core::PublisherConfig;
-use dynamodb_outbox_core::failure::Failure;
+use dynamodb_outbox_core::{PublisherConfig, Failure};
 use dynamodb_outbox_core::message::OutboundMessage;
-use dynamodb_outbox_core::__private::policy::limit::{
+use dynamodb_outbox_core::__private::policy::{
     LimitRead, QueueLimits, QueueRole, sqs_limit, unknown_limit_advice,
 };
 use dynamodb_outbox_core::route::SqsLimit;

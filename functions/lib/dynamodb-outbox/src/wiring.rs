@@ -7,7 +7,7 @@ use crate::sink::AwsSink;
 use crate::sweep::{self, AwsSweeper};
 use aws_smithy_types::timeout::TimeoutConfig;
 use aws_types::SdkConfig;
-use dynamodb_outbox_core::config::SdkTimeouts;
+use dynamodb_outbox_core::config::timeouts::SdkTimeouts;
 use dynamodb_outbox_core::PublisherConfig;
 use dynamodb_outbox_core::__private::Publisher;
 use std::future::Future;

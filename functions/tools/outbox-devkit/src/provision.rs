@@ -10,7 +10,7 @@ use aws_sdk_dynamodb::types::{
 use aws_sdk_sqs::types::QueueAttributeName;
 use aws_smithy_types::error::display::DisplayErrorContext;
 use dynamodb_outbox::KeyNames;
-use dynamodb_outbox::schema::{ScalarType, TABLE};
+use dynamodb_outbox_core::schema::{ScalarType, TABLE};
 
 /// Provisioning failed.
 #[derive(Debug, thiserror::Error)]

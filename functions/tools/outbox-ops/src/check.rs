@@ -5,7 +5,7 @@
 
 use crate::{OpsError, Table};
 use dynamodb_outbox::dynamo::{Described, describe_table};
-use dynamodb_outbox::schema::table_check::{
+use dynamodb_outbox_core::schema::table_check::{
     Check, Outcome, TableNeeds, check_table, mismatches, missing_table,
 };
 

@@ -2,8 +2,8 @@
 
 use aws_smithy_types::error::metadata::ProvideErrorMetadata;
 use aws_smithy_types::retry::ProvideErrorKind;
-use dynamodb_outbox::schema::ItemKey;
 use dynamodb_outbox::sdk_error::{AwsError, SetupFault, describe, is_retryable, setup_fault};
+use dynamodb_outbox_core::schema::ItemKey;
 
 /// An operator command failed.
 #[derive(Debug, thiserror::Error)]

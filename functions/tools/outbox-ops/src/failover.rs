@@ -23,7 +23,9 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use aws_sdk_dynamodb::types::ReturnValuesOnConditionCheckFailure;
 use dynamodb_outbox::HomeRegions;
 use dynamodb_outbox::home::{ExactHome, FAILED_OVER_FROM, HOME_REGION, HomeSeen};
-use dynamodb_outbox::schema::{ItemKey, RETRY_COUNT, STATUS, SWEEP_DUE_AT, Status, string_attr};
+use dynamodb_outbox_core::schema::{
+    ItemKey, RETRY_COUNT, STATUS, SWEEP_DUE_AT, Status, string_attr,
+};
 use std::time::Duration;
 
 /// What a failover or a failback did.

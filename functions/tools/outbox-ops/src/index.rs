@@ -5,7 +5,9 @@ use crate::{OpsError, Reads, Table};
 use aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes, ReturnConsumedCapacity, Select};
-use dynamodb_outbox::schema::{ItemKey, OutboxItem, SWEEP_INDEX, SWEEP_SHARD, SeenIndex, item_key};
+use dynamodb_outbox_core::schema::{
+    ItemKey, OutboxItem, SWEEP_INDEX, SWEEP_SHARD, SeenIndex, item_key,
+};
 use std::collections::HashMap;
 
 type Item = HashMap<String, AttributeValue>;

@@ -28,7 +28,7 @@
 //! chain, or an emulator at an endpoint — and the one place the workspace's tools
 //! and tests build that configuration.
 //!
-//! [`OutboxItem`]: dynamodb_outbox::schema::OutboxItem
+//! [`OutboxItem`]: dynamodb_outbox_core::schema::OutboxItem
 
 mod check;
 mod error;

@@ -33,8 +33,9 @@ mod cli_homes;
 mod cli_show;
 
 use clap::{ArgGroup, Parser, Subcommand};
-use dynamodb_outbox::clock::now_ms;
-use dynamodb_outbox::schema::{ItemKey, SweepShards};
+use dynamodb_outbox_core::SweepShards;
+use dynamodb_outbox_core::clock::now_ms;
+use dynamodb_outbox_core::schema::ItemKey;
 use outbox_ops::{KeyFlags, KeyNames, OpsError, Reads, Selection, Table, sdk_config};
 use std::process::ExitCode;
 

@@ -2,7 +2,7 @@
 //! the index's partitions only.
 
 use crate::{OpsError, Reads, Table, index};
-use dynamodb_outbox::schema::{
+use dynamodb_outbox_core::schema::{
     ItemKey, OutboxItem, Status, all_failed_sweep_shards, derive_message_id,
 };
 use std::collections::BTreeMap;
@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct StatusReport {
     /// Messages per state: `PENDING` (in the sweep partitions of the table's
-    /// [`SweepShards`](dynamodb_outbox::schema::SweepShards)) and `FAILED` (in the
+    /// [`SweepShards`](dynamodb_outbox_core::SweepShards)) and `FAILED` (in the
     /// sixteen `FAILED#NN` partitions). `SENT` messages have left the index and are
     /// not counted, nor are pending messages the stream path is still publishing:
     /// the producer leaves them out of the index unless it indexes at commit.

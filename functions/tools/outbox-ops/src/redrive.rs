@@ -4,7 +4,7 @@ use crate::read::{FailedMessage, failed, failed_message};
 use crate::{OpsError, Reads, Table, index};
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValuesOnConditionCheckFailure};
-use dynamodb_outbox::schema::{
+use dynamodb_outbox_core::schema::{
     FAILED_AT, ItemKey, LAST_ERROR, PAYLOAD_ON, RETRY_COUNT, STATUS, Status, TABLE,
 };
 

@@ -116,7 +116,7 @@ fn dead_letter(life: &MessageLife) -> Option<String> {
             "its payload left the item for its copy on the {on} (PayloadOn): that copy is the only one"
         ));
     }
-    let failed = life.status == Some(dynamodb_outbox::schema::Status::Failed);
+    let failed = life.status == Some(dynamodb_outbox_core::schema::Status::Failed);
     failed.then(|| {
         "copied to the deployment's dead-letter queue (<prefix>-dlq, OUTBOX_DLQ_URL) before the FAILED mark; the logs say if a copy could not be sent".to_owned()
     })
@@ -194,8 +194,8 @@ mod tests {
     use super::*;
     use crate::logline::parse;
     use crate::{FunctionLogLine, Reads};
-    use dynamodb_outbox::schema::{ItemKey, Status};
     use dynamodb_outbox::trace::TraceContext;
+    use dynamodb_outbox_core::schema::{ItemKey, Status};
 
     const T: i64 = 1_764_860_068_000; // 2025-12-04T14:54:28Z
 

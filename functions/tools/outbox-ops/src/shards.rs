@@ -10,9 +10,8 @@
 
 use crate::{OpsError, Reads, Table, index};
 use aws_sdk_dynamodb::types::AttributeValue;
-use dynamodb_outbox::schema::{
-    ItemKey, STATUS, SWEEP_DUE_AT, SWEEP_SHARD, SeenIndex, Status, SweepShards,
-};
+use dynamodb_outbox_core::SweepShards;
+use dynamodb_outbox_core::schema::{ItemKey, STATUS, SWEEP_DUE_AT, SWEEP_SHARD, SeenIndex, Status};
 
 /// Where the pending messages are, against the table's layout.
 #[derive(Debug, Clone, Default, PartialEq)]

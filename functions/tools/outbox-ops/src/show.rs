@@ -8,8 +8,8 @@
 
 use crate::{OpsError, Reads, Table};
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnConsumedCapacity};
-use dynamodb_outbox::schema::{ItemKey, OutboxItem, Status, derive_message_id, item_key};
 use dynamodb_outbox::trace::TraceContext;
+use dynamodb_outbox_core::schema::{ItemKey, OutboxItem, Status, derive_message_id, item_key};
 use std::collections::HashMap;
 
 /// Every outbox item's sort key begins so.

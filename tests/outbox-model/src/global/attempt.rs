@@ -9,7 +9,7 @@
 use super::{Call, GItem, GState, GlobalModel, Running, other};
 use crate::params::Mutation;
 use crate::state::Status;
-use dynamodb_outbox_core::failure::Failure;
+use dynamodb_outbox_core::Failure;
 use dynamodb_outbox_core::policy::{
     DeadLetterVerdict, EntryVerdict, judge_dead_letter, judge_entry,
 };

@@ -17,7 +17,7 @@ use crate::state::Status;
 use dynamodb_outbox_core::policy::{
     CONFIRM_LIMIT, Pending, Scope, fence_reads, fenced, to_confirm,
 };
-use dynamodb_outbox_core::publish::PENDING_ELSEWHERE;
+use dynamodb_outbox_core::schema::PENDING_ELSEWHERE;
 use std::collections::HashMap;
 
 impl GlobalModel {

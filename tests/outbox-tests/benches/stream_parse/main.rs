@@ -32,9 +32,8 @@
 
 use aws_lambda_events::event::dynamodb::Event;
 use dynamodb_outbox::KeyNames;
-use dynamodb_outbox::config::PublisherConfig;
-use dynamodb_outbox::publish::{WorkItem, plan};
-use dynamodb_outbox::route::{Destination, Routes};
+use dynamodb_outbox_core::publish::{WorkItem, plan};
+use dynamodb_outbox_core::{Destination, PublisherConfig, Routes};
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 

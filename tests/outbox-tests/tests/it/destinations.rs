@@ -2,9 +2,9 @@
 //! queue (an SNS subscription with raw delivery, an EventBridge rule target), which
 //! the test reads.
 
-use dynamodb_outbox::message::{ATTR_AGGREGATE, ATTR_MESSAGE_ID, ATTR_TOPIC};
 use dynamodb_outbox::stream::handle_stream_event;
 use dynamodb_outbox::{NewMessage, Routes};
+use dynamodb_outbox_core::message::{ATTR_AGGREGATE, ATTR_MESSAGE_ID, ATTR_TOPIC};
 use outbox_tests::subscribers::{SnsDelivery, bus_into, subscriber, topic_into};
 use outbox_tests::{Outbox, attr, drain, s};
 

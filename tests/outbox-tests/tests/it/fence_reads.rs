@@ -7,9 +7,9 @@
 use aws_sdk_dynamodb::types::{AttributeValue, TransactWriteItem};
 use dynamodb_outbox::NewMessage;
 use dynamodb_outbox::dynamo::DynamoStore;
-use dynamodb_outbox::policy::{FenceRead, Scope};
-use dynamodb_outbox::ports::OutboxStore;
-use dynamodb_outbox::schema::SweepShards;
+use dynamodb_outbox_core::SweepShards;
+use dynamodb_outbox_core::policy::{FenceRead, Scope};
+use dynamodb_outbox_core::ports::OutboxStore;
 use outbox_tests::{Outbox, s};
 use std::collections::BTreeSet;
 

@@ -3,11 +3,10 @@
 //! checked against the deployed one. No emulator needed.
 
 use aws_lambda_events::event::dynamodb::Event;
-use dynamodb_outbox::publish::Work;
 use dynamodb_outbox::stream::{Skip, classify, handle_stream_event};
-use dynamodb_outbox::{Destination, Publisher, PublisherConfig, Routes};
-use dynamodb_outbox_core::clock::ManualClock;
 use dynamodb_outbox_core::fakes::{MemoryStore, RecordingSink, Refusals};
+use dynamodb_outbox_core::publish::Work;
+use dynamodb_outbox_core::{Destination, ManualClock, Publisher, PublisherConfig, Routes};
 use serde_json::Value;
 
 fn fixture(name: &str) -> String {

@@ -16,13 +16,13 @@
 //! skip alone (seen failing with a publisher that owns every region).
 
 use aws_sdk_dynamodb::types::AttributeValue;
-use dynamodb_outbox::message::ATTR_MESSAGE_ID;
 use dynamodb_outbox::stream::handle_stream_event;
 use dynamodb_outbox::sweep::AwsSweeper;
 use dynamodb_outbox::{
     AwsPublisher, Destination, FromSdkConfig, HomeRegions, KeyNames, NewMessage, OutboxWriter,
     PublisherConfig, Routes,
 };
+use dynamodb_outbox_core::message::ATTR_MESSAGE_ID;
 use outbox_devkit::aws::Clients;
 use outbox_devkit::provision;
 use outbox_ops::{Rehome, rehome};

@@ -163,7 +163,7 @@ async fn poison_is_marked_failed_with_its_reason_in_one_batched_call() {
         );
         assert!(item.contains_key("FailedAt"));
         let pk = s(&item, "PK").expect("PK");
-        let failed_shard = dynamodb_outbox::schema::failed_sweep_shard(&pk);
+        let failed_shard = dynamodb_outbox_core::schema::failed_sweep_shard(&pk);
         assert_eq!(s(&item, "SweepShard"), Some(failed_shard), "{item:?}");
         assert_eq!(n(&item, "SweepDueAt"), n(&item, "FailedAt"), "{item:?}");
     }

@@ -3,8 +3,8 @@
 //! pass when they cannot — an untrusted certificate named as such, not "transient".
 
 use aws_sdk_dynamodb::config::{BehaviorVersion, Credentials, Region};
-use dynamodb_outbox::schema::Status;
 use dynamodb_outbox::{KeyNames, NewMessage};
+use dynamodb_outbox_core::schema::Status;
 use outbox_ops::{KeyFlags, OpsError};
 use outbox_tests::{Outbox, unique};
 

@@ -5,8 +5,8 @@
 use crate::publisher::keyed::own_names;
 use aws_sdk_dynamodb::types::{PutRequest, ReturnConsumedCapacity, Select, WriteRequest};
 use dynamodb_outbox::NewMessage;
-use dynamodb_outbox::schema::SweepShards;
 use dynamodb_outbox::stream::handle_stream_event;
+use dynamodb_outbox_core::SweepShards;
 use outbox_tests::{Outbox, sv};
 use std::collections::BTreeSet;
 

@@ -3,9 +3,9 @@
 //! fails as a timeout within the operation timeout, instead of holding the invocation
 //! until Lambda ends it.
 
-use dynamodb_outbox::config::timeouts::{DEFAULT_ATTEMPT_TIMEOUT, DEFAULT_OPERATION_TIMEOUT};
 use dynamodb_outbox::stream::handle_stream_event;
 use dynamodb_outbox::{AwsPublisher, FromSdkConfig, NewMessage};
+use dynamodb_outbox_core::config::timeouts::{DEFAULT_ATTEMPT_TIMEOUT, DEFAULT_OPERATION_TIMEOUT};
 use outbox_faults::{FaultPlan, with_plan};
 use outbox_tests::{Outbox, drain, s};
 use std::time::{Duration, Instant};
@@ -62,7 +62,7 @@ async fn a_hung_send_is_reported_as_a_timeout_a_retry_can_fix() {
     let plan: FaultPlan = "SendMessageBatch:hang:1".parse().expect("plan");
     let hanging = with_plan(outbox_tests::sdk_config().await, plan, Some(1));
     let publisher = AwsPublisher::from_conf(ob.config(), &hanging);
-    let message = dynamodb_outbox::message::OutboundMessage {
+    let message = dynamodb_outbox_core::message::OutboundMessage {
         body: "{}".into(),
         attributes: vec![],
         group_id: None,
@@ -74,7 +74,7 @@ async fn a_hung_send_is_reported_as_a_timeout_a_retry_can_fix() {
     // When it sends
     let sent = tokio::time::timeout(
         HUNG,
-        dynamodb_outbox::ports::MessageSink::send_batch(&publisher.sink, &queue, &[&message]),
+        dynamodb_outbox_core::ports::MessageSink::send_batch(&publisher.sink, &queue, &[&message]),
     )
     .await
     .expect("the send hung past 45 s: no SDK timeout ended it");

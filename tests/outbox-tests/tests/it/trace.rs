@@ -199,14 +199,14 @@ async fn the_sweepers_republish_keeps_the_trace_the_message_was_committed_in() {
         ob.clients.dynamodb.clone(),
         watched_sink(&ob, &headers),
     );
-    let now = dynamodb_outbox::clock::now_ms() + 60_000;
+    let now = dynamodb_outbox_core::clock::now_ms() + 60_000;
     let summary = crate::sweeper::sweep_at(&sweeper, now).await;
     assert_eq!(summary.marked, 1, "{summary:?}");
     // Then the message it published continues the producer's trace
     let msgs = drain(&ob.clients.sqs, &ob.queue.url).await;
     assert_eq!(msgs.len(), 1);
     assert_eq!(
-        attr(&msgs[0], dynamodb_outbox::message::ATTR_MESSAGE_ID).as_deref(),
+        attr(&msgs[0], dynamodb_outbox_core::message::ATTR_MESSAGE_ID).as_deref(),
         Some(committed.message_ids[0].as_str())
     );
     assert_eq!(
@@ -256,7 +256,10 @@ async fn the_operators_view_of_an_aggregate_shows_each_messages_state_and_trace(
             .collect::<Vec<_>>()
     );
     for life in &order_7 {
-        assert_eq!(life.status, Some(dynamodb_outbox::schema::Status::Sent));
+        assert_eq!(
+            life.status,
+            Some(dynamodb_outbox_core::schema::Status::Sent)
+        );
         assert!(life.sent_at_ms >= life.created_at_ms && life.sent_at_ms.is_some());
     }
     assert_eq!(
@@ -282,7 +285,7 @@ async fn the_operators_view_of_an_aggregate_shows_each_messages_state_and_trace(
     assert_eq!(order_8.len(), 1);
     assert_eq!(
         order_8[0].status,
-        Some(dynamodb_outbox::schema::Status::Pending)
+        Some(dynamodb_outbox_core::schema::Status::Pending)
     );
     assert!(order_8[0].due_ms.is_none() && order_8[0].sent_at_ms.is_none());
     // And an item that is not a readable outbox item (poison) is shown by its key, with

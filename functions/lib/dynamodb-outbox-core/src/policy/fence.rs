@@ -82,7 +82,7 @@ pub struct Member {
     /// aggregate's fence reads.
     pub shards: Vec<String>,
     /// The message written before it in the same transaction, of its aggregate
-    /// (`Follows`): asked by key, consistently ([`follows`]), since the index may not
+    /// (`Follows`): asked by key, consistently ([`predecessors`]), since the index may not
     /// list it yet and AWS delivers one transaction's records in any order.
     pub follows: Option<ItemKey>,
 }
@@ -186,7 +186,7 @@ struct Found {
     /// Why the read is incomplete (it failed, or stopped at its bound), if it is.
     unread: Option<String>,
     /// Whether the siblings come from the index (eventually consistent: they may be
-    /// finished by now, see [`confirm`]) rather than a consistent partition read.
+    /// finished by now, see [`to_confirm`]) rather than a consistent partition read.
     from_index: bool,
 }
 
@@ -353,8 +353,8 @@ fn fencing<'a>(
         .filter(move |s| !in_batch.contains(&s.key) && s.before(m))
 }
 
-pub mod confirm;
-pub mod follows;
+mod confirm;
+mod follows;
 mod reads;
 pub use confirm::{CONFIRM_LIMIT, to_confirm};
 pub use follows::predecessors;

@@ -118,7 +118,7 @@ pub struct Gate {
     pub aggregate: String,
     /// Its place, when known; unknown (a claim that failed) holds back every message
     /// of the aggregate — unless both sort keys end in the library's UUIDv7, which
-    /// orders them as the order fence does ([`super::fence::key_position`]).
+    /// orders them as the order fence does ([`super::key_position`]).
     pub position: Option<OrderKey>,
     /// Its key, for that comparison.
     pub key: ItemKey,
@@ -194,7 +194,7 @@ pub fn next_due_times(
 
 /// [`next_due_times`], the delay of each message that was sent no longer than its
 /// entry in `caps` (one per message, none when missing; for a FIFO destination
-/// [`super::retry::fifo_retry_cap`]: its republish lands inside the deduplication
+/// [`super::fifo_retry_cap`]: its republish lands inside the deduplication
 /// window of the attempt).
 pub fn next_due_times_capped(
     retrying: &[Retrying<'_>],

@@ -2,7 +2,7 @@
 //! comes first: a crash between the two leaves the item `PENDING` (found again),
 //! never `FAILED` without its copy. A copy the queue cannot take as it is goes
 //! through the claim-check bucket, else as a record without its payload (the forms
-//! of [`crate::policy::dead_letter`]), so that the queue operators watch holds a
+//! of [`crate::policy::copy_forms`]), so that the queue operators watch holds a
 //! record of every `FAILED` message. A payload whose only copy is an object the
 //! lifecycle rule expires is copied to where it is kept first, and the copy and the
 //! mark point there ([`retain_payloads`]).

@@ -1,8 +1,8 @@
 //! The order fence's reads, before anything is sent: the pending messages of the
 //! batch's FIFO-routed aggregates (at most [`FENCE_BATCH_PAGES`] pages for the whole
 //! batch), the current status of the index siblings that would fence (one consistent
-//! read, [`crate::policy::fence::confirm`]), and the decision of
-//! [`crate::policy::fence`] on them. A batch with no FIFO route reads nothing.
+//! read, [`crate::policy::to_confirm`]), and the decision of
+//! [`crate::policy::fenced`] on them. A batch with no FIFO route reads nothing.
 
 use super::plan::Plan;
 use super::{Outcome, Work, WorkItem};

@@ -1,6 +1,6 @@
 //! The state changes after a publish: `SENT` for what went out, `FAILED` for poison
 //! whose copy is safe. All conditional, all concurrent; `SENT` and the first `FAILED`
-//! mark batched ([`crate::policy::marks`]), with the per-item path for what a batch
+//! mark batched ([`crate::policy::judge_statement`]), with the per-item path for what a batch
 //! cannot finish.
 
 use super::plan::ToFail;

@@ -16,12 +16,15 @@ mod dead_letter;
 mod dispatch;
 mod fence;
 mod mark;
-pub mod plan;
+mod plan;
 mod redelivery;
 
 pub use crate::outcome::{Effort, Outcome, Summary};
-pub use plan::{Plan, chunk_by_limits, dead_letter_copy, dead_letter_message, plan};
-pub use redelivery::{CurrentStatuses, Delivery, PENDING_ELSEWHERE, judge_delivery, status_keys};
+pub use plan::{
+    Call, Entry, Plan, Round, ToFail, chunk_by_limits, dead_letter_copy, dead_letter_message, plan,
+    write_order,
+};
+pub use redelivery::{CurrentStatuses, Delivery, judge_delivery, status_keys};
 pub use crate::work::{Poison, Work, WorkItem, poison_of};
 
 use crate::clock::{self, SharedClock};

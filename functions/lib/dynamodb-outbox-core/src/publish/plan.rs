@@ -11,7 +11,7 @@ use crate::message::{
 };
 use crate::message::{AttrValue, OutboundMessage, fifo_id};
 use crate::policy::CopyForm;
-use crate::policy::order::order_key;
+use crate::policy::order_key;
 use crate::route::{Destination, SQS_MAX_BATCH_ENTRIES};
 use std::collections::{BTreeMap, HashMap};
 
@@ -308,7 +308,7 @@ pub fn dead_letter_message(p: &Poison, dlq: &Destination) -> OutboundMessage {
 /// pointer to it).
 pub type ToFail = (usize, Poison, bool);
 
-/// The dead-letter copy of poison in `form` (see [`crate::policy::dead_letter`]): the
+/// The dead-letter copy of poison in `form` (see [`crate::policy::copy_forms`]): the
 /// copy itself, the copy pointing to its body in the claim-check bucket, or a record
 /// without the body.
 pub fn dead_letter_copy(p: &Poison, dlq: &Destination, form: &CopyForm) -> OutboundMessage {

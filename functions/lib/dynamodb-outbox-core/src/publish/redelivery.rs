@@ -10,14 +10,12 @@
 use super::{Outcome, Publisher, Summary, WorkItem};
 use crate::failure::Failure;
 use crate::ports::{MessageSink, OutboxStore};
-use crate::schema::{ItemKey, Status};
+use crate::schema::{ItemKey, PENDING_ELSEWHERE, Status};
 use std::collections::{HashMap, HashSet};
 
 /// The current `Status` of items by key, as [`OutboxStore::statuses`] read it: a key
 /// that is missing is an item no longer in the table.
 pub type CurrentStatuses = HashMap<ItemKey, Option<String>>;
-
-pub use crate::schema::PENDING_ELSEWHERE;
 
 /// Why a record whose item is [`PENDING_ELSEWHERE`] is reported for retry.
 const ELSEWHERE_REASON: &str = "the message is pending but homed in another region since its insert (a failover): reported until its owner finishes it or a failback returns it";

@@ -87,7 +87,7 @@ pub struct OutboxItem {
     /// `Follows`: the sort key of the message written before this one, of the same
     /// aggregate, in the same transaction (the library's producer writes it). AWS
     /// delivers one transaction's stream records in any order, in any batches: the
-    /// order fence reads this one key consistently ([`crate::policy::fence`]).
+    /// order fence reads this one key consistently ([`crate::policy::to_confirm`]).
     #[serde(default, deserialize_with = "lenient::text")]
     pub follows: Option<String>,
 }

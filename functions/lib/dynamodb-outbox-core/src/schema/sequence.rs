@@ -9,7 +9,7 @@
 //! message in its partition's key range, strongly consistently — a read AWS makes
 //! reliable whatever the stream's record order, the parallelization factor or the
 //! index's lag, and whose cost does not grow with the partition or the backlog
-//! (`policy::fence`).
+//! (`policy::fence_reads`).
 
 use super::ItemKey;
 

@@ -119,7 +119,7 @@ pub struct SweeperConfig {
     /// How often the schedule runs a sweep (`OUTBOX_SWEEP_PERIOD_SECONDS`, default
     /// 60): a message due now is republished up to this much later, so a FIFO
     /// message's retry delay is capped to land inside the deduplication window
-    /// ([`crate::policy::retry::fifo_retry_cap`]).
+    /// ([`crate::policy::fifo_retry_cap`]).
     pub period: Duration,
     /// Bounds per sweep.
     pub limits: SweepLimits,

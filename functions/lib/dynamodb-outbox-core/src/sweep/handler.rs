@@ -4,7 +4,7 @@
 
 use super::{SweepGroup, SweepSummary, Sweeper};
 use crate::policy::Budget;
-use crate::policy::budget::FALLBACK_WINDOW;
+use crate::policy::FALLBACK_WINDOW;
 use crate::ports::{MessageSink, OutboxStore, SweepStore};
 
 /// The sweeper Lambda's handler: one sweep of `group`'s share of the index within

@@ -25,33 +25,30 @@
 //!
 //! Each aggregate's order holds across the sweep: an aggregate's due keys share a
 //! chunk, claimed and published in waves of a few keys of each aggregate
-//! ([`crate::policy::wave`]: a failed sweep charges an attempt to one wave of a
+//! ([`crate::policy::Waves`]: a failed sweep charges an attempt to one wave of a
 //! backlog, not all of it), a later message never goes before an earlier one
 //! that this sweep could not claim or that failed, and a rescheduled message is never
-//! due before its earlier siblings ([`crate::policy::order`]).
+//! due before its earlier siblings ([`crate::policy::next_due_times`]).
 //!
-//! The sweep is split by concern: [`config`] (what the environment says), `run` (find
-//! due keys, claim, publish, reschedule), `adopt` (scan mode), [`handler`] (one
-//! Lambda invocation); every decision it makes is a plain function in
+//! The sweep is split by concern: `config` (what the environment says:
+//! [`SweeperConfig`]), `run` (find due keys, claim, publish, reschedule), `adopt` (scan
+//! mode), `handler` (one Lambda invocation: [`handle_scheduled_event`]); every decision it makes is a plain function in
 //! [`crate::policy`].
 
 mod adopt;
 mod claim;
-pub mod config;
+mod config;
 mod group;
-pub mod handler;
+mod handler;
 mod run;
 mod settle;
 
-pub use crate::policy::{
-    Budget, adopted_due, backoff, exhausted, give_up_reason, jitter_of, work_window,
-};
 pub use adopt::{PassSummary, adopt_pass};
 pub use config::{ScanMode, SweepLimits, SweeperConfig, vars};
 pub use group::{GroupError, SweepGroup};
 pub use handler::handle_scheduled_event;
 
-use crate::policy::chunk_due;
+use crate::policy::{Budget, chunk_due};
 use crate::ports::{MessageSink, OutboxStore, SweepStore};
 use crate::publish::Publisher;
 use crate::schema::ItemKey;

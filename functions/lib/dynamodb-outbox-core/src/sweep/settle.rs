@@ -3,8 +3,8 @@
 
 use super::{SweepSummary, Sweeper};
 use crate::failure::Failure;
-use crate::policy::order::next_due_times_capped;
-use crate::policy::retry::fifo_retry_cap;
+use crate::policy::next_due_times_capped;
+use crate::policy::fifo_retry_cap;
 use crate::policy::{Attempt, AttemptVerdict, HELD_BACK, Retrying, judge_attempt};
 use crate::publish::Work;
 use crate::ports::{MarkOutcome, MessageSink, OutboxStore, SweepStore};

@@ -11,7 +11,7 @@ use crate::clock::ManualClock;
 use crate::config::PublisherConfig;
 use crate::fakes::{MemoryStore, RecordingSink, Refusals, StoreFaults, key, pending_item};
 use crate::message::{ATTR_ERROR, OutboundMessage};
-use crate::policy::millis;
+use crate::policy::{backoff, jitter_of, millis};
 use crate::ports::DueKey;
 use crate::route::{Destination, Routes};
 use crate::schema::{OutboxItem, Status, SweepShards};

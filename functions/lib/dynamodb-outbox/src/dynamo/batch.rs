@@ -9,10 +9,9 @@
 use super::{DynamoStore, n, request, s};
 use crate::sdk_error::store_failure;
 use aws_sdk_dynamodb::types::{AttributeValue, BatchStatementRequest, BatchStatementResponse};
-use dynamodb_outbox_core::failure::Failure;
+use dynamodb_outbox_core::{Failure, KeyNames};
 use dynamodb_outbox_core::__private::policy::{FailedMark, PAYLOAD_ON_DEAD_LETTER_QUEUE};
 use dynamodb_outbox_core::__private::ports::{MarkChange, MarkCondition, StatementAnswer, StatementError};
-use dynamodb_outbox_core::KeyNames;
 use dynamodb_outbox_core::__private::schema::{
     FAILED_AT, ItemKey, LAST_ERROR, PAYLOAD, PAYLOAD_ON, SENT_AT, STATUS, Status, TABLE,
     failed_sweep_shard,

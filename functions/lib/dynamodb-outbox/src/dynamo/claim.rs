@@ -5,7 +5,7 @@ use super::{DynamoStore, n, request, s};
 use crate::sdk_error::store_failure;
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue, ReturnValuesOnConditionCheckFailure};
-use dynamodb_outbox_core::failure::Failure;
+use dynamodb_outbox_core::Failure;
 use dynamodb_outbox_core::home::{ExactHome, HOME_REGION};
 use dynamodb_outbox_core::__private::ports::{Claim, ClaimedItem};
 use dynamodb_outbox_core::__private::schema::{ItemKey, RETRY_COUNT, TABLE};

@@ -26,8 +26,7 @@ use aws_sdk_dynamodb::error::ProvideErrorMetadata;
 use aws_smithy_types::retry::ProvideErrorKind;
 use aws_sdk_dynamodb::operation::query::QueryOutput;
 use aws_sdk_dynamodb::types::AttributeValue;
-use dynamodb_outbox_core::KeyNames;
-use dynamodb_outbox_core::failure::Failure;
+use dynamodb_outbox_core::{KeyNames, Failure};
 use dynamodb_outbox_core::__private::policy::{FenceRead, Scope, Sibling};
 use dynamodb_outbox_core::__private::ports::PendingPage;
 use dynamodb_outbox_core::__private::schema::{

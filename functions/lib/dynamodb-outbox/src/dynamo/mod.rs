@@ -20,12 +20,11 @@ use crate::sdk_error::{AwsError, store_failure};
 use aws_sdk_dynamodb::operation::update_item::UpdateItemError;
 use aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder;
 use aws_sdk_dynamodb::types::AttributeValue;
-use dynamodb_outbox_core::failure::Failure;
+use dynamodb_outbox_core::{Failure, KeyNames};
 use dynamodb_outbox_core::__private::policy::{FailedMark, FenceRead, PAYLOAD_ON_DEAD_LETTER_QUEUE};
 use dynamodb_outbox_core::__private::ports::{
     MarkChange, MarkCondition, MarkOutcome, OutboxStore, PageToken, PendingPage, StatementAnswer, StatusRead,
 };
-use dynamodb_outbox_core::KeyNames;
 use dynamodb_outbox_core::__private::schema::{
     FAILED_AT, ItemKey, LAST_ERROR, OutboxItem, PAYLOAD, PAYLOAD_ON, SENT_AT, STATUS, SeenIndex,
     Status, TABLE, failed_sweep_shard,
@@ -190,7 +189,7 @@ fn index_unchanged(seen: &SeenIndex) -> (String, Vec<(&'static str, AttributeVal
 /// The update expression of a `FAILED` mark of `key`, and the values it uses besides
 /// `:failed` and `:now`. A mark with `FailedAt` moves the item to its `FAILED#NN`
 /// index partition, due at the failure time; the size-limited marks remove the index
-/// keys, the room they need (see `policy::poison`).
+/// keys, the room they need (see `policy::failed_marks`).
 fn failed_update(key: &ItemKey, mark: &FailedMark) -> (String, Vec<(&'static str, AttributeValue)>) {
     let (shard, due) = (TABLE.sweep_index_partition_key, TABLE.sweep_index_sort_key);
     let mut set = Vec::new();

@@ -10,11 +10,11 @@
 use super::{DynamoStore, Item, request};
 use crate::sdk_error::store_failure;
 use aws_sdk_dynamodb::types::KeysAndAttributes;
-use dynamodb_outbox_core::failure::Failure;
+use dynamodb_outbox_core::Failure;
 use dynamodb_outbox_core::__private::policy::batch_retry_delay;
 use dynamodb_outbox_core::__private::ports::StatusRead;
 use dynamodb_outbox_core::home::HOME_REGION;
-use dynamodb_outbox_core::__private::publish::PENDING_ELSEWHERE;
+use dynamodb_outbox_core::__private::schema::PENDING_ELSEWHERE;
 use dynamodb_outbox_core::__private::schema::{ItemKey, STATUS, Status, item_key, string_attr};
 use futures::StreamExt;
 use std::future::Future;

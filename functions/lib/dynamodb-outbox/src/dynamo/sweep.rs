@@ -7,7 +7,7 @@ use super::{
 };
 use crate::sdk_error::store_failure;
 use aws_sdk_dynamodb::types::AttributeValue;
-use dynamodb_outbox_core::failure::Failure;
+use dynamodb_outbox_core::Failure;
 use dynamodb_outbox_core::home::{HOME_REGION, HomeSeen};
 use dynamodb_outbox_core::__private::ports::{
     Claim, ClaimedItem, DueKey, DuePage, Held, MarkOutcome, PageToken, ScanPage, SweepStore,

@@ -166,9 +166,8 @@ pub(crate) async fn handle<K: MessageSink, S: OutboxStore>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use dynamodb_outbox_core::clock::ManualClock;
     use dynamodb_outbox_core::fakes::{MemoryStore, RecordingSink, Refusals};
-    use dynamodb_outbox_core::{Destination, Routes};
+    use dynamodb_outbox_core::{Destination, ManualClock, Routes};
 
     fn record(seq: &str, pk: &str, topic: &str) -> serde_json::Value {
         let image = serde_json::json!({

@@ -146,9 +146,8 @@ pub(crate) async fn handle<K: MessageSink, S: OutboxStore + SweepStore>(
 mod tests {
     use super::*;
     use dynamodb_outbox_core::__private::Publisher;
-    use dynamodb_outbox_core::clock::ManualClock;
     use dynamodb_outbox_core::fakes::{MemoryStore, RecordingSink, StoreFaults, key, pending_item};
-    use dynamodb_outbox_core::{Destination, PublisherConfig, Routes};
+    use dynamodb_outbox_core::{Destination, ManualClock, PublisherConfig, Routes};
 
     const NOW: i64 = 1_700_000_000_000;
 
@@ -207,7 +206,7 @@ mod tests {
         // an oldest pending age of 0: a broken sweeper looked healthy.
         let deps = deps(Routes::new([], None));
         deps.sweeper.publisher.store.fail(StoreFaults {
-            queries: dynamodb_outbox_core::__private::schema::SweepShards::default().all(),
+            queries: dynamodb_outbox_core::SweepShards::default().all(),
             ..StoreFaults::default()
         });
         let err = handle(scheduled(), &deps)
@@ -225,7 +224,7 @@ mod tests {
             [("orders".to_owned(), Destination::sqs("https://q/orders"))],
             None,
         ));
-        let layout = dynamodb_outbox_core::__private::schema::SweepShards::default();
+        let layout = dynamodb_outbox_core::SweepShards::default();
         let (a, b) = (key("A", "MESSAGE#X#1"), key("B", "MESSAGE#X#1"));
         for k in [&a, &b] {
             deps.sweeper.publisher.store.put(

@@ -3,7 +3,7 @@
 use crate::sdk_error::store_failure;
 use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
-use dynamodb_outbox_core::failure::FailureKind;
+use dynamodb_outbox_core::FailureKind;
 use dynamodb_outbox_core::producer::{
     CancelledAction, MAX_ITEM_BYTES, MAX_TRANSACTION_ACTIONS, MAX_TRANSACTION_BYTES,
 };

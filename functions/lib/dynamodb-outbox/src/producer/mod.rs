@@ -11,14 +11,14 @@ mod offload;
 mod prepared;
 mod trace;
 
-pub use dynamodb_outbox_core::producer::{CancelledAction, MAX_TRANSACTION_ACTIONS, NewMessage};
+pub use dynamodb_outbox_core::NewMessage;
+pub use dynamodb_outbox_core::producer::{CancelledAction, MAX_TRANSACTION_ACTIONS};
 pub use error::ProducerError;
 pub use prepared::PreparedCommit;
 
 use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem};
-use dynamodb_outbox_core::clock::{self, SharedClock};
 use dynamodb_outbox_core::trace::TraceContext;
-use dynamodb_outbox_core::{KeyNames, SweepShards};
+use dynamodb_outbox_core::{KeyNames, SharedClock, SweepShards, clock};
 use std::collections::HashMap;
 use std::time::Duration;
 

@@ -105,7 +105,7 @@ impl OutboxWriter {
                 pointer: prepared.uploads[0].pointer.to_string(),
                 message: "this writer has no S3 client: prepare and commit with the same writer"
                     .to_owned(),
-                kind: dynamodb_outbox_core::failure::FailureKind::Permanent,
+                kind: dynamodb_outbox_core::FailureKind::Permanent,
             });
         }
         // Boxed: see "Future depth" in the crate docs.

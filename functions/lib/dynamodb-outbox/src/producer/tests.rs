@@ -3,8 +3,9 @@
 use super::check::item_size;
 use super::*;
 use dynamodb_outbox_core::__private::schema::{
-    CREATED_AT, ITEM_TYPE, SK, STATUS, SWEEP_DUE_AT, SWEEP_SHARD, SweepShards,
+    CREATED_AT, ITEM_TYPE, SK, STATUS, SWEEP_DUE_AT, SWEEP_SHARD,
 };
+use dynamodb_outbox_core::SweepShards;
 use dynamodb_outbox_core::large_payload::PayloadPointer;
 use dynamodb_outbox_core::producer::MAX_ITEM_BYTES;
 

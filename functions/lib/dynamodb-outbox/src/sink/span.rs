@@ -6,7 +6,7 @@
 //! path or by a sweeper's republish alike.
 
 use dynamodb_outbox_core::message::OutboundMessage;
-use dynamodb_outbox_core::route::Destination;
+use dynamodb_outbox_core::Destination;
 #[cfg(feature = "opentelemetry")]
 use dynamodb_outbox_core::trace::{ATTR_TRACEPARENT, ATTR_TRACESTATE, TraceContext};
 

@@ -157,7 +157,7 @@ async fn settle(
         let items = observe::outbox_items(observe::scan_all(clients, &d.table).await?);
         let pending = items
             .iter()
-            .filter(|i| i.status() == Some(dynamodb_outbox::schema::Status::Pending))
+            .filter(|i| i.status() == Some(dynamodb_outbox_core::schema::Status::Pending))
             .count();
         let mut queued = 0;
         for (url, _) in &chaos.consumer_queues {
@@ -221,7 +221,7 @@ async fn observe_all(
     count_faults(&lines, &mut seen);
     // A sum of counts: whole numbers, however CloudWatch's EMF writes them.
     seen.iam_denials =
-        crate::deployment::emf_sum(&lines, dynamodb_outbox::metrics::ACCESS_DENIED) as usize;
+        crate::deployment::emf_sum(&lines, dynamodb_outbox_core::metrics::ACCESS_DENIED) as usize;
     for m in drain(clients, &chaos.fifo_url).await? {
         let attr = |name: &str| {
             m.message_attributes()

@@ -48,7 +48,7 @@ impl Planned {
 
 /// Plans `n` transactions from `seed`, traced as of now.
 pub fn plan(n: usize, seed: u64) -> Vec<Planned> {
-    let now_s = u64::try_from(dynamodb_outbox::clock::now_ms() / 1_000).unwrap_or(0);
+    let now_s = u64::try_from(dynamodb_outbox_core::clock::now_ms() / 1_000).unwrap_or(0);
     plan_at(n, seed, now_s)
 }
 
@@ -113,7 +113,7 @@ fn traceparent(epoch_s: u64, rng: &mut fastrand::Rng) -> String {
 
 /// The worker that commits `p`: all of an aggregate's transactions go to one worker.
 pub fn worker_of(p: &Planned) -> usize {
-    let h = dynamodb_outbox::schema::stable_hash(p.aggregate.as_bytes());
+    let h = dynamodb_outbox_core::schema::stable_hash(p.aggregate.as_bytes());
     usize::try_from(h % WORKERS as u64).unwrap_or(0)
 }
 

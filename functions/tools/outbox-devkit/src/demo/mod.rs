@@ -88,7 +88,7 @@ pub async fn run(
 ) -> Result<DemoReport, String> {
     inject_crashes(clients, deployment, opts).await?;
     let started = Instant::now();
-    let since_ms = dynamodb_outbox::clock::now_ms() - 1_000;
+    let since_ms = dynamodb_outbox_core::clock::now_ms() - 1_000;
     let committed = Arc::new(AtomicUsize::new(0));
     let producing = {
         let (clients, table, opts, committed) = (

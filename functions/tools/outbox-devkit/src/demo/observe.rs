@@ -6,7 +6,7 @@ use crate::aws::Clients;
 use crate::deployment::Deployment;
 use aws_sdk_dynamodb::types::AttributeValue;
 use aws_sdk_sqs::types::QueueAttributeName;
-use dynamodb_outbox::schema::{OutboxItem, PENDING_MESSAGE, Status};
+use dynamodb_outbox_core::schema::{OutboxItem, PENDING_MESSAGE, Status};
 use std::collections::HashMap;
 
 /// An item as the SDK returns it.

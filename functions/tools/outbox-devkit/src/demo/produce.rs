@@ -90,7 +90,7 @@ pub async fn produce(
         );
         tasks.spawn(async move {
             let _permit = permit;
-            let commit_ms = dynamodb_outbox::clock::now_ms();
+            let commit_ms = dynamodb_outbox_core::clock::now_ms();
             let result = if plan.minimal {
                 commit_minimal(&dynamodb, &table, &plan).await
             } else {
@@ -202,7 +202,7 @@ fn with_trace(message: NewMessage, trace: Option<TraceContext>) -> NewMessage {
 /// digits, then 96 random bits (a UUIDv7's tail: its random bits and a few of its
 /// milliseconds).
 fn new_trace_id() -> u128 {
-    let seconds = u128::from(dynamodb_outbox::clock::now_ms().max(0).unsigned_abs() / 1_000);
+    let seconds = u128::from(dynamodb_outbox_core::clock::now_ms().max(0).unsigned_abs() / 1_000);
     let tail = uuid::Uuid::now_v7().as_u128() & ((1u128 << 96) - 1);
     (seconds << 96) | tail
 }

@@ -5,8 +5,8 @@
 
 use super::observe::order_id;
 use super::produce::Produced;
-use dynamodb_outbox::schema::OutboxItem;
 use dynamodb_outbox::trace::TraceContext;
+use dynamodb_outbox_core::schema::OutboxItem;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;

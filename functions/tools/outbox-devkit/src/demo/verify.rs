@@ -6,7 +6,7 @@ use super::observe::{Item, number, order_id, own_message, own_order, text};
 use super::produce::Produced;
 use super::trace::{self, TraceReport};
 use crate::deployment::{LogLine, emf_sum, log_records};
-use dynamodb_outbox::schema::{OutboxItem, Status};
+use dynamodb_outbox_core::schema::{OutboxItem, Status};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::time::Duration;

@@ -14,9 +14,10 @@
 
 use aws_sdk_dynamodb::types::{AttributeValue, PutRequest, WriteRequest};
 use aws_smithy_types::error::display::DisplayErrorContext;
-use dynamodb_outbox::schema::{
+use dynamodb_outbox_core::SweepShards;
+use dynamodb_outbox_core::schema::{
     CREATED_AT, ITEM_TYPE, MESSAGE_ID, PAYLOAD, PENDING_MESSAGE, PK, RETRY_COUNT, SK, STATUS,
-    SWEEP_DUE_AT, SWEEP_SHARD, Status, SweepShards, TOPIC,
+    SWEEP_DUE_AT, SWEEP_SHARD, Status, TOPIC,
 };
 use std::collections::HashMap;
 use std::time::{Duration, Instant};

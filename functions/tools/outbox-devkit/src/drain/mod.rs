@@ -228,7 +228,7 @@ async fn measure(
     let run = format!("{:08x}", fastrand::u32(..));
     let db = &clients.dynamodb;
     let table = &deployment.table;
-    let due = dynamodb_outbox::clock::now_ms() - 1_000;
+    let due = dynamodb_outbox_core::clock::now_ms() - 1_000;
     eprintln!(
         "bench drain: writing {} placeholders, then the items",
         opts.items
@@ -263,7 +263,7 @@ async fn measure(
         "bench drain: invoking {} with {workers} worker(s) until the index has no due item",
         deployment.sweeper
     );
-    let since = dynamodb_outbox::clock::now_ms();
+    let since = dynamodb_outbox_core::clock::now_ms();
     let (invocations, timeline, left) =
         sweep::drain(clients, deployment, &all, workers, opts.limit).await?;
     let logged = deployment

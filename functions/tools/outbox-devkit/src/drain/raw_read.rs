@@ -5,7 +5,7 @@
 
 use super::backlog::key_of;
 use aws_sdk_dynamodb::types::AttributeValue;
-use dynamodb_outbox::schema::{PK, SK};
+use dynamodb_outbox_core::schema::{PK, SK};
 use std::time::{Duration, Instant};
 
 /// What the readers did.
@@ -131,7 +131,7 @@ async fn read_one(
                 return Err(());
             };
             let out =
-                super::sweep::due_in_shard(db, table, shard, dynamodb_outbox::clock::now_ms())
+                super::sweep::due_in_shard(db, table, shard, dynamodb_outbox_core::clock::now_ms())
                     .limit(*page)
                     .send()
                     .await

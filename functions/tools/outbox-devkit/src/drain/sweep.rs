@@ -7,7 +7,7 @@ use crate::aws::Clients;
 use crate::deployment::Deployment;
 use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes};
 use aws_smithy_types::error::display::DisplayErrorContext;
-use dynamodb_outbox::schema::{PK, SK, STATUS, SWEEP_DUE_AT, SWEEP_INDEX, SWEEP_SHARD};
+use dynamodb_outbox_core::schema::{PK, SK, STATUS, SWEEP_DUE_AT, SWEEP_INDEX, SWEEP_SHARD};
 use serde_json::Value;
 use std::collections::HashMap;
 use std::time::{Duration, Instant};
@@ -125,7 +125,7 @@ pub(super) async fn left_in_index(
     let now = if all {
         i64::MAX
     } else {
-        dynamodb_outbox::clock::now_ms()
+        dynamodb_outbox_core::clock::now_ms()
     };
     let mut left = 0usize;
     for shard in shards {

@@ -33,7 +33,8 @@ fn a_backlog_item_is_pending_indexed_in_its_aggregates_shard_and_due() {
     assert!(matches!(item.get("SweepDueAt"), Some(AttributeValue::N(n)) if n == "1700000000000"));
     assert!(matches!(item.get("RetryCount"), Some(AttributeValue::N(n)) if n == "0"));
     // What the sweeper itself takes for an indexed item.
-    let decoded = dynamodb_outbox::schema::decode(&serde_dynamo::Item::from(item.clone()), None);
+    let decoded =
+        dynamodb_outbox_core::schema::decode(&serde_dynamo::Item::from(item.clone()), None);
     assert!(decoded.is_ok_and(|i| i.indexed(&shards)));
 }
 

@@ -31,7 +31,7 @@ use crate::aws::Clients;
 use crate::demo::produce::IN_FLIGHT;
 use crate::demo::{self, DemoOptions, DemoReport};
 use crate::deployment::Deployment;
-use dynamodb_outbox::clock::now_ms;
+use dynamodb_outbox_core::clock::now_ms;
 use std::time::Duration;
 use stuck::sweeper_recovery;
 

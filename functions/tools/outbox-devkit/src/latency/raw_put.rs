@@ -124,7 +124,7 @@ async fn writer(
     let mut out = RawPuts::default();
     let mut i = 0usize;
     while Instant::now() < deadline {
-        let (started, sent_ms) = (Instant::now(), dynamodb_outbox::clock::now_ms());
+        let (started, sent_ms) = (Instant::now(), dynamodb_outbox_core::clock::now_ms());
         let sent = db
             .put_item()
             .table_name(table)
@@ -153,7 +153,7 @@ pub(super) fn message_like(
     let s = |v: String| AttributeValue::S(v);
     let n = |v: i64| AttributeValue::N(v.to_string());
     let id = format!("raw-{writer:02}-{i:07}");
-    let now = dynamodb_outbox::clock::now_ms();
+    let now = dynamodb_outbox_core::clock::now_ms();
     [
         ("PK", s(format!("ORDER#{id}"))),
         ("SK", s(format!("MESSAGE#ORDER_PLACED#{id}"))),

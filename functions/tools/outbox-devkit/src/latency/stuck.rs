@@ -3,7 +3,7 @@
 use crate::aws::Clients;
 use crate::deployment::Deployment;
 use aws_sdk_dynamodb::types::AttributeValue;
-use dynamodb_outbox::clock::now_ms;
+use dynamodb_outbox_core::clock::now_ms;
 use std::time::{Duration, Instant};
 
 /// A stuck item: inserted already `SENT` (so the stream path ignores it), then turned
@@ -43,7 +43,7 @@ pub(super) async fn sweeper_recovery(
         .expression_attribute_values(":p", s("PENDING"))
         .expression_attribute_values(
             ":shard",
-            s(&dynamodb_outbox::schema::SweepShards::default().shard_of(&pk)),
+            s(&dynamodb_outbox_core::SweepShards::default().shard_of(&pk)),
         )
         .expression_attribute_values(":due", AttributeValue::N(due.to_string()))
         .send()

@@ -4,7 +4,7 @@ use crate::demo::produce::{CommittedOrder, Produced};
 use crate::demo::verify::{FunctionLogs, stored_total_cents, verify};
 use crate::deployment::LogLine;
 use aws_sdk_dynamodb::types::AttributeValue;
-use dynamodb_outbox::schema::{OutboxItem, PENDING_MESSAGE};
+use dynamodb_outbox_core::schema::{OutboxItem, PENDING_MESSAGE};
 use std::time::Duration;
 
 const T0: i64 = 1_700_000_000_000;

@@ -308,7 +308,7 @@ async fn rehome_from(stack: &RegionStack, what: &Rehome) -> Result<usize, String
         &stack.clients.dynamodb,
         &table,
         what,
-        dynamodb_outbox::clock::now_ms(),
+        dynamodb_outbox_core::clock::now_ms(),
     )
     .await
     .map_err(|e| format!("{}: {what:?}: {e}", stack.region))?;

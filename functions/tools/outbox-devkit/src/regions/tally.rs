@@ -6,7 +6,7 @@ use super::stack::RegionStack;
 use aws_sdk_dynamodb::types::AttributeValue;
 use aws_sdk_sqs::types::{DeleteMessageBatchRequestEntry, MessageSystemAttributeName};
 use aws_smithy_types::error::display::DisplayErrorContext;
-use dynamodb_outbox::message::ATTR_MESSAGE_ID;
+use dynamodb_outbox_core::message::ATTR_MESSAGE_ID;
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 

@@ -11,9 +11,9 @@ pub mod report;
 pub mod simulate;
 pub mod sizing;
 
-use dynamodb_outbox::policy::work_window;
-use dynamodb_outbox::schema::MAX_SWEEP_SHARDS;
 use dynamodb_outbox::sweep::SweepLimits;
+use dynamodb_outbox_core::MAX_SWEEP_SHARDS;
+use dynamodb_outbox_core::policy::work_window;
 use std::time::Duration;
 
 /// What one published message costs each component, in capacity (happy path: the

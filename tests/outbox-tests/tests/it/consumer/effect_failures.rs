@@ -12,7 +12,7 @@ use std::time::Duration;
 async fn an_effect_whose_completed_write_failed_once_is_recorded_and_not_run_again() {
     // Given DynamoDB refusing the first COMPLETED write after the effect ran
     let orders = Orders::new().await;
-    let clock = ManualClock::at(dynamodb_outbox::clock::now_ms());
+    let clock = ManualClock::at(dynamodb_outbox_core::clock::now_ms());
     let refuse = FailWrites::refusing("COMPLETED", 1);
     let effects = effects_on(&orders, refuse.client(&orders.clients.dynamodb), &clock);
     let calls = AtomicU32::new(0);
@@ -50,7 +50,7 @@ async fn an_effect_whose_completed_write_failed_once_is_recorded_and_not_run_aga
 async fn an_effect_whose_outcome_could_not_be_recorded_is_never_run_again_by_a_redelivery() {
     // Given DynamoDB refusing every COMPLETED write after the effect ran
     let orders = Orders::new().await;
-    let clock = ManualClock::at(dynamodb_outbox::clock::now_ms());
+    let clock = ManualClock::at(dynamodb_outbox_core::clock::now_ms());
     let refuse = FailWrites::refusing("COMPLETED", u32::MAX);
     let effects = effects_on(&orders, refuse.client(&orders.clients.dynamodb), &clock);
     let calls = AtomicU32::new(0);
@@ -95,7 +95,7 @@ async fn an_effect_whose_outcome_could_not_be_recorded_is_never_run_again_by_a_r
 async fn an_effect_whose_result_is_too_large_to_store_is_not_run_again() {
     // Given an effect whose result (400 KB) cannot fit in a DynamoDB item
     let orders = Orders::new().await;
-    let clock = ManualClock::at(dynamodb_outbox::clock::now_ms());
+    let clock = ManualClock::at(dynamodb_outbox_core::clock::now_ms());
     let effects = effects_on(&orders, orders.clients.dynamodb.clone(), &clock);
     let calls = AtomicU32::new(0);
     let effect = |_| async {
@@ -168,7 +168,7 @@ async fn a_completed_record_past_its_ttl_but_not_yet_deleted_still_answers_dupli
     // Given an effect completed, and a clock moved past the record's TTL (DynamoDB
     // deletes expired items within days, not at once)
     let orders = Orders::new().await;
-    let clock = ManualClock::at(dynamodb_outbox::clock::now_ms());
+    let clock = ManualClock::at(dynamodb_outbox_core::clock::now_ms());
     let effects = effects_on(&orders, orders.clients.dynamodb.clone(), &clock);
     let calls = AtomicU32::new(0);
     let effect = |_| async {

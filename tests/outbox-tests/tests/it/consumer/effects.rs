@@ -17,7 +17,7 @@ async fn a_crashed_attempt_is_never_silently_run_again_after_its_deadline() {
     // Given an invocation that took the key and died mid-effect (deadline in 2 s on
     // the guard's clock, which the test moves instead of sleeping)
     let orders = Orders::new().await;
-    let clock = ManualClock::at(dynamodb_outbox::clock::now_ms());
+    let clock = ManualClock::at(dynamodb_outbox_core::clock::now_ms());
     let effects =
         IdempotentEffects::new(orders.clients.dynamodb.clone(), &orders.table).clock(clock.clone());
     let deadline = |after_ms: i64| {
@@ -78,7 +78,7 @@ async fn crash_mid_effect(effects: &IdempotentEffects, clock: &ManualClock, key:
 async fn a_person_who_checked_can_forget_an_unknown_outcome_so_the_redrive_runs_it() {
     // Given an attempt that crashed mid-effect, its deadline passed
     let orders = Orders::new().await;
-    let clock = ManualClock::at(dynamodb_outbox::clock::now_ms());
+    let clock = ManualClock::at(dynamodb_outbox_core::clock::now_ms());
     let effects = effects_on(&orders, orders.clients.dynamodb.clone(), &clock);
     crash_mid_effect(&effects, &clock, "charge-o-1").await;
     assert!(
@@ -107,7 +107,7 @@ async fn with_a_downstream_that_dedupes_an_unknown_outcome_is_run_again_with_the
     // Given effects whose downstream API deduplicates by the key it is given, and an
     // attempt that crashed mid-effect
     let orders = Orders::new().await;
-    let clock = ManualClock::at(dynamodb_outbox::clock::now_ms());
+    let clock = ManualClock::at(dynamodb_outbox_core::clock::now_ms());
     let effects =
         effects_on(&orders, orders.clients.dynamodb.clone(), &clock).rerun_unknown_outcomes();
     crash_mid_effect(&effects, &clock, "charge-o-1").await;
@@ -148,7 +148,7 @@ async fn a_lock_whose_answer_was_lost_is_recognised_as_ours_when_the_sdk_retries
     // Given DynamoDB losing the answer to the IN_PROGRESS write (it happened, the SDK
     // sees a 500 and sends it again, which now finds the key taken)
     let orders = Orders::new().await;
-    let clock = ManualClock::at(dynamodb_outbox::clock::now_ms());
+    let clock = ManualClock::at(dynamodb_outbox_core::clock::now_ms());
     let lose = FailWrites::losing_the_answer("IN_PROGRESS", 1);
     let effects = effects_on(&orders, lose.client(&orders.clients.dynamodb), &clock);
     // When the effect is run

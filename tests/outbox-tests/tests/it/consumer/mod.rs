@@ -15,7 +15,7 @@ mod poison;
 
 use aws_lambda_events::event::sqs::SqsEvent;
 use aws_sdk_sqs::types::{MessageAttributeValue, MessageSystemAttributeName, QueueAttributeName};
-use dynamodb_outbox::message::ATTR_MESSAGE_ID;
+use dynamodb_outbox_core::message::ATTR_MESSAGE_ID;
 use dynamodb_outbox_idempotency::{
     BatchReport, Clock, Deadline, IdempotencyError, IdempotentEffects, ManualClock, PayloadHash,
 };

@@ -3,7 +3,7 @@
 
 use aws_sdk_sqs::types::MessageSystemAttributeName;
 use dynamodb_outbox::NewMessage;
-use dynamodb_outbox::message::{ATTR_ERROR, ATTR_SEQUENCE};
+use dynamodb_outbox_core::message::{ATTR_ERROR, ATTR_SEQUENCE};
 use outbox_devkit::demo::{self, DemoOptions};
 use outbox_tests::pipeline::{Faults, Pipeline, PipelineOptions, lambda_dir};
 use outbox_tests::{attr, drain, eventually, s, system_attr};

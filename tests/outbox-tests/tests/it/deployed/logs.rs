@@ -22,7 +22,7 @@ async fn a_functions_log_is_read_whole_past_the_local_aws_page_of_ten_thousand_e
         .send()
         .await
         .expect("stream");
-    let start = dynamodb_outbox::clock::now_ms() - 60_000;
+    let start = dynamodb_outbox_core::clock::now_ms() - 60_000;
     for batch in 0..5 {
         let events: Vec<_> = (0..2_500)
             .map(|i| {

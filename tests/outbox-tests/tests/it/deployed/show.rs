@@ -3,8 +3,8 @@
 //! local AWS writes each invocation's output (`/aws/lambda/<function>`), as Lambda does.
 
 use dynamodb_outbox::NewMessage;
-use dynamodb_outbox::schema::Status;
 use dynamodb_outbox::trace::TraceContext;
+use dynamodb_outbox_core::schema::Status;
 use outbox_ops::{FoundBy, LogGroups, LogOptions, MessageView, show_message};
 use outbox_tests::eventually;
 use outbox_tests::pipeline::{Pipeline, PipelineOptions};
@@ -19,7 +19,7 @@ async fn show(p: &Pipeline, aggregate: Option<&str>, id: &str) -> (MessageView, 
         groups: Ok(LogGroups::of_deployment(&p.deployment.prefix)),
         since_ms: None,
     };
-    let now = dynamodb_outbox::clock::now_ms();
+    let now = dynamodb_outbox_core::clock::now_ms();
     let view = show_message(
         &clients.dynamodb,
         Some(&clients.logs),

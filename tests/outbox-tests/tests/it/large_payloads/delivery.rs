@@ -2,11 +2,12 @@
 //! and the sweeper.
 
 use super::{consume, keys, notified, payload, publish, received, routes};
-use dynamodb_outbox::clock::now_ms;
-use dynamodb_outbox::large_payload::{ATTR_EXTENDED_PAYLOAD_SIZE, PayloadPointer, object_key};
 use dynamodb_outbox::stream::handle_stream_event;
-use dynamodb_outbox::sweep::{AwsSweeper, Budget, ScanMode, SweeperConfig};
+use dynamodb_outbox::sweep::{AwsSweeper, ScanMode, SweeperConfig};
 use dynamodb_outbox::{FromSdkConfig, NewMessage};
+use dynamodb_outbox_core::clock::now_ms;
+use dynamodb_outbox_core::large_payload::{ATTR_EXTENDED_PAYLOAD_SIZE, PayloadPointer, object_key};
+use dynamodb_outbox_core::policy::Budget;
 use outbox_tests::subscribers::{Subscriber, bus_into, subscriber};
 use outbox_tests::{Outbox, s};
 use std::time::Duration;

@@ -5,8 +5,8 @@
 use super::{consume, keys, notified, payload, publish, received, routes};
 use crate::publisher::redelivery::read_before_the_mark;
 use dynamodb_outbox::NewMessage;
-use dynamodb_outbox::large_payload::{ATTR_EXTENDED_PAYLOAD_SIZE, PayloadPointer, object_key};
 use dynamodb_outbox::stream::handle_stream_event;
+use dynamodb_outbox_core::large_payload::{ATTR_EXTENDED_PAYLOAD_SIZE, PayloadPointer, object_key};
 use dynamodb_outbox_idempotency::MessageFailure;
 use outbox_tests::subscribers::Subscriber;
 use outbox_tests::{Outbox, drain, s};

@@ -112,6 +112,6 @@ async fn modify_and_remove_records_are_ignored_even_without_the_filter() {
     let (response, summary) = handle_stream_event(&ob.publisher(), &later).await;
     // Then nothing is published and nothing reported
     assert!(response.batch_item_failures.is_empty());
-    assert_eq!(summary, dynamodb_outbox::publish::Summary::default());
+    assert_eq!(summary, dynamodb_outbox_core::publish::Summary::default());
     assert!(drain(&ob.clients.sqs, &ob.queue.url).await.is_empty());
 }

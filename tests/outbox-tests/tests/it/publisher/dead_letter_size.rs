@@ -5,10 +5,10 @@
 //! shows what a 400 KB item shows on a 256 KiB queue; both emulators enforce it.
 
 use dynamodb_outbox::Routes;
-use dynamodb_outbox::large_payload::{ATTR_EXTENDED_PAYLOAD_SIZE, PayloadPointer};
-use dynamodb_outbox::message::{ATTR_AGGREGATE, ATTR_ERROR, ATTR_PAYLOAD_ON};
 use dynamodb_outbox::stream::handle_stream_event;
 use dynamodb_outbox::{Destination, PublisherConfig};
+use dynamodb_outbox_core::large_payload::{ATTR_EXTENDED_PAYLOAD_SIZE, PayloadPointer};
+use dynamodb_outbox_core::message::{ATTR_AGGREGATE, ATTR_ERROR, ATTR_PAYLOAD_ON};
 use outbox_tests::{Outbox, attr, drain, minimal_item, n, s};
 
 /// `orders` → the outbox's queue, the dead-letter queue 1 KiB, large payloads to

@@ -50,7 +50,7 @@ fn record_sks(event: &aws_lambda_events::event::dynamodb::Event) -> Vec<String> 
     event
         .records
         .iter()
-        .filter_map(|r| dynamodb_outbox::schema::item_key(&r.change.keys).map(|k| k.sk))
+        .filter_map(|r| dynamodb_outbox_core::schema::item_key(&r.change.keys).map(|k| k.sk))
         .collect()
 }
 
@@ -97,8 +97,8 @@ async fn a_fifo_message_whose_earlier_one_is_still_pending_is_left_for_the_sweep
         ob.clients.dynamodb.clone(),
         ob.clients.sink(),
     );
-    let budget = dynamodb_outbox::sweep::Budget::for_window(
-        dynamodb_outbox::clock::now_ms() + 1_000,
+    let budget = dynamodb_outbox_core::policy::Budget::for_window(
+        dynamodb_outbox_core::clock::now_ms() + 1_000,
         std::time::Duration::from_secs(30),
     );
     let swept = sweeper.sweep(budget).await;
@@ -131,7 +131,7 @@ async fn a_minimal_producers_fifo_message_behind_a_pending_one_waits_in_the_swee
     assert_eq!(s(&item, "Status").as_deref(), Some("PENDING"));
     assert_eq!(
         s(&item, "SweepShard"),
-        Some(dynamodb_outbox::schema::SweepShards::default().shard_of("LEDGER#3"))
+        Some(dynamodb_outbox_core::SweepShards::default().shard_of("LEDGER#3"))
     );
 }
 

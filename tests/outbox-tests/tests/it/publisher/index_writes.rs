@@ -4,8 +4,8 @@
 
 use crate::sweeper::{config, index_size, sweep_at, sweeper};
 use dynamodb_outbox::NewMessage;
-use dynamodb_outbox::clock::now_ms;
 use dynamodb_outbox::stream::handle_stream_event;
+use dynamodb_outbox_core::clock::now_ms;
 use outbox_tests::{Outbox, drain, s};
 
 const MESSAGES: usize = 100;

@@ -2,9 +2,9 @@
 //! single-table design): the writer, the stream path and its marks use its names.
 
 use aws_sdk_dynamodb::types::{Put, TransactWriteItem};
-use dynamodb_outbox::message::ATTR_MESSAGE_ID;
 use dynamodb_outbox::stream::handle_stream_event;
 use dynamodb_outbox::{KeyNames, NewMessage};
+use dynamodb_outbox_core::message::ATTR_MESSAGE_ID;
 use outbox_tests::{Outbox, attr, drain, n, s, sv};
 
 pub(crate) fn own_names() -> KeyNames {

@@ -2,9 +2,9 @@
 //! limit is poison before any send, a dead-letter copy over its queue's limit is not
 //! sent (a record of it without the payload is).
 
-use dynamodb_outbox::message::{ATTR_ERROR, ATTR_PAYLOAD_ON};
 use dynamodb_outbox::stream::handle_stream_event;
 use dynamodb_outbox::{Destination, NewMessage, Routes};
+use dynamodb_outbox_core::message::{ATTR_ERROR, ATTR_PAYLOAD_ON};
 use outbox_tests::{Outbox, attr, drain, s};
 
 /// A queue's `MaximumMessageSize` at the old default (and hashicorp/aws 5.x's).

@@ -2,8 +2,8 @@
 //! dead-letter copy, even at the table's item size limit.
 
 use dynamodb_outbox::Routes;
-use dynamodb_outbox::message::{ATTR_AGGREGATE, ATTR_ERROR};
 use dynamodb_outbox::stream::handle_stream_event;
+use dynamodb_outbox_core::message::{ATTR_AGGREGATE, ATTR_ERROR};
 use outbox_tests::minimal_item;
 use outbox_tests::{Outbox, attr, drain, n, s, sv};
 use std::collections::HashMap;
@@ -60,7 +60,7 @@ async fn poison_items_become_failed_with_a_reason_and_a_dead_letter_copy() {
         async move {
             let item = ob.item(&pk, &sk).await.expect("item");
             assert_eq!(s(&item, "Status").as_deref(), Some("FAILED"), "{pk}");
-            let failed_shard = dynamodb_outbox::schema::failed_sweep_shard(&pk);
+            let failed_shard = dynamodb_outbox_core::schema::failed_sweep_shard(&pk);
             assert_eq!(s(&item, "SweepShard"), Some(failed_shard), "{pk}");
             s(&item, "LastError").expect("LastError")
         }

@@ -5,9 +5,9 @@
 use super::business_put;
 use super::redelivery::read_before_the_mark;
 use aws_sdk_dynamodb::types::{ConditionCheck, TransactWriteItem};
-use dynamodb_outbox::message::{ATTR_AGGREGATE, ATTR_CREATED_AT, ATTR_MESSAGE_ID, ATTR_TOPIC};
 use dynamodb_outbox::stream::handle_stream_event;
 use dynamodb_outbox::{Destination, NewMessage, ProducerError, Routes};
+use dynamodb_outbox_core::message::{ATTR_AGGREGATE, ATTR_CREATED_AT, ATTR_MESSAGE_ID, ATTR_TOPIC};
 use outbox_tests::{Outbox, attr, drain, n, nv, s, sv};
 use std::collections::HashMap;
 
@@ -81,10 +81,11 @@ async fn an_item_written_like_the_boto3_producer_is_published_with_a_derived_id(
     assert!(response.batch_item_failures.is_empty());
     let msgs = drain(&ob.clients.sqs, &ob.queue.url).await;
     assert_eq!(msgs.len(), 1);
-    let expected = dynamodb_outbox::schema::derive_message_id(&dynamodb_outbox::schema::ItemKey {
-        pk: "USER#123".into(),
-        sk: sk.into(),
-    });
+    let expected =
+        dynamodb_outbox_core::schema::derive_message_id(&dynamodb_outbox_core::schema::ItemKey {
+            pk: "USER#123".into(),
+            sk: sk.into(),
+        });
     assert_eq!(attr(&msgs[0], ATTR_MESSAGE_ID), Some(expected));
     let item = ob.item("USER#123", sk).await.expect("item");
     assert_eq!(s(&item, "Status").as_deref(), Some("SENT"));

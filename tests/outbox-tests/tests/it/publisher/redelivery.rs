@@ -12,13 +12,12 @@
 use super::keyed::own_names;
 use dynamodb_outbox::NewMessage;
 use dynamodb_outbox::stream::handle_stream_event;
-use dynamodb_outbox_core::Publisher;
-use dynamodb_outbox_core::failure::Failure;
 use dynamodb_outbox_core::policy::{FailedMark, FenceRead};
 use dynamodb_outbox_core::ports::{
     MarkChange, MarkCondition, MarkOutcome, OutboxStore, PendingPage, StatementAnswer, StatusRead,
 };
 use dynamodb_outbox_core::schema::{ItemKey, SeenIndex, Status};
+use dynamodb_outbox_core::{Failure, Publisher};
 use outbox_tests::stream::event_of;
 use outbox_tests::{Outbox, drain, s};
 

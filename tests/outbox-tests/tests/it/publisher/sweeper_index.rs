@@ -31,7 +31,7 @@ async fn a_minimal_item_the_stream_path_cannot_finish_is_put_in_the_sweeper_inde
     assert_eq!(s(&item, "Status").as_deref(), Some("PENDING"));
     assert_eq!(
         s(&item, "SweepShard"),
-        Some(dynamodb_outbox::schema::SweepShards::default().shard_of("USER#77"))
+        Some(dynamodb_outbox_core::SweepShards::default().shard_of("USER#77"))
     );
     assert!(n(&item, "SweepDueAt").is_some());
 }
@@ -48,7 +48,7 @@ async fn an_item_with_foreign_index_attributes_the_stream_path_cannot_finish_is_
     let mut fractional = minimal_item("USER#2", "MESSAGE#X#2", "orders", "{}");
     fractional.insert(
         "SweepShard".into(),
-        sv(&dynamodb_outbox::schema::SweepShards::default().shard_of("USER#2")),
+        sv(&dynamodb_outbox_core::SweepShards::default().shard_of("USER#2")),
     );
     fractional.insert(
         "SweepDueAt".into(),
@@ -72,7 +72,7 @@ async fn an_item_with_foreign_index_attributes_the_stream_path_cannot_finish_is_
         let item = ob.item(pk, sk).await.expect("item");
         assert_eq!(
             s(&item, "SweepShard"),
-            Some(dynamodb_outbox::schema::SweepShards::default().shard_of(pk)),
+            Some(dynamodb_outbox_core::SweepShards::default().shard_of(pk)),
             "{pk}"
         );
         match item.get("SweepDueAt") {

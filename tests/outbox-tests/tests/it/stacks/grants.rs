@@ -130,7 +130,7 @@ async fn run_copy(
         1,
         "the committed message's stream record"
     );
-    let since_ms = dynamodb_outbox::clock::now_ms() - 1000;
+    let since_ms = dynamodb_outbox_core::clock::now_ms() - 1000;
     let out = ob
         .clients
         .lambda

@@ -4,7 +4,7 @@ use super::{each_stack, queue_attributes, queue_url};
 use aws_sdk_dynamodb::types::{
     IndexStatus, KeyType, ProjectionType, StreamViewType, TimeToLiveStatus,
 };
-use dynamodb_outbox::schema::TABLE;
+use dynamodb_outbox_core::schema::TABLE;
 use serde_json::Value;
 
 #[tokio::test]

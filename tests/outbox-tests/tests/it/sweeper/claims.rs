@@ -1,9 +1,10 @@
 //! A claim the SDK sends again after its answer was lost is still the sweep's own.
 
-use dynamodb_outbox::clock::now_ms;
 use dynamodb_outbox::dynamo::DynamoStore;
-use dynamodb_outbox::schema::{ItemKey, SweepShards};
+use dynamodb_outbox_core::SweepShards;
+use dynamodb_outbox_core::clock::now_ms;
 use dynamodb_outbox_core::ports::{Claim, SweepStore};
+use dynamodb_outbox_core::schema::ItemKey;
 use outbox_tests::{Outbox, bulk_put, indexed_item, n};
 
 /// Issue 38: the cost bench's backlog drain on MiniStack lost answers (HTTP/2 GOAWAY,

@@ -2,10 +2,10 @@
 //! up on at the size limit or when no claim can succeed; queue limits learned.
 
 use super::{config, sweep_at, sweeper, sweeper_learning};
-use dynamodb_outbox::clock::now_ms;
-use dynamodb_outbox::message::{ATTR_ERROR, ATTR_MESSAGE_ID};
-use dynamodb_outbox::schema::ItemKey;
 use dynamodb_outbox::{Destination, NewMessage, Routes};
+use dynamodb_outbox_core::clock::now_ms;
+use dynamodb_outbox_core::message::{ATTR_ERROR, ATTR_MESSAGE_ID};
+use dynamodb_outbox_core::schema::ItemKey;
 use outbox_ops::{self as ops, Selection};
 use outbox_tests::indexed_item;
 use outbox_tests::{Outbox, attr, drain, endpoint, n, s, sv, unique};
@@ -76,7 +76,7 @@ async fn a_failing_destination_is_retried_with_growing_delays_then_failed_and_de
     // Out of the partitions a sweep queries: in its FAILED partition, due at the failure
     assert_eq!(
         s(&item, "SweepShard"),
-        Some(dynamodb_outbox::schema::failed_sweep_shard("ORDER#42"))
+        Some(dynamodb_outbox_core::schema::failed_sweep_shard("ORDER#42"))
     );
     assert_eq!(n(&item, "SweepDueAt"), n(&item, "FailedAt"));
     let dead = drain(&ob.clients.sqs, &ob.dlq_url).await;
@@ -176,7 +176,7 @@ async fn an_item_at_the_size_limit_the_sweeper_gives_up_on_is_failed_with_one_de
     // Out of the partitions a sweep queries (in a FAILED one, or out of the index)
     assert!(
         !s(&item, "SweepShard")
-            .is_some_and(|shard| dynamodb_outbox::schema::SweepShards::default().is_shard(&shard))
+            .is_some_and(|shard| dynamodb_outbox_core::SweepShards::default().is_shard(&shard))
     );
     assert_eq!(s(&item, "PayloadOn").as_deref(), Some("dead-letter queue"));
     let dead = drain(&ob.clients.sqs, &ob.dlq_url).await;

@@ -6,8 +6,8 @@
 
 use super::{config, sweep_at, sweeper};
 use aws_sdk_dynamodb::types::AttributeValue;
-use dynamodb_outbox::clock::now_ms;
 use dynamodb_outbox::{HomeRegions, KeyNames};
+use dynamodb_outbox_core::clock::now_ms;
 use outbox_tests::{Outbox, drain, indexed_item, s, sv};
 
 #[tokio::test]

@@ -5,8 +5,9 @@
 use super::{config, sweep_at, sweeper};
 use crate::publisher::keyed::own_names;
 use dynamodb_outbox::NewMessage;
-use dynamodb_outbox::clock::now_ms;
-use dynamodb_outbox::schema::{SweepShards, failed_sweep_shard};
+use dynamodb_outbox_core::SweepShards;
+use dynamodb_outbox_core::clock::now_ms;
+use dynamodb_outbox_core::schema::failed_sweep_shard;
 use outbox_ops::{self as ops, Selection};
 use outbox_tests::{Outbox, drain, n, s};
 use std::time::Duration;

@@ -19,8 +19,9 @@ mod redrive;
 mod reshard;
 mod scan;
 
-use dynamodb_outbox::sweep::{AwsSweeper, Budget, ScanMode, SweepSummary, SweeperConfig};
+use dynamodb_outbox::sweep::{AwsSweeper, ScanMode, SweepSummary, SweeperConfig};
 use dynamodb_outbox::{FromSdkConfig, PublisherConfig};
+use dynamodb_outbox_core::policy::Budget;
 use outbox_devkit::aws::Clients;
 use outbox_tests::{Outbox, sv};
 use std::time::Duration;
@@ -58,7 +59,7 @@ pub(crate) async fn sweep_at(sweeper: &AwsSweeper, now_ms: i64) -> SweepSummary 
 /// Items in the sweeper index, counted shard by shard.
 pub(crate) async fn index_size(ob: &Outbox) -> i32 {
     let mut total = 0;
-    for shard in dynamodb_outbox::schema::SweepShards::default().all() {
+    for shard in dynamodb_outbox_core::SweepShards::default().all() {
         let mut start = None;
         loop {
             let out = ob
@@ -66,7 +67,7 @@ pub(crate) async fn index_size(ob: &Outbox) -> i32 {
                 .dynamodb
                 .query()
                 .table_name(&ob.table)
-                .index_name(dynamodb_outbox::schema::SWEEP_INDEX)
+                .index_name(dynamodb_outbox_core::schema::SWEEP_INDEX)
                 .key_condition_expression("SweepShard = :s")
                 .expression_attribute_values(":s", sv(&shard))
                 .select(aws_sdk_dynamodb::types::Select::Count)

@@ -3,9 +3,9 @@
 //! its aggregate's pending messages ends FAILED, never parked.
 
 use super::{config, sweep_at, sweeper};
-use dynamodb_outbox::clock::now_ms;
 use dynamodb_outbox::sweep::AwsSweeper;
 use dynamodb_outbox::{Destination, FromSdkConfig, NewMessage, Routes};
+use dynamodb_outbox_core::clock::now_ms;
 use outbox_tests::{Outbox, drain, drain_bodies, endpoint, n, s, unique};
 use std::time::Duration;
 

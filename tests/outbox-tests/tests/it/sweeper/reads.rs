@@ -2,10 +2,10 @@
 //! than an oldest age of zero when its index queries fail.
 
 use super::{config, futures_join, index_size, sweep_at, sweeper};
-use dynamodb_outbox::clock::now_ms;
-use dynamodb_outbox::ports::{MarkOutcome, OutboxStore};
 use dynamodb_outbox::sweep::AwsSweeper;
 use dynamodb_outbox::{FromSdkConfig, NewMessage};
+use dynamodb_outbox_core::clock::now_ms;
+use dynamodb_outbox_core::ports::{MarkOutcome, OutboxStore};
 use outbox_tests::indexed_item;
 use outbox_tests::{Item, Outbox, bulk_put, clients};
 use std::time::Duration;
@@ -140,7 +140,7 @@ async fn a_sweep_whose_index_queries_fail_reports_errors_instead_of_an_oldest_ag
     let summary = sweep_at(&broken, now).await;
 
     // Then its metrics say the sweep failed, and do not say nothing is pending
-    let metrics = dynamodb_outbox::metrics::sweeper_metrics(&summary);
+    let metrics = dynamodb_outbox_core::metrics::sweeper_metrics(&summary);
     let value = |name: &str| metrics.iter().find(|m| m.name == name).map(|m| m.value);
     assert_eq!(value("SweepErrors"), Some(16.0), "{metrics:?}");
     assert_eq!(value("OldestPendingAgeSeconds"), None, "{metrics:?}");

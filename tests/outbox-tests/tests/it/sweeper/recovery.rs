@@ -2,12 +2,12 @@
 //! but never marked, raced with the stream publisher, due times with fractions.
 
 use super::{config, sweep_at, sweeper};
-use dynamodb_outbox::clock::now_ms;
-use dynamodb_outbox::message::{ATTR_MESSAGE_ID, OutboundMessage};
-use dynamodb_outbox::ports::MessageSink;
-use dynamodb_outbox::schema::decode_message;
 use dynamodb_outbox::stream::handle_stream_event;
 use dynamodb_outbox::{Destination, NewMessage};
+use dynamodb_outbox_core::clock::now_ms;
+use dynamodb_outbox_core::message::{ATTR_MESSAGE_ID, OutboundMessage};
+use dynamodb_outbox_core::ports::MessageSink;
+use dynamodb_outbox_core::schema::decode_message;
 use outbox_tests::indexed_item;
 use outbox_tests::{Outbox, attr, drain, n, s};
 use std::collections::HashSet;

@@ -3,15 +3,16 @@
 
 use super::{config, sweep_at, sweeper};
 use crate::marks::partiql_conditions_enforced;
-use dynamodb_outbox::clock::now_ms;
 use dynamodb_outbox::dynamo::DynamoStore;
-use dynamodb_outbox::message::ATTR_MESSAGE_ID;
-use dynamodb_outbox::schema::{ItemKey, SweepShards};
 use dynamodb_outbox::{Destination, NewMessage, Routes};
+use dynamodb_outbox_core::SweepShards;
+use dynamodb_outbox_core::clock::now_ms;
+use dynamodb_outbox_core::message::ATTR_MESSAGE_ID;
 use dynamodb_outbox_core::policy::failed_marks;
 use dynamodb_outbox_core::ports::{
     Claim, MarkChange, MarkCondition, MarkOutcome, OutboxStore, SweepStore,
 };
+use dynamodb_outbox_core::schema::ItemKey;
 use outbox_ops::{self as ops, Selection};
 use outbox_tests::{Outbox, attr, drain, n, s};
 use std::time::Duration;

@@ -4,8 +4,8 @@
 //! nothing is left outside, a sweeper of 16 alone publishes them all.
 
 use super::{config, sweep_at, sweeper};
-use dynamodb_outbox::clock::now_ms;
 use dynamodb_outbox::{NewMessage, SweepShards};
+use dynamodb_outbox_core::clock::now_ms;
 use outbox_tests::{Outbox, drain, s};
 use std::time::Duration;
 

@@ -2,11 +2,11 @@
 //! sweep queries) are adopted and published, a cold start continuing the scan.
 
 use super::{config, sweep_at, sweeper};
-use dynamodb_outbox::clock::now_ms;
 use dynamodb_outbox::dynamo::DynamoStore;
-use dynamodb_outbox::message::ATTR_MESSAGE_ID;
-use dynamodb_outbox::schema::{ItemKey, derive_message_id};
 use dynamodb_outbox::sweep::{ScanMode, SweeperConfig, adopt_pass};
+use dynamodb_outbox_core::clock::now_ms;
+use dynamodb_outbox_core::message::ATTR_MESSAGE_ID;
+use dynamodb_outbox_core::schema::{ItemKey, derive_message_id};
 use outbox_tests::{Outbox, attr, drain, s, sv};
 use outbox_tests::{indexed_item, minimal_item};
 use std::collections::HashSet;

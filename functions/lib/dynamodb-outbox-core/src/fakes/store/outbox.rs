@@ -5,7 +5,7 @@
 use super::{MemoryStore, absent_item};
 use crate::failure::{Failure, FailureKind};
 use crate::fakes::lock;
-use crate::policy::fence::holds_in_sequence;
+use crate::policy::holds_in_sequence;
 use crate::policy::{FailedMark, FenceRead, PAYLOAD_ON_DEAD_LETTER_QUEUE, Scope, Sibling};
 use crate::ports::{
     MarkChange, MarkCondition, MarkOutcome, OutboxStore, PendingPage, StatementAnswer,

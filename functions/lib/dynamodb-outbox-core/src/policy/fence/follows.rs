@@ -32,7 +32,7 @@ pub fn predecessors(members: &[Member]) -> Vec<ItemKey> {
 
 impl Pending {
     /// Adds the predecessors of `asked` that the consistent read `statuses` did not
-    /// find finished ([`super::confirm`]'s rule) as pending siblings of their
+    /// find finished ([`super::to_confirm`]'s rule) as pending siblings of their
     /// aggregates — or all of them when the read failed (`statuses` is `None`): a
     /// predecessor that cannot be read is not known to be done. Returns how many.
     pub fn add_predecessors(

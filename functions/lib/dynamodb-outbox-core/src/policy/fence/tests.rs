@@ -1,5 +1,5 @@
 use super::*;
-use crate::policy::retry::{AttemptVerdict, judge_attempt};
+use crate::policy::{AttemptVerdict, judge_attempt};
 use crate::outcome::Outcome;
 
 /// A library sort key: its UUIDv7 made at `ms`, `n` telling apart two of one

@@ -1,5 +1,5 @@
 use super::*;
-use crate::policy::retry::backoff;
+use crate::policy::backoff;
 use crate::work::Poison;
 
 fn key(pk: &str, sk: &str) -> ItemKey {

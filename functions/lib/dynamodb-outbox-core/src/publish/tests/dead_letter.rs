@@ -1,5 +1,5 @@
 //! The publish path's dead-letter copies of poison the dead-letter queue cannot take
-//! as they are (see [`crate::policy::dead_letter`]): through the claim-check bucket
+//! as they are (see [`crate::policy::copy_forms`]): through the claim-check bucket
 //! when the route has one, else as a record without the payload — so that every
 //! `FAILED` message has a record on the queue operators watch, even an item too full
 //! to take its `LastError`.

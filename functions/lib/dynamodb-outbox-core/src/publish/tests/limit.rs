@@ -1,5 +1,5 @@
 //! The publish path with the queues' own size limits (read on the first invocation, see
-//! [`crate::policy::limit`]): what is over a queue's limit is poison before any send,
+//! [`crate::policy::sqs_limit`]): what is over a queue's limit is poison before any send,
 //! and a dead-letter copy over the dead-letter queue's limit is never sent (a record
 //! without the payload is).
 

@@ -7,9 +7,9 @@
 use super::super::{DynamoStore, Item, request, s, scanned};
 use super::named;
 use aws_sdk_dynamodb::operation::query::QueryOutput;
-use dynamodb_outbox_core::failure::Failure;
+use dynamodb_outbox_core::Failure;
 use dynamodb_outbox_core::__private::policy::Sibling;
-use dynamodb_outbox_core::__private::policy::fence::holds_in_sequence;
+use dynamodb_outbox_core::__private::policy::holds_in_sequence;
 use dynamodb_outbox_core::__private::ports::PendingPage;
 use dynamodb_outbox_core::__private::schema::{
     ITEM_TYPE, SEQUENCED_PREFIX, STATUS, SeenIndex, TABLE, item_key,

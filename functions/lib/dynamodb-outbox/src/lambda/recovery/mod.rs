@@ -18,12 +18,12 @@ use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent, SqsMessage};
 use aws_lambda_events::sqs::BatchItemFailure;
 use aws_types::SdkConfig;
 use dynamodb_outbox_core::__private::metrics::{Emitter, Metric};
-use dynamodb_outbox_core::__private::policy::budget::FALLBACK_WINDOW;
+use dynamodb_outbox_core::__private::policy::{Budget, FALLBACK_WINDOW};
 use dynamodb_outbox_core::__private::ports::{MarkOutcome, SweepStore};
 use dynamodb_outbox_core::__private::schema::table_check::TableNeeds;
-use dynamodb_outbox_core::__private::sweep::Budget;
-use dynamodb_outbox_core::config::{ConfigError, SdkTimeouts, required, vars};
-use dynamodb_outbox_core::{KeyNames, SharedClock, SystemClock};
+use dynamodb_outbox_core::config::timeouts::SdkTimeouts;
+use dynamodb_outbox_core::config::{required, vars};
+use dynamodb_outbox_core::{ConfigError, KeyNames, SharedClock, SystemClock};
 use lambda_runtime::{Error, LambdaEvent};
 use std::sync::Arc;
 
@@ -280,7 +280,7 @@ async fn adopt_all<S: SweepStore>(
 mod tests {
     use super::*;
     use dynamodb_outbox_core::__private::schema::{ItemKey, OutboxItem};
-    use dynamodb_outbox_core::clock::ManualClock;
+    use dynamodb_outbox_core::ManualClock;
     use dynamodb_outbox_core::fakes::{MemoryStore, key, pending_item};
 
     fn deps(store: MemoryStore) -> Deps<MemoryStore> {

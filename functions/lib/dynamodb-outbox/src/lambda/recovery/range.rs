@@ -336,7 +336,7 @@ mod tests {
         .unwrap_or_else(|| panic!("pending"))
         .seen;
         assert!(
-            !seen.is_valid(&dynamodb_outbox_core::__private::schema::SweepShards::default()),
+            !seen.is_valid(&dynamodb_outbox_core::SweepShards::default()),
             "a minimal item carries no index attributes"
         );
     }

@@ -3,7 +3,7 @@
 
 use super::send_span;
 use dynamodb_outbox_core::message::{AttrValue, OutboundMessage};
-use dynamodb_outbox_core::route::Destination;
+use dynamodb_outbox_core::Destination;
 use dynamodb_outbox_core::trace::ATTR_TRACEPARENT;
 use opentelemetry::trace::{SpanKind, TracerProvider as _};
 use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracerProvider};

@@ -3,7 +3,7 @@
 
 use super::{ChaosReport, Observed, failed, pending, problem};
 use crate::chaos::workload::Planned;
-use dynamodb_outbox::schema::OutboxItem;
+use dynamodb_outbox_core::schema::OutboxItem;
 use std::collections::BTreeMap;
 
 pub(super) fn check_fifo(

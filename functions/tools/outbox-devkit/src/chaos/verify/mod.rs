@@ -12,7 +12,7 @@ pub use traces::TraceCounts;
 
 use super::workload::{Committed, Planned};
 use crate::deployment::{LogLine, log_records};
-use dynamodb_outbox::schema::{OutboxItem, Status};
+use dynamodb_outbox_core::schema::{OutboxItem, Status};
 use fifo::check_fifo;
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -6,7 +6,7 @@
 
 use super::report::ChaosReport;
 use super::{FifoDelivery, problem};
-use dynamodb_outbox::schema::OutboxItem;
+use dynamodb_outbox_core::schema::OutboxItem;
 use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -9,8 +9,8 @@
 use super::super::workload::Planned;
 use super::{ChaosReport, Observed, problem};
 use crate::deployment::log_records;
-use dynamodb_outbox::schema::OutboxItem;
 use dynamodb_outbox::trace::TraceContext;
+use dynamodb_outbox_core::schema::OutboxItem;
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;

@@ -1,6 +1,6 @@
 use super::super::tests::{library, library_key};
 use super::*;
-use crate::policy::fence::{Fence, FenceRead, Scope, Sibling, fence_reads, fenced};
+use crate::policy::{Fence, FenceRead, Scope, Sibling, fence_reads, fenced};
 
 fn statuses(of: &[(&ItemKey, &str)]) -> HashMap<ItemKey, Option<String>> {
     of.iter()

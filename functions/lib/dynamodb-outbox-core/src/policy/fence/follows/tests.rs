@@ -1,6 +1,6 @@
 use super::*;
 use crate::policy::fence::tests::{library, library_key};
-use crate::policy::fence::{Fence, fence_reads, fenced};
+use crate::policy::{Fence, fence_reads, fenced};
 
 fn following(mut m: Member, key: &ItemKey) -> Member {
     m.follows = Some(key.clone());
