@@ -15,9 +15,9 @@
 //! re-exported here, which is its one address (`policy::Budget`).
 //! The limit of an SQS queue, [`SqsLimit`](crate::route::SqsLimit), is the route's.
 //!
-//! (STYLE.md's example keeps retryability in one `RetryLogic`; here every decision
-//! the outbox makes lives in this one module, because the sweeper's and the
-//! publisher's decisions depend on each other's outcomes.)
+//! (vector's sinks decide retryability in one `RetryLogic`; here every decision the
+//! outbox makes lives in this one module, because the sweeper's and the publisher's
+//! decisions depend on each other's outcomes.)
 
 mod budget;
 mod dead_letter;
