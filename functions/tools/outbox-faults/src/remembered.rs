@@ -116,13 +116,18 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// A read of index `i` for shard `01`.
+    fn index_read() -> IndexRead {
+        IndexRead {
+            index: "i".into(),
+            scope: ["01".to_owned()].into(),
+        }
+    }
+
     #[test]
     fn another_process_sees_what_one_listed_and_another_endpoint_does_not() {
         let dir = ScratchDir::new("remembered-test");
-        let read = IndexRead {
-            index: "i".into(),
-            scope: ["01".to_owned()].into(),
-        };
+        let read = index_read();
         let item = json!({"PK": {"S": "A"}});
         let one = dir.store();
         assert!(
@@ -137,14 +142,10 @@ mod tests {
     #[test]
     fn a_scratch_directory_is_gone_once_its_test_ends() {
         let dir = ScratchDir::new("scratch-test");
-        let read = IndexRead {
-            index: "i".into(),
-            scope: ["01".to_owned()].into(),
-        };
         dir.store().read(
             "https://a:1",
-            &read,
-            &[serde_json::json!({"PK": {"S": "A"}})],
+            &index_read(),
+            &[json!({"PK": {"S": "A"}})],
             0,
             2_000,
         );
