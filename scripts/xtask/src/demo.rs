@@ -115,7 +115,9 @@ pub fn run(s: &mut Session, args: Vec<String>) -> Result {
     }
 
     s.step("build the functions and the dev kit (debug; the first build takes a few minutes)");
-    let state = match std::env::var_os("OUTBOX_EMULATOR_STATE") {
+    let given_state = std::env::var_os("OUTBOX_EMULATOR_STATE");
+    let fresh = given_state.is_none();
+    let state = match given_state {
         Some(dir) => PathBuf::from(dir),
         None => fresh_state_dir("demo")?,
     };
@@ -143,7 +145,7 @@ pub fn run(s: &mut Session, args: Vec<String>) -> Result {
     s.step("start the local AWS (MiniStack)");
     let emulator = Emulator::at(&state)?;
     let endpoint = emulator.start(s, Kind::Ministack)?;
-    let _stop = StopOnDrop(emulator.clone());
+    let stop = StopOnDrop(emulator.clone());
     let iam = if std::env::var("OUTBOX_EMULATOR_IAM").is_ok_and(|v| v == "off") {
         "IAM NOT checked (OUTBOX_EMULATOR_IAM=off)"
     } else {
@@ -190,7 +192,30 @@ pub fn run(s: &mut Session, args: Vec<String>) -> Result {
         Some(regions) => cmd.args(["--regions", regions]),
         None => cmd.args(["--tool", tool_name(opts.tool)]),
     };
-    cmd.args(&opts.rest).run()
+    let ran = cmd.args(&opts.rest).run();
+    drop(stop);
+    if fresh {
+        remove_unpacked_code(&state);
+    }
+    ran
+}
+
+/// Removes the function code the stopped emulator unpacked into its state directory
+/// (`ministack-provided-code-*`, most of its size: ~65 MB a run), keeping its log and
+/// the stacks' state. Only for a directory the demo made itself.
+fn remove_unpacked_code(state: &std::path::Path) {
+    let Ok(entries) = std::fs::read_dir(state) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        if entry
+            .file_name()
+            .to_string_lossy()
+            .starts_with("ministack-provided-code-")
+        {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
 }
 
 fn tool_name(tool: deploy::Tool) -> &'static str {
@@ -222,6 +247,23 @@ mod tests {
         let opts = parse(args("--regions us-east-1,eu-west-1 --messages 100")).unwrap();
         assert_eq!(opts.tool, deploy::Tool::TerraformGlobal);
         assert_eq!(opts.regions.as_deref(), Some("us-east-1,eu-west-1"));
+    }
+
+    #[test]
+    fn after_the_run_the_unpacked_code_goes_and_the_log_stays() {
+        let state = fresh_state_dir("demo-test").unwrap();
+        std::fs::create_dir_all(state.join("ministack-provided-code-1/abc")).unwrap();
+        std::fs::write(state.join("ministack-provided-code-1/abc/bootstrap"), "x").unwrap();
+        std::fs::write(state.join("emulator.log"), "started").unwrap();
+        std::fs::create_dir(state.join("deploy")).unwrap();
+        remove_unpacked_code(&state);
+        let mut left: Vec<String> = std::fs::read_dir(&state)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        std::fs::remove_dir_all(&state).unwrap();
+        assert_eq!(left, ["deploy", "emulator.log"]);
     }
 
     #[test]
